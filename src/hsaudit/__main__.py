@@ -1,0 +1,5 @@
+import sys
+
+from hsaudit.cli import main
+
+sys.exit(main())

@@ -1,0 +1,59 @@
+"""Configuration helpers shared by the workflow and the command line.
+
+The workflow's config has a ``scale:`` preset (``paper``, ``laptop`` or ``smoke``). The values written in
+the experiment sections are the paper's; ``scales.<preset>`` holds overrides that are deep-merged on top
+of them, so a preset changes only what it names. :func:`resolve_scale` does that merge.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+SCALES = ("paper", "laptop", "smoke")
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a copy of ``base`` with ``override`` merged in (mappings recursively, anything else replaced).
+
+    >>> deep_merge({"a": {"x": 1, "y": 2}, "b": 1}, {"a": {"y": 3}})
+    {'a': {'x': 1, 'y': 3}, 'b': 1}
+    """
+    out = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def resolve_scale(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Apply the overrides of the selected ``scale`` preset to ``config``.
+
+    Args:
+        config: the raw config, with keys ``scale`` and (optionally) ``scales``.
+
+    Returns:
+        A new config with ``scales[scale]`` merged in; ``scales`` itself is kept for provenance.
+
+    Raises:
+        ValueError: if ``scale`` names no preset, or a preset overrides a key the config does not have
+            (a misspelt override would otherwise be silently ignored).
+    """
+    scale = config.get("scale", "paper")
+    presets = config.get("scales", {}) or {}
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {', '.join(SCALES)}, got {scale!r}")
+    override = presets.get(scale, {}) or {}
+    _check_known(config, override, prefix=f"scales.{scale}")
+    return deep_merge(config, override)
+
+
+def _check_known(base: Mapping[str, Any], override: Mapping[str, Any], *, prefix: str) -> None:
+    for key, value in override.items():
+        if key not in base:
+            raise ValueError(f"{prefix}.{key} overrides a key that the config does not have")
+        if isinstance(value, Mapping) and isinstance(base[key], Mapping):
+            _check_known(base[key], value, prefix=f"{prefix}.{key}")
