@@ -1,0 +1,53 @@
+"""Shared fixtures: isolated copies of the workflow for end-to-end runs.
+
+A workflow test must not touch the checkout's own ``results/`` (other runs may be using it), so
+:func:`workflow_copy` copies the Snakefile, ``workflow/``, ``config/`` and ``profiles/`` into a temporary
+directory and :func:`run_snakemake` runs Snakemake there (the package itself is imported from the installed,
+editable ``hsaudit``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+_COPIED = ("Snakefile", "workflow", "config", "profiles")
+
+
+def snakemake_exe() -> str:
+    exe = Path(sys.executable).with_name("snakemake")
+    return str(exe) if exe.exists() else "snakemake"
+
+
+def run_snakemake(workdir: Path, *args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run ``snakemake ARGS`` in ``workdir``; on failure with ``check`` the output is shown in the assertion."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.run(
+        [snakemake_exe(), "--cores", "2", *args],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture
+def workflow_copy(tmp_path: Path) -> Path:
+    """A fresh copy of the workflow (no results) in a temporary directory."""
+    for name in _COPIED:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif src.exists():
+            shutil.copy2(src, tmp_path / name)
+    return tmp_path
