@@ -3,12 +3,16 @@
 # profiles/slurm (`--profile slurm`, see README.md).
 from snakemake.utils import min_version, validate
 
+from hsaudit.config import check_config
+
 min_version("8.0")
 
 
 configfile: "config/config.yaml"
 
 
+# Readable errors first (every violation, named by its dotted key), then Snakemake fills schema defaults.
+check_config(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
 validate(config, "workflow/schemas/config.schema.yaml")
 
 

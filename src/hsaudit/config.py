@@ -57,3 +57,39 @@ def _check_known(base: Mapping[str, Any], override: Mapping[str, Any], *, prefix
             raise ValueError(f"{prefix}.{key} overrides a key that the config does not have")
         if isinstance(value, Mapping) and isinstance(base[key], Mapping):
             _check_known(base[key], value, prefix=f"{prefix}.{key}")
+
+
+def config_errors(config: Mapping[str, Any], schema_path: str) -> list[str]:
+    """Validate ``config`` against the JSON schema at ``schema_path`` (YAML; relative ``$ref`` s allowed).
+
+    Returns one readable line per violation, each naming the key by its dotted path, e.g.
+    ``audit.delta: 2 is greater than or equal to the maximum of 1``. An empty list means valid.
+    """
+    from pathlib import Path
+
+    import jsonschema
+    import yaml
+    from referencing import Registry, Resource
+
+    base = Path(schema_path).resolve()
+
+    def retrieve(uri: str) -> Resource:
+        path = Path(uri.removeprefix("file://"))
+        return Resource.from_contents(yaml.safe_load(path.read_text()))
+
+    schema = yaml.safe_load(base.read_text())
+    schema.setdefault("$id", base.as_uri())
+    registry = Registry(retrieve=retrieve)
+    validator = jsonschema.Draft202012Validator(schema, registry=registry)
+    lines = []
+    for err in sorted(validator.iter_errors(dict(config)), key=lambda e: list(map(str, e.absolute_path))):
+        where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+        lines.append(f"{where}: {err.message}")
+    return lines
+
+
+def check_config(config: Mapping[str, Any], schema_path: str, *, source: str = "config") -> None:
+    """Raise ``ValueError`` listing every schema violation of ``config`` (see :func:`config_errors`)."""
+    errors = config_errors(config, schema_path)
+    if errors:
+        raise ValueError(f"invalid {source}:\n  " + "\n  ".join(errors))

@@ -3,12 +3,16 @@
 import json
 
 from hsaudit import __version__ as HSAUDIT_VERSION
-from hsaudit.config import resolve_scale
-
+from hsaudit.config import check_config, resolve_scale
 
 # The scale preset's overrides are merged in, then the merged config is validated again so that an
 # override with a bad value is caught as well.
 config.update(resolve_scale(config))
+check_config(
+    config,
+    f"{workflow.basedir}/workflow/schemas/config.schema.yaml",
+    source="config after the scale preset",
+)
 validate(config, "../schemas/config.schema.yaml")
 
 SCALE = config["scale"]
