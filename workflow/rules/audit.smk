@@ -1,0 +1,28 @@
+# Trained-model audits: the GDP audit (Nasr et al. 2023; Cebere et al. Algorithm 4) at every insertion step,
+# with the assumption-free bound and the μ-GDP upper bound beside it.
+
+
+rule audit_epsilon:
+    input:
+        scores=rules.extract_scores.output.scores,
+    output:
+        table=f"{HOUSING_DIR}/audits/{{audit}}/R{{runs}}-s{{size}}/epsilon.csv",
+    params:
+        delta=AUDIT["delta"],
+        confidence=AUDIT["confidence"],
+        mode=AUDIT["mode"],
+        noise_multiplier=lambda wc: HOUSING.audits[wc.audit]["setup"]["dpsgd"]["noise_multiplier"],
+        period=lambda wc: HOUSING.audits[wc.audit]["setup"]["dpsgd"]["period"],
+        code_version=CODE_VERSION,
+    log:
+        log_path("housing/audit_epsilon/{audit}/R{runs}-s{size}"),
+    benchmark:
+        bench_path("housing/audit_epsilon/{audit}/R{runs}-s{size}")
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/audit_epsilon.py"

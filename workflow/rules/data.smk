@@ -1,0 +1,65 @@
+# Datasets of the trained-model audits, and the Housing experiment plan shared by train/scores/audit/figures.
+#
+# The plan (hsaudit.figures.housing.plan_housing) turns config["housing"] into setups, audits and figure
+# entries; every audit is keyed by a hash of the parameters that change its result (docs/housing.md). Kept
+# here, next to the first Housing rule, rather than in the shared common.smk.
+from hsaudit.figures.housing import plan_housing
+from hsaudit.seeding import derive_seed
+
+HOUSING = plan_housing(config["housing"], seed=SEED)
+HOUSING_DIR = "results/housing"
+
+
+def housing_setup_of(wildcards):
+    """The setup file of the audit named by the `audit` wildcard."""
+    key = HOUSING.audits[wildcards.audit]["setup_key"]
+    return f"{HOUSING_DIR}/setups/{key}/setup.pt"
+
+
+def housing_shards(wildcards):
+    """The shard files that make up R = wildcards.runs models in shards of wildcards.size."""
+    runs, size = int(wildcards.runs), int(wildcards.size)
+    if runs % size:
+        raise ValueError(f"runs ({runs}) must be a multiple of the shard size ({size})")
+    return [
+        f"{HOUSING_DIR}/audits/{wildcards.audit}/shards/s{size}/{index}.npz"
+        for index in range(runs // size)
+    ]
+
+
+def housing_audit_tables(figure):
+    """Input function: the per-step audit tables of every audit shown in `figure`."""
+    return [
+        f"{HOUSING_DIR}/audits/{ref.key}/{ref.run_dir}/epsilon.csv"
+        for ref in HOUSING.figures[figure]
+    ]
+
+
+wildcard_constraints:
+    setup=r"[0-9a-f]{12}",
+    audit=r"[0-9a-f]{12}",
+    runs=r"\d+",
+    size=r"\d+",
+    index=r"\d+",
+
+
+rule prepare_data:
+    output:
+        data="results/data/housing.npz",
+    params:
+        path=config["housing"]["data"]["path"],
+        data_dir=config["housing"]["data"]["data_dir"],
+        download=config["housing"]["data"]["download"],
+        threshold=config["housing"]["data"]["threshold"],
+        standardize=config["housing"]["data"]["standardize"],
+        code_version=CODE_VERSION,
+    log:
+        log_path("housing/prepare_data"),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/prepare_data.py"

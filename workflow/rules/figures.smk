@@ -1,0 +1,70 @@
+# Housing figures of Cebere et al.: fig1c (§5), fig4 and fig7 (Appendix C). Each writes figN.pdf + figN.csv.
+
+
+rule plot_fig1c:
+    input:
+        tables=housing_audit_tables("fig1c"),
+    output:
+        pdf=report(register_figure("results/fig1c.pdf"), caption="../report/housing_fig1c.rst", category="Housing"),
+        csv="results/fig1c.csv",
+    params:
+        figure="fig1c",
+        refs=[vars(ref) for ref in HOUSING.figures["fig1c"]],
+        scale=SCALE,
+        code_version=CODE_VERSION,
+    log:
+        log_path("housing/plot_fig1c"),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/plot_housing.py"
+
+
+rule plot_fig4:
+    input:
+        tables=housing_audit_tables("fig4"),
+    output:
+        pdf=report(register_figure("results/fig4.pdf"), caption="../report/housing_fig4.rst", category="Housing"),
+        csv="results/fig4.csv",
+    params:
+        figure="fig4",
+        refs=[vars(ref) for ref in HOUSING.figures["fig4"]],
+        scale=SCALE,
+        code_version=CODE_VERSION,
+    log:
+        log_path("housing/plot_fig4"),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/plot_housing.py"
+
+
+rule plot_fig7:
+    input:
+        tables=housing_audit_tables("fig7"),
+    output:
+        pdf=report(register_figure("results/fig7.pdf"), caption="../report/housing_fig7.rst", category="Housing"),
+        csv="results/fig7.csv",
+    params:
+        figure="fig7",
+        refs=[vars(ref) for ref in HOUSING.figures["fig7"]],
+        scale=SCALE,
+        code_version=CODE_VERSION,
+    log:
+        log_path("housing/plot_fig7"),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/plot_housing.py"

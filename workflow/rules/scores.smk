@@ -1,0 +1,23 @@
+# Trained-model audits: gather the shards of an audit into one tidy scores table (run, shard, bit, step, score;
+# higher score ⇒ inserted). temp(): it only feeds audit_epsilon and is rebuilt from the kept shards in seconds.
+
+
+rule extract_scores:
+    input:
+        shards=housing_shards,
+    output:
+        scores=temp(f"{HOUSING_DIR}/audits/{{audit}}/R{{runs}}-s{{size}}/scores.parquet"),
+    params:
+        code_version=CODE_VERSION,
+    log:
+        log_path("housing/extract_scores/{audit}/R{runs}-s{size}"),
+    benchmark:
+        bench_path("housing/extract_scores/{audit}/R{runs}-s{size}")
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/extract_scores.py"

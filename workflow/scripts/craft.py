@@ -1,0 +1,31 @@
+"""Snakemake adapter: the adversary's crafted object of one audit (hsaudit.adversaries.craft)."""
+
+import logging
+
+import torch
+
+from hsaudit.adversaries import craft, save_crafted
+from hsaudit.data import load_dataset
+from hsaudit.figures.housing import write_params_json
+from hsaudit.train import DPSGDConfig, load_setup
+
+logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
+logging.captureWarnings(True)
+torch.set_num_threads(snakemake.threads)
+spec = snakemake.params.spec
+setup_spec = spec["setup"]
+data = load_dataset(snakemake.input.data)
+crafted = craft(
+    spec["adversary"],
+    model=setup_spec["model"],
+    model_kwargs=setup_spec["model_kwargs"],
+    X=data.X,
+    y=data.y,
+    setup=load_setup(snakemake.input.setup),
+    config=DPSGDConfig(**setup_spec["dpsgd"]),
+    seed=snakemake.params.seed,
+    simulations=spec["simulations"] or 1,
+)
+save_crafted(crafted, snakemake.output.crafted)
+write_params_json(spec, snakemake.output.params_json, key=snakemake.wildcards.audit, derived_seed=snakemake.params.seed)
+logging.info("audit %s: crafted %s", snakemake.wildcards.audit, crafted)

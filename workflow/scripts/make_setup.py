@@ -1,0 +1,25 @@
+"""Snakemake adapter: draw θ0 and the fixed minibatch schedule of one setup (hsaudit.train.make_setup)."""
+
+import logging
+
+import torch
+
+from hsaudit.data import load_dataset
+from hsaudit.figures.housing import write_params_json
+from hsaudit.train import DPSGDConfig, make_setup, save_setup
+
+logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
+logging.captureWarnings(True)
+torch.set_num_threads(snakemake.threads)
+spec = snakemake.params.spec
+data = load_dataset(snakemake.input.data)
+setup = make_setup(
+    model=spec["model"],
+    model_kwargs=spec["model_kwargs"],
+    n_train=data.n,
+    config=DPSGDConfig(**spec["dpsgd"]),
+    seed=snakemake.params.seed,
+)
+save_setup(setup, snakemake.output.setup)
+write_params_json(spec, snakemake.output.params_json, key=snakemake.wildcards.setup, derived_seed=snakemake.params.seed)
+logging.info("setup %s: %d parameters, batches %s", snakemake.wildcards.setup, setup.theta0.numel(), tuple(setup.batches.shape))

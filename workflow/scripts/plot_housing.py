@@ -1,0 +1,23 @@
+"""Snakemake adapter: one Housing figure (fig1c, fig4 or fig7) from its audits' tables (hsaudit.figures.housing)."""
+
+import logging
+
+import pandas as pd
+
+from hsaudit.figures.housing import figure_table, plot_housing_figure
+
+logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
+logging.captureWarnings(True)
+params = snakemake.params
+entries = [(ref, pd.read_csv(path)) for ref, path in zip(params.refs, snakemake.input.tables, strict=True)]
+summary = plot_housing_figure(
+    figure_table(entries),
+    snakemake.output.pdf,
+    snakemake.output.csv,
+    figure=params.figure,
+    scale=params.scale,
+    code_version=params.code_version,
+)
+last = summary[summary["step"] == summary["step"].max()]
+for row in last.itertuples():
+    logging.info("%s step %d: eps_hat %.3f ± %.3f over %d reps", row.adversary, row.step, row.mean, row.sd, row.reps)
