@@ -1,0 +1,188 @@
+"""California Housing loader (hsaudit.data): file formats, standardisation, median binarisation, offline error."""
+
+from __future__ import annotations
+
+import urllib.error
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hsaudit import data as hdata
+from hsaudit.data import (
+    HOUSING_COLUMNS,
+    HOUSING_FEATURES,
+    load_dataset,
+    load_housing,
+    read_housing_table,
+    save_dataset,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def synthetic_housing(n: int = 101, seed: int = 0) -> pd.DataFrame:
+    """A Housing-format frame with plausible ranges (not the real data)."""
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(
+        {
+            "MedInc": rng.lognormal(1.2, 0.5, n),
+            "HouseAge": rng.integers(1, 53, n).astype(float),
+            "AveRooms": rng.lognormal(1.6, 0.3, n),
+            "AveBedrms": rng.lognormal(0.05, 0.1, n),
+            "Population": rng.integers(3, 5000, n).astype(float),
+            "AveOccup": rng.lognormal(1.0, 0.3, n),
+            "Latitude": rng.uniform(32.5, 42.0, n),
+            "Longitude": rng.uniform(-124.3, -114.3, n),
+            "MedHouseVal": rng.uniform(0.15, 5.0, n),
+        }
+    )
+    return frame[list(HOUSING_COLUMNS)]
+
+
+@pytest.fixture
+def frame() -> pd.DataFrame:
+    return synthetic_housing()
+
+
+def test_csv_is_standardised_and_binarised_at_the_median(tmp_path, frame):
+    path = tmp_path / "housing.csv"
+    frame.to_csv(path, index=False)
+    data = load_housing(path=path)
+    assert data.X.dtype == np.float32 and data.X.shape == (len(frame), 8)
+    assert data.y.dtype == np.int64 and set(np.unique(data.y)) == {0, 1}
+    np.testing.assert_allclose(data.X.mean(axis=0), 0.0, atol=1e-6)
+    np.testing.assert_allclose(data.X.std(axis=0), 1.0, rtol=1e-5)
+    raw = frame[list(HOUSING_FEATURES)].to_numpy()
+    np.testing.assert_allclose(data.X, (raw - raw.mean(0)) / raw.std(0), rtol=1e-5, atol=1e-6)
+    median = float(np.median(frame["MedHouseVal"]))
+    assert data.threshold == median
+    np.testing.assert_array_equal(data.y, (frame["MedHouseVal"].to_numpy() > median).astype(int))
+    # n odd and continuous values: exactly (n - 1) / 2 rows lie strictly above the median.
+    assert int(data.y.sum()) == (len(frame) - 1) // 2
+    assert data.feature_names == HOUSING_FEATURES
+
+
+@pytest.mark.parametrize("name", ["housing.parquet", "housing.parquet.brotli"])
+def test_parquet_gives_the_same_arrays_as_csv(tmp_path, frame, name):
+    frame.to_csv(tmp_path / "h.csv", index=False)
+    # Extra columns and another column order are accepted (only the Housing columns are read).
+    shuffled = frame.assign(extra=1.0)[["extra", *reversed(HOUSING_COLUMNS)]]
+    shuffled.to_parquet(tmp_path / name, compression="brotli" if "brotli" in name else "snappy")
+    a, b = load_housing(path=tmp_path / "h.csv"), load_housing(path=tmp_path / name)
+    np.testing.assert_allclose(a.X, b.X, rtol=1e-6)
+    np.testing.assert_array_equal(a.y, b.y)
+
+
+def test_numeric_threshold_and_no_standardisation(tmp_path, frame):
+    path = tmp_path / "h.csv"
+    frame.to_csv(path, index=False)
+    data = load_housing(path=path, threshold=2.5, standardize=False)
+    np.testing.assert_array_equal(data.y, (frame["MedHouseVal"] > 2.5).astype(int))
+    np.testing.assert_allclose(data.X, frame[list(HOUSING_FEATURES)].to_numpy(np.float32))
+
+
+def test_constant_feature_is_only_centred(tmp_path, frame):
+    path = tmp_path / "h.csv"
+    frame.assign(HouseAge=7.0).to_csv(path, index=False)
+    data = load_housing(path=path)
+    np.testing.assert_array_equal(data.X[:, HOUSING_FEATURES.index("HouseAge")], 0.0)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "needle"),
+    [
+        (lambda f: f.drop(columns=["AveOccup"]), "AveOccup"),
+        (lambda f: f.assign(MedInc=np.nan), "MedInc"),
+        (lambda f: f.assign(Latitude="north"), "numeric"),
+    ],
+)
+def test_bad_tables_are_rejected_naming_the_problem(tmp_path, frame, mutate, needle):
+    path = tmp_path / "h.csv"
+    mutate(frame).to_csv(path, index=False)
+    with pytest.raises(ValueError, match=needle):
+        load_housing(path=path)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [({"threshold": 99.0}, "threshold"), ({"threshold": "mean"}, "threshold"), ({"threshold": float("nan")}, "finite")],
+)
+def test_bad_thresholds_are_rejected(tmp_path, frame, kwargs, needle):
+    path = tmp_path / "h.csv"
+    frame.to_csv(path, index=False)
+    with pytest.raises(ValueError, match=needle):
+        load_housing(path=path, **kwargs)
+
+
+def test_unknown_format_and_missing_file(tmp_path, frame):
+    frame.to_json(tmp_path / "h.json")
+    with pytest.raises(ValueError, match="unknown format"):
+        read_housing_table(tmp_path / "h.json")
+    with pytest.raises(FileNotFoundError, match="housing.data.path"):
+        read_housing_table(tmp_path / "nope.csv")
+
+
+def test_offline_without_local_copy_says_how_to_provide_it(tmp_path, monkeypatch):
+    import sklearn.datasets
+
+    def offline(**kwargs):
+        raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
+
+    monkeypatch.setattr(sklearn.datasets, "fetch_california_housing", offline)
+    with pytest.raises(FileNotFoundError) as info:
+        load_housing(data_dir=tmp_path)
+    message = str(info.value)
+    assert "housing.data.path" in message and "MedHouseVal" in message and "URLError" in message
+    assert "http" not in message.lower()  # the instructions are URL-free
+
+
+def test_empty_cache_with_download_disabled_is_the_same_clear_error(tmp_path):
+    # The real scikit-learn fetcher, which never touches the network with download_if_missing=False.
+    with pytest.raises(FileNotFoundError, match="housing.data.path"):
+        load_housing(data_dir=tmp_path / "empty", download=False)
+
+
+def test_sklearn_frame_is_used_when_no_path(tmp_path, monkeypatch, frame):
+    import sklearn.datasets
+    from sklearn.utils import Bunch
+
+    seen = {}
+
+    def fake(*, data_home, download_if_missing, as_frame):
+        seen.update(data_home=data_home, download=download_if_missing, as_frame=as_frame)
+        return Bunch(frame=frame)
+
+    monkeypatch.setattr(sklearn.datasets, "fetch_california_housing", fake)
+    data = load_housing(data_dir=tmp_path)
+    assert seen == {"data_home": str(tmp_path), "download": True, "as_frame": True}
+    assert data.source == "sklearn" and data.n == len(frame)
+
+
+def test_npz_round_trip(tmp_path, frame):
+    path = tmp_path / "h.csv"
+    frame.to_csv(path, index=False)
+    data = load_housing(path=path)
+    save_dataset(data, tmp_path / "out" / "housing.npz")
+    back = load_dataset(tmp_path / "out" / "housing.npz")
+    np.testing.assert_array_equal(back.X, data.X)
+    np.testing.assert_array_equal(back.y, data.y)
+    assert (back.threshold, back.feature_names, back.source) == (data.threshold, data.feature_names, data.source)
+    assert not list((tmp_path / "out").glob(".*tmp*")), "no temporary file left behind"
+
+
+def test_standardize_stats_rejects_non_matrix():
+    with pytest.raises(ValueError, match="2-D"):
+        hdata.standardize_stats([1.0, 2.0])
+
+
+@pytest.mark.skipif(
+    not (REPO / "data" / "california_housing.parquet.brotli").exists(),
+    reason="the real Housing copy (docs/housing.md) is not under data/",
+)
+def test_real_copy_has_the_published_shape():
+    # Pace & Barry (1997) / scikit-learn: 20,640 block groups, 8 features.
+    data = load_housing(path=REPO / "data" / "california_housing.parquet.brotli")
+    assert data.X.shape == (20640, 8)
+    assert abs(float(data.y.mean()) - 0.5) < 0.001
