@@ -13,7 +13,7 @@ HOUSING_DIR = "results/housing"
 def housing_setup_of(wildcards):
     """The setup file of the audit named by the `audit` wildcard."""
     key = HOUSING.audits[wildcards.audit]["setup_key"]
-    return f"{HOUSING_DIR}/setups/{key}/setup.pt"
+    return f"{HOUSING_DIR}/setups/{key}/setup.npz"
 
 
 def housing_shards(wildcards):

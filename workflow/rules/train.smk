@@ -6,7 +6,7 @@ rule make_setup:
     input:
         data=rules.prepare_data.output.data,
     output:
-        setup=f"{HOUSING_DIR}/setups/{{setup}}/setup.pt",
+        setup=f"{HOUSING_DIR}/setups/{{setup}}/setup.npz",
         params_json=f"{HOUSING_DIR}/setups/{{setup}}/params.json",
     params:
         spec=lambda wc: HOUSING.setups[wc.setup],

@@ -1,0 +1,294 @@
+"""Housing audits (fig1c, fig4, fig7): plan and audit keys, shards, tables, figure, and the workflow end to end.
+
+The end-to-end tests run the real workflow at smoke scale on a small synthetic Housing-format CSV, in a private
+copy of the workflow (tests/conftest.py), and check that raising R only adds shards and that changing fig7's
+parameters leaves fig1c's jobs alone.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import REPO, run_snakemake
+from hsaudit.config import resolve_scale
+from hsaudit.figures.housing import (
+    figure_table,
+    key_of,
+    plan_housing,
+    plot_housing_figure,
+    save_shard,
+    scores_matrix,
+    scores_table,
+    shard_bits,
+    shard_seed,
+    summarise,
+)
+
+SEED = 2024
+
+
+@pytest.fixture(scope="module")
+def housing() -> dict:
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    return config["housing"]
+
+
+def keys(plan, figure, adversary=None):
+    return {r.key for r in plan.figures[figure] if adversary is None or r.adversary == adversary}
+
+
+# ------------------------------------------------------------------------------------------------------ plan
+
+
+def test_figures_share_the_audits_they_have_in_common(housing):
+    plan = plan_housing(housing, seed=SEED)
+    reps = housing["repetitions"]
+    for adversary in ("gc_r", "label_flip"):
+        shared = keys(plan, "fig1c", adversary)
+        assert len(shared) == reps
+        assert shared == keys(plan, "fig4", adversary) == keys(plan, "fig7", adversary)
+    assert keys(plan, "fig1c", "gc_s_noiseless_ps") == keys(plan, "fig4", "gc_s_noiseless_ps")
+    # 3 + 6 + 3 adversaries with gc_r, label_flip, gc_s_noiseless_ps shared: 7 distinct, each per repetition.
+    assert len(plan.audits) == 7 * reps
+    # All adversaries of a repetition share one setup (θ0, batches); each repetition has its own.
+    assert len(plan.setups) == reps
+
+
+def test_key_covers_every_result_parameter_but_not_r(housing):
+    base = plan_housing(housing, seed=SEED)
+    for change in ({"lr": 0.01}, {"noise_multiplier": 2.0}, {"steps": 100}, {"batch_size": 200},
+                   {"clip_norm": 2.0}, {"period": 5}, {"model_variant": "8-6-2"}):
+        changed = plan_housing({**housing, **change}, seed=SEED)
+        assert not keys(base, "fig1c") & keys(changed, "fig1c"), change
+    assert not keys(base, "fig1c") & keys(plan_housing(housing, seed=SEED + 1), "fig1c")
+    data = copy.deepcopy(housing["data"])
+    data["threshold"] = 2.0
+    assert not keys(base, "fig1c") & keys(plan_housing({**housing, "data": data}, seed=SEED), "fig1c")
+    # R, the shard size, the device and the cache directory do not change an audit's key.
+    same = plan_housing({**housing, "runs": 10000, "device": "cpu", "data": {**housing["data"], "data_dir": "x"}},
+                        seed=SEED)
+    assert keys(same, "fig4") == keys(base, "fig4")
+    assert {r.run_dir for r in same.figures["fig4"]} == {"R10000-s500"}
+
+
+def test_simulations_only_change_the_noisy_simulation_audits(housing):
+    base = plan_housing(housing, seed=SEED)
+    more = plan_housing({**housing, "simulations": 8}, seed=SEED)
+    for adversary in ("gc_r", "gc_s_noiseless_ps", "gc_s_noiseless_fm", "label_flip"):
+        assert keys(base, "fig4", adversary) == keys(more, "fig4", adversary)
+    for adversary in ("gc_s_noisy_ps", "gc_s_noisy_fm"):
+        assert not keys(base, "fig4", adversary) & keys(more, "fig4", adversary)
+
+
+def test_per_figure_override_changes_only_that_figure(housing):
+    base = plan_housing(housing, seed=SEED)
+    figures = copy.deepcopy(housing["figures"])
+    figures["fig7"]["lr"] = 0.01
+    changed = plan_housing({**housing, "figures": figures}, seed=SEED)
+    assert keys(changed, "fig1c") == keys(base, "fig1c")
+    assert keys(changed, "fig4") == keys(base, "fig4")
+    assert not keys(changed, "fig7") & keys(base, "fig7")
+    assert changed.values["fig7"]["lr"] == 0.01 and changed.values["fig1c"]["lr"] == housing["lr"]
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [({"runs": 5001}, "runs"), ({"period": 300}, "period"), ({"shard_size": 7, "runs": 7}, "shard_size")],
+)
+def test_inconsistent_values_are_rejected_naming_the_key(housing, change, needle):
+    with pytest.raises(ValueError, match=needle):
+        plan_housing({**housing, **change}, seed=SEED)
+
+
+def test_schema_rejects_bad_housing_values_naming_the_key():
+    from hsaudit.config import config_errors
+
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    schema = str(REPO / "workflow" / "schemas" / "config.schema.yaml")
+    assert config_errors(config, schema) == []
+    for key, value in [("noise_multiplier", -1.0), ("shard_size", 3), ("model_variant", "8-4-1"),
+                       ("device", "tpu"), ("lrr", 0.1)]:
+        bad = copy.deepcopy(config)
+        bad["housing"][key] = value
+        errors = "\n".join(config_errors(bad, schema))
+        assert errors and (f"housing.{key}" in errors or f"'{key}'" in errors), (key, errors)
+    bad = copy.deepcopy(config)
+    bad["housing"]["figures"]["fig7"]["adversaries"] = ["gc_r", "canary"]
+    assert "housing.figures.fig7.adversaries.1" in "\n".join(config_errors(bad, schema))
+    bad = copy.deepcopy(config)
+    bad["housing"]["data"]["threshold"] = "mean"
+    assert "housing.data.threshold" in "\n".join(config_errors(bad, schema))
+
+
+# ---------------------------------------------------------------------------------------------------- shards
+
+
+def test_shard_bits_are_an_exact_seeded_half_split():
+    a = shard_bits(seed=1, key="abc", shard_size=500, index=3)
+    assert a.sum() == 250 and set(np.unique(a)) == {0, 1}
+    np.testing.assert_array_equal(a, shard_bits(seed=1, key="abc", shard_size=500, index=3))
+    assert not np.array_equal(a, shard_bits(seed=1, key="abc", shard_size=500, index=4))
+    assert not np.array_equal(a, shard_bits(seed=1, key="abd", shard_size=500, index=3))
+    assert shard_seed(seed=1, key="abc", shard_size=500, index=3) != shard_seed(seed=1, key="abc", shard_size=500, index=4)
+    with pytest.raises(ValueError, match="shard_size"):
+        shard_bits(seed=1, key="abc", shard_size=5, index=0)
+
+
+def test_scores_table_numbers_runs_in_shard_order(tmp_path):
+    steps = np.array([1, 2, 3])
+    paths = []
+    for index in range(2):
+        bits = shard_bits(seed=0, key="k", shard_size=4, index=index)
+        scores = np.arange(12, dtype=float).reshape(4, 3) + 100 * index
+        paths.append(tmp_path / f"{index}.npz")
+        save_shard(paths[-1], bits=bits, scores=scores, steps=steps)
+    table = scores_table(paths)
+    assert list(table.columns) == ["run", "shard", "bit", "step", "score"]
+    assert len(table) == 8 * 3 and table["run"].nunique() == 8
+    got_steps, matrix, members = scores_matrix(table)
+    np.testing.assert_array_equal(got_steps, steps)
+    assert matrix.shape == (3, 8) and members.sum() == 4
+    # Run 5 is shard 1's second model: its score at step 2 is 100 + 1·3 + 1.
+    assert matrix[1, 5] == 104.0
+    with pytest.raises(ValueError, match="shape"):
+        save_shard(tmp_path / "bad.npz", bits=[0, 1], scores=np.zeros((2, 2)), steps=steps)
+
+
+# ---------------------------------------------------------------------------------------------------- figure
+
+
+def synthetic_audit(rng, steps, level):
+    from hsaudit.accounting import gdp_epsilon, gdp_mu
+
+    mu_up = [gdp_mu(noise_multiplier=4.0, compositions=int(t)) for t in steps]
+    return pd.DataFrame(
+        {
+            "step": steps,
+            "insertions": steps,
+            "runs": 40,
+            "mu": level * np.sqrt(steps) + rng.normal(0, 0.01, steps.size),
+            "epsilon": level * steps + rng.normal(0, 0.1, steps.size),
+            "epsilon_free": 0.5 * level * steps,
+            "mu_upper": mu_up,
+            "epsilon_upper": [gdp_epsilon(mu=m, delta=1e-5) for m in mu_up],
+            "mode": "paper",
+            "confidence": 0.95,
+            "delta": 1e-5,
+        }
+    )
+
+
+def test_figure_csv_holds_every_plotted_number(tmp_path):
+    rng = np.random.default_rng(0)
+    steps = np.arange(1, 6)
+    entries = [({"adversary": adv, "rep": rep, "key": f"{adv}{rep}"}, synthetic_audit(rng, steps, level))
+               for adv, level in (("gc_r", 0.5), ("label_flip", 0.1)) for rep in range(3)]
+    table = figure_table(entries)
+    summary = plot_housing_figure(table, tmp_path / "fig7.pdf", tmp_path / "fig7.csv", figure="fig7", scale="smoke")
+    assert (tmp_path / "fig7.pdf").stat().st_size > 1000
+    csv = pd.read_csv(tmp_path / "fig7.csv")
+    for column in ("adversary", "step", "rep", "epsilon", "mu", "epsilon_upper", "mode", "runs", "epsilon_free"):
+        assert column in csv.columns, column
+    assert len(csv) == 2 * 3 * 5 and set(csv["scale"]) == {"smoke"}
+    part = csv[(csv.adversary == "gc_r") & (csv.step == 3)]["epsilon"]
+    row = summary[(summary.adversary == "gc_r") & (summary.step == 3)].iloc[0]
+    assert row["mean"] == pytest.approx(part.mean()) and row["sd"] == pytest.approx(part.std(ddof=1))
+    assert row["reps"] == 3
+    assert summarise(table[table.rep == 0])["sd"].eq(0).all()
+
+
+# ------------------------------------------------------------------------------------------------ end to end
+
+
+def write_synthetic_csv(path: Path, n: int = 240) -> None:
+    from test_data import synthetic_housing
+
+    synthetic_housing(n=n, seed=1).to_csv(path, index=False)
+
+
+def configure(workdir: Path, **smoke_housing) -> None:
+    """Set the private copy's config: smoke scale, the synthetic file, and extra smoke overrides."""
+    path = workdir / "config" / "config.yaml"
+    config = yaml.safe_load(path.read_text())
+    config["scale"] = "smoke"
+    config["housing"]["data"]["path"] = str(workdir / "housing.csv")
+    for key, value in smoke_housing.items():
+        if key == "figures":
+            config["housing"]["figures"] = value
+        else:
+            config["scales"]["smoke"]["housing"][key] = value
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """The `Job stats` table of a Snakemake dry run as {rule: count}."""
+    counts = {}
+    block = output.split("Job stats:", 1)[1] if "Job stats:" in output else ""
+    for line in block.splitlines():
+        match = re.match(r"^(\w+)\s+(\d+)$", line.strip())
+        if match and match.group(1) != "total":
+            counts[match.group(1)] = int(match.group(2))
+    return counts
+
+
+TARGETS = ("results/fig1c.pdf", "results/fig4.pdf", "results/fig7.pdf")
+
+
+@pytest.mark.slow
+def test_smoke_figures_end_to_end_then_reuse(workflow_copy):
+    from hsaudit.accounting import gdp_epsilon, gdp_mu
+
+    workdir = workflow_copy
+    write_synthetic_csv(workdir / "housing.csv")
+    configure(workdir)
+    run_snakemake(workdir, *TARGETS, timeout=300)
+
+    config = resolve_scale(yaml.safe_load((workdir / "config" / "config.yaml").read_text()))
+    h = config["housing"]
+    for figure, n_adv in (("fig1c", 3), ("fig4", 6), ("fig7", 3)):
+        csv = pd.read_csv(workdir / "results" / f"{figure}.csv")
+        assert (workdir / "results" / f"{figure}.pdf").stat().st_size > 1000
+        assert csv["adversary"].nunique() == n_adv and csv["rep"].nunique() == h["repetitions"]
+        assert set(csv["step"]) == set(range(1, h["steps"] + 1)) and set(csv["runs"]) == {h["runs"]}
+        assert np.isfinite(csv["epsilon"]).all() and (csv["epsilon"] >= 0).all()
+        for step, upper in csv.groupby("step")["epsilon_upper"].first().items():
+            expected = gdp_epsilon(mu=gdp_mu(noise_multiplier=h["noise_multiplier"], compositions=step), delta=1e-5)
+            assert upper == pytest.approx(expected, rel=1e-9)
+    params = list((workdir / "results" / "housing" / "audits").glob("*/params.json"))
+    assert len(params) == 7 * h["repetitions"]
+    shards = list((workdir / "results" / "housing" / "audits").glob("*/shards/s20/*.npz"))
+    assert len(shards) == 7 * h["repetitions"] * 2
+
+    # Nothing left to do.
+    proc = run_snakemake(workdir, "-n", *TARGETS)
+    assert job_counts(proc.stdout) == {}, proc.stdout
+
+    # Raising R from 40 to 60 trains one new shard per audit and keeps the others.
+    configure(workdir, runs=60)
+    proc = run_snakemake(workdir, "-n", *TARGETS)
+    counts = job_counts(proc.stdout)
+    n_audits = 7 * h["repetitions"]
+    assert counts.get("train_shard") == n_audits, proc.stdout
+    assert "craft" not in counts and "make_setup" not in counts and "prepare_data" not in counts
+    assert counts.get("audit_epsilon") == n_audits and counts.get("extract_scores") == n_audits
+    new_shards = set(re.findall(r"shards/s20/(\d+)\.npz", proc.stdout.split("Job stats:")[0]))
+    assert new_shards == {"2"}, new_shards
+
+    # Changing fig7's learning rate reruns fig7's audits only.
+    config = yaml.safe_load((workdir / "config" / "config.yaml").read_text())
+    figures = config["housing"]["figures"]
+    figures["fig7"]["lr"] = 0.05
+    configure(workdir, runs=40, figures=figures)
+    proc = run_snakemake(workdir, "-n", *TARGETS)
+    counts = job_counts(proc.stdout)
+    assert "plot_fig1c" not in counts and "plot_fig4" not in counts, proc.stdout
+    assert counts.get("plot_fig7") == 1
+    assert counts.get("craft") == 3 * h["repetitions"]
+    assert counts.get("train_shard") == 3 * h["repetitions"] * 2
