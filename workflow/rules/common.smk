@@ -4,6 +4,7 @@ import json
 
 from hsaudit import __version__ as HSAUDIT_VERSION
 from hsaudit.config import check_config, resolve_scale
+from hsaudit.provenance import code_version
 
 # The scale preset's overrides are merged in, then the merged config is validated again so that an
 # override with a bad value is caught as well.
@@ -33,9 +34,11 @@ def register_figure(path, kind="cpu"):
     return path
 
 
-# Package version as a param of every rule that calls package code: a new version (or, in a dirty
-# development tree, a change of the package source, see hsaudit.provenance) reruns those jobs.
-CODE_VERSION = HSAUDIT_VERSION
+# Code version as a param of every rule that calls package code: package version + SHA-256 of the package
+# source (hsaudit.provenance.code_version), so a new release or an edited module reruns those jobs. A rule
+# family may narrow it to the modules it imports (transitively), e.g.
+# code_version("hsaudit.process1d", "hsaudit.figures.section6"): then only edits there rerun its jobs.
+CODE_VERSION = code_version()
 
 
 def log_path(name):

@@ -1,0 +1,83 @@
+"""``hsaudit plan TARGET...``: models, DP-SGD steps and CPU/GPU-hours of the experiments behind some targets.
+
+    hsaudit plan results/fig1a.pdf results/fig4.pdf      # from config/config.yaml (its scale)
+    hsaudit plan all --scale laptop --json
+    hsaudit plan --calibrate convnet --steps 5           # measure seconds per model-step here
+
+See :mod:`hsaudit.plan` and docs/cluster.md ("Cost estimates").
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from hsaudit.config import SCALES, resolve_scale
+
+
+def register(sub) -> None:
+    parser = sub.add_parser(
+        "plan",
+        help="estimate models, steps and CPU/GPU-hours of targets before launching",
+        description="Estimate the number of trained models, DP-SGD steps and CPU/GPU-hours behind figure targets.",
+    )
+    parser.add_argument("targets", nargs="*", help="figure targets, e.g. results/fig4.pdf, or 'all'")
+    parser.add_argument("--configfile", default="config/config.yaml", help="workflow config (default: %(default)s)")
+    parser.add_argument("--scale", choices=SCALES, help="scale preset (default: the config's `scale`)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    cal = parser.add_argument_group("calibration (measure seconds per model-step on this machine)")
+    cal.add_argument("--calibrate", metavar="MODEL", help="fcnn, convnet, resnet18_gn or linear4096")
+    cal.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    cal.add_argument("--batch", type=int, help="batch size (default: the paper's for that model)")
+    cal.add_argument("--steps", type=int, default=5, help="timed steps (default: %(default)s)")
+    cal.add_argument("--population", type=int, default=1, help="models vectorised per step (default: 1)")
+    cal.add_argument("--threads", type=int, default=1, help="torch threads (default: 1, as the rules run)")
+    parser.set_defaults(func=_run)
+
+
+def _load_config(path: str, scale: str | None) -> dict:
+    import yaml
+
+    file = Path(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"config file {path!r} not found (run from the repository root or pass --configfile)")
+    config = yaml.safe_load(file.read_text()) or {}
+    if scale:
+        config["scale"] = scale
+    return resolve_scale(config)
+
+
+def _run(args) -> int:
+    from hsaudit import plan as P
+
+    if args.calibrate:
+        seconds = P.measure_step_seconds(
+            args.calibrate, device=args.device, batch=args.batch, steps=args.steps,
+            population=args.population, threads=args.threads,
+        )
+        row = {"model": args.calibrate, "device": args.device, "batch": args.batch, "steps": args.steps,
+               "population": args.population, "threads": args.threads, "seconds_per_model_step": seconds}
+        print(json.dumps(row) if args.json else f"{args.calibrate} on {args.device}: {seconds:.3g} s per model-step")
+        return 0
+    if not args.targets:
+        raise ValueError("give at least one target (e.g. results/fig4.pdf or all), or --calibrate MODEL")
+    config = _load_config(args.configfile, args.scale)
+    p = P.plan(args.targets, config)
+    if args.json:
+        out = {
+            "scale": config.get("scale", "paper"),
+            "targets": list(p.targets),
+            "audits": [
+                {**{k: v for k, v in asdict(a).items() if k != "key"}, "model_steps": a.model_steps,
+                 "cpu_hours": a.hours("cpu"), "gpu_hours": a.hours("gpu")}
+                for a in p.audits
+            ],
+            "simulations": list(p.simulations),
+            "total": {"models": p.models, "model_steps": p.model_steps, "cpu_hours": p.hours("cpu"),
+                      "gpu_hours": p.hours("gpu")},
+        }
+        print(json.dumps(out, indent=2))
+    else:
+        print(P.format_plan(p, scale=config.get("scale", "paper")))
+    return 0
