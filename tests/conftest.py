@@ -1,8 +1,8 @@
 """Shared fixtures: isolated copies of the workflow for end-to-end runs.
 
 A workflow test must not touch the checkout's own ``results/`` (other runs may be using it), so
-:func:`workflow_copy` copies the Snakefile, ``workflow/``, ``config/`` and ``profiles/`` into a temporary
-directory and :func:`run_snakemake` runs Snakemake there (the package itself is imported from the installed,
+:func:`workflow_copy` copies the Snakefile, ``workflow/``, ``config/``, ``profiles/`` and ``envs/`` (which the
+rules' ``conda:`` directives name) into a temporary directory and :func:`run_snakemake` runs Snakemake there (the package itself is imported from the installed,
 editable ``hsaudit``).
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-_COPIED = ("Snakefile", "workflow", "config", "profiles")
+_COPIED = ("Snakefile", "workflow", "config", "profiles", "envs")
 
 
 def snakemake_exe() -> str:
