@@ -14,3 +14,28 @@ Science lives in the modules of this package (importable and tested without Snak
 from __future__ import annotations
 
 __version__ = "0.1.0"
+
+# Audit core and accountants (numpy/scipy/dp-accounting only; cheap to import).
+from hsaudit.accounting import (  # noqa: E402
+    calibrate_noise,
+    epsilon_from_delta_curve,
+    gaussian_delta,
+    gaussian_epsilon,
+    gaussian_pld,
+    gdp_delta,
+    gdp_epsilon,
+    gdp_mu,
+    gdp_tradeoff,
+    mixture_gaussian_epsilon,
+    mixture_gaussian_pld,
+)
+from hsaudit.audit import (  # noqa: E402
+    AuditResult,
+    assumption_free_epsilon,
+    audit_scores,
+    audit_steps,
+    clopper_pearson_upper,
+    empirical_tradeoff,
+    privacy_profile,
+    reference_audit,
+)
