@@ -49,6 +49,40 @@ def bench_path(name):
     return f"results/benchmarks/{name}.tsv"
 
 
+# ---- Execution: archives and the GPU pre-flight warning (workflow/rules/archive.smk, docs/cluster.md) ----
+EXECUTION = config.get("execution", {})
+
+
+def archive_path(figure_pdf):
+    """results/fig3.pdf -> results/archive/fig3.tar.gz (steinke/fig1 -> results/archive/steinke/fig1.tar.gz)."""
+    return "results/archive/" + figure_pdf.removeprefix("results/").removesuffix(".pdf") + ".tar.gz"
+
+
+def archive_inputs(wildcards):
+    """The registered figure behind results/archive/{figure}.tar.gz: its PDF and CSV."""
+    pdf = f"results/{wildcards.figure}.pdf"
+    if pdf not in FIGURE_KINDS:
+        raise ValueError(
+            f"results/archive/{wildcards.figure}.tar.gz: no registered figure {pdf}; "
+            f"known: {', '.join(sorted(FIGURE_KINDS))}"
+        )
+    return {"pdf": pdf, "csv": pdf.removesuffix(".pdf") + ".csv"}
+
+
+def gpu_preflight_warning(workflow):
+    """Warn once, before jobs start, when a paper-scale GPU-sized target runs locally without a GPU."""
+    import sys
+
+    from hsaudit.plan import gpu_warning, has_local_gpu
+
+    if not EXECUTION.get("gpu_warning", True) or not workflow.local_exec:
+        return
+    targets = workflow.dag_settings.targets or FIGURES
+    message = gpu_warning(targets, config, has_gpu=has_local_gpu())
+    if message:
+        print(message, file=sys.stderr)
+
+
 wildcard_constraints:
     sigma=r"\d+(\.\d+)?",
     batch=r"\d+",

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 # Sub-command modules, in the order `hsaudit --help` lists them. A module that is missing (a part of the
 # project not written yet) is skipped rather than breaking the others.
-_COMMANDS = ("audit", "bound", "heuristic", "validate", "bench", "plan")
+_COMMANDS = ("audit", "bound", "heuristic", "validate", "bench", "plan", "archive")
 
 
 def build_parser() -> argparse.ArgumentParser:
