@@ -1,0 +1,405 @@
+"""Annamalai, "It's Our Loss: No Privacy Amplification for Hidden State DP-SGD With Non-Convex Loss".
+
+A scalar DP-SGD run (θ0 = 0, η = C = 1) on D = 10¹⁰ zeros or D′ = D ∪ {1} with an adversarial gradient
+(Algorithm 1) that, at every step, decodes the latest noisy value v_k from θ_k, computes its per-step
+log-likelihood ratio λ(v_k) = log(q·exp((2v_k − 1)/(2σ²)) + 1 − q) (Section 4.1), and re-encodes it, rounded
+to two decimals, into the digits of θ above the noise (multiples of P = 10^⌈log10 3σ⌉). The final iterate
+therefore carries o = Σ_k round(λ(v_k), 2): the all-iterates likelihood-ratio statistic.
+
+* :func:`adversarial_gradient`, :func:`simulate`, :func:`statistic` — the construction and a simulation
+  vectorised over runs (batch counts n0 ~ Binomial(|D|, q), canary inclusion ~ Bernoulli(q); the records are
+  never built).
+* :func:`pld_table`, :func:`sigma_for_epsilon`, :func:`pld_tradeoff` — the PLD trade-off curves of T composed
+  Poisson-subsampled Gaussians (all iterates released), tabulated over σ once and interpolated.
+* :func:`observed_rates`, :func:`audit_pld` — the paper's audit (Algorithm 2; no confidence intervals) and a
+  Clopper–Pearson variant.
+* :func:`linear_tradeoff` — the exact trade-off curve of linear losses (Steinke et al.'s mixture of Gaussians).
+
+Update sign: the paper prints the descent update θ_{k+1} = θ_k − (Σ clip(g̃) + Z), with which the encoding
+does not survive (the decoded values mix earlier steps and the statistic loses the canary's signal); the
+construction works with θ_{k+1} = θ_k + Σ clip(g̃) + Z (equivalently descent on −g̃). ``update="ascent"``
+(default) is the working form, ``update="descent"`` the literal one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from scipy import stats
+
+from hsaudit import heuristic as H
+
+Update = Literal["ascent", "descent"]
+
+
+def encoding_base(noise_multiplier: float) -> float:
+    """P = 10^⌈log10(3σ)⌉, the power of ten above the noise's 3σ range (Section 4.2)."""
+    if not noise_multiplier > 0:
+        raise ValueError(f"noise_multiplier must be positive, got {noise_multiplier}")
+    return 10.0 ** math.ceil(math.log10(3.0 * noise_multiplier))
+
+
+def step_llr(v: npt.ArrayLike, *, noise_multiplier: float, sampling_rate: float) -> np.ndarray:
+    """λ(v) = log(q·N(v; 1, σ²)/N(v; 0, σ²) + 1 − q) = logaddexp(log q + (2v − 1)/(2σ²), log(1 − q))."""
+    v = np.asarray(v, dtype=float)
+    if sampling_rate >= 1:
+        return (2 * v - 1) / (2 * noise_multiplier**2)
+    if sampling_rate <= 0:
+        return np.zeros_like(v)
+    return np.logaddexp(math.log(sampling_rate) + (2 * v - 1) / (2 * noise_multiplier**2), math.log1p(-sampling_rate))
+
+
+@dataclass(frozen=True)
+class Construction:
+    """Parameters of the adversarial gradient (all known to the loss function, none sensitive).
+
+    Attributes:
+        noise_multiplier: σ.
+        sampling_rate: q.
+        dataset_size: |D| (number of zeros; the paper's "10B" read as 10¹⁰ [inferred]).
+        digits: λ is encoded rounded to 10^−digits (paper: 2 decimals ⇒ factor 100).
+    """
+
+    noise_multiplier: float
+    sampling_rate: float
+    dataset_size: float = 1e10
+    digits: int = 2
+
+    def __post_init__(self) -> None:
+        if not self.noise_multiplier > 0:
+            raise ValueError(f"noise_multiplier must be positive, got {self.noise_multiplier}")
+        if not 0 < self.sampling_rate <= 1:
+            raise ValueError(f"sampling_rate must be in (0, 1], got {self.sampling_rate}")
+        if not self.dataset_size >= 1:
+            raise ValueError(f"dataset_size must be >= 1, got {self.dataset_size}")
+
+    @property
+    def base(self) -> float:
+        return encoding_base(self.noise_multiplier)
+
+    @property
+    def expected_batch(self) -> float:
+        """N = q·|D| (the same value for both datasets)."""
+        return self.sampling_rate * self.dataset_size
+
+    @property
+    def scale(self) -> float:
+        """10^digits: o = (θ + N g̃(0, θ)) / (scale·P)."""
+        return 10.0**self.digits
+
+    def decode(self, theta: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+        """(L̂, v): L̂ = P·round(θ/P) (the encoded partial sum), v = θ − L̂ (the latest noisy value)."""
+        theta = np.asarray(theta, dtype=float)
+        high = self.base * np.round(theta / self.base)
+        return high, theta - high
+
+    def encode(self, v: npt.ArrayLike) -> np.ndarray:
+        """E(v) = P·round(10^digits · λ(v))."""
+        lam = step_llr(v, noise_multiplier=self.noise_multiplier, sampling_rate=self.sampling_rate)
+        return self.base * np.round(self.scale * lam)
+
+
+def adversarial_gradient(x: npt.ArrayLike, theta: npt.ArrayLike, construction: Construction) -> np.ndarray:
+    """g̃(x, θ) of Algorithm 1: x at θ = 0; otherwise (E(v) − v)/N + x with (L̂, v) = decode(θ)."""
+    x = np.asarray(x, dtype=float)
+    theta = np.asarray(theta, dtype=float)
+    _, v = construction.decode(theta)
+    g = (construction.encode(v) - v) / construction.expected_batch + x
+    return np.where(theta == 0, x + 0.0 * theta, g)
+
+
+def statistic(theta: npt.ArrayLike, construction: Construction) -> np.ndarray:
+    """o = (θ_T + N·g̃(0, θ_T)) / (10^digits·P) ≈ Σ_k round(λ(v_k), digits) (Section 4.3)."""
+    theta = np.asarray(theta, dtype=float)
+    n = construction.expected_batch
+    return (theta + n * adversarial_gradient(0.0, theta, construction)) / (construction.scale * construction.base)
+
+
+def simulate(
+    rng: np.random.Generator,
+    *,
+    steps: int,
+    runs: int,
+    canary: bool,
+    construction: Construction,
+    update: Update = "ascent",
+    return_trace: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """Final iterates θ_T of ``runs`` independent DP-SGD runs with the adversarial gradient (vectorised).
+
+    Per step: n0 ~ Binomial(|D|, q) zeros and (on D′) the canary with probability q are sampled; the summed
+    clipped gradients n0·clip(g̃(0, θ)) + b·clip(g̃(1, θ)) plus Z ~ N(0, σ²) are added (``"ascent"``) or
+    subtracted (``"descent"``, the literal printed update).
+
+    Args:
+        rng: random generator.
+        steps: T ≥ 1.
+        runs: number of independent runs.
+        canary: True for D′ = D ∪ {1}.
+        construction: the adversarial gradient's parameters.
+        update: ``"ascent"`` (working) or ``"descent"`` (literal).
+        return_trace: also return the decoded values v_1..v_T (runs × T): v_k decoded from θ_k, the last one
+            decoded from θ_T as the adversary does.
+
+    Returns:
+        θ_T (runs,), and the trace when asked.
+    """
+    if isinstance(steps, bool) or int(steps) != steps or steps < 1:
+        raise ValueError(f"steps must be an integer >= 1, got {steps}")
+    if runs < 1:
+        raise ValueError(f"runs must be >= 1, got {runs}")
+    if update not in ("ascent", "descent"):
+        raise ValueError(f"update must be 'ascent' or 'descent', got {update!r}")
+    c = construction
+    sign = 1.0 if update == "ascent" else -1.0
+    theta = np.zeros(runs)
+    trace = np.empty((runs, steps)) if return_trace else None
+    n_total = int(round(c.dataset_size))
+    for k in range(steps):
+        if return_trace and k > 0:
+            trace[:, k - 1] = c.decode(theta)[1]
+        n0 = rng.binomial(n_total, c.sampling_rate, size=runs).astype(float)
+        g0 = np.clip(adversarial_gradient(0.0, theta, c), -1.0, 1.0)
+        total = n0 * g0
+        if canary:
+            b = rng.random(runs) < c.sampling_rate
+            total = total + b * np.clip(adversarial_gradient(1.0, theta, c), -1.0, 1.0)
+        total = total + rng.normal(0.0, c.noise_multiplier, size=runs)
+        theta = theta + sign * total
+    if return_trace:
+        trace[:, steps - 1] = c.decode(theta)[1]
+        return theta, trace
+    return theta
+
+
+def simulate_statistics(
+    rng: np.random.Generator, *, steps: int, runs: int, construction: Construction, update: Update = "ascent"
+) -> tuple[np.ndarray, np.ndarray]:
+    """(O, O′): statistics of ``runs`` runs on D and ``runs`` runs on D′."""
+    o = statistic(simulate(rng, steps=steps, runs=runs, canary=False, construction=construction, update=update),
+                  construction)
+    o1 = statistic(simulate(rng, steps=steps, runs=runs, canary=True, construction=construction, update=update),
+                   construction)
+    return o, o1
+
+
+# ------------------------------------------------------------------------------------------ trade-off curves
+
+
+def delta_curve(*, steps: int, sampling_rate: float, noise_multiplier: float, epsilons: npt.ArrayLike,
+                value_discretization_interval: float = 1e-3) -> np.ndarray:
+    """δ(ε′) of T composed Poisson-subsampled Gaussians (dp-accounting PLD, add/remove, max of both directions)."""
+    pld = H.standard_pld(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier,
+                         value_discretization_interval=value_discretization_interval)
+    return np.asarray(pld.get_delta_for_epsilon(np.asarray(epsilons, dtype=float)), dtype=float)
+
+
+def tradeoff_from_deltas(alpha: npt.ArrayLike, epsilons: npt.ArrayLike, deltas: npt.ArrayLike) -> np.ndarray:
+    """f(α) = max_{ε′} max(0, 1 − δ(ε′) − e^{ε′}α, e^{−ε′}(1 − δ(ε′) − α)) (the symmetric PLD trade-off curve)."""
+    a = np.asarray(alpha, dtype=float)[..., None]
+    e = np.asarray(epsilons, dtype=float)
+    d = np.asarray(deltas, dtype=float)
+    f = np.maximum(1 - d - np.exp(e) * a, np.exp(-e) * (1 - d - a))
+    return np.maximum(f.max(axis=-1), 0.0)
+
+
+def linear_tradeoff(alpha: npt.ArrayLike, *, steps: int, sampling_rate: float, noise_multiplier: float) -> np.ndarray:
+    """Exact trade-off of linear losses (last iterate): null N(0, Tσ²), alternative Σ_k Bin(k; T, q) N(k, Tσ²).
+
+    The likelihood ratio is increasing in y, so the optimal test rejects for y ≥ c: α = Φ̄(c/s),
+    β = Σ_k w_k Φ((c − k)/s) with s = σ√T.
+    """
+    mix = H.binomial_mixture(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
+    a = np.clip(np.asarray(alpha, dtype=float), 1e-300, 1.0)
+    c = mix.scale * stats.norm.isf(a)
+    w = np.exp(mix.log_weights)
+    return np.sum(w * stats.norm.cdf((c[..., None] - mix.atoms) / mix.scale), axis=-1)
+
+
+# ------------------------------------------------------------------------------------------ PLD table
+
+
+def pld_table(
+    *,
+    steps: int,
+    sampling_rate: float,
+    delta: float,
+    epsilon_range: tuple[float, float] = (0.3, 25.0),
+    n_sigmas: int = 60,
+    epsilon_grid: npt.ArrayLike | None = None,
+    value_discretization_interval: float = 1e-3,
+) -> pd.DataFrame:
+    """ε(σ) at δ and δ(ε′) on a grid, for σ log-spaced over the range mapping to ``epsilon_range``.
+
+    This is the calibration table (computed once per (q, T) and cached by the workflow): σ for a target ε is
+    then found by interpolation (:func:`sigma_for_epsilon`) and the trade-off curve at any σ by interpolating
+    log δ(ε′) between neighbouring rows (:func:`pld_tradeoff`).
+
+    Returns:
+        Tidy frame with columns sigma, epsilon_at_delta, eps_prime, delta_prime.
+    """
+    if epsilon_grid is None:
+        epsilon_grid = default_epsilon_grid()
+    eg = np.asarray(epsilon_grid, dtype=float)
+    f = lambda s: H.standard_epsilon(delta, steps=steps, sampling_rate=sampling_rate, noise_multiplier=s,  # noqa: E731
+                                     value_discretization_interval=value_discretization_interval)
+    s_hi = H.calibrate(f, epsilon_range[0], lo=0.1, hi=50.0, rtol=1e-4)
+    s_lo = H.calibrate(f, epsilon_range[1], lo=0.05, hi=s_hi, rtol=1e-4)
+    rows = []
+    for s in np.geomspace(s_lo, s_hi, n_sigmas):
+        pld = H.standard_pld(steps=steps, sampling_rate=sampling_rate, noise_multiplier=float(s),
+                             value_discretization_interval=value_discretization_interval)
+        eps_at = float(pld.get_epsilon_for_delta(delta))
+        d = np.asarray(pld.get_delta_for_epsilon(eg), dtype=float)
+        rows.append(pd.DataFrame({"sigma": float(s), "epsilon_at_delta": eps_at, "eps_prime": eg, "delta_prime": d}))
+    out = pd.concat(rows, ignore_index=True)
+    out["steps"] = steps
+    out["sampling_rate"] = sampling_rate
+    out["delta"] = delta
+    return out
+
+
+def default_epsilon_grid() -> np.ndarray:
+    """ε′ grid for δ(ε′): 0 to 40 in steps of 0.02 (the trade-off is the envelope of these lines)."""
+    return np.round(np.arange(0.0, 40.0 + 1e-9, 0.02), 6)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A :func:`pld_table` in array form: sigmas (ascending), eps_at (descending), eps_prime, log_deltas."""
+
+    sigmas: np.ndarray
+    eps_at: np.ndarray
+    eps_prime: np.ndarray
+    log_deltas: np.ndarray
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame) -> Table:
+        sig = np.sort(frame["sigma"].unique())
+        eg = np.sort(frame["eps_prime"].unique())
+        piv = frame.pivot_table(index="sigma", columns="eps_prime", values="delta_prime").loc[sig, eg].to_numpy()
+        eps_at = frame.groupby("sigma")["epsilon_at_delta"].first().loc[sig].to_numpy()
+        with np.errstate(divide="ignore"):
+            return cls(sig, eps_at, eg, np.log(np.maximum(piv, 1e-300)))
+
+
+def sigma_for_epsilon(epsilon: float, table: Table) -> float:
+    """σ̂ with ε(σ̂) = ε at the table's δ, by linear interpolation of log σ against log ε."""
+    le = np.log(table.eps_at[::-1])
+    ls = np.log(table.sigmas[::-1])
+    if not (le[0] <= math.log(epsilon) <= le[-1]):
+        raise ValueError(f"epsilon {epsilon} is outside the table's range [{math.exp(le[0]):.3g}, {math.exp(le[-1]):.3g}]")
+    return float(np.exp(np.interp(math.log(epsilon), le, ls)))
+
+
+def pld_tradeoff(alpha: npt.ArrayLike, sigma: float, table: Table) -> np.ndarray:
+    """PLD trade-off curve at σ, from the table (log δ(ε′) interpolated linearly in log σ)."""
+    ls = np.log(table.sigmas)
+    x = math.log(sigma)
+    j = int(np.clip(np.searchsorted(ls, x) - 1, 0, len(ls) - 2))
+    w = (x - ls[j]) / (ls[j + 1] - ls[j])
+    logd = (1 - w) * table.log_deltas[j] + w * table.log_deltas[j + 1]
+    return tradeoff_from_deltas(alpha, table.eps_prime, np.exp(logd))
+
+
+# ------------------------------------------------------------------------------------------ audit
+
+
+def observed_rates(o_out: npt.ArrayLike, o_in: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """(α, β) for every threshold τ ∈ O ∪ O′: α = #{o ∈ O: o ≥ τ}/|O| (FPR), β = #{o′ ∈ O′: o′ < τ}/|O′| (FNR)."""
+    o = np.sort(np.asarray(o_out, dtype=float))
+    o1 = np.sort(np.asarray(o_in, dtype=float))
+    taus = np.unique(np.concatenate([o, o1]))
+    alpha = (o.size - np.searchsorted(o, taus, side="left")) / o.size
+    beta = np.searchsorted(o1, taus, side="left") / o1.size
+    return alpha, beta
+
+
+def epsilon_grid_audit() -> np.ndarray:
+    """Υ = {0.5, 0.6, …, 20.0} (Algorithm 2, line 17)."""
+    return np.round(np.arange(0.5, 20.0 + 1e-9, 0.1), 6)
+
+
+def audit_pld(
+    o_out: npt.ArrayLike,
+    o_in: npt.ArrayLike,
+    table: Table,
+    *,
+    tail_floor: float = 0.0,
+    confidence: float | None = None,
+    grid: npt.ArrayLike | None = None,
+) -> float:
+    """ε_emp of Algorithm 2: the first ε̂ ∈ Υ whose PLD trade-off curve lies below every observed (α, β).
+
+    Args:
+        o_out: statistics on D (null, no canary).
+        o_in: statistics on D′.
+        table: the PLD table of the audited (q, T).
+        tail_floor: points with α ≤ floor or β ≤ floor are ignored (α = 0 or β = 0 violates every curve, so
+            some rule is needed; the paper states none). 0 drops only the exact zeros.
+        confidence: None for the paper's audit (raw rates, no confidence intervals); a level such as 0.95 for
+            the Clopper–Pearson variant, which replaces (α, β) by their one-sided upper bounds (no floor needed).
+        grid: Υ (default 0.5, 0.6, …, 20).
+
+    Returns:
+        ε_emp; ``inf`` when every ε̂ of the grid is violated.
+    """
+    alpha, beta = observed_rates(o_out, o_in)
+    if confidence is not None:
+        n0, n1 = np.size(o_out), np.size(o_in)
+        from hsaudit.steinke import clopper_pearson_upper
+
+        alpha = clopper_pearson_upper(np.round(alpha * n0), n0, confidence)
+        beta = clopper_pearson_upper(np.round(beta * n1), n1, confidence)
+    else:
+        keep = (alpha > tail_floor) & (beta > tail_floor)
+        alpha, beta = alpha[keep], beta[keep]
+    # For equal α only the smallest β matters.
+    frame = pd.DataFrame({"a": alpha, "b": beta}).groupby("a")["b"].min()
+    alpha, beta = frame.index.to_numpy(), frame.to_numpy()
+    grid = epsilon_grid_audit() if grid is None else np.asarray(grid, dtype=float)
+
+    def consistent(i: int) -> bool:
+        sig = sigma_for_epsilon(float(grid[i]), table)
+        return bool(np.all(beta >= pld_tradeoff(alpha, sig, table) - 1e-12))
+
+    # The curves are nested (a larger ε̂ means a smaller σ̂ and a lower curve), so the first consistent ε̂ of the
+    # ascending grid is found by bisection over the grid index; same answer as the paper's linear scan.
+    if alpha.size == 0 or consistent(0):
+        return float(grid[0])
+    if not consistent(len(grid) - 1):
+        return math.inf
+    lo, hi = 0, len(grid) - 1  # invariant: grid[lo] inconsistent, grid[hi] consistent
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if consistent(mid):
+            hi = mid
+        else:
+            lo = mid
+    return float(grid[hi])
+
+
+def audit_many(
+    *, steps: int, sampling_rate: float, noise_multiplier: float, runs: int, repetitions: int, table: Table,
+    tail_floors: list[float], confidence: float, seed: int, dataset_size: float = 1e10, update: Update = "ascent",
+    key: tuple = (),
+) -> pd.DataFrame:
+    """Repeat the audit: per repetition, the paper's audit at every tail floor and the Clopper–Pearson one."""
+    from hsaudit.seeding import derive_seed
+
+    c = Construction(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, dataset_size=dataset_size)
+    rows = []
+    for r in range(repetitions):
+        rng = np.random.default_rng(derive_seed(seed, "annamalai", *key, steps, sampling_rate, noise_multiplier, r))
+        o, o1 = simulate_statistics(rng, steps=steps, runs=runs, construction=c, update=update)
+        for fl in tail_floors:
+            rows.append({"repetition": r, "method": "paper", "tail_floor": fl,
+                         "epsilon_emp": audit_pld(o, o1, table, tail_floor=fl)})
+        rows.append({"repetition": r, "method": "clopper_pearson", "tail_floor": math.nan,
+                     "epsilon_emp": audit_pld(o, o1, table, confidence=confidence)})
+    return pd.DataFrame(rows)

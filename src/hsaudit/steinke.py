@@ -1,0 +1,428 @@
+"""Experiments of Steinke, Nasr et al., "The Last Iterate Advantage" (figures 1, 3, 5, 6 and §4.1).
+
+All of them are analytic or one-dimensional simulations (no training):
+
+* :func:`fig1_table` — heuristic ε vs standard accounting vs the full-batch proxy across T (Figure 1).
+* :func:`simulate_linear_canary` and :func:`fig3_table` — the gradient-space canary with an adversarial
+  all-zero "dataset", which reduces exactly to Σ_t Bern(q) + N(0, Tσ²) vs N(0, Tσ²) (Section 3.1, Figure 3),
+  audited empirically (GDP audit of Nasr et al. 2023) beside the heuristic.
+* :func:`quadratic_mixture`, :func:`quadratic_epsilon` and :func:`fig5_table` — linear loss plus quadratic
+  regulariser r(m) = αm²/2 (Section 4.2, Figure 5) with the paper's rounding upper bound.
+* :func:`zeroing_regulariser_epsilon` — the counterexample of Section 4.1.
+* :func:`simulate_malicious` and :func:`fig6_table` — the malicious-dataset attack of Appendix C
+  (Algorithms 2–4), whose final model stores every step's canary decision.
+
+Convention: every score is oriented so that higher ⇒ canary present ("member").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from scipy import special, stats
+
+from hsaudit import heuristic as H
+
+# --------------------------------------------------------------------------------------------- audit
+
+
+def clopper_pearson_upper(k: npt.ArrayLike, n: int, confidence: float) -> np.ndarray:
+    """One-sided Clopper–Pearson upper bound on a binomial proportion (k successes out of n)."""
+    k = np.asarray(k, dtype=float)
+    out = np.ones_like(k)
+    lt = k < n
+    out[lt] = stats.beta.ppf(confidence, k[lt] + 1, n - k[lt])
+    return out
+
+
+def gdp_audit(
+    scores_out: npt.ArrayLike, scores_in: npt.ArrayLike, *, confidence: float = 0.95, delta: float = 1e-5
+) -> dict[str, float]:
+    """GDP audit of Nasr et al. (2023): max over thresholds of μ from Clopper–Pearson bounds, then ε at δ.
+
+    For each threshold τ between sorted scores, FPR = #{out ≥ τ}/n_out and FNR = #{in < τ}/n_in; their one-sided
+    CP upper bounds give μ_τ = Φ⁻¹(1 − FPR_ub) − Φ⁻¹(FNR_ub); μ̂ = max_τ μ_τ and ε̂ = ε_{μ̂-GDP}(δ).
+    (The project's :mod:`hsaudit.audit` was not available when this was written; this is the same method,
+    with the threshold chosen on the same scores as in the paper.)
+
+    Returns:
+        ``{"mu": μ̂, "epsilon": ε̂, "threshold": τ̂}``.
+    """
+    out = np.sort(np.asarray(scores_out, dtype=float))
+    inn = np.sort(np.asarray(scores_in, dtype=float))
+    if out.size == 0 or inn.size == 0:
+        raise ValueError(f"both score sets must be non-empty, got {out.size} and {inn.size}")
+    allv = np.unique(np.concatenate([out, inn]))
+    taus = np.concatenate([[allv[0] - 1.0], 0.5 * (allv[1:] + allv[:-1]), [allv[-1] + 1.0]])
+    fp = out.size - np.searchsorted(out, taus, side="left")
+    fn = np.searchsorted(inn, taus, side="left")
+    fpr_ub = clopper_pearson_upper(fp, out.size, confidence)
+    fnr_ub = clopper_pearson_upper(fn, inn.size, confidence)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mu = special.ndtri(1 - fpr_ub) - special.ndtri(fnr_ub)
+    mu = np.where(np.isfinite(mu), mu, -np.inf)
+    j = int(np.argmax(mu))
+    mu_hat = max(float(mu[j]), 0.0)
+    return {"mu": mu_hat, "epsilon": H.gdp_epsilon_for(delta, mu_hat), "threshold": float(taus[j])}
+
+
+# --------------------------------------------------------------------------------------------- fig1
+
+
+def fig1_table(panels: list[dict], steps: list[int], *, delta: float) -> pd.DataFrame:
+    """ε at δ for heuristic, standard accounting and full-batch proxy, per panel (q, σ) and T (Figure 1).
+
+    Args:
+        panels: list of ``{"name", "sampling_rate", "noise_multiplier"}``.
+        steps: the T values.
+        delta: δ (the paper uses 1e−6).
+
+    Returns:
+        Tidy frame: panel, sampling_rate, noise_multiplier, steps, method, epsilon.
+    """
+    rows = []
+    for p in panels:
+        kw = dict(sampling_rate=float(p["sampling_rate"]), noise_multiplier=float(p["noise_multiplier"]))
+        for t in steps:
+            for method, fn in (
+                ("heuristic", H.heuristic_epsilon),
+                ("standard", H.standard_epsilon),
+                ("full_batch", H.full_batch_epsilon),
+            ):
+                rows.append({"panel": p["name"], **kw, "steps": int(t), "method": method,
+                             "epsilon": fn(delta, steps=int(t), **kw)})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------- fig3
+
+
+def simulate_linear_canary(
+    rng: np.random.Generator, *, steps: int, sampling_rate: float, noise_multiplier: float, runs: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Scores ⟨m_T, g⟩ of the Dirac gradient canary with an all-zero adversarial dataset (Section 3.1).
+
+    With η = 1, m_0 = 0 and the canary gradient of norm 1 (sign chosen so that the score is +1 per inclusion),
+    the score is exactly Σ_t Bern(q) + N(0, Tσ²) with the canary and N(0, Tσ²) without it; we draw it in that
+    closed form (one Binomial and one Gaussian per run instead of T steps).
+
+    Returns:
+        ``(scores_out, scores_in)``, each of length ``runs``.
+    """
+    H._check_params(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
+    if runs < 1:
+        raise ValueError(f"runs must be >= 1, got {runs}")
+    s = noise_multiplier * math.sqrt(steps)
+    out = rng.normal(0.0, s, size=runs)
+    inn = rng.binomial(steps, sampling_rate, size=runs) + rng.normal(0.0, s, size=runs)
+    return out, inn
+
+
+def calibrate_standard_sigma(target_epsilon: float, *, delta: float, steps: int, sampling_rate: float) -> float:
+    """σ such that standard accounting (PLD, all iterates) gives ε = target at δ."""
+    return H.calibrate(
+        lambda s: H.standard_epsilon(delta, steps=steps, sampling_rate=sampling_rate, noise_multiplier=s),
+        target_epsilon,
+        lo=0.2,
+        hi=20.0,
+        rtol=1e-4,
+    )
+
+
+def fig3_table(
+    *,
+    sampling_rates: list[float],
+    steps: list[int],
+    target_epsilon: float,
+    delta: float,
+    runs: int,
+    confidence: float,
+    seed: int,
+) -> pd.DataFrame:
+    """Figure 3: per (q, T), σ calibrated so standard ε = target; heuristic ε and the empirical GDP audit."""
+    rows = []
+    for q in sampling_rates:
+        for t in steps:
+            sigma = calibrate_standard_sigma(target_epsilon, delta=delta, steps=int(t), sampling_rate=float(q))
+            rng = np.random.default_rng(_seed(seed, "steinke-fig3", q, t))
+            out, inn = simulate_linear_canary(rng, steps=int(t), sampling_rate=float(q), noise_multiplier=sigma,
+                                              runs=runs)
+            aud = gdp_audit(out, inn, confidence=confidence, delta=delta)
+            base = {"sampling_rate": float(q), "steps": int(t), "noise_multiplier": sigma, "runs_per_world": runs}
+            heur = H.heuristic_epsilon(delta, steps=int(t), sampling_rate=float(q), noise_multiplier=sigma)
+            std = H.standard_epsilon(delta, steps=int(t), sampling_rate=float(q), noise_multiplier=sigma)
+            rows += [
+                {**base, "method": "standard", "epsilon": std, "mu": math.nan},
+                {**base, "method": "heuristic", "epsilon": heur, "mu": math.nan},
+                {**base, "method": "empirical_gdp", "epsilon": aud["epsilon"], "mu": aud["mu"]},
+            ]
+    return pd.DataFrame(rows)
+
+
+def _seed(master: int, *key: object) -> int:
+    from hsaudit.seeding import derive_seed
+
+    return derive_seed(master, *key)
+
+
+# --------------------------------------------------------------------------------------------- fig5
+
+
+@dataclass(frozen=True)
+class Rounding:
+    """The paper's rounding of the support of X (Section 4.2), an upper bound on ε.
+
+    Attributes:
+        floor: atoms below this are rounded up to it (paper: 0.0005).
+        base: every atom is rounded up to the next integer power of ``base`` (paper: 1.05).
+        round_zero: whether the atom X = 0 (canary never sampled) is rounded up to ``floor`` as well. The
+            paper's sentence covers it literally ("values in the support which are less than .0005");
+            keeping 0 exact gives the same ε to 4 digits at the check point (see docs/steinke.md).
+        max_exact_steps: steps enumerated exactly (2^K atoms); the contribution of later steps,
+            Σ_{i>K} (1−α)^{i−1} = (1−α)^K/α, is added to every atom (a further upper bound).
+    """
+
+    floor: float = 5e-4
+    base: float = 1.05
+    round_zero: bool = True
+    max_exact_steps: int = 18
+
+
+def quadratic_mixture(
+    *, steps: int, sampling_rate: float, noise_multiplier: float, alpha: float, rounding: Rounding | None = Rounding()
+) -> H.Mixture:
+    """The pair N(X, σ̂²) vs N(0, σ̂²) of Section 4.2, X = Σ_{i≤T} (1−α)^{i−1} Bern_i(q), σ̂² = σ² Σ (1−α)^{2(i−1)}.
+
+    With ``rounding`` the support is rounded up as in the paper (an upper bound on ε by Lemma 4.5 of
+    Choquette-Choo et al. 2024); ``rounding=None`` enumerates the 2^T atoms exactly (T ≤ 20).
+    """
+    H._check_params(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
+    if not (0.0 <= alpha <= 1.0):
+        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    decay = 1.0 - alpha
+    k_exact = steps if rounding is None else min(steps, rounding.max_exact_steps)
+    if rounding is None and steps > 20:
+        raise ValueError(f"exact enumeration needs steps <= 20, got {steps}")
+    coef = decay ** np.arange(k_exact)
+    bits = ((np.arange(2**k_exact)[:, None] >> np.arange(k_exact)) & 1).astype(np.int8)
+    values = bits @ coef
+    ones = bits.sum(axis=1)
+    with np.errstate(divide="ignore"):
+        logw = ones * math.log(sampling_rate) + (k_exact - ones) * math.log1p(-sampling_rate) if 0 < sampling_rate < 1 \
+            else np.where(ones == (k_exact if sampling_rate == 1 else 0), 0.0, -np.inf)
+    var_sum = float(np.sum(decay ** (2 * np.arange(steps))))
+    scale = noise_multiplier * math.sqrt(var_sum)
+    if rounding is not None:
+        if steps > k_exact:
+            values = values + decay**k_exact / alpha if alpha > 0 else values + (steps - k_exact)
+        fl = rounding.floor
+        rounded = np.where(values < fl, fl, values) if rounding.round_zero else np.where(
+            (values > 0) & (values < fl), fl, values)
+        pos = rounded > 0
+        exps = np.zeros_like(rounded)
+        exps[pos] = np.ceil(np.log(rounded[pos]) / math.log(rounding.base) - 1e-12)
+        values = np.where(pos, rounding.base**exps, 0.0)
+    # merge equal atoms
+    uniq, inv = np.unique(np.round(values, 12), return_inverse=True)
+    merged = np.full(uniq.shape, -np.inf)
+    np.logaddexp.at(merged, inv, logw)
+    return H.Mixture._pruned(uniq, merged, scale)
+
+
+def quadratic_epsilon(
+    delta: float, *, steps: int, sampling_rate: float, noise_multiplier: float, alpha: float,
+    rounding: Rounding | None = Rounding(),
+) -> float:
+    """ε at δ of linear loss + quadratic regulariser (Section 4.2); an upper bound when ``rounding`` is set."""
+    mix = quadratic_mixture(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier,
+                            alpha=alpha, rounding=rounding)
+    return H.mixture_epsilon(delta, mix)
+
+
+def calibrate_one_step_sigma(target_epsilon: float, *, delta: float, sampling_rate: float) -> float:
+    """σ such that one DP-SGD step (N(Bern(q), σ²) vs N(0, σ²)) is (target, δ)-DP (Figure 5's σ per q)."""
+    return H.calibrate(
+        lambda s: H.heuristic_epsilon(delta, steps=1, sampling_rate=sampling_rate, noise_multiplier=s),
+        target_epsilon,
+        lo=0.1,
+        hi=20.0,
+        rtol=1e-8,
+    )
+
+
+def fig5_table(
+    *, one_step_epsilons: list[float], sampling_rates: list[float], steps: list[int], alpha: float, delta: float,
+    rounding: Rounding,
+) -> pd.DataFrame:
+    """Figure 5: ratio ε_quadratic(α) / max_{t≤T} ε_{t,q,σ} for σ set per q so one step is (ε₁, δ)-DP."""
+    rows = []
+    for e1 in one_step_epsilons:
+        for q in sampling_rates:
+            sigma = calibrate_one_step_sigma(float(e1), delta=delta, sampling_rate=float(q))
+            running = 0.0
+            t_max = max(steps)
+            lin = {}
+            for t in range(1, t_max + 1):
+                running = max(running, H.heuristic_epsilon(delta, steps=t, sampling_rate=q, noise_multiplier=sigma))
+                lin[t] = running
+            for t in steps:
+                quad = quadratic_epsilon(delta, steps=int(t), sampling_rate=q, noise_multiplier=sigma, alpha=alpha,
+                                         rounding=rounding)
+                rows.append({"one_step_epsilon": float(e1), "sampling_rate": float(q), "noise_multiplier": sigma,
+                             "steps": int(t), "alpha": alpha, "epsilon_quadratic": quad,
+                             "epsilon_linear_max": lin[int(t)], "ratio": quad / lin[int(t)]})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------- §4.1
+
+
+def zeroing_regulariser_epsilon(delta: float, *, steps: int, sampling_rate: float, noise_multiplier: float) -> float:
+    """ε of DP-SGD with the zeroing regulariser r(m) = ‖m‖²/(2η) (Section 4.1).
+
+    The update becomes m_t = η(Σ clip(∇ℓ) + ξ_t) (Eq. 6), so the last iterate is one DP-SGD step whatever T is:
+    ε = ε_{1,q,σ}(δ). It equals the quadratic example with α = 1.
+    """
+    H._check_params(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
+    return H.heuristic_epsilon(delta, steps=1, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
+
+
+# --------------------------------------------------------------------------------------------- fig6
+
+
+@dataclass(frozen=True)
+class MaliciousConstants:
+    """Constants of the malicious-dataset attack (Appendix C), which the paper does not state [inferred].
+
+    Attributes:
+        batch_size: N, the number of repeaters in every batch (fixed; the repeaters are present in both
+            datasets). Must be large enough that the repeaters' summed update is never clipped.
+        big_val: BIG_VAL, the magnitude ±BIG_VAL with which a decision is stored; must be ≫ σ so that the
+            noise added later never flips it.
+        t_past: threshold that re-reads a stored decision (0, the midpoint of ±BIG_VAL).
+        t_last: threshold on the latest raw coordinate (canary step value 1 + noise vs noise).
+        learning_rate: η.
+    """
+
+    batch_size: float = 1.0e4
+    big_val: float = 100.0
+    t_past: float = 0.0
+    t_last: float = 0.5
+    learning_rate: float = 1.0
+
+
+def simulate_malicious(
+    rng: np.random.Generator,
+    *,
+    steps: int,
+    sampling_rate: float,
+    noise_multiplier: float,
+    runs: int,
+    canary: bool,
+    constants: MaliciousConstants = MaliciousConstants(),
+) -> tuple[np.ndarray, dict[str, float]]:
+    """Run Algorithm 4 (with Algorithms 2 and 3) for ``runs`` independent trainings, vectorised over runs.
+
+    The model has D = T coordinates; iteration i (0-based) zeroes coordinates ≥ i, writes ±BIG_VAL into
+    coordinates < i (coordinate i−1 by thresholding its raw value at ``t_last``, older ones by re-reading their
+    sign at ``t_past``), the canary (when sampled, prob. q) adds 1 to coordinate i, and noise N(0, σ²) is
+    added to every coordinate. The repeaters' summed gradient is N · clip(r) (Algorithm 4, lines 6–11).
+
+    Returns:
+        ``(models, diagnostics)``: the final models (runs × T) and a dict with ``clipped_fraction`` (steps at
+        which the repeaters' gradient had norm > C = 1, which would break the construction), ``max_norm`` and
+        ``flipped_fraction`` (stored decisions changed by later noise), plus the true inclusion bits under
+        key ``bits`` (runs × T array) for checks.
+    """
+    H._check_params(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
+    c = constants
+    n, eta = c.batch_size, c.learning_rate
+    m = np.zeros((runs, steps))
+    bits = np.zeros((runs, steps), dtype=bool)
+    first_decision = np.zeros((runs, steps), dtype=bool)
+    clipped = 0
+    max_norm = 0.0
+    for i in range(steps):
+        # Algorithm 3 (repeaters): a = concat(h, f); the gradient is −a.
+        a = np.empty_like(m)
+        a[:, i:] = -m[:, i:] / (eta * n)
+        if i > 0:
+            hist = np.empty((runs, i))
+            if i > 1:
+                hist[:, : i - 1] = c.big_val / (eta * n) * (2.0 * (m[:, : i - 1] >= c.t_past) - 1.0)
+            last = m[:, i - 1] >= c.t_last
+            first_decision[:, i - 1] = last
+            hist[:, i - 1] = c.big_val / (eta * n) * (2.0 * last - 1.0)
+            a[:, :i] = hist - m[:, :i] / (eta * n)
+        r = -a
+        norm = np.linalg.norm(r, axis=1)
+        clipped += int(np.sum(norm > 1.0))
+        max_norm = max(max_norm, float(norm.max()))
+        r = r / np.maximum(norm, 1.0)[:, None]
+        z = r * n
+        if canary:  # Algorithm 2: the canary's gradient −e_i, sampled with probability q.
+            b = rng.random(runs) < sampling_rate
+            bits[:, i] = b
+            z[:, i] -= b
+        z += rng.normal(0.0, noise_multiplier, size=z.shape)
+        m = m - eta * z
+    stored = m[:, : steps - 1] >= c.t_past
+    flipped = float(np.mean(stored != first_decision[:, : steps - 1])) if steps > 1 else 0.0
+    diag = {"clipped_fraction": clipped / (runs * steps), "max_norm": max_norm, "flipped_fraction": flipped,
+            "bits": bits}
+    return m, diag
+
+
+def malicious_score(
+    models: np.ndarray, *, sampling_rate: float, noise_multiplier: float, constants: MaliciousConstants
+) -> np.ndarray:
+    """Likelihood-ratio score of a final model of the malicious attack (higher ⇒ canary present).
+
+    The stored decisions d_j = 1[m_j ≥ t_past] (j < T−1) are i.i.d. Bernoulli(p0) without the canary and
+    Bernoulli(p1) with it, p0 = Φ̄(t_last/σ), p1 = q Φ̄((t_last − η)/σ) + (1−q) p0; the last coordinate is the raw
+    value η·Bern(q) + N(0, (ησ)²). The score is the log-likelihood ratio of all of them.
+    """
+    c = constants
+    sd = noise_multiplier * c.learning_rate
+    steps = models.shape[1]
+    p0 = stats.norm.sf(c.t_last / sd)
+    p1 = sampling_rate * stats.norm.sf((c.t_last - c.learning_rate) / sd) + (1 - sampling_rate) * p0
+    d = (models[:, : steps - 1] >= c.t_past).sum(axis=1)
+    llr_dec = d * math.log(p1 / p0) + (steps - 1 - d) * math.log((1 - p1) / (1 - p0))
+    v = models[:, -1] / c.learning_rate
+    llr_last = np.logaddexp(math.log(sampling_rate) + (2 * v - 1) / (2 * noise_multiplier**2),
+                            math.log1p(-sampling_rate)) if sampling_rate < 1 else (2 * v - 1) / (
+        2 * noise_multiplier**2)
+    return llr_dec + llr_last
+
+
+def fig6_table(
+    *, steps: list[int], sampling_rate: float, noise_multiplier: float, runs: int, delta: float, confidence: float,
+    constants: MaliciousConstants, seed: int,
+) -> pd.DataFrame:
+    """Figure 6: empirical ε (GDP audit) of the malicious-dataset attack vs standard and heuristic ε, per T."""
+    rows = []
+    for t in steps:
+        kw = dict(steps=int(t), sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
+        m0, d0 = simulate_malicious(np.random.default_rng(_seed(seed, "steinke-fig6", t, 0)), runs=runs, canary=False,
+                                    constants=constants, **kw)
+        m1, d1 = simulate_malicious(np.random.default_rng(_seed(seed, "steinke-fig6", t, 1)), runs=runs, canary=True,
+                                    constants=constants, **kw)
+        s0 = malicious_score(m0, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, constants=constants)
+        s1 = malicious_score(m1, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, constants=constants)
+        aud = gdp_audit(s0, s1, confidence=confidence, delta=delta)
+        base = {"steps": int(t), "sampling_rate": sampling_rate, "noise_multiplier": noise_multiplier,
+                "runs_per_world": runs,
+                "clipped_fraction": max(d0["clipped_fraction"], d1["clipped_fraction"]),
+                "flipped_fraction": max(d0["flipped_fraction"], d1["flipped_fraction"]),
+                "max_norm": max(d0["max_norm"], d1["max_norm"])}
+        rows += [
+            {**base, "method": "standard", "epsilon": H.standard_epsilon(delta, **kw), "mu": math.nan},
+            {**base, "method": "heuristic", "epsilon": H.heuristic_epsilon(delta, **kw), "mu": math.nan},
+            {**base, "method": "empirical_gdp", "epsilon": aud["epsilon"], "mu": aud["mu"]},
+        ]
+    return pd.DataFrame(rows)
