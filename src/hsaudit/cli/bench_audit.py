@@ -1,0 +1,113 @@
+"""``hsaudit bench audit``: timings of the vectorised audit against the slow reference loop.
+
+Times :func:`hsaudit.audit.audit_scores` (paper mode) on Gaussian-pair scores at R = 5,000 and R = 2·10⁶
+(median of several runs), with the Clopper–Pearson cache cold (cleared before each run) and warm (after
+one audit with the same class sizes), and :func:`hsaudit.audit.reference_audit` at R = 5,000 in the same
+process, and checks that both give the same μ̂.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+
+import numpy as np
+
+from hsaudit import audit as _audit
+from hsaudit.validation import gaussian_pair_scores
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("audit", help="time the vectorised audit (R = 5e3, 2e6) and the reference loop")
+    parser.add_argument("--repeats", type=int, default=5, help="runs per timing, median reported (default 5)")
+    parser.add_argument("--mu", type=float, default=3.95, help="μ of the Gaussian pair (default √250/4)")
+    parser.add_argument(
+        "--dtype", choices=("float64", "float32"), default="float64", help="score dtype (default float64)"
+    )
+    parser.add_argument("--large", type=int, default=2_000_000, help="R of the large case (default 2e6)")
+    parser.add_argument("--skip-reference", action="store_true", help="do not time the reference loop")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the scores")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(func=run)
+
+
+def _median_time(fn, repeats: int, before=None) -> float:
+    times = []
+    for _ in range(repeats):
+        if before is not None:
+            before()
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return float(np.median(times))
+
+
+def measure(
+    *, repeats: int = 5, mu: float = 3.95, dtype: str = "float64", large: int = 2_000_000,
+    reference: bool = True, seed: int = 0,
+) -> dict:
+    """Run the benchmark and return its numbers (seconds are medians over ``repeats``)."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    out: dict = {"mu": mu, "dtype": dtype, "repeats": repeats}
+    for r in (5000, int(large)):
+        s, m = gaussian_pair_scores(mu=mu, runs=r, seed=seed)
+        s = s.astype(dtype)
+
+        def one(s=s, m=m):
+            return _audit.audit_scores(s, m)
+
+        cold = _median_time(one, repeats, before=_audit.clear_cache)
+        one()
+        warm = _median_time(one, repeats)
+        out[f"seconds_r{r}"] = warm
+        out[f"seconds_r{r}_cold"] = cold
+        out[f"epsilon_r{r}"] = one().epsilon
+        out[f"mu_r{r}"] = one().mu
+    if reference:
+        s, m = gaussian_pair_scores(mu=mu, runs=5000, seed=seed)
+        s = s.astype(dtype)
+        t = time.perf_counter()
+        ref = _audit.reference_audit(s, m)
+        out["reference_seconds_r5000"] = time.perf_counter() - t
+        out["reference_mu_r5000"] = ref.mu
+        out["reference_epsilon_r5000"] = ref.epsilon
+        out["reference_agrees"] = bool(np.isclose(ref.mu, out["mu_r5000"], rtol=1e-9, atol=1e-12))
+        out["speedup_r5000"] = out["reference_seconds_r5000"] / max(out["seconds_r5000"], 1e-12)
+    out["machine"] = f"{platform.machine()}, {os.cpu_count()} CPUs, numpy {np.__version__}"
+    try:
+        out["load_average_1min"] = os.getloadavg()[0]
+    except OSError:  # pragma: no cover - not on every platform
+        pass
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    out = measure(
+        repeats=args.repeats,
+        mu=args.mu,
+        dtype=args.dtype,
+        large=args.large,
+        reference=not args.skip_reference,
+        seed=args.seed,
+    )
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    large = int(args.large)
+    print(f"Vectorised GDP audit (paper mode), Gaussian pair mu = {args.mu:g}, {args.dtype}, median of {args.repeats}")
+    for r in (5000, large):
+        print(
+            f"  R = {r:>9,}: {out[f'seconds_r{r}'] * 1e3:9.2f} ms warm, "
+            f"{out[f'seconds_r{r}_cold'] * 1e3:9.2f} ms cold   (mu = {out[f'mu_r{r}']:.4f})"
+        )
+    if "reference_seconds_r5000" in out:
+        print(
+            f"  reference loop R = 5,000: {out['reference_seconds_r5000']:.2f} s "
+            f"(speed-up x{out['speedup_r5000']:,.0f}; same mu: {out['reference_agrees']})"
+        )
+    print(f"  {out['machine']}, load average {out.get('load_average_1min', float('nan')):.2f}")
+    return 0
