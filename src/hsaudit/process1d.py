@@ -801,3 +801,201 @@ def threshold_search(
         for row in rows:
             records.append({"candidate": kind, "alpha": float(alpha), "h": float(h), **row, "epsilon_exact": eps_exact})
     return records
+
+
+def check_section6_config(section: dict) -> None:
+    """Cross-key checks of the ``section6`` config section that the JSON schema cannot express.
+
+    Raises:
+        ValueError: naming the offending key (e.g. a panel σ that is not simulated).
+    """
+    import re
+
+    sigmas = [float(s) for s in section["sigmas"]]
+    for key, values in (("section6.sigmas", sigmas), ("section6.threshold_search.sigmas", section["threshold_search"]["sigmas"])):
+        for s in values:
+            if not re.fullmatch(r"\d+(\.\d+)?", f"{float(s):g}"):
+                raise ValueError(f"{key}: {s} cannot be written as a plain decimal (use e.g. 0.5, 2, 7.25)")
+    for s in section["panel_sigmas"]:
+        if float(s) not in sigmas:
+            raise ValueError(f"section6.panel_sigmas: {s} is not one of section6.sigmas {section['sigmas']}")
+    if section["tradeoff"]["step"] > section["steps"]:
+        raise ValueError(
+            f"section6.tradeoff.step: {section['tradeoff']['step']} exceeds section6.steps = {section['steps']}"
+        )
+    lo, hi = section["landscape"]["range"]
+    if not lo < hi:
+        raise ValueError(f"section6.landscape.range: need low < high, got {section['landscape']['range']}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Tidy records for the workflow (one dict per row; the scripts turn them into CSV files)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def upper_bound_epsilon(*, sigma: float, delta: float) -> float:
+    """The accounting upper bound of the §6 process: one Gaussian step with sampling rate 1, i.e. μ = 1/σ GDP
+    (spec cebere.md §1 "Upper bound"; later steps are post-processing)."""
+    return gdp_epsilon(mu=1.0 / sigma, delta=delta)
+
+
+def audit_records(
+    *,
+    rule: str,
+    sigma: float,
+    batch_sizes: list[int],
+    steps: int,
+    clip_norm: float,
+    switch_point: float,
+    runs_per_world: int,
+    repetitions: int,
+    seed: int,
+    delta: float,
+    confidence: float,
+    mode: str,
+    tables: GdpTables | None = None,
+    log=None,
+) -> list[dict]:
+    """Audits of one (rule, σ) for every B, repetition and step, as tidy records (fig3/fig14 input).
+
+    Streams are keyed by ("section6", rule, σ, B, rep, world), so a cell's numbers do not depend on which
+    other cells run. Columns: rule, sigma, batch_size, step, rep, epsilon_audit, mu, threshold, fpr, fnr,
+    fpr_upper, fnr_upper, epsilon_assumption_free, epsilon_assumption_free_max, epsilon_upper,
+    runs_per_world, audit_mode, confidence, delta, clip_norm, switch_point.
+    """
+    import time
+
+    upper = upper_bound_epsilon(sigma=sigma, delta=delta)
+    out = []
+    for b in batch_sizes:
+        start = time.perf_counter()
+        proc = Process(sigma=sigma, batch_size=int(b), steps=steps, clip_norm=clip_norm, rule=rule, switch_point=switch_point)
+        rows = audit_process(
+            proc,
+            runs_per_world=runs_per_world,
+            repetitions=repetitions,
+            seed=seed,
+            key=("section6", rule, f"{float(sigma):g}", int(b)),
+            delta=delta,
+            confidence=confidence,
+            mode=mode,
+            tables=tables,
+        )
+        for row in rows:
+            out.append(
+                {
+                    "rule": rule,
+                    "sigma": float(sigma),
+                    "batch_size": int(b),
+                    **row,
+                    "epsilon_upper": upper,
+                    "confidence": confidence,
+                    "delta": delta,
+                    "clip_norm": clip_norm,
+                    "switch_point": switch_point,
+                }
+            )
+        if log is not None:
+            last = [r["epsilon_audit"] for r in rows if r["step"] == steps]
+            log(
+                f"rule={rule} sigma={sigma:g} B={b}: eps_hat(T={steps}) = {np.mean(last):.3f} ± {np.std(last):.3f} "
+                f"({repetitions} reps, R={runs_per_world}/world) in {time.perf_counter() - start:.1f} s"
+            )
+    return out
+
+
+def exact_records(
+    *,
+    rule: str,
+    sigmas: list[float],
+    batch_sizes: list[int],
+    steps: int,
+    clip_norm: float,
+    switch_point: float,
+    delta: float,
+    grid: dict,
+) -> list[dict]:
+    """Exact ε of the last iterate at every step for every (σ, B) of one rule (columns rule, sigma,
+    batch_size, step, epsilon_exact, lost_mass, epsilon_upper)."""
+    out = []
+    for s in sigmas:
+        upper = upper_bound_epsilon(sigma=float(s), delta=delta)
+        for b in batch_sizes:
+            proc = Process(sigma=float(s), batch_size=int(b), steps=steps, clip_norm=clip_norm, rule=rule, switch_point=switch_point)
+            eps, lost = exact_epsilon_curve(proc, delta=delta, **grid)
+            for t in range(steps):
+                out.append(
+                    {
+                        "rule": rule,
+                        "sigma": float(s),
+                        "batch_size": int(b),
+                        "step": t + 1,
+                        "epsilon_exact": float(eps[t]),
+                        "lost_mass": float(lost[t]),
+                        "epsilon_upper": upper,
+                    }
+                )
+    return out
+
+
+def exact_tradeoff(p: np.ndarray, pbar: np.ndarray, *, max_points: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Trade-off curve (FPR, FNR) of the likelihood-ratio tests between two discrete laws (Neyman–Pearson):
+    cells are declared "member" in decreasing order of p̄/p. Randomisation inside a cell is not used, so the
+    points lie on the exact curve of the grid laws."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.log(pbar) - np.log(p)
+    order = np.argsort(-np.nan_to_num(ratio, nan=-np.inf), kind="stable")
+    fpr = np.concatenate(([0.0], np.cumsum(p[order])))
+    fnr = 1.0 - np.concatenate(([0.0], np.cumsum(pbar[order])))
+    fpr = np.clip(fpr / fpr[-1], 0, 1)
+    fnr = np.clip(fnr, 0, 1)
+    if max_points is not None and fpr.size > max_points:
+        arc = np.concatenate(([0.0], np.cumsum(np.abs(np.diff(fpr)) + np.abs(np.diff(fnr)))))
+        keep = np.unique(np.searchsorted(arc, np.linspace(0.0, arc[-1], max_points)).clip(0, fpr.size - 1))
+        fpr, fnr = fpr[keep], fnr[keep]
+    return fpr[::-1], fnr[::-1]
+
+
+def tradeoff_records(
+    *,
+    sigma: float,
+    step: int,
+    batch_sizes: list[int],
+    steps: int,
+    clip_norm: float,
+    switch_point: float,
+    rule: str,
+    runs_per_world: int,
+    seed: int,
+    delta: float,
+    confidence: float,
+    max_points: int,
+    grid: dict,
+) -> list[dict]:
+    """fig6b data: for each B, the empirical trade-off curve of the scores θ_step (one repetition), the
+    G_μ̂ curve of its paper-mode audit and the exact trade-off curve (columns batch_size, curve, fpr, fnr,
+    mu, epsilon_audit, epsilon_exact)."""
+    from hsaudit.accounting import gdp_tradeoff
+    from hsaudit.audit import empirical_tradeoff
+
+    out = []
+    for b in batch_sizes:
+        proc = Process(sigma=sigma, batch_size=int(b), steps=step, clip_norm=clip_norm, rule=rule, switch_point=switch_point)
+        key = ("section6-tradeoff", rule, f"{float(sigma):g}", int(b))
+        worlds = [simulate_scores(proc, runs=runs_per_world, inserted=bool(w), rng=world_rng(seed, *key, 0, w))[-1] for w in (0, 1)]
+        audit = gdp_audit_two_sample(worlds[0], worlds[1], gdp_tables(runs_per_world, runs_per_world, confidence=confidence, delta=delta))
+        scores = np.concatenate(worlds)
+        members = np.repeat([False, True], runs_per_world)
+        fpr, fnr = empirical_tradeoff(scores, members, max_points=max_points)
+        law = exact_laws(proc, **grid)
+        eps_exact = exact_epsilon(law.p[-1], law.pbar[-1], delta=delta)
+        efpr, efnr = exact_tradeoff(law.p[-1], law.pbar[-1], max_points=max_points)
+        alpha = np.linspace(0.0, 1.0, max_points)
+        common = {"batch_size": int(b), "sigma": float(sigma), "step": step, "mu": audit.mu, "epsilon_audit": audit.epsilon, "epsilon_exact": eps_exact, "runs_per_world": runs_per_world}
+        for name, xs, ys in (
+            ("empirical", fpr, fnr),
+            ("gdp_fit", alpha, gdp_tradeoff(alpha, mu=audit.mu)),
+            ("exact", efpr, efnr),
+        ):
+            out.extend({**common, "curve": name, "fpr": float(x), "fnr": float(y)} for x, y in zip(xs, ys))
+    return out
