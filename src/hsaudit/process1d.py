@@ -596,6 +596,28 @@ class _Profile:
         return max(out, 0.0)
 
 
+def threshold_mu_limit(p: npt.ArrayLike, pbar: npt.ArrayLike, *, floor: float = 1e-6) -> float:
+    """The R → ∞ limit of the paper audit's μ̂ on the laws ``p`` (not inserted) and ``pbar`` (inserted):
+    max over thresholds τ on θ (cell edges) of Φ⁻¹(1 − FPR(τ)) − Φ⁻¹(FNR(τ)), with the exact error rates
+    FPR = P(θ > τ), FNR = P̄(θ ≤ τ) in place of Clopper–Pearson bounds.
+
+    Thresholds where FPR or FNR is below ``floor`` (default 10⁻⁶, i.e. about one run in R = 10⁶) are skipped:
+    an audit with R runs per world cannot resolve them, and grid masses far below carry FFT round-off. For
+    laws whose threshold-μ keeps growing into the tails the value depends on ``floor``. Its GDP ε is what the Monte Carlo audit converges to; the gap to the exact
+    ε is the error of the Gaussian trade-off assumption, the gap to ε̂ the audit's statistical slack.
+    """
+    p = np.asarray(p, dtype=float)
+    pbar = np.asarray(pbar, dtype=float)
+    fpr = np.cumsum(p[::-1])[::-1][1:]  # mass strictly above the upper edge of cell j
+    fnr = np.cumsum(pbar)[:-1]  # inserted mass at or below it
+    ok = (fpr >= floor) & (fnr >= floor)
+    if not ok.any():
+        return -math.inf
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mu = -special.ndtri(fpr[ok]) - special.ndtri(fnr[ok])
+    return float(np.max(mu))
+
+
 def exact_epsilons(law: ExactLaw, *, delta: float) -> np.ndarray:
     """Exact ε(δ) of the last iterate θ_t vs θ̄_t for every step t = 1..T of ``law``."""
     return np.array([exact_epsilon(law.p[t], law.pbar[t], delta=delta) for t in range(law.p.shape[0])])
@@ -609,20 +631,23 @@ def exact_epsilon_curve(
     cells_per_sd: int = 25,
     extent_sds: float = 10.0,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Exact ε(δ) of θ_t vs θ̄_t for t = 1..T, and the grid mass lost by each step.
+    """Exact ε(δ) of θ_t vs θ̄_t for t = 1..T, the grid mass lost by each step, and the R → ∞ limit of the
+    paper audit's μ̂ (:func:`threshold_mu_limit`).
 
     For an infinite switch point (g constant, Example 1 of the paper) the law is Gaussian and the closed form
     μ = 1/(σ√(1 + (t − 1)/B²)) is used (μ-GDP is exact for a Gaussian pair).
 
     Returns:
-        (epsilons, lost_mass), each of length T.
+        (epsilons, lost_mass, mu_limit), each of length T.
     """
     if not np.isfinite(process.h):
         t = np.arange(1, process.steps + 1)
         mus = 1.0 / (process.sigma * np.sqrt(1.0 + (t - 1) / process.batch_size**2))
-        return np.array([gdp_epsilon(mu=float(m), delta=delta) for m in mus]), np.zeros(process.steps)
+        eps = np.array([gdp_epsilon(mu=float(m), delta=delta) for m in mus])
+        return eps, np.zeros(process.steps), mus
     law = exact_laws(process, cells_per_clip=cells_per_clip, cells_per_sd=cells_per_sd, extent_sds=extent_sds)
-    return exact_epsilons(law, delta=delta), law.lost
+    mu_limit = np.array([threshold_mu_limit(law.p[t], law.pbar[t]) for t in range(process.steps)])
+    return exact_epsilons(law, delta=delta), law.lost, mu_limit
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -785,7 +810,8 @@ def threshold_search(
         proc = Process(
             sigma=sigma, batch_size=batch_size, steps=steps, clip_norm=clip_norm, rule=rule, switch_point=h / clip_norm
         )
-        eps_exact = float(exact_epsilon_curve(proc, delta=delta, **(exact or {}))[0][-1])
+        eps_curve, _, mu_curve = exact_epsilon_curve(proc, delta=delta, **(exact or {}))
+        eps_exact, mu_limit = float(eps_curve[-1]), float(mu_curve[-1])
         rows = audit_process(
             proc,
             runs_per_world=runs,
@@ -799,7 +825,17 @@ def threshold_search(
             steps=[steps],
         )
         for row in rows:
-            records.append({"candidate": kind, "alpha": float(alpha), "h": float(h), **row, "epsilon_exact": eps_exact})
+            records.append(
+                {
+                    "candidate": kind,
+                    "alpha": float(alpha),
+                    "h": float(h),
+                    **row,
+                    "epsilon_exact": eps_exact,
+                    "mu_limit": mu_limit,
+                    "epsilon_gdp_limit": gdp_epsilon(mu=mu_limit, delta=delta),
+                }
+            )
     return records
 
 
@@ -916,13 +952,13 @@ def exact_records(
     grid: dict,
 ) -> list[dict]:
     """Exact ε of the last iterate at every step for every (σ, B) of one rule (columns rule, sigma,
-    batch_size, step, epsilon_exact, lost_mass, epsilon_upper)."""
+    batch_size, step, epsilon_exact, mu_limit, epsilon_gdp_limit, lost_mass, epsilon_upper)."""
     out = []
     for s in sigmas:
         upper = upper_bound_epsilon(sigma=float(s), delta=delta)
         for b in batch_sizes:
             proc = Process(sigma=float(s), batch_size=int(b), steps=steps, clip_norm=clip_norm, rule=rule, switch_point=switch_point)
-            eps, lost = exact_epsilon_curve(proc, delta=delta, **grid)
+            eps, lost, mu_limit = exact_epsilon_curve(proc, delta=delta, **grid)
             for t in range(steps):
                 out.append(
                     {
@@ -931,6 +967,8 @@ def exact_records(
                         "batch_size": int(b),
                         "step": t + 1,
                         "epsilon_exact": float(eps[t]),
+                        "mu_limit": float(mu_limit[t]),
+                        "epsilon_gdp_limit": gdp_epsilon(mu=float(mu_limit[t]), delta=delta),
                         "lost_mass": float(lost[t]),
                         "epsilon_upper": upper,
                     }

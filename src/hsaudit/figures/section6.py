@@ -27,6 +27,7 @@ _CURVE_COLUMNS = [
     "epsilon_audit",
     "epsilon_exact",
     "epsilon_upper",
+    "epsilon_gdp_limit",
     "mu",
     "threshold",
     "fpr_upper",
@@ -54,7 +55,7 @@ def curves_table(audits: pd.DataFrame, exact: pd.DataFrame) -> pd.DataFrame:
         ValueError: if an audited (rule, σ, B, step) has no exact value.
     """
     keys = ["rule", "sigma", "batch_size", "step"]
-    merged = audits.merge(exact[[*keys, "epsilon_exact"]], on=keys, how="left", validate="many_to_one")
+    merged = audits.merge(exact[[*keys, "epsilon_exact", "epsilon_gdp_limit"]], on=keys, how="left", validate="many_to_one")
     if merged["epsilon_exact"].isna().any():
         missing = merged.loc[merged["epsilon_exact"].isna(), keys].drop_duplicates().head(3).to_dict("records")
         raise ValueError(f"no exact epsilon for audited cells, e.g. {missing}")
