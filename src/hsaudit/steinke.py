@@ -218,7 +218,13 @@ def quadratic_mixture(
     scale = noise_multiplier * math.sqrt(var_sum)
     if rounding is not None:
         if steps > k_exact:
-            values = values + decay**k_exact / alpha if alpha > 0 else values + (steps - k_exact)
+            # Steps after K: with probability (1−q)^{T−K} none is sampled (X = X_K exactly); otherwise
+            # X ≤ X_K + Σ_{i>K}(1−α)^{i−1}. Replacing X by this coupled upper value keeps an upper bound.
+            tail = decay**k_exact / alpha if alpha > 0 else float(steps - k_exact)
+            log_none = (steps - k_exact) * math.log1p(-sampling_rate) if sampling_rate < 1 else -math.inf
+            log_some = math.log(-math.expm1(log_none)) if log_none < 0 else -math.inf
+            values = np.concatenate([values, values + tail])
+            logw = np.concatenate([logw + log_none, logw + log_some])
         fl = rounding.floor
         rounded = np.where(values < fl, fl, values) if rounding.round_zero else np.where(
             (values > 0) & (values < fl), fl, values)
@@ -240,7 +246,7 @@ def quadratic_epsilon(
     """ε at δ of linear loss + quadratic regulariser (Section 4.2); an upper bound when ``rounding`` is set."""
     mix = quadratic_mixture(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier,
                             alpha=alpha, rounding=rounding)
-    return H.mixture_epsilon(delta, mix)
+    return H.mixture_epsilon(delta, mix, solver="brent")
 
 
 def calibrate_one_step_sigma(target_epsilon: float, *, delta: float, sampling_rate: float) -> float:
@@ -256,9 +262,13 @@ def calibrate_one_step_sigma(target_epsilon: float, *, delta: float, sampling_ra
 
 def fig5_table(
     *, one_step_epsilons: list[float], sampling_rates: list[float], steps: list[int], alpha: float, delta: float,
-    rounding: Rounding,
+    rounding: Rounding, exact_max_steps: int = 0,
 ) -> pd.DataFrame:
-    """Figure 5: ratio ε_quadratic(α) / max_{t≤T} ε_{t,q,σ} for σ set per q so one step is (ε₁, δ)-DP."""
+    """Figure 5: ratio ε_quadratic(α) / max_{t≤T} ε_{t,q,σ} for σ set per q so one step is (ε₁, δ)-DP.
+
+    ``ratio`` uses the paper's rounding (an upper bound); ``ratio_exact`` enumerates the 2^T atoms exactly for
+    T ≤ ``exact_max_steps`` (NaN beyond).
+    """
     rows = []
     for e1 in one_step_epsilons:
         for q in sampling_rates:
@@ -272,9 +282,12 @@ def fig5_table(
             for t in steps:
                 quad = quadratic_epsilon(delta, steps=int(t), sampling_rate=q, noise_multiplier=sigma, alpha=alpha,
                                          rounding=rounding)
+                exact = (quadratic_epsilon(delta, steps=int(t), sampling_rate=q, noise_multiplier=sigma, alpha=alpha,
+                                           rounding=None) if int(t) <= exact_max_steps else math.nan)
                 rows.append({"one_step_epsilon": float(e1), "sampling_rate": float(q), "noise_multiplier": sigma,
                              "steps": int(t), "alpha": alpha, "epsilon_quadratic": quad,
-                             "epsilon_linear_max": lin[int(t)], "ratio": quad / lin[int(t)]})
+                             "epsilon_quadratic_exact": exact, "epsilon_linear_max": lin[int(t)],
+                             "ratio": quad / lin[int(t)], "ratio_exact": exact / lin[int(t)]})
     return pd.DataFrame(rows)
 
 
@@ -304,15 +317,23 @@ class MaliciousConstants:
         big_val: BIG_VAL, the magnitude ±BIG_VAL with which a decision is stored; must be ≫ σ so that the
             noise added later never flips it.
         t_past: threshold that re-reads a stored decision (0, the midpoint of ±BIG_VAL).
-        t_last: threshold on the latest raw coordinate (canary step value 1 + noise vs noise).
+        t_last: threshold on the latest raw coordinate (canary step value η + noise vs noise); ``None``
+            (default) means the MAP rule η/2 + ησ²·log((1−q)/q), i.e. "the canary was more likely present".
         learning_rate: η.
     """
 
     batch_size: float = 1.0e4
     big_val: float = 100.0
     t_past: float = 0.0
-    t_last: float = 0.5
+    t_last: float | None = None
     learning_rate: float = 1.0
+
+    def threshold_last(self, *, sampling_rate: float, noise_multiplier: float) -> float:
+        """The threshold on the latest raw coordinate (``t_last`` or the MAP rule)."""
+        if self.t_last is not None:
+            return float(self.t_last)
+        eta = self.learning_rate
+        return eta / 2 + eta * noise_multiplier**2 * math.log((1 - sampling_rate) / sampling_rate)
 
 
 def simulate_malicious(
@@ -339,8 +360,11 @@ def simulate_malicious(
         key ``bits`` (runs × T array) for checks.
     """
     H._check_params(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
+    if not 0 < sampling_rate < 1:
+        raise ValueError(f"sampling_rate must be in (0, 1) for the malicious attack, got {sampling_rate}")
     c = constants
     n, eta = c.batch_size, c.learning_rate
+    t_last = c.threshold_last(sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
     m = np.zeros((runs, steps))
     bits = np.zeros((runs, steps), dtype=bool)
     first_decision = np.zeros((runs, steps), dtype=bool)
@@ -354,7 +378,7 @@ def simulate_malicious(
             hist = np.empty((runs, i))
             if i > 1:
                 hist[:, : i - 1] = c.big_val / (eta * n) * (2.0 * (m[:, : i - 1] >= c.t_past) - 1.0)
-            last = m[:, i - 1] >= c.t_last
+            last = m[:, i - 1] >= t_last
             first_decision[:, i - 1] = last
             hist[:, i - 1] = c.big_val / (eta * n) * (2.0 * last - 1.0)
             a[:, :i] = hist - m[:, :i] / (eta * n)
@@ -389,14 +413,14 @@ def malicious_score(
     c = constants
     sd = noise_multiplier * c.learning_rate
     steps = models.shape[1]
-    p0 = stats.norm.sf(c.t_last / sd)
-    p1 = sampling_rate * stats.norm.sf((c.t_last - c.learning_rate) / sd) + (1 - sampling_rate) * p0
+    t_last = c.threshold_last(sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
+    p0 = stats.norm.sf(t_last / sd)
+    p1 = sampling_rate * stats.norm.sf((t_last - c.learning_rate) / sd) + (1 - sampling_rate) * p0
     d = (models[:, : steps - 1] >= c.t_past).sum(axis=1)
     llr_dec = d * math.log(p1 / p0) + (steps - 1 - d) * math.log((1 - p1) / (1 - p0))
     v = models[:, -1] / c.learning_rate
     llr_last = np.logaddexp(math.log(sampling_rate) + (2 * v - 1) / (2 * noise_multiplier**2),
-                            math.log1p(-sampling_rate)) if sampling_rate < 1 else (2 * v - 1) / (
-        2 * noise_multiplier**2)
+                            math.log1p(-sampling_rate))
     return llr_dec + llr_last
 
 
@@ -415,6 +439,11 @@ def fig6_table(
         s0 = malicious_score(m0, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, constants=constants)
         s1 = malicious_score(m1, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, constants=constants)
         aud = gdp_audit(s0, s1, confidence=confidence, delta=delta)
+        # References under the same audit and R: the linear-loss canary (last iterate, Section 3.1) and the
+        # all-iterates likelihood-ratio attack (Σ_t λ(v_t) on the raw per-step values).
+        rng = np.random.default_rng(_seed(seed, "steinke-fig6-ref", t))
+        lin = gdp_audit(*simulate_linear_canary(rng, runs=runs, **kw), confidence=confidence, delta=delta)
+        ref = gdp_audit(*_all_iterates_llr(rng, runs=runs, **kw), confidence=confidence, delta=delta)
         base = {"steps": int(t), "sampling_rate": sampling_rate, "noise_multiplier": noise_multiplier,
                 "runs_per_world": runs,
                 "clipped_fraction": max(d0["clipped_fraction"], d1["clipped_fraction"]),
@@ -424,5 +453,22 @@ def fig6_table(
             {**base, "method": "standard", "epsilon": H.standard_epsilon(delta, **kw), "mu": math.nan},
             {**base, "method": "heuristic", "epsilon": H.heuristic_epsilon(delta, **kw), "mu": math.nan},
             {**base, "method": "empirical_gdp", "epsilon": aud["epsilon"], "mu": aud["mu"]},
+            {**base, "method": "empirical_linear_gdp", "epsilon": lin["epsilon"], "mu": lin["mu"]},
+            {**base, "method": "empirical_all_iterates_gdp", "epsilon": ref["epsilon"], "mu": ref["mu"]},
         ]
     return pd.DataFrame(rows)
+
+
+def _all_iterates_llr(
+    rng: np.random.Generator, *, steps: int, sampling_rate: float, noise_multiplier: float, runs: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Scores of the optimal all-iterates attack: Σ_t λ(v_t), v_t = Bern(q)·1 + N(0, σ²) (or N(0, σ²))."""
+    out = np.zeros(runs)
+    inn = np.zeros(runs)
+    lq, l1q, s2 = math.log(sampling_rate), math.log1p(-sampling_rate), 2 * noise_multiplier**2
+    for _ in range(steps):
+        v0 = rng.normal(0.0, noise_multiplier, runs)
+        v1 = (rng.random(runs) < sampling_rate) + rng.normal(0.0, noise_multiplier, runs)
+        out += np.logaddexp(lq + (2 * v0 - 1) / s2, l1q)
+        inn += np.logaddexp(lq + (2 * v1 - 1) / s2, l1q)
+    return out, inn
