@@ -18,17 +18,16 @@ import yaml
 
 from conftest import REPO, run_snakemake
 from hsaudit.config import resolve_scale
-from hsaudit.figures.housing import (
-    figure_table,
+from hsaudit.figures.housing import figure_table, plot_housing_figure, summarise
+from hsaudit.figures.housing_plan import (
+    audit_table,
     key_of,
     plan_housing,
-    plot_housing_figure,
     save_shard,
     scores_matrix,
     scores_table,
     shard_bits,
     shard_seed,
-    summarise,
 )
 
 SEED = 2024
@@ -161,6 +160,26 @@ def test_scores_table_numbers_runs_in_shard_order(tmp_path):
         save_shard(tmp_path / "bad.npz", bits=[0, 1], scores=np.zeros((2, 2)), steps=steps)
 
 
+def test_audit_table_on_gaussian_scores_matches_the_calibration():
+    # Ideal Gaussian scores N(0, 1) vs N(mu, 1) with mu = sqrt(250)/4, R = 5000 balanced: the spec's calibration
+    # (specs/cebere.md §1, [derived]) expects eps_hat ≈ 23.2 ± 0.6 against the upper bound 24.00 at step 250.
+    rng = np.random.default_rng(7)
+    mu = np.sqrt(250) / 4
+    runs, steps = 5000, np.array([125, 250])
+    bits = np.repeat([0, 1], runs // 2)
+    scores = rng.normal(size=(runs, 2)) + bits[:, None] * mu * np.sqrt(steps / 250)[None, :]
+    table = pd.DataFrame({"run": np.repeat(np.arange(runs), 2), "shard": 0, "bit": np.repeat(bits, 2),
+                          "step": np.tile(steps, runs), "score": scores.reshape(-1)})
+    out = audit_table(table, delta=1e-5, confidence=0.95, mode="paper", noise_multiplier=4.0, period=1)
+    assert list(out["step"]) == [125, 250] and set(out["runs"]) == {runs}
+    assert out["epsilon_upper"].iloc[1] == pytest.approx(24.00, abs=0.01)  # spec §1: 24.00 at 250 insertions
+    assert abs(out["epsilon"].iloc[1] - 23.2) < 1.8
+    assert (out["epsilon"] < out["epsilon_upper"] + 1.0).all()
+    assert (out["epsilon_free"] <= out["epsilon"] + 1e-9).all()  # the GDP conversion is the tighter reading
+    held = audit_table(table, delta=1e-5, confidence=0.95, mode="held-out", noise_multiplier=4.0, period=1, seed=3)
+    assert set(held["mode"]) == {"held-out"} and held["epsilon"].iloc[1] < out["epsilon"].iloc[1]
+
+
 # ---------------------------------------------------------------------------------------------------- figure
 
 
@@ -247,7 +266,9 @@ def test_smoke_figures_end_to_end_then_reuse(workflow_copy):
 
     workdir = workflow_copy
     write_synthetic_csv(workdir / "housing.csv")
-    configure(workdir)
+    # One repetition (the smoke preset has 2): every Snakemake job is a Python process importing torch or
+    # scipy, and 7 audits x 2 repetitions would take the test past its time budget on a shared 2-core machine.
+    configure(workdir, repetitions=1)
     run_snakemake(workdir, *TARGETS, timeout=300)
 
     config = resolve_scale(yaml.safe_load((workdir / "config" / "config.yaml").read_text()))
@@ -271,7 +292,7 @@ def test_smoke_figures_end_to_end_then_reuse(workflow_copy):
     assert job_counts(proc.stdout) == {}, proc.stdout
 
     # Raising R from 40 to 60 trains one new shard per audit and keeps the others.
-    configure(workdir, runs=60)
+    configure(workdir, repetitions=1, runs=60)
     proc = run_snakemake(workdir, "-n", *TARGETS)
     counts = job_counts(proc.stdout)
     n_audits = 7 * h["repetitions"]
@@ -285,7 +306,7 @@ def test_smoke_figures_end_to_end_then_reuse(workflow_copy):
     config = yaml.safe_load((workdir / "config" / "config.yaml").read_text())
     figures = config["housing"]["figures"]
     figures["fig7"]["lr"] = 0.05
-    configure(workdir, runs=40, figures=figures)
+    configure(workdir, repetitions=1, runs=40, figures=figures)
     proc = run_snakemake(workdir, "-n", *TARGETS)
     counts = job_counts(proc.stdout)
     assert "plot_fig1c" not in counts and "plot_fig4" not in counts, proc.stdout

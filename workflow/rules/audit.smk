@@ -13,7 +13,8 @@ rule audit_epsilon:
         mode=AUDIT["mode"],
         noise_multiplier=lambda wc: HOUSING.audits[wc.audit]["setup"]["dpsgd"]["noise_multiplier"],
         period=lambda wc: HOUSING.audits[wc.audit]["setup"]["dpsgd"]["period"],
-        code_version=CODE_VERSION,
+        seed=lambda wc: derive_seed(SEED, "housing-audit", wc.audit, wc.runs, wc.size),
+        code_version=HOUSING_CODE["audit"],
     log:
         log_path("housing/audit_epsilon/{audit}/R{runs}-s{size}"),
     benchmark:

@@ -1,13 +1,25 @@
 # Datasets of the trained-model audits, and the Housing experiment plan shared by train/scores/audit/figures.
 #
-# The plan (hsaudit.figures.housing.plan_housing) turns config["housing"] into setups, audits and figure
+# The plan (hsaudit.figures.housing_plan.plan_housing) turns config["housing"] into setups, audits and figure
 # entries; every audit is keyed by a hash of the parameters that change its result (docs/housing.md). Kept
 # here, next to the first Housing rule, rather than in the shared common.smk.
-from hsaudit.figures.housing import plan_housing
+from hsaudit.figures.housing_plan import plan_housing
+from hsaudit.provenance import code_version
 from hsaudit.seeding import derive_seed
 
 HOUSING = plan_housing(config["housing"], seed=SEED)
 HOUSING_DIR = "results/housing"
+
+# Code versions narrowed to the modules each rule family runs (see CODE_VERSION in common.smk): restyling a
+# figure does not retrain populations, and another part's edits do not rerun the Housing jobs.
+HOUSING_CODE = {
+    "data": code_version("hsaudit.data"),
+    "train": code_version(
+        "hsaudit.data", "hsaudit.train", "hsaudit.adversaries", "hsaudit.figures.housing_plan"
+    ),
+    "audit": code_version("hsaudit.figures.housing_plan", "hsaudit.audit", "hsaudit.accounting"),
+    "plot": code_version("hsaudit.figures.housing", "hsaudit.plotting"),
+}
 
 
 def housing_setup_of(wildcards):
@@ -52,7 +64,7 @@ rule prepare_data:
         download=config["housing"]["data"]["download"],
         threshold=config["housing"]["data"]["threshold"],
         standardize=config["housing"]["data"]["standardize"],
-        code_version=CODE_VERSION,
+        code_version=HOUSING_CODE["data"],
     log:
         log_path("housing/prepare_data"),
     threads: 1

@@ -11,7 +11,7 @@ rule plot_fig1c:
         figure="fig1c",
         refs=[vars(ref) for ref in HOUSING.figures["fig1c"]],
         scale=SCALE,
-        code_version=CODE_VERSION,
+        code_version=HOUSING_CODE["plot"],
     log:
         log_path("housing/plot_fig1c"),
     threads: 1
@@ -34,7 +34,7 @@ rule plot_fig4:
         figure="fig4",
         refs=[vars(ref) for ref in HOUSING.figures["fig4"]],
         scale=SCALE,
-        code_version=CODE_VERSION,
+        code_version=HOUSING_CODE["plot"],
     log:
         log_path("housing/plot_fig4"),
     threads: 1
@@ -57,7 +57,7 @@ rule plot_fig7:
         figure="fig7",
         refs=[vars(ref) for ref in HOUSING.figures["fig7"]],
         scale=SCALE,
-        code_version=CODE_VERSION,
+        code_version=HOUSING_CODE["plot"],
     log:
         log_path("housing/plot_fig7"),
     threads: 1

@@ -8,7 +8,7 @@ rule extract_scores:
     output:
         scores=temp(f"{HOUSING_DIR}/audits/{{audit}}/R{{runs}}-s{{size}}/scores.parquet"),
     params:
-        code_version=CODE_VERSION,
+        code_version=HOUSING_CODE["audit"],
     log:
         log_path("housing/extract_scores/{audit}/R{runs}-s{size}"),
     benchmark:

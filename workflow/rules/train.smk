@@ -11,7 +11,7 @@ rule make_setup:
     params:
         spec=lambda wc: HOUSING.setups[wc.setup],
         seed=lambda wc: derive_seed(SEED, "housing-setup", wc.setup),
-        code_version=CODE_VERSION,
+        code_version=HOUSING_CODE["train"],
     log:
         log_path("housing/make_setup/{setup}"),
     benchmark:
@@ -31,13 +31,13 @@ rule craft:
         data=rules.prepare_data.output.data,
         setup=housing_setup_of,
     output:
-        crafted=f"{HOUSING_DIR}/audits/{{audit}}/crafted.pt",
+        crafted=f"{HOUSING_DIR}/audits/{{audit}}/crafted.npz",
         params_json=f"{HOUSING_DIR}/audits/{{audit}}/params.json",
     params:
         spec=lambda wc: HOUSING.audits[wc.audit],
         seed=lambda wc: derive_seed(SEED, "housing-craft", wc.audit),
         device=config["housing"]["device"],
-        code_version=CODE_VERSION,
+        code_version=HOUSING_CODE["train"],
     log:
         log_path("housing/craft/{audit}"),
     benchmark:
@@ -64,7 +64,7 @@ rule train_shard:
         spec=lambda wc: HOUSING.audits[wc.audit],
         master_seed=SEED,
         device=config["housing"]["device"],
-        code_version=CODE_VERSION,
+        code_version=HOUSING_CODE["train"],
     log:
         log_path("housing/train_shard/{audit}/s{size}/{index}"),
     benchmark:

@@ -1,13 +1,16 @@
-"""Snakemake adapter: audit every recorded step of one audit's scores (hsaudit.figures.housing.audit_table)."""
+"""Snakemake adapter: audit every recorded step of one audit's scores (hsaudit.figures.housing_plan.audit_table)."""
 
 import logging
 
 import pandas as pd
 
-from hsaudit.figures.housing import audit_table
+from hsaudit.figures.housing_plan import audit_table
 from hsaudit.plotting import write_csv_atomic
 
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
+# Our messages at INFO; other libraries (e.g. fontTools while writing PDFs) only from WARNING.
+logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+log = logging.getLogger("hsaudit.workflow")
+log.setLevel(logging.INFO)
 logging.captureWarnings(True)
 params = snakemake.params
 table = audit_table(
@@ -17,7 +20,8 @@ table = audit_table(
     mode=params.mode,
     noise_multiplier=params.noise_multiplier,
     period=params.period,
+    seed=params.seed,
 )
 write_csv_atomic(table, snakemake.output.table)
 last = table.iloc[-1]
-logging.info("step %d: eps_hat %.3f (mu %.3f), upper %.3f, mode %s", last["step"], last["epsilon"], last["mu"], last["epsilon_upper"], last["mode"])
+log.info("step %d: eps_hat %.3f (mu %.3f), upper %.3f, mode %s", last["step"], last["epsilon"], last["mu"], last["epsilon_upper"], last["mode"])

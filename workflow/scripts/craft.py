@@ -6,10 +6,13 @@ import torch
 
 from hsaudit.adversaries import craft, save_crafted
 from hsaudit.data import load_dataset
-from hsaudit.figures.housing import write_params_json
+from hsaudit.figures.housing_plan import write_params_json
 from hsaudit.train import DPSGDConfig, load_setup
 
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
+# Our messages at INFO; other libraries (e.g. fontTools while writing PDFs) only from WARNING.
+logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+log = logging.getLogger("hsaudit.workflow")
+log.setLevel(logging.INFO)
 logging.captureWarnings(True)
 torch.set_num_threads(snakemake.threads)
 spec = snakemake.params.spec
@@ -25,7 +28,11 @@ crafted = craft(
     config=DPSGDConfig(**setup_spec["dpsgd"]),
     seed=snakemake.params.seed,
     simulations=spec["simulations"] or 1,
+    device=None if snakemake.params.device == "auto" else snakemake.params.device,
 )
 save_crafted(crafted, snakemake.output.crafted)
 write_params_json(spec, snakemake.output.params_json, key=snakemake.wildcards.audit, derived_seed=snakemake.params.seed)
-logging.info("audit %s: crafted %s", snakemake.wildcards.audit, crafted)
+log.info(
+    "audit %s: %s, dimension %s, canary row %s",
+    snakemake.wildcards.audit, crafted.adversary, crafted.dim, crafted.source_index,
+)

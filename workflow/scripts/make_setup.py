@@ -5,10 +5,13 @@ import logging
 import torch
 
 from hsaudit.data import load_dataset
-from hsaudit.figures.housing import write_params_json
+from hsaudit.figures.housing_plan import write_params_json
 from hsaudit.train import DPSGDConfig, make_setup, save_setup
 
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
+# Our messages at INFO; other libraries (e.g. fontTools while writing PDFs) only from WARNING.
+logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+log = logging.getLogger("hsaudit.workflow")
+log.setLevel(logging.INFO)
 logging.captureWarnings(True)
 torch.set_num_threads(snakemake.threads)
 spec = snakemake.params.spec
@@ -22,4 +25,4 @@ setup = make_setup(
 )
 save_setup(setup, snakemake.output.setup)
 write_params_json(spec, snakemake.output.params_json, key=snakemake.wildcards.setup, derived_seed=snakemake.params.seed)
-logging.info("setup %s: %d parameters, batches %s", snakemake.wildcards.setup, setup.theta0.numel(), tuple(setup.batches.shape))
+log.info("setup %s: %d parameters, batches %s", snakemake.wildcards.setup, setup.theta0.size, tuple(setup.batches.shape))

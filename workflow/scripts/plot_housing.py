@@ -6,7 +6,10 @@ import pandas as pd
 
 from hsaudit.figures.housing import figure_table, plot_housing_figure
 
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
+# Our messages at INFO; other libraries (e.g. fontTools while writing PDFs) only from WARNING.
+logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+log = logging.getLogger("hsaudit.workflow")
+log.setLevel(logging.INFO)
 logging.captureWarnings(True)
 params = snakemake.params
 entries = [(ref, pd.read_csv(path)) for ref, path in zip(params.refs, snakemake.input.tables, strict=True)]
@@ -20,4 +23,4 @@ summary = plot_housing_figure(
 )
 last = summary[summary["step"] == summary["step"].max()]
 for row in last.itertuples():
-    logging.info("%s step %d: eps_hat %.3f ± %.3f over %d reps", row.adversary, row.step, row.mean, row.sd, row.reps)
+    log.info("%s step %d: eps_hat %.3f ± %.3f over %d reps", row.adversary, row.step, row.mean, row.sd, row.reps)

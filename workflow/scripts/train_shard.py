@@ -1,7 +1,7 @@
 """Snakemake adapter: train one shard of an audit's population and record its scores (hsaudit.train.train_shard).
 
 The shard's membership bits are an exact half split seeded by (audit key, shard size, shard index); its noise
-seed likewise (hsaudit.figures.housing.shard_bits / shard_seed), so a shard never depends on R.
+seed likewise (hsaudit.figures.housing_plan.shard_bits / shard_seed), so a shard never depends on R.
 """
 
 import logging
@@ -10,10 +10,13 @@ import torch
 
 from hsaudit.adversaries import load_crafted
 from hsaudit.data import load_dataset
-from hsaudit.figures.housing import insertion_steps, save_shard, shard_bits, shard_seed
+from hsaudit.figures.housing_plan import insertion_steps, save_shard, shard_bits, shard_seed
 from hsaudit.train import DPSGDConfig, load_setup, train_shard
 
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
+# Our messages at INFO; other libraries (e.g. fontTools while writing PDFs) only from WARNING.
+logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+log = logging.getLogger("hsaudit.workflow")
+log.setLevel(logging.INFO)
 logging.captureWarnings(True)
 torch.set_num_threads(snakemake.threads)
 spec = snakemake.params.spec
@@ -37,4 +40,4 @@ scores = train_shard(
 )
 steps = insertion_steps(steps=setup_spec["dpsgd"]["steps"], period=setup_spec["dpsgd"]["period"])
 save_shard(snakemake.output.shard, bits=bits, scores=scores, steps=steps)
-logging.info("audit %s shard s%d/%d: %d models, %d recorded steps", key, size, index, bits.size, steps.size)
+log.info("audit %s shard s%d/%d: %d models, %d recorded steps", key, size, index, bits.size, steps.size)
