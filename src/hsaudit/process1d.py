@@ -357,7 +357,11 @@ def gdp_audit_two_sample(
         best = float(np.nanmax(edge))
         edge_best.append((best, int(np.nanargmax(edge))))
         keep |= (a[fp_above] - b[fn_below] >= best) & (cm > 0)
-    keep_s, keep_m = keep[bs], keep[bm]
+    kept = np.flatnonzero(keep)
+    if kept.size:  # compare against the kept range first (cheap), gather the keep table only inside it
+        keep_s, keep_m = _in_kept(bs, keep, kept), _in_kept(bm, keep, kept)
+    else:
+        keep_s = keep_m = np.zeros(0, dtype=np.intp)
     s_in = np.sort(s[keep_s])
     m_in = np.sort(m[keep_m])
     cm_drop = np.where(keep, 0, cm)
@@ -397,6 +401,12 @@ def gdp_audit_two_sample(
         epsilon_assumption_free=float(assumption_free_epsilon(fpr_ub, fnr_ub, delta=tables.delta)),
         epsilon_assumption_free_max=eps_af,
     )
+
+
+def _in_kept(bx: np.ndarray, keep: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """Indices i with keep[bx[i]], scanning the full array only with two comparisons."""
+    cand = np.flatnonzero((bx >= kept[0]) & (bx <= kept[-1]))
+    return cand[keep[bx[cand]]]
 
 
 def _bin_index(x: np.ndarray, lo, scale, bins: int) -> np.ndarray:
