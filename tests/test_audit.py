@@ -234,7 +234,7 @@ def test_paper_mode_tight_on_gaussian_pair():
     assert np.median(eps) < truth
 
 
-@pytest.mark.parametrize("mode", ["held-out", "grid"])
+@pytest.mark.parametrize("mode", ["held-out", "held-out@0.1", "grid"])
 def test_valid_modes_cover_on_gaussian_pairs(mode):
     """Held-out/grid ε̂ ≤ true ε in ≥ ~93% of seeded trials (per-rate CP at 95%: ≤ 10% by the union bound,
     about 2% observed). 60 trials per μ at R = 2000."""
@@ -338,3 +338,26 @@ def test_result_to_dict_keys():
         "confidence delta mode"
     ).split():
         assert key in d
+
+
+def test_selection_fraction_split_sizes_and_validation():
+    s, m = _pair(2.0, 1000, 8)
+    res = audit_scores(s, m, mode="held-out", rng=0, selection_fraction=0.1)
+    assert (res.n_members, res.n_nonmembers) == (450, 450)
+    res = audit_scores(s, m, mode="grid", rng=0, selection_fraction=0.2, grid_size=3)
+    assert (res.n_members, res.n_nonmembers) == (400, 400) and res.mode == "grid"
+    for bad in (0.0, 1.0, -0.1):
+        with pytest.raises(ValueError, match="selection_fraction"):
+            audit_scores(s, m, mode="held-out", selection_fraction=bad)
+    with pytest.raises(ValueError, match="grid_size"):
+        audit_scores(s, m, mode="grid", grid_size=0)
+
+
+def test_parse_mode():
+    from hsaudit.validation import parse_mode
+
+    assert parse_mode("paper") == ("paper", 0.5)
+    assert parse_mode("held-out@0.1") == ("held-out", 0.1)
+    for bad in ("best", "held-out@2", "paper@0.1", "grid@x"):
+        with pytest.raises(ValueError):
+            parse_mode(bad)

@@ -16,10 +16,33 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from hsaudit.accounting import gdp_epsilon
-from hsaudit.audit import AUDIT_MODES, audit_scores
+from hsaudit.audit import AUDIT_MODES, DEFAULT_SELECTION_FRACTION, audit_scores
 from hsaudit.seeding import derive_seed
 
-__all__ = ["CoverageRow", "coverage_study", "gaussian_pair_scores"]
+__all__ = ["CoverageRow", "coverage_study", "gaussian_pair_scores", "parse_mode"]
+
+
+def parse_mode(spec: str) -> tuple[str, float]:
+    """Parse an estimator spec ``MODE`` or ``MODE@FRACTION`` (e.g. ``held-out@0.1``: held-out mode with
+    10% of each class selecting the threshold) into (mode, selection_fraction).
+
+    Raises:
+        ValueError: unknown mode, or a fraction outside (0, 1), or a fraction given for paper mode.
+    """
+    name, _, frac = str(spec).partition("@")
+    if name not in AUDIT_MODES:
+        raise ValueError(f"unknown audit mode {name!r} in {spec!r}; choose from {', '.join(AUDIT_MODES)}")
+    if not frac:
+        return name, DEFAULT_SELECTION_FRACTION
+    if name == "paper":
+        raise ValueError(f"paper mode has no selection fraction: {spec!r}")
+    try:
+        f = float(frac)
+    except ValueError:
+        raise ValueError(f"selection fraction must be a number, got {frac!r} in {spec!r}") from None
+    if not 0.0 < f < 1.0:
+        raise ValueError(f"selection fraction must be in (0, 1), got {f} in {spec!r}")
+    return name, f
 
 
 @dataclass(frozen=True)
@@ -27,7 +50,7 @@ class CoverageRow:
     """Summary of one (μ, mode) cell of the coverage study.
 
     Attributes:
-        mode: audit mode.
+        mode: estimator spec, ``MODE`` or ``MODE@FRACTION`` (see :func:`parse_mode`).
         mu: true μ of the Gaussian pair.
         true_epsilon: ε of μ-GDP at ``delta``.
         trials: number of seeded trials.
@@ -99,7 +122,8 @@ def coverage_study(
         mus: true μ values (> 0).
         trials: trials per μ (≥ 1).
         runs: R per trial (≥ 4).
-        modes: audit modes to compare.
+        modes: estimator specs to compare: ``paper``, ``held-out``, ``grid``, optionally with a
+            selection fraction, e.g. ``held-out@0.1``.
         delta: δ in (0, 1).
         confidence: CP confidence in (0, 1).
         seed: master seed.
@@ -118,9 +142,9 @@ def coverage_study(
     if int(runs) < 4 or int(runs) != runs:
         raise ValueError(f"runs must be an integer >= 4, got {runs!r}")
     modes = list(modes)
-    for mode in modes:
-        if mode not in AUDIT_MODES:
-            raise ValueError(f"unknown audit mode {mode!r}; choose from {', '.join(AUDIT_MODES)}")
+    if not modes:
+        raise ValueError("modes must name at least one audit mode")
+    parsed = {mode: parse_mode(mode) for mode in modes}
     rows: list[CoverageRow] = []
     for mu in mus:
         truth = gdp_epsilon(mu=mu, delta=delta)
@@ -129,13 +153,15 @@ def coverage_study(
             trial_seed = derive_seed(seed, "coverage", mu, runs, t)
             scores, members = gaussian_pair_scores(mu=mu, runs=int(runs), seed=trial_seed)
             for mode in modes:
+                name, fraction = parsed[mode]
                 res = audit_scores(
                     scores,
                     members,
                     delta=delta,
                     confidence=confidence,
-                    mode=mode,
+                    mode=name,
                     rng=derive_seed(trial_seed, "split"),
+                    selection_fraction=fraction,
                 )
                 eps[mode][t] = res.epsilon
         for mode in modes:
