@@ -1,0 +1,207 @@
+"""Partial reruns: what Snakemake redoes after a parameter change, a package-code change, or an interruption.
+
+Code versions (hsaudit.provenance) are tested directly on a copy of the package source; the workflow tests run
+the Section 6 fig3 target at smoke scale in a private copy of the workflow and assert on `snakemake -n` output.
+The package-code test imports the package from a private copy (PYTHONPATH) so it can edit a module safely.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO, run_snakemake, snakemake_exe
+from hsaudit import __version__, provenance
+
+TARGET = "results/fig3.pdf"
+SMOKE = ("--config", "scale=smoke")
+
+
+# ------------------------------------------------------------------------------------------- code versions
+
+
+@pytest.fixture
+def package_copy(tmp_path: Path) -> Path:
+    dest = tmp_path / "src" / "hsaudit"
+    shutil.copytree(provenance.package_dir(), dest, ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
+@pytest.fixture
+def frozen_package(package_copy: Path, monkeypatch) -> Path:
+    """Workflow runs import the package from a private copy: edits elsewhere cannot change its code version."""
+    monkeypatch.setenv("PYTHONPATH", str(package_copy.parent))
+    return package_copy
+
+
+def test_module_files_follow_imports_transitively(package_copy):
+    (package_copy / "zz_a.py").write_text("from hsaudit import zz_b\nimport numpy\n")
+    (package_copy / "zz_b.py").write_text("def f():\n    from .zz_c import g\n    return g\n")
+    (package_copy / "zz_c.py").write_text("from . import seeding\n")
+    files = provenance.module_files("hsaudit.zz_a", root=package_copy)
+    # zz_a's own chain, plus whatever the package's __init__ and seeding import in turn.
+    expected = {package_copy / n for n in ("zz_a.py", "zz_b.py", "zz_c.py")}
+    expected |= set(provenance.module_files("hsaudit", root=package_copy))
+    expected |= set(provenance.module_files("hsaudit.seeding", root=package_copy))
+    assert set(files) == expected
+    assert package_copy / "plan.py" not in files or package_copy / "plan.py" in set(
+        provenance.module_files("hsaudit", root=package_copy))
+    # The prefix may be left out; a module that does not exist is an error naming it.
+    assert provenance.module_files("zz_a", root=package_copy) == provenance.module_files("hsaudit.zz_a",
+                                                                                         root=package_copy)
+    with pytest.raises(ValueError, match="'nosuch'"):
+        provenance.module_files("nosuch", root=package_copy)
+
+
+def test_source_hash_changes_only_with_the_code_a_family_uses(package_copy):
+    (package_copy / "zz_a.py").write_text("X = 1\n")
+    (package_copy / "zz_b.py").write_text("Y = 1\n")
+    a0, b0 = provenance.source_hash("zz_a", root=package_copy), provenance.source_hash("zz_b", root=package_copy)
+    whole0 = provenance.source_hash(root=package_copy)
+    (package_copy / "zz_a.py").write_text("X = 2\n")
+    assert provenance.source_hash("zz_a", root=package_copy) != a0
+    assert provenance.source_hash("zz_b", root=package_copy) == b0
+    assert provenance.source_hash(root=package_copy) != whole0
+    # Deterministic and cheap to recompute.
+    assert provenance.source_hash(root=package_copy) == provenance.source_hash(root=package_copy)
+
+
+def test_code_version_format():
+    version = provenance.code_version()
+    assert re.fullmatch(re.escape(__version__) + r"\+[0-9a-f]{12}", version)
+    assert provenance.code_version("hsaudit.seeding") != version
+
+
+def test_git_state_outside_a_repository(tmp_path):
+    assert provenance.git_state(tmp_path) == {"commit": None, "dirty": None, "describe": None}
+    if shutil.which("git") and (REPO / ".git").exists():
+        state = provenance.git_state(REPO)
+        assert re.fullmatch(r"[0-9a-f]{40}", state["commit"]) and isinstance(state["dirty"], bool)
+
+
+# ------------------------------------------------------------------------------------------------ workflow
+
+
+def dry(work: Path, *args: str) -> str:
+    """Output (stdout and stderr) of `snakemake -n ARGS`."""
+    proc = run_snakemake(work, "-n", *args)
+    return proc.stdout + proc.stderr
+
+
+def planned(output: str) -> dict[str, int]:
+    """`Job stats` of a dry run as {rule: count} ({} when there is nothing to do)."""
+    counts = {}
+    block = output.split("Job stats:", 1)[1] if "Job stats:" in output else ""
+    for line in block.splitlines():
+        m = re.match(r"^(\w+)\s+(\d+)$", line.strip())
+        if m and m.group(1) != "total":
+            counts[m.group(1)] = int(m.group(2))
+    return counts
+
+
+def planned_reasons(output: str) -> dict[str, str]:
+    """{output file: reason} of every job block (`rule X:` ... `output:` ... `reason:`) of a dry run."""
+    reasons = {}
+    for block in re.split(r"^(?:local)?rule \w+:$", output, flags=re.M)[1:]:
+        outs = re.search(r"^\s+output: (.+)$", block, re.M)
+        why = re.search(r"^\s+reason: (.+)$", block, re.M)
+        if outs:
+            for path in outs.group(1).split(","):
+                reasons[path.strip()] = why.group(1) if why else ""
+    return reasons
+
+
+def _needs_section6(work: Path) -> None:
+    if TARGET not in (work / "workflow" / "rules" / "section6.smk").read_text():
+        pytest.skip("the Section 6 rules (fig3) are not in this checkout")
+
+
+def _set_smoke(work: Path, **section6) -> None:
+    path = work / "config" / "config.yaml"
+    config = yaml.safe_load(path.read_text())
+    for key, value in section6.items():
+        config["scales"]["smoke"]["section6"][key] = value
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+@pytest.mark.slow
+def test_parameter_change_reruns_only_its_jobs(workflow_copy, frozen_package):
+    work = workflow_copy
+    _needs_section6(work)
+    run_snakemake(work, TARGET, *SMOKE, timeout=300)
+    assert planned(dry(work, TARGET, *SMOKE)) == {}
+    # The exact law's grid is a parameter of exact_process only.
+    _set_smoke(work, exact={"cells_per_clip": 21, "cells_per_sd": 10})
+    out = dry(work, TARGET, *SMOKE)
+    assert planned(out) == {"exact_process": 2, "plot_fig3": 1}, out
+    assert "Params have changed" in out
+    # The literal rule's R is a parameter of the literal audits only (plus their Clopper–Pearson table).
+    _set_smoke(work, exact={"cells_per_clip": 20, "cells_per_sd": 10}, literal_runs_per_world=1000)
+    counts = planned(dry(work, TARGET, *SMOKE))
+    assert counts == {"audit_process": 2, "make_cp_table": 1, "plot_fig3": 1}, counts
+
+
+@pytest.mark.slow
+def test_package_code_change_reruns_dependent_jobs(workflow_copy, frozen_package):
+    work = workflow_copy
+    package_copy = frozen_package
+    _needs_section6(work)
+    run_snakemake(work, TARGET, *SMOKE, timeout=300)
+    assert planned(dry(work, TARGET, *SMOKE)) == {}
+    with open(package_copy / "process1d.py", "a") as fh:
+        fh.write("\n# an edit that changes the source hash\n")
+    out = dry(work, TARGET, *SMOKE)
+    counts = planned(out)
+    assert counts.get("audit_process") == 4 and counts.get("plot_fig3") == 1, out
+    assert re.search(r"Params have changed.*" + re.escape(__version__) + r"\+[0-9a-f]{12}", out)
+
+
+@pytest.mark.slow
+def test_interrupted_run_redoes_only_unfinished_jobs(workflow_copy, frozen_package):
+    """Kill Snakemake (SIGKILL, the whole process group) mid-run; then only the unfinished jobs are planned."""
+    work = workflow_copy
+    _needs_section6(work)
+    # Slow the audits down a little so that the kill lands between jobs.
+    _set_smoke(work, runs_per_world=20000)
+    outputs = [work / "results/section6/audit" / r / f"sigma{s}.csv" for r in ("divergent", "literal")
+               for s in ("1", "8")]
+    log = open(work / "killed-run.log", "w")
+    proc = subprocess.Popen([snakemake_exe(), "--cores", "1", TARGET, *SMOKE], cwd=work, start_new_session=True,
+                            stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 240
+    try:
+        while sum(p.exists() for p in outputs) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+    log.close()
+    assert proc.returncode in (0, -signal.SIGKILL), (work / "killed-run.log").read_text()[-3000:]
+    done = {str(p.relative_to(work)) for p in outputs if p.exists()}
+    if not done or len(done) == len(outputs):
+        pytest.skip(f"the kill did not land mid-run ({len(done)} of {len(outputs)} audits done)")
+    run_snakemake(work, "--unlock", *SMOKE)
+    out = dry(work, TARGET, *SMOKE)  # profiles/default sets rerun-incomplete
+    reasons = planned_reasons(out)
+    missing = {str(p.relative_to(work)) for p in outputs if not p.exists()}
+    assert missing <= set(reasons), out
+    # Finished jobs are not redone, unless Snakemake had not yet recorded them as finished when it was killed:
+    # those are incomplete and `--rerun-incomplete` redoes them ("Forced execution").
+    incomplete = {o for o in done if re.match(r"Incomplete|Forced", reasons.get(o, ""))}
+    redone = (done & set(reasons)) - incomplete
+    # With --cores 1 at most one job was running when the kill came.
+    assert len(incomplete) <= 1 and len(done - incomplete) >= 1, reasons
+    assert not redone, out
+    run_snakemake(work, TARGET, *SMOKE, timeout=300)
+    assert planned(dry(work, TARGET, *SMOKE)) == {}

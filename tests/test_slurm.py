@@ -1,0 +1,184 @@
+"""`--profile slurm` against a real single-node SLURM cluster (scripts/slurm-local.sh), and the profile itself.
+
+The cluster tests skip, with the reason, when SLURM is not installed or cannot be started (not root). CI installs
+and starts it first (`bash scripts/slurm-local.sh start`). Every Snakemake run is wrapped in an outer
+`timeout -s KILL`: a broken status check hangs rather than fails (docs/cluster.md, "Traps").
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO, snakemake_exe
+
+TARGET = "results/fig3.pdf"
+RUN_LIMIT_S = 240  # outer SIGKILL; the smoke fig3 takes ~40-90 s through SLURM
+
+EXTRA_RULES = """
+
+# Test-only rules (tests/test_slurm.py): one that succeeds, one that fails on the compute node.
+rule ok_on_purpose:
+    output:
+        "results/ok.txt",
+    log:
+        "results/logs/ok.log",
+    shell:
+        "echo ok > {output}; echo job $SLURM_JOB_ID > {log}"
+
+
+rule fail_on_purpose:
+    output:
+        "results/fail.txt",
+    log:
+        "results/logs/fail.log",
+    shell:
+        "echo failing on purpose in job $SLURM_JOB_ID > {log}; exit 3"
+"""
+
+
+def test_profile_link_and_settings():
+    """`--profile slurm` resolves from the repository root through the committed link ./slurm -> profiles/slurm."""
+    link = REPO / "slurm"
+    assert link.is_symlink() and os.readlink(link) == "profiles/slurm"
+    profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
+    assert profile["executor"] == "slurm"
+    assert profile["slurm-status-command"] == "squeue"  # works without slurmdbd (see the profile's comments)
+    assert profile["default-resources"]["slurm_partition"]
+    assert "gpu" not in profile["default-resources"]  # CPU rules never ask for a GPU
+
+
+def test_profile_resolves_in_a_dry_run(workflow_copy):
+    work = workflow_copy
+    (work / "slurm").symlink_to("profiles/slurm")
+    proc = subprocess.run([snakemake_exe(), "-n", TARGET, "--profile", "slurm", "--config", "scale=smoke"],
+                          cwd=work, capture_output=True, text=True, timeout=120)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "Using profile slurm and workflow specific profile profiles/default" in out
+    assert "slurm_partition=debug" in out
+
+
+# ------------------------------------------------------------------------------------------- real cluster
+
+
+def _start_cluster() -> None:
+    if shutil.which("sinfo") is None or shutil.which("slurmctld") is None:
+        pytest.skip("SLURM is not installed (no sinfo/slurmctld); CI installs it: bash scripts/slurm-local.sh start")
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "slurm-local.sh"), "status"], capture_output=True)
+    if proc.returncode != 0:
+        if os.geteuid() != 0:
+            pytest.skip("no SLURM node answers and starting one needs root (bash scripts/slurm-local.sh start)")
+        proc = subprocess.run(["bash", str(REPO / "scripts" / "slurm-local.sh"), "start"], capture_output=True,
+                              text=True, timeout=300)
+        if proc.returncode != 0:
+            pytest.skip(f"scripts/slurm-local.sh start failed: {proc.stderr.strip()[-500:]}")
+    parts = subprocess.run(["sinfo", "-h", "-o", "%R"], capture_output=True, text=True).stdout.split()
+    if "debug" not in parts:
+        pytest.skip(f"the profile's partition 'debug' is not on this cluster (partitions: {parts})")
+
+
+@pytest.fixture(scope="module")
+def cluster() -> None:
+    _start_cluster()
+
+
+@pytest.fixture
+def slurm_copy(workflow_copy: Path, cluster) -> Path:
+    work = workflow_copy
+    (work / "slurm").symlink_to("profiles/slurm")
+    with open(work / "Snakefile", "a") as fh:
+        fh.write(EXTRA_RULES)
+    return work
+
+
+def run_slurm(work: Path, *args: str, limit: float = RUN_LIMIT_S) -> tuple[int, str, float]:
+    """`snakemake --profile slurm ARGS` under `timeout -s KILL`; returns (exit status, output, seconds)."""
+    start = time.monotonic()
+    proc = subprocess.run(
+        ["timeout", "-s", "KILL", str(int(limit)), snakemake_exe(), "--profile", "slurm", *args],
+        cwd=work, capture_output=True, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
+    return proc.returncode, proc.stdout + proc.stderr, time.monotonic() - start
+
+
+def job_ids(output: str) -> list[str]:
+    return re.findall(r"submitted with SLURM jobid (\d+)", output)
+
+
+def slurm_states(ids: list[str]) -> dict[str, str]:
+    """Job states as SLURM records them (squeue keeps finished jobs for MinJobAge; sacct where it works)."""
+    proc = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i %T", "-j", ",".join(ids)], capture_output=True,
+                          text=True, timeout=30)
+    states = dict(line.split() for line in proc.stdout.splitlines() if line.strip())
+    missing = [i for i in ids if i not in states]
+    if missing:
+        proc = subprocess.run(["sacct", "-n", "-X", "-P", "-o", "JobIDRaw,State", "-j", ",".join(missing)],
+                              capture_output=True, text=True, timeout=30)
+        if proc.returncode == 0:
+            states.update(line.split("|")[:2] for line in proc.stdout.splitlines() if "|" in line)
+    return states
+
+
+@pytest.mark.slurm
+@pytest.mark.slow
+def test_smoke_figure_through_slurm(slurm_copy):
+    work = slurm_copy
+    rc, out, seconds = run_slurm(work, TARGET, "--config", "scale=smoke")
+    assert rc == 0, f"exit {rc} after {seconds:.0f} s (137 = killed by the outer timeout):\n{out[-4000:]}"
+    assert (work / TARGET).stat().st_size > 0 and (work / "results/fig3.csv").stat().st_size > 0
+    ids = job_ids(out)
+    dry = subprocess.run([snakemake_exe(), "-n", TARGET, "--config", "scale=smoke", "--forceall"], cwd=work,
+                         capture_output=True, text=True, timeout=120)
+    total = int(re.search(r"^total\s+(\d+)", dry.stdout + dry.stderr, re.M).group(1))
+    assert len(ids) == total, out  # every job went through sbatch
+    states = slurm_states(ids)
+    assert states and set(states.values()) == {"COMPLETED"}, states
+    # SLURM's own log of each job is kept (profile: slurm-keep-successful-logs), named by its job id.
+    logs = {p.stem for p in (work / ".snakemake" / "slurm_logs").rglob("*.log")}
+    assert set(ids) <= logs
+    # A second run has nothing to submit.
+    rc, out, _ = run_slurm(work, TARGET, "--config", "scale=smoke", limit=120)
+    assert rc == 0 and not job_ids(out) and "Nothing to be done" in out
+
+
+@pytest.mark.slurm
+@pytest.mark.slow
+def test_failing_job_fails_the_run_cleanly(slurm_copy):
+    work = slurm_copy
+    rc, out, seconds = run_slurm(work, "results/fail.txt", limit=150)
+    assert rc not in (0, 124, 137), f"exit {rc} after {seconds:.0f} s:\n{out[-3000:]}"
+    assert "Error in rule fail_on_purpose" in out
+    ids = job_ids(out)
+    assert ids and slurm_states(ids[:1]).get(ids[0]) == "FAILED"
+    assert "failing on purpose in job " + ids[0] in (work / "results/logs/fail.log").read_text()
+    assert not (work / "results/fail.txt").exists()
+
+
+@pytest.mark.slurm
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("resource", "message"),
+    [
+        ("slurm_partition=nosuchpartition", "invalid partition specified: nosuchpartition"),
+        ("gpu=1", "Invalid generic resource (gres) specification"),
+    ],
+    ids=["unknown-partition", "gpu-on-cpu-cluster"],
+)
+def test_bad_resources_give_sbatchs_message(slurm_copy, resource, message):
+    """Documented plugin behaviour: sbatch's refusal is reported (`SLURM sbatch failed ...`) and the run ends."""
+    if resource.startswith("gpu") and "gpu" in subprocess.run(["sinfo", "-h", "-o", "%G"], capture_output=True,
+                                                               text=True).stdout:
+        pytest.skip("this cluster has GPUs")
+    rc, out, seconds = run_slurm(work := slurm_copy, "results/ok.txt", "--set-resources", f"ok_on_purpose:{resource}",
+                                 limit=120)
+    assert rc not in (0, 124, 137), f"exit {rc} after {seconds:.0f} s:\n{out[-3000:]}"
+    assert "SLURM sbatch failed" in out and message in out, out[-3000:]
+    assert not (work / "results/ok.txt").exists()
