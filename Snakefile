@@ -18,6 +18,8 @@ validate(config, "workflow/schemas/config.schema.yaml")
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/section6.smk"
+include: "workflow/rules/steinke.smk"
+include: "workflow/rules/annamalai.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/scores.smk"

@@ -1,0 +1,128 @@
+# Annamalai, "It's Our Loss" (fig1, fig2): scalar DP-SGD with the adversarial gradient -> PLD-curve audit ->
+# plot. The PLD calibration table of each (q, T) is computed once and shared. See docs/annamalai.md.
+
+AN = config["annamalai"]
+AN_FACTS = dict(scale=SCALE, code_version=CODE_VERSION)
+AN_SETTINGS = list(range(len(AN["fig2"]["settings"])))
+AN_EPS = list(range(len(AN["fig2"]["epsilons"])))
+AN_UPDATES = ["ascent", "descent"] if AN["fig2"]["show_literal"] and AN["update"] == "ascent" else [AN["update"]]
+
+
+rule tabulate_annamalai_pld:
+    output:
+        "results/annamalai/pld_table/setting{si}.csv",
+    wildcard_constraints:
+        si=r"\d+",
+    params:
+        setting=lambda wc: AN["fig2"]["settings"][int(wc.si)],
+        delta=AN["delta"],
+        table=AN["table"],
+        code_version=CODE_VERSION,
+    log:
+        log_path("annamalai/tabulate_pld_setting{si}"),
+    benchmark:
+        bench_path("annamalai/tabulate_pld_setting{si}")
+    threads: 1
+    resources:
+        mem_mb=1500,
+        runtime=15,
+    script:
+        "../scripts/annamalai_table.py"
+
+
+rule audit_annamalai:
+    input:
+        table="results/annamalai/pld_table/setting{si}.csv",
+    output:
+        "results/annamalai/audit/setting{si}_eps{ei}_{sign}.csv",
+    wildcard_constraints:
+        si=r"\d+",
+        ei=r"\d+",
+        sign=r"ascent|descent",
+    params:
+        setting=lambda wc: AN["fig2"]["settings"][int(wc.si)],
+        epsilon=lambda wc: AN["fig2"]["epsilons"][int(wc.ei)],
+        runs=AN["runs_per_world"],
+        repetitions=AN["repetitions"],
+        dataset_size=AN["dataset_size"],
+        tail_floor=AN["tail_floor"],
+        tail_floors_sensitivity=AN["tail_floors_sensitivity"],
+        confidence=AUDIT["confidence"],
+        seed=SEED,
+        code_version=CODE_VERSION,
+    log:
+        log_path("annamalai/audit_setting{si}_eps{ei}_{sign}"),
+    benchmark:
+        bench_path("annamalai/audit_setting{si}_eps{ei}_{sign}")
+    threads: 1
+    resources:
+        mem_mb=lambda wc: 800 + AN["runs_per_world"] // 50,
+        runtime=15,
+    script:
+        "../scripts/annamalai_audit.py"
+
+
+rule simulate_annamalai_fig1:
+    output:
+        "results/annamalai/fig1_data.csv",
+    params:
+        settings=AN["fig1"]["settings"],
+        runs=AN["runs_per_world"],
+        delta=AN["delta"],
+        dataset_size=AN["dataset_size"],
+        update_rule=AN["update"],
+        value_discretization_interval=AN["table"]["value_discretization_interval"],
+        seed=SEED,
+        code_version=CODE_VERSION,
+    log:
+        log_path("annamalai/simulate_fig1"),
+    benchmark:
+        bench_path("annamalai/simulate_fig1")
+    threads: 1
+    resources:
+        mem_mb=1500,
+        runtime=15,
+    script:
+        "../scripts/annamalai_fig1.py"
+
+
+rule plot_annamalai_fig1:
+    input:
+        table=rules.simulate_annamalai_fig1.output,
+    output:
+        pdf=report(register_figure("results/annamalai/fig1.pdf"), caption="../report/annamalai_fig1.rst", category="Annamalai"),
+        csv="results/annamalai/fig1.csv",
+    params:
+        figure="fig1",
+        facts=AN_FACTS,
+        tail_floor=AN["tail_floor"],
+    log:
+        log_path("annamalai/plot_fig1"),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    script:
+        "../scripts/annamalai_plot.py"
+
+
+rule plot_annamalai_fig2:
+    input:
+        table=expand(
+            "results/annamalai/audit/setting{si}_eps{ei}_{sign}.csv", si=AN_SETTINGS, ei=AN_EPS, sign=AN_UPDATES
+        ),
+    output:
+        pdf=report(register_figure("results/annamalai/fig2.pdf"), caption="../report/annamalai_fig2.rst", category="Annamalai"),
+        csv="results/annamalai/fig2.csv",
+    params:
+        figure="fig2",
+        facts=AN_FACTS,
+        tail_floor=AN["tail_floor"],
+    log:
+        log_path("annamalai/plot_fig2"),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    script:
+        "../scripts/annamalai_plot.py"

@@ -1,0 +1,32 @@
+"""Snakemake adapter: repeated audits of Annamalai's construction at one (q, T, ε) and update sign."""
+
+import logging
+
+import pandas as pd
+
+from hsaudit.annamalai import Table, audit_many, sigma_for_epsilon
+from hsaudit.plotting import write_csv_atomic
+
+logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
+logging.captureWarnings(True)
+p = snakemake.params
+update = snakemake.wildcards.sign
+table = Table.from_frame(pd.read_csv(snakemake.input.table))
+sigma = sigma_for_epsilon(float(p.epsilon), table)
+floors = [float(p.tail_floor)] + ([float(f) for f in p.tail_floors_sensitivity] if update == "ascent" else [])
+audits = audit_many(
+    steps=int(p.setting["steps"]),
+    sampling_rate=float(p.setting["sampling_rate"]),
+    noise_multiplier=sigma,
+    runs=int(p.runs),
+    repetitions=int(p.repetitions),
+    table=table,
+    tail_floors=list(dict.fromkeys(floors)),
+    confidence=p.confidence,
+    seed=p.seed,
+    dataset_size=float(p.dataset_size),
+    update=update,
+)
+audits["epsilon"] = float(p.epsilon)
+write_csv_atomic(audits, snakemake.output[0])
+logging.info("sigma %.6g; wrote %d rows", sigma, len(audits))

@@ -1,0 +1,21 @@
+"""Snakemake adapter: Annamalai fig1 table (observed FPR/FNR, PLD curve, linear-loss curve per setting)."""
+
+import logging
+
+from hsaudit.annamalai import fig1_table
+from hsaudit.plotting import write_csv_atomic
+
+logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
+logging.captureWarnings(True)
+p = snakemake.params
+table = fig1_table(
+    [dict(s) for s in p.settings],
+    runs=int(p.runs),
+    delta=p.delta,
+    seed=p.seed,
+    dataset_size=float(p.dataset_size),
+    update=p.update_rule,
+    value_discretization_interval=float(p.value_discretization_interval),
+)
+write_csv_atomic(table, snakemake.output[0])
+logging.info("wrote %d rows", len(table))

@@ -1,0 +1,20 @@
+"""Snakemake adapter: one Annamalai figure (fig1 or fig2) via hsaudit.figures.annamalai."""
+
+import logging
+
+import pandas as pd
+
+from hsaudit.figures import annamalai
+
+logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
+logging.captureWarnings(True)
+p = snakemake.params
+table = pd.concat([pd.read_csv(f) for f in snakemake.input.table], ignore_index=True)
+out = dict(pdf=snakemake.output.pdf, csv=snakemake.output.csv, facts=dict(p.facts))
+if p.figure == "fig1":
+    annamalai.plot_fig1(table, **out)
+elif p.figure == "fig2":
+    annamalai.plot_fig2(table, tail_floor=p.tail_floor, **out)
+else:  # pragma: no cover - the rules only pass the names above
+    raise ValueError(f"unknown figure {p.figure!r}")
+logging.info("wrote %s and %s", snakemake.output.pdf, snakemake.output.csv)

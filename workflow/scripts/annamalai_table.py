@@ -1,0 +1,21 @@
+"""Snakemake adapter: PLD calibration table ε(σ), δ(ε′) of one (q, T) (computed once, interpolated later)."""
+
+import logging
+
+from hsaudit.annamalai import pld_table
+from hsaudit.plotting import write_csv_atomic
+
+logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
+logging.captureWarnings(True)
+p = snakemake.params
+t = p.table
+table = pld_table(
+    steps=int(p.setting["steps"]),
+    sampling_rate=float(p.setting["sampling_rate"]),
+    delta=p.delta,
+    epsilon_range=(float(t["epsilon_min"]), float(t["epsilon_max"])),
+    n_sigmas=int(t["n_sigmas"]),
+    value_discretization_interval=float(t["value_discretization_interval"]),
+)
+write_csv_atomic(table, snakemake.output[0])
+logging.info("wrote %d rows", len(table))
