@@ -148,6 +148,8 @@ def test_noise_stream_does_not_depend_on_shard_size():
     small = train_shard(bits=np.array([0, 1, 0]), seed=9, **kw)
     large = train_shard(bits=np.array([0, 1, 0, 1, 1]), seed=9, **kw)
     np.testing.assert_array_equal(small, large[:3])
+    threaded = train_shard(bits=np.array([0, 1, 0, 1, 1]), seed=9, workers=2, **kw)
+    np.testing.assert_allclose(threaded, large, rtol=1e-6, atol=1e-9)  # worker threads change nothing
     other = train_shard(bits=np.array([0, 1, 0]), seed=10, **kw)
     assert not np.allclose(small, other)
     # the documented stream: model_noise(seed, i, T, p)

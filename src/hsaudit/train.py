@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import os
+from concurrent.futures import ThreadPoolExecutor
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from hsaudit.adversaries import Crafted
 
 CLIP_EPS = 1e-6  # Opacus' DPOptimizer: clip factor = C / (‖g‖ + 1e-6), capped at 1.
+_MIN_MODELS_PER_WORKER = 32  # smaller groups are not worth a thread
 _MEMORY_BUDGET = 256 * 2**20  # bytes for per-sample gradient chunks (torch.func path) and noise chunks
 
 
@@ -180,10 +182,11 @@ def model_noise(seed: int, index: int, steps: int, dim: int) -> np.ndarray:
 class _NoiseStreams:
     """Per-model noise generators, drawn in chunks of steps (same numbers as :func:`model_noise`)."""
 
-    def __init__(self, seed: int, n_models: int, dim: int, steps: int, device: torch.device) -> None:
-        self.rngs = [np.random.default_rng(derive_seed(seed, "noise", i)) for i in range(n_models)]
+    def __init__(self, seed: int, models: int | range, dim: int, steps: int, device: torch.device) -> None:
+        indices = range(models) if isinstance(models, int) else models
+        self.rngs = [np.random.default_rng(derive_seed(seed, "noise", i)) for i in indices]
         self.dim, self.steps, self.device = dim, steps, device
-        self.chunk = max(1, min(steps, _MEMORY_BUDGET // max(1, 4 * n_models * dim)))
+        self.chunk = max(1, min(steps, _MEMORY_BUDGET // max(1, 4 * len(self.rngs) * dim)))
         self.start, self.block = 0, None
 
     def __call__(self, t: int) -> torch.Tensor:
@@ -194,6 +197,11 @@ class _NoiseStreams:
             arr = np.stack([rng.standard_normal((n, self.dim), dtype=np.float32) for rng in self.rngs])
             self.block, self.start = torch.from_numpy(arr).to(self.device), i
         return self.block[:, i - self.start]
+
+
+def _rowsq(v: torch.Tensor) -> torch.Tensor:
+    """Squared Euclidean norm along the last axis (einsum: one pass, faster than ``(v * v).sum(-1)`` on CPU)."""
+    return torch.einsum("...i,...i->...", v, v)
 
 
 class _MLPPopulation:
@@ -214,18 +222,19 @@ class _MLPPopulation:
             (theta[:, ow : ow + o * i].reshape(m, o, i), theta[:, ob : ob + o]) for ow, ob, o, i in self.layers
         ]
 
-    def _forward(self, params, x: torch.Tensor) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-        zs, acts, h = [x], [], x
+    def _forward(self, params, x: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
+        """Inputs of every layer (``x`` broadcast, then the ReLU outputs) and the logits ``[m, n, outputs]``."""
+        h = x.expand(params[0][0].shape[0], *x.shape)
+        zs = [h]
         for li, (w, b) in enumerate(params):
-            a = torch.matmul(h, w.transpose(1, 2)) + b[:, None, :]
-            acts.append(a)
+            a = torch.baddbmm(b[:, None, :], h, w.transpose(1, 2).contiguous())  # contiguous: faster bmm
             if li < len(params) - 1:
-                h = torch.relu(a)
+                h = a.relu_()  # ReLU in place: a layer's pre-activation is not needed again (z > 0 ⇔ a > 0)
                 zs.append(h)
-        return zs, acts
+        return zs, a
 
     def logits(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        return self._forward(self._unpack(theta), x)[1][-1]
+        return self._forward(self._unpack(theta), x)[1]
 
     def loss(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         out = self.logits(theta, x)  # [M, n, outputs]
@@ -235,31 +244,54 @@ class _MLPPopulation:
     def clipped_sum(
         self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, clip: float | None, weights: torch.Tensor | None
     ) -> torch.Tensor:
+        """Σ_x w_x · clip(∇ℓ(θ_m; x), C) for every model m: ``[models, p]``.
+
+        Per-sample gradients of a linear layer are outer products δ ⊗ z (weight) and δ (bias), so the squared
+        per-sample norm is Σ_l ‖δ_l‖² (‖z_{l−1}‖² + 1) and the clipped sum is one batched matmul per layer; the
+        ``[models, samples, p]`` tensor of per-sample gradients is never built. Models are processed in chunks
+        that keep the ``[chunk, samples, width]`` intermediates cache-sized.
+        """
+        m, n = theta.shape[0], x.shape[0]
+        chunk = max(1, min(m, (1 << 21) // max(1, n * max(self.sizes))))
+        if chunk >= m:
+            return self._clipped_sum(theta, x, y, clip, weights)
+        out = torch.empty_like(theta)
+        for m0 in range(0, m, chunk):
+            w = None if weights is None else weights[m0 : m0 + chunk]
+            out[m0 : m0 + chunk] = self._clipped_sum(theta[m0 : m0 + chunk], x, y, clip, w)
+        return out
+
+    def _clipped_sum(self, theta, x, y, clip, weights) -> torch.Tensor:
         params = self._unpack(theta)
-        zs, acts = self._forward(params, x)
-        out = acts[-1]
+        zs, out = self._forward(params, x)
         if self.kind == "bce":
-            delta = torch.sigmoid(out) - y.to(out.dtype)[None, :, None]
+            delta = torch.sigmoid(out).sub_(y.to(out.dtype)[None, :, None])
         else:
             delta = torch.softmax(out, dim=-1)
-            delta = delta - torch.nn.functional.one_hot(y.long(), out.shape[-1]).to(out.dtype)[None]
+            delta.sub_(torch.nn.functional.one_hot(y.long(), out.shape[-1]).to(out.dtype)[None])
+        last = len(params) - 1
         deltas: list[torch.Tensor] = [delta] * len(params)
-        sq = torch.zeros(out.shape[:2], dtype=out.dtype, device=out.device)
-        for li in range(len(params) - 1, -1, -1):
+        sq = None
+        for li in range(last, -1, -1):
             deltas[li] = delta
-            sq = sq + (delta * delta).sum(-1) * ((zs[li] * zs[li]).sum(-1) + 1.0)
-            if li > 0:
-                delta = torch.matmul(delta, params[li][0]) * (acts[li - 1] > 0)
+            z = zs[li]
+            zsq = (x * x).sum(-1).add_(1.0) if li == 0 else _rowsq(z).add_(1.0)
+            term = _rowsq(delta).mul_(zsq)
+            sq = term if sq is None else sq.add_(term)
+            if li > 0:  # back through layer li's weights and the ReLU that produced z = zs[li]
+                w = params[li][0]
+                back = delta * w if delta.shape[-1] == 1 else torch.bmm(delta, w)  # outer product when 1 logit
+                delta = torch.ops.aten.threshold_backward(back, z, 0)
         if clip is None:
-            factor = torch.ones_like(sq)
+            factor = torch.ones_like(sq) if weights is None else weights.to(sq.dtype)
         else:
-            factor = (clip / (sq.sqrt() + CLIP_EPS)).clamp(max=1.0)
-        if weights is not None:
-            factor = factor * weights
+            factor = (clip / sq.sqrt_().add_(CLIP_EPS)).clamp_(max=1.0)
+            if weights is not None:
+                factor = factor.mul_(weights)
         pieces = []
         for li, d in enumerate(deltas):
-            sd = d * factor[..., None]
-            pieces.append(torch.matmul(sd.transpose(1, 2), zs[li]).flatten(1))
+            sd = d.mul_(factor[..., None])
+            pieces.append(torch.bmm(sd.transpose(1, 2), zs[li]).flatten(1))
             pieces.append(sd.sum(1))
         return torch.cat(pieces, dim=1)
 
@@ -309,6 +341,11 @@ class _FuncPopulation:
         per = max(1, _MEMORY_BUDGET // (16 * self.p))
         mc = max(1, min(m, per))
         sc = max(1, min(n, per // mc))
+        if mc == 1:  # one model at a time: unbatched weights keep convolutions on their fast path
+            single = torch.func.vmap(torch.func.grad(self._loss_one), in_dims=(None, 0, 0))
+            psg = lambda params, xs, ys: {  # noqa: E731
+                k: v[None] for k, v in single({k: w[0] for k, w in params.items()}, xs, ys).items()
+            }
         params = self._split(theta)
         total = torch.zeros_like(theta)
         for m0 in range(0, m, mc):
@@ -459,6 +496,7 @@ def train_shard(
     device: str | None = None,
     progress: bool = True,
     backend: str = "auto",
+    workers: int | None = None,
 ) -> np.ndarray:
     """Train ``len(bits)`` models at once with DP-SGD and the adversary's insertion; return their scores.
 
@@ -473,6 +511,9 @@ def train_shard(
         device: ``None`` = CUDA when available, else CPU. Computation is float32.
         progress: tqdm bar over the steps.
         backend: ``"auto"``, ``"mlp"`` or ``"func"`` (see :func:`population`).
+        workers: CPU worker threads, each training a contiguous group of the models with single-threaded ops.
+            ``None``: ``torch.get_num_threads()`` for the FCNN engine on the CPU, else 1 (intra-op threads).
+            Results do not depend on it (every model keeps its own noise stream).
 
     Returns:
         float64 ``[models, T // k]``: the oriented score (higher ⇒ inserted, see
@@ -510,34 +551,59 @@ def train_shard(
         )
     scorer = make_scorer(crafted, engine, theta0)
     scores = np.empty((m, config.steps // config.period), dtype=np.float64)
+    if workers is None:
+        workers = torch.get_num_threads() if dev.type == "cpu" and isinstance(engine, _MLPPopulation) else 1
+        workers = min(workers, m // _MIN_MODELS_PER_WORKER or 1)
+    if int(workers) != workers or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers}")
+    workers = min(int(workers), m)
 
-    def record(t: int, _before: torch.Tensor, after: torch.Tensor) -> None:
-        if t % config.period == 0:
-            scores[:, t // config.period - 1] = scorer(after).double().cpu().numpy()
+    def run_group(rows: range, show: bool) -> None:
+        def record(t: int, _before: torch.Tensor, after: torch.Tensor) -> None:
+            if t % config.period == 0:
+                scores[rows.start : rows.stop, t // config.period - 1] = scorer(after).double().cpu().numpy()
 
-    noise = None
-    if config.noise_multiplier > 0:
-        noise = _NoiseStreams(seed, m, engine.p, config.steps, dev)
-    # torch.func.grad ignores an outer no_grad (it is a function transform), so this is safe for both engines.
-    with torch.no_grad():
-        run_population(
-            engine,
-            theta0[None].expand(m, -1),
-            Xt,
-            yt,
-            setup.batches,
-            lr=config.lr,
-            batch_size=config.batch_size,
-            clip=config.clip_norm,
-            sigma=config.noise_multiplier,
-            period=config.period,
-            mask=mask,
-            gradient=gradient,
-            canary=canary,
-            noise=noise,
-            on_step=record,
-            progress=progress,
-            desc=f"train {model} x{m}",
-        )
+        noise = None
+        if config.noise_multiplier > 0:
+            noise = _NoiseStreams(seed, rows, engine.p, config.steps, dev)
+        # Grad mode is thread-local. torch.func.grad ignores an outer no_grad (it is a function transform),
+        # so this is safe for both engines.
+        with torch.no_grad():
+            run_population(
+                engine,
+                theta0[None].expand(len(rows), -1),
+                Xt,
+                yt,
+                setup.batches,
+                lr=config.lr,
+                batch_size=config.batch_size,
+                clip=config.clip_norm,
+                sigma=config.noise_multiplier,
+                period=config.period,
+                mask=mask[rows.start : rows.stop],
+                gradient=gradient,
+                canary=canary,
+                noise=noise,
+                on_step=record,
+                progress=show,
+                desc=f"train {model} x{m}" + (f" ({workers} workers, bar: first)" if workers > 1 else ""),
+            )
+
+    if workers == 1:
+        run_group(range(m), progress)
+        return scores
+    # Models never interact, so a CPU population splits into independent groups, one per worker thread, each
+    # with single-threaded ops (torch releases the GIL inside ops). Far more robust than intra-op threading,
+    # whose per-op barriers stall whenever another process takes a core (measured in docs/trainer.md).
+    bounds = np.linspace(0, m, workers + 1).astype(int)
+    groups = [range(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for fut in [pool.submit(run_group, g, progress and i == 0) for i, g in enumerate(groups)]:
+                fut.result()
+    finally:
+        torch.set_num_threads(threads)
     return scores
 
