@@ -361,3 +361,39 @@ def test_parse_mode():
     for bad in ("best", "held-out@2", "paper@0.1", "grid@x"):
         with pytest.raises(ValueError):
             parse_mode(bad)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_binned_search_equals_sorted_search(monkeypatch, seed):
+    """The binned search of large populations returns exactly the sorted search's μ, counts and threshold
+    (forced on small inputs with few scores per bin, ties, float32 and outliers)."""
+    rng = np.random.default_rng(seed)
+    monkeypatch.setattr(A, "_BIN_LOAD", [1, 2, 16][seed % 3])
+    for _ in range(25):
+        n = int(rng.integers(4, 2000))
+        m = rng.random(n) < rng.uniform(0.1, 0.9)
+        if m.all() or not m.any():
+            continue
+        s = rng.standard_normal(n) + rng.uniform(-1, 5) * m
+        if seed % 2:
+            s = np.round(s * 3)  # heavy ties
+        if seed == 2:
+            s = s.astype(np.float32)
+        if seed == 4:
+            s[rng.integers(n)] = 1e6  # an outlier stretches the bins
+        x0, x1 = s[~m], s[m]
+        got = A._best_threshold_binned(x0, x1, 0.95)
+        want = A._best_threshold_sorted(np.sort(x0), np.sort(x1), 0.95)
+        if got is None:  # a single distinct value
+            assert np.unique(s).size == 1
+            continue
+        assert (got.mu, got.fp, got.fn) == (want.mu, want.fp, want.fn)
+        assert got.threshold == want.threshold or (math.isnan(got.threshold) and math.isnan(want.threshold))
+
+
+def test_large_population_uses_binned_path_and_matches():
+    s, m = _pair(3.0, 200_000, 12)
+    res = audit_scores(s, m)
+    s0, s1 = np.sort(s[m == 0]), np.sort(s[m == 1])
+    want = A._best_threshold_sorted(s0, s1, 0.95)
+    assert (res.mu, res.threshold) == (want.mu, want.threshold)

@@ -30,7 +30,10 @@ T_n[k] = Φ⁻¹(CP_ub(k, n)) (cached per (n, confidence) with ``functools.lru_c
 −T_{n₀}[FP] − T_{n₁}[FN]. The tables are filled lazily: a coarse-to-fine search uses the monotonicity of T
 (FP and FN at a candidate lie between two grid counts, so μ is bracketed by table values at grid points) to
 discard candidates that cannot hold the maximum, and the Clopper–Pearson quantile (``betaincinv``, ~4 µs
-each) is only computed where needed. The result is exact (identical to filling the whole table).
+each) is only computed where needed. Populations of ≥ 10⁵ scores skip the full sorts: the scores are
+binned by a monotone map, bin edges give a lower bound on μ̂, bins whose best possible μ is below it are
+dropped, and only the scores of the remaining few bins are sorted (:func:`_best_threshold_binned`). Every
+path returns exactly the same result as the full-table maximum (tested).
 
 This module uses numpy and scipy only (STYLE.md §10).
 """
@@ -288,7 +291,7 @@ def _bracket(table: _ProbitTable, f: np.ndarray, shift: int) -> tuple[np.ndarray
     s = 1 << shift
     lo_i = f >> shift
     hi_i = (f + (s - 1)) >> shift
-    if (table.n >> shift) <= 8192:
+    if (table.n >> shift) <= 2048:
         idx = np.arange(0, table.n + 1, s)
         if idx[-1] != table.n:
             idx = np.append(idx, table.n)  # entry i is T[min(i·s, n)]
@@ -366,6 +369,111 @@ def _best_threshold_sorted(s0: np.ndarray, s1: np.ndarray, confidence: float) ->
     return _Best(mu=mu, fp=int(fp[c]), fn=jj, threshold=threshold)
 
 
+# Populations at least this large use the binned search (below); smaller ones are sorted whole.
+_BINNED_MIN = 100_000
+# Scores per bin (on average) of the binned search.
+_BIN_LOAD = 16
+
+
+def _best_threshold_binned(x0: np.ndarray, x1: np.ndarray, confidence: float) -> _Best | None:
+    """Paper-mode search on *unsorted* scores without sorting them all; the same result as
+    :func:`_best_threshold_sorted` (same μ, counts and threshold, including tie-breaking).
+
+    The scores are put in ~R/16 equal-width bins by a monotone map, so a bin holds a contiguous range of
+    the sorted scores and equal scores share a bin. (1) Every bin edge is a realisable threshold; the best
+    μ over edges, μ_e, is a lower bound on the maximum. (2) A candidate just below a member score v in bin
+    b has FP ≥ n0 − C0[b+1] and FN ≥ C1[b] (C = counts in the bins before), so its μ is at most
+    −T0[n0 − C0[b+1]] − T1[C1[b]]; bins where this is below μ_e cannot hold the maximum (nor tie with it).
+    (3) The scores of the remaining bins (few) are sorted and searched exactly with global counts.
+    Returns None when the scores cannot be binned (a single value or a non-finite span).
+    """
+    n0, n1 = x0.size, x1.size
+    lo = float(min(x0.min(), x1.min()))
+    hi = float(max(x0.max(), x1.max()))
+    span = hi - lo
+    nb = max(2, (n0 + n1) // _BIN_LOAD)
+    if not (span > 0.0 and math.isfinite(span)) or not math.isfinite(nb / span):
+        return None
+    scale = nb / span
+
+    def bins(x: np.ndarray) -> np.ndarray:
+        # float64 arithmetic; each step is monotone non-decreasing, so bins are monotone in the score.
+        i = np.subtract(x, lo, dtype=np.float64)
+        i *= scale
+        i = i.astype(np.int64)
+        np.minimum(i, nb - 1, out=i)
+        return i
+
+    i0 = bins(x0)
+    i1 = bins(x1)
+    c0 = np.bincount(i0, minlength=nb)
+    c1 = np.bincount(i1, minlength=nb)
+    cum0 = np.concatenate(([0], np.cumsum(c0)))  # non-members in bins < b
+    cum1 = np.concatenate(([0], np.cumsum(c1)))
+    t0 = _probit_table(n0, confidence)
+    t1 = _probit_table(n1, confidence)
+    # (1) lower bound from the bin edges b = 1..nb−1 (member iff bin ≥ b)
+    _, mu_edge = _argmax_mu(n0 - cum0[1:nb], cum1[1:nb], t0, t1)
+    # (2) bins with members whose upper bound reaches μ_e; bracket first (cheap), then exact table values
+    b = np.flatnonzero(c1)
+    u0 = n0 - cum0[b + 1]
+    u1 = cum1[b]
+    for shift in _SHIFTS:
+        if b.size <= _PRUNE_MIN:
+            break
+        lo0, _ = _bracket(t0, u0, shift)
+        lo1, _ = _bracket(t1, u1, shift)
+        keep = np.flatnonzero((-lo0 - lo1) >= mu_edge)
+        b, u0, u1 = b[keep], u0[keep], u1[keep]
+    b = b[(-t0.get(u0) - t1.get(u1)) >= mu_edge]
+    if b.size == 0:  # pragma: no cover - the bin of the maximum always survives
+        return None
+    keep_bin = np.zeros(nb, dtype=bool)
+    keep_bin[b] = True
+    # (3) exact search over the kept bins, with global counts
+    s0k = np.sort(x0[keep_bin[i0]])
+    s1k = np.sort(x1[keep_bin[i1]])
+    kept0 = np.concatenate(([0], np.cumsum(np.where(keep_bin, c0, 0))))  # kept non-members in bins < b
+    kept1 = np.concatenate(([0], np.cumsum(np.where(keep_bin, c1, 0))))
+    bb = bins(s1k)
+    below_k = np.searchsorted(s0k, s1k, side="left")
+    below0 = cum0[bb] + below_k - kept0[bb]
+    fn = cum1[bb] + np.arange(s1k.size) - kept1[bb]
+    if s1k.size > 1:
+        j = np.flatnonzero(np.concatenate(([True], below0[1:] != below0[:-1])))
+    else:
+        j = np.arange(s1k.size)
+    fp = n0 - below0[j]
+    c, mu = _argmax_mu(fp, fn[j], t0, t1)
+    jj = int(j[c])
+    v = float(s1k[jj])
+    if not math.isfinite(mu):
+        return _Best(mu=mu, fp=int(fp[c]), fn=int(fn[jj]), threshold=math.nan)
+    # the largest score below v: within v's bin if there is one there, else a pass over all scores
+    bin_v = int(bb[jj])
+    prev = -math.inf
+    k = int(below_k[jj])
+    if k > 0 and bins(s0k[k - 1 : k])[0] == bin_v:
+        prev = float(s0k[k - 1])
+    if jj > 0 and bb[jj - 1] == bin_v:
+        prev = max(prev, float(s1k[jj - 1]))
+    if math.isinf(prev) and (cum0[bin_v] + cum1[bin_v]) > 0:
+        w0 = x0[i0 < bin_v]
+        w1 = x1[i1 < bin_v]
+        prev = float(max(w0.max() if w0.size else -math.inf, w1.max() if w1.size else -math.inf))
+    threshold = math.nan if math.isinf(prev) else prev + (v - prev) / 2.0
+    return _Best(mu=mu, fp=int(fp[c]), fn=int(fn[jj]), threshold=threshold)
+
+
+def _best_threshold(x0: np.ndarray, x1: np.ndarray, confidence: float) -> _Best:
+    """Paper-mode search on unsorted non-member scores ``x0`` and member scores ``x1``."""
+    if x0.size + x1.size >= _BINNED_MIN:
+        best = _best_threshold_binned(x0, x1, confidence)
+        if best is not None:
+            return best
+    return _best_threshold_sorted(np.sort(x0), np.sort(x1), confidence)
+
+
 def _result(
     *, fp: int, fn: int, n0: int, n1: int, threshold: float, delta: float, confidence: float, mode: str
 ) -> AuditResult:
@@ -392,13 +500,14 @@ def _result(
     )
 
 
-def _paper_result(s0: np.ndarray, s1: np.ndarray, *, delta: float, confidence: float) -> AuditResult:
-    best = _best_threshold_sorted(s0, s1, confidence)
+def _paper_result(x0: np.ndarray, x1: np.ndarray, *, delta: float, confidence: float) -> AuditResult:
+    """Paper-mode audit of (unsorted) non-member scores ``x0`` and member scores ``x1``."""
+    best = _best_threshold(x0, x1, confidence)
     return _result(
         fp=best.fp,
         fn=best.fn,
-        n0=s0.size,
-        n1=s1.size,
+        n0=x0.size,
+        n1=x1.size,
         threshold=best.threshold,
         delta=delta,
         confidence=confidence,
@@ -428,7 +537,7 @@ def _heldout_result(
     fraction: float,
 ) -> AuditResult:
     sel0, sel1, ev0, ev1 = _split(rng, s, m, fraction)
-    best = _best_threshold_sorted(np.sort(sel0), np.sort(sel1), confidence)
+    best = _best_threshold(sel0, sel1, confidence)
     n0, n1 = ev0.size, ev1.size
     if math.isnan(best.threshold):
         fp, fn = n0, 0  # no separating threshold: everything predicted member, μ = −inf
@@ -589,7 +698,7 @@ def audit_scores(
     n0 = s.size - n1
     if mode == "paper":
         _check_classes(n0, n1)
-        return _paper_result(np.sort(s[~m]), np.sort(s[m]), delta=d, confidence=c)
+        return _paper_result(s[~m], s[m], delta=d, confidence=c)
     f = _check_unit("selection_fraction", selection_fraction)
     _check_classes(n0, n1, minimum=2)
     if mode == "held-out":
@@ -675,7 +784,7 @@ def audit_steps(
     s1_all = s[:, shared]
 
     def one(i: int) -> AuditResult:
-        return _paper_result(np.sort(s0_all[i]), np.sort(s1_all[i]), delta=d, confidence=c)
+        return _paper_result(s0_all[i], s1_all[i], delta=d, confidence=c)
 
     if int(threads) == 1 or n_steps == 1:
         return [one(i) for i in range(n_steps)]
