@@ -214,3 +214,22 @@ def test_cifar_models_train_at_tiny_size(model):
     # up to how step 2's data gradient reacts to step 1's insertion (tiny at η = 0.01).
     step = cfg.lr * cfg.clip_norm / cfg.batch_size
     np.testing.assert_allclose(scores[1] - scores[0], [step, 2 * step], rtol=1e-2)
+
+
+def test_population_without_insertion_audits_to_zero():
+    """No insertion (b = 0 for every run, labels drawn only for the audit): ε̂ ≈ 0; with insertion it is not."""
+    from hsaudit.audit import audit_scores
+
+    X, y = _data(400)
+    cfg = DPSGDConfig(steps=5, batch_size=32, lr=0.5, clip_norm=1.0, noise_multiplier=1.0)
+    setup = make_setup(model="fcnn", model_kwargs={}, n_train=len(X), config=cfg, seed=4)
+    crafted = craft("gc_r", model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, seed=4)
+    members = np.arange(400) % 2
+    kw = dict(model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted, seed=8,
+              progress=False)
+    null = train_shard(bits=np.zeros(400, dtype=int), **kw)
+    eps_null = audit_scores(null[:, -1], members, delta=1e-5, confidence=0.95).epsilon
+    assert eps_null < 0.3
+    inserted = train_shard(bits=members, **kw)
+    # 5 insertions at σ = 1: μ = √5 ≈ 2.24, upper bound ε(δ = 1e-5) = 11.48 (GDP closed form); seeds 0-4 gave 8-10.
+    assert audit_scores(inserted[:, -1], members, delta=1e-5, confidence=0.95).epsilon > 1.0
