@@ -168,7 +168,7 @@ def test_pld_agrees_with_opacus_prv_subsampled(sigma, q, t):
     acc = PRVAccountant()
     acc.history = [(sigma, q, t)]
     prv = acc.get_epsilon(delta=DELTA)
-    pld = gaussian_epsilon(noise_multiplier=sigma, compositions=t, delta=DELTA, sampling_rate=q)
+    pld = gaussian_epsilon(noise_multiplier=sigma, compositions=t, delta=DELTA, sampling_rate=q, discretization=1e-3)
     assert pld == pytest.approx(prv, rel=0.02)
 
 
