@@ -7,23 +7,25 @@ rule audit_epsilon:
         scores=rules.extract_scores.output.scores,
     output:
         table=f"{HOUSING_DIR}/audits/{{audit}}/R{{runs}}-s{{size}}/epsilon.csv",
-    params:
-        delta=AUDIT["delta"],
-        confidence=AUDIT["confidence"],
-        mode=AUDIT["mode"],
-        noise_multiplier=lambda wc: HOUSING.audits[wc.audit]["setup"]["dpsgd"]["noise_multiplier"],
-        period=lambda wc: HOUSING.audits[wc.audit]["setup"]["dpsgd"]["period"],
-        seed=lambda wc: derive_seed(SEED, "housing-audit", wc.audit, wc.runs, wc.size),
-        code_version=HOUSING_CODE["audit"],
     log:
         log_path("housing/audit_epsilon/{audit}/R{runs}-s{size}"),
     benchmark:
         bench_path("housing/audit_epsilon/{audit}/R{runs}-s{size}")
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=30,
-    conda:
-        "../../envs/analysis.yaml"
+    params:
+        delta=AUDIT["delta"],
+        confidence=AUDIT["confidence"],
+        mode=AUDIT["mode"],
+        noise_multiplier=lambda wc: HOUSING.audits[wc.audit]["setup"]["dpsgd"][
+            "noise_multiplier"
+        ],
+        period=lambda wc: HOUSING.audits[wc.audit]["setup"]["dpsgd"]["period"],
+        seed=lambda wc: derive_seed(SEED, "housing-audit", wc.audit, wc.runs, wc.size),
+        code_version=HOUSING_CODE["audit"],
     script:
         "../scripts/audit_epsilon.py"

@@ -15,9 +15,14 @@ HOUSING_DIR = "results/housing"
 HOUSING_CODE = {
     "data": code_version("hsaudit.data"),
     "train": code_version(
-        "hsaudit.data", "hsaudit.train", "hsaudit.adversaries", "hsaudit.figures.housing_plan"
+        "hsaudit.data",
+        "hsaudit.train",
+        "hsaudit.adversaries",
+        "hsaudit.figures.housing_plan",
     ),
-    "audit": code_version("hsaudit.figures.housing_plan", "hsaudit.audit", "hsaudit.accounting"),
+    "audit": code_version(
+        "hsaudit.figures.housing_plan", "hsaudit.audit", "hsaudit.accounting"
+    ),
     "plot": code_version("hsaudit.figures.housing", "hsaudit.plotting"),
 }
 
@@ -58,6 +63,14 @@ wildcard_constraints:
 rule prepare_data:
     output:
         data="results/data/housing.npz",
+    log:
+        log_path("housing/prepare_data"),
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     params:
         path=config["housing"]["data"]["path"],
         data_dir=config["housing"]["data"]["data_dir"],
@@ -65,13 +78,5 @@ rule prepare_data:
         threshold=config["housing"]["data"]["threshold"],
         standardize=config["housing"]["data"]["standardize"],
         code_version=HOUSING_CODE["data"],
-    log:
-        log_path("housing/prepare_data"),
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/prepare_data.py"

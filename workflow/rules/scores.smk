@@ -6,18 +6,20 @@ rule extract_scores:
     input:
         shards=housing_shards,
     output:
-        scores=temp(f"{HOUSING_DIR}/audits/{{audit}}/R{{runs}}-s{{size}}/scores.parquet"),
-    params:
-        code_version=HOUSING_CODE["audit"],
+        scores=temp(
+            f"{HOUSING_DIR}/audits/{{audit}}/R{{runs}}-s{{size}}/scores.parquet"
+        ),
     log:
         log_path("housing/extract_scores/{audit}/R{runs}-s{size}"),
     benchmark:
         bench_path("housing/extract_scores/{audit}/R{runs}-s{size}")
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=10,
-    conda:
-        "../../envs/analysis.yaml"
+    params:
+        code_version=HOUSING_CODE["audit"],
     script:
         "../scripts/extract_scores.py"

@@ -8,20 +8,20 @@ rule make_setup:
     output:
         setup=f"{HOUSING_DIR}/setups/{{setup}}/setup.npz",
         params_json=f"{HOUSING_DIR}/setups/{{setup}}/params.json",
-    params:
-        spec=lambda wc: HOUSING.setups[wc.setup],
-        seed=lambda wc: derive_seed(SEED, "housing-setup", wc.setup),
-        code_version=HOUSING_CODE["train"],
     log:
         log_path("housing/make_setup/{setup}"),
     benchmark:
         bench_path("housing/make_setup/{setup}")
+    conda:
+        "../../envs/torch.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
-    conda:
-        "../../envs/torch.yaml"
+    params:
+        spec=lambda wc: HOUSING.setups[wc.setup],
+        seed=lambda wc: derive_seed(SEED, "housing-setup", wc.setup),
+        code_version=HOUSING_CODE["train"],
     script:
         "../scripts/make_setup.py"
 
@@ -33,21 +33,21 @@ rule craft:
     output:
         crafted=f"{HOUSING_DIR}/audits/{{audit}}/crafted.npz",
         params_json=f"{HOUSING_DIR}/audits/{{audit}}/params.json",
+    log:
+        log_path("housing/craft/{audit}"),
+    benchmark:
+        bench_path("housing/craft/{audit}")
+    conda:
+        "../../envs/torch.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
     params:
         spec=lambda wc: HOUSING.audits[wc.audit],
         seed=lambda wc: derive_seed(SEED, "housing-craft", wc.audit),
         device=config["housing"]["device"],
         code_version=HOUSING_CODE["train"],
-    log:
-        log_path("housing/craft/{audit}"),
-    benchmark:
-        bench_path("housing/craft/{audit}")
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=30,
-    conda:
-        "../../envs/torch.yaml"
     script:
         "../scripts/craft.py"
 
@@ -60,21 +60,21 @@ rule train_shard:
     output:
         # Not temp(): the shards are what makes raising R cheap (only new shards are trained).
         shard=f"{HOUSING_DIR}/audits/{{audit}}/shards/s{{size}}/{{index}}.npz",
-    params:
-        spec=lambda wc: HOUSING.audits[wc.audit],
-        master_seed=SEED,
-        device=config["housing"]["device"],
-        code_version=HOUSING_CODE["train"],
     log:
         log_path("housing/train_shard/{audit}/s{size}/{index}"),
     benchmark:
         bench_path("housing/train_shard/{audit}/s{size}/{index}")
+    conda:
+        "../../envs/torch.yaml"
     threads: config["housing"]["resources"]["threads"]
     resources:
         mem_mb=config["housing"]["resources"]["mem_mb"],
         runtime=config["housing"]["resources"]["runtime"],
         gpu=config["housing"]["resources"]["gpu"],
-    conda:
-        "../../envs/torch.yaml"
+    params:
+        spec=lambda wc: HOUSING.audits[wc.audit],
+        master_seed=SEED,
+        device=config["housing"]["device"],
+        code_version=HOUSING_CODE["train"],
     script:
         "../scripts/train_shard.py"
