@@ -199,6 +199,14 @@ class _NoiseStreams:
         return self.block[:, i - self.start]
 
 
+def _memory_budget(device: torch.device) -> int:
+    """Bytes that per-sample gradient chunks may use: a quarter of the free GPU memory, or 256 MiB on the CPU."""
+    if device.type == "cuda":
+        free, _total = torch.cuda.mem_get_info(device)
+        return max(_MEMORY_BUDGET, free // 4)
+    return _MEMORY_BUDGET
+
+
 def _rowsq(v: torch.Tensor) -> torch.Tensor:
     """Squared Euclidean norm along the last axis (einsum: one pass, faster than ``(v * v).sum(-1)`` on CPU)."""
     return torch.einsum("...i,...i->...", v, v)
@@ -252,7 +260,7 @@ class _MLPPopulation:
         that keep the ``[chunk, samples, width]`` intermediates cache-sized.
         """
         m, n = theta.shape[0], x.shape[0]
-        chunk = max(1, min(m, (1 << 21) // max(1, n * max(self.sizes))))
+        chunk = max(1, min(m, (1 << 18) // max(1, n * max(self.sizes))))  # ~1 MB per [chunk, n, width]
         if chunk >= m:
             return self._clipped_sum(theta, x, y, clip, weights)
         out = torch.empty_like(theta)
@@ -338,9 +346,10 @@ class _FuncPopulation:
             torch.func.vmap(torch.func.grad(self._loss_one), in_dims=(None, 0, 0)), in_dims=(0, None, None)
         )
         # A [mc, sc, p] chunk of per-sample gradients plus the activations of its backward pass: ~4 copies.
-        per = max(1, _MEMORY_BUDGET // (16 * self.p))
-        mc = max(1, min(m, per))
-        sc = max(1, min(n, per // mc))
+        # Samples first (one model's per-sample gradients is the natural vmap), then models.
+        per = max(1, _memory_budget(theta.device) // (16 * self.p))
+        sc = max(1, min(n, per))
+        mc = max(1, min(m, per // sc))
         if mc == 1:  # one model at a time: unbatched weights keep convolutions on their fast path
             single = torch.func.vmap(torch.func.grad(self._loss_one), in_dims=(None, 0, 0))
             psg = lambda params, xs, ys: {  # noqa: E731
