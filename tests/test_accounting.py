@@ -275,3 +275,11 @@ def test_epsilon_from_delta_curve_matches_closed_form():
         epsilon_from_delta_curve(grid, profile[:-1], delta=DELTA)
     with pytest.raises(ValueError, match="increasing"):
         epsilon_from_delta_curve(grid[::-1], profile, delta=DELTA)
+
+
+def test_doctests():
+    import doctest
+
+    import hsaudit.accounting
+
+    assert doctest.testmod(hsaudit.accounting).failed == 0

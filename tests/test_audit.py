@@ -62,7 +62,7 @@ def test_cp_upper_matches_scipy_binomtest(k, n):
 def test_cp_upper_vectorised_and_validation():
     got = clopper_pearson_upper([0, 1, 2], [10, 10, 20], confidence=0.9)
     assert got.shape == (3,)
-    assert got[0] == pytest.approx(1 - 0.1 ** 0.1)
+    assert got[0] == pytest.approx(1 - 0.1**0.1)
     for bad_k, bad_n in [(-1, 5), (6, 5), (1.5, 5), (0, 0)]:
         with pytest.raises(ValueError, match="k"):
             clopper_pearson_upper(bad_k, bad_n, confidence=0.95)
@@ -397,3 +397,9 @@ def test_large_population_uses_binned_path_and_matches():
     s0, s1 = np.sort(s[m == 0]), np.sort(s[m == 1])
     want = A._best_threshold_sorted(s0, s1, 0.95)
     assert (res.mu, res.threshold) == (want.mu, want.threshold)
+
+
+def test_doctests():
+    import doctest
+
+    assert doctest.testmod(A).failed == 0

@@ -101,9 +101,7 @@ def test_audit_missing_file(capsys, tmp_path):
 def test_audit_subprocess_no_traceback(tmp_path):
     """The installed entry point: a bad file gives exit 2 and one line on stderr."""
     bad = _write(tmp_path, "score,member\n1,0\n2,7\n")
-    proc = subprocess.run(
-        [sys.executable, "-m", "hsaudit", "audit", bad], capture_output=True, text=True, timeout=60
-    )
+    proc = subprocess.run([sys.executable, "-m", "hsaudit", "audit", bad], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "0/1" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1

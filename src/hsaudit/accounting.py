@@ -469,9 +469,7 @@ def _gdp_mu_for_epsilon(epsilon: float, delta: float) -> float:
     lo, hi = 1e-8, 1.0
     while gdp_epsilon(mu=hi, delta=delta) < epsilon:
         hi *= 2.0
-    return float(
-        optimize.brentq(lambda m: gdp_epsilon(mu=m, delta=delta) - epsilon, lo, hi, xtol=1e-13, rtol=1e-13)
-    )
+    return float(optimize.brentq(lambda m: gdp_epsilon(mu=m, delta=delta) - epsilon, lo, hi, xtol=1e-13, rtol=1e-13))
 
 
 @functools.lru_cache(maxsize=512)

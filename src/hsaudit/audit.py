@@ -792,9 +792,7 @@ def audit_steps(
         return list(pool.map(one, range(n_steps)))
 
 
-def assumption_free_epsilon(
-    fpr_upper: npt.ArrayLike, fnr_upper: npt.ArrayLike, *, delta: float
-) -> np.ndarray | float:
+def assumption_free_epsilon(fpr_upper: npt.ArrayLike, fnr_upper: npt.ArrayLike, *, delta: float) -> np.ndarray | float:
     """ε of the (ε, δ)-DP lower bound from error-rate upper bounds, no GDP assumption.
 
     Any (ε, δ)-DP mechanism satisfies FPR + e^ε FNR ≥ 1 − δ and FNR + e^ε FPR ≥ 1 − δ (Kairouz et al.

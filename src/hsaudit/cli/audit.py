@@ -56,9 +56,7 @@ def register(sub) -> None:
         help="share of each class that chooses the threshold in held-out/grid modes (default 0.5; 0.1 is "
         "tighter on Gaussian pairs, see docs/audit.md)",
     )
-    parser.add_argument(
-        "--grid-size", type=int, default=DEFAULT_GRID_SIZE, help="candidate thresholds of --mode grid"
-    )
+    parser.add_argument("--grid-size", type=int, default=DEFAULT_GRID_SIZE, help="candidate thresholds of --mode grid")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     parser.set_defaults(func=run)
 

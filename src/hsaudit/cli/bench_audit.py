@@ -49,8 +49,14 @@ def _median_time(fn, repeats: int, before=None) -> float:
 
 
 def measure(
-    *, repeats: int = 5, mu: float = 3.95, dtype: str = "float64", large: int = 2_000_000,
-    reference: bool = True, seed: int = 0, reference_runs: int = 5000,
+    *,
+    repeats: int = 5,
+    mu: float = 3.95,
+    dtype: str = "float64",
+    large: int = 2_000_000,
+    reference: bool = True,
+    seed: int = 0,
+    reference_runs: int = 5000,
 ) -> dict:
     """Run the benchmark and return its numbers (seconds are medians over ``repeats``)."""
     if repeats < 1:

@@ -39,7 +39,11 @@ def register(sub) -> None:
 
 
 def compute(
-    *, noise_multiplier: float, compositions: int, delta: float, sampling_rate: float = 1.0,
+    *,
+    noise_multiplier: float,
+    compositions: int,
+    delta: float,
+    sampling_rate: float = 1.0,
     discretization: float = DEFAULT_DISCRETIZATION,
 ) -> dict:
     """The values printed by ``hsaudit bound`` (see the module docstring)."""
@@ -56,9 +60,7 @@ def compute(
         "compositions": int(compositions),
         "sampling_rate": float(sampling_rate),
         "delta": float(delta),
-        "method": (
-            f"dp_accounting PLD (add/remove, pessimistic, connect-the-dots, discretization {discretization:g})"
-        ),
+        "method": (f"dp_accounting PLD (add/remove, pessimistic, connect-the-dots, discretization {discretization:g})"),
     }
     if sampling_rate == 1.0:
         mu = gdp_mu(noise_multiplier=noise_multiplier, compositions=compositions)
@@ -84,5 +86,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"  epsilon (PLD):         {out['epsilon']:.4f}   [{out['method']}]")
     if "epsilon_gdp" in out:
-        print(f"  epsilon (mu-GDP):      {out['epsilon_gdp']:.4f}   [closed form, mu = sqrt(T)/sigma = {out['mu']:.6g}]")
+        print(
+            f"  epsilon (mu-GDP):      {out['epsilon_gdp']:.4f}   [closed form, mu = sqrt(T)/sigma = {out['mu']:.6g}]"
+        )
     return 0
