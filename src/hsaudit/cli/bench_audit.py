@@ -74,6 +74,12 @@ def measure(
         warm = _median_time(one, repeats)
         out[f"seconds_r{r}"] = warm
         out[f"seconds_r{r}_cold"] = cold
+        if r >= _audit._BINNED_MIN:
+            # the same audit through the full-sort path (what smaller populations use), for comparison
+            x0, x1 = s[m == 0], s[m == 1]
+            out[f"sorted_path_seconds_r{r}"] = _median_time(
+                lambda: _audit._best_threshold_sorted(np.sort(x0), np.sort(x1), 0.95), repeats
+            )
         out[f"epsilon_r{r}"] = one().epsilon
         out[f"mu_r{r}"] = one().mu
     if reference:
@@ -118,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
             f"{out[f'seconds_r{r}_cold'] * 1e3:9.2f} ms cold   (mu = {out[f'mu_r{r}']:.4f})"
         )
     rr = int(args.reference_runs)
+    if f"sorted_path_seconds_r{large}" in out:
+        print(f"  R = {large:>9,}: {out[f'sorted_path_seconds_r{large}'] * 1e3:9.2f} ms warm through the full-sort path")
     if f"reference_seconds_r{rr}" in out:
         speed = out.get(f"speedup_r{rr}")
         print(
