@@ -303,7 +303,7 @@ class StepAudit:
 
 
 def gdp_audit_two_sample(
-    nonmember: npt.ArrayLike, member: npt.ArrayLike, tables: GdpTables, *, bins: int = 1 << 16
+    nonmember: npt.ArrayLike, member: npt.ArrayLike, tables: GdpTables, *, bins: int = 1 << 14
 ) -> StepAudit:
     """The paper's GDP audit (all midpoint thresholds, same scores) of two score samples, fast and exact.
 
@@ -404,9 +404,13 @@ def gdp_audit_two_sample(
 
 
 def _in_kept(bx: np.ndarray, keep: np.ndarray, kept: np.ndarray) -> np.ndarray:
-    """Indices i with keep[bx[i]], scanning the full array only with two comparisons."""
-    cand = np.flatnonzero((bx >= kept[0]) & (bx <= kept[-1]))
-    return cand[keep[bx[cand]]]
+    """Indices i with keep[bx[i]]. When the kept bins span a narrow range, two comparisons against the range
+    find the candidates cheaply; otherwise one gather from the (small) keep table."""
+    lo, hi = int(kept[0]), int(kept[-1])  # Python ints: an int64 scalar would promote the int32 array
+    if hi - lo < keep.size // 16:
+        cand = np.flatnonzero((bx >= lo) & (bx <= hi))
+        return cand[keep[bx[cand]]]
+    return np.flatnonzero(keep[bx])
 
 
 def _bin_index(x: np.ndarray, lo, scale, bins: int) -> np.ndarray:
