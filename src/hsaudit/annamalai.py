@@ -249,7 +249,7 @@ def pld_table(
     f = lambda s: H.standard_epsilon(delta, steps=steps, sampling_rate=sampling_rate, noise_multiplier=s,  # noqa: E731
                                      value_discretization_interval=value_discretization_interval)
     s_hi = H.calibrate(f, epsilon_range[0], lo=0.1, hi=50.0, rtol=1e-4)
-    s_lo = H.calibrate(f, epsilon_range[1], lo=0.05, hi=s_hi, rtol=1e-4)
+    s_lo = H.calibrate(f, epsilon_range[1], lo=0.05, hi=s_hi, rtol=1e-4, start=s_hi / 4)
     rows = []
     for s in np.geomspace(s_lo, s_hi, n_sigmas):
         pld = H.standard_pld(steps=steps, sampling_rate=sampling_rate, noise_multiplier=float(s),

@@ -411,19 +411,43 @@ def full_batch_epsilon(delta: float, *, steps: int, sampling_rate: float, noise_
 
 
 def calibrate(
-    func, target: float, *, lo: float = 0.05, hi: float = 100.0, rtol: float = 1e-6, what: str = "noise multiplier"
+    func, target: float, *, lo: float = 0.05, hi: float = 100.0, rtol: float = 1e-6, what: str = "noise multiplier",
+    start: float | None = None,
 ) -> float:
-    """σ with ``func(σ) = target`` for a decreasing ``func`` (ε as a function of σ), by bracketing + brentq."""
+    """σ with ``func(σ) = target`` for a decreasing ``func`` (ε as a function of σ).
+
+    The bracket is found by stepping geometrically (×1.5) from ``start`` (default √(lo·hi)) within [lo, hi], so
+    that expensive evaluations at extreme σ (e.g. a PLD at tiny σ) are avoided; then Brent's method.
+
+    Raises:
+        ValueError: if the target is not reached within [lo, hi].
+    """
     f = lambda s: func(s) - target  # noqa: E731
-    while f(lo) < 0:
-        lo /= 2.0
-        if lo < 1e-6:
-            raise ValueError(f"cannot calibrate the {what}: target {target} is too large")
-    while f(hi) > 0:
-        hi *= 2.0
-        if hi > 1e6:
-            raise ValueError(f"cannot calibrate the {what}: target {target} is too small")
-    return float(optimize.brentq(f, lo, hi, rtol=rtol))
+    a = math.sqrt(lo * hi) if start is None else float(start)
+    fa = f(a)
+    b = a
+    if fa > 0:  # ε too large: increase σ
+        while True:
+            b = min(a * 1.5, hi)
+            fb = f(b)
+            if fb <= 0:
+                break
+            if b >= hi:
+                raise ValueError(f"cannot calibrate the {what}: target {target} needs a value above {hi}")
+            a, fa = b, fb
+    else:
+        while True:
+            b = max(a / 1.5, lo)
+            fb = f(b)
+            if fb >= 0:
+                break
+            if b <= lo:
+                raise ValueError(f"cannot calibrate the {what}: target {target} needs a value below {lo}")
+            a, fa = b, fb
+        a, b = b, a
+    if f(a) == 0:
+        return float(a)
+    return float(optimize.brentq(f, min(a, b), max(a, b), rtol=rtol))
 
 
 def _check_params(*, steps: int, sampling_rate: float, noise_multiplier: float) -> None:
