@@ -207,11 +207,6 @@ def _memory_budget(device: torch.device) -> int:
     return _MEMORY_BUDGET
 
 
-def _rowsq(v: torch.Tensor) -> torch.Tensor:
-    """Squared Euclidean norm along the last axis (einsum: one pass, faster than ``(v * v).sum(-1)`` on CPU)."""
-    return torch.einsum("...i,...i->...", v, v)
-
-
 class _MLPPopulation:
     """Hand-derived per-sample gradients of a ReLU MLP population (the FCNN), parameters ``[models, p]``."""
 
@@ -230,19 +225,26 @@ class _MLPPopulation:
             (theta[:, ow : ow + o * i].reshape(m, o, i), theta[:, ob : ob + o]) for ow, ob, o, i in self.layers
         ]
 
-    def _forward(self, params, x: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
-        """Inputs of every layer (``x`` broadcast, then the ReLU outputs) and the logits ``[m, n, outputs]``."""
-        h = x.expand(params[0][0].shape[0], *x.shape)
-        zs = [h]
-        for li, (w, b) in enumerate(params):
-            a = torch.baddbmm(b[:, None, :], h, w.transpose(1, 2).contiguous())  # contiguous: faster bmm
-            if li < len(params) - 1:
-                h = a.relu_()  # ReLU in place: a layer's pre-activation is not needed again (z > 0 ⇔ a > 0)
-                zs.append(h)
-        return zs, a
+    def _forward(self, params, xT: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
+        """Feature-major forward pass: inputs of every layer and the logits ``[m, outputs, n]``.
+
+        ``xT`` is the batch transposed, ``[features, n]``; activations are ``[m, width, n]`` so that every
+        elementwise op runs along the long, contiguous sample axis, and the first layer, whose input is shared by
+        all models, is one GEMM ``[m·width, features] @ [features, n]``.
+        """
+        m = params[0][0].shape[0]
+        w0, b0 = params[0]
+        h = torch.addmm(b0.reshape(-1, 1), w0.reshape(-1, w0.shape[-1]), xT).view(m, w0.shape[1], -1)
+        zs = [xT]
+        for w, b in params[1:]:
+            h = h.relu_()  # in place: a pre-activation is not needed again (z > 0 ⇔ a > 0)
+            zs.append(h)
+            h = torch.baddbmm(b[:, :, None], w, h)
+        return zs, h
 
     def logits(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        return self._forward(self._unpack(theta), x)[1]
+        """Logits ``[m, n, outputs]`` of every model on ``x`` ``[n, features]``."""
+        return self._forward(self._unpack(theta), x.T.contiguous())[1].transpose(1, 2)
 
     def loss(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         out = self.logits(theta, x)  # [M, n, outputs]
@@ -257,38 +259,40 @@ class _MLPPopulation:
         Per-sample gradients of a linear layer are outer products δ ⊗ z (weight) and δ (bias), so the squared
         per-sample norm is Σ_l ‖δ_l‖² (‖z_{l−1}‖² + 1) and the clipped sum is one batched matmul per layer; the
         ``[models, samples, p]`` tensor of per-sample gradients is never built. Models are processed in chunks
-        that keep the ``[chunk, samples, width]`` intermediates cache-sized.
+        that keep the ``[chunk, width, samples]`` intermediates cache-sized.
         """
         m, n = theta.shape[0], x.shape[0]
-        chunk = max(1, min(m, (1 << 18) // max(1, n * max(self.sizes))))  # ~1 MB per [chunk, n, width]
+        xT = x.T.contiguous()
+        chunk = max(1, min(m, (1 << 18) // max(1, n * max(self.sizes))))  # ~1 MB per [chunk, width, n]
         if chunk >= m:
-            return self._clipped_sum(theta, x, y, clip, weights)
+            return self._clipped_sum(theta, xT, y, clip, weights)
         out = torch.empty_like(theta)
         for m0 in range(0, m, chunk):
             w = None if weights is None else weights[m0 : m0 + chunk]
-            out[m0 : m0 + chunk] = self._clipped_sum(theta[m0 : m0 + chunk], x, y, clip, w)
+            out[m0 : m0 + chunk] = self._clipped_sum(theta[m0 : m0 + chunk], xT, y, clip, w)
         return out
 
-    def _clipped_sum(self, theta, x, y, clip, weights) -> torch.Tensor:
+    def _clipped_sum(self, theta, xT, y, clip, weights) -> torch.Tensor:
         params = self._unpack(theta)
-        zs, out = self._forward(params, x)
+        m = theta.shape[0]
+        zs, out = self._forward(params, xT)
         if self.kind == "bce":
-            delta = torch.sigmoid(out).sub_(y.to(out.dtype)[None, :, None])
+            delta = torch.sigmoid(out).sub_(y.to(out.dtype)[None, None, :])
         else:
-            delta = torch.softmax(out, dim=-1)
-            delta.sub_(torch.nn.functional.one_hot(y.long(), out.shape[-1]).to(out.dtype)[None])
+            delta = torch.softmax(out, dim=1)
+            delta.sub_(torch.nn.functional.one_hot(y.long(), out.shape[1]).T.to(out.dtype)[None])
         last = len(params) - 1
         deltas: list[torch.Tensor] = [delta] * len(params)
         sq = None
         for li in range(last, -1, -1):
             deltas[li] = delta
             z = zs[li]
-            zsq = (x * x).sum(-1).add_(1.0) if li == 0 else _rowsq(z).add_(1.0)
-            term = _rowsq(delta).mul_(zsq)
+            zsq = (z * z).sum(0 if li == 0 else 1).add_(1.0)  # ‖z‖² + 1 (the bias' input)
+            term = (delta * delta).sum(1).mul_(zsq)
             sq = term if sq is None else sq.add_(term)
             if li > 0:  # back through layer li's weights and the ReLU that produced z = zs[li]
-                w = params[li][0]
-                back = delta * w if delta.shape[-1] == 1 else torch.bmm(delta, w)  # outer product when 1 logit
+                wT = params[li][0].transpose(1, 2)
+                back = wT * delta if delta.shape[1] == 1 else torch.bmm(wT, delta)  # outer product for 1 logit
                 delta = torch.ops.aten.threshold_backward(back, z, 0)
         if clip is None:
             factor = torch.ones_like(sq) if weights is None else weights.to(sq.dtype)
@@ -298,9 +302,12 @@ class _MLPPopulation:
                 factor = factor.mul_(weights)
         pieces = []
         for li, d in enumerate(deltas):
-            sd = d.mul_(factor[..., None])
-            pieces.append(torch.bmm(sd.transpose(1, 2), zs[li]).flatten(1))
-            pieces.append(sd.sum(1))
+            sd = d.mul_(factor[:, None, :])
+            if li == 0:  # shared input: one GEMM for all models
+                pieces.append(torch.mm(sd.reshape(-1, sd.shape[-1]), zs[0].T).view(m, -1))
+            else:
+                pieces.append(torch.bmm(sd, zs[li].transpose(1, 2)).flatten(1))
+            pieces.append(sd.sum(2))
         return torch.cat(pieces, dim=1)
 
 
