@@ -20,7 +20,7 @@ import yaml
 from conftest import REPO, snakemake_exe
 
 TARGET = "results/fig3.pdf"
-RUN_LIMIT_S = 240  # outer SIGKILL; the smoke fig3 takes ~40-90 s through SLURM
+RUN_LIMIT_S = 420  # outer SIGKILL (a hang guard): the smoke fig3 takes ~1 min on an idle 2-core node, 3.5 min under load 11
 
 EXTRA_RULES = """
 
@@ -62,7 +62,7 @@ def test_profile_resolves_in_a_dry_run(workflow_copy):
                           cwd=work, capture_output=True, text=True, timeout=120)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
-    assert "Using profile slurm and workflow specific profile profiles/default" in out
+    assert re.search(r"Using profiles? slurm and workflow specific profile profiles/default", out), out
     assert "slurm_partition=debug" in out
 
 
