@@ -9,14 +9,6 @@ rule archive_figure:
         unpack(archive_inputs),
     output:
         "results/archive/{figure}.tar.gz",
-    params:
-        figure=lambda wc: wc.figure,
-        targets=lambda wc, input: [input.pdf, input.csv],
-        config=config,
-        snakefile=workflow.main_snakefile,
-        max_file_mb=EXECUTION["archive"]["max_file_mb"],
-        exclude=EXECUTION["archive"]["exclude"],
-        code_version=CODE_VERSION,
     log:
         log_path("archive/{figure}"),
     # Runs where Snakemake runs: it reads .snakemake/metadata and asks Snakemake for the figure's DAG.
@@ -25,6 +17,14 @@ rule archive_figure:
     resources:
         mem_mb=2000,
         runtime=30,
+    params:
+        figure=lambda wc: wc.figure,
+        targets=lambda wc, input: [input.pdf, input.csv],
+        config=config,
+        snakefile=workflow.main_snakefile,
+        max_file_mb=EXECUTION["archive"]["max_file_mb"],
+        exclude=EXECUTION["archive"]["exclude"],
+        code_version=CODE_VERSION,
     script:
         "../scripts/archive.py"
 

@@ -55,7 +55,8 @@ EXECUTION = config.get("execution", {})
 
 def archive_path(figure_pdf):
     """results/fig3.pdf -> results/archive/fig3.tar.gz (steinke/fig1 -> results/archive/steinke/fig1.tar.gz)."""
-    return "results/archive/" + figure_pdf.removeprefix("results/").removesuffix(".pdf") + ".tar.gz"
+    stem = figure_pdf.removeprefix("results/").removesuffix(".pdf")
+    return f"results/archive/{stem}.tar.gz"
 
 
 def archive_inputs(wildcards):
