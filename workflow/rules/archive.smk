@@ -13,6 +13,8 @@ rule archive_figure:
         log_path("archive/{figure}"),
     # Runs where Snakemake runs: it reads .snakemake/metadata and asks Snakemake for the figure's DAG.
     localrule: True
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=2000,
@@ -21,7 +23,7 @@ rule archive_figure:
         figure=lambda wc: wc.figure,
         targets=lambda wc, input: [input.pdf, input.csv],
         config=config,
-        snakefile=workflow.main_snakefile,
+        snakefile=os.path.relpath(workflow.main_snakefile),
         max_file_mb=EXECUTION["archive"]["max_file_mb"],
         exclude=EXECUTION["archive"]["exclude"],
         code_version=CODE_VERSION,
