@@ -319,3 +319,18 @@ def test_smoke_figures_end_to_end_then_reuse(workflow_copy):
     assert counts.get("plot_fig7") == 1
     assert counts.get("craft") == 3 * h["repetitions"]
     assert counts.get("train_shard") == 3 * h["repetitions"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("override", "needle"),
+    [
+        ("housing:\n  noise_multiplier: -1\n", "housing.noise_multiplier"),
+        ("housing:\n  runs: 5001\n", "runs (5001) must be a multiple of shard_size"),
+    ],
+)
+def test_workflow_refuses_bad_housing_config_naming_the_key(workflow_copy, override, needle):
+    (workflow_copy / "bad.yaml").write_text(override)
+    proc = run_snakemake(workflow_copy, "-n", "results/fig1c.pdf", "--configfile", "bad.yaml", check=False)
+    assert proc.returncode != 0
+    assert needle in proc.stdout + proc.stderr, proc.stdout + proc.stderr

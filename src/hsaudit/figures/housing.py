@@ -88,6 +88,8 @@ def plot_housing_figure(
     """
     from hsaudit.plotting import PALETTE, UPPER_BOUND_STYLE, figure as new_figure, footer_text, save, write_csv_atomic
 
+    from matplotlib.ticker import MaxNLocator
+
     if table.empty:
         raise ValueError("plot_housing_figure needs a non-empty table")
     summary = summarise(table)
@@ -106,6 +108,7 @@ def plot_housing_figure(
     ax.set_ylabel(f"ε (δ = {delta:g})")
     ax.set_title(FIGURE_TITLES.get(figure, figure))
     ax.set_ylim(bottom=0)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(frameon=False, loc="upper left")
     runs = sorted(set(table["runs"].astype(int)))
     reps = int(table.groupby("adversary")["rep"].nunique().max())
