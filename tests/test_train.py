@@ -189,6 +189,10 @@ def test_train_shard_rejects_bad_input():
     bad = Crafted("gc_r", 3, np.zeros(10, dtype=np.float32), None, None)
     with pytest.raises(ValueError, match="gradient"):
         train_shard(X=X, y=y, crafted=bad, bits=np.array([0, 1]), **kw)
+    with pytest.raises(ValueError, match="workers"):
+        train_shard(X=X, y=y, crafted=crafted, bits=np.array([0, 1]), workers=2, backend="func", **kw)
+    with pytest.raises(ValueError, match="workers"):
+        train_shard(X=X, y=y, crafted=crafted, bits=np.array([0, 1]), workers=0, **kw)
     with pytest.raises(ValueError, match="batches"):
         wrong = Setup(theta0=setup.theta0, batches=setup.batches[:3])
         train_shard(X=X, y=y, crafted=crafted, bits=np.array([0, 1]), **{**kw, "setup": wrong})

@@ -572,6 +572,9 @@ def train_shard(
         workers = min(workers, m // _MIN_MODELS_PER_WORKER or 1)
     if int(workers) != workers or workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers}")
+    if workers > 1 and not isinstance(engine, _MLPPopulation):
+        # torch.func.functional_call swaps the module's parameters in place: not thread-safe.
+        raise ValueError(f"workers > 1 needs the FCNN ('mlp') engine, got workers={workers} for {model!r}")
     workers = min(int(workers), m)
 
     def run_group(rows: range, show: bool) -> None:
