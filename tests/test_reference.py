@@ -8,10 +8,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from hsaudit.adversaries import craft
 from hsaudit.reference import train_reference
 from hsaudit.train import DPSGDConfig, make_setup, model_noise, train_shard
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny tensors gain nothing from intra-op threads, and on a shared machine their barriers stall."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def _housing_like(n=160, seed=0):

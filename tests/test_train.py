@@ -20,6 +20,15 @@ from hsaudit.train import (
 )
 
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny tensors gain nothing from intra-op threads, and on a shared machine their barriers stall."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def _data(n=200, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, 8)).astype(np.float32)
