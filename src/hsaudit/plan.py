@@ -359,9 +359,10 @@ def gpu_warning(targets: Iterable[str], config: Mapping[str, Any], *, has_gpu: b
     cpu_h = sum(a.hours("cpu") for a in gpu)
     gpu_h = sum(a.hours("gpu") for a in gpu)
     return (
-        f"hsaudit: {', '.join(sorted({f for a in gpu for f in a.figures} & set(figs)))} at scale=paper is "
-        f"GPU-sized: {sum(a.models for a in gpu):,} models, {sum(a.model_steps for a in gpu):,} model-steps, "
-        f"about {gpu_h:,.0f} GPU-hours, or {cpu_h:,.0f} CPU core-hours on this machine, which has no GPU. "
+        f"hsaudit: GPU-sized at scale=paper ({', '.join(sorted({f for a in gpu for f in a.figures} & set(figs)))}): "
+        f"{sum(a.models for a in gpu):,} models, {sum(a.model_steps for a in gpu):,} model-steps, "
+        f"about {_fmt_hours(gpu_h)} of GPU time (GPU-hours), or {_fmt_hours(cpu_h)} of CPU core time on this "
+        f"machine, which has no GPU. "
         f"Use --profile slurm on a GPU cluster, or --config scale=laptop (`hsaudit plan TARGET` for details)."
     )
 
