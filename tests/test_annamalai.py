@@ -189,3 +189,13 @@ def test_audit_tail_zero_violates_everything(small_table):
     o1 = np.array([0.05, 0.15, 5.0, 6.0])
     assert A.audit_pld(o0, o1, small_table, tail_floor=-1.0) == math.inf
     assert A.audit_pld(o0, o1, small_table, tail_floor=0.0) < math.inf
+
+
+def test_sigma_hat_audit_on_a_gaussian_mechanism():
+    """Known-(q, T) σ̂ audit on the Gaussian mechanism itself (q = 1, T = 1, σ = 1): σ̂ ≥ σ up to sampling and
+    max-over-thresholds optimism, and not far above it."""
+    rng = np.random.default_rng(5)
+    o0, o1 = rng.normal(0, 1, 20000), rng.normal(1, 1, 20000)
+    res = A.audit_pld_sigma(o0, o1, steps=1, sampling_rate=1.0, delta=1e-5, sigma_range=(0.3, 5.0), iterations=12)
+    assert 0.95 <= res["sigma_hat"] <= 1.35
+    assert res["epsilon"] <= H.standard_epsilon(1e-5, steps=1, sampling_rate=1.0, noise_multiplier=0.95)

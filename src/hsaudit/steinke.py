@@ -428,7 +428,12 @@ def fig6_table(
     *, steps: list[int], sampling_rate: float, noise_multiplier: float, runs: int, delta: float, confidence: float,
     constants: MaliciousConstants, seed: int,
 ) -> pd.DataFrame:
-    """Figure 6: empirical ε (GDP audit) of the malicious-dataset attack vs standard and heuristic ε, per T."""
+    """Figure 6: empirical ε of the malicious-dataset attack vs standard and heuristic ε, per T.
+
+    Two audits of the same scores: the GDP audit (Nasr et al. 2023) and the known-(q, T) σ̂ audit of Steinke et al.
+    §3.1 (:func:`hsaudit.annamalai.audit_pld_sigma`, Clopper–Pearson bounds). References under the GDP audit: the
+    linear canary of fig3 and the optimal all-iterates attack.
+    """
     rows = []
     for t in steps:
         kw = dict(steps=int(t), sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
@@ -439,6 +444,12 @@ def fig6_table(
         s0 = malicious_score(m0, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, constants=constants)
         s1 = malicious_score(m1, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, constants=constants)
         aud = gdp_audit(s0, s1, confidence=confidence, delta=delta)
+        from hsaudit.annamalai import audit_pld_sigma  # the known-(q, T) σ̂ audit (PLD trade-off curves)
+
+        # The bracket (σ/5, 5σ) only speeds the search up; a boundary outside it is clamped with a warning.
+        pld_aud = audit_pld_sigma(s0, s1, steps=int(t), sampling_rate=sampling_rate, delta=delta,
+                                  confidence=confidence, iterations=10,
+                                  sigma_range=(noise_multiplier / 5, noise_multiplier * 5))
         # References under the same audit and R: the linear-loss canary (last iterate, Section 3.1) and the
         # all-iterates likelihood-ratio attack (Σ_t λ(v_t) on the raw per-step values).
         rng = np.random.default_rng(_seed(seed, "steinke-fig6-ref", t))
@@ -453,6 +464,7 @@ def fig6_table(
             {**base, "method": "standard", "epsilon": H.standard_epsilon(delta, **kw), "mu": math.nan},
             {**base, "method": "heuristic", "epsilon": H.heuristic_epsilon(delta, **kw), "mu": math.nan},
             {**base, "method": "empirical_gdp", "epsilon": aud["epsilon"], "mu": aud["mu"]},
+            {**base, "method": "empirical_pld_cp", "epsilon": pld_aud["epsilon"], "mu": math.nan},
             {**base, "method": "empirical_linear_gdp", "epsilon": lin["epsilon"], "mu": lin["mu"]},
             {**base, "method": "empirical_all_iterates_gdp", "epsilon": ref["epsilon"], "mu": ref["mu"]},
         ]

@@ -2,7 +2,9 @@
 # plot. The PLD calibration table of each (q, T) is computed once and shared. See docs/annamalai.md.
 
 AN = config["annamalai"]
-AN_FACTS = dict(scale=SCALE, code_version=CODE_VERSION)
+# Only edits of the modules these rules import rerun them (hsaudit.provenance.code_version).
+AN_CODE = code_version("hsaudit.annamalai", "hsaudit.figures.annamalai")
+AN_FACTS = dict(scale=SCALE, code_version=AN_CODE)
 AN_SETTINGS = list(range(len(AN["fig2"]["settings"])))
 AN_EPS = list(range(len(AN["fig2"]["epsilons"])))
 AN_UPDATES = ["ascent", "descent"] if AN["fig2"]["show_literal"] and AN["update"] == "ascent" else [AN["update"]]
@@ -17,7 +19,7 @@ rule tabulate_annamalai_pld:
         setting=lambda wc: AN["fig2"]["settings"][int(wc.si)],
         delta=AN["delta"],
         table=AN["table"],
-        code_version=CODE_VERSION,
+        code_version=AN_CODE,
     log:
         log_path("annamalai/tabulate_pld_setting{si}"),
     benchmark:
@@ -49,7 +51,7 @@ rule audit_annamalai:
         tail_floors_sensitivity=AN["tail_floors_sensitivity"],
         confidence=AUDIT["confidence"],
         seed=SEED,
-        code_version=CODE_VERSION,
+        code_version=AN_CODE,
     log:
         log_path("annamalai/audit_setting{si}_eps{ei}_{sign}"),
     benchmark:
@@ -73,7 +75,7 @@ rule simulate_annamalai_fig1:
         update_rule=AN["update"],
         value_discretization_interval=AN["table"]["value_discretization_interval"],
         seed=SEED,
-        code_version=CODE_VERSION,
+        code_version=AN_CODE,
     log:
         log_path("annamalai/simulate_fig1"),
     benchmark:

@@ -2,7 +2,9 @@
 # simulations -> plot. No training. See docs/steinke.md.
 
 ST = config["steinke"]
-ST_FACTS = dict(scale=SCALE, code_version=CODE_VERSION)
+# Only edits of the modules these rules import rerun them (hsaudit.provenance.code_version).
+ST_CODE = code_version("hsaudit.steinke", "hsaudit.figures.steinke")
+ST_FACTS = dict(scale=SCALE, code_version=ST_CODE)
 ST_FIG3_Q = list(range(len(ST["fig3"]["sampling_rates"])))
 ST_FIG5_PANELS = list(range(len(ST["fig5"]["one_step_epsilons"])))
 ST_FIG6_STEPS = [int(t) for t in ST["fig6"]["steps"]]
@@ -14,7 +16,7 @@ rule compute_steinke_fig1:
     params:
         fig1=ST["fig1"],
         value_discretization_interval=ST["value_discretization_interval"],
-        code_version=CODE_VERSION,
+        code_version=ST_CODE,
     log:
         log_path("steinke/compute_fig1"),
     benchmark:
@@ -37,7 +39,7 @@ rule audit_steinke_fig3:
         fig3=ST["fig3"],
         confidence=AUDIT["confidence"],
         seed=SEED,
-        code_version=CODE_VERSION,
+        code_version=ST_CODE,
     log:
         log_path("steinke/audit_fig3_q{qi}"),
     benchmark:
@@ -58,7 +60,7 @@ rule compute_steinke_fig5:
     params:
         one_step_epsilon=lambda wc: ST["fig5"]["one_step_epsilons"][int(wc.pi)],
         fig5=ST["fig5"],
-        code_version=CODE_VERSION,
+        code_version=ST_CODE,
     log:
         log_path("steinke/compute_fig5_panel{pi}"),
     benchmark:
@@ -80,7 +82,7 @@ rule attack_steinke_fig6:
         fig6=ST["fig6"],
         confidence=AUDIT["confidence"],
         seed=SEED,
-        code_version=CODE_VERSION,
+        code_version=ST_CODE,
     log:
         log_path("steinke/attack_fig6_T{steps}"),
     benchmark:

@@ -13,6 +13,7 @@ _METHOD_STYLE = {
     "standard": dict(color="black", linestyle="--", label="standard (all iterates, PLD)"),
     "full_batch": dict(color=PALETTE[2], marker="s", label="full-batch proxy (Eq. 4)"),
     "empirical_gdp": dict(color=PALETTE[1], marker="^", label="empirical (GDP audit)"),
+    "empirical_pld_cp": dict(color=PALETTE[5], marker="D", label="empirical (known-q,T σ̂ audit, CP)"),
     "empirical_linear_gdp": dict(color=PALETTE[3], marker="v", linestyle=":", label="empirical, linear canary"),
     "empirical_all_iterates_gdp": dict(color=PALETTE[4], marker="x", linestyle=":",
                                        label="empirical, all-iterates LLR attack"),
@@ -91,13 +92,16 @@ def plot_fig6(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
     """Figure 6: malicious-dataset attack (App. C) vs standard and heuristic ε."""
     fig, axes = figure(ncols=1, width=4.5, height=3.2)
     ax = axes[0][0]
-    for method in ("standard", "heuristic", "empirical_gdp", "empirical_all_iterates_gdp", "empirical_linear_gdp"):
+    for method in ("standard", "heuristic", "empirical_pld_cp", "empirical_gdp", "empirical_all_iterates_gdp",
+                   "empirical_linear_gdp"):
         d = table[table["method"] == method].sort_values("steps")
         if d.empty:
             continue
         st = dict(_METHOD_STYLE[method])
         if method == "empirical_gdp":
-            st["label"] = "empirical, malicious dataset (last iterate)"
+            st["label"] = "malicious dataset, last iterate (GDP audit)"
+        if method == "empirical_pld_cp":
+            st["label"] = "malicious dataset, last iterate (σ̂ audit, CP)"
         ax.plot(d["steps"], d["epsilon"], markersize=4, **st)
     q, s = table["sampling_rate"].iloc[0], table["noise_multiplier"].iloc[0]
     ax.set_xscale("log")
