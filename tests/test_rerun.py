@@ -35,13 +35,6 @@ def package_copy(tmp_path: Path) -> Path:
     return dest
 
 
-@pytest.fixture
-def frozen_package(package_copy: Path, monkeypatch) -> Path:
-    """Workflow runs import the package from a private copy: edits elsewhere cannot change its code version."""
-    monkeypatch.setenv("PYTHONPATH", str(package_copy.parent))
-    return package_copy
-
-
 def test_module_files_follow_imports_transitively(package_copy):
     (package_copy / "zz_a.py").write_text("from hsaudit import zz_b\nimport numpy\n")
     (package_copy / "zz_b.py").write_text("def f():\n    from .zz_c import g\n    return g\n")
@@ -132,11 +125,44 @@ def _set_smoke(work: Path, **section6) -> None:
     path.write_text(yaml.safe_dump(config, sort_keys=False))
 
 
-@pytest.mark.slow
-def test_parameter_change_reruns_only_its_jobs(workflow_copy, frozen_package):
-    work = workflow_copy
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    """fig3 built once at smoke scale (package imported from a frozen copy under _pkg/); tests get copies."""
+    from conftest import _COPIED
+
+    work = tmp_path_factory.mktemp("fig3-built")
+    for name in _COPIED:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, work / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif src.exists():
+            shutil.copy2(src, work / name)
     _needs_section6(work)
-    run_snakemake(work, TARGET, *SMOKE, timeout=300)
+    shutil.copytree(provenance.package_dir(), work / "_pkg" / "hsaudit", ignore=shutil.ignore_patterns("__pycache__"))
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(work / "_pkg")
+    try:
+        run_snakemake(work, TARGET, *SMOKE, timeout=300)
+    finally:
+        if old is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = old
+    return work
+
+
+@pytest.fixture
+def built_copy(built: Path, tmp_path: Path, monkeypatch) -> Path:
+    """A copy of the built workflow (timestamps and Snakemake's records kept) using its own package copy."""
+    work = tmp_path / "work"
+    shutil.copytree(built, work, symlinks=True)
+    monkeypatch.setenv("PYTHONPATH", str(work / "_pkg"))
+    return work
+
+
+@pytest.mark.slow
+def test_parameter_change_reruns_only_its_jobs(built_copy):
+    work = built_copy
     assert planned(dry(work, TARGET, *SMOKE)) == {}
     # The exact law's grid is a parameter of exact_process only.
     _set_smoke(work, exact={"cells_per_clip": 21, "cells_per_sd": 10})
@@ -150,13 +176,11 @@ def test_parameter_change_reruns_only_its_jobs(workflow_copy, frozen_package):
 
 
 @pytest.mark.slow
-def test_package_code_change_reruns_dependent_jobs(workflow_copy, frozen_package):
-    work = workflow_copy
-    package_copy = frozen_package
-    _needs_section6(work)
-    run_snakemake(work, TARGET, *SMOKE, timeout=300)
+def test_package_code_change_reruns_dependent_jobs(built_copy):
+    work = built_copy
+    # A copy of the package elsewhere has the same code version: nothing to do.
     assert planned(dry(work, TARGET, *SMOKE)) == {}
-    with open(package_copy / "process1d.py", "a") as fh:
+    with open(work / "_pkg" / "hsaudit" / "process1d.py", "a") as fh:
         fh.write("\n# an edit that changes the source hash\n")
     out = dry(work, TARGET, *SMOKE)
     counts = planned(out)
@@ -165,12 +189,13 @@ def test_package_code_change_reruns_dependent_jobs(workflow_copy, frozen_package
 
 
 @pytest.mark.slow
-def test_interrupted_run_redoes_only_unfinished_jobs(workflow_copy, frozen_package):
+def test_interrupted_run_redoes_only_unfinished_jobs(built_copy):
     """Kill Snakemake (SIGKILL, the whole process group) mid-run; then only the unfinished jobs are planned."""
-    work = workflow_copy
-    _needs_section6(work)
-    # Slow the audits down a little so that the kill lands between jobs.
+    work = built_copy
+    # A new R reruns the 4 audits; larger, so that the kill lands between jobs.
     _set_smoke(work, runs_per_world=20000)
+    for path in (work / "results/section6/audit").rglob("*.csv"):
+        path.unlink()
     outputs = [work / "results/section6/audit" / r / f"sigma{s}.csv" for r in ("divergent", "literal")
                for s in ("1", "8")]
     log = open(work / "killed-run.log", "w")
