@@ -97,9 +97,11 @@ def plot_housing_figure(
     ax = axes[0][0]
     upper = table.drop_duplicates("step").sort_values("step")
     ax.plot(upper["step"], upper["epsilon_upper"], label="Upper bound", **UPPER_BOUND_STYLE)
+    # One colour per adversary across fig1c, fig4 and fig7 (the order of ADVERSARY_LABELS).
+    colours = {adv: PALETTE[i % len(PALETTE)] for i, adv in enumerate(ADVERSARY_LABELS)}
     for i, adversary in enumerate(dict.fromkeys(table["adversary"])):
         part = summary[summary["adversary"] == adversary].sort_values("step")
-        colour = PALETTE[i % len(PALETTE)]
+        colour = colours.get(adversary, PALETTE[i % len(PALETTE)])
         label = ADVERSARY_LABELS.get(adversary, adversary)
         ax.plot(part["step"], part["mean"], color=colour, label=label, linewidth=1.3)
         ax.fill_between(part["step"], part["mean"] - part["sd"], part["mean"] + part["sd"], color=colour, alpha=0.2, linewidth=0)
