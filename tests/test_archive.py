@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import shutil
 import subprocess
 import tarfile
@@ -185,3 +186,7 @@ def test_workflow_archive_of_fig3(workflow_copy, tmp_path, monkeypatch):
     # Unchanged inputs: the archive is up to date.
     assert "Nothing to be done" in run_snakemake(work, "-n", "results/archive/fig3.tar.gz", "--config",
                                                  "scale=smoke").stdout
+    # The self-contained HTML report of the figure, with its caption (workflow/report/).
+    run_snakemake(work, "results/fig3.pdf", "--report", "results/report.html", "--config", "scale=smoke")
+    html = (work / "results" / "report.html").read_text()
+    assert re.search(r"data:application/pdf;[^,]*filename=fig3.pdf;base64,", html)
