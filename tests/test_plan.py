@@ -149,3 +149,20 @@ def test_cli_errors_are_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["plan", "results/fig4.pdf"]) == 2
     assert "config file" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_workflow_warns_before_a_gpu_sized_run(workflow_copy):
+    """The onstart hook prints the plan's estimate once for a paper-scale GPU figure run without a GPU."""
+    from conftest import run_snakemake
+
+    if P.has_local_gpu():
+        pytest.skip("this machine has a GPU")
+    with open(workflow_copy / "Snakefile", "a") as fh:
+        fh.write('\n\nrule fake_fig1a:\n    output:\n        register_figure("results/fig1a.pdf", kind="gpu"),\n'
+                 '    shell:\n        "touch {output}"\n')
+    proc = run_snakemake(workflow_copy, "results/fig1a.pdf", timeout=300)
+    out = proc.stdout + proc.stderr
+    assert out.count("hsaudit: GPU-sized at scale=paper (fig1a): 30,000 models") == 1, out
+    proc = run_snakemake(workflow_copy, "results/fig1a.pdf", "--forceall", "--config", "scale=laptop")
+    assert "GPU-sized" not in proc.stdout + proc.stderr
