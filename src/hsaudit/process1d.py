@@ -1038,11 +1038,22 @@ def tradeoff_records(
         audit = gdp_audit_two_sample(worlds[0], worlds[1], gdp_tables(runs_per_world, runs_per_world, confidence=confidence, delta=delta))
         scores = np.concatenate(worlds)
         members = np.repeat([False, True], runs_per_world)
-        fpr, fnr = empirical_tradeoff(scores, members, max_points=max_points)
+        full_fpr, full_fnr = empirical_tradeoff(scores, members)
+        # arc-length points for the linear plot plus log-spaced FPR points for the tail (FPR ≥ 1/R)
+        arc_fpr, _ = empirical_tradeoff(scores, members, max_points=max_points)
+        tail = np.logspace(np.log10(1.0 / runs_per_world), 0.0, max_points // 4)
+        pick = np.unique(np.concatenate([
+            np.searchsorted(-full_fpr, -np.concatenate([arc_fpr, tail]), side="left").clip(0, full_fpr.size - 1),
+            [0, full_fpr.size - 1],
+        ]))
+        fpr, fnr = full_fpr[pick], full_fnr[pick]
         law = exact_laws(proc, **grid)
         eps_exact = exact_epsilon(law.p[-1], law.pbar[-1], delta=delta)
-        efpr, efnr = exact_tradeoff(law.p[-1], law.pbar[-1], max_points=max_points)
-        alpha = np.linspace(0.0, 1.0, max_points)
+        efpr, efnr = exact_tradeoff(law.p[-1], law.pbar[-1])
+        alpha = np.unique(np.concatenate([np.linspace(0.0, 1.0, max_points), np.logspace(-8, 0, max_points // 4)]))
+        # the exact curve at the same α (it is piecewise linear between likelihood-ratio cells)
+        efnr = np.interp(alpha, efpr[::-1], efnr[::-1])
+        efpr = alpha
         common = {"batch_size": int(b), "sigma": float(sigma), "step": step, "mu": audit.mu, "epsilon_audit": audit.epsilon, "epsilon_exact": eps_exact, "runs_per_world": runs_per_world}
         for name, xs, ys in (
             ("empirical", fpr, fnr),

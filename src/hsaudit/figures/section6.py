@@ -232,7 +232,18 @@ def plot_fig6b(trade: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> pd
         ax.set_ylim(0, 1)
         ax.set_aspect("equal")
         if k == 0:
-            ax.legend(frameon=False, fontsize=6.5)
+            ax.legend(frameon=False, fontsize=6.5, loc="upper right")
+        # inset: the tail, where ε at small δ is decided: log(TPR/FPR) against FPR (log scale). The GDP fit
+        # grows without bound as FPR → 0; a real trade-off curve need not (the MC curve stops at FPR = 1/R).
+        ins = ax.inset_axes([0.09, 0.09, 0.36, 0.36])
+        for name, style in styles.items():
+            cur = sub[(sub["curve"] == name) & (sub["fpr"] > 0) & (sub["fnr"] < 1)]
+            ins.plot(cur["fpr"], np.log((1.0 - cur["fnr"]) / cur["fpr"]), **{**style, "label": None})
+        ins.set_xscale("log")
+        ins.set_xlim(1e-8, 1)
+        ins.tick_params(labelsize=5, pad=1)
+        ins.set_xlabel("FPR", fontsize=5, labelpad=0)
+        ins.set_ylabel("log(TPR/FPR)", fontsize=5, labelpad=1)
     for ax in flat[len(batches) :]:
         ax.axis("off")
     row = trade.iloc[0]
@@ -277,6 +288,11 @@ def plot_fig6c(search: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> p
         ax.set_ylabel("ε (δ = 1e−5)")
         ax.set_title(f"B = {b}, T = {int(sub['steps'].iloc[0])}")
         ax.set_yscale("log")
+        from matplotlib.ticker import FormatStrFormatter
+
+        ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
+        ax.tick_params(axis="y", which="minor", labelsize=6)
         if k == 0:
             ax.legend(frameon=False, fontsize=6.5)
         ax = axes[1][k]
