@@ -58,9 +58,12 @@ def test_carry_when_noise_wraps():
     encoded digits: the statistic is then off by a multiple of 0.01 in a minority of runs."""
     sigma, q, steps = 1.4, 0.1, 60
     c = A.Construction(noise_multiplier=sigma, sampling_rate=q)
-    theta, trace = A.simulate(np.random.default_rng(0), steps=steps, runs=400, canary=True, construction=c,
-                              return_trace=True)
-    diff = A.statistic(theta, c) - np.round(100 * A.step_llr(trace, noise_multiplier=sigma, sampling_rate=q)).sum(1) / 100
+    theta, trace = A.simulate(
+        np.random.default_rng(0), steps=steps, runs=400, canary=True, construction=c, return_trace=True
+    )
+    diff = (
+        A.statistic(theta, c) - np.round(100 * A.step_llr(trace, noise_multiplier=sigma, sampling_rate=q)).sum(1) / 100
+    )
     assert np.allclose(diff * 100, np.round(diff * 100), atol=1e-6)
     assert 0 < np.mean(np.abs(diff) > 1e-6) < 0.1
 
@@ -90,8 +93,10 @@ def test_literal_sign_fails_and_working_sign_works():
     desc = _auc(*A.simulate_statistics(rng, steps=steps, runs=runs, construction=c, update="descent"))
     v0 = rng.normal(0, sigma, (runs, steps))
     v1 = (rng.random((runs, steps)) < q) + rng.normal(0, sigma, (runs, steps))
-    ideal = _auc(A.step_llr(v0, noise_multiplier=sigma, sampling_rate=q).sum(1),
-                 A.step_llr(v1, noise_multiplier=sigma, sampling_rate=q).sum(1))
+    ideal = _auc(
+        A.step_llr(v0, noise_multiplier=sigma, sampling_rate=q).sum(1),
+        A.step_llr(v1, noise_multiplier=sigma, sampling_rate=q).sum(1),
+    )
     assert asc == pytest.approx(ideal, abs=0.02)
     assert desc < 0.5 + 0.5 * (ideal - 0.5)  # loses more than half of the advantage
 
@@ -115,8 +120,9 @@ def test_pld_tradeoff_is_gaussian_for_one_full_step():
     """q = 1, T = 1: the symmetric PLD trade-off equals the Gaussian one Φ(Φ⁻¹(1 − α) − 1/σ)."""
     sigma = 0.8
     eg = A.default_epsilon_grid()
-    d = A.delta_curve(steps=1, sampling_rate=1.0, noise_multiplier=sigma, epsilons=eg,
-                      value_discretization_interval=1e-4)
+    d = A.delta_curve(
+        steps=1, sampling_rate=1.0, noise_multiplier=sigma, epsilons=eg, value_discretization_interval=1e-4
+    )
     alpha = np.linspace(0.01, 0.99, 50)
     f = A.tradeoff_from_deltas(alpha, eg, d)
     exact = stats.norm.cdf(stats.norm.isf(alpha) - 1 / sigma)
@@ -128,8 +134,11 @@ def test_linear_tradeoff_closed_form():
     steps, sigma = 9, 2.0
     alpha = np.linspace(0.001, 0.999, 30)
     mu = math.sqrt(steps) / sigma
-    assert np.allclose(A.linear_tradeoff(alpha, steps=steps, sampling_rate=1.0, noise_multiplier=sigma),
-                       stats.norm.cdf(stats.norm.isf(alpha) - mu), atol=1e-12)
+    assert np.allclose(
+        A.linear_tradeoff(alpha, steps=steps, sampling_rate=1.0, noise_multiplier=sigma),
+        stats.norm.cdf(stats.norm.isf(alpha) - mu),
+        atol=1e-12,
+    )
 
 
 def test_observed_rates_naive():
@@ -147,8 +156,13 @@ def test_observed_rates_naive():
 
 def test_sigma_calibration_derived_values():
     """spec annamalai.md fig2 [derived, δ = 1e−5, PLD]: q = 0.1, T = 100, ε = 2 → σ = 2.25."""
-    sigma = H.calibrate(lambda s: H.standard_epsilon(1e-5, steps=100, sampling_rate=0.1, noise_multiplier=s), 2.0,
-                        lo=1.0, hi=4.0, rtol=1e-5)
+    sigma = H.calibrate(
+        lambda s: H.standard_epsilon(1e-5, steps=100, sampling_rate=0.1, noise_multiplier=s),
+        2.0,
+        lo=1.0,
+        hi=4.0,
+        rtol=1e-5,
+    )
     assert sigma == pytest.approx(2.25, abs=5e-3)
 
 

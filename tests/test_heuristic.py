@@ -200,8 +200,9 @@ def test_bad_input(kwargs, word):
 
 
 def test_cli_json(capsys):
-    rc = cli_main(["heuristic", "--steps", "3", "--sampling-rate", "0.1", "--noise-multiplier", "1",
-                   "--delta", "1e-6", "--json"])
+    rc = cli_main(
+        ["heuristic", "--steps", "3", "--sampling-rate", "0.1", "--noise-multiplier", "1", "--delta", "1e-6", "--json"]
+    )
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["epsilon"] == pytest.approx(2.222, abs=5e-4)

@@ -75,9 +75,9 @@ def test_zeroing_regulariser_counterexample():
     assert heur == pytest.approx(1.012, abs=1e-3)
     assert zero > heur  # the plain heuristic is violated...
     # ... and the quadratic family with α = 1 (the same update, Eq. 6) agrees with it exactly.
-    assert S.quadratic_epsilon(1e-6, steps=20, alpha=1.0, rounding=S.Rounding(floor=1e-12, base=1.0 + 1e-9,
-                                                                           round_zero=False), **kw) == pytest.approx(
-        zero, rel=1e-6)
+    assert S.quadratic_epsilon(
+        1e-6, steps=20, alpha=1.0, rounding=S.Rounding(floor=1e-12, base=1.0 + 1e-9, round_zero=False), **kw
+    ) == pytest.approx(zero, rel=1e-6)
 
 
 def test_zeroing_regulariser_simulation():
@@ -139,8 +139,9 @@ def test_gdp_audit_is_a_lower_bound_on_gaussians():
 
 
 def test_fig3_table_small():
-    tab = S.fig3_table(sampling_rates=[0.1], steps=[3], target_epsilon=8.0, delta=1e-5, runs=3000,
-                       confidence=0.95, seed=0)
+    tab = S.fig3_table(
+        sampling_rates=[0.1], steps=[3], target_epsilon=8.0, delta=1e-5, runs=3000, confidence=0.95, seed=0
+    )
     std = tab.loc[tab["method"] == "standard", "epsilon"].item()
     heur = tab.loc[tab["method"] == "heuristic", "epsilon"].item()
     emp = tab.loc[tab["method"] == "empirical_gdp", "epsilon"].item()
@@ -154,8 +155,9 @@ def test_fig3_table_small():
 
 def test_malicious_constants_work():
     c = S.MaliciousConstants()
-    m, diag = S.simulate_malicious(np.random.default_rng(4), steps=8, sampling_rate=0.2, noise_multiplier=0.5,
-                                   runs=3000, canary=True, constants=c)
+    m, diag = S.simulate_malicious(
+        np.random.default_rng(4), steps=8, sampling_rate=0.2, noise_multiplier=0.5, runs=3000, canary=True, constants=c
+    )
     assert diag["clipped_fraction"] == 0.0
     assert diag["flipped_fraction"] == 0.0
     assert np.all(np.abs(np.abs(m[:, :-1]) - c.big_val) < 5.0)  # every stored decision is ±BIG_VAL + noise
@@ -164,8 +166,9 @@ def test_malicious_constants_work():
 def test_malicious_stores_every_step_without_noise():
     """With tiny noise the final model's signs are exactly the canary's inclusion bits of every step."""
     c = S.MaliciousConstants()
-    m, diag = S.simulate_malicious(np.random.default_rng(5), steps=10, sampling_rate=0.3, noise_multiplier=0.02,
-                                   runs=500, canary=True, constants=c)
+    m, diag = S.simulate_malicious(
+        np.random.default_rng(5), steps=10, sampling_rate=0.3, noise_multiplier=0.02, runs=500, canary=True, constants=c
+    )
     bits = diag["bits"]
     assert np.array_equal(m[:, :-1] > 0, bits[:, :-1])
     assert np.allclose(m[:, -1], bits[:, -1], atol=0.1)
@@ -174,8 +177,9 @@ def test_malicious_stores_every_step_without_noise():
 def test_malicious_small_batch_gets_clipped():
     """The construction needs N large: with N = 10 the repeaters' gradient is clipped (the check can fail)."""
     c = S.MaliciousConstants(batch_size=10.0)
-    _, diag = S.simulate_malicious(np.random.default_rng(6), steps=5, sampling_rate=0.2, noise_multiplier=0.5,
-                                   runs=200, canary=True, constants=c)
+    _, diag = S.simulate_malicious(
+        np.random.default_rng(6), steps=5, sampling_rate=0.2, noise_multiplier=0.5, runs=200, canary=True, constants=c
+    )
     assert diag["clipped_fraction"] > 0
 
 

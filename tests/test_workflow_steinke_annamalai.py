@@ -16,6 +16,7 @@ TARGETS = [
     "results/annamalai/fig2.pdf",
 ]
 
+
 @pytest.mark.slow
 def test_smoke_targets(workflow_copy):
     run_snakemake(workflow_copy, *TARGETS, "--config", "scale=smoke")

@@ -182,21 +182,33 @@ def simulate_statistics(
     rng: np.random.Generator, *, steps: int, runs: int, construction: Construction, update: Update = "ascent"
 ) -> tuple[np.ndarray, np.ndarray]:
     """(O, O′): statistics of ``runs`` runs on D and ``runs`` runs on D′."""
-    o = statistic(simulate(rng, steps=steps, runs=runs, canary=False, construction=construction, update=update),
-                  construction)
-    o1 = statistic(simulate(rng, steps=steps, runs=runs, canary=True, construction=construction, update=update),
-                   construction)
+    o = statistic(
+        simulate(rng, steps=steps, runs=runs, canary=False, construction=construction, update=update), construction
+    )
+    o1 = statistic(
+        simulate(rng, steps=steps, runs=runs, canary=True, construction=construction, update=update), construction
+    )
     return o, o1
 
 
 # ------------------------------------------------------------------------------------------ trade-off curves
 
 
-def delta_curve(*, steps: int, sampling_rate: float, noise_multiplier: float, epsilons: npt.ArrayLike,
-                value_discretization_interval: float = 1e-3) -> np.ndarray:
+def delta_curve(
+    *,
+    steps: int,
+    sampling_rate: float,
+    noise_multiplier: float,
+    epsilons: npt.ArrayLike,
+    value_discretization_interval: float = 1e-3,
+) -> np.ndarray:
     """δ(ε′) of T composed Poisson-subsampled Gaussians (dp-accounting PLD, add/remove, max of both directions)."""
-    pld = H.standard_pld(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier,
-                         value_discretization_interval=value_discretization_interval)
+    pld = H.standard_pld(
+        steps=steps,
+        sampling_rate=sampling_rate,
+        noise_multiplier=noise_multiplier,
+        value_discretization_interval=value_discretization_interval,
+    )
     return np.asarray(pld.get_delta_for_epsilon(np.asarray(epsilons, dtype=float)), dtype=float)
 
 
@@ -247,14 +259,23 @@ def pld_table(
     if epsilon_grid is None:
         epsilon_grid = default_epsilon_grid()
     eg = np.asarray(epsilon_grid, dtype=float)
-    f = lambda s: H.standard_epsilon(delta, steps=steps, sampling_rate=sampling_rate, noise_multiplier=s,  # noqa: E731
-                                     value_discretization_interval=value_discretization_interval)
+    f = lambda s: H.standard_epsilon(
+        delta,
+        steps=steps,
+        sampling_rate=sampling_rate,
+        noise_multiplier=s,  # noqa: E731
+        value_discretization_interval=value_discretization_interval,
+    )
     s_hi = H.calibrate(f, epsilon_range[0], lo=0.1, hi=50.0, rtol=1e-4)
     s_lo = H.calibrate(f, epsilon_range[1], lo=0.05, hi=s_hi, rtol=1e-4, start=s_hi / 4)
     rows = []
     for s in np.geomspace(s_lo, s_hi, n_sigmas):
-        pld = H.standard_pld(steps=steps, sampling_rate=sampling_rate, noise_multiplier=float(s),
-                             value_discretization_interval=value_discretization_interval)
+        pld = H.standard_pld(
+            steps=steps,
+            sampling_rate=sampling_rate,
+            noise_multiplier=float(s),
+            value_discretization_interval=value_discretization_interval,
+        )
         eps_at = float(pld.get_epsilon_for_delta(delta))
         d = np.asarray(pld.get_delta_for_epsilon(eg), dtype=float)
         rows.append(pd.DataFrame({"sigma": float(s), "epsilon_at_delta": eps_at, "eps_prime": eg, "delta_prime": d}))
@@ -294,7 +315,9 @@ def sigma_for_epsilon(epsilon: float, table: Table) -> float:
     le = np.log(table.eps_at[::-1])
     ls = np.log(table.sigmas[::-1])
     if not (le[0] <= math.log(epsilon) <= le[-1]):
-        raise ValueError(f"epsilon {epsilon} is outside the table's range [{math.exp(le[0]):.3g}, {math.exp(le[-1]):.3g}]")
+        raise ValueError(
+            f"epsilon {epsilon} is outside the table's range [{math.exp(le[0]):.3g}, {math.exp(le[-1]):.3g}]"
+        )
     return float(np.exp(np.interp(math.log(epsilon), le, ls)))
 
 
@@ -386,8 +409,18 @@ def audit_pld(
 
 
 def audit_many(
-    *, steps: int, sampling_rate: float, noise_multiplier: float, runs: int, repetitions: int, table: Table,
-    tail_floors: list[float], confidence: float, seed: int, dataset_size: float = 1e10, update: Update = "ascent",
+    *,
+    steps: int,
+    sampling_rate: float,
+    noise_multiplier: float,
+    runs: int,
+    repetitions: int,
+    table: Table,
+    tail_floors: list[float],
+    confidence: float,
+    seed: int,
+    dataset_size: float = 1e10,
+    update: Update = "ascent",
     key: tuple = (),
 ) -> pd.DataFrame:
     """Repeat the audit: per repetition, the paper's audit at every tail floor and the Clopper–Pearson one."""
@@ -399,10 +432,22 @@ def audit_many(
         rng = np.random.default_rng(derive_seed(seed, "annamalai", *key, steps, sampling_rate, noise_multiplier, r))
         o, o1 = simulate_statistics(rng, steps=steps, runs=runs, construction=c, update=update)
         for fl in tail_floors:
-            rows.append({"repetition": r, "method": "paper", "tail_floor": fl,
-                         "epsilon_emp": audit_pld(o, o1, table, tail_floor=fl)})
-        rows.append({"repetition": r, "method": "clopper_pearson", "tail_floor": math.nan,
-                     "epsilon_emp": audit_pld(o, o1, table, confidence=confidence)})
+            rows.append(
+                {
+                    "repetition": r,
+                    "method": "paper",
+                    "tail_floor": fl,
+                    "epsilon_emp": audit_pld(o, o1, table, tail_floor=fl),
+                }
+            )
+        rows.append(
+            {
+                "repetition": r,
+                "method": "clopper_pearson",
+                "tail_floor": math.nan,
+                "epsilon_emp": audit_pld(o, o1, table, confidence=confidence),
+            }
+        )
     out = pd.DataFrame(rows)
     out["sampling_rate"] = sampling_rate
     out["steps"] = steps
@@ -416,8 +461,15 @@ def audit_many(
 
 
 def fig1_table(
-    settings: list[dict], *, runs: int, delta: float, seed: int, dataset_size: float = 1e10,
-    update: Update = "ascent", value_discretization_interval: float = 1e-3, curve_points: int = 400,
+    settings: list[dict],
+    *,
+    runs: int,
+    delta: float,
+    seed: int,
+    dataset_size: float = 1e10,
+    update: Update = "ascent",
+    value_discretization_interval: float = 1e-3,
+    curve_points: int = 400,
 ) -> pd.DataFrame:
     """Figure 1: per setting (σ, q, T), the observed (FPR, FNR) of one audit, the PLD trade-off curve (all
     iterates) and the exact linear-loss curve; with the ε of both at δ in columns."""
@@ -433,14 +485,33 @@ def fig1_table(
         o, o1 = simulate_statistics(rng, steps=t, runs=runs, construction=c, update=update)
         a_obs, b_obs = observed_rates(o, o1)
         pld_curve = tradeoff_from_deltas(
-            alpha_grid, eg, delta_curve(steps=t, sampling_rate=q, noise_multiplier=sig, epsilons=eg,
-                                        value_discretization_interval=value_discretization_interval))
+            alpha_grid,
+            eg,
+            delta_curve(
+                steps=t,
+                sampling_rate=q,
+                noise_multiplier=sig,
+                epsilons=eg,
+                value_discretization_interval=value_discretization_interval,
+            ),
+        )
         lin_curve = linear_tradeoff(alpha_grid, steps=t, sampling_rate=q, noise_multiplier=sig)
-        meta = {"setting": st["name"], "noise_multiplier": sig, "sampling_rate": q, "steps": t,
-                "epsilon_all_iterates": H.standard_epsilon(delta, steps=t, sampling_rate=q, noise_multiplier=sig,
-                                                           value_discretization_interval=value_discretization_interval),
-                "epsilon_linear": H.heuristic_epsilon(delta, steps=t, sampling_rate=q, noise_multiplier=sig),
-                "delta": delta, "runs_per_world": runs}
+        meta = {
+            "setting": st["name"],
+            "noise_multiplier": sig,
+            "sampling_rate": q,
+            "steps": t,
+            "epsilon_all_iterates": H.standard_epsilon(
+                delta,
+                steps=t,
+                sampling_rate=q,
+                noise_multiplier=sig,
+                value_discretization_interval=value_discretization_interval,
+            ),
+            "epsilon_linear": H.heuristic_epsilon(delta, steps=t, sampling_rate=q, noise_multiplier=sig),
+            "delta": delta,
+            "runs_per_world": runs,
+        }
         frames += [
             pd.DataFrame({**meta, "curve": "observed", "fpr": a_obs, "fnr": b_obs}),
             pd.DataFrame({**meta, "curve": "pld_all_iterates", "fpr": alpha_grid, "fnr": pld_curve}),
@@ -481,8 +552,13 @@ def audit_pld_sigma(
     eg = default_epsilon_grid()
 
     def consistent(sig: float) -> bool:
-        d = delta_curve(steps=steps, sampling_rate=sampling_rate, noise_multiplier=sig, epsilons=eg,
-                        value_discretization_interval=value_discretization_interval)
+        d = delta_curve(
+            steps=steps,
+            sampling_rate=sampling_rate,
+            noise_multiplier=sig,
+            epsilons=eg,
+            value_discretization_interval=value_discretization_interval,
+        )
         return bool(np.all(b_ub >= tradeoff_from_deltas(a_ub, eg, d) - 1e-12))
 
     # A smaller σ reveals more (lower curve): consistency holds for σ ≤ σ̂ and fails above it.
@@ -499,6 +575,11 @@ def audit_pld_sigma(
             else:
                 hi = mid
     sig = math.exp(lo)
-    eps = H.standard_epsilon(delta, steps=steps, sampling_rate=sampling_rate, noise_multiplier=sig,
-                             value_discretization_interval=value_discretization_interval)
+    eps = H.standard_epsilon(
+        delta,
+        steps=steps,
+        sampling_rate=sampling_rate,
+        noise_multiplier=sig,
+        value_discretization_interval=value_discretization_interval,
+    )
     return {"sigma_hat": sig, "epsilon": eps}

@@ -411,7 +411,13 @@ def full_batch_epsilon(delta: float, *, steps: int, sampling_rate: float, noise_
 
 
 def calibrate(
-    func, target: float, *, lo: float = 0.05, hi: float = 100.0, rtol: float = 1e-6, what: str = "noise multiplier",
+    func,
+    target: float,
+    *,
+    lo: float = 0.05,
+    hi: float = 100.0,
+    rtol: float = 1e-6,
+    what: str = "noise multiplier",
     start: float | None = None,
 ) -> float:
     """σ with ``func(σ) = target`` for a decreasing ``func`` (ε as a function of σ).

@@ -93,8 +93,15 @@ def fig1_table(panels: list[dict], steps: list[int], *, delta: float) -> pd.Data
                 ("standard", H.standard_epsilon),
                 ("full_batch", H.full_batch_epsilon),
             ):
-                rows.append({"panel": p["name"], **kw, "steps": int(t), "method": method,
-                             "epsilon": fn(delta, steps=int(t), **kw)})
+                rows.append(
+                    {
+                        "panel": p["name"],
+                        **kw,
+                        "steps": int(t),
+                        "method": method,
+                        "epsilon": fn(delta, steps=int(t), **kw),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -149,8 +156,9 @@ def fig3_table(
         for t in steps:
             sigma = calibrate_standard_sigma(target_epsilon, delta=delta, steps=int(t), sampling_rate=float(q))
             rng = np.random.default_rng(_seed(seed, "steinke-fig3", q, t))
-            out, inn = simulate_linear_canary(rng, steps=int(t), sampling_rate=float(q), noise_multiplier=sigma,
-                                              runs=runs)
+            out, inn = simulate_linear_canary(
+                rng, steps=int(t), sampling_rate=float(q), noise_multiplier=sigma, runs=runs
+            )
             aud = gdp_audit(out, inn, confidence=confidence, delta=delta)
             base = {"sampling_rate": float(q), "steps": int(t), "noise_multiplier": sigma, "runs_per_world": runs}
             heur = H.heuristic_epsilon(delta, steps=int(t), sampling_rate=float(q), noise_multiplier=sigma)
@@ -211,9 +219,10 @@ def quadratic_mixture(
     bits = ((np.arange(2**k_exact)[:, None] >> np.arange(k_exact)) & 1).astype(np.int8)
     values = bits @ coef
     ones = bits.sum(axis=1)
-    with np.errstate(divide="ignore"):
-        logw = ones * math.log(sampling_rate) + (k_exact - ones) * math.log1p(-sampling_rate) if 0 < sampling_rate < 1 \
-            else np.where(ones == (k_exact if sampling_rate == 1 else 0), 0.0, -np.inf)
+    if 0 < sampling_rate < 1:
+        logw = ones * math.log(sampling_rate) + (k_exact - ones) * math.log1p(-sampling_rate)
+    else:  # q ∈ {0, 1}: all the mass on "no step sampled" or "every step sampled"
+        logw = np.where(ones == (k_exact if sampling_rate == 1 else 0), 0.0, -np.inf)
     var_sum = float(np.sum(decay ** (2 * np.arange(steps))))
     scale = noise_multiplier * math.sqrt(var_sum)
     if rounding is not None:
@@ -226,8 +235,11 @@ def quadratic_mixture(
             values = np.concatenate([values, values + tail])
             logw = np.concatenate([logw + log_none, logw + log_some])
         fl = rounding.floor
-        rounded = np.where(values < fl, fl, values) if rounding.round_zero else np.where(
-            (values > 0) & (values < fl), fl, values)
+        rounded = (
+            np.where(values < fl, fl, values)
+            if rounding.round_zero
+            else np.where((values > 0) & (values < fl), fl, values)
+        )
         pos = rounded > 0
         exps = np.zeros_like(rounded)
         exps[pos] = np.ceil(np.log(rounded[pos]) / math.log(rounding.base) - 1e-12)
@@ -240,12 +252,18 @@ def quadratic_mixture(
 
 
 def quadratic_epsilon(
-    delta: float, *, steps: int, sampling_rate: float, noise_multiplier: float, alpha: float,
+    delta: float,
+    *,
+    steps: int,
+    sampling_rate: float,
+    noise_multiplier: float,
+    alpha: float,
     rounding: Rounding | None = Rounding(),
 ) -> float:
     """ε at δ of linear loss + quadratic regulariser (Section 4.2); an upper bound when ``rounding`` is set."""
-    mix = quadratic_mixture(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier,
-                            alpha=alpha, rounding=rounding)
+    mix = quadratic_mixture(
+        steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, alpha=alpha, rounding=rounding
+    )
     return H.mixture_epsilon(delta, mix, solver="brent")
 
 
@@ -261,8 +279,14 @@ def calibrate_one_step_sigma(target_epsilon: float, *, delta: float, sampling_ra
 
 
 def fig5_table(
-    *, one_step_epsilons: list[float], sampling_rates: list[float], steps: list[int], alpha: float, delta: float,
-    rounding: Rounding, exact_max_steps: int = 0,
+    *,
+    one_step_epsilons: list[float],
+    sampling_rates: list[float],
+    steps: list[int],
+    alpha: float,
+    delta: float,
+    rounding: Rounding,
+    exact_max_steps: int = 0,
 ) -> pd.DataFrame:
     """Figure 5: ratio ε_quadratic(α) / max_{t≤T} ε_{t,q,σ} for σ set per q so one step is (ε₁, δ)-DP.
 
@@ -280,14 +304,30 @@ def fig5_table(
                 running = max(running, H.heuristic_epsilon(delta, steps=t, sampling_rate=q, noise_multiplier=sigma))
                 lin[t] = running
             for t in steps:
-                quad = quadratic_epsilon(delta, steps=int(t), sampling_rate=q, noise_multiplier=sigma, alpha=alpha,
-                                         rounding=rounding)
-                exact = (quadratic_epsilon(delta, steps=int(t), sampling_rate=q, noise_multiplier=sigma, alpha=alpha,
-                                           rounding=None) if int(t) <= exact_max_steps else math.nan)
-                rows.append({"one_step_epsilon": float(e1), "sampling_rate": float(q), "noise_multiplier": sigma,
-                             "steps": int(t), "alpha": alpha, "epsilon_quadratic": quad,
-                             "epsilon_quadratic_exact": exact, "epsilon_linear_max": lin[int(t)],
-                             "ratio": quad / lin[int(t)], "ratio_exact": exact / lin[int(t)]})
+                quad = quadratic_epsilon(
+                    delta, steps=int(t), sampling_rate=q, noise_multiplier=sigma, alpha=alpha, rounding=rounding
+                )
+                exact = (
+                    quadratic_epsilon(
+                        delta, steps=int(t), sampling_rate=q, noise_multiplier=sigma, alpha=alpha, rounding=None
+                    )
+                    if int(t) <= exact_max_steps
+                    else math.nan
+                )
+                rows.append(
+                    {
+                        "one_step_epsilon": float(e1),
+                        "sampling_rate": float(q),
+                        "noise_multiplier": sigma,
+                        "steps": int(t),
+                        "alpha": alpha,
+                        "epsilon_quadratic": quad,
+                        "epsilon_quadratic_exact": exact,
+                        "epsilon_linear_max": lin[int(t)],
+                        "ratio": quad / lin[int(t)],
+                        "ratio_exact": exact / lin[int(t)],
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -396,8 +436,12 @@ def simulate_malicious(
         m = m - eta * z
     stored = m[:, : steps - 1] >= c.t_past
     flipped = float(np.mean(stored != first_decision[:, : steps - 1])) if steps > 1 else 0.0
-    diag = {"clipped_fraction": clipped / (runs * steps), "max_norm": max_norm, "flipped_fraction": flipped,
-            "bits": bits}
+    diag = {
+        "clipped_fraction": clipped / (runs * steps),
+        "max_norm": max_norm,
+        "flipped_fraction": flipped,
+        "bits": bits,
+    }
     return m, diag
 
 
@@ -419,14 +463,22 @@ def malicious_score(
     d = (models[:, : steps - 1] >= c.t_past).sum(axis=1)
     llr_dec = d * math.log(p1 / p0) + (steps - 1 - d) * math.log((1 - p1) / (1 - p0))
     v = models[:, -1] / c.learning_rate
-    llr_last = np.logaddexp(math.log(sampling_rate) + (2 * v - 1) / (2 * noise_multiplier**2),
-                            math.log1p(-sampling_rate))
+    llr_last = np.logaddexp(
+        math.log(sampling_rate) + (2 * v - 1) / (2 * noise_multiplier**2), math.log1p(-sampling_rate)
+    )
     return llr_dec + llr_last
 
 
 def fig6_table(
-    *, steps: list[int], sampling_rate: float, noise_multiplier: float, runs: int, delta: float, confidence: float,
-    constants: MaliciousConstants, seed: int,
+    *,
+    steps: list[int],
+    sampling_rate: float,
+    noise_multiplier: float,
+    runs: int,
+    delta: float,
+    confidence: float,
+    constants: MaliciousConstants,
+    seed: int,
 ) -> pd.DataFrame:
     """Figure 6: empirical ε of the malicious-dataset attack vs standard and heuristic ε, per T.
 
@@ -437,29 +489,42 @@ def fig6_table(
     rows = []
     for t in steps:
         kw = dict(steps=int(t), sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
-        m0, d0 = simulate_malicious(np.random.default_rng(_seed(seed, "steinke-fig6", t, 0)), runs=runs, canary=False,
-                                    constants=constants, **kw)
-        m1, d1 = simulate_malicious(np.random.default_rng(_seed(seed, "steinke-fig6", t, 1)), runs=runs, canary=True,
-                                    constants=constants, **kw)
+        m0, d0 = simulate_malicious(
+            np.random.default_rng(_seed(seed, "steinke-fig6", t, 0)), runs=runs, canary=False, constants=constants, **kw
+        )
+        m1, d1 = simulate_malicious(
+            np.random.default_rng(_seed(seed, "steinke-fig6", t, 1)), runs=runs, canary=True, constants=constants, **kw
+        )
         s0 = malicious_score(m0, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, constants=constants)
         s1 = malicious_score(m1, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, constants=constants)
         aud = gdp_audit(s0, s1, confidence=confidence, delta=delta)
         from hsaudit.annamalai import audit_pld_sigma  # the known-(q, T) σ̂ audit (PLD trade-off curves)
 
         # The bracket (σ/5, 5σ) only speeds the search up; a boundary outside it is clamped with a warning.
-        pld_aud = audit_pld_sigma(s0, s1, steps=int(t), sampling_rate=sampling_rate, delta=delta,
-                                  confidence=confidence, iterations=10,
-                                  sigma_range=(noise_multiplier / 5, noise_multiplier * 5))
+        pld_aud = audit_pld_sigma(
+            s0,
+            s1,
+            steps=int(t),
+            sampling_rate=sampling_rate,
+            delta=delta,
+            confidence=confidence,
+            iterations=10,
+            sigma_range=(noise_multiplier / 5, noise_multiplier * 5),
+        )
         # References under the same audit and R: the linear-loss canary (last iterate, Section 3.1) and the
         # all-iterates likelihood-ratio attack (Σ_t λ(v_t) on the raw per-step values).
         rng = np.random.default_rng(_seed(seed, "steinke-fig6-ref", t))
         lin = gdp_audit(*simulate_linear_canary(rng, runs=runs, **kw), confidence=confidence, delta=delta)
         ref = gdp_audit(*_all_iterates_llr(rng, runs=runs, **kw), confidence=confidence, delta=delta)
-        base = {"steps": int(t), "sampling_rate": sampling_rate, "noise_multiplier": noise_multiplier,
-                "runs_per_world": runs,
-                "clipped_fraction": max(d0["clipped_fraction"], d1["clipped_fraction"]),
-                "flipped_fraction": max(d0["flipped_fraction"], d1["flipped_fraction"]),
-                "max_norm": max(d0["max_norm"], d1["max_norm"])}
+        base = {
+            "steps": int(t),
+            "sampling_rate": sampling_rate,
+            "noise_multiplier": noise_multiplier,
+            "runs_per_world": runs,
+            "clipped_fraction": max(d0["clipped_fraction"], d1["clipped_fraction"]),
+            "flipped_fraction": max(d0["flipped_fraction"], d1["flipped_fraction"]),
+            "max_norm": max(d0["max_norm"], d1["max_norm"]),
+        }
         rows += [
             {**base, "method": "standard", "epsilon": H.standard_epsilon(delta, **kw), "mu": math.nan},
             {**base, "method": "heuristic", "epsilon": H.heuristic_epsilon(delta, **kw), "mu": math.nan},

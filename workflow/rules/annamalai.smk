@@ -7,27 +7,31 @@ AN_CODE = code_version("hsaudit.annamalai", "hsaudit.figures.annamalai")
 AN_FACTS = dict(scale=SCALE, code_version=AN_CODE)
 AN_SETTINGS = list(range(len(AN["fig2"]["settings"])))
 AN_EPS = list(range(len(AN["fig2"]["epsilons"])))
-AN_UPDATES = ["ascent", "descent"] if AN["fig2"]["show_literal"] and AN["update"] == "ascent" else [AN["update"]]
+AN_UPDATES = (
+    ["ascent", "descent"]
+    if AN["fig2"]["show_literal"] and AN["update"] == "ascent"
+    else [AN["update"]]
+)
 
 
 rule tabulate_annamalai_pld:
     output:
         "results/annamalai/pld_table/setting{si}.csv",
+    log:
+        log_path("annamalai/tabulate_pld_setting{si}"),
+    benchmark:
+        bench_path("annamalai/tabulate_pld_setting{si}")
     wildcard_constraints:
         si=r"\d+",
+    threads: 1
+    resources:
+        mem_mb=1500,
+        runtime=15,
     params:
         setting=lambda wc: AN["fig2"]["settings"][int(wc.si)],
         delta=AN["delta"],
         table=AN["table"],
         code_version=AN_CODE,
-    log:
-        log_path("annamalai/tabulate_pld_setting{si}"),
-    benchmark:
-        bench_path("annamalai/tabulate_pld_setting{si}")
-    threads: 1
-    resources:
-        mem_mb=1500,
-        runtime=15,
     script:
         "../scripts/annamalai_table.py"
 
@@ -37,10 +41,18 @@ rule audit_annamalai:
         table="results/annamalai/pld_table/setting{si}.csv",
     output:
         "results/annamalai/audit/setting{si}_eps{ei}_{sign}.csv",
+    log:
+        log_path("annamalai/audit_setting{si}_eps{ei}_{sign}"),
+    benchmark:
+        bench_path("annamalai/audit_setting{si}_eps{ei}_{sign}")
     wildcard_constraints:
         si=r"\d+",
         ei=r"\d+",
         sign=r"ascent|descent",
+    threads: 1
+    resources:
+        mem_mb=lambda wc: 800 + AN["runs_per_world"] // 50,
+        runtime=15,
     params:
         setting=lambda wc: AN["fig2"]["settings"][int(wc.si)],
         epsilon=lambda wc: AN["fig2"]["epsilons"][int(wc.ei)],
@@ -52,14 +64,6 @@ rule audit_annamalai:
         confidence=AUDIT["confidence"],
         seed=SEED,
         code_version=AN_CODE,
-    log:
-        log_path("annamalai/audit_setting{si}_eps{ei}_{sign}"),
-    benchmark:
-        bench_path("annamalai/audit_setting{si}_eps{ei}_{sign}")
-    threads: 1
-    resources:
-        mem_mb=lambda wc: 800 + AN["runs_per_world"] // 50,
-        runtime=15,
     script:
         "../scripts/annamalai_audit.py"
 
@@ -67,6 +71,14 @@ rule audit_annamalai:
 rule simulate_annamalai_fig1:
     output:
         "results/annamalai/fig1_data.csv",
+    log:
+        log_path("annamalai/simulate_fig1"),
+    benchmark:
+        bench_path("annamalai/simulate_fig1")
+    threads: 1
+    resources:
+        mem_mb=1500,
+        runtime=15,
     params:
         settings=AN["fig1"]["settings"],
         runs=AN["runs_per_world"],
@@ -76,14 +88,6 @@ rule simulate_annamalai_fig1:
         value_discretization_interval=AN["table"]["value_discretization_interval"],
         seed=SEED,
         code_version=AN_CODE,
-    log:
-        log_path("annamalai/simulate_fig1"),
-    benchmark:
-        bench_path("annamalai/simulate_fig1")
-    threads: 1
-    resources:
-        mem_mb=1500,
-        runtime=15,
     script:
         "../scripts/annamalai_fig1.py"
 
@@ -92,18 +96,22 @@ rule plot_annamalai_fig1:
     input:
         table=rules.simulate_annamalai_fig1.output,
     output:
-        pdf=report(register_figure("results/annamalai/fig1.pdf"), caption="../report/annamalai_fig1.rst", category="Annamalai"),
+        pdf=report(
+            register_figure("results/annamalai/fig1.pdf"),
+            caption="../report/annamalai_fig1.rst",
+            category="Annamalai",
+        ),
         csv="results/annamalai/fig1.csv",
-    params:
-        figure="fig1",
-        facts=AN_FACTS,
-        tail_floor=AN["tail_floor"],
     log:
         log_path("annamalai/plot_fig1"),
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        figure="fig1",
+        facts=AN_FACTS,
+        tail_floor=AN["tail_floor"],
     script:
         "../scripts/annamalai_plot.py"
 
@@ -111,20 +119,27 @@ rule plot_annamalai_fig1:
 rule plot_annamalai_fig2:
     input:
         table=expand(
-            "results/annamalai/audit/setting{si}_eps{ei}_{sign}.csv", si=AN_SETTINGS, ei=AN_EPS, sign=AN_UPDATES
+            "results/annamalai/audit/setting{si}_eps{ei}_{sign}.csv",
+            si=AN_SETTINGS,
+            ei=AN_EPS,
+            sign=AN_UPDATES,
         ),
     output:
-        pdf=report(register_figure("results/annamalai/fig2.pdf"), caption="../report/annamalai_fig2.rst", category="Annamalai"),
+        pdf=report(
+            register_figure("results/annamalai/fig2.pdf"),
+            caption="../report/annamalai_fig2.rst",
+            category="Annamalai",
+        ),
         csv="results/annamalai/fig2.csv",
-    params:
-        figure="fig2",
-        facts=AN_FACTS,
-        tail_floor=AN["tail_floor"],
     log:
         log_path("annamalai/plot_fig2"),
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        figure="fig2",
+        facts=AN_FACTS,
+        tail_floor=AN["tail_floor"],
     script:
         "../scripts/annamalai_plot.py"

@@ -13,10 +13,6 @@ ST_FIG6_STEPS = [int(t) for t in ST["fig6"]["steps"]]
 rule compute_steinke_fig1:
     output:
         "results/steinke/fig1_data.csv",
-    params:
-        fig1=ST["fig1"],
-        value_discretization_interval=ST["value_discretization_interval"],
-        code_version=ST_CODE,
     log:
         log_path("steinke/compute_fig1"),
     benchmark:
@@ -25,6 +21,10 @@ rule compute_steinke_fig1:
     resources:
         mem_mb=1000,
         runtime=15,
+    params:
+        fig1=ST["fig1"],
+        value_discretization_interval=ST["value_discretization_interval"],
+        code_version=ST_CODE,
     script:
         "../scripts/steinke_fig1.py"
 
@@ -32,22 +32,22 @@ rule compute_steinke_fig1:
 rule audit_steinke_fig3:
     output:
         "results/steinke/fig3/q{qi}.csv",
+    log:
+        log_path("steinke/audit_fig3_q{qi}"),
+    benchmark:
+        bench_path("steinke/audit_fig3_q{qi}")
     wildcard_constraints:
         qi=r"\d+",
+    threads: 1
+    resources:
+        mem_mb=lambda wc: 800 + ST["fig3"]["runs_per_world"] // 1000,
+        runtime=15,
     params:
         sampling_rate=lambda wc: ST["fig3"]["sampling_rates"][int(wc.qi)],
         fig3=ST["fig3"],
         confidence=AUDIT["confidence"],
         seed=SEED,
         code_version=ST_CODE,
-    log:
-        log_path("steinke/audit_fig3_q{qi}"),
-    benchmark:
-        bench_path("steinke/audit_fig3_q{qi}")
-    threads: 1
-    resources:
-        mem_mb=lambda wc: 800 + ST["fig3"]["runs_per_world"] // 1000,
-        runtime=15,
     script:
         "../scripts/steinke_fig3.py"
 
@@ -55,20 +55,20 @@ rule audit_steinke_fig3:
 rule compute_steinke_fig5:
     output:
         "results/steinke/fig5/panel{pi}.csv",
-    wildcard_constraints:
-        pi=r"\d+",
-    params:
-        one_step_epsilon=lambda wc: ST["fig5"]["one_step_epsilons"][int(wc.pi)],
-        fig5=ST["fig5"],
-        code_version=ST_CODE,
     log:
         log_path("steinke/compute_fig5_panel{pi}"),
     benchmark:
         bench_path("steinke/compute_fig5_panel{pi}")
+    wildcard_constraints:
+        pi=r"\d+",
     threads: 1
     resources:
         mem_mb=1500,
         runtime=20,
+    params:
+        one_step_epsilon=lambda wc: ST["fig5"]["one_step_epsilons"][int(wc.pi)],
+        fig5=ST["fig5"],
+        code_version=ST_CODE,
     script:
         "../scripts/steinke_fig5.py"
 
@@ -76,21 +76,23 @@ rule compute_steinke_fig5:
 rule attack_steinke_fig6:
     output:
         "results/steinke/fig6/T{steps}.csv",
+    log:
+        log_path("steinke/attack_fig6_T{steps}"),
+    benchmark:
+        bench_path("steinke/attack_fig6_T{steps}")
     wildcard_constraints:
         steps=r"\d+",
+    threads: 1
+    resources:
+        mem_mb=lambda wc: 1000
+        + ST["fig6"]["runs_per_world"] * int(wc.steps) * 40 // 10**6,
+        runtime=lambda wc: 5
+        + ST["fig6"]["runs_per_world"] * int(wc.steps) ** 2 // 10**8,
     params:
         fig6=ST["fig6"],
         confidence=AUDIT["confidence"],
         seed=SEED,
         code_version=ST_CODE,
-    log:
-        log_path("steinke/attack_fig6_T{steps}"),
-    benchmark:
-        bench_path("steinke/attack_fig6_T{steps}")
-    threads: 1
-    resources:
-        mem_mb=lambda wc: 1000 + ST["fig6"]["runs_per_world"] * int(wc.steps) * 40 // 10**6,
-        runtime=lambda wc: 5 + ST["fig6"]["runs_per_world"] * int(wc.steps) ** 2 // 10**8,
     script:
         "../scripts/steinke_fig6.py"
 
@@ -99,18 +101,22 @@ rule plot_steinke_fig1:
     input:
         tables=rules.compute_steinke_fig1.output,
     output:
-        pdf=report(register_figure("results/steinke/fig1.pdf"), caption="../report/steinke_fig1.rst", category="Steinke"),
+        pdf=report(
+            register_figure("results/steinke/fig1.pdf"),
+            caption="../report/steinke_fig1.rst",
+            category="Steinke",
+        ),
         csv="results/steinke/fig1.csv",
-    params:
-        figure="fig1",
-        delta=ST["fig1"]["delta"],
-        facts=ST_FACTS,
     log:
         log_path("steinke/plot_fig1"),
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        figure="fig1",
+        delta=ST["fig1"]["delta"],
+        facts=ST_FACTS,
     script:
         "../scripts/steinke_plot.py"
 
@@ -119,18 +125,22 @@ rule plot_steinke_fig3:
     input:
         tables=expand("results/steinke/fig3/q{qi}.csv", qi=ST_FIG3_Q),
     output:
-        pdf=report(register_figure("results/steinke/fig3.pdf"), caption="../report/steinke_fig3.rst", category="Steinke"),
+        pdf=report(
+            register_figure("results/steinke/fig3.pdf"),
+            caption="../report/steinke_fig3.rst",
+            category="Steinke",
+        ),
         csv="results/steinke/fig3.csv",
-    params:
-        figure="fig3",
-        delta=ST["fig3"]["delta"],
-        facts=ST_FACTS,
     log:
         log_path("steinke/plot_fig3"),
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        figure="fig3",
+        delta=ST["fig3"]["delta"],
+        facts=ST_FACTS,
     script:
         "../scripts/steinke_plot.py"
 
@@ -139,18 +149,22 @@ rule plot_steinke_fig5:
     input:
         tables=expand("results/steinke/fig5/panel{pi}.csv", pi=ST_FIG5_PANELS),
     output:
-        pdf=report(register_figure("results/steinke/fig5.pdf"), caption="../report/steinke_fig5.rst", category="Steinke"),
+        pdf=report(
+            register_figure("results/steinke/fig5.pdf"),
+            caption="../report/steinke_fig5.rst",
+            category="Steinke",
+        ),
         csv="results/steinke/fig5.csv",
-    params:
-        figure="fig5",
-        delta=ST["fig5"]["delta"],
-        facts=ST_FACTS,
     log:
         log_path("steinke/plot_fig5"),
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        figure="fig5",
+        delta=ST["fig5"]["delta"],
+        facts=ST_FACTS,
     script:
         "../scripts/steinke_plot.py"
 
@@ -159,17 +173,21 @@ rule plot_steinke_fig6:
     input:
         tables=expand("results/steinke/fig6/T{steps}.csv", steps=ST_FIG6_STEPS),
     output:
-        pdf=report(register_figure("results/steinke/fig6.pdf"), caption="../report/steinke_fig6.rst", category="Steinke"),
+        pdf=report(
+            register_figure("results/steinke/fig6.pdf"),
+            caption="../report/steinke_fig6.rst",
+            category="Steinke",
+        ),
         csv="results/steinke/fig6.csv",
-    params:
-        figure="fig6",
-        delta=ST["fig6"]["delta"],
-        facts=ST_FACTS,
     log:
         log_path("steinke/plot_fig6"),
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        figure="fig6",
+        delta=ST["fig6"]["delta"],
+        facts=ST_FACTS,
     script:
         "../scripts/steinke_plot.py"

@@ -10,7 +10,9 @@ logging.captureWarnings(True)
 p = snakemake.params
 f = p.fig6
 constants = MaliciousConstants(
-    batch_size=float(f["batch_size"]), big_val=float(f["big_val"]), t_past=float(f["t_past"]),
+    batch_size=float(f["batch_size"]),
+    big_val=float(f["big_val"]),
+    t_past=float(f["t_past"]),
     t_last=None if f["t_last"] is None else float(f["t_last"]),
 )
 table = fig6_table(
@@ -24,7 +26,10 @@ table = fig6_table(
     seed=p.seed,
 )
 if (table["clipped_fraction"] > 0).any() or (table["flipped_fraction"] > 0).any():
-    logging.warning("the constants do not work: clipped %s, flipped %s", table["clipped_fraction"].max(),
-                    table["flipped_fraction"].max())
+    logging.warning(
+        "the constants do not work: clipped %s, flipped %s",
+        table["clipped_fraction"].max(),
+        table["flipped_fraction"].max(),
+    )
 write_csv_atomic(table, snakemake.output[0])
 logging.info("wrote %d rows", len(table))

@@ -28,8 +28,14 @@ def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
         e_lin = sub["epsilon_linear"].iloc[0]
         ax.plot(pld["fpr"], pld["fnr"], color="black", linewidth=1.0, label=f"PLD, all iterates (ε = {e_all:.2f})")
         lin = sub[sub["curve"] == "linear_loss"]
-        ax.plot(lin["fpr"], lin["fnr"], color=PALETTE[0], linestyle="--", linewidth=1.0,
-                label=f"linear loss amplification (ε = {e_lin:.2f})")
+        ax.plot(
+            lin["fpr"],
+            lin["fnr"],
+            color=PALETTE[0],
+            linestyle="--",
+            linewidth=1.0,
+            label=f"linear loss amplification (ε = {e_lin:.2f})",
+        )
         r = sub.iloc[0]
         ax.set_title(f"σ = {r['noise_multiplier']:g}, q = {r['sampling_rate']:g}, T = {int(r['steps'])}")
         ax.set_xlim(0, 1)
@@ -39,8 +45,9 @@ def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
         ax.legend(frameon=False, fontsize=6)
     runs = int(table["runs_per_world"].iloc[0])
     write_csv_atomic(table, csv)
-    save(fig, pdf, footer=_footer(facts, R=f"{runs} per dataset", audit="none (raw rates)",
-                                  delta=table["delta"].iloc[0]))
+    save(
+        fig, pdf, footer=_footer(facts, R=f"{runs} per dataset", audit="none (raw rates)", delta=table["delta"].iloc[0])
+    )
 
 
 def fig2_summary(audits: pd.DataFrame) -> pd.DataFrame:
@@ -66,18 +73,51 @@ def plot_fig2(audits: pd.DataFrame, *, pdf: str, csv: str, facts: dict, tail_flo
     for i, (q, t) in enumerate(settings):
         sel = (summ["sampling_rate"] == q) & (summ["steps"] == t)
         col = PALETTE[i % len(PALETTE)]
-        main = summ[sel & (summ["update"] == "ascent") & (summ["method"] == "paper")
-                    & np.isclose(summ["tail_floor"], tail_floor)].sort_values("epsilon")
-        ax.errorbar(main["epsilon"], main["mean"], yerr=2 * main["sd"], marker="o", markersize=4, capsize=3,
-                    color=col, label=f"q = {q:g}, T = {int(t)} (paper's audit)")
+        main = summ[
+            sel
+            & (summ["update"] == "ascent")
+            & (summ["method"] == "paper")
+            & np.isclose(summ["tail_floor"], tail_floor)
+        ].sort_values("epsilon")
+        ax.errorbar(
+            main["epsilon"],
+            main["mean"],
+            yerr=2 * main["sd"],
+            marker="o",
+            markersize=4,
+            capsize=3,
+            color=col,
+            label=f"q = {q:g}, T = {int(t)} (paper's audit)",
+        )
         cp = summ[sel & (summ["update"] == "ascent") & (summ["method"] == "clopper_pearson")].sort_values("epsilon")
-        ax.errorbar(cp["epsilon"], cp["mean"], yerr=2 * cp["sd"], marker="s", markersize=3, capsize=2,
-                    linestyle=":", color=col, alpha=0.8, label=f"q = {q:g}, T = {int(t)} (Clopper–Pearson)")
-        lit = summ[sel & (summ["update"] == "descent") & (summ["method"] == "paper")
-                   & np.isclose(summ["tail_floor"], tail_floor)].sort_values("epsilon")
+        ax.errorbar(
+            cp["epsilon"],
+            cp["mean"],
+            yerr=2 * cp["sd"],
+            marker="s",
+            markersize=3,
+            capsize=2,
+            linestyle=":",
+            color=col,
+            alpha=0.8,
+            label=f"q = {q:g}, T = {int(t)} (Clopper–Pearson)",
+        )
+        lit = summ[
+            sel
+            & (summ["update"] == "descent")
+            & (summ["method"] == "paper")
+            & np.isclose(summ["tail_floor"], tail_floor)
+        ].sort_values("epsilon")
         if not lit.empty:
-            ax.plot(lit["epsilon"], lit["mean"], marker="x", linestyle="none", color=col, alpha=0.6,
-                    label=f"q = {q:g}, T = {int(t)} (literal update)")
+            ax.plot(
+                lit["epsilon"],
+                lit["mean"],
+                marker="x",
+                linestyle="none",
+                color=col,
+                alpha=0.6,
+                label=f"q = {q:g}, T = {int(t)} (literal update)",
+            )
     lim = max(float(summ["epsilon"].max()), float(np.nanmax(summ["upper_2sd"].replace(np.inf, np.nan)))) * 1.05
     ax.plot([0, lim], [0, lim], color="0.4", linewidth=0.8, label="y = x")
     ax.set_xlabel("theoretical ε")
@@ -86,5 +126,10 @@ def plot_fig2(audits: pd.DataFrame, *, pdf: str, csv: str, facts: dict, tail_flo
     runs = int(audits["runs_per_world"].iloc[0])
     reps = int(audits["repetition"].max()) + 1
     write_csv_atomic(summ, csv)
-    save(fig, pdf, footer=_footer(facts, R=f"{runs} per dataset × {reps} audits",
-                                  audit=f"PLD-curve (tail floor {tail_floor:g}) + CP variant"))
+    save(
+        fig,
+        pdf,
+        footer=_footer(
+            facts, R=f"{runs} per dataset × {reps} audits", audit=f"PLD-curve (tail floor {tail_floor:g}) + CP variant"
+        ),
+    )

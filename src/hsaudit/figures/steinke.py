@@ -15,8 +15,9 @@ _METHOD_STYLE = {
     "empirical_gdp": dict(color=PALETTE[1], marker="^", label="empirical (GDP audit)"),
     "empirical_pld_cp": dict(color=PALETTE[5], marker="D", label="empirical (known-q,T σ̂ audit, CP)"),
     "empirical_linear_gdp": dict(color=PALETTE[3], marker="v", linestyle=":", label="empirical, linear canary"),
-    "empirical_all_iterates_gdp": dict(color=PALETTE[4], marker="x", linestyle=":",
-                                       label="empirical, all-iterates LLR attack"),
+    "empirical_all_iterates_gdp": dict(
+        color=PALETTE[4], marker="x", linestyle=":", label="empirical, all-iterates LLR attack"
+    ),
 }
 
 
@@ -73,11 +74,24 @@ def plot_fig5(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict, delta: fl
         sub = table[table["one_step_epsilon"] == e1]
         for i, q in enumerate(sorted(sub["sampling_rate"].unique())):
             d = sub[sub["sampling_rate"] == q].sort_values("steps")
-            ax.plot(d["steps"], d["ratio"], marker="o", markersize=3, color=PALETTE[i % len(PALETTE)],
-                    label=f"q = {q:g} (rounded, upper bound)")
+            ax.plot(
+                d["steps"],
+                d["ratio"],
+                marker="o",
+                markersize=3,
+                color=PALETTE[i % len(PALETTE)],
+                label=f"q = {q:g} (rounded, upper bound)",
+            )
             if "ratio_exact" in d and d["ratio_exact"].notna().any():
-                ax.plot(d["steps"], d["ratio_exact"], marker="x", linestyle=":", markersize=4,
-                        color=PALETTE[i % len(PALETTE)], label=f"q = {q:g} (exact atoms)")
+                ax.plot(
+                    d["steps"],
+                    d["ratio_exact"],
+                    marker="x",
+                    linestyle=":",
+                    markersize=4,
+                    color=PALETTE[i % len(PALETTE)],
+                    label=f"q = {q:g} (exact atoms)",
+                )
         ax.axhline(1.0, **UPPER_BOUND_STYLE)
         ax.axhline(1.03, color="0.5", linestyle=":", linewidth=0.8)
         ax.set_title(f"one step is ({e1:g}, {delta:g})-DP")
@@ -92,8 +106,14 @@ def plot_fig6(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
     """Figure 6: malicious-dataset attack (App. C) vs standard and heuristic ε."""
     fig, axes = figure(ncols=1, width=4.5, height=3.2)
     ax = axes[0][0]
-    for method in ("standard", "heuristic", "empirical_pld_cp", "empirical_gdp", "empirical_all_iterates_gdp",
-                   "empirical_linear_gdp"):
+    for method in (
+        "standard",
+        "heuristic",
+        "empirical_pld_cp",
+        "empirical_gdp",
+        "empirical_all_iterates_gdp",
+        "empirical_linear_gdp",
+    ):
         d = table[table["method"] == method].sort_values("steps")
         if d.empty:
             continue
