@@ -9,7 +9,11 @@ check_section6_config(S6)
 S6_RULES = S6["rules"]
 S6_SIGMAS = [f"{float(s):g}" for s in S6["sigmas"]]
 S6_SEARCH = S6["threshold_search"]
-S6_SEARCH_CELLS = [(f"{float(s):g}", int(b)) for s in S6_SEARCH["sigmas"] for b in S6_SEARCH["batch_sizes"]]
+S6_SEARCH_CELLS = [
+    (f"{float(s):g}", int(b))
+    for s in S6_SEARCH["sigmas"]
+    for b in S6_SEARCH["batch_sizes"]
+]
 S6_FACTS = dict(
     scale=SCALE,
     code_version=CODE_VERSION,
@@ -28,19 +32,20 @@ def s6_runs(rule):
 
 def s6_cp_table(runs):
     """The shared Clopper–Pearson table an audit with R runs per world needs (paper mode only)."""
-    return [f"results/section6/cp_table/n{runs}.npy"] if AUDIT["mode"] == "paper" else []
+    return (
+        [f"results/section6/cp_table/n{runs}.npy"] if AUDIT["mode"] == "paper" else []
+    )
 
 
-S6_AUDITS = expand("results/section6/audit/{rule}/sigma{sigma}.csv", rule=S6_RULES, sigma=S6_SIGMAS)
+S6_AUDITS = expand(
+    "results/section6/audit/{rule}/sigma{sigma}.csv", rule=S6_RULES, sigma=S6_SIGMAS
+)
 S6_EXACT = expand("results/section6/exact/{rule}.csv", rule=S6_RULES)
 
 
 rule make_cp_table:
     output:
         "results/section6/cp_table/n{n}.npy",
-    params:
-        confidence=AUDIT["confidence"],
-        code_version=CODE_VERSION,
     log:
         log_path("section6/cp_table_n{n}"),
     benchmark:
@@ -49,6 +54,9 @@ rule make_cp_table:
     resources:
         mem_mb=lambda wc: 500 + int(wc.n) // 20000,
         runtime=10,
+    params:
+        confidence=AUDIT["confidence"],
+        code_version=CODE_VERSION,
     script:
         "../scripts/section6_cp_table.py"
 
@@ -58,6 +66,19 @@ rule audit_process:
         cp_table=lambda wc: s6_cp_table(s6_runs(wc.rule)),
     output:
         "results/section6/audit/{rule}/sigma{sigma}.csv",
+    log:
+        log_path("section6/audit_{rule}_sigma{sigma}"),
+    benchmark:
+        bench_path("section6/audit_{rule}_sigma{sigma}")
+    threads: 1
+    resources:
+        mem_mb=lambda wc: 600 + s6_runs(wc.rule) // 5000,
+        runtime=lambda wc: 5
+        + s6_runs(wc.rule)
+        * S6["steps"]
+        * S6["repetitions"]
+        * len(S6["batch_sizes"])
+        // 10**9,
     params:
         batch_sizes=S6["batch_sizes"],
         steps=S6["steps"],
@@ -70,14 +91,6 @@ rule audit_process:
         confidence=AUDIT["confidence"],
         mode=AUDIT["mode"],
         code_version=CODE_VERSION,
-    log:
-        log_path("section6/audit_{rule}_sigma{sigma}"),
-    benchmark:
-        bench_path("section6/audit_{rule}_sigma{sigma}")
-    threads: 1
-    resources:
-        mem_mb=lambda wc: 600 + s6_runs(wc.rule) // 5000,
-        runtime=lambda wc: 5 + s6_runs(wc.rule) * S6["steps"] * S6["repetitions"] * len(S6["batch_sizes"]) // 10**9,
     script:
         "../scripts/section6_audit.py"
 
@@ -85,6 +98,14 @@ rule audit_process:
 rule exact_process:
     output:
         "results/section6/exact/{rule}.csv",
+    log:
+        log_path("section6/exact_{rule}"),
+    benchmark:
+        bench_path("section6/exact_{rule}")
+    threads: 1
+    resources:
+        mem_mb=1500,
+        runtime=10,
     params:
         sigmas=S6["sigmas"],
         batch_sizes=S6["batch_sizes"],
@@ -94,14 +115,6 @@ rule exact_process:
         delta=AUDIT["delta"],
         grid=S6["exact"],
         code_version=CODE_VERSION,
-    log:
-        log_path("section6/exact_{rule}"),
-    benchmark:
-        bench_path("section6/exact_{rule}")
-    threads: 1
-    resources:
-        mem_mb=1500,
-        runtime=10,
     script:
         "../scripts/section6_exact.py"
 
@@ -111,20 +124,24 @@ rule plot_fig3:
         audits=S6_AUDITS,
         exact=S6_EXACT,
     output:
-        pdf=report(register_figure("results/fig3.pdf"), caption="../report/section6_fig3.rst", category="Section 6"),
+        pdf=report(
+            register_figure("results/fig3.pdf"),
+            caption="../report/section6_fig3.rst",
+            category="Section 6",
+        ),
         csv="results/fig3.csv",
-    params:
-        figure="fig3",
-        panel_sigmas=S6["panel_sigmas"],
-        steps=S6["steps"],
-        repetitions=S6["repetitions"],
-        facts=S6_FACTS,
     log:
         log_path("section6/plot_fig3"),
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        figure="fig3",
+        panel_sigmas=S6["panel_sigmas"],
+        steps=S6["steps"],
+        repetitions=S6["repetitions"],
+        facts=S6_FACTS,
     script:
         "../scripts/section6_plot.py"
 
@@ -134,20 +151,24 @@ rule plot_fig14:
         audits=S6_AUDITS,
         exact=S6_EXACT,
     output:
-        pdf=report(register_figure("results/fig14.pdf"), caption="../report/section6_fig14.rst", category="Section 6"),
+        pdf=report(
+            register_figure("results/fig14.pdf"),
+            caption="../report/section6_fig14.rst",
+            category="Section 6",
+        ),
         csv="results/fig14.csv",
-    params:
-        figure="fig14",
-        panel_sigmas=S6["panel_sigmas"],
-        steps=S6["steps"],
-        repetitions=S6["repetitions"],
-        facts=S6_FACTS,
     log:
         log_path("section6/plot_fig14"),
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        figure="fig14",
+        panel_sigmas=S6["panel_sigmas"],
+        steps=S6["steps"],
+        repetitions=S6["repetitions"],
+        facts=S6_FACTS,
     script:
         "../scripts/section6_plot.py"
 
@@ -155,6 +176,14 @@ rule plot_fig14:
 rule tradeoff_process:
     output:
         "results/section6/tradeoff.csv",
+    log:
+        log_path("section6/tradeoff"),
+    benchmark:
+        bench_path("section6/tradeoff")
+    threads: 1
+    resources:
+        mem_mb=lambda wc: 1000 + S6["runs_per_world"] // 2000,
+        runtime=15,
     params:
         sigma=S6["tradeoff"]["sigma"],
         step=S6["tradeoff"]["step"],
@@ -170,14 +199,6 @@ rule tradeoff_process:
         confidence=AUDIT["confidence"],
         grid=S6["exact"],
         code_version=CODE_VERSION,
-    log:
-        log_path("section6/tradeoff"),
-    benchmark:
-        bench_path("section6/tradeoff")
-    threads: 1
-    resources:
-        mem_mb=lambda wc: 1000 + S6["runs_per_world"] // 2000,
-        runtime=15,
     script:
         "../scripts/section6_tradeoff.py"
 
@@ -186,17 +207,21 @@ rule plot_fig6b:
     input:
         tradeoff=rules.tradeoff_process.output[0],
     output:
-        pdf=report(register_figure("results/fig6b.pdf"), caption="../report/section6_fig6b.rst", category="Section 6"),
+        pdf=report(
+            register_figure("results/fig6b.pdf"),
+            caption="../report/section6_fig6b.rst",
+            category="Section 6",
+        ),
         csv="results/fig6b.csv",
-    params:
-        figure="fig6b",
-        facts=S6_FACTS,
     log:
         log_path("section6/plot_fig6b"),
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        figure="fig6b",
+        facts=S6_FACTS,
     script:
         "../scripts/section6_plot.py"
 
@@ -206,6 +231,14 @@ rule search_threshold:
         cp_table=s6_cp_table(S6_SEARCH["runs_per_world"]),
     output:
         "results/section6/threshold_search/sigma{sigma}_B{batch}.csv",
+    log:
+        log_path("section6/search_sigma{sigma}_B{batch}"),
+    benchmark:
+        bench_path("section6/search_sigma{sigma}_B{batch}")
+    threads: 1
+    resources:
+        mem_mb=lambda wc: 600 + S6_SEARCH["runs_per_world"] // 5000,
+        runtime=30,
     params:
         steps=S6_SEARCH["steps"],
         alphas=S6_SEARCH["alphas"],
@@ -219,41 +252,50 @@ rule search_threshold:
         mode=AUDIT["mode"],
         grid=S6["exact"],
         code_version=CODE_VERSION,
-    log:
-        log_path("section6/search_sigma{sigma}_B{batch}"),
-    benchmark:
-        bench_path("section6/search_sigma{sigma}_B{batch}")
-    threads: 1
-    resources:
-        mem_mb=lambda wc: 600 + S6_SEARCH["runs_per_world"] // 5000,
-        runtime=30,
     script:
         "../scripts/section6_search.py"
 
 
 rule plot_fig6c:
     input:
-        searches=[f"results/section6/threshold_search/sigma{s}_B{b}.csv" for s, b in S6_SEARCH_CELLS],
+        searches=[
+            f"results/section6/threshold_search/sigma{s}_B{b}.csv"
+            for s, b in S6_SEARCH_CELLS
+        ],
     output:
-        pdf=report(register_figure("results/fig6c.pdf"), caption="../report/section6_fig6c.rst", category="Section 6"),
+        pdf=report(
+            register_figure("results/fig6c.pdf"),
+            caption="../report/section6_fig6c.rst",
+            category="Section 6",
+        ),
         csv="results/fig6c.csv",
-    params:
-        figure="fig6c",
-        facts=S6_FACTS,
     log:
         log_path("section6/plot_fig6c"),
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        figure="fig6c",
+        facts=S6_FACTS,
     script:
         "../scripts/section6_plot.py"
 
 
 rule plot_fig10:
     output:
-        pdf=report(register_figure("results/fig10.pdf"), caption="../report/section6_fig10.rst", category="Section 6"),
+        pdf=report(
+            register_figure("results/fig10.pdf"),
+            caption="../report/section6_fig10.rst",
+            category="Section 6",
+        ),
         csv="results/fig10.csv",
+    log:
+        log_path("section6/plot_fig10"),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     params:
         figure="fig10",
         landscape=S6["landscape"],
@@ -261,11 +303,5 @@ rule plot_fig10:
         switch_point=S6["switch_point"],
         rules=S6_RULES,
         facts=S6_FACTS,
-    log:
-        log_path("section6/plot_fig10"),
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
     script:
         "../scripts/section6_plot.py"
