@@ -41,7 +41,6 @@ import torch
 
 from hsaudit.models import (
     build_model,
-    count_parameters,
     fcnn_sizes,
     flat_parameters,
     input_shape,
