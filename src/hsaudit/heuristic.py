@@ -24,7 +24,7 @@ they also serve the quadratic-regulariser example of Section 4.2 (:mod:`hsaudit.
 
 Baselines (Section 2.1): :func:`standard_epsilon` (dp-accounting PLD of T self-composed Poisson-subsampled
 Gaussians, add/remove, i.e. releasing all iterates) and :func:`full_batch_epsilon` (Eq. 4: μ = q√T/σ,
-μ-GDP closed form).
+μ-GDP closed form), both through :mod:`hsaudit.accounting`.
 """
 
 from __future__ import annotations
@@ -337,70 +337,56 @@ def standard_epsilon(
 ) -> float:
     """Standard (all-iterates) accounting: dp-accounting PLD of T Poisson-subsampled Gaussians, add/remove.
 
-    Uses :func:`hsaudit.accounting.gaussian_epsilon` when that module is available, else dp-accounting
-    directly (same library, same parameters).
+    Delegates to :func:`hsaudit.accounting.gaussian_epsilon` (pessimistic PLD, cached); q = 0 gives 0.
     """
     _check_params(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
     _check_delta(delta)
     if sampling_rate == 0:
         return 0.0
-    try:  # the project's accounting module (written concurrently); fall back to the library itself.
-        from hsaudit.accounting import gaussian_epsilon  # type: ignore[attr-defined]
+    from hsaudit.accounting import gaussian_epsilon
 
-        return float(
-            gaussian_epsilon(
-                delta,
-                noise_multiplier=noise_multiplier,
-                sampling_rate=sampling_rate,
-                steps=steps,
-            )
-        )
-    except (ImportError, TypeError):
-        pass
     return float(
-        standard_pld(
-            steps=steps,
-            sampling_rate=sampling_rate,
+        gaussian_epsilon(
             noise_multiplier=noise_multiplier,
-            value_discretization_interval=value_discretization_interval,
-        ).get_epsilon_for_delta(delta)
+            compositions=steps,
+            delta=delta,
+            sampling_rate=sampling_rate,
+            discretization=value_discretization_interval,
+        )
     )
 
 
 def standard_pld(
     *, steps: int, sampling_rate: float, noise_multiplier: float, value_discretization_interval: float = 1e-3
 ):
-    """dp-accounting PLD of T self-composed Poisson-subsampled Gaussian mechanisms (add/remove, sensitivity 1)."""
+    """dp-accounting PLD of T self-composed Poisson-subsampled Gaussian mechanisms (add/remove, sensitivity 1),
+    via :func:`hsaudit.accounting.gaussian_pld`."""
     _check_params(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
-    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+    from hsaudit.accounting import gaussian_pld
 
-    pld = pld_lib.from_gaussian_mechanism(
-        standard_deviation=noise_multiplier,
-        sampling_prob=sampling_rate,
-        value_discretization_interval=value_discretization_interval,
+    return gaussian_pld(
+        noise_multiplier=noise_multiplier,
+        compositions=steps,
+        sampling_rate=sampling_rate,
+        discretization=value_discretization_interval,
     )
-    return pld.self_compose(steps)
 
 
 def gdp_delta_for(epsilon: npt.ArrayLike, mu: float) -> np.ndarray:
-    """μ-GDP privacy profile δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong et al. 2019, Cor. 2.13)."""
-    eps = np.asarray(epsilon, dtype=float)
-    if mu <= 0:
-        return np.zeros_like(eps)
-    a = special.log_ndtr(-eps / mu + mu / 2)
-    b = eps + special.log_ndtr(-eps / mu - mu / 2)
-    return np.where(b < a, np.exp(a) * -np.expm1(np.minimum(b - a, 0.0)), 0.0)
+    """μ-GDP privacy profile δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (:func:`hsaudit.accounting.gdp_delta`)."""
+    from hsaudit.accounting import gdp_delta
+
+    return np.asarray(gdp_delta(np.asarray(epsilon, dtype=float), mu=max(float(mu), 0.0)), dtype=float)
 
 
 def gdp_epsilon_for(delta: float, mu: float) -> float:
-    """ε of μ-GDP at δ (inverse of :func:`gdp_delta_for`); 0 when μ = 0."""
+    """ε of μ-GDP at δ (:func:`hsaudit.accounting.gdp_epsilon`); 0 when μ ≤ 0."""
     _check_delta(delta)
-    if mu <= 0 or float(gdp_delta_for(0.0, mu)) <= delta:
+    if mu <= 0:
         return 0.0
-    hi = 1.0
-    while float(gdp_delta_for(hi, mu)) > delta:
-        hi *= 2.0
-    return float(optimize.brentq(lambda e: float(gdp_delta_for(e, mu)) - delta, 0.0, hi, xtol=1e-12))
+    from hsaudit.accounting import gdp_epsilon
+
+    return float(gdp_epsilon(mu=float(mu), delta=delta))
 
 
 def full_batch_epsilon(delta: float, *, steps: int, sampling_rate: float, noise_multiplier: float) -> float:

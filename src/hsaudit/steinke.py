@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import special, stats
+from scipy import stats
 
 from hsaudit import heuristic as H
 
@@ -31,43 +31,47 @@ from hsaudit import heuristic as H
 
 
 def clopper_pearson_upper(k: npt.ArrayLike, n: int, confidence: float) -> np.ndarray:
-    """One-sided Clopper–Pearson upper bound on a binomial proportion (k successes out of n)."""
-    k = np.asarray(k, dtype=float)
-    out = np.ones_like(k)
-    lt = k < n
-    out[lt] = stats.beta.ppf(confidence, k[lt] + 1, n - k[lt])
-    return out
+    """One-sided Clopper–Pearson upper bound on a binomial proportion (:func:`hsaudit.audit.clopper_pearson_upper`)."""
+    from hsaudit.audit import clopper_pearson_upper as cp
+
+    return np.asarray(cp(np.asarray(k), n, confidence=confidence), dtype=float)
 
 
 def gdp_audit(
-    scores_out: npt.ArrayLike, scores_in: npt.ArrayLike, *, confidence: float = 0.95, delta: float = 1e-5
+    scores_out: npt.ArrayLike,
+    scores_in: npt.ArrayLike,
+    *,
+    confidence: float = 0.95,
+    delta: float = 1e-5,
+    mode: str = "paper",
 ) -> dict[str, float]:
-    """GDP audit of Nasr et al. (2023): max over thresholds of μ from Clopper–Pearson bounds, then ε at δ.
+    """GDP audit of Nasr et al. (2023) via :func:`hsaudit.audit.audit_scores` (higher score ⇒ canary present).
 
-    For each threshold τ between sorted scores, FPR = #{out ≥ τ}/n_out and FNR = #{in < τ}/n_in; their one-sided
-    CP upper bounds give μ_τ = Φ⁻¹(1 − FPR_ub) − Φ⁻¹(FNR_ub); μ̂ = max_τ μ_τ and ε̂ = ε_{μ̂-GDP}(δ).
-    (The project's :mod:`hsaudit.audit` was not available when this was written; this is the same method,
-    with the threshold chosen on the same scores as in the paper.)
+    For each threshold τ, one-sided CP upper bounds on FPR and FNR give μ_τ = Φ⁻¹(1 − FPR_ub) − Φ⁻¹(FNR_ub);
+    μ̂ = max_τ μ_τ (``mode="paper"``: chosen on the same scores) and ε̂ = ε_{μ̂-GDP}(δ).
 
     Returns:
-        ``{"mu": μ̂, "epsilon": ε̂, "threshold": τ̂}``.
+        ``{"mu": μ̂, "epsilon": ε̂, "threshold": τ̂, "epsilon_assumption_free": ...}``.
     """
-    out = np.sort(np.asarray(scores_out, dtype=float))
-    inn = np.sort(np.asarray(scores_in, dtype=float))
+    from hsaudit.audit import audit_scores
+
+    out = np.asarray(scores_out, dtype=float)
+    inn = np.asarray(scores_in, dtype=float)
     if out.size == 0 or inn.size == 0:
         raise ValueError(f"both score sets must be non-empty, got {out.size} and {inn.size}")
-    allv = np.unique(np.concatenate([out, inn]))
-    taus = np.concatenate([[allv[0] - 1.0], 0.5 * (allv[1:] + allv[:-1]), [allv[-1] + 1.0]])
-    fp = out.size - np.searchsorted(out, taus, side="left")
-    fn = np.searchsorted(inn, taus, side="left")
-    fpr_ub = clopper_pearson_upper(fp, out.size, confidence)
-    fnr_ub = clopper_pearson_upper(fn, inn.size, confidence)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mu = special.ndtri(1 - fpr_ub) - special.ndtri(fnr_ub)
-    mu = np.where(np.isfinite(mu), mu, -np.inf)
-    j = int(np.argmax(mu))
-    mu_hat = max(float(mu[j]), 0.0)
-    return {"mu": mu_hat, "epsilon": H.gdp_epsilon_for(delta, mu_hat), "threshold": float(taus[j])}
+    res = audit_scores(
+        np.concatenate([out, inn]),
+        np.concatenate([np.zeros(out.size, dtype=int), np.ones(inn.size, dtype=int)]),
+        delta=delta,
+        confidence=confidence,
+        mode=mode,
+    )
+    return {
+        "mu": max(float(res.mu), 0.0),
+        "epsilon": float(res.epsilon),
+        "threshold": float(res.threshold),
+        "epsilon_assumption_free": float(res.epsilon_assumption_free),
+    }
 
 
 # --------------------------------------------------------------------------------------------- fig1
@@ -149,6 +153,7 @@ def fig3_table(
     runs: int,
     confidence: float,
     seed: int,
+    mode: str = "paper",
 ) -> pd.DataFrame:
     """Figure 3: per (q, T), σ calibrated so standard ε = target; heuristic ε and the empirical GDP audit."""
     rows = []
@@ -159,7 +164,7 @@ def fig3_table(
             out, inn = simulate_linear_canary(
                 rng, steps=int(t), sampling_rate=float(q), noise_multiplier=sigma, runs=runs
             )
-            aud = gdp_audit(out, inn, confidence=confidence, delta=delta)
+            aud = gdp_audit(out, inn, confidence=confidence, delta=delta, mode=mode)
             base = {"sampling_rate": float(q), "steps": int(t), "noise_multiplier": sigma, "runs_per_world": runs}
             heur = H.heuristic_epsilon(delta, steps=int(t), sampling_rate=float(q), noise_multiplier=sigma)
             std = H.standard_epsilon(delta, steps=int(t), sampling_rate=float(q), noise_multiplier=sigma)
@@ -479,6 +484,7 @@ def fig6_table(
     confidence: float,
     constants: MaliciousConstants,
     seed: int,
+    mode: str = "paper",
 ) -> pd.DataFrame:
     """Figure 6: empirical ε of the malicious-dataset attack vs standard and heuristic ε, per T.
 
@@ -497,7 +503,7 @@ def fig6_table(
         )
         s0 = malicious_score(m0, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, constants=constants)
         s1 = malicious_score(m1, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, constants=constants)
-        aud = gdp_audit(s0, s1, confidence=confidence, delta=delta)
+        aud = gdp_audit(s0, s1, confidence=confidence, delta=delta, mode=mode)
         from hsaudit.annamalai import audit_pld_sigma  # the known-(q, T) σ̂ audit (PLD trade-off curves)
 
         # The bracket (σ/5, 5σ) only speeds the search up; a boundary outside it is clamped with a warning.
@@ -514,8 +520,8 @@ def fig6_table(
         # References under the same audit and R: the linear-loss canary (last iterate, Section 3.1) and the
         # all-iterates likelihood-ratio attack (Σ_t λ(v_t) on the raw per-step values).
         rng = np.random.default_rng(_seed(seed, "steinke-fig6-ref", t))
-        lin = gdp_audit(*simulate_linear_canary(rng, runs=runs, **kw), confidence=confidence, delta=delta)
-        ref = gdp_audit(*_all_iterates_llr(rng, runs=runs, **kw), confidence=confidence, delta=delta)
+        lin = gdp_audit(*simulate_linear_canary(rng, runs=runs, **kw), confidence=confidence, delta=delta, mode=mode)
+        ref = gdp_audit(*_all_iterates_llr(rng, runs=runs, **kw), confidence=confidence, delta=delta, mode=mode)
         base = {
             "steps": int(t),
             "sampling_rate": sampling_rate,

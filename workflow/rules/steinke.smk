@@ -46,6 +46,7 @@ rule audit_steinke_fig3:
         sampling_rate=lambda wc: ST["fig3"]["sampling_rates"][int(wc.qi)],
         fig3=ST["fig3"],
         confidence=AUDIT["confidence"],
+        mode=AUDIT["mode"],
         seed=SEED,
         code_version=ST_CODE,
     script:
@@ -91,6 +92,7 @@ rule attack_steinke_fig6:
     params:
         fig6=ST["fig6"],
         confidence=AUDIT["confidence"],
+        mode=AUDIT["mode"],
         seed=SEED,
         code_version=ST_CODE,
     script:

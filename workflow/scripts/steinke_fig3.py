@@ -16,6 +16,7 @@ table = fig3_table(
     runs=int(p.fig3["runs_per_world"]),
     confidence=p.confidence,
     seed=p.seed,
+    mode=p.mode,
 )
 write_csv_atomic(table, snakemake.output[0])
 logging.info("wrote %d rows", len(table))

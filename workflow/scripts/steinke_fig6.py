@@ -24,6 +24,7 @@ table = fig6_table(
     confidence=p.confidence,
     constants=constants,
     seed=p.seed,
+    mode=p.mode,
 )
 if (table["clipped_fraction"] > 0).any() or (table["flipped_fraction"] > 0).any():
     logging.warning(
