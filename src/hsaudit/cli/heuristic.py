@@ -55,6 +55,6 @@ def run(args: argparse.Namespace) -> int:
             f"T={out['steps']} q={out['sampling_rate']} sigma={out['noise_multiplier']} delta={out['delta']:g}\n"
             f"  heuristic (last iterate, linear loss): epsilon = {out['epsilon']:.4f}\n"
             f"  standard (all iterates, PLD):          epsilon = {out['epsilon_standard']:.4f}\n"
-            f"  full-batch proxy (GDP, Eq. 4):          epsilon = {out['epsilon_full_batch']:.4f}"
+            f"  full-batch proxy (GDP, Eq. 4):         epsilon = {out['epsilon_full_batch']:.4f}"
         )
     return 0
