@@ -506,7 +506,7 @@ def fig6_table(
         aud = gdp_audit(s0, s1, confidence=confidence, delta=delta, mode=mode)
         from hsaudit.annamalai import audit_pld_sigma  # the known-(q, T) σ̂ audit (PLD trade-off curves)
 
-        # The bracket (σ/5, 5σ) only speeds the search up; a boundary outside it is clamped with a warning.
+        # The bracket (σ/3, 3σ) only speeds the search up; a boundary outside it is clamped with a warning.
         pld_aud = audit_pld_sigma(
             s0,
             s1,
@@ -514,8 +514,9 @@ def fig6_table(
             sampling_rate=sampling_rate,
             delta=delta,
             confidence=confidence,
-            iterations=10,
-            sigma_range=(noise_multiplier / 5, noise_multiplier * 5),
+            iterations=9,
+            sigma_range=(noise_multiplier / 3, noise_multiplier * 3),
+            epsilon_grid=np.round(np.arange(0.0, 40.0 + 1e-9, 0.05), 6),
         )
         # References under the same audit and R: the linear-loss canary (last iterate, Section 3.1) and the
         # all-iterates likelihood-ratio attack (Σ_t λ(v_t) on the raw per-step values).
