@@ -14,7 +14,7 @@ _METHOD_STYLE = {
     "full_batch": dict(color=PALETTE[2], marker="s", label="full-batch proxy (Eq. 4)"),
     "empirical_gdp": dict(color=PALETTE[1], marker="^", label="empirical (GDP audit)"),
     "empirical_pld_cp": dict(color=PALETTE[5], marker="D", label="empirical (known-q,T σ̂ audit, CP)"),
-    "empirical_linear_gdp": dict(color=PALETTE[3], marker="v", linestyle=":", label="empirical, linear canary"),
+    "empirical_linear_gdp": dict(color=PALETTE[3], marker="v", linestyle=":", label="linear canary (GDP audit)"),
     "empirical_all_iterates_gdp": dict(
         color=PALETTE[4], marker="x", linestyle=":", label="empirical, all-iterates LLR attack"
     ),
@@ -131,4 +131,4 @@ def plot_fig6(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
     ax.legend(frameon=False, fontsize=6)
     runs = int(table["runs_per_world"].iloc[0])
     write_csv_atomic(table, csv)
-    save(fig, pdf, footer=_footer(facts, R=f"{runs} per world", audit="GDP (Nasr et al. 2023), CP bounds"))
+    save(fig, pdf, footer=_footer(facts, R=f"{runs} per world", audit="GDP and known-(q,T) σ̂ PLD audits, CP bounds"))
