@@ -16,7 +16,7 @@ _METHOD_STYLE = {
     "empirical_pld_cp": dict(color=PALETTE[5], marker="D", label="empirical (known-q,T σ̂ audit, CP)"),
     "empirical_linear_gdp": dict(color=PALETTE[3], marker="v", linestyle=":", label="linear canary (GDP audit)"),
     "empirical_all_iterates_gdp": dict(
-        color=PALETTE[4], marker="x", linestyle=":", label="empirical, all-iterates LLR attack"
+        color=PALETTE[4], marker="x", linestyle=":", label="all-iterates LLR attack (GDP audit)"
     ),
 }
 
