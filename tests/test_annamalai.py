@@ -210,6 +210,6 @@ def test_sigma_hat_audit_on_a_gaussian_mechanism():
     max-over-thresholds optimism, and not far above it."""
     rng = np.random.default_rng(5)
     o0, o1 = rng.normal(0, 1, 20000), rng.normal(1, 1, 20000)
-    res = A.audit_pld_sigma(o0, o1, steps=1, sampling_rate=1.0, delta=1e-5, sigma_range=(0.3, 5.0), iterations=12)
+    res = A.audit_pld_sigma(o0, o1, steps=1, sampling_rate=1.0, delta=1e-5, sigma_range=(0.5, 2.0), iterations=8)
     assert 0.95 <= res["sigma_hat"] <= 1.35
     assert res["epsilon"] <= H.standard_epsilon(1e-5, steps=1, sampling_rate=1.0, noise_multiplier=0.95)
