@@ -97,8 +97,16 @@ def plot_housing_figure(
     ax = axes[0][0]
     upper = table.drop_duplicates("step").sort_values("step")
     ax.plot(upper["step"], upper["epsilon_upper"], label="Upper bound", **UPPER_BOUND_STYLE)
-    # One colour per adversary across fig1c, fig4 and fig7 (the order of ADVERSARY_LABELS).
-    colours = {adv: PALETTE[i % len(PALETTE)] for i, adv in enumerate(ADVERSARY_LABELS)}
+    # One colour per adversary across fig1c, fig4 and fig7 (colour-blind-safe palette; no yellow on white).
+    colours = {
+        "gc_r": PALETTE[0],
+        "gc_s_noiseless_ps": PALETTE[1],
+        "label_flip": PALETTE[2],
+        "cots": PALETTE[3],
+        "gc_s_noiseless_fm": PALETTE[4],
+        "gc_s_noisy_ps": PALETTE[5],
+        "gc_s_noisy_fm": "0.45",
+    }
     for i, adversary in enumerate(dict.fromkeys(table["adversary"])):
         part = summary[summary["adversary"] == adversary].sort_values("step")
         colour = colours.get(adversary, PALETTE[i % len(PALETTE)])
