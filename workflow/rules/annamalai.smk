@@ -32,6 +32,8 @@ rule tabulate_annamalai_pld:
         delta=AN["delta"],
         table=AN["table"],
         code_version=AN_CODE,
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/annamalai_table.py"
 
@@ -64,6 +66,8 @@ rule audit_annamalai:
         confidence=AUDIT["confidence"],
         seed=SEED,
         code_version=AN_CODE,
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/annamalai_audit.py"
 
@@ -88,6 +92,8 @@ rule simulate_annamalai_fig1:
         value_discretization_interval=AN["table"]["value_discretization_interval"],
         seed=SEED,
         code_version=AN_CODE,
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/annamalai_fig1.py"
 
@@ -112,6 +118,8 @@ rule plot_annamalai_fig1:
         figure="fig1",
         facts=AN_FACTS,
         tail_floor=AN["tail_floor"],
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/annamalai_plot.py"
 
@@ -141,5 +149,7 @@ rule plot_annamalai_fig2:
         figure="fig2",
         facts=AN_FACTS,
         tail_floor=AN["tail_floor"],
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/annamalai_plot.py"

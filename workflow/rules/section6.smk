@@ -57,6 +57,8 @@ rule make_cp_table:
     params:
         confidence=AUDIT["confidence"],
         code_version=CODE_VERSION,
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/section6_cp_table.py"
 
@@ -91,6 +93,8 @@ rule audit_process:
         confidence=AUDIT["confidence"],
         mode=AUDIT["mode"],
         code_version=CODE_VERSION,
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/section6_audit.py"
 
@@ -115,6 +119,8 @@ rule exact_process:
         delta=AUDIT["delta"],
         grid=S6["exact"],
         code_version=CODE_VERSION,
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/section6_exact.py"
 
@@ -142,6 +148,8 @@ rule plot_fig3:
         steps=S6["steps"],
         repetitions=S6["repetitions"],
         facts=S6_FACTS,
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/section6_plot.py"
 
@@ -169,6 +177,8 @@ rule plot_fig14:
         steps=S6["steps"],
         repetitions=S6["repetitions"],
         facts=S6_FACTS,
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/section6_plot.py"
 
@@ -199,6 +209,8 @@ rule tradeoff_process:
         confidence=AUDIT["confidence"],
         grid=S6["exact"],
         code_version=CODE_VERSION,
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/section6_tradeoff.py"
 
@@ -222,6 +234,8 @@ rule plot_fig6b:
     params:
         figure="fig6b",
         facts=S6_FACTS,
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/section6_plot.py"
 
@@ -252,6 +266,8 @@ rule search_threshold:
         mode=AUDIT["mode"],
         grid=S6["exact"],
         code_version=CODE_VERSION,
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/section6_search.py"
 
@@ -278,6 +294,8 @@ rule plot_fig6c:
     params:
         figure="fig6c",
         facts=S6_FACTS,
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/section6_plot.py"
 
@@ -303,5 +321,7 @@ rule plot_fig10:
         switch_point=S6["switch_point"],
         rules=S6_RULES,
         facts=S6_FACTS,
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/section6_plot.py"

@@ -25,6 +25,8 @@ rule compute_steinke_fig1:
         fig1=ST["fig1"],
         value_discretization_interval=ST["value_discretization_interval"],
         code_version=ST_CODE,
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/steinke_fig1.py"
 
@@ -49,6 +51,8 @@ rule audit_steinke_fig3:
         mode=AUDIT["mode"],
         seed=SEED,
         code_version=ST_CODE,
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/steinke_fig3.py"
 
@@ -70,6 +74,8 @@ rule compute_steinke_fig5:
         one_step_epsilon=lambda wc: ST["fig5"]["one_step_epsilons"][int(wc.pi)],
         fig5=ST["fig5"],
         code_version=ST_CODE,
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/steinke_fig5.py"
 
@@ -95,6 +101,8 @@ rule attack_steinke_fig6:
         mode=AUDIT["mode"],
         seed=SEED,
         code_version=ST_CODE,
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/steinke_fig6.py"
 
@@ -119,6 +127,8 @@ rule plot_steinke_fig1:
         figure="fig1",
         delta=ST["fig1"]["delta"],
         facts=ST_FACTS,
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/steinke_plot.py"
 
@@ -143,6 +153,8 @@ rule plot_steinke_fig3:
         figure="fig3",
         delta=ST["fig3"]["delta"],
         facts=ST_FACTS,
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/steinke_plot.py"
 
@@ -167,6 +179,8 @@ rule plot_steinke_fig5:
         figure="fig5",
         delta=ST["fig5"]["delta"],
         facts=ST_FACTS,
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/steinke_plot.py"
 
@@ -191,5 +205,7 @@ rule plot_steinke_fig6:
         figure="fig6",
         delta=ST["fig6"]["delta"],
         facts=ST_FACTS,
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/steinke_plot.py"
