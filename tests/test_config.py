@@ -52,3 +52,22 @@ def test_workflow_rejects_bad_config_naming_the_key(workflow_copy, override, nee
 
 def test_dry_run_of_the_default_target(workflow_copy):
     run_snakemake(workflow_copy, "-n")
+
+
+def test_inferred_choices_are_read_with_their_dotted_keys(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        "sec:\n  # plain key\n  a: 1\n  # chosen by us [inferred]\n  sub:\n    # also [inferred: silent]\n    b: [1, 2]\n"
+        "scales:\n  smoke:\n    # [inferred] presets are not decisions\n    x: 1\n"
+    )
+    from hsaudit.config import inferred_choices
+
+    assert [(k, v) for k, v, _ in inferred_choices(cfg)] == [("sec.sub", "(section)"), ("sec.sub.b", "[1, 2]")]
+
+
+def test_decisions_doc_is_up_to_date():
+    from conftest import REPO
+    from hsaudit.config import decisions_markdown
+
+    expected = decisions_markdown(REPO / "config" / "config.yaml")
+    assert (REPO / "docs" / "decisions.md").read_text() == expected, "regenerate docs/decisions.md (see its header)"

@@ -93,3 +93,60 @@ def check_config(config: Mapping[str, Any], schema_path: str, *, source: str = "
     errors = config_errors(config, schema_path)
     if errors:
         raise ValueError(f"invalid {source}:\n  " + "\n  ".join(errors))
+
+
+def inferred_choices(config_path: str) -> list[tuple[str, str, str]]:
+    """The config keys whose comment marks them ``[inferred]`` (a choice the papers leave open).
+
+    Reads ``config/config.yaml`` as text: each key's comment block is the run of ``#`` lines right above it.
+
+    Returns:
+        ``(dotted key, default as written, comment)`` for every such key, in file order. docs/decisions.md is
+        generated from this list (``tests/test_config.py`` checks that it is up to date).
+    """
+    import re
+    from pathlib import Path
+
+    key_re = re.compile(r"^(?P<indent> *)(?P<key>[A-Za-z_][\w-]*):(?P<value>.*)$")
+    stack: list[tuple[int, str]] = []
+    comment: list[str] = []
+    out = []
+    for line in Path(config_path).read_text().splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            comment.append(stripped.lstrip("#").strip())
+            continue
+        m = key_re.match(line)
+        if not m:
+            if not stripped:
+                comment = []
+            continue
+        indent = len(m["indent"])
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        stack.append((indent, m["key"]))
+        text = " ".join(comment)
+        if "[inferred" in text and stack[0][1] != "scales":
+            out.append((".".join(k for _, k in stack), m["value"].strip() or "(section)", text))
+        comment = []
+    return out
+
+
+def decisions_markdown(config_path: str) -> str:
+    """docs/decisions.md: a table of every ``[inferred]`` config key (see :func:`inferred_choices`)."""
+    rows = [
+        "# Decisions: every choice the papers leave open",
+        "",
+        "Each row is a config key whose default is our reading where a paper is silent or ambiguous (tagged",
+        "[inferred] in the specs and in `config/config.yaml`). Change it in the config like any other value.",
+        "This file is generated from the config's comments; regenerate it after editing them with",
+        "`python -c \"from hsaudit.config import decisions_markdown as d; print(d('config/config.yaml'), end='')\""
+        " > docs/decisions.md`.",
+        "",
+        "| key | default | why / what the paper says |",
+        "|---|---|---|",
+    ]
+    for key, value, text in inferred_choices(config_path):
+        text = text.replace("|", "\\|")
+        rows.append(f"| `{key}` | `{value}` | {text} |")
+    return "\n".join(rows) + "\n"
