@@ -3,7 +3,12 @@
 # The plan (hsaudit.figures.housing_plan.plan_housing) turns config["housing"] into setups, audits and figure
 # entries; every audit is keyed by a hash of the parameters that change its result (docs/housing.md). Kept
 # here, next to the first Housing rule, rather than in the shared common.smk.
-from hsaudit.figures.housing_plan import plan_housing
+from hsaudit.figures.housing_plan import (
+    audit_table_paths,
+    plan_housing,
+    setup_path,
+    shard_paths,
+)
 from hsaudit.provenance import code_version
 from hsaudit.seeding import derive_seed
 
@@ -25,31 +30,6 @@ HOUSING_CODE = {
     ),
     "plot": code_version("hsaudit.figures.housing", "hsaudit.plotting"),
 }
-
-
-def housing_setup_of(wildcards):
-    """The setup file of the audit named by the `audit` wildcard."""
-    key = HOUSING.audits[wildcards.audit]["setup_key"]
-    return f"{HOUSING_DIR}/setups/{key}/setup.npz"
-
-
-def housing_shards(wildcards):
-    """The shard files that make up R = wildcards.runs models in shards of wildcards.size."""
-    runs, size = int(wildcards.runs), int(wildcards.size)
-    if runs % size:
-        raise ValueError(f"runs ({runs}) must be a multiple of the shard size ({size})")
-    return [
-        f"{HOUSING_DIR}/audits/{wildcards.audit}/shards/s{size}/{index}.npz"
-        for index in range(runs // size)
-    ]
-
-
-def housing_audit_tables(figure):
-    """Input function: the per-step audit tables of every audit shown in `figure`."""
-    return [
-        f"{HOUSING_DIR}/audits/{ref.key}/{ref.run_dir}/epsilon.csv"
-        for ref in HOUSING.figures[figure]
-    ]
 
 
 wildcard_constraints:

@@ -3,7 +3,7 @@
 
 rule plot_fig1c:
     input:
-        tables=housing_audit_tables("fig1c"),
+        tables=audit_table_paths(HOUSING, "fig1c", root=HOUSING_DIR),
     output:
         pdf=report(
             register_figure("results/fig1c.pdf"),
@@ -30,7 +30,7 @@ rule plot_fig1c:
 
 rule plot_fig4:
     input:
-        tables=housing_audit_tables("fig4"),
+        tables=audit_table_paths(HOUSING, "fig4", root=HOUSING_DIR),
     output:
         pdf=report(
             register_figure("results/fig4.pdf"),
@@ -57,7 +57,7 @@ rule plot_fig4:
 
 rule plot_fig7:
     input:
-        tables=housing_audit_tables("fig7"),
+        tables=audit_table_paths(HOUSING, "fig7", root=HOUSING_DIR),
     output:
         pdf=report(
             register_figure("results/fig7.pdf"),

@@ -4,7 +4,9 @@
 
 rule extract_scores:
     input:
-        shards=housing_shards,
+        shards=lambda wc: shard_paths(
+            wc.audit, runs=wc.runs, shard_size=wc.size, root=HOUSING_DIR
+        ),
     output:
         scores=temp(
             f"{HOUSING_DIR}/audits/{{audit}}/R{{runs}}-s{{size}}/scores.parquet"

@@ -29,7 +29,7 @@ rule make_setup:
 rule craft:
     input:
         data=rules.prepare_data.output.data,
-        setup=housing_setup_of,
+        setup=lambda wc: setup_path(HOUSING, wc.audit, root=HOUSING_DIR),
     output:
         crafted=f"{HOUSING_DIR}/audits/{{audit}}/crafted.npz",
         params_json=f"{HOUSING_DIR}/audits/{{audit}}/params.json",
@@ -55,7 +55,7 @@ rule craft:
 rule train_shard:
     input:
         data=rules.prepare_data.output.data,
-        setup=housing_setup_of,
+        setup=lambda wc: setup_path(HOUSING, wc.audit, root=HOUSING_DIR),
         crafted=rules.craft.output.crafted,
     output:
         # Not temp(): the shards are what makes raising R cheap (only new shards are trained).

@@ -227,6 +227,28 @@ def plan_housing(housing: Mapping[str, Any], *, seed: int) -> HousingPlan:
     return plan
 
 
+def setup_path(plan: HousingPlan, key: str, *, root: str) -> str:
+    """The setup file (θ0 + batches) of audit ``key`` under the results directory ``root``."""
+    return f"{root}/setups/{plan.audits[key]['setup_key']}/setup.npz"
+
+
+def shard_paths(key: str, *, runs: int, shard_size: int, root: str) -> list[str]:
+    """The shard files whose models make up R = ``runs`` models of audit ``key``, in shards of ``shard_size``.
+
+    >>> shard_paths("k", runs=4, shard_size=2, root="r")
+    ['r/audits/k/shards/s2/0.npz', 'r/audits/k/shards/s2/1.npz']
+    """
+    runs, shard_size = int(runs), int(shard_size)
+    if shard_size < 1 or runs % shard_size:
+        raise ValueError(f"runs ({runs}) must be a multiple of the shard size ({shard_size})")
+    return [f"{root}/audits/{key}/shards/s{shard_size}/{index}.npz" for index in range(runs // shard_size)]
+
+
+def audit_table_paths(plan: HousingPlan, figure: str, *, root: str) -> list[str]:
+    """The per-step audit tables of every audit shown in ``figure`` (in the order of ``plan.figures``)."""
+    return [f"{root}/audits/{ref.key}/{ref.run_dir}/epsilon.csv" for ref in plan.figures[figure]]
+
+
 def write_params_json(params: Mapping[str, Any], path: str | os.PathLike, **extra: Any) -> None:
     """Write ``params`` (plus ``extra`` entries, e.g. the key) as indented JSON, atomically."""
     path = Path(path)
