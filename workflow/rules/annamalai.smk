@@ -23,6 +23,8 @@ rule tabulate_annamalai_pld:
         bench_path("annamalai/tabulate_pld_setting{si}")
     wildcard_constraints:
         si=r"\d+",
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1500,
@@ -32,8 +34,6 @@ rule tabulate_annamalai_pld:
         delta=AN["delta"],
         table=AN["table"],
         code_version=AN_CODE,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/annamalai_table.py"
 
@@ -51,6 +51,8 @@ rule audit_annamalai:
         si=r"\d+",
         ei=r"\d+",
         sign=r"ascent|descent",
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=lambda wc: 800 + AN["runs_per_world"] // 50,
@@ -66,8 +68,6 @@ rule audit_annamalai:
         confidence=AUDIT["confidence"],
         seed=SEED,
         code_version=AN_CODE,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/annamalai_audit.py"
 
@@ -79,6 +79,8 @@ rule simulate_annamalai_fig1:
         log_path("annamalai/simulate_fig1"),
     benchmark:
         bench_path("annamalai/simulate_fig1")
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1500,
@@ -92,8 +94,6 @@ rule simulate_annamalai_fig1:
         value_discretization_interval=AN["table"]["value_discretization_interval"],
         seed=SEED,
         code_version=AN_CODE,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/annamalai_fig1.py"
 
@@ -110,6 +110,8 @@ rule plot_annamalai_fig1:
         csv="results/annamalai/fig1.csv",
     log:
         log_path("annamalai/plot_fig1"),
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1000,
@@ -118,8 +120,6 @@ rule plot_annamalai_fig1:
         figure="fig1",
         facts=AN_FACTS,
         tail_floor=AN["tail_floor"],
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/annamalai_plot.py"
 
@@ -141,6 +141,8 @@ rule plot_annamalai_fig2:
         csv="results/annamalai/fig2.csv",
     log:
         log_path("annamalai/plot_fig2"),
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1000,
@@ -149,7 +151,5 @@ rule plot_annamalai_fig2:
         figure="fig2",
         facts=AN_FACTS,
         tail_floor=AN["tail_floor"],
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/annamalai_plot.py"

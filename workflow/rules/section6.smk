@@ -50,6 +50,8 @@ rule make_cp_table:
         log_path("section6/cp_table_n{n}"),
     benchmark:
         bench_path("section6/cp_table_n{n}")
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=lambda wc: 500 + int(wc.n) // 20000,
@@ -57,8 +59,6 @@ rule make_cp_table:
     params:
         confidence=AUDIT["confidence"],
         code_version=CODE_VERSION,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/section6_cp_table.py"
 
@@ -72,6 +72,8 @@ rule audit_process:
         log_path("section6/audit_{rule}_sigma{sigma}"),
     benchmark:
         bench_path("section6/audit_{rule}_sigma{sigma}")
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=lambda wc: 600 + s6_runs(wc.rule) // 5000,
@@ -93,8 +95,6 @@ rule audit_process:
         confidence=AUDIT["confidence"],
         mode=AUDIT["mode"],
         code_version=CODE_VERSION,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/section6_audit.py"
 
@@ -106,6 +106,8 @@ rule exact_process:
         log_path("section6/exact_{rule}"),
     benchmark:
         bench_path("section6/exact_{rule}")
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1500,
@@ -119,8 +121,6 @@ rule exact_process:
         delta=AUDIT["delta"],
         grid=S6["exact"],
         code_version=CODE_VERSION,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/section6_exact.py"
 
@@ -138,6 +138,8 @@ rule plot_fig3:
         csv="results/fig3.csv",
     log:
         log_path("section6/plot_fig3"),
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1000,
@@ -148,8 +150,6 @@ rule plot_fig3:
         steps=S6["steps"],
         repetitions=S6["repetitions"],
         facts=S6_FACTS,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/section6_plot.py"
 
@@ -167,6 +167,8 @@ rule plot_fig14:
         csv="results/fig14.csv",
     log:
         log_path("section6/plot_fig14"),
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1000,
@@ -177,8 +179,6 @@ rule plot_fig14:
         steps=S6["steps"],
         repetitions=S6["repetitions"],
         facts=S6_FACTS,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/section6_plot.py"
 
@@ -190,6 +190,8 @@ rule tradeoff_process:
         log_path("section6/tradeoff"),
     benchmark:
         bench_path("section6/tradeoff")
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=lambda wc: 1000 + S6["runs_per_world"] // 2000,
@@ -209,8 +211,6 @@ rule tradeoff_process:
         confidence=AUDIT["confidence"],
         grid=S6["exact"],
         code_version=CODE_VERSION,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/section6_tradeoff.py"
 
@@ -227,6 +227,8 @@ rule plot_fig6b:
         csv="results/fig6b.csv",
     log:
         log_path("section6/plot_fig6b"),
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1000,
@@ -234,8 +236,6 @@ rule plot_fig6b:
     params:
         figure="fig6b",
         facts=S6_FACTS,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/section6_plot.py"
 
@@ -249,6 +249,8 @@ rule search_threshold:
         log_path("section6/search_sigma{sigma}_B{batch}"),
     benchmark:
         bench_path("section6/search_sigma{sigma}_B{batch}")
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=lambda wc: 600 + S6_SEARCH["runs_per_world"] // 5000,
@@ -266,8 +268,6 @@ rule search_threshold:
         mode=AUDIT["mode"],
         grid=S6["exact"],
         code_version=CODE_VERSION,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/section6_search.py"
 
@@ -287,6 +287,8 @@ rule plot_fig6c:
         csv="results/fig6c.csv",
     log:
         log_path("section6/plot_fig6c"),
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1000,
@@ -294,8 +296,6 @@ rule plot_fig6c:
     params:
         figure="fig6c",
         facts=S6_FACTS,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/section6_plot.py"
 
@@ -310,6 +310,8 @@ rule plot_fig10:
         csv="results/fig10.csv",
     log:
         log_path("section6/plot_fig10"),
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1000,
@@ -321,7 +323,5 @@ rule plot_fig10:
         switch_point=S6["switch_point"],
         rules=S6_RULES,
         facts=S6_FACTS,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/section6_plot.py"

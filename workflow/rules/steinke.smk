@@ -17,6 +17,8 @@ rule compute_steinke_fig1:
         log_path("steinke/compute_fig1"),
     benchmark:
         bench_path("steinke/compute_fig1")
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1000,
@@ -25,8 +27,6 @@ rule compute_steinke_fig1:
         fig1=ST["fig1"],
         value_discretization_interval=ST["value_discretization_interval"],
         code_version=ST_CODE,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/steinke_fig1.py"
 
@@ -40,6 +40,8 @@ rule audit_steinke_fig3:
         bench_path("steinke/audit_fig3_q{qi}")
     wildcard_constraints:
         qi=r"\d+",
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=lambda wc: 800 + ST["fig3"]["runs_per_world"] // 1000,
@@ -51,8 +53,6 @@ rule audit_steinke_fig3:
         mode=AUDIT["mode"],
         seed=SEED,
         code_version=ST_CODE,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/steinke_fig3.py"
 
@@ -66,6 +66,8 @@ rule compute_steinke_fig5:
         bench_path("steinke/compute_fig5_panel{pi}")
     wildcard_constraints:
         pi=r"\d+",
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1500,
@@ -74,8 +76,6 @@ rule compute_steinke_fig5:
         one_step_epsilon=lambda wc: ST["fig5"]["one_step_epsilons"][int(wc.pi)],
         fig5=ST["fig5"],
         code_version=ST_CODE,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/steinke_fig5.py"
 
@@ -89,6 +89,8 @@ rule attack_steinke_fig6:
         bench_path("steinke/attack_fig6_T{steps}")
     wildcard_constraints:
         steps=r"\d+",
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=lambda wc: 1000
@@ -101,8 +103,6 @@ rule attack_steinke_fig6:
         mode=AUDIT["mode"],
         seed=SEED,
         code_version=ST_CODE,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/steinke_fig6.py"
 
@@ -119,6 +119,8 @@ rule plot_steinke_fig1:
         csv="results/steinke/fig1.csv",
     log:
         log_path("steinke/plot_fig1"),
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1000,
@@ -127,8 +129,6 @@ rule plot_steinke_fig1:
         figure="fig1",
         delta=ST["fig1"]["delta"],
         facts=ST_FACTS,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/steinke_plot.py"
 
@@ -145,6 +145,8 @@ rule plot_steinke_fig3:
         csv="results/steinke/fig3.csv",
     log:
         log_path("steinke/plot_fig3"),
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1000,
@@ -153,8 +155,6 @@ rule plot_steinke_fig3:
         figure="fig3",
         delta=ST["fig3"]["delta"],
         facts=ST_FACTS,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/steinke_plot.py"
 
@@ -171,6 +171,8 @@ rule plot_steinke_fig5:
         csv="results/steinke/fig5.csv",
     log:
         log_path("steinke/plot_fig5"),
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1000,
@@ -179,8 +181,6 @@ rule plot_steinke_fig5:
         figure="fig5",
         delta=ST["fig5"]["delta"],
         facts=ST_FACTS,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/steinke_plot.py"
 
@@ -197,6 +197,8 @@ rule plot_steinke_fig6:
         csv="results/steinke/fig6.csv",
     log:
         log_path("steinke/plot_fig6"),
+    conda:
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1000,
@@ -205,7 +207,5 @@ rule plot_steinke_fig6:
         figure="fig6",
         delta=ST["fig6"]["delta"],
         facts=ST_FACTS,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/steinke_plot.py"
