@@ -61,8 +61,22 @@ def save(fig, path: str | os.PathLike, *, footer: str | None = None, tight: bool
     os.replace(tmp, path)
 
 
+# Columns that hold counts: written as integers even when a concatenation with missing values made them float.
+_COUNT_COLUMNS = ("step", "rep", "batch_size", "runs", "runs_per_world", "n_members", "n_nonmembers", "steps")
+
+
 def write_csv_atomic(frame, path: str | os.PathLike) -> None:
-    """Write a pandas DataFrame to CSV atomically (temporary name, then rename)."""
+    """Write a pandas DataFrame to CSV atomically (temporary name, then rename).
+
+    Count columns (``step``, ``rep``, ``batch_size``, ...) whose values are all whole numbers are written as
+    integers (missing values stay empty), so that ``step`` reads ``25`` rather than ``25.0``.
+    """
+    frame = frame.copy()
+    for col in _COUNT_COLUMNS:
+        if col in frame.columns and frame[col].dtype.kind == "f":
+            values = frame[col].dropna()
+            if (values == values.round()).all():
+                frame[col] = frame[col].astype("Int64")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
