@@ -340,3 +340,15 @@ def test_loss_landscape_gradient_gives_the_update(rule):
     grad = (loss_landscape(theta + eps, proc) - loss_landscape(theta - eps, proc)) / (2 * eps)
     # descent step θ − ℓ'(θ) is the drift of the rule
     np.testing.assert_allclose(-grad, proc.drift_sign * np.sign(theta - proc.h), atol=1e-6)
+
+
+def test_selection_fraction_reaches_the_held_out_audit():
+    from hsaudit.process1d import Process, audit_process
+
+    proc = Process(sigma=2.0, batch_size=4, steps=2, clip_norm=1.0, rule="divergent", switch_point=0.5)
+    kw = dict(runs_per_world=4000, repetitions=1, seed=3, mode="held-out")
+    a = audit_process(proc, selection_fraction=0.1, **kw)
+    b = audit_process(proc, selection_fraction=0.5, **kw)
+    assert [r["epsilon_audit"] for r in a] != [r["epsilon_audit"] for r in b]
+    with pytest.raises(ValueError, match="selection_fraction"):
+        audit_process(proc, selection_fraction=1.5, **kw)

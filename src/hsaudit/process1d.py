@@ -694,6 +694,7 @@ def audit_process(
     delta: float = 1e-5,
     confidence: float = 0.95,
     mode: str = "paper",
+    selection_fraction: float = 0.5,
     tables: GdpTables | None = None,
     steps: list[int] | None = None,
 ) -> list[dict]:
@@ -712,6 +713,7 @@ def audit_process(
         delta: δ of the reported ε.
         confidence: Clopper–Pearson confidence.
         mode: audit mode ("paper", "held-out", "grid").
+        selection_fraction: share of each class that selects the threshold (held-out and grid modes).
         tables: precomputed :func:`gdp_tables` for (R, R, confidence, δ) (paper mode only).
         steps: 1-based steps to audit (default all).
 
@@ -757,6 +759,7 @@ def audit_process(
                     delta=delta,
                     confidence=confidence,
                     mode=mode,
+                    selection_fraction=selection_fraction,
                     rng=world_rng(seed, *key, rep, "split", step),
                 )
                 row = {
@@ -806,6 +809,7 @@ def threshold_search(
     delta: float = 1e-5,
     confidence: float = 0.95,
     mode: str = "paper",
+    selection_fraction: float = 0.5,
     tables: GdpTables | None = None,
     exact: dict | None = None,
 ) -> list[dict]:
@@ -841,6 +845,7 @@ def threshold_search(
             delta=delta,
             confidence=confidence,
             mode=mode,
+            selection_fraction=selection_fraction,
             tables=tables,
             steps=[steps],
         )
@@ -909,6 +914,7 @@ def audit_records(
     delta: float,
     confidence: float,
     mode: str,
+    selection_fraction: float = 0.5,
     tables: GdpTables | None = None,
     log=None,
 ) -> list[dict]:
@@ -935,6 +941,7 @@ def audit_records(
             delta=delta,
             confidence=confidence,
             mode=mode,
+            selection_fraction=selection_fraction,
             tables=tables,
         )
         for row in rows:

@@ -21,6 +21,7 @@ rule audit_epsilon:
         delta=AUDIT["delta"],
         confidence=AUDIT["confidence"],
         mode=AUDIT["mode"],
+        selection_fraction=AUDIT["selection_fraction"],
         noise_multiplier=lambda wc: HOUSING.audits[wc.audit]["setup"]["dpsgd"][
             "noise_multiplier"
         ],

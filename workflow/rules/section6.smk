@@ -18,6 +18,7 @@ S6_FACTS = dict(
     scale=SCALE,
     code_version=CODE_VERSION,
     audit_mode=AUDIT["mode"],
+    selection_fraction=AUDIT["selection_fraction"],
     confidence=AUDIT["confidence"],
     delta=AUDIT["delta"],
 )
@@ -94,6 +95,7 @@ rule audit_process:
         delta=AUDIT["delta"],
         confidence=AUDIT["confidence"],
         mode=AUDIT["mode"],
+        selection_fraction=AUDIT["selection_fraction"],
         code_version=CODE_VERSION,
     script:
         "../scripts/section6_audit.py"
@@ -266,6 +268,7 @@ rule search_threshold:
         delta=AUDIT["delta"],
         confidence=AUDIT["confidence"],
         mode=AUDIT["mode"],
+        selection_fraction=AUDIT["selection_fraction"],
         grid=S6["exact"],
         code_version=CODE_VERSION,
     script:

@@ -18,6 +18,7 @@ table = audit_table(
     delta=params.delta,
     confidence=params.confidence,
     mode=params.mode,
+    selection_fraction=params.selection_fraction,
     noise_multiplier=params.noise_multiplier,
     period=params.period,
     seed=params.seed,

@@ -27,6 +27,7 @@ records = audit_records(
     delta=p.delta,
     confidence=p.confidence,
     mode=p.mode,
+    selection_fraction=p.selection_fraction,
     tables=tables,
     log=logging.info,
 )

@@ -29,6 +29,7 @@ records = threshold_search(
     delta=p.delta,
     confidence=p.confidence,
     mode=p.mode,
+    selection_fraction=p.selection_fraction,
     tables=tables,
     exact=dict(p.grid),
 )

@@ -357,6 +357,7 @@ def audit_table(
     delta: float,
     confidence: float,
     mode: str,
+    selection_fraction: float = 0.5,
     noise_multiplier: float,
     period: int,
     seed: int = 0,
@@ -379,7 +380,9 @@ def audit_table(
     from hsaudit.audit import audit_steps
 
     steps, scores, members = scores_matrix(table)
-    results = audit_steps(scores, members, delta=delta, confidence=confidence, mode=mode, rng=seed)
+    results = audit_steps(
+        scores, members, delta=delta, confidence=confidence, mode=mode, selection_fraction=selection_fraction, rng=seed
+    )
     rows = []
     for step, res in zip(steps, results, strict=True):
         insertions = int(step) // int(period)
