@@ -51,3 +51,25 @@ def workflow_copy(tmp_path: Path) -> Path:
         elif src.exists():
             shutil.copy2(src, tmp_path / name)
     return tmp_path
+
+
+@pytest.fixture
+def torch_one_thread():
+    """Run a torch test single-threaded: tiny tensors gain nothing from intra-op threads, and on a shared
+    machine their barriers stall. Modules opt in with ``pytestmark = pytest.mark.usefixtures(...)``."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def housing_like(n: int = 200, seed: int = 0):
+    """A small synthetic Housing-like task: 8 standard-normal features, a noisy linear binary label."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 8)).astype(np.float32)
+    y = (X @ rng.standard_normal(8) + 0.5 * rng.standard_normal(n) > 0).astype(np.int64)
+    return X, y

@@ -19,13 +19,7 @@ from hsaudit.models import build_model, load_flat_parameters, per_sample_loss
 from hsaudit.train import DPSGDConfig, make_setup
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors gain nothing from intra-op threads, and on a shared machine their barriers stall."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 CFG = DPSGDConfig(steps=8, batch_size=16, lr=0.3, clip_norm=2.0, noise_multiplier=1.0)
 

@@ -8,27 +8,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
+from conftest import housing_like
 from hsaudit.adversaries import craft
 from hsaudit.reference import train_reference
 from hsaudit.train import DPSGDConfig, make_setup, model_noise, train_shard
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors gain nothing from intra-op threads, and on a shared machine their barriers stall."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def _housing_like(n=160, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, 8)).astype(np.float32)
-    y = (X @ rng.standard_normal(8) + 0.5 * rng.standard_normal(n) > 0).astype(np.int64)
-    return X, y
+    return housing_like(n, seed)
 
 
 # C small enough that most samples are clipped; σ = 1 so the noise matters; k = 2 so insertion is periodic.

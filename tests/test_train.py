@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import housing_like
 from hsaudit.adversaries import Crafted, craft
 from hsaudit.train import (
     DPSGDConfig,
@@ -20,20 +21,11 @@ from hsaudit.train import (
 )
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors gain nothing from intra-op threads, and on a shared machine their barriers stall."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def _data(n=200, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, 8)).astype(np.float32)
-    y = (X @ rng.standard_normal(8) + 0.5 * rng.standard_normal(n) > 0).astype(np.int64)
-    return X, y
+    return housing_like(n, seed)
 
 
 CFG = DPSGDConfig(steps=6, batch_size=16, lr=0.5, clip_norm=1.0, noise_multiplier=1.0, period=2)
