@@ -26,15 +26,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in _COMMANDS:
+    register_modules(sub, "hsaudit.cli.", _COMMANDS)
+    return parser
+
+
+def register_modules(subparsers, prefix: str, names: Sequence[str]) -> None:
+    """Call ``register(subparsers)`` of each module ``prefix + name``; a module that does not exist is skipped
+    (an import error inside an existing module is raised)."""
+    for name in names:
         try:
-            module = importlib.import_module(f"hsaudit.cli.{name}")
+            module = importlib.import_module(prefix + name)
         except ModuleNotFoundError as err:
-            if err.name == f"hsaudit.cli.{name}":
+            if err.name == prefix + name:
                 continue
             raise
-        module.register(sub)
-    return parser
+        module.register(subparsers)
 
 
 def _version() -> str:
