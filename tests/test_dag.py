@@ -48,7 +48,7 @@ def test_every_figure_has_a_dag(workflow_copy, scale):
 
 def test_training_figures_run_the_training_stages(workflow_copy):
     jobs = _jobs(run_snakemake(workflow_copy, "-n", "results/fig1c.pdf").stdout)
-    for stage in ("prepare_data", "make_setup", "craft", "train_shard", "extract_scores", "audit_epsilon"):
+    for stage in ("prepare_data", "make_setup", "craft_adversary", "train_shard", "extract_scores", "audit_epsilon"):
         assert jobs.get(stage, 0) >= 1, (stage, jobs)
     # Paper scale: R = 5,000 per audit in shards; 3 adversaries x 5 repetitions.
     assert jobs["audit_epsilon"] == 15

@@ -46,7 +46,7 @@ def test_unknown_figure_names_the_known_ones(config):
 
 def test_housing_populations_match_the_training_rules_plan(config):
     """The plan reads the same `housing:` section as the training rules: same distinct audits, same R."""
-    from hsaudit.figures.housing import plan_housing
+    from hsaudit.experiments import plan_housing
 
     h = config["housing"]
     rules_plan = plan_housing(h, seed=config["seed"])

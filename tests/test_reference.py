@@ -12,10 +12,18 @@ import pytest
 from conftest import housing_like
 from hsaudit.adversaries import craft
 from hsaudit.reference import train_reference
-from hsaudit.train import DPSGDConfig, make_setup, model_noise, train_shard
+from hsaudit.populations import train_shard
+from hsaudit.train import DPSGDConfig, make_setup, model_noise
 
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
+
+def shard_scores(**kw):
+    """train_shard's scores, with the old ``seed=`` spelling of the noise key."""
+    if "seed" in kw:
+        kw["noise_key"] = kw.pop("seed")
+    return train_shard(**kw).scores
 
 
 def _housing_like(n=160, seed=0):
@@ -41,7 +49,7 @@ def test_population_matches_opacus_fcnn(variant, adversary, backend):
     kwargs = {"variant": variant}
     setup = make_setup(model="fcnn", model_kwargs=kwargs, n_train=len(X), config=CFG, seed=1)
     crafted = craft(adversary, model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=CFG, seed=2)
-    scores = train_shard(
+    scores = shard_scores(
         model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=CFG, crafted=crafted, bits=BITS,
         seed=7, progress=False, backend=backend, device="cpu",
     )
@@ -69,7 +77,7 @@ def test_population_matches_opacus_convnet(adversary):
     setup = make_setup(model="convnet", model_kwargs={}, n_train=8, config=cfg, seed=0)
     crafted = craft(adversary, model="convnet", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, seed=0)
     bits = np.array([1, 0])
-    scores = train_shard(
+    scores = shard_scores(
         model="convnet", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted, bits=bits, seed=3,
         progress=False, device="cpu",
     )
@@ -90,3 +98,42 @@ def test_reference_rejects_bad_noise():
             model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=CFG, crafted=crafted, bit=1,
             noise=np.zeros((2, 68)),
         )
+
+
+@pytest.mark.parametrize(("adversary", "known"), [("gc_r", True), ("gc_r", False), ("cots", False), ("label_flip", True)])
+def test_per_model_theta0_matches_opacus(adversary, known):
+    """Every model starts from its own θ0 (Cebere et al. Fig. 12); with θ0 unknown the score cannot subtract it."""
+    from hsaudit.train import population_theta0
+
+    X, y = _housing_like()
+    kwargs = {"variant": "8-3-8-1"}
+    setup = make_setup(model="fcnn", model_kwargs=kwargs, n_train=len(X), config=CFG, seed=1)
+    crafted = craft(adversary, model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=CFG, seed=2)
+    theta0 = population_theta0("fcnn", kwargs, scheme="xavier_normal", key=11, models=range(10, 14))
+    assert not np.allclose(theta0[0], theta0[1])
+    obs = train_shard(
+        model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=CFG, crafted=crafted, bits=BITS,
+        noise_key=7, first_model=10, theta0=theta0, known_theta0=known, progress=False, device="cpu",
+    )
+    for i, bit in enumerate(BITS):
+        ref, _ = train_reference(
+            model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=CFG, crafted=crafted, bit=int(bit),
+            noise=model_noise(7, 10 + i, CFG.steps, 68), theta0=theta0[i], known_theta0=known,
+        )
+        np.testing.assert_allclose(obs.scores[i], ref, rtol=1e-4, atol=1e-6)
+
+
+def test_xavier_theta0_is_a_glorot_normal_draw():
+    from hsaudit.models import build_model, fcnn_sizes
+    from hsaudit.train import init_theta0
+
+    theta = init_theta0("fcnn", {"variant": "8-6-2"}, scheme="xavier_normal", seed=3)
+    sizes = fcnn_sizes("8-6-2")
+    w1 = theta[: 6 * 8]
+    assert np.all(theta[48:54] == 0)  # biases are 0
+    # Glorot normal: sd = sqrt(2 / (fan_in + fan_out)); 48 draws, so a loose check
+    assert 0.5 < w1.std() / np.sqrt(2 / (sizes[0] + sizes[1])) < 1.5
+    np.testing.assert_array_equal(theta, init_theta0("fcnn", {"variant": "8-6-2"}, scheme="xavier_normal", seed=3))
+    assert build_model("fcnn", variant="8-6-2") is not None
+    with pytest.raises(ValueError, match="scheme"):
+        init_theta0("fcnn", {}, scheme="he", seed=0)

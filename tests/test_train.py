@@ -14,14 +14,21 @@ from hsaudit.train import (
     load_setup,
     make_setup,
     model_noise,
-    population,
     run_population,
     save_setup,
-    train_shard,
 )
+from hsaudit.populations import train_shard
+from hsaudit.psg import population
 
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
+
+def shard_scores(**kw):
+    """train_shard's scores, with the old ``seed=`` spelling of the noise key."""
+    if "seed" in kw:
+        kw["noise_key"] = kw.pop("seed")
+    return train_shard(**kw).scores
 
 
 def _data(n=200, seed=0):
@@ -133,7 +140,7 @@ def test_models_share_theta0_and_batches():
     cfg = DPSGDConfig(steps=5, batch_size=16, lr=0.5, clip_norm=1.0, noise_multiplier=0.0)
     setup = make_setup(model="fcnn", model_kwargs={}, n_train=len(X), config=cfg, seed=0)
     crafted = craft("cots", model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, seed=0)
-    scores = train_shard(
+    scores = shard_scores(
         model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted,
         bits=np.zeros(4, dtype=int), seed=0, progress=False,
     )
@@ -146,12 +153,12 @@ def test_noise_stream_does_not_depend_on_shard_size():
     setup = make_setup(model="fcnn", model_kwargs={}, n_train=len(X), config=CFG, seed=0)
     crafted = craft("gc_r", model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=CFG, seed=0)
     kw = dict(model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=CFG, crafted=crafted, progress=False)
-    small = train_shard(bits=np.array([0, 1, 0]), seed=9, **kw)
-    large = train_shard(bits=np.array([0, 1, 0, 1, 1]), seed=9, **kw)
+    small = shard_scores(bits=np.array([0, 1, 0]), seed=9, **kw)
+    large = shard_scores(bits=np.array([0, 1, 0, 1, 1]), seed=9, **kw)
     np.testing.assert_array_equal(small, large[:3])
-    threaded = train_shard(bits=np.array([0, 1, 0, 1, 1]), seed=9, workers=2, **kw)
+    threaded = shard_scores(bits=np.array([0, 1, 0, 1, 1]), seed=9, workers=2, **kw)
     np.testing.assert_allclose(threaded, large, rtol=1e-6, atol=1e-9)  # worker threads change nothing
-    other = train_shard(bits=np.array([0, 1, 0]), seed=10, **kw)
+    other = shard_scores(bits=np.array([0, 1, 0]), seed=10, **kw)
     assert not np.allclose(small, other)
     # the documented stream: model_noise(seed, i, T, p)
     a = model_noise(9, 2, 6, 68)
@@ -168,7 +175,7 @@ def test_scores_are_oriented(adversary):
     setup = make_setup(model="fcnn", model_kwargs={}, n_train=len(X), config=cfg, seed=2)
     crafted = craft(adversary, model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, seed=2)
     bits = np.array([0, 1] * 8)
-    scores = train_shard(
+    scores = shard_scores(
         model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted, bits=bits, seed=1,
         progress=False,
     )
@@ -182,21 +189,21 @@ def test_train_shard_rejects_bad_input():
     crafted = craft("gc_r", model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=CFG, seed=0)
     kw = dict(model="fcnn", model_kwargs={}, setup=setup, config=CFG, seed=0, progress=False)
     with pytest.raises(ValueError, match="bits"):
-        train_shard(X=X, y=y, crafted=crafted, bits=np.array([0, 2]), **kw)
+        shard_scores(X=X, y=y, crafted=crafted, bits=np.array([0, 2]), **kw)
     with pytest.raises(ValueError, match="X must have shape"):
-        train_shard(X=X[:, :7], y=y, crafted=crafted, bits=np.array([0, 1]), **kw)
+        shard_scores(X=X[:, :7], y=y, crafted=crafted, bits=np.array([0, 1]), **kw)
     with pytest.raises(ValueError, match="y must hold"):
-        train_shard(X=X, y=y + 1, crafted=crafted, bits=np.array([0, 1]), **kw)
+        shard_scores(X=X, y=y + 1, crafted=crafted, bits=np.array([0, 1]), **kw)
     bad = Crafted("gc_r", 3, np.zeros(10, dtype=np.float32), None, None)
     with pytest.raises(ValueError, match="gradient"):
-        train_shard(X=X, y=y, crafted=bad, bits=np.array([0, 1]), **kw)
+        shard_scores(X=X, y=y, crafted=bad, bits=np.array([0, 1]), **kw)
     with pytest.raises(ValueError, match="workers"):
-        train_shard(X=X, y=y, crafted=crafted, bits=np.array([0, 1]), workers=2, backend="func", **kw)
+        shard_scores(X=X, y=y, crafted=crafted, bits=np.array([0, 1]), workers=2, backend="func", **kw)
     with pytest.raises(ValueError, match="workers"):
-        train_shard(X=X, y=y, crafted=crafted, bits=np.array([0, 1]), workers=0, **kw)
+        shard_scores(X=X, y=y, crafted=crafted, bits=np.array([0, 1]), workers=0, **kw)
     with pytest.raises(ValueError, match="batches"):
         wrong = Setup(theta0=setup.theta0, batches=setup.batches[:3])
-        train_shard(X=X, y=y, crafted=crafted, bits=np.array([0, 1]), **{**kw, "setup": wrong})
+        shard_scores(X=X, y=y, crafted=crafted, bits=np.array([0, 1]), **{**kw, "setup": wrong})
 
 
 @pytest.mark.parametrize("model", ["convnet", "resnet18_gn"])
@@ -211,7 +218,7 @@ def test_cifar_models_train_at_tiny_size(model):
         cfg = DPSGDConfig(steps=2, batch_size=1, lr=0.01, clip_norm=1.0, noise_multiplier=0.0)
     setup = make_setup(model=model, model_kwargs={}, n_train=6, config=cfg, seed=0)
     crafted = craft("gc_r", model=model, model_kwargs={}, X=X, y=y, setup=setup, config=cfg, seed=0)
-    scores = train_shard(
+    scores = shard_scores(
         model=model, model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted, bits=np.array([0, 1]),
         seed=0, progress=False, device="cpu",
     )
@@ -232,10 +239,10 @@ def test_population_without_insertion_audits_to_zero():
     members = np.arange(400) % 2
     kw = dict(model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted, seed=8,
               progress=False)
-    null = train_shard(bits=np.zeros(400, dtype=int), **kw)
+    null = shard_scores(bits=np.zeros(400, dtype=int), **kw)
     eps_null = audit_scores(null[:, -1], members, delta=1e-5, confidence=0.95).epsilon
     assert eps_null < 0.3
-    inserted = train_shard(bits=members, **kw)
+    inserted = shard_scores(bits=members, **kw)
     # 5 insertions at σ = 1: μ = √5 ≈ 2.24, upper bound ε(δ = 1e-5) = 11.48 (GDP closed form); seeds 0-4 gave 8-10.
     assert audit_scores(inserted[:, -1], members, delta=1e-5, confidence=0.95).epsilon > 1.0
 

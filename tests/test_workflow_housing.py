@@ -19,7 +19,7 @@ import yaml
 from conftest import REPO, run_snakemake
 from hsaudit.config import resolve_scale
 from hsaudit.figures.housing import figure_table, plot_housing_figure, summarise
-from hsaudit.figures.housing_plan import (
+from hsaudit.experiments import (
     audit_table,
     key_of,
     plan_housing,
@@ -27,7 +27,7 @@ from hsaudit.figures.housing_plan import (
     scores_matrix,
     scores_table,
     shard_bits,
-    shard_seed,
+    noise_key,
 )
 
 SEED = 2024
@@ -94,7 +94,20 @@ def test_per_figure_override_changes_only_that_figure(housing):
     assert keys(changed, "fig1c") == keys(base, "fig1c")
     assert keys(changed, "fig4") == keys(base, "fig4")
     assert not keys(changed, "fig7") & keys(base, "fig7")
-    assert changed.values["fig7"]["lr"] == 0.01 and changed.values["fig1c"]["lr"] == housing["lr"]
+    assert changed.values["fig7"][0]["lr"] == 0.01 and changed.values["fig1c"][0]["lr"] == housing["lr"]
+
+
+def test_housing_keys_survive_the_generic_plan(housing):
+    """The plan moved from hsaudit.figures.housing_plan to the family-generic hsaudit.experiments (CIFAR-10
+    issue): every Housing audit and setup keeps the key it had, so no finished Housing population is retrained.
+    The digests below were computed with the pre-move code (commit 5476ed3) from config/config.yaml."""
+    import hashlib
+
+    plan = plan_housing(housing, seed=SEED)
+    assert sorted(plan.setups) == ["2a8e6ca5e610", "531e9eaa8733", "59a08165aa98", "cd39fe8a8b8d", "e44faad36989"]
+    assert len(plan.audits) == 35
+    digest = hashlib.sha256(",".join(sorted(plan.audits)).encode()).hexdigest()[:16]
+    assert digest == "56efd63b89274650"
 
 
 @pytest.mark.parametrize(
@@ -135,7 +148,7 @@ def test_shard_bits_are_an_exact_seeded_half_split():
     np.testing.assert_array_equal(a, shard_bits(seed=1, key="abc", shard_size=500, index=3))
     assert not np.array_equal(a, shard_bits(seed=1, key="abc", shard_size=500, index=4))
     assert not np.array_equal(a, shard_bits(seed=1, key="abd", shard_size=500, index=3))
-    assert shard_seed(seed=1, key="abc", shard_size=500, index=3) != shard_seed(seed=1, key="abc", shard_size=500, index=4)
+    assert noise_key(seed=1, key="abc") != noise_key(seed=1, key="abd")
     with pytest.raises(ValueError, match="shard_size"):
         shard_bits(seed=1, key="abc", shard_size=5, index=0)
 
@@ -302,7 +315,7 @@ def test_smoke_figures_end_to_end_then_reuse(workflow_copy):
     counts = job_counts(proc.stdout)
     n_audits = 7 * h["repetitions"]
     assert counts.get("train_shard") == n_audits, proc.stdout
-    assert "craft" not in counts and "make_setup" not in counts and "prepare_data" not in counts
+    assert "craft_adversary" not in counts and "make_setup" not in counts and "prepare_data" not in counts
     assert counts.get("audit_epsilon") == n_audits and counts.get("extract_scores") == n_audits
     outputs = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip().startswith("output:")]
     new_shards = set(re.findall(r"shards/s20/(\d+)\.npz", "\n".join(outputs)))
@@ -317,7 +330,7 @@ def test_smoke_figures_end_to_end_then_reuse(workflow_copy):
     counts = job_counts(proc.stdout)
     assert "plot_fig1c" not in counts and "plot_fig4" not in counts, proc.stdout
     assert counts.get("plot_fig7") == 1
-    assert counts.get("craft") == 3 * h["repetitions"]
+    assert counts.get("craft_adversary") == 3 * h["repetitions"]
     assert counts.get("train_shard") == 3 * h["repetitions"]
 
 

@@ -28,18 +28,12 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from hsaudit.models import count_parameters, build_model, num_classes
+from hsaudit.io import atomic_savez
+from hsaudit.models import build_model, count_parameters, num_classes
+from hsaudit.noise import CounterNoise
+from hsaudit.psg import population
 from hsaudit.seeding import derive_seed, rng_for
-from hsaudit.train import (
-    DPSGDConfig,
-    Setup,
-    _atomic_savez,
-    _check_data,
-    _NoiseStreams,
-    pick_device,
-    population,
-    run_population,
-)
+from hsaudit.train import DPSGDConfig, Setup, check_data, pick_device, run_population
 
 ADVERSARIES = ("gc_r", "gc_s_noiseless_ps", "gc_s_noiseless_fm", "gc_s_noisy_ps", "gc_s_noisy_fm", "cots", "label_flip")
 ALIASES = {"gc_s": "gc_s_noiseless_ps"}
@@ -128,12 +122,12 @@ def _simulate_ranking(
     theta0 = torch.from_numpy(np.ascontiguousarray(setup.theta0, dtype=np.float32)).to(dev)
     acc = torch.zeros((r, engine.p), dtype=torch.float64, device=dev)
 
-    def per_step(_t: int, before: torch.Tensor, after: torch.Tensor) -> None:
-        acc.add_(((after - before).double()) ** 2)
+    def per_step(_t: int, _theta: torch.Tensor, step: torch.Tensor) -> None:
+        acc.add_(step.double().square())
 
     noise = None
     if noisy and config.noise_multiplier > 0:
-        noise = _NoiseStreams(derive_seed(seed, "gc_s simulation noise"), r, engine.p, config.steps, dev)
+        noise = CounterNoise(derive_seed(seed, "gc_s simulation noise"), range(r), engine.p, dev)
     with torch.no_grad():
         final = run_population(
             engine,
@@ -193,7 +187,7 @@ def craft(
     name = canonical_adversary(adversary)
     if int(simulations) != simulations or simulations < 1:
         raise ValueError(f"simulations must be a positive integer, got {simulations}")
-    X, y = _check_data(model, model_kwargs, X, y, setup)
+    X, y = check_data(model, model_kwargs, X, y, setup)
     p = setup.theta0.shape[0]
     net_p = count_parameters(build_model(model, **model_kwargs))
     if net_p != p:
@@ -243,7 +237,7 @@ def save_crafted(crafted: Crafted, path: str | os.PathLike) -> None:
         value = getattr(crafted, key)
         if value is not None:
             arrays[key] = np.asarray(value)
-    _atomic_savez(path, arrays)
+    atomic_savez(path, arrays)
 
 
 def load_crafted(path: str | os.PathLike) -> Crafted:
@@ -262,29 +256,50 @@ def load_crafted(path: str | os.PathLike) -> Crafted:
         )
 
 
-def make_scorer(crafted: Crafted, engine, theta0: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
+def insertion_tensors(
+    crafted: Crafted, device: torch.device | str
+) -> tuple[torch.Tensor | None, tuple[torch.Tensor, torch.Tensor] | None]:
+    """The insertion the DP-SGD layer needs: ``(gradient [p] or None, (x* [1, ...], y* [1]) or None)``."""
+    gradient = canary = None
+    if crafted.gradient is not None:
+        gradient = torch.as_tensor(np.asarray(crafted.gradient, dtype=np.float32), device=device)
+    if crafted.canary_x is not None:
+        canary = (
+            torch.as_tensor(np.asarray(crafted.canary_x, dtype=np.float32)[None], device=device),
+            torch.as_tensor(np.asarray(crafted.canary_y, dtype=np.int64).reshape(1), device=device),
+        )
+    return gradient, canary
+
+
+def make_scorer(
+    crafted: Crafted, engine, theta0: torch.Tensor, *, known_theta0: bool = True
+) -> Callable[[torch.Tensor], torch.Tensor]:
     """A function ``theta [models, p] -> [models]`` giving the oriented score (higher ⇒ inserted).
 
-    ``engine`` is a population engine (:func:`hsaudit.train.population`) and is used only by ``label_flip``.
+    ``engine`` is a per-sample gradient backend (:func:`hsaudit.psg.population`), used only by ``label_flip``.
+    ``theta0`` is ``[p]`` or ``[models, p]`` (per-model θ0). With ``known_theta0=False`` (Cebere et al. Fig. 12:
+    θ0 re-drawn for every run and unknown to the adversary) the A_GC score is −θ_t[d] and the A_CotS score
+    −cos(∇*, θ_t), since θ0 cannot be subtracted.
     """
     name = canonical_adversary(crafted.adversary)
     if name == "label_flip":
-        cx = torch.as_tensor(np.asarray(crafted.canary_x, dtype=np.float32)[None], device=theta0.device)
-        cy = torch.as_tensor(np.asarray(crafted.canary_y, dtype=np.int64).reshape(1), device=theta0.device)
+        _, (cx, cy) = insertion_tensors(crafted, theta0.device)
         return lambda theta: -engine.loss(theta, cx, cy)[:, 0]
+    origin = theta0 if known_theta0 else torch.zeros_like(theta0)
     if name == "cots":
-        g = torch.as_tensor(crafted.gradient, dtype=torch.float32, device=theta0.device)
+        g = torch.as_tensor(crafted.gradient, dtype=torch.float64, device=theta0.device)
         g = g / g.norm()
 
         def cosine(theta: torch.Tensor) -> torch.Tensor:
-            diff = (theta - theta0[None]).double()
+            diff = (theta - origin).double()
             norm = diff.norm(dim=1)
-            cos = (diff @ g.double()) / torch.where(norm > 0, norm, torch.ones_like(norm))
+            cos = (diff @ g) / torch.where(norm > 0, norm, torch.ones_like(norm))
             return -cos
 
         return cosine
     d = int(crafted.dim)
-    return lambda theta: -(theta[:, d].double() - theta0[d].double())
+    base = origin[..., d].double()
+    return lambda theta: -(theta[:, d].double() - base)
 
 
 def score(
@@ -294,6 +309,7 @@ def score(
     *,
     model: str,
     model_kwargs: dict,
+    known_theta0: bool = True,
 ) -> np.ndarray:
     """Oriented scores (float64, higher ⇒ inserted) of models ``theta`` ``[models, p]`` (or one ``[p]``).
 
@@ -307,4 +323,5 @@ def score(
         raise ValueError(f"theta must have {engine.p} columns and theta0 {engine.p} entries for {model!r}")
     validate_crafted(crafted, p=engine.p, model=model, model_kwargs=model_kwargs)
     with torch.no_grad():
-        return make_scorer(crafted, engine, theta0_t)(torch.from_numpy(theta_arr)).double().numpy()
+        scorer = make_scorer(crafted, engine, theta0_t, known_theta0=known_theta0)
+        return scorer(torch.from_numpy(theta_arr)).double().numpy()

@@ -52,10 +52,13 @@ def resolve_scale(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _check_known(base: Mapping[str, Any], override: Mapping[str, Any], *, prefix: str) -> None:
+    # A figure entry (`<section>.figures.<fig>`) may add per-figure overrides that the base entry does not
+    # name; the schema, checked again after merging, still rejects a misspelt one.
+    figure_entry = prefix.rsplit(".", 2)[-2:-1] == ["figures"]
     for key, value in override.items():
-        if key not in base:
+        if key not in base and not figure_entry:
             raise ValueError(f"{prefix}.{key} overrides a key that the config does not have")
-        if isinstance(value, Mapping) and isinstance(base[key], Mapping):
+        if key in base and isinstance(value, Mapping) and isinstance(base[key], Mapping):
             _check_known(base[key], value, prefix=f"{prefix}.{key}")
 
 

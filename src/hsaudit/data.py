@@ -255,3 +255,10 @@ def load_dataset(path: str | os.PathLike) -> Dataset:
             scale=f["scale"],
             source=str(f["source"]),
         )
+
+
+def prepare_dataset(name: str, **options) -> Dataset:
+    """Prepare the dataset ``name`` from its config options (the family's ``data`` section)."""
+    if name == "housing":
+        return load_housing(**options)
+    raise ValueError(f"unknown dataset {name!r}")

@@ -24,7 +24,7 @@ from opacus.optimizers import DPOptimizer
 
 from hsaudit.adversaries import Crafted, canonical_adversary, score, validate_crafted
 from hsaudit.models import build_model, count_parameters, load_flat_parameters, loss_name, per_sample_loss
-from hsaudit.train import DPSGDConfig, Setup, _check_data
+from hsaudit.train import DPSGDConfig, Setup, check_data
 
 
 def train_reference(
@@ -38,6 +38,8 @@ def train_reference(
     crafted: Crafted,
     bit: int,
     noise: npt.ArrayLike | None,
+    theta0: npt.ArrayLike | None = None,
+    known_theta0: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Train one model with Opacus on the audit's fixed schedule.
 
@@ -50,12 +52,14 @@ def train_reference(
         bit: 1 = inserted.
         noise: standard normals ``[steps, p]`` (multiplied by σC here), e.g.
             :func:`hsaudit.train.model_noise`; ``None`` only when σ = 0.
+        theta0: this model's own initialisation ``[p]`` (per-model θ0); ``None``: ``setup.theta0``.
+        known_theta0: whether the score subtracts θ0 (:func:`hsaudit.adversaries.make_scorer`).
 
     Returns:
         ``(scores, theta_T)``: the oriented scores ``[T // k]`` (float64) after every insertion step (same
         convention as :func:`hsaudit.train.train_shard`) and the final flat parameters ``[p]`` (float32).
     """
-    X, y = _check_data(model, model_kwargs, X, y, setup)
+    X, y = check_data(model, model_kwargs, X, y, setup)
     if bit not in (0, 1):
         raise ValueError(f"bit must be 0 or 1, got {bit}")
     torch_model = build_model(model, **model_kwargs)
@@ -65,7 +69,10 @@ def train_reference(
         if noise is None or np.shape(noise) != (config.steps, p):
             raise ValueError(f"noise must have shape ({config.steps}, {p}), got {np.shape(noise)}")
         noise_t = torch.as_tensor(np.asarray(noise, dtype=np.float32))
-    load_flat_parameters(torch_model, torch.from_numpy(setup.theta0))
+    start = setup.theta0 if theta0 is None else np.asarray(theta0, dtype=np.float32)
+    if start.shape != (p,):
+        raise ValueError(f"theta0 must have shape ({p},), got {start.shape}")
+    load_flat_parameters(torch_model, torch.from_numpy(np.ascontiguousarray(start)))
     gsm = GradSampleModule(torch_model, loss_reduction="sum")
     params = [q for q in gsm.parameters() if q.requires_grad]
     optimizer = DPOptimizer(
@@ -108,5 +115,5 @@ def train_reference(
             snapshots.append(torch.cat([q.detach().reshape(-1) for q in params]).clone())
     optimizer.zero_grad(set_to_none=True)
     thetas = torch.stack(snapshots).numpy()
-    scores = score(crafted, thetas, setup.theta0, model=model, model_kwargs=model_kwargs)
+    scores = score(crafted, thetas, start, model=model, model_kwargs=model_kwargs, known_theta0=known_theta0)
     return scores, thetas[-1]

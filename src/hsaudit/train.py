@@ -1,53 +1,45 @@
-"""Vectorised DP-SGD populations with gradient / canary insertion (Cebere et al. 2025, Eq. 2 and Algorithm 4).
+"""The DP-SGD layer of the trained-model audits (Cebere et al. 2025, Eq. 2 and Algorithm 4), model-agnostic.
 
-One audit trains R models that share θ0 and a fixed, known minibatch schedule B_1..B_T (:class:`Setup`); the
-only randomness between them is the DP noise and the membership bit b. Every model follows
+One audit trains R models that share a fixed, known minibatch schedule B_1..B_T (:class:`Setup`) and usually θ0;
+the only randomness between them is the DP noise and the membership bit b. Every model follows
 
     θ_{t+1} = θ_t − (η/B) (Σ_{x∈B_t} clip(∇ℓ(θ_t; x), C) + [b ∧ t % k = 0] ∇* + Z_t),   Z_t ~ N(0, σ²C²I)
 
 with steps t = 1..T (1-based), B the nominal batch size in both worlds [inferred, spec §1], clip(g, C) =
-g · min(1, C / (‖g‖ + 10⁻⁶)) (Opacus' formula), and, for the canary adversary A_L, the canary sample appended to
-the batch at insertion steps of inserted runs (clipped like any sample) instead of ∇*.
+g · min(1, C / (‖g‖ + 10⁻⁶)) (Opacus' formula), and, for a canary insertion, the canary sample appended to the
+batch at insertion steps of inserted runs (clipped like any sample) instead of ∇*.
 
-:func:`train_shard` trains a whole shard at once: the parameters are one ``[models, p]`` tensor.
+This module knows nothing of datasets, figures or particular adversaries. It is given
 
-- FCNN (any ``fcnn`` variant): hand-derived per-sample gradients with batched matmuls. The per-sample norm is
-  computed from the per-layer pieces without materialising ``[models, batch, p]``: for a linear layer the
-  per-sample weight gradient is an outer product δ ⊗ z, so ‖δ ⊗ z‖² = ‖δ‖²‖z‖², and the clipped sum
-  Σ_x s_x δ_x ⊗ z_x is one batched matmul.
-- Other models (ConvNet, ResNet18-GN): ``torch.func`` — ``vmap`` over models of ``vmap(grad)`` over samples, in
-  chunks of models × samples bounded by a memory budget.
+- a per-sample gradient backend (:func:`hsaudit.psg.population`: ``clipped_sum``, ``loss``, ``grad_norms``),
+- the insertion: a crafted gradient ∇* ``[p]`` or a canary sample ``(x*, y*)``, and the membership mask ``[m]``,
+- the noise: standard normals keyed by (noise key, global model index, step) from :mod:`hsaudit.noise`, drawn
+  on the models' device, so a model's noise never depends on the shard size, the chunking or the order of work,
+- observers: functions ``θ [m, p] -> [m]`` evaluated after every insertion step (the adversary's score), and
+  optionally the unclipped gradient norm of the canary at every step (Cebere et al. Fig. 8).
 
-Noise: model ``i`` of a shard draws its standard normals from its own generator, seeded with
-``derive_seed(seed, "noise", i)`` (numpy PCG64, float32, consumed step after step), see :func:`model_noise`.
-Its noise therefore does not depend on the shard size, the chunking, or the device (numpy draws on the CPU, so
-CPU and CUDA runs see identical noise), and the reference trainer can be fed exactly the same noise.
+:func:`train_population` keeps everything on the device: the parameters ``[m, p]`` are updated in place, the
+observations are written into preallocated device tensors and copied to the host once, at the end. Adversaries
+(:mod:`hsaudit.adversaries`) build the insertion and the scorer; :mod:`hsaudit.populations` trains one shard.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from concurrent.futures import ThreadPoolExecutor
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 import torch
 
+from hsaudit.io import atomic_savez
 from hsaudit.models import build_model, flat_parameters, input_shape, num_classes
-from hsaudit.psg import MLPPopulation, population
+from hsaudit.noise import CounterNoise, counter_normals
 from hsaudit.seeding import derive_seed, rng_for
 
-if TYPE_CHECKING:  # pragma: no cover
-    from hsaudit.adversaries import Crafted
-
-_MIN_MODELS_PER_WORKER = 32  # smaller groups are not worth a thread
-_MEMORY_BUDGET = 256 * 2**20  # bytes for noise chunks
+THETA0_SCHEMES = ("default", "xavier_normal")
 
 
 @dataclass(frozen=True)
@@ -136,23 +128,9 @@ def make_setup(*, model: str, model_kwargs: dict, n_train: int, config: DPSGDCon
     return Setup(theta0=theta0, batches=batches)
 
 
-def _atomic_savez(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def save_setup(setup: Setup, path: str | os.PathLike) -> None:
     """Write ``setup`` to an ``.npz`` file atomically (temporary name, then rename)."""
-    _atomic_savez(path, {"theta0": setup.theta0, "batches": setup.batches})
+    atomic_savez(path, {"theta0": setup.theta0, "batches": setup.batches})
 
 
 def load_setup(path: str | os.PathLike) -> Setup:
@@ -161,43 +139,66 @@ def load_setup(path: str | os.PathLike) -> Setup:
         return Setup(theta0=data["theta0"].astype(np.float32), batches=data["batches"].astype(np.int64))
 
 
-def model_noise(seed: int, index: int, steps: int, dim: int) -> np.ndarray:
-    """The standard-normal noise ``[steps, dim]`` (float32) that model ``index`` of a shard seeded ``seed`` uses.
+def init_theta0(model: str, model_kwargs: dict, *, scheme: str = "default", seed: int) -> np.ndarray:
+    """One initialisation θ0 ``[p]`` (float32) drawn from ``seed``.
 
-    :func:`train_shard` multiplies it by σC. Exposed so that the reference trainer can replay it.
+    ``scheme``: ``"default"`` (PyTorch's layer defaults, as :func:`make_setup`) or ``"xavier_normal"`` (Glorot
+    normal weights for every parameter with ≥ 2 dimensions, zero biases and norm offsets, unit norm scales) — the
+    "unknown θ0" of Cebere et al. Fig. 12 [inferred: the paper says "Xavier initialisation"].
     """
-    rng = np.random.default_rng(derive_seed(seed, "noise", int(index)))
-    return rng.standard_normal((steps, dim), dtype=np.float32)
+    if scheme not in THETA0_SCHEMES:
+        raise ValueError(f"scheme must be one of {THETA0_SCHEMES}, got {scheme!r}")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed) % 2**63)
+        net = build_model(model, **model_kwargs)
+        if scheme == "xavier_normal":
+            with torch.no_grad():
+                for name, param in net.named_parameters():
+                    if param.dim() >= 2:
+                        torch.nn.init.xavier_normal_(param)
+                    elif "norm" in name and name.endswith("weight"):
+                        param.fill_(1.0)
+                    else:
+                        param.zero_()
+    return flat_parameters(net).numpy().astype(np.float32)
 
 
-class _NoiseStreams:
-    """Per-model noise generators, drawn in chunks of steps (same numbers as :func:`model_noise`)."""
+def population_theta0(
+    model: str, model_kwargs: dict, *, scheme: str, key: int, models: range | npt.ArrayLike
+) -> np.ndarray:
+    """Per-model initialisations ``[m, p]``: model ``i`` (global index) gets :func:`init_theta0` seeded by (key, i).
 
-    def __init__(self, seed: int, models: int | range, dim: int, steps: int, device: torch.device) -> None:
-        indices = range(models) if isinstance(models, int) else models
-        self.rngs = [np.random.default_rng(derive_seed(seed, "noise", i)) for i in indices]
-        self.dim, self.steps, self.device = dim, steps, device
-        self.chunk = max(1, min(steps, _MEMORY_BUDGET // max(1, 4 * len(self.rngs) * dim)))
-        self.start, self.block = 0, None
+    Like the noise, model i's θ0 does not depend on the shard it is trained in.
+    """
+    return np.stack(
+        [init_theta0(model, model_kwargs, scheme=scheme, seed=derive_seed(key, "theta0", int(i))) for i in models]
+    )
 
-    def __call__(self, t: int) -> torch.Tensor:
-        """Standard normals ``[models, dim]`` of step ``t`` (1-based; called with t = 1, 2, ... in order)."""
-        i = t - 1
-        if self.block is None or i >= self.start + self.block.shape[1]:
-            n = min(self.chunk, self.steps - i)
-            arr = np.stack([rng.standard_normal((n, self.dim), dtype=np.float32) for rng in self.rngs])
-            self.block, self.start = torch.from_numpy(arr).to(self.device), i
-        return self.block[:, i - self.start]
+
+def model_noise(key: int, index: int, steps: int, dim: int) -> np.ndarray:
+    """The standard normals ``[steps, dim]`` (float32) that global model ``index`` draws under noise key ``key``.
+
+    :func:`train_population` multiplies them by σC. Exposed so that the reference trainer replays them.
+    """
+    idx = torch.tensor([int(index)])
+    return torch.cat([counter_normals(key, idx, t, dim) for t in range(1, steps + 1)]).numpy()
 
 
 def pick_device(device: str | None = None) -> torch.device:
-    """``device`` as a :class:`torch.device`; ``None`` means CUDA when available, else the CPU."""
-    if device is None:
+    """``device`` as a :class:`torch.device`; ``None`` or ``"auto"`` means CUDA when available, else the CPU."""
+    if device is None or device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(device)
 
 
-def _check_data(model: str, model_kwargs: dict, X: npt.ArrayLike, y: npt.ArrayLike, setup: Setup):
+def check_data(
+    model: str, model_kwargs: dict, X: npt.ArrayLike, y: npt.ArrayLike, setup: Setup
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a training set against the architecture and the batch schedule; return float32 X, int64 y.
+
+    Raises:
+        ValueError: naming the inconsistent shape or value.
+    """
     X = np.asarray(X, dtype=np.float32)
     y = np.asarray(y)
     shape = input_shape(model, **model_kwargs)
@@ -231,35 +232,41 @@ def run_population(
     canary: tuple[torch.Tensor, torch.Tensor] | None = None,
     noise: Callable[[int], torch.Tensor] | None = None,
     on_step: Callable[[int, torch.Tensor, torch.Tensor], None] | None = None,
+    before_step: Callable[[int, torch.Tensor], None] | None = None,
     progress: bool = False,
     desc: str = "DP-SGD",
 ) -> torch.Tensor:
-    """The DP-SGD loop shared by :func:`train_shard` and the adversaries' simulations (spec §1, Eq. 2).
+    """The DP-SGD loop (spec §1, Eq. 2), in place on one ``[models, p]`` tensor; no host synchronisation.
 
     Args:
-        engine: from :func:`population`.
-        theta0: ``[models, p]`` starting parameters (not modified).
+        engine: a per-sample gradient backend (:func:`hsaudit.psg.population`).
+        theta0: ``[models, p]`` starting parameters (not modified; rows may differ: per-model θ0).
         X, y: training set on the engine's device.
         batches: ``[steps, batch]`` indices (row t-1 is B_t).
         lr, batch_size: η and the normaliser B.
         clip: C, or ``None`` for no clipping (the noiseless simulation of A_GC-S).
         sigma: noise multiplier; the noise added to the clipped sum is ``sigma * C * noise(t)``.
         period: k; insertion at steps with ``t % k == 0``.
-        mask: ``[models]`` float, 1 where the run is inserted (b = 1).
+        mask: ``[models]`` float, 1 where the run is inserted (b = 1); required with an insertion.
         gradient: ∇* ``[p]`` added to the clipped sum of inserted runs at insertion steps.
         canary: ``(x*, y*)`` (batch of one) appended to the batch of inserted runs at insertion steps.
-        noise: ``t -> [models, p]`` standard normals (required when ``sigma > 0``).
-        on_step: called as ``on_step(t, theta_before, theta_after)`` after every update.
+        noise: ``t -> [models, p]`` standard normals (required when ``sigma > 0``), e.g.
+            :class:`hsaudit.noise.CounterNoise`.
+        on_step: called as ``on_step(t, theta_after, step)`` after every update, ``step = θ_{t+1} − θ_t``
+            (a temporary: copy what you keep).
+        before_step: called as ``before_step(t, theta)`` before step t's update (θ_t).
         progress: show a tqdm bar.
 
     Returns:
-        θ_T, ``[models, p]``.
+        θ_T, ``[models, p]`` (a new tensor).
     """
     theta = theta0.clone()
     steps = batches.shape[0]
     scale = float(sigma) * (1.0 if clip is None else float(clip))
     if scale > 0 and noise is None:
         raise ValueError("noise is required when sigma > 0")
+    if (gradient is not None or canary is not None) and mask is None:
+        raise ValueError("mask is required with an insertion (gradient or canary)")
     m = theta.shape[0]
     weights_canary = None
     if canary is not None:
@@ -271,7 +278,10 @@ def run_population(
 
         iterator = tqdm(iterator, desc=desc, unit="step", leave=False)
     batches_t = torch.as_tensor(batches, device=X.device)
+    factor = -float(lr) / float(batch_size)
     for t in iterator:
+        if before_step is not None:
+            before_step(t, theta)
         idx = batches_t[t - 1]
         xb, yb = X[idx], y[idx]
         inserting = t % period == 0
@@ -281,141 +291,117 @@ def run_population(
             weights = weights_canary
         g = engine.clipped_sum(theta, xb, yb, clip, weights)
         if gradient is not None and inserting:
-            g = g + mask[:, None] * gradient[None, :]
+            g.addr_(mask.to(g.dtype), gradient)
         if scale > 0:
-            g = g + scale * noise(t)
-        new = theta - lr * (g / batch_size)
+            g.add_(noise(t), alpha=scale)
+        g.mul_(factor)
+        theta.add_(g)
         if on_step is not None:
-            on_step(t, theta, new)
-        theta = new
+            on_step(t, theta, g)
     return theta
 
 
-def train_shard(
+@dataclass(frozen=True)
+class Observations:
+    """What :func:`train_population` recorded, on the host.
+
+    Attributes:
+        scores: float64 ``[models, T // k]``, the observer's value after every insertion step (``None`` without one).
+        grad_norms: float64 ``[models, T]``, the canary's unclipped gradient norm at θ_t before step t
+            (``None`` unless asked).
+        theta: float32 ``[models, p]``, the final models (``None`` unless asked).
+    """
+
+    scores: np.ndarray | None
+    grad_norms: np.ndarray | None = None
+    theta: np.ndarray | None = None
+
+
+def train_population(
     *,
-    model: str,
-    model_kwargs: dict,
-    X: npt.ArrayLike,
-    y: npt.ArrayLike,
-    setup: Setup,
+    engine,
+    theta0: torch.Tensor,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    batches: np.ndarray,
     config: DPSGDConfig,
-    crafted: Crafted,
-    bits: npt.ArrayLike,
-    seed: int,
-    device: str | None = None,
-    progress: bool = True,
-    backend: str = "auto",
-    workers: int | None = None,
-) -> np.ndarray:
-    """Train ``len(bits)`` models at once with DP-SGD and the adversary's insertion; return their scores.
+    noise_key: int,
+    models: range | npt.ArrayLike,
+    mask: torch.Tensor | None = None,
+    gradient: torch.Tensor | None = None,
+    canary: tuple[torch.Tensor, torch.Tensor] | None = None,
+    observe: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    canary_norms: bool = False,
+    keep_final: bool = False,
+    progress: bool = False,
+    desc: str = "DP-SGD",
+) -> Observations:
+    """Train a population with DP-SGD and record its observations on the device (copied once at the end).
 
     Args:
-        model, model_kwargs: architecture (:func:`hsaudit.models.build_model`).
-        X, y: training set (float features, integer labels).
-        setup: θ0 and the minibatch schedule shared by all runs of the audit.
-        config: DP-SGD hyper-parameters (T, B, η, C, σ, k).
-        crafted: the adversary's object (:func:`hsaudit.adversaries.craft`).
-        bits: ``[models]`` in {0, 1}; 1 = inserted (member).
-        seed: the shard's noise seed; model i uses :func:`model_noise` ``(seed, i, T, p)``.
-        device: ``None`` = CUDA when available, else CPU. Computation is float32.
+        engine: per-sample gradient backend (:func:`hsaudit.psg.population`) on the models' device.
+        theta0: ``[p]`` (shared θ0) or ``[models, p]`` (per-model θ0), on the device.
+        X, y: training set on the device.
+        batches: the fixed schedule ``[T, B]``.
+        config: DP-SGD hyper-parameters.
+        noise_key: key of the counter-based noise (:mod:`hsaudit.noise`).
+        models: the global indices of the models (their noise streams), e.g. ``range(first, first + m)``.
+        mask, gradient, canary: the insertion (see :func:`run_population`).
+        observe: ``θ [m, p] -> [m]``, evaluated after every insertion step (the adversary's score).
+        canary_norms: record ``engine.grad_norms`` of the canary at every step (needs ``canary``).
+        keep_final: also return θ_T.
         progress: tqdm bar over the steps.
-        backend: ``"auto"``, ``"mlp"`` or ``"func"`` (see :func:`population`).
-        workers: CPU worker threads, each training a contiguous group of the models with single-threaded ops.
-            ``None``: ``torch.get_num_threads()`` for the FCNN engine on the CPU, else 1 (intra-op threads).
-            Results do not depend on it (every model keeps its own noise stream).
 
     Returns:
-        float64 ``[models, T // k]``: the oriented score (higher ⇒ inserted, see
-        :func:`hsaudit.adversaries.score`) after the update of every insertion step.
-
-    Raises:
-        ValueError: on inconsistent shapes, bits outside {0, 1}, or a crafted object of the wrong dimension.
+        :class:`Observations`.
     """
-    from hsaudit.adversaries import make_scorer, validate_crafted
+    dev = X.device
+    idx = torch.as_tensor(np.asarray(list(models) if isinstance(models, range) else models), dtype=torch.int64)
+    m = idx.numel()
+    if theta0.dim() == 1:
+        theta0 = theta0[None].expand(m, -1)
+    if theta0.shape[0] != m:
+        raise ValueError(f"theta0 has {theta0.shape[0]} rows for {m} models")
+    if mask is not None and mask.shape != (m,):
+        raise ValueError(f"mask must have shape ({m},), got {tuple(mask.shape)}")
+    if canary_norms and canary is None:
+        raise ValueError("canary_norms needs a canary")
+    n_obs = config.steps // config.period
+    scores = torch.empty((m, n_obs), dtype=torch.float64, device=dev) if observe is not None else None
+    norms = torch.empty((m, config.steps), dtype=torch.float64, device=dev) if canary_norms else None
 
-    X, y = _check_data(model, model_kwargs, X, y, setup)
-    bits = np.asarray(bits)
-    if bits.ndim != 1 or bits.size == 0 or not np.all((bits == 0) | (bits == 1)):
-        raise ValueError(f"bits must be a non-empty 1-D array of 0/1, got shape {bits.shape}")
-    if setup.batches.shape != (config.steps, config.batch_size):
-        raise ValueError(
-            f"setup.batches has shape {setup.batches.shape}, config wants ({config.steps}, {config.batch_size})"
-        )
-    dev = pick_device(device)
-    engine = population(model, model_kwargs, dev, backend=backend)
-    if setup.theta0.shape != (engine.p,):
-        raise ValueError(f"setup.theta0 has shape {setup.theta0.shape}, {model!r} has {engine.p} parameters")
-    validate_crafted(crafted, p=engine.p, model=model, model_kwargs=model_kwargs)
-    m = bits.size
-    Xt, yt = torch.from_numpy(X).to(dev), torch.from_numpy(y).to(dev)
-    theta0 = torch.from_numpy(np.ascontiguousarray(setup.theta0, dtype=np.float32)).to(dev)
-    mask = torch.as_tensor(bits, dtype=torch.float32, device=dev)
-    gradient = canary = None
-    if crafted.gradient is not None:
-        gradient = torch.as_tensor(crafted.gradient, dtype=torch.float32, device=dev)
-    if crafted.canary_x is not None:
-        canary = (
-            torch.as_tensor(np.asarray(crafted.canary_x, dtype=np.float32)[None], device=dev),
-            torch.as_tensor(np.asarray(crafted.canary_y, dtype=np.int64).reshape(1), device=dev),
-        )
-    scorer = make_scorer(crafted, engine, theta0)
-    scores = np.empty((m, config.steps // config.period), dtype=np.float64)
-    if workers is None:
-        workers = torch.get_num_threads() if dev.type == "cpu" and isinstance(engine, MLPPopulation) else 1
-        workers = min(workers, m // _MIN_MODELS_PER_WORKER or 1)
-    if int(workers) != workers or workers < 1:
-        raise ValueError(f"workers must be a positive integer, got {workers}")
-    if workers > 1 and not isinstance(engine, MLPPopulation):
-        # torch.func.functional_call swaps the module's parameters in place: not thread-safe.
-        raise ValueError(f"workers > 1 needs the FCNN ('mlp') engine, got workers={workers} for {model!r}")
-    workers = min(int(workers), m)
+    def record(t: int, theta: torch.Tensor, _step: torch.Tensor) -> None:
+        if t % config.period == 0:
+            scores[:, t // config.period - 1] = observe(theta)
 
-    def run_group(rows: range, show: bool) -> None:
-        def record(t: int, _before: torch.Tensor, after: torch.Tensor) -> None:
-            if t % config.period == 0:
-                scores[rows.start : rows.stop, t // config.period - 1] = scorer(after).double().cpu().numpy()
+    def record_norm(t: int, theta: torch.Tensor) -> None:
+        norms[:, t - 1] = engine.grad_norms(theta, canary[0], canary[1])[:, 0]
 
-        noise = None
-        if config.noise_multiplier > 0:
-            noise = _NoiseStreams(seed, rows, engine.p, config.steps, dev)
-        # Grad mode is thread-local. torch.func.grad ignores an outer no_grad (it is a function transform),
-        # so this is safe for both engines.
-        with torch.no_grad():
-            run_population(
-                engine,
-                theta0[None].expand(len(rows), -1),
-                Xt,
-                yt,
-                setup.batches,
-                lr=config.lr,
-                batch_size=config.batch_size,
-                clip=config.clip_norm,
-                sigma=config.noise_multiplier,
-                period=config.period,
-                mask=mask[rows.start : rows.stop],
-                gradient=gradient,
-                canary=canary,
-                noise=noise,
-                on_step=record,
-                progress=show,
-                desc=f"train {model} x{m}" + (f" ({workers} workers, bar: first)" if workers > 1 else ""),
-            )
-
-    if workers == 1:
-        run_group(range(m), progress)
-        return scores
-    # Models never interact, so a CPU population splits into independent groups, one per worker thread, each
-    # with single-threaded ops (torch releases the GIL inside ops). Far more robust than intra-op threading,
-    # whose per-op barriers stall whenever another process takes a core (measured in docs/trainer.md).
-    bounds = np.linspace(0, m, workers + 1).astype(int)
-    groups = [range(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            for fut in [pool.submit(run_group, g, progress and i == 0) for i, g in enumerate(groups)]:
-                fut.result()
-    finally:
-        torch.set_num_threads(threads)
-    return scores
-
+    noise = None
+    if config.noise_multiplier > 0:
+        noise = CounterNoise(noise_key, idx.to(dev), engine.p, dev)
+    final = run_population(
+        engine,
+        theta0,
+        X,
+        y,
+        batches,
+        lr=config.lr,
+        batch_size=config.batch_size,
+        clip=config.clip_norm,
+        sigma=config.noise_multiplier,
+        period=config.period,
+        mask=mask,
+        gradient=gradient,
+        canary=canary,
+        noise=noise,
+        on_step=record if observe is not None else None,
+        before_step=record_norm if canary_norms else None,
+        progress=progress,
+        desc=desc,
+    )
+    return Observations(
+        scores=None if scores is None else scores.cpu().numpy(),
+        grad_norms=None if norms is None else norms.cpu().numpy(),
+        theta=final.cpu().numpy() if keep_final else None,
+    )

@@ -6,11 +6,11 @@ rule audit_epsilon:
     input:
         scores=rules.extract_scores.output.scores,
     output:
-        table=f"{HOUSING_DIR}/audits/{{audit}}/R{{runs}}-s{{size}}/epsilon.csv",
+        table="results/{family}/audits/{audit}/R{runs}-s{size}/epsilon.csv",
     log:
-        log_path("housing/audit_epsilon/{audit}/R{runs}-s{size}"),
+        log_path("{family}/audit_epsilon/{audit}/R{runs}-s{size}"),
     benchmark:
-        bench_path("housing/audit_epsilon/{audit}/R{runs}-s{size}")
+        bench_path("{family}/audit_epsilon/{audit}/R{runs}-s{size}")
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -22,11 +22,13 @@ rule audit_epsilon:
         confidence=AUDIT["confidence"],
         mode=AUDIT["mode"],
         selection_fraction=AUDIT["selection_fraction"],
-        noise_multiplier=lambda wc: HOUSING.audits[wc.audit]["setup"]["dpsgd"][
-            "noise_multiplier"
-        ],
-        period=lambda wc: HOUSING.audits[wc.audit]["setup"]["dpsgd"]["period"],
-        seed=lambda wc: derive_seed(SEED, "housing-audit", wc.audit, wc.runs, wc.size),
-        code_version=HOUSING_CODE["audit"],
+        noise_multiplier=lambda wc: PLANS[wc.family].audits[wc.audit]["setup"][
+            "dpsgd"
+        ]["noise_multiplier"],
+        period=lambda wc: PLANS[wc.family].audits[wc.audit]["setup"]["dpsgd"]["period"],
+        seed=lambda wc: derive_seed(
+            SEED, f"{wc.family}-audit", wc.audit, wc.runs, wc.size
+        ),
+        code_version=TRAINED_CODE["audit"],
     script:
         "../scripts/audit_epsilon.py"

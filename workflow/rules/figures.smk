@@ -3,7 +3,7 @@
 
 rule plot_fig1c:
     input:
-        tables=audit_table_paths(HOUSING, "fig1c", root=HOUSING_DIR),
+        tables=audit_table_paths(HOUSING, "fig1c"),
     output:
         pdf=report(
             register_figure("results/fig1c.pdf"),
@@ -23,14 +23,14 @@ rule plot_fig1c:
         figure="fig1c",
         refs=[vars(ref) for ref in HOUSING.figures["fig1c"]],
         scale=SCALE,
-        code_version=HOUSING_CODE["plot"],
+        code_version=TRAINED_CODE["plot"],
     script:
         "../scripts/plot_housing.py"
 
 
 rule plot_fig4:
     input:
-        tables=audit_table_paths(HOUSING, "fig4", root=HOUSING_DIR),
+        tables=audit_table_paths(HOUSING, "fig4"),
     output:
         pdf=report(
             register_figure("results/fig4.pdf"),
@@ -50,14 +50,14 @@ rule plot_fig4:
         figure="fig4",
         refs=[vars(ref) for ref in HOUSING.figures["fig4"]],
         scale=SCALE,
-        code_version=HOUSING_CODE["plot"],
+        code_version=TRAINED_CODE["plot"],
     script:
         "../scripts/plot_housing.py"
 
 
 rule plot_fig7:
     input:
-        tables=audit_table_paths(HOUSING, "fig7", root=HOUSING_DIR),
+        tables=audit_table_paths(HOUSING, "fig7"),
     output:
         pdf=report(
             register_figure("results/fig7.pdf"),
@@ -77,6 +77,6 @@ rule plot_fig7:
         figure="fig7",
         refs=[vars(ref) for ref in HOUSING.figures["fig7"]],
         scale=SCALE,
-        code_version=HOUSING_CODE["plot"],
+        code_version=TRAINED_CODE["plot"],
     script:
         "../scripts/plot_housing.py"

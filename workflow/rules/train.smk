@@ -1,80 +1,83 @@
-# Trained-model audits, training side: the shared setup (θ0 + fixed minibatch schedule), the adversary's
-# crafted object, and populations of DP-SGD models trained shard by shard (hsaudit.train, hsaudit.adversaries).
+# Trained-model audits, training side, for every family (housing, cifar10): the shared setup (θ0 + fixed
+# minibatch schedule), the adversary's crafted object, and populations of DP-SGD models trained shard by shard
+# (hsaudit.train, hsaudit.populations, hsaudit.adversaries).
 
 
 rule make_setup:
     input:
-        data=rules.prepare_data.output.data,
+        data=setup_dataset,
     output:
-        setup=f"{HOUSING_DIR}/setups/{{setup}}/setup.npz",
-        params_json=f"{HOUSING_DIR}/setups/{{setup}}/params.json",
+        setup="results/{family}/setups/{setup}/setup.npz",
+        params_json="results/{family}/setups/{setup}/params.json",
     log:
-        log_path("housing/make_setup/{setup}"),
+        log_path("{family}/make_setup/{setup}"),
     benchmark:
-        bench_path("housing/make_setup/{setup}")
-    conda:
-        "../../envs/torch.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    params:
-        spec=lambda wc: HOUSING.setups[wc.setup],
-        seed=lambda wc: derive_seed(SEED, "housing-setup", wc.setup),
-        code_version=HOUSING_CODE["train"],
-    script:
-        "../scripts/make_setup.py"
-
-
-rule craft:
-    input:
-        data=rules.prepare_data.output.data,
-        setup=lambda wc: setup_path(HOUSING, wc.audit, root=HOUSING_DIR),
-    output:
-        crafted=f"{HOUSING_DIR}/audits/{{audit}}/crafted.npz",
-        params_json=f"{HOUSING_DIR}/audits/{{audit}}/params.json",
-    log:
-        log_path("housing/craft/{audit}"),
-    benchmark:
-        bench_path("housing/craft/{audit}")
+        bench_path("{family}/make_setup/{setup}")
     conda:
         "../../envs/torch.yaml"
     threads: 1
     resources:
         mem_mb=2000,
-        runtime=30,
+        runtime=10,
     params:
-        spec=lambda wc: HOUSING.audits[wc.audit],
-        seed=lambda wc: derive_seed(SEED, "housing-craft", wc.audit),
-        device=config["housing"]["device"],
-        code_version=HOUSING_CODE["train"],
+        spec=lambda wc: PLANS[wc.family].setups[wc.setup],
+        # Housing's seed label predates the other families (its setups keep their θ0 and batches).
+        seed=lambda wc: derive_seed(SEED, f"{wc.family}-setup", wc.setup),
+        code_version=TRAINED_CODE["train"],
     script:
-        "../scripts/craft.py"
+        "../scripts/make_setup.py"
+
+
+rule craft_adversary:
+    input:
+        data=audit_dataset,
+        setup=lambda wc: setup_path(PLANS[wc.family], wc.audit),
+    output:
+        crafted="results/{family}/audits/{audit}/crafted.npz",
+        params_json="results/{family}/audits/{audit}/params.json",
+    log:
+        log_path("{family}/craft_adversary/{audit}"),
+    benchmark:
+        bench_path("{family}/craft_adversary/{audit}")
+    conda:
+        "../../envs/torch.yaml"
+    threads: 1
+    resources:
+        mem_mb=family_resources("mem_mb"),
+        runtime=family_resources("runtime"),
+        gpu=family_resources("gpu"),
+    params:
+        spec=lambda wc: PLANS[wc.family].audits[wc.audit],
+        seed=lambda wc: derive_seed(SEED, f"{wc.family}-craft", wc.audit),
+        device=lambda wc: config[wc.family]["device"],
+        code_version=TRAINED_CODE["train"],
+    script:
+        "../scripts/craft_adversary.py"
 
 
 rule train_shard:
     input:
-        data=rules.prepare_data.output.data,
-        setup=lambda wc: setup_path(HOUSING, wc.audit, root=HOUSING_DIR),
-        crafted=rules.craft.output.crafted,
+        data=audit_dataset,
+        setup=lambda wc: setup_path(PLANS[wc.family], wc.audit),
+        crafted=rules.craft_adversary.output.crafted,
     output:
         # Not temp(): the shards are what makes raising R cheap (only new shards are trained).
-        shard=f"{HOUSING_DIR}/audits/{{audit}}/shards/s{{size}}/{{index}}.npz",
+        shard="results/{family}/audits/{audit}/shards/s{size}/{index}.npz",
     log:
-        log_path("housing/train_shard/{audit}/s{size}/{index}"),
+        log_path("{family}/train_shard/{audit}/s{size}/{index}"),
     benchmark:
-        bench_path("housing/train_shard/{audit}/s{size}/{index}")
+        bench_path("{family}/train_shard/{audit}/s{size}/{index}")
     conda:
         "../../envs/torch.yaml"
-    threads: config["housing"]["resources"]["threads"]
+    threads: lambda wc: config[wc.family]["resources"]["threads"]
     resources:
-        mem_mb=config["housing"]["resources"]["mem_mb"],
-        runtime=config["housing"]["resources"]["runtime"],
-        gpu=config["housing"]["resources"]["gpu"],
+        mem_mb=family_resources("mem_mb"),
+        runtime=family_resources("runtime"),
+        gpu=family_resources("gpu"),
     params:
-        spec=lambda wc: HOUSING.audits[wc.audit],
+        spec=lambda wc: PLANS[wc.family].audits[wc.audit],
         master_seed=SEED,
-        device=config["housing"]["device"],
-        code_version=HOUSING_CODE["train"],
+        device=lambda wc: config[wc.family]["device"],
+        code_version=TRAINED_CODE["train"],
     script:
         "../scripts/train_shard.py"

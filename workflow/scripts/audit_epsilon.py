@@ -1,10 +1,10 @@
-"""Snakemake adapter: audit every recorded step of one audit's scores (hsaudit.figures.housing_plan.audit_table)."""
+"""Snakemake adapter: audit every recorded step of one audit's scores (hsaudit.experiments.audit_table)."""
 
 import logging
 
 import pandas as pd
 
-from hsaudit.figures.housing_plan import audit_table
+from hsaudit.experiments import audit_table
 from hsaudit.plotting import write_csv_atomic
 
 # Our messages at INFO; other libraries (e.g. fontTools while writing PDFs) only from WARNING.

@@ -1,10 +1,10 @@
-"""Snakemake adapter: gather an audit's shards into a tidy scores table (hsaudit.figures.housing_plan.scores_table)."""
+"""Snakemake adapter: gather an audit's shards into a tidy scores table (hsaudit.experiments.scores_table)."""
 
 import logging
 import os
 from pathlib import Path
 
-from hsaudit.figures.housing_plan import scores_table
+from hsaudit.experiments import scores_table
 
 # Our messages at INFO; other libraries (e.g. fontTools while writing PDFs) only from WARNING.
 logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")

@@ -5,7 +5,7 @@ import logging
 import torch
 
 from hsaudit.data import load_dataset
-from hsaudit.figures.housing_plan import write_params_json
+from hsaudit.experiments import write_params_json
 from hsaudit.train import DPSGDConfig, make_setup, save_setup
 
 # Our messages at INFO; other libraries (e.g. fontTools while writing PDFs) only from WARNING.

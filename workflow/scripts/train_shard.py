@@ -1,7 +1,9 @@
-"""Snakemake adapter: train one shard of an audit's population and record its scores (hsaudit.train.train_shard).
+"""Snakemake adapter: train one shard of an audit's population and record its observations
+(hsaudit.populations.train_shard).
 
-The shard's membership bits are an exact half split seeded by (audit key, shard size, shard index); its noise
-seed likewise (hsaudit.figures.housing_plan.shard_bits / shard_seed), so a shard never depends on R.
+The shard's membership bits are an exact half split seeded by (audit key, shard size, shard index); model
+``index·size + i`` of the audit draws the noise (and, with θ0 unknown, the initialisation) of that global index
+(hsaudit.experiments.shard_bits / noise_key / theta0_key), so a shard never depends on R.
 """
 
 import logging
@@ -10,8 +12,9 @@ import torch
 
 from hsaudit.adversaries import load_crafted
 from hsaudit.data import load_dataset
-from hsaudit.figures.housing_plan import insertion_steps, save_shard, shard_bits, shard_seed
-from hsaudit.train import DPSGDConfig, load_setup, train_shard
+from hsaudit.experiments import insertion_steps, noise_key, save_shard, shard_bits, theta0_key
+from hsaudit.populations import train_shard
+from hsaudit.train import DPSGDConfig, load_setup, population_theta0
 
 # Our messages at INFO; other libraries (e.g. fontTools while writing PDFs) only from WARNING.
 logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
@@ -20,12 +23,23 @@ log.setLevel(logging.INFO)
 logging.captureWarnings(True)
 torch.set_num_threads(snakemake.threads)
 spec = snakemake.params.spec
+family = snakemake.wildcards.family
 setup_spec = spec["setup"]
 key, size, index = snakemake.wildcards.audit, int(snakemake.wildcards.size), int(snakemake.wildcards.index)
 seed = snakemake.params.master_seed
-bits = shard_bits(seed=seed, key=key, shard_size=size, index=index)
+bits = shard_bits(seed=seed, key=key, shard_size=size, index=index, family=family)
 data = load_dataset(snakemake.input.data)
-scores = train_shard(
+first = index * size
+theta0 = None
+if spec.get("theta0", "known") != "known":
+    theta0 = population_theta0(
+        setup_spec["model"],
+        setup_spec["model_kwargs"],
+        scheme="xavier_normal",
+        key=theta0_key(seed=seed, key=key, family=family),
+        models=range(first, first + size),
+    )
+obs = train_shard(
     model=setup_spec["model"],
     model_kwargs=setup_spec["model_kwargs"],
     X=data.X,
@@ -34,10 +48,14 @@ scores = train_shard(
     config=DPSGDConfig(**setup_spec["dpsgd"]),
     crafted=load_crafted(snakemake.input.crafted),
     bits=bits,
-    seed=shard_seed(seed=seed, key=key, shard_size=size, index=index),
-    device=None if snakemake.params.device == "auto" else snakemake.params.device,
+    noise_key=noise_key(seed=seed, key=key, family=family),
+    first_model=first,
+    theta0=theta0,
+    known_theta0=theta0 is None,
+    canary_norms=bool(spec.get("canary_norms")),
+    device=snakemake.params.device,
     progress=False,
 )
 steps = insertion_steps(steps=setup_spec["dpsgd"]["steps"], period=setup_spec["dpsgd"]["period"])
-save_shard(snakemake.output.shard, bits=bits, scores=scores, steps=steps)
-log.info("audit %s shard s%d/%d: %d models, %d recorded steps", key, size, index, bits.size, steps.size)
+save_shard(snakemake.output.shard, bits=bits, scores=obs.scores, steps=steps, grad_norms=obs.grad_norms)
+log.info("%s audit %s shard s%d/%d: %d models, %d recorded steps", family, key, size, index, bits.size, steps.size)

@@ -2,7 +2,7 @@
 
 Both trainers run in this process on the same Housing-like task (Cebere et al. §5: 8 standardised features,
 binary label, FCNN with 68 parameters, T = 250, batch 400, η = 0.1, C = 1, σ = 4, k = 1): a population of
-``--models`` models through :func:`hsaudit.train.train_shard`, then ``--opacus-models`` models one at a time
+``--models`` models through :func:`hsaudit.populations.train_shard`, then ``--opacus-models`` models one at a time
 through :func:`hsaudit.reference.train_reference`. The data are synthetic (a fixed linear-logistic rule on
 standard normal features, 20,640 rows like California Housing) so that the benchmark needs no download; the cost
 does not depend on the values. ``--data FILE.npz`` uses a prepared dataset (:func:`hsaudit.data.load_dataset`).
@@ -22,7 +22,8 @@ import torch
 
 from hsaudit.adversaries import craft
 from hsaudit.reference import train_reference
-from hsaudit.train import DPSGDConfig, make_setup, model_noise, pick_device, train_shard
+from hsaudit.populations import train_shard
+from hsaudit.train import DPSGDConfig, make_setup, model_noise, pick_device
 
 
 def register(sub) -> None:
@@ -86,8 +87,8 @@ def measure(
     t0 = time.perf_counter()
     scores = train_shard(
         model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=config, crafted=crafted, bits=bits,
-        seed=seed, device=str(dev), progress=False, workers=workers,
-    )
+        noise_key=seed, device=str(dev), progress=False, workers=workers,
+    ).scores
     if dev.type == "cuda":
         torch.cuda.synchronize()
     vec_s = time.perf_counter() - t0

@@ -2,7 +2,7 @@
 
 ε̂ (δ = 1e−5) against the training step, mean ± sd over the repetitions, one series per adversary, and the μ-GDP
 upper-bound curve. The audits come from the workflow (plan, keys, shards and per-step audit tables:
-:mod:`hsaudit.figures.housing_plan`, re-exported here).
+:mod:`hsaudit.experiments`, re-exported here).
 """
 
 from __future__ import annotations
@@ -13,26 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from hsaudit.figures.housing_plan import (  # noqa: F401  (re-exported)
-    ADVERSARY_LABELS,
-    AUDIT_VALUE_KEYS,
-    FIGURE_TITLES,
-    FIGURES,
-    AuditRef,
-    HousingPlan,
-    audit_params,
-    audit_table,
-    figure_values,
-    insertion_steps,
-    key_of,
-    plan_housing,
-    save_shard,
-    scores_matrix,
-    scores_table,
-    shard_bits,
-    shard_seed,
-    write_params_json,
-)
+from hsaudit.experiments import ADVERSARY_LABELS, FIGURE_TITLES, AuditRef
 
 
 # ------------------------------------------------------------------------------------------------- figures

@@ -6,7 +6,7 @@ import torch
 
 from hsaudit.adversaries import craft, save_crafted
 from hsaudit.data import load_dataset
-from hsaudit.figures.housing_plan import write_params_json
+from hsaudit.experiments import write_params_json
 from hsaudit.train import DPSGDConfig, load_setup
 
 # Our messages at INFO; other libraries (e.g. fontTools while writing PDFs) only from WARNING.
@@ -28,7 +28,7 @@ crafted = craft(
     config=DPSGDConfig(**setup_spec["dpsgd"]),
     seed=snakemake.params.seed,
     simulations=spec["simulations"] or 1,
-    device=None if snakemake.params.device == "auto" else snakemake.params.device,
+    device=snakemake.params.device,
 )
 save_crafted(crafted, snakemake.output.crafted)
 write_params_json(spec, snakemake.output.params_json, key=snakemake.wildcards.audit, derived_seed=snakemake.params.seed)
