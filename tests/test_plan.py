@@ -23,6 +23,7 @@ def config() -> dict:
     [
         ("results/fig4.pdf", "fig4"),
         ("results/fig1a.csv", "fig1a"),
+        ("results/fig13.pdf", "fig13"),
         ("fig6b", "fig6b"),
         ("results/archive/fig3.tar.gz", "fig3"),
         ("results/steinke/fig1.pdf", "steinke/fig1"),
@@ -40,7 +41,7 @@ def test_figure_id_rejects_non_figures(target):
 
 
 def test_unknown_figure_names_the_known_ones(config):
-    with pytest.raises(ValueError, match=r"unknown figure 'fig99'.*fig1a"):
+    with pytest.raises(ValueError, match=r"unknown figure 'fig99'.*fig13"):
         P.plan(["results/fig99.pdf"], config)
 
 
@@ -50,22 +51,24 @@ def test_housing_populations_match_the_training_rules_plan(config):
 
     h = config["housing"]
     rules_plan = plan_housing(h, seed=config["seed"])
-    ours = P.housing_audits(config)
-    # One of our populations per (adversary, parameters) covers `repetitions` of the rules' audits.
-    assert len(ours) * h["repetitions"] == len(rules_plan.audits)
+    ours = [a for a in P.trained_audits(config) if a.section == "housing"]
+    # One population per audit of the rules' plan (repetitions are separate audits there).
+    assert len(ours) == len(rules_plan.audits)
+    assert {a.key[1] for a in ours} == set(rules_plan.audits)
     for a in ours:
         extra = h["simulations"] if a.adversary.startswith("gc_s_noisy") else 0
-        assert a.models == (h["runs"] + extra) * h["repetitions"]
+        assert a.models == h["runs"] + extra
         assert a.steps == h["steps"] and a.batch == h["batch_size"] and a.device == "cpu"
-    by_adv = {a.adversary: a for a in ours}
+    by_adv = {a.adversary: a for a in ours if a.detail.endswith("rep=0")}
     assert set(by_adv["gc_r"].figures) == {"fig1c", "fig4", "fig7"}
 
 
 def test_per_figure_override_splits_a_shared_population(config):
     cfg = json.loads(json.dumps(config))
     cfg["housing"]["figures"]["fig7"]["lr"] = 0.01
-    gc_r = [a for a in P.housing_audits(cfg) if a.adversary == "gc_r"]
-    assert sorted(a.figures for a in gc_r) == [("fig1c", "fig4"), ("fig7",)]
+    gc_r = [a for a in P.trained_audits(cfg) if a.adversary == "gc_r" and a.section == "housing"]
+    reps = cfg["housing"]["repetitions"]
+    assert sorted(a.figures for a in gc_r) == [("fig1c", "fig4")] * reps + [("fig7",)] * reps
 
 
 def test_shared_populations_are_counted_once(config):
@@ -89,18 +92,24 @@ def test_scale_presets_shrink_the_plan(config):
     assert P.plan(["results/fig4.pdf"], smoke).model_steps < P.plan(["results/fig4.pdf"], config).model_steps
 
 
-def test_cifar_table_follows_the_paper():
-    """specs/cebere.md §3: fig1a = ConvNet, C ∈ {1,2,4}, A_GC-R and A_L, R 5000, T 250 (k = 1)."""
-    fig1a = [a for a in P.cifar_audits({}) if "fig1a" in a.figures]
-    assert len(fig1a) == 6 and {a.model for a in fig1a} == {"convnet"}
-    assert {(a.models, a.steps, a.batch) for a in fig1a} == {(5000, 250, 128)}
-    fig2b = [a for a in P.cifar_audits({}) if "fig2b" in a.figures]
-    assert {a.steps for a in fig2b} == {250 * 25}
+def cifar(config, figure):
+    return [a for a in P.trained_audits(config) if a.section == "cifar10" and figure in a.figures]
 
 
-def test_gpu_rows_reproduce_the_papers_total():
+def test_cifar_plan_follows_the_paper(config):
+    """specs/cebere.md §3: fig1 (a) ConvNet, (b) ResNet18, C ∈ {1,2,4}, A_GC-R and A_L, R 5000, T 250 (k = 1)."""
+    fig1 = cifar(config, "fig1")
+    assert len(fig1) == 12 and {a.model for a in fig1} == {"convnet", "resnet18_gn"}
+    assert {(a.models, a.steps, a.batch, a.device) for a in fig1} == {(5000, 250, 128, "gpu")}
+    assert {a.steps for a in cifar(config, "fig2")} == {250 * 5, 250 * 25}
+    assert {a.models for a in cifar(config, "fig8")} == {30}
+    # fig1 = panels (a, b) + the Housing panel (c): planning fig1 includes fig1c's populations
+    assert {a.section for a in P.plan(["results/fig1.pdf"], config).audits} == {"cifar10", "housing"}
+
+
+def test_gpu_rows_reproduce_the_papers_total(config):
     """Cebere et al., App. D: ~3500 GPU-hours for the ConvNet/ResNet audits; our GPU rows are derived from it."""
-    audits = [a for a in P.cifar_audits({}) if a.model in ("convnet", "resnet18_gn") and a.models == 5000]
+    audits = [a for a in P.trained_audits(config) if a.model in ("convnet", "resnet18_gn")]
     total = sum(a.hours("gpu") for a in audits)
     assert total == pytest.approx(P.PAPER_GPU_HOURS, rel=0.01)
 
@@ -114,11 +123,11 @@ def test_every_calibration_row_says_where_it_comes_from():
 
 
 def test_gpu_warning(config):
-    msg = P.gpu_warning(["results/fig1a.pdf"], config, has_gpu=False)
-    assert msg is not None and "GPU-hours" in msg and "fig1a" in msg and "--profile slurm" in msg
-    assert P.gpu_warning(["results/fig1a.pdf"], config, has_gpu=True) is None
+    msg = P.gpu_warning(["results/fig13.pdf"], config, has_gpu=False)
+    assert msg is not None and "GPU-hours" in msg and "fig13" in msg and "--profile slurm" in msg
+    assert P.gpu_warning(["results/fig13.pdf"], config, has_gpu=True) is None
     assert P.gpu_warning(["results/fig4.pdf", "all_rules"], config, has_gpu=False) is None
-    assert P.gpu_warning(["results/fig1a.pdf"], {**config, "scale": "laptop"}, has_gpu=False) is None
+    assert P.gpu_warning(["results/fig13.pdf"], {**config, "scale": "laptop"}, has_gpu=False) is None
 
 
 def test_measure_step_seconds_runs_and_validates():
@@ -135,9 +144,9 @@ def test_cli_table_and_json(capsys, monkeypatch):
     assert main(["plan", "results/fig4.pdf", "results/fig3.pdf"]) == 0
     out = capsys.readouterr().out
     assert "gc_s_noisy_fm" in out and "fig3: simulation" in out
-    assert main(["plan", "results/fig1b.pdf", "--scale", "smoke", "--json"]) == 0
+    assert main(["plan", "results/fig2.pdf", "--scale", "paper", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["scale"] == "smoke" and data["total"]["gpu_hours"] > 0
+    assert data["scale"] == "paper" and data["total"]["gpu_hours"] > 0
     assert data["total"]["models"] == sum(a["models"] for a in data["audits"])
 
 

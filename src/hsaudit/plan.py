@@ -5,12 +5,10 @@ config (scale preset applied) and a small calibration table of seconds per model
 
 Where the experiments come from:
 
-- **Housing** (fig1c, fig4, fig7): the ``housing:`` config section that the training rules themselves read
-  (base values, ``figures.<fig>.adversaries`` and per-figure overrides), so the plan follows the config. Audits
-  that several figures share (same adversary and parameters) are counted once in totals.
-- **CIFAR-10** (fig1a/b, fig2, fig5, fig6a, fig8, fig11, fig12, fig13; GPU-sized): :data:`CIFAR_AUDITS`, the
-  paper's experiment list (Cebere et al. 2025, §5, Table 2, Appendix D; specs/cebere.md §3). The CIFAR rules are
-  expected to read this table (or a ``cifar:`` config section of the same shape, which takes precedence).
+- **Trained models** (Housing: fig1c, fig4, fig7; CIFAR-10: fig1, fig2, fig5, fig6a, fig8, fig11, fig12, fig13):
+  the very plan the training rules run (:func:`hsaudit.experiments.plan_experiments` of the ``housing:`` and
+  ``cifar10:`` sections, after the scale preset), so the estimate follows the config. Audits that several figures
+  share are counted once in totals.
 - Analytic / 1-D experiments (Section 6 process, Steinke, Annamalai): no training; listed as simulations.
 
 Cost model: seconds per model-step scale linearly with the batch size from the calibration batch; a model
@@ -23,10 +21,9 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from hsaudit.config import deep_merge
 
 DEVICES = ("cpu", "gpu")
 
@@ -56,11 +53,11 @@ CALIBRATION: tuple[Calibration, ...] = (
     Calibration("fcnn", "cpu", 400, 1.79e-4, "measured: hsaudit plan --calibrate fcnn --population 500 --steps 10"),
     Calibration("convnet", "cpu", 128, 0.0862, "measured: hsaudit plan --calibrate convnet --steps 5"),
     Calibration("resnet18_gn", "cpu", 128, 66.2, "measured: hsaudit plan --calibrate resnet18_gn --steps 2"),
-    Calibration("linear4096", "cpu", 128, 0.0273, "measured: hsaudit plan --calibrate linear4096 --steps 5"),
+    Calibration("alexnet_head", "cpu", 128, 0.0273, "measured: hsaudit plan --calibrate alexnet_head --steps 5"),
     Calibration("fcnn", "gpu", 400, 1.79e-4, "assumed equal to CPU (68 parameters: launch-bound, no GPU gain)"),
     Calibration("convnet", "gpu", 128, 1.82e-4, "derived: paper's 3,500 GPU-h x measured CPU cost ratio"),
     Calibration("resnet18_gn", "gpu", 128, 0.140, "derived: paper's 3,500 GPU-h x measured CPU cost ratio"),
-    Calibration("linear4096", "gpu", 128, 1.82e-4, "assumed equal to the ConvNet on GPU (launch-bound)"),
+    Calibration("alexnet_head", "gpu", 128, 1.82e-4, "assumed equal to the ConvNet on GPU (launch-bound)"),
 )
 
 PAPER_GPU_HOURS = 3500.0
@@ -105,48 +102,6 @@ class Audit:
         return self.model_steps * cal.seconds_per_model_step * (self.batch / cal.batch) / 3600.0
 
 
-# --------------------------------------------------------------------------------------------------------------
-# The CIFAR-10 experiments of Cebere et al. (specs/cebere.md §3; CIFAR-BASE: batch 128, σ 4, R 5000, 250
-# insertions, i.e. T = 250·k). Each entry is one population; `figures` lists every figure that uses it.
-# fig8 trains 30 runs with the A_L canary (gradient norms); fig13's AlexNet trains only a new last layer on
-# precomputed features (modelled as the 4096→10 linear layer, `linear4096`).
-_CIFAR_BASE = {"batch": 128, "runs": 5000}
-
-
-def _cifar_audits() -> tuple[dict[str, Any], ...]:
-    audits: list[dict[str, Any]] = []
-    for model, fig in (("convnet", "fig1a"), ("resnet18_gn", "fig1b")):
-        for clip in (1, 2, 4):
-            for adv in ("gc_r", "label_flip"):
-                figs = [fig]
-                if clip == 1 and adv == "gc_r":
-                    figs += ["fig5"] + (["fig11", "fig13"] if model == "convnet" else [])
-                audits.append({"figures": figs, "model": model, "adversary": adv, "clip": clip, "period": 1})
-        for period, fig2 in ((5, "fig2a"), (25, "fig2b")):
-            for adv in ("gc_r", "label_flip"):
-                figs = [fig2]
-                if adv == "gc_r" and period == 5:
-                    figs += ["fig5"] + (["fig6a", "fig11"] if model == "convnet" else [])
-                if adv == "gc_r" and period == 25 and model == "convnet":
-                    figs += ["fig11"]
-                audits.append({"figures": figs, "model": model, "adversary": adv, "clip": 1, "period": period})
-        for period in (1, 5):
-            audits.append({"figures": ["fig5"], "model": model, "adversary": "gc_s", "clip": 1, "period": period})
-        audits.append(
-            {"figures": ["fig8"], "model": model, "adversary": "label_flip_norms", "clip": 1, "period": 1, "runs": 30}
-        )
-    audits.append({"figures": ["fig12"], "model": "convnet", "adversary": "gc_r_unknown_theta0", "clip": 1,
-                   "period": 1})
-    audits.append({"figures": ["fig13"], "model": "linear4096", "adversary": "gc_r", "clip": 1, "period": 1})
-    return tuple({**_CIFAR_BASE, **a} for a in audits)
-
-
-CIFAR_AUDITS: tuple[dict[str, Any], ...] = _cifar_audits()
-"""The paper's CIFAR-10 populations: figures, model, adversary, clip C, period k, runs R, batch (T = 250·k)."""
-
-INSERTIONS = 250
-"""Number of insertions of the CIFAR/Housing audits (T = 250·k) [Cebere et al. §5]."""
-
 # Figures without trained models (simulate → audit → plot), by config section.
 SIMULATION_FIGURES = {
     "section6": ("fig3", "fig6b", "fig6c", "fig10", "fig14"),
@@ -154,82 +109,61 @@ SIMULATION_FIGURES = {
     "annamalai": ("annamalai/fig1", "annamalai/fig2"),
 }
 
-_HOUSING_NOT_PARAMS = ("data", "resources", "figures")
+# Figures assembled from other figures' audits: fig1 = CIFAR-10 panels (a, b) + the Housing panel (c).
+ASSEMBLED = {"fig1": ("fig1c",)}
+# Targets without trained models of their own (generated from the config).
+TABLES = ("table2",)
 
 
-def housing_audits(config: Mapping[str, Any]) -> list[Audit]:
-    """Populations of the Housing figures from the resolved ``housing:`` section (what the training rules read).
+def trained_audits(config: Mapping[str, Any]) -> list[Audit]:
+    """Every trained population of the config, from the same plan the training rules use
+    (:func:`hsaudit.experiments.plan_experiments`, one per family: housing, cifar10).
 
-    ``figures.<fig>`` may override any base key for that figure; an audit is one adversary with its merged
-    parameters, trained ``runs`` times in each of ``repetitions`` repetitions. The A_GC-S Noisy variants add their
-    ``simulations`` simulated trainings per repetition.
+    An audit shared by several figures is listed once with all of them. Its models are ``runs`` (per repetition:
+    the plan lists repetitions as separate audits) plus, for the A_GC-S Noisy variants, the ``simulations``
+    simulated trainings; a population runs on the GPU when its family's jobs ask for one.
     """
-    section = config.get("housing")
-    if not section:
-        return []
-    base = {k: v for k, v in section.items() if k not in _HOUSING_NOT_PARAMS}
-    device = "gpu" if int((section.get("resources") or {}).get("gpu", 0) or 0) > 0 else "cpu"
-    by_key: dict[tuple, Audit] = {}
-    for fig, spec in (section.get("figures") or {}).items():
-        spec = dict(spec or {})
-        adversaries = spec.pop("adversaries", [])
-        params = deep_merge(base, spec)
-        for adv in adversaries:
-            reps = int(params.get("repetitions", 1))
-            models = int(params["runs"]) * reps
-            if adv.startswith("gc_s_noisy"):
-                models += int(params.get("simulations", 0)) * reps
-            key = ("housing", adv, repr(sorted(params.items())))
-            if key in by_key:
-                old = by_key[key]
-                by_key[key] = replace(old, figures=old.figures + (fig,))
-                continue
-            by_key[key] = Audit(
-                figures=(fig,),
-                section="housing",
-                adversary=adv,
-                model=str(params.get("model", "fcnn")),
-                models=models,
-                steps=int(params["steps"]),
-                batch=int(params["batch_size"]),
-                device=device,
-                key=key,
-                detail=f"R={params['runs']} x{reps}",
+    from hsaudit.experiments import FAMILIES, plan_experiments
+
+    out: list[Audit] = []
+    for family in FAMILIES:
+        section = config.get(family)
+        if not section:
+            continue
+        device = "gpu" if int((section.get("resources") or {}).get("gpu", 0) or 0) > 0 else "cpu"
+        plan = plan_experiments(section, seed=int(config.get("seed", 0)), family=family)
+        figures: dict[str, list[str]] = {}
+        refs = {}
+        for figure, entries in plan.figures.items():
+            for ref in entries:
+                figures.setdefault(ref.key, [])
+                if figure not in figures[ref.key]:
+                    figures[ref.key].append(figure)
+                refs.setdefault(ref.key, ref)
+        for key, ref in refs.items():
+            params = plan.audits[key]
+            dpsgd = params["setup"]["dpsgd"]
+            models = ref.runs + (int(params["simulations"] or 0) if ref.adversary.startswith("gc_s_noisy") else 0)
+            out.append(
+                Audit(
+                    figures=tuple(figures[key]),
+                    section=family,
+                    adversary=ref.adversary,
+                    model=ref.model,
+                    models=models,
+                    steps=int(dpsgd["steps"]),
+                    batch=int(dpsgd["batch_size"]),
+                    device=device,
+                    key=(family, key),
+                    detail=f"C={dpsgd['clip_norm']:g} k={dpsgd['period']} rep={ref.rep}",
+                )
             )
-    return list(by_key.values())
-
-
-def cifar_audits(config: Mapping[str, Any]) -> list[Audit]:
-    """Populations of the CIFAR-10 figures: ``config['cifar']['audits']`` if present, else :data:`CIFAR_AUDITS`.
-
-    A scale preset may shrink them through ``cifar.runs`` / ``cifar.period_max`` once a ``cifar:`` section exists;
-    without one the paper's values are used (these figures are GPU-sized at every scale until then).
-    """
-    section = config.get("cifar") or {}
-    rows = section.get("audits", CIFAR_AUDITS)
-    out = []
-    for i, a in enumerate(rows):
-        a = {**_CIFAR_BASE, **{k: v for k, v in section.items() if k in ("runs", "batch")}, **a}
-        out.append(
-            Audit(
-                figures=tuple(a["figures"]),
-                section="cifar",
-                adversary=a["adversary"],
-                model=a["model"],
-                models=int(a["runs"]),
-                steps=INSERTIONS * int(a["period"]),
-                batch=int(a["batch"]),
-                device="gpu",
-                key=("cifar", i),
-                detail=f"C={a['clip']} k={a['period']}",
-            )
-        )
     return out
 
 
 def all_audits(config: Mapping[str, Any]) -> list[Audit]:
     """Every trained population the config describes (Housing and CIFAR-10)."""
-    return housing_audits(config) + cifar_audits(config)
+    return trained_audits(config)
 
 
 _TARGET_RE = re.compile(r"^(?:results/)?(?:archive/)?(?P<fig>(?:[a-z0-9_]+/)?(?:fig|table)[0-9a-z_]+)"
@@ -249,8 +183,11 @@ def figure_id(target: str) -> str:
 
 
 def known_figures(config: Mapping[str, Any]) -> list[str]:
+    """Every figure (and table) id that :func:`plan` accepts."""
     figs = {f for a in all_audits(config) for f in a.figures}
     figs.update(f for group in SIMULATION_FIGURES.values() for f in group)
+    figs.update(ASSEMBLED)
+    figs.update(TABLES)
     return sorted(figs)
 
 
@@ -296,6 +233,7 @@ def plan(targets: Iterable[str], config: Mapping[str, Any]) -> Plan:
         if fig not in known:
             raise ValueError(f"unknown figure {fig!r} (from {t!r}); known: {', '.join(known)}")
         wanted.append(fig)
+        wanted.extend(ASSEMBLED.get(fig, ()))
     chosen = tuple(a for a in audits if set(a.figures) & set(wanted))
     sims = tuple(
         f for group in SIMULATION_FIGURES.values() for f in group if f in wanted
@@ -406,7 +344,7 @@ def measure_step_seconds(
     dev = torch.device("cuda" if device == "gpu" else "cpu")
     torch.set_num_threads(threads)
     gen = torch.Generator().manual_seed(seed)
-    if model == "linear4096":
+    if model in ("linear4096", "alexnet_head"):
         net, shape, loss = torch.nn.Linear(4096, 10), (4096,), "ce"
         default_batch = 128
     else:

@@ -27,7 +27,7 @@ def register(sub) -> None:
     parser.add_argument("--scale", choices=SCALES, help="scale preset (default: the config's `scale`)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     cal = parser.add_argument_group("calibration (measure seconds per model-step on this machine)")
-    cal.add_argument("--calibrate", metavar="MODEL", help="fcnn, convnet, resnet18_gn or linear4096")
+    cal.add_argument("--calibrate", metavar="MODEL", help="fcnn, convnet, resnet18_gn or alexnet_head")
     cal.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     cal.add_argument("--batch", type=int, help="batch size (default: the paper's for that model)")
     cal.add_argument("--steps", type=int, default=5, help="timed steps (default: %(default)s)")
