@@ -317,7 +317,8 @@ def read_idx(path: str | os.PathLike, *, ndim: int | None = None) -> np.ndarray:
     magic = struct.unpack(">I", buf[:4])[0]
     expected = f" (expected 0x{0x800 + ndim:08x})" if ndim is not None else ""
     if buf[0] != 0 or buf[1] != 0:
-        raise ValueError(f"IDX file {str(path)!r}: bad magic number 0x{magic:08x}{expected}; not an IDX file")
+        hint = " (it looks gzip-compressed: name it *.gz)" if buf[:2] == b"\x1f\x8b" else ""
+        raise ValueError(f"IDX file {str(path)!r}: bad magic number 0x{magic:08x}{expected}; not an IDX file{hint}")
     if buf[2] != _IDX_UBYTE:
         raise ValueError(
             f"IDX file {str(path)!r}: magic number 0x{magic:08x} has type code 0x{buf[2]:02x}; only unsigned "
