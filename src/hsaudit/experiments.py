@@ -40,6 +40,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from hsaudit.config import deep_merge
+from hsaudit.data import configured_identity
 from hsaudit.io import atomic_savez, write_text_atomic
 from hsaudit.seeding import derive_seed, rng_for
 
@@ -139,24 +140,10 @@ def total_steps(values: Mapping[str, Any]) -> int:
 def data_identity(data: Mapping[str, Any], *, family: str = "housing", model: str | None = None) -> dict[str, Any]:
     """The parts of a family's ``data`` section that change the prepared arrays (not the cache directory).
 
-    Housing's identity is the one its audit keys were first made with (so they never change). Image datasets add
-    the subset and preprocessing, and the feature extractor for models trained on features (``alexnet_head``).
+    :func:`hsaudit.data.configured_identity` (Housing's is the one its audit keys were first made with, so they
+    never change), plus the feature extractor and its weights for models trained on features (``alexnet_head``).
     """
-    if family == "housing":
-        return {
-            "dataset": "housing",
-            "source": data.get("path") or "sklearn",
-            "threshold": data["threshold"],
-            "standardize": bool(data["standardize"]),
-        }
-    identity = {
-        "dataset": family,
-        "source": data.get("path") or data.get("source", "auto"),
-        "subset": data.get("subset"),
-        "normalize": data.get("normalize"),
-    }
-    if data.get("source") == "synthetic":
-        identity["synthetic"] = {k: data.get(k) for k in ("synthetic_train", "synthetic_test")}
+    identity = configured_identity(family, data)
     if model in FEATURE_MODELS:
         identity["features"] = FEATURE_MODELS[model]
         identity["weights"] = data.get("alexnet_weights") or "torchvision"

@@ -47,10 +47,8 @@ def family_resources(key):
 
 
 def dataset_options(name):
-    """The data options of a dataset (its family's `data` section, less what only other rules use)."""
-    options = dict(config[name]["data"])
-    options.pop("alexnet_weights", None)
-    return options
+    """The data section of a dataset's family (hsaudit.data.configured_dataset reads it)."""
+    return dict(config[name]["data"])
 
 
 def audit_dataset(wc):
