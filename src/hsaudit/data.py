@@ -402,7 +402,7 @@ def dataset_options(name: str, options: Mapping[str, Any] | None = None) -> dict
 def dataset_identity(name: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The options that change the prepared arrays, for audit keys (not ``data_dir``/``download``).
 
-    For ``housing`` this is exactly ``hsaudit.figures.housing_plan.data_identity`` (so Housing audit keys do not
+    For ``housing`` this is exactly the identity the Housing audit keys were first made with (so they do not
     change), plus ``subset``/``subset_seed`` only when a subset is asked for. Image datasets:
     ``{"dataset", "source" (the path, or "download"), "split", "normalize"}`` plus the subset keys likewise.
     """
