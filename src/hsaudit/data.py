@@ -576,3 +576,11 @@ def configured_dataset(name: str, section: Mapping[str, Any]) -> Dataset:
                 path.parent, n_train=int(section["synthetic_train"]), n_test=int(section["synthetic_test"]), seed=0
             )
     return prepare_dataset(name, **options)
+
+
+def dataset_source(path: str | os.PathLike) -> str:
+    """The ``data_source`` of a prepared ``.npz`` (:func:`save_dataset`) without loading its arrays."""
+    with np.load(path) as f:
+        if "data_source" in f.files:
+            return str(f["data_source"])
+    return load_dataset(path).data_source

@@ -552,3 +552,39 @@ def audit_table(
             }
         )
     return pd.DataFrame(rows)
+
+
+def hyperparameters(plan: ExperimentPlan, *, audit: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The hyper-parameters that a plan's audits run with, one mapping per model (Cebere et al. Table 2).
+
+    Values that differ between the model's series (e.g. C ∈ {1, 2, 4}, k ∈ {1, 5, 25}) are listed; ``audit`` is
+    the config's ``audit`` section (δ, confidence, mode). Generated from the plan, never typed.
+    """
+    from hsaudit.models import build_model, count_parameters, loss_name
+
+    by_model: dict[str, dict[str, Any]] = {}
+    for figure, series in plan.values.items():
+        for values in series:
+            model = values["model"]
+            row = by_model.setdefault(model, {"dataset": plan.family, "model": model, "figures": [], "_v": {}})
+            if figure not in row["figures"]:
+                row["figures"].append(figure)
+            for name in ("batch_size", "lr", "noise_multiplier", "clip_norm", "period", "runs", "repetitions"):
+                row["_v"].setdefault(name, []).append(values[name])
+            row["_v"].setdefault("steps", []).append(total_steps(values))
+    out = []
+    for model, row in by_model.items():
+        kwargs = model_kwargs(next(v for s in plan.values.values() for v in s if v["model"] == model))
+        entry = {
+            "dataset": row["dataset"],
+            "model": model,
+            "figures": row["figures"],
+            "trainable_params": count_parameters(build_model(model, **kwargs)),
+            "loss": {"bce": "binary cross-entropy", "ce": "cross-entropy"}[loss_name(model, **kwargs)],
+        }
+        for name, seen in row["_v"].items():
+            distinct = sorted(set(seen))
+            entry[name] = distinct[0] if len(distinct) == 1 else distinct
+        entry.update({"delta": audit["delta"], "confidence": audit["confidence"], "audit_mode": audit["mode"]})
+        out.append(entry)
+    return out

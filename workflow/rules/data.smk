@@ -9,6 +9,7 @@ from hsaudit.experiments import (
     audit_table_paths,
     dataset_name,
     figure_shard_paths,
+    hyperparameters,
     plan_experiments,
     scores_paths,
     setup_path,
