@@ -49,12 +49,14 @@ from hsaudit.figures.housing import (
 FIGURES = ("fig1", "fig2", "fig5", "fig6a", "fig8", "fig11", "fig12", "fig13")
 ADVERSARIES = ("gc_r", "gc_s", "label_flip")
 MODEL_LABELS = {"convnet": "ConvNet", "resnet18_gn": "ResNet18-GN", "alexnet_head": "AlexNet (last layer)"}
-THETA0_LABELS = {"known": "known θ0", "unknown": "unknown θ0 (re-drawn per run)"}
+THETA0_LABELS = {"known": "known θ0", "unknown": "unknown θ0 (drawn per run)"}
 LABELS = {**ADVERSARY_LABELS, "gc_s": "A_GC-S"}
 # The reference fields every CIFAR-10 figure table carries as columns (beside adversary, label, rep, key).
 REF_COLUMNS = ("model", "clip_norm", "period", "theta0", "data_source")
 # Line styles of a second series variable within a panel (θ0 in fig12, the model in fig13); dashed is the bound's.
 _STYLES = ("-", (0, (5, 1.5, 1, 1.5)), (0, (1, 1)))
+# A_GC-S is drawn dash-dot so that it stays visible on A_GC-R where the two agree (fig5's claim).
+_ADVERSARY_STYLES = {"gc_s": _STYLES[1]}
 # fig8 colours the two models (no adversary there: every series is the A_L canary), away from the adversary colours.
 MODEL_COLOURS = {"convnet": "#882255", "resnet18_gn": "#117733", "alexnet_head": "#332288"}
 NOT_RUN = "not run at this scale"
@@ -144,8 +146,11 @@ def _layout(figure: str) -> _Layout:
         panel = _Panel(0, 0, "ConvNet, A_GC-R, k = 1, C = 1", where, (("gc_r", "known"), ("gc_r", "unknown")))
         return _Layout(1, 1, (panel,), style_by="theta0", width=4.8, row_height=3.0)
     if figure == "fig13":
-        panel = _Panel(0, 0, "A_GC-R, k = 1", (("period", 1),), (("gc_r", "convnet"), ("gc_r", "alexnet_head")))
-        return _Layout(1, 1, (panel,), style_by="model", width=4.8, row_height=3.0)
+        panels = [
+            _Panel(0, c, f"{_ab(c)}{MODEL_LABELS[m]}, A_GC-R, k = 1", (("model", m), ("period", 1)), (("gc_r", None),))
+            for c, m in enumerate(("alexnet_head", "convnet"))
+        ]
+        return _Layout(1, 2, tuple(panels), width=6.4, row_height=2.8)
     raise ValueError(f"figure must be one of fig1, fig2, fig5, fig12, fig13 for an ε-against-step plot, got {figure!r}")
 
 
@@ -202,7 +207,7 @@ def _epsilon_panel(ax, table: pd.DataFrame, panel: _Panel, style_by: str | None)
         if not rows.any():
             missing.append(label)
             continue
-        style = _STYLES[i % len(_STYLES)] if style_by is not None else "-"
+        style = _STYLES[i % len(_STYLES)] if style_by is not None else _ADVERSARY_STYLES.get(adversary, "-")
         plot_mean_sd(ax, summary[rows], colour=adversary_colour(adversary, i), label=label, linestyle=style)
     if missing:
         _note(ax, "\n".join(f"{m}: {NOT_RUN}" for m in missing))
@@ -223,10 +228,13 @@ def _finish_axes(axes_grid, used: set[tuple[int, int]], *, ymax: float, delta: f
     """Common y range (0 to ``ymax``); x labels on the lowest used panel of a column, y labels on the first column."""
     from matplotlib.ticker import MaxNLocator
 
+    xmax = max((axes_grid[r][c].get_xlim()[1] for r, c in used if axes_grid[r][c].lines), default=1.0)
     for r, c in used:
         ax = axes_grid[r][c]
         ax.set_ylim(0, ymax)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        if not ax.lines:  # a panel that was not run: the figure's step range, for the eye
+            ax.set_xlim(0, xmax)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
         if (r + 1, c) not in used:
             ax.set_xlabel("Training step")
         if c == 0 or (r, c - 1) not in used:
@@ -271,7 +279,9 @@ def plot_cifar_figure(
     - fig5: columns k = 1, 5; rows ConvNet, ResNet18-GN; C = 1; A_GC-S vs A_GC-R. Claim: equivalent there.
     - fig12: one panel, ConvNet, A_GC-R, k = 1, C = 1; known θ0 (solid) vs unknown θ0 (dash-dot).
       Claim: no meaningful difference.
-    - fig13: one panel, A_GC-R, k = 1; ConvNet from scratch (solid) vs AlexNet last layer (dash-dot). Claim: tight.
+    - fig13: A_GC-R, k = 1; panels (a) AlexNet, last layer fine-tuned, and (b) ConvNet from scratch, side by side
+      (each is claimed tight against its own bound; overlaid, two tight curves of one colour would hide each other).
+      Claim: tight.
 
     Args:
         entries: pairs (audit reference, audit table), see the module docstring.
@@ -281,7 +291,7 @@ def plot_cifar_figure(
         code_version: the code version (footer), left out when empty.
 
     Returns:
-        The plotted summary: panel, adversary (and theta0 or model for fig12/fig13), step, mean, sd, reps.
+        The plotted summary: panel, adversary (and theta0 for fig12), step, mean, sd, reps.
 
     Raises:
         ValueError: an unknown figure, model, adversary or θ0, or an entry that fits no panel (naming it).
@@ -300,8 +310,9 @@ def plot_cifar_figure(
     summaries = [_epsilon_panel(axes[p.row][p.col], table, p, layout.style_by) for p in layout.panels]
     _finish_axes(axes, {(p.row, p.col) for p in layout.panels}, ymax=_ymax(table), delta=float(table["delta"].iloc[0]))
     handles, labels = _legend_handles([ax for row in axes for ax in row])
-    top = 1.0 - 0.42 / (layout.row_height * layout.nrows + 0.7)
-    fig.legend(handles, labels, loc="upper center", ncol=len(labels), frameon=False, bbox_to_anchor=(0.5, 1.0))
+    ncol = len(labels) if layout.ncols > 1 else 2
+    top = 1.0 - (0.08 + 0.15 * -(-len(labels) // ncol)) / (layout.row_height * layout.nrows + 0.7)
+    fig.legend(handles, labels, loc="upper center", ncol=ncol, frameon=False, bbox_to_anchor=(0.5, 1.0))
     write_csv_atomic(table.assign(scale=scale), csv_path)
     _save(fig, pdf_path, _footer(table, scale=scale, code_version=code_version), top=top)
     return pd.concat([s for s in summaries if not s.empty], ignore_index=True)
@@ -456,7 +467,7 @@ def plot_fig11(
                 ax.plot(grid[positive], delta[positive], label=f"Upper bound (μ = {mu:.2f})", **UPPER_BOUND_STYLE)
             else:
                 ax.plot(grid[positive], delta[positive], color=colour, linewidth=1.4, label=f"A_GC-R (μ̂ = {mu:.2f})")
-        ax.axhline(audit_delta, color="0.55", linewidth=0.8, linestyle=":")
+        ax.axhline(audit_delta, color="0.55", linewidth=0.8, linestyle=":", label=f"δ = {audit_delta:g}")
         ax.set_yscale("log")
         ax.legend(frameon=False, loc="lower left", fontsize=6.5)
         ax.text(0.97, 0.97, f"T = {int(s['step'])}", transform=ax.transAxes, ha="right", va="top", fontsize=7)
@@ -540,8 +551,8 @@ def plot_fig6a(
     }
     styles = {
         "empirical": dict(color=adversary_colour("gc_r"), linewidth=1.6, label="empirical (A_GC-R scores)"),
-        "gdp_fit": dict(color="#D55E00", linewidth=1.1, linestyle=(0, (5, 1.5, 1, 1.5)), label=f"G_μ̂, μ̂ = {mu:.2f}"),
-        "upper_bound": dict(**UPPER_BOUND_STYLE, label=f"Upper bound G_μ, μ = {mu_upper:.2f}"),
+        "gdp_fit": dict(color="#D55E00", linewidth=1.1, linestyle=(0, (5, 1.5, 1, 1.5)), label=f"GDP fit G(μ̂), μ̂ = {mu:.2f}"),
+        "upper_bound": dict(**UPPER_BOUND_STYLE, label=f"Upper bound G(μ), μ = {mu_upper:.2f}"),
         "audit_threshold": dict(color="black", marker="o", markersize=3.5, linestyle="none",
                                 label="audit threshold (CP upper bounds)"),
     }  # fmt: skip
