@@ -99,7 +99,15 @@ def test_fig1_plots_every_audit_and_names_what_did_not_run(tmp_path, footers):
     np.testing.assert_allclose(got["epsilon_upper"], audit["epsilon_upper"], rtol=1e-12)
     assert not (summary.panel == "(b) ResNet18-GN, C = 4").any()
     footer = footers[-1]
-    for fact in ("scale=smoke", f"R={RUNS}", "reps=3", "paper (GDP, CP 0.95)", f"data={SOURCE}/housing", "abc123"):
+    for fact in (
+        "scale=smoke",
+        f"R={RUNS}",
+        "reps=2",
+        "paper (GDP, CP 0.95)",
+        f"data={SOURCE}/housing",
+        "abc123",
+        f"(c): R={RUNS}, reps=3",
+    ):
         assert fact in footer, (fact, footer)
 
 

@@ -246,9 +246,12 @@ def _ymax(*tables: pd.DataFrame) -> float:
     return 1.08 * max(tops + [1.0])
 
 
-def _footer(table: pd.DataFrame, *, scale: str, code_version: str) -> str:
-    sources = list(dict.fromkeys(table["data_source"].astype(str)))
-    return figure_footer(table, scale=scale, code_version=code_version, data="/".join(sources))
+def _footer(table: pd.DataFrame, *, scale: str, code_version: str, sources: pd.Series | None = None) -> str:
+    """:func:`figure_footer` with the data sources (of ``sources``, default the table's), in order of appearance."""
+    sources = table["data_source"] if sources is None else sources
+    return figure_footer(
+        table, scale=scale, code_version=code_version, data="/".join(dict.fromkeys(sources.astype(str)))
+    )
 
 
 def _save(fig, pdf_path, footer: str, *, top: float = 1.0) -> None:
@@ -385,7 +388,11 @@ def plot_fig1(
     axes[1][2].legend(handles, labels, loc="upper left", frameon=False, fontsize=8, title="All panels (mean ± sd)")
     both = pd.concat([table, housing], ignore_index=True)
     write_csv_atomic(both.assign(scale=scale), csv_path)
-    _save(fig, pdf_path, _footer(both, scale=scale, code_version=code_version))
+    footer = _footer(table, scale=scale, code_version=code_version, sources=both["data_source"])
+    if not housing.empty:  # the Housing panel's own R and repetitions
+        runs = "/".join(str(r) for r in sorted(set(housing["runs"].astype(int))))
+        footer += f"  ·  (c): R={runs}, reps={int(housing.groupby('adversary')['rep'].nunique().max())}"
+    _save(fig, pdf_path, footer)
     return pd.concat([s for s in summaries if not s.empty], ignore_index=True)
 
 
