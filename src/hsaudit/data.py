@@ -584,3 +584,57 @@ def dataset_source(path: str | os.PathLike) -> str:
         if "data_source" in f.files:
             return str(f["data_source"])
     return load_dataset(path).data_source
+
+
+def alexnet_feature_dataset(
+    data: Dataset,
+    *,
+    weights: str | None = None,
+    data_dir: str | os.PathLike = "data",
+    download: bool = True,
+    device: str | None = None,
+    batch_size: int = 128,
+) -> Dataset:
+    """The 4096-d AlexNet features of a prepared image dataset (Cebere et al. Fig. 13), as a new :class:`Dataset`.
+
+    The images are first mapped back to pixels in [0, 1] (``X · scale + mean`` per channel), then
+    :func:`hsaudit.alexnet.alexnet_features` resizes them to 224 and applies the ImageNet normalisation.
+
+    Args:
+        data: a prepared image dataset (:func:`prepare_dataset`).
+        weights: a ``.pth`` state dict; ``None``: torchvision's ImageNet weights (cached under ``data_dir`` or
+            downloaded); ``"random"``: the right shapes with PyTorch's default initialisation (seed 0) — for
+            development without the weights only; the ``data_source`` then says ``alexnet-random``.
+        data_dir, download: cache directory and permission of the weights download.
+        device: ``None``/``"auto"``: CUDA when available.
+        batch_size: images per forward pass.
+    """
+    import torch
+
+    from hsaudit import alexnet
+
+    if data.X.ndim != 4 or data.X.shape[1] != 3:
+        raise ValueError(f"alexnet features need [n, 3, H, W] images, got {data.X.shape}")
+    if weights == "random":
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            state = alexnet.AlexNet().state_dict()
+        origin = "alexnet-random"
+    else:
+        state = alexnet.load_alexnet_weights(weights, download=download, data_dir=data_dir)
+        origin = "alexnet-imagenet"
+    pixels = data.X * np.asarray(data.scale, np.float32)[None, :, None, None]
+    pixels += np.asarray(data.mean, np.float32)[None, :, None, None]
+    features = alexnet.alexnet_features(
+        np.clip(pixels, 0.0, 1.0), state, batch_size=batch_size, device=None if device in (None, "auto") else device
+    )
+    return Dataset(
+        X=features,
+        y=data.y,
+        feature_names=tuple(f"alexnet_{i}" for i in range(features.shape[1])),
+        threshold=float("nan"),
+        mean=np.zeros(features.shape[1]),
+        scale=np.ones(features.shape[1]),
+        source=data.source,
+        data_source=f"{data.data_source}+{origin}",
+    )

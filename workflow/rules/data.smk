@@ -29,7 +29,7 @@ CIFAR10 = PLANS["cifar10"]
 # figure does not retrain populations, and another part's edits do not rerun the training jobs.
 TRAINED_CODE = {
     "data": code_version("hsaudit.data"),
-    "features": code_version("hsaudit.data"),  # + hsaudit.alexnet once it lands
+    "features": code_version("hsaudit.data", "hsaudit.alexnet"),
     "train": code_version(
         "hsaudit.data",
         "hsaudit.train",
@@ -39,6 +39,7 @@ TRAINED_CODE = {
     ),
     "audit": code_version("hsaudit.experiments", "hsaudit.audit", "hsaudit.accounting"),
     "plot": code_version("hsaudit.figures.housing", "hsaudit.plotting"),
+    "plot_cifar": code_version("hsaudit.figures.cifar", "hsaudit.plotting"),
 }
 
 

@@ -231,7 +231,8 @@ rule write_table2:
         mem_mb=1000,
         runtime=10,
     params:
-        families=hyperparameters(CIFAR10, audit=AUDIT) + hyperparameters(HOUSING, audit=AUDIT),
+        families=hyperparameters(CIFAR10, audit=AUDIT)
+        + hyperparameters(HOUSING, audit=AUDIT),
         data_sources={
             "cifar10": "cifar10:" + config["cifar10"]["data"]["source"],
             "housing": "housing:" + (config["housing"]["data"]["path"] or "sklearn"),
