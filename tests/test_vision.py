@@ -233,15 +233,13 @@ def test_cached_copy_under_data_dir_is_read_without_torchvision(tmp_path, no_tor
     assert vision.load_mnist(tmp_path).n == 120  # torchvision's root given as the path
 
 
-def _fake_torchvision(monkeypatch, cifar10) -> dict:
-    seen = {}
+def _fake_torchvision(monkeypatch, cifar10) -> None:
     module = types.ModuleType("torchvision")
     module.datasets = types.ModuleType("torchvision.datasets")
     module.datasets.CIFAR10 = cifar10
     module.datasets.CIFAR100 = module.datasets.MNIST = None
     monkeypatch.setitem(sys.modules, "torchvision", module)
     monkeypatch.setitem(sys.modules, "torchvision.datasets", module.datasets)
-    return seen
 
 
 def test_torchvision_copy_is_used_when_no_path(tmp_path, monkeypatch):
@@ -348,8 +346,16 @@ def test_subsets_first_n_and_seeded(cifar10_dir):
     assert not np.array_equal(a.y, c.y) or not np.array_equal(a.X, c.X)
     rows = [int(np.flatnonzero((full.X == x).all(axis=(1, 2, 3)))[0]) for x in a.X]
     assert rows == sorted(rows) and len(set(rows)) == 50
-    with pytest.raises(ValueError, match="subset 204 exceeds the 203 rows"):
+    with pytest.raises(ValueError, match="subset 204 at offset 0 exceeds the 203 rows"):
         prepare_dataset("cifar10", path=cifar10_dir, subset=204)
+    # Two offsets with one seed: disjoint subsets (Yoon et al.'s two halves of a training set).
+    halves = [
+        prepare_dataset("cifar10", path=cifar10_dir, subset=100, subset_seed=7, subset_offset=o) for o in (0, 100)
+    ]
+    first = {x.tobytes() for x in halves[0].X}
+    assert not first & {x.tobytes() for x in halves[1].X}
+    with pytest.raises(ValueError, match="offset 104"):
+        prepare_dataset("cifar10", path=cifar10_dir, subset=100, subset_seed=7, subset_offset=104)
 
 
 @pytest.mark.parametrize(
@@ -361,6 +367,7 @@ def test_subsets_first_n_and_seeded(cifar10_dir):
         ("mnist", {"normalize": {"mean": [0.1, 0.2], "std": [1, 1]}}, "1 value"),
         ("mnist", {"subset": 0}, "subset"),
         ("mnist", {"subset": 10, "subset_seed": -1}, "subset_seed"),
+        ("mnist", {"subset_offset": 5}, "needs a subset size"),
         ("housing", {"normalize": "train"}, "unknown option"),
     ],
 )
@@ -391,6 +398,9 @@ def test_image_identity_has_what_changes_the_arrays():
     assert dataset_identity("mnist", {})["source"] == "download"
     sub = dataset_identity("cifar10", {"path": "data/c", "subset": 10, "subset_seed": 1})
     assert sub == {**base, "subset": 10, "subset_seed": 1}
+    assert dataset_identity("cifar10", {"path": "data/c", "subset": 10, "subset_seed": 1, "subset_offset": 0}) == sub
+    off = dataset_identity("cifar10", {"path": "data/c", "subset": 10, "subset_seed": 1, "subset_offset": 10})
+    assert off == {**sub, "subset_offset": 10}
     assert dataset_identity("housing", {"subset": 10})["subset"] == 10
 
 
