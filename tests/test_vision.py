@@ -290,6 +290,19 @@ def test_synthetic_classes_are_learnable(tmp_path, which):
     assert (pred == test.labels).mean() > 0.8
 
 
+def test_synthetic_writers_are_deterministic_and_atomic(tmp_path):
+    a = vision.write_synthetic_cifar10(tmp_path / "a", n_train=20, n_test=5, seed=4)
+    b = vision.write_synthetic_cifar10(tmp_path / "b", n_train=20, n_test=5, seed=4)
+    c = vision.write_synthetic_mnist(tmp_path / "c", n_train=20, n_test=5, seed=4, compress=True)
+    d = vision.write_synthetic_mnist(tmp_path / "d", n_train=20, n_test=5, seed=4, compress=True)
+    for x, y in ((a, b), (c, d)):
+        assert sorted(p.name for p in x.iterdir()) == sorted(p.name for p in y.iterdir())
+        assert all((x / p.name).read_bytes() == (y / p.name).read_bytes() for p in x.iterdir())
+        assert not list(x.glob(".*tmp*")), "no temporary file left behind"
+    other = vision.write_synthetic_cifar10(tmp_path / "e", n_train=20, n_test=5, seed=5)
+    assert (other / "test_batch").read_bytes() != (a / "test_batch").read_bytes()
+
+
 def test_synthetic_writers_validate_counts(tmp_path):
     with pytest.raises(ValueError, match="n_train must be >= 5"):
         vision.write_synthetic_cifar10(tmp_path, n_train=4)

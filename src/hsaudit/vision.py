@@ -469,6 +469,11 @@ def write_synthetic_mnist(
     _check_counts(n_train, n_test, min_train=1)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    # The marker goes first: files left by an interrupted writer must never pass for real MNIST.
+    _write_atomic(
+        directory / SYNTHETIC_MARKER,
+        f"Synthetic MNIST-format data written by hsaudit.vision.write_synthetic_mnist (seed {seed}); not real MNIST.\n".encode(),
+    )
     rng = np.random.default_rng(seed)
     templates = _mnist_templates()
     for train, n in ((True, n_train), (False, n_test)):
@@ -481,9 +486,6 @@ def write_synthetic_mnist(
         images_name, labels_name = MNIST_FILES[train]
         _write_idx(directory / images_name, x, compress)
         _write_idx(directory / labels_name, y.astype(np.uint8), compress)
-    (directory / SYNTHETIC_MARKER).write_text(
-        f"Synthetic MNIST-format data written by hsaudit.vision.write_synthetic_mnist (seed {seed}); not real MNIST.\n"
-    )
     return directory
 
 
@@ -676,22 +678,30 @@ def _write_cifar_files(directory: Path, folder: str, archive: str | None, files:
         target = directory / folder
         target.mkdir(exist_ok=True)
         for name, blob in blobs.items():
-            (target / name).write_bytes(blob)
+            _write_atomic(target / name, blob)
         return target
     target = directory / archive
-    with tarfile.open(target, "w:gz") as tar:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
         for name, blob in sorted(blobs.items()):
             info = tarfile.TarInfo(f"{folder}/{name}")
             info.size = len(blob)
             tar.addfile(info, io.BytesIO(blob))
+    _write_atomic(target, buffer.getvalue())
     return target
+
+
+def _write_atomic(path: Path, blob: bytes) -> None:
+    """Write to a temporary name, then rename: an interrupted writer leaves no half-written file."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_bytes(blob)
+    os.replace(tmp, path)
 
 
 def _write_idx(path: Path, array: np.ndarray, compress: bool) -> None:
     header = struct.pack(">BBBB", 0, 0, _IDX_UBYTE, array.ndim) + struct.pack(f">{array.ndim}I", *array.shape)
     blob = header + np.ascontiguousarray(array, dtype=np.uint8).tobytes()
     if compress:
-        with gzip.open(path.with_name(path.name + ".gz"), "wb") as f:
-            f.write(blob)
+        _write_atomic(path.with_name(path.name + ".gz"), gzip.compress(blob, mtime=0))
     else:
-        path.write_bytes(blob)
+        _write_atomic(path, blob)
