@@ -243,7 +243,9 @@ def _read_state(path: Path) -> dict[str, torch.Tensor]:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # noqa: BLE001 — any failure to read means "not a state dict file"
-        raise ValueError(f"AlexNet weights {str(path)!r}: not a torch state-dict file ({type(err).__name__}: {err})")
+        raise ValueError(
+            f"AlexNet weights {str(path)!r}: not a torch state-dict file ({type(err).__name__}: {err})"
+        ) from None
     if not isinstance(state, Mapping):
         raise ValueError(f"AlexNet weights {str(path)!r}: expected a state dict, got a {type(state).__name__}")
     return dict(state)

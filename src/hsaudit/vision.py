@@ -181,7 +181,9 @@ def load_mnist(
         try:
             ds = tv.datasets.MNIST(root=str(root), train=train, download=download)
         except (OSError, RuntimeError) as err:  # URLError/HTTPError are OSErrors; "Dataset not found" is Runtime
-            raise FileNotFoundError(_offline_help("mnist", root, f"torchvision failed: {type(err).__name__}: {err}"))
+            raise FileNotFoundError(
+                _offline_help("mnist", root, f"torchvision failed: {type(err).__name__}: {err}")
+            ) from None
         images = np.asarray(ds.data, dtype=np.uint8)[:, None]
         labels = np.asarray(ds.targets, dtype=np.int64)
         return _image_data(images, labels, MNIST_CLASSES, "mnist:torchvision", "torchvision")
@@ -503,7 +505,9 @@ def _load_cifar(dataset: str, path, *, data_dir, download: bool, train: bool) ->
         try:
             ds = cls(root=str(root), train=train, download=download)
         except (OSError, RuntimeError) as err:
-            raise FileNotFoundError(_offline_help(dataset, root, f"torchvision failed: {type(err).__name__}: {err}"))
+            raise FileNotFoundError(
+                _offline_help(dataset, root, f"torchvision failed: {type(err).__name__}: {err}")
+            ) from None
         images = np.ascontiguousarray(np.asarray(ds.data, dtype=np.uint8).transpose(0, 3, 1, 2))  # NHWC -> NCHW
         labels = np.asarray(ds.targets, dtype=np.int64)
         return _image_data(images, labels, tuple(ds.classes), f"{dataset}:torchvision", "torchvision")
