@@ -198,6 +198,15 @@ def read_cifar(path: str | os.PathLike, *, dataset: str = "cifar10", train: bool
 
     The pickles are read with an unpickler that only admits numpy arrays (no arbitrary code from a file).
 
+    Args:
+        path: the ``cifar-10-batches-py``/``cifar-100-python`` folder, a folder holding it (or the archive), or
+            the ``.tar.gz`` archive itself (read in memory, not extracted).
+        dataset: ``"cifar10"`` or ``"cifar100"`` (fine labels).
+        train: the training files or the test file.
+
+    Returns:
+        :class:`ImageData`; ``data_source`` is ``"<dataset>:synthetic"`` when the files carry the synthetic marker.
+
     Raises:
         FileNotFoundError: ``path`` is missing or lacks a needed file.
         ValueError: an unknown ``dataset`` or a malformed batch.
