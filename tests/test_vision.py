@@ -232,15 +232,13 @@ def test_cached_copy_under_data_dir_is_read_without_torchvision(tmp_path, no_tor
     assert vision.load_mnist(tmp_path).n == 120  # torchvision's root given as the path
 
 
-def _fake_torchvision(monkeypatch, cifar10) -> dict:
-    seen = {}
+def _fake_torchvision(monkeypatch, cifar10) -> None:
     module = types.ModuleType("torchvision")
     module.datasets = types.ModuleType("torchvision.datasets")
     module.datasets.CIFAR10 = cifar10
     module.datasets.CIFAR100 = module.datasets.MNIST = None
     monkeypatch.setitem(sys.modules, "torchvision", module)
     monkeypatch.setitem(sys.modules, "torchvision.datasets", module.datasets)
-    return seen
 
 
 def test_torchvision_copy_is_used_when_no_path(tmp_path, monkeypatch):
@@ -289,6 +287,19 @@ def test_synthetic_classes_are_learnable(tmp_path, which):
     flat = test.images.reshape(test.n, -1)
     pred = np.argmin(((flat[:, None, :] - means[None]) ** 2).sum(-1), axis=1)
     assert (pred == test.labels).mean() > 0.8
+
+
+def test_synthetic_writers_are_deterministic_and_atomic(tmp_path):
+    a = vision.write_synthetic_cifar10(tmp_path / "a", n_train=20, n_test=5, seed=4)
+    b = vision.write_synthetic_cifar10(tmp_path / "b", n_train=20, n_test=5, seed=4)
+    c = vision.write_synthetic_mnist(tmp_path / "c", n_train=20, n_test=5, seed=4, compress=True)
+    d = vision.write_synthetic_mnist(tmp_path / "d", n_train=20, n_test=5, seed=4, compress=True)
+    for x, y in ((a, b), (c, d)):
+        assert sorted(p.name for p in x.iterdir()) == sorted(p.name for p in y.iterdir())
+        assert all((x / p.name).read_bytes() == (y / p.name).read_bytes() for p in x.iterdir())
+        assert not list(x.glob(".*tmp*")), "no temporary file left behind"
+    other = vision.write_synthetic_cifar10(tmp_path / "e", n_train=20, n_test=5, seed=5)
+    assert (other / "test_batch").read_bytes() != (a / "test_batch").read_bytes()
 
 
 def test_synthetic_writers_validate_counts(tmp_path):
@@ -347,8 +358,16 @@ def test_subsets_first_n_and_seeded(cifar10_dir):
     assert not np.array_equal(a.y, c.y) or not np.array_equal(a.X, c.X)
     rows = [int(np.flatnonzero((full.X == x).all(axis=(1, 2, 3)))[0]) for x in a.X]
     assert rows == sorted(rows) and len(set(rows)) == 50
-    with pytest.raises(ValueError, match="subset 204 exceeds the 203 rows"):
+    with pytest.raises(ValueError, match="subset 204 at offset 0 exceeds the 203 rows"):
         prepare_dataset("cifar10", path=cifar10_dir, subset=204)
+    # Two offsets with one seed: disjoint subsets (Yoon et al.'s two halves of a training set).
+    halves = [
+        prepare_dataset("cifar10", path=cifar10_dir, subset=100, subset_seed=7, subset_offset=o) for o in (0, 100)
+    ]
+    first = {x.tobytes() for x in halves[0].X}
+    assert not first & {x.tobytes() for x in halves[1].X}
+    with pytest.raises(ValueError, match="offset 104"):
+        prepare_dataset("cifar10", path=cifar10_dir, subset=100, subset_seed=7, subset_offset=104)
 
 
 @pytest.mark.parametrize(
@@ -360,6 +379,7 @@ def test_subsets_first_n_and_seeded(cifar10_dir):
         ("mnist", {"normalize": {"mean": [0.1, 0.2], "std": [1, 1]}}, "1 value"),
         ("mnist", {"subset": 0}, "subset"),
         ("mnist", {"subset": 10, "subset_seed": -1}, "subset_seed"),
+        ("mnist", {"subset_offset": 5}, "needs a subset size"),
         ("housing", {"normalize": "train"}, "unknown option"),
     ],
 )
@@ -397,6 +417,9 @@ def test_image_identity_has_what_changes_the_arrays():
     assert dataset_identity("mnist", {})["source"] == "download"
     sub = dataset_identity("cifar10", {"path": "data/c", "subset": 10, "subset_seed": 1})
     assert sub == {**base, "subset": 10, "subset_seed": 1}
+    assert dataset_identity("cifar10", {"path": "data/c", "subset": 10, "subset_seed": 1, "subset_offset": 0}) == sub
+    off = dataset_identity("cifar10", {"path": "data/c", "subset": 10, "subset_seed": 1, "subset_offset": 10})
+    assert off == {**sub, "subset_offset": 10}
     assert dataset_identity("housing", {"subset": 10})["subset"] == 10
 
 

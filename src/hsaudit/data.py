@@ -287,6 +287,7 @@ _IMAGE_DEFAULTS = MappingProxyType(
         "normalize": "train",
         "subset": None,
         "subset_seed": None,
+        "subset_offset": 0,
     }
 )
 _HOUSING_DEFAULTS = MappingProxyType(
@@ -298,6 +299,7 @@ _HOUSING_DEFAULTS = MappingProxyType(
         "standardize": True,
         "subset": None,
         "subset_seed": None,
+        "subset_offset": 0,
     }
 )
 
@@ -379,7 +381,7 @@ def dataset_options(name: str, options: Mapping[str, Any] | None = None) -> dict
     """``options`` over the dataset's defaults, validated.
 
     Raises:
-        ValueError: an unknown dataset, an unknown option, or a bad ``normalize``/``subset``/``subset_seed``.
+        ValueError: an unknown dataset, an unknown option, or a bad ``normalize`` or ``subset*`` value.
     """
     if name not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
@@ -394,6 +396,11 @@ def dataset_options(name: str, options: Mapping[str, Any] | None = None) -> dict
         raise ValueError(f"{name}: subset must be a positive integer or None, got {subset!r}")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise ValueError(f"{name}: subset_seed must be a non-negative integer or None, got {seed!r}")
+    offset = values["subset_offset"]
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ValueError(f"{name}: subset_offset must be a non-negative integer, got {offset!r}")
+    if offset and subset is None:
+        raise ValueError(f"{name}: subset_offset {offset} needs a subset size")
     if "normalize" in values:
         values["normalize"] = _check_normalize(name, values["normalize"], len(spec.channels))
     return values
@@ -403,7 +410,8 @@ def dataset_identity(name: str, options: Mapping[str, Any] | None = None) -> dic
     """The options that change the prepared arrays, for audit keys (not ``data_dir``/``download``).
 
     For ``housing`` this is exactly the identity the Housing audit keys were first made with (so they do not
-    change), plus ``subset``/``subset_seed`` only when a subset is asked for. Image datasets:
+    change), plus ``subset``/``subset_seed`` (and ``subset_offset`` when not 0) only when a subset is asked
+    for. Image datasets:
     ``{"dataset", "source" (the path, or "download"), "split", "normalize"}`` plus the subset keys likewise.
     """
     values = dataset_options(name, options)
@@ -424,6 +432,8 @@ def dataset_identity(name: str, options: Mapping[str, Any] | None = None) -> dic
     if values["subset"] is not None:
         identity["subset"] = int(values["subset"])
         identity["subset_seed"] = values["subset_seed"]
+        if values["subset_offset"]:
+            identity["subset_offset"] = int(values["subset_offset"])
     return identity
 
 
@@ -433,8 +443,10 @@ def prepare_dataset(name: str, **options: Any) -> Dataset:
     Options (all keyword, see ``docs/data.md``):
 
     - every dataset: ``path`` (local copy; ``None``: download/cache), ``data_dir``, ``download``,
-      ``subset`` (keep n rows of the split; ``None``: all) and ``subset_seed`` (``None``: the first n rows;
-      an integer: n rows drawn without replacement with that seed, kept in file order);
+      ``subset`` (keep n rows of the split; ``None``: all), ``subset_seed`` (``None``: file order; an integer:
+      a permutation of the rows drawn with that seed) and ``subset_offset`` (default 0): the rows are positions
+      ``offset .. offset + n - 1`` of that order, kept in file order — so two offsets with the same seed give
+      disjoint subsets (e.g. Yoon et al.'s two halves of MNIST: ``subset=30000``, offsets 0 and 30000);
     - ``housing``: ``threshold``, ``standardize`` (as :func:`load_housing`; the statistics are those of all
       20,640 rows, before any subset);
     - images: ``train`` (training or test split) and ``normalize``: ``"train"`` (the default [inferred]:
@@ -461,7 +473,7 @@ def prepare_dataset(name: str, **options: Any) -> Dataset:
         )
         if values["subset"] is None:
             return data
-        rows = _subset_rows(name, data.n, values["subset"], values["subset_seed"])
+        rows = _subset_rows(name, data.n, values["subset"], values["subset_seed"], values["subset_offset"])
         return replace(data, X=data.X[rows], y=data.y[rows])
     spec = DATASETS[name]
     load = _IMAGE_LOADERS[name]
@@ -481,7 +493,7 @@ def prepare_dataset(name: str, **options: Any) -> Dataset:
         mean, std = np.asarray(normalize["mean"], np.float64), np.asarray(normalize["std"], np.float64)
     X, y = images.images, images.labels
     if values["subset"] is not None:
-        rows = _subset_rows(name, images.n, values["subset"], values["subset_seed"])
+        rows = _subset_rows(name, images.n, values["subset"], values["subset_seed"], values["subset_offset"])
         X, y = X[rows], y[rows]
     return Dataset(
         X=vision.normalize_images(X, mean, std),
@@ -511,12 +523,11 @@ def _check_normalize(name: str, normalize: Any, n_channels: int) -> str | dict[s
     raise ValueError(f"{name}: normalize must be 'train', 'standard', 'none' or {{mean, std}}, got {normalize!r}")
 
 
-def _subset_rows(name: str, n: int, subset: int, seed: int | None) -> np.ndarray:
-    if subset > n:
-        raise ValueError(f"{name}: subset {subset} exceeds the {n} rows of the split")
-    if seed is None:
-        return np.arange(subset)
-    return np.sort(np.random.default_rng(seed).choice(n, size=subset, replace=False))
+def _subset_rows(name: str, n: int, subset: int, seed: int | None, offset: int) -> np.ndarray:
+    if offset + subset > n:
+        raise ValueError(f"{name}: subset {subset} at offset {offset} exceeds the {n} rows of the split")
+    order = np.arange(n) if seed is None else np.random.default_rng(seed).permutation(n)
+    return np.sort(order[offset : offset + subset])
 
 
 # Keys of a workflow family's `data` section that are not prepare_dataset options.

@@ -181,7 +181,9 @@ def load_mnist(
         try:
             ds = tv.datasets.MNIST(root=str(root), train=train, download=download)
         except (OSError, RuntimeError) as err:  # URLError/HTTPError are OSErrors; "Dataset not found" is Runtime
-            raise FileNotFoundError(_offline_help("mnist", root, f"torchvision failed: {type(err).__name__}: {err}"))
+            raise FileNotFoundError(
+                _offline_help("mnist", root, f"torchvision failed: {type(err).__name__}: {err}")
+            ) from None
         images = np.asarray(ds.data, dtype=np.uint8)[:, None]
         labels = np.asarray(ds.targets, dtype=np.int64)
         return _image_data(images, labels, MNIST_CLASSES, "mnist:torchvision", "torchvision")
@@ -195,6 +197,15 @@ def read_cifar(path: str | os.PathLike, *, dataset: str = "cifar10", train: bool
     """Read a local CIFAR-10/100 copy in the standard Python format (see :func:`load_cifar10`).
 
     The pickles are read with an unpickler that only admits numpy arrays (no arbitrary code from a file).
+
+    Args:
+        path: the ``cifar-10-batches-py``/``cifar-100-python`` folder, a folder holding it (or the archive), or
+            the ``.tar.gz`` archive itself (read in memory, not extracted).
+        dataset: ``"cifar10"`` or ``"cifar100"`` (fine labels).
+        train: the training files or the test file.
+
+    Returns:
+        :class:`ImageData`; ``data_source`` is ``"<dataset>:synthetic"`` when the files carry the synthetic marker.
 
     Raises:
         FileNotFoundError: ``path`` is missing or lacks a needed file.
@@ -469,6 +480,11 @@ def write_synthetic_mnist(
     _check_counts(n_train, n_test, min_train=1)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    # The marker goes first: files left by an interrupted writer must never pass for real MNIST.
+    _write_atomic(
+        directory / SYNTHETIC_MARKER,
+        f"Synthetic MNIST-format data written by hsaudit.vision.write_synthetic_mnist (seed {seed}); not real MNIST.\n".encode(),
+    )
     rng = np.random.default_rng(seed)
     templates = _mnist_templates()
     for train, n in ((True, n_train), (False, n_test)):
@@ -481,9 +497,6 @@ def write_synthetic_mnist(
         images_name, labels_name = MNIST_FILES[train]
         _write_idx(directory / images_name, x, compress)
         _write_idx(directory / labels_name, y.astype(np.uint8), compress)
-    (directory / SYNTHETIC_MARKER).write_text(
-        f"Synthetic MNIST-format data written by hsaudit.vision.write_synthetic_mnist (seed {seed}); not real MNIST.\n"
-    )
     return directory
 
 
@@ -501,7 +514,9 @@ def _load_cifar(dataset: str, path, *, data_dir, download: bool, train: bool) ->
         try:
             ds = cls(root=str(root), train=train, download=download)
         except (OSError, RuntimeError) as err:
-            raise FileNotFoundError(_offline_help(dataset, root, f"torchvision failed: {type(err).__name__}: {err}"))
+            raise FileNotFoundError(
+                _offline_help(dataset, root, f"torchvision failed: {type(err).__name__}: {err}")
+            ) from None
         images = np.ascontiguousarray(np.asarray(ds.data, dtype=np.uint8).transpose(0, 3, 1, 2))  # NHWC -> NCHW
         labels = np.asarray(ds.targets, dtype=np.int64)
         return _image_data(images, labels, tuple(ds.classes), f"{dataset}:torchvision", "torchvision")
@@ -676,22 +691,30 @@ def _write_cifar_files(directory: Path, folder: str, archive: str | None, files:
         target = directory / folder
         target.mkdir(exist_ok=True)
         for name, blob in blobs.items():
-            (target / name).write_bytes(blob)
+            _write_atomic(target / name, blob)
         return target
     target = directory / archive
-    with tarfile.open(target, "w:gz") as tar:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
         for name, blob in sorted(blobs.items()):
             info = tarfile.TarInfo(f"{folder}/{name}")
             info.size = len(blob)
             tar.addfile(info, io.BytesIO(blob))
+    _write_atomic(target, buffer.getvalue())
     return target
+
+
+def _write_atomic(path: Path, blob: bytes) -> None:
+    """Write to a temporary name, then rename: an interrupted writer leaves no half-written file."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_bytes(blob)
+    os.replace(tmp, path)
 
 
 def _write_idx(path: Path, array: np.ndarray, compress: bool) -> None:
     header = struct.pack(">BBBB", 0, 0, _IDX_UBYTE, array.ndim) + struct.pack(f">{array.ndim}I", *array.shape)
     blob = header + np.ascontiguousarray(array, dtype=np.uint8).tobytes()
     if compress:
-        with gzip.open(path.with_name(path.name + ".gz"), "wb") as f:
-            f.write(blob)
+        _write_atomic(path.with_name(path.name + ".gz"), gzip.compress(blob, mtime=0))
     else:
-        path.write_bytes(blob)
+        _write_atomic(path, blob)
