@@ -21,6 +21,12 @@ the repetitions; the band is absent with one repetition) in one colour per adver
 Housing figures (:data:`hsaudit.figures.housing.ADVERSARY_COLOURS`). A series that the figure expects but the
 entries lack (e.g. a laptop preset that skips ResNet18) is named in its panel as "not run at this scale"; an
 entry that fits no panel of the figure is an error, so nothing is dropped silently.
+
+A workflow script is then a few lines, e.g. for fig2::
+
+    entries = [(ref, pd.read_csv(path)) for ref, path in zip(params.refs, snakemake.input.tables, strict=True)]
+    plot_cifar_figure(entries, snakemake.output.pdf, snakemake.output.csv, figure="fig2", scale=params.scale,
+                      code_version=params.code_version)
 """
 
 from __future__ import annotations
