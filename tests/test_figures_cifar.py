@@ -40,14 +40,21 @@ def entry(seed, *, adversary="gc_r", model="convnet", clip_norm=1.0, period=1, t
     return ref, audit
 
 
+class Saved(list):
+    """The footer of every figure saved during a test (the list), and the texts written in its panels."""
+
+    texts: list[str]
+
+
 @pytest.fixture
 def footers(monkeypatch):
-    """The footer of every figure saved during the test."""
-    seen: list[str] = []
+    seen = Saved()
+    seen.texts = []
     original = plotting.save
 
     def save(fig, path, *, footer=None, tight=True):
         seen.append(footer)
+        seen.texts.extend(t.get_text() for ax in fig.axes for t in ax.texts)
         original(fig, path, footer=footer, tight=tight)
 
     monkeypatch.setattr(plotting, "save", save)
@@ -98,6 +105,8 @@ def test_fig1_plots_every_audit_and_names_what_did_not_run(tmp_path, footers):
     np.testing.assert_allclose(got["epsilon"], audit["epsilon"], rtol=1e-12)
     np.testing.assert_allclose(got["epsilon_upper"], audit["epsilon_upper"], rtol=1e-12)
     assert not (summary.panel == "(b) ResNet18-GN, C = 4").any()
+    assert footers.texts.count("not run at this scale") == 2  # ResNet18-GN, C = 2 and 4: nothing
+    assert footers.texts.count("A_L: not run at this scale") == 1  # ConvNet, C = 4 has A_GC-R only
     footer = footers[-1]
     for fact in (
         "scale=smoke",
@@ -205,6 +214,7 @@ def test_fig11_profiles_are_the_gdp_formula(tmp_path, footers):
     # 5 insertions at σ = 4 for both k: theoretical μ = √5 / 4
     assert summary["mu_upper"].tolist() == pytest.approx([np.sqrt(5) / 4] * 2)
     assert f"data={SOURCE}" in footers[-1] and "reps=2" in footers[-1]
+    assert "not run at this scale" in footers.texts  # k = 25
 
 
 # ------------------------------------------------------------------------------------------------ trade-off
@@ -281,6 +291,7 @@ def test_fig8_mean_and_two_sd_per_model_and_step(tmp_path, footers, models):
     assert row["upper"] == pytest.approx(part.mean() + 2 * part.std(ddof=1))
     assert out["mean"].tolist() == pytest.approx(csv["mean"].tolist())
     assert f"data={SOURCE}" in footers[-1] and "scale=paper" in footers[-1] and "runs=30" in footers[-1]
+    assert ("ResNet18-GN: not run at this scale" in footers.texts) == (len(models) == 1)
 
 
 def test_fig8_refuses_a_table_without_norms(tmp_path):

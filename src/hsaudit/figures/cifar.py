@@ -21,6 +21,12 @@ the repetitions; the band is absent with one repetition) in one colour per adver
 Housing figures (:data:`hsaudit.figures.housing.ADVERSARY_COLOURS`). A series that the figure expects but the
 entries lack (e.g. a laptop preset that skips ResNet18) is named in its panel as "not run at this scale"; an
 entry that fits no panel of the figure is an error, so nothing is dropped silently.
+
+A workflow script is then a few lines, e.g. for fig2::
+
+    entries = [(ref, pd.read_csv(path)) for ref, path in zip(params.refs, snakemake.input.tables, strict=True)]
+    plot_cifar_figure(entries, snakemake.output.pdf, snakemake.output.csv, figure="fig2", scale=params.scale,
+                      code_version=params.code_version)
 """
 
 from __future__ import annotations
@@ -228,12 +234,14 @@ def _finish_axes(axes_grid, used: set[tuple[int, int]], *, ymax: float, delta: f
     """Common y range (0 to ``ymax``); x labels on the lowest used panel of a column, y labels on the first column."""
     from matplotlib.ticker import MaxNLocator
 
-    xmax = max((axes_grid[r][c].get_xlim()[1] for r, c in used if axes_grid[r][c].lines), default=1.0)
+    def right(cells) -> float | None:
+        return max((axes_grid[r][c].get_xlim()[1] for r, c in cells if axes_grid[r][c].lines), default=None)
+
     for r, c in used:
         ax = axes_grid[r][c]
         ax.set_ylim(0, ymax)
-        if not ax.lines:  # a panel that was not run: the figure's step range, for the eye
-            ax.set_xlim(0, xmax)
+        if not ax.lines:  # a panel that was not run: its column's step range (else the figure's), for the eye
+            ax.set_xlim(0, right([(i, j) for i, j in used if j == c]) or right(used) or 1.0)
         ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
         if (r + 1, c) not in used:
             ax.set_xlabel("Training step")
@@ -242,8 +250,9 @@ def _finish_axes(axes_grid, used: set[tuple[int, int]], *, ymax: float, delta: f
 
 
 def _ymax(*tables: pd.DataFrame) -> float:
-    tops = [float(np.nanmax(t[["epsilon", "epsilon_upper"]].to_numpy())) for t in tables if not t.empty]
-    return 1.08 * max(tops + [1.0])
+    values = np.concatenate([t[["epsilon", "epsilon_upper"]].to_numpy(dtype=float).ravel() for t in tables])
+    finite = values[np.isfinite(values)]
+    return 1.08 * max(float(finite.max()) if finite.size else 0.0, 1.0)
 
 
 def _footer(table: pd.DataFrame, *, scale: str, code_version: str, sources: pd.Series | None = None) -> str:
