@@ -1,0 +1,77 @@
+"""The CIFAR-10 targets of Cebere et al. through the workflow: paper-scale DAG (GPU jobs) and a smoke run of every
+target on synthetic CIFAR-format data (the smoke preset's `cifar10.data.source: synthetic`)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import run_snakemake
+
+TARGETS = tuple(f"results/{f}.pdf" for f in ("fig1", "fig2", "fig5", "fig6a", "fig8", "fig11", "fig12", "fig13"))
+ALL = (*TARGETS, "results/table2.md")
+
+
+def job_counts(output: str) -> dict[str, int]:
+    counts = {}
+    block = output.split("Job stats:", 1)[1] if "Job stats:" in output else ""
+    for line in block.splitlines():
+        match = re.match(r"^(\w+)\s+(\d+)$", line.strip())
+        if match and match.group(1) != "total":
+            counts[match.group(1)] = int(match.group(2))
+    return counts
+
+
+def test_paper_scale_dag_asks_for_gpus(workflow_copy):
+    proc = run_snakemake(workflow_copy, "-n", *ALL)
+    counts = job_counts(proc.stdout)
+    # 28 distinct CIFAR-10 audits (fig5's k = 1 A_GC-R is fig1's C = 1 one, ...) + fig1's 15 Housing audits
+    assert counts["audit_epsilon"] == 28 + 15
+    assert counts["extract_features"] == 1 and counts["write_table2"] == 1
+    # ConvNet shards of 500, ResNet18-GN shards of 50 (model_shard_sizes), fig8's 30 runs in one shard each
+    assert counts["train_shard"] > 1000
+    train_jobs = [block for block in proc.stdout.split("\n\n") if "rule train_shard:" in block]
+    cifar = [b for b in train_jobs if "results/cifar10/" in b]
+    assert cifar and all(re.search(r"gpu=1\b", b) for b in cifar)
+    assert all(not re.search(r"gpu=[1-9]", b) for b in train_jobs if "results/housing/" in b)
+
+
+@pytest.mark.slow
+def test_smoke_every_cifar_target_end_to_end(workflow_copy):
+    from test_workflow_housing import write_synthetic_csv
+
+    workdir: Path = workflow_copy
+    write_synthetic_csv(workdir / "housing.csv")
+    path = workdir / "config" / "config.yaml"
+    config = yaml.safe_load(path.read_text())
+    config["scale"] = "smoke"
+    config["housing"]["data"]["path"] = str(workdir / "housing.csv")
+    config["scales"]["smoke"]["housing"].update(repetitions=1, runs=20)
+    # one shard per audit keeps the number of (torch-importing) jobs down
+    config["scales"]["smoke"]["cifar10"].update(runs=4, shard_size=4)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    run_snakemake(workdir, *ALL, timeout=1500)
+
+    results = workdir / "results"
+    for target in TARGETS:
+        assert (results / target.removeprefix("results/")).stat().st_size > 1000, target
+    fig1 = pd.read_csv(results / "fig1.csv")
+    assert {"convnet", "fcnn"} <= set(fig1["model"]) and set(fig1["data_source"]) >= {"cifar10:synthetic"}
+    fig12 = pd.read_csv(results / "fig12.csv")
+    assert set(fig12["theta0"]) == {"known", "unknown"}
+    fig13 = pd.read_csv(results / "fig13.csv")
+    assert set(fig13["model"]) == {"alexnet_head", "convnet"}
+    assert any("alexnet-random" in s for s in fig13["data_source"])
+    fig8 = pd.read_csv(results / "fig8.csv")
+    assert np.isfinite(fig8["mean"]).all() and (fig8["mean"] > 0).all()
+    table2 = (results / "table2.md").read_text()
+    assert "62006" in table2.replace(",", "") and "40970" in table2.replace(",", "")
+    # every audit of a figure audits every insertion step, under the μ-GDP bound of its k
+    for figure in ("fig2", "fig5", "fig11"):
+        csv = pd.read_csv(results / f"{figure}.csv")
+        assert (csv["step"] % csv["period"] == 0).all() and np.isfinite(csv["epsilon"]).all()
