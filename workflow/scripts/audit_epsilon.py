@@ -1,17 +1,12 @@
 """Snakemake adapter: audit every recorded step of one audit's scores (hsaudit.experiments.audit_table)."""
 
-import logging
-
 import pandas as pd
 
 from hsaudit.experiments import audit_table
 from hsaudit.plotting import write_csv_atomic
+from hsaudit.logs import script_logging
 
-# Our messages at INFO; other libraries (e.g. fontTools while writing PDFs) only from WARNING.
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
-log = logging.getLogger("hsaudit.workflow")
-log.setLevel(logging.INFO)
-logging.captureWarnings(True)
+log = script_logging(snakemake)
 params = snakemake.params
 table = audit_table(
     pd.read_parquet(snakemake.input.scores),

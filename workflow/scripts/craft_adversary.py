@@ -1,19 +1,14 @@
 """Snakemake adapter: the adversary's crafted object of one audit (hsaudit.adversaries.craft)."""
 
-import logging
-
 import torch
 
 from hsaudit.adversaries import craft, save_crafted
 from hsaudit.data import load_dataset
 from hsaudit.experiments import write_params_json
 from hsaudit.train import DPSGDConfig, load_setup
+from hsaudit.logs import script_logging
 
-# Our messages at INFO; other libraries (e.g. fontTools while writing PDFs) only from WARNING.
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
-log = logging.getLogger("hsaudit.workflow")
-log.setLevel(logging.INFO)
-logging.captureWarnings(True)
+log = script_logging(snakemake)
 torch.set_num_threads(snakemake.threads)
 spec = snakemake.params.spec
 setup_spec = spec["setup"]

@@ -1,16 +1,11 @@
 """Snakemake adapter: AlexNet features of a prepared image dataset (hsaudit.data.alexnet_feature_dataset)."""
 
-import logging
-
 import torch
 
 from hsaudit.data import alexnet_feature_dataset, load_dataset, save_dataset
+from hsaudit.logs import script_logging
 
-# Our messages at INFO; other libraries (e.g. fontTools while writing PDFs) only from WARNING.
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
-log = logging.getLogger("hsaudit.workflow")
-log.setLevel(logging.INFO)
-logging.captureWarnings(True)
+log = script_logging(snakemake)
 torch.set_num_threads(snakemake.threads)
 params = snakemake.params
 features = alexnet_feature_dataset(

@@ -1,18 +1,13 @@
 """Snakemake adapter: draw θ0 and the fixed minibatch schedule of one setup (hsaudit.train.make_setup)."""
 
-import logging
-
 import torch
 
 from hsaudit.data import load_dataset
 from hsaudit.experiments import write_params_json
 from hsaudit.train import DPSGDConfig, make_setup, save_setup
+from hsaudit.logs import script_logging
 
-# Our messages at INFO; other libraries (e.g. fontTools while writing PDFs) only from WARNING.
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
-log = logging.getLogger("hsaudit.workflow")
-log.setLevel(logging.INFO)
-logging.captureWarnings(True)
+log = script_logging(snakemake)
 torch.set_num_threads(snakemake.threads)
 spec = snakemake.params.spec
 data = load_dataset(snakemake.input.data)

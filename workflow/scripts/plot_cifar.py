@@ -4,19 +4,14 @@ fig1 adds the Housing panel (fig1c's audits); fig6a reads the scores of its audi
 norms from the shards; every other figure only the per-step audit tables.
 """
 
-import logging
-
 import pandas as pd
 
 from hsaudit.data import dataset_source
 from hsaudit.experiments import norms_table
 from hsaudit.figures import cifar
+from hsaudit.logs import script_logging
 
-# Our messages at INFO; other libraries (e.g. fontTools while writing PDFs) only from WARNING.
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
-log = logging.getLogger("hsaudit.workflow")
-log.setLevel(logging.INFO)
-logging.captureWarnings(True)
+log = script_logging(snakemake)
 params, inp, out = snakemake.params, snakemake.input, snakemake.output
 figure = params.figure
 sources = {path: dataset_source(path) for path in dict.fromkeys(inp.datasets)}

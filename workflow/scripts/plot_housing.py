@@ -1,16 +1,11 @@
 """Snakemake adapter: one Housing figure (fig1c, fig4 or fig7) from its audits' tables (hsaudit.figures.housing)."""
 
-import logging
-
 import pandas as pd
 
 from hsaudit.figures.housing import figure_table, plot_housing_figure
+from hsaudit.logs import script_logging
 
-# Our messages at INFO; other libraries (e.g. fontTools while writing PDFs) only from WARNING.
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
-log = logging.getLogger("hsaudit.workflow")
-log.setLevel(logging.INFO)
-logging.captureWarnings(True)
+log = script_logging(snakemake)
 params = snakemake.params
 entries = [(ref, pd.read_csv(path)) for ref, path in zip(params.refs, snakemake.input.tables, strict=True)]
 summary = plot_housing_figure(

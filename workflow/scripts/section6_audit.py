@@ -1,14 +1,14 @@
 """Snakemake adapter: audit the §6 process at every step for one (rule, σ), all B and repetitions."""
 
-import logging
 
 import numpy as np
 import pandas as pd
 
 from hsaudit.plotting import write_csv_atomic
 from hsaudit.process1d import audit_records, gdp_tables
+from hsaudit.logs import script_logging
 
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
+log = script_logging(snakemake)
 p = snakemake.params
 tables = None
 if snakemake.input.cp_table:
@@ -29,6 +29,6 @@ records = audit_records(
     mode=p.mode,
     selection_fraction=p.selection_fraction,
     tables=tables,
-    log=logging.info,
+    log=log.info,
 )
 write_csv_atomic(pd.DataFrame(records), snakemake.output[0])

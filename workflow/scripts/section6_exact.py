@@ -1,13 +1,13 @@
 """Snakemake adapter: exact ε of the §6 process at every step, all (σ, B) of one rule (density propagation)."""
 
-import logging
 
 import pandas as pd
 
 from hsaudit.plotting import write_csv_atomic
 from hsaudit.process1d import exact_records
+from hsaudit.logs import script_logging
 
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
+log = script_logging(snakemake)
 p = snakemake.params
 frame = pd.DataFrame(
     exact_records(
@@ -21,5 +21,5 @@ frame = pd.DataFrame(
         grid=dict(p.grid),
     )
 )
-logging.info("largest grid mass lost: %.3g", frame["lost_mass"].max())
+log.info("largest grid mass lost: %.3g", frame["lost_mass"].max())
 write_csv_atomic(frame, snakemake.output[0])

@@ -1,13 +1,12 @@
 """Snakemake adapter: one Section 6 figure (fig3, fig14, fig6b, fig6c or fig10) via hsaudit.figures.section6."""
 
-import logging
 
 import pandas as pd
 
 from hsaudit.figures import section6
+from hsaudit.logs import script_logging
 
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
-logging.captureWarnings(True)
+log = script_logging(snakemake)
 p = snakemake.params
 out = dict(pdf=snakemake.output.pdf, csv=snakemake.output.csv, facts=dict(p.facts))
 if p.figure in ("fig3", "fig14"):
@@ -31,4 +30,4 @@ elif p.figure == "fig10":
     )
 else:  # pragma: no cover - the rules only pass the names above
     raise ValueError(f"unknown figure {p.figure!r}")
-logging.info("wrote %s and %s", snakemake.output.pdf, snakemake.output.csv)
+log.info("wrote %s and %s", snakemake.output.pdf, snakemake.output.csv)

@@ -1,14 +1,14 @@
 """Snakemake adapter: the T = 2 threshold search of Appendix F for one (σ, B) (fig6c)."""
 
-import logging
 
 import numpy as np
 import pandas as pd
 
 from hsaudit.plotting import write_csv_atomic
 from hsaudit.process1d import alpha_grid, gdp_tables, threshold_search
+from hsaudit.logs import script_logging
 
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
+log = script_logging(snakemake)
 p = snakemake.params
 sigma = float(snakemake.wildcards.sigma)
 batch = int(snakemake.wildcards.batch)

@@ -1,13 +1,13 @@
 """Snakemake adapter: fig6b data, trade-off curves of A_S^{h*} at one σ and step for every B."""
 
-import logging
 
 import pandas as pd
 
 from hsaudit.plotting import write_csv_atomic
 from hsaudit.process1d import tradeoff_records
+from hsaudit.logs import script_logging
 
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
+log = script_logging(snakemake)
 p = snakemake.params
 frame = pd.DataFrame(
     tradeoff_records(

@@ -6,8 +6,6 @@ The shard's membership bits are an exact half split seeded by (audit key, shard 
 (hsaudit.experiments.shard_bits / noise_key / theta0_key), so a shard never depends on R.
 """
 
-import logging
-
 import torch
 
 from hsaudit.adversaries import load_crafted
@@ -15,12 +13,9 @@ from hsaudit.data import load_dataset
 from hsaudit.experiments import insertion_steps, noise_key, save_shard, shard_bits, theta0_key
 from hsaudit.populations import train_shard
 from hsaudit.train import DPSGDConfig, load_setup, population_theta0
+from hsaudit.logs import script_logging
 
-# Our messages at INFO; other libraries (e.g. fontTools while writing PDFs) only from WARNING.
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
-log = logging.getLogger("hsaudit.workflow")
-log.setLevel(logging.INFO)
-logging.captureWarnings(True)
+log = script_logging(snakemake)
 torch.set_num_threads(snakemake.threads)
 spec = snakemake.params.spec
 family = snakemake.wildcards.family
