@@ -9,6 +9,9 @@ Registry (:func:`build_model`):
   ReLU MaxPool2, FC 400→120→84→10.
 - ``"resnet18_gn"`` — the CIFAR ResNet18 (3×3 stem, stride 1, no max-pool, BasicBlocks [2,2,2,2], widths
   64–512, 1×1 projection shortcuts, FC 512→10) with GroupNorm instead of BatchNorm: 11,173,962 parameters.
+- ``"alexnet_head"`` — the new last layer of the AlexNet transfer audit (Cebere et al. Fig. 13): Linear(4096→10)
+  trained on precomputed 4096-d AlexNet features, 40,970 parameters, cross-entropy. It is the one-layer FCNN
+  ``"4096-10"`` (:func:`mlp_sizes`), so the hand-derived FCNN engine trains it.
 
 The flat parameter vector used everywhere in :mod:`hsaudit.train` is ``torch.cat([p.flatten() for p in
 model.parameters()])`` — i.e. the order of ``model.parameters()``; for the FCNN that is ``W1, b1, W2, b2, ...``
@@ -20,7 +23,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-MODELS = ("fcnn", "convnet", "resnet18_gn")
+MODELS = ("fcnn", "convnet", "resnet18_gn", "alexnet_head")
 DEFAULT_FCNN_VARIANT = "8-3-8-1"
 
 
@@ -39,8 +42,34 @@ def fcnn_sizes(variant: str = DEFAULT_FCNN_VARIANT) -> tuple[int, ...]:
     return sizes
 
 
+def mlp_sizes(name: str, **kwargs) -> tuple[int, ...] | None:
+    """Layer widths (input first) of a registry model that is a plain ReLU MLP, or ``None`` for the others.
+
+    ``fcnn``: its ``variant``; ``alexnet_head``: ``(features, num_classes)``, i.e. ``(4096, 10)`` by default.
+
+    Raises:
+        ValueError: a bad ``variant``, or non-positive ``features`` / ``num_classes``.
+    """
+    if name == "fcnn":
+        return fcnn_sizes(kwargs.get("variant", DEFAULT_FCNN_VARIANT))
+    if name == "alexnet_head":
+        features, classes = int(kwargs.get("features", 4096)), int(kwargs.get("num_classes", 10))
+        if features < 1 or classes < 2:
+            raise ValueError(f"alexnet_head needs features >= 1 and num_classes >= 2, got {features}, {classes}")
+        return (features, classes)
+    return None
+
+
 def _fcnn(variant: str = DEFAULT_FCNN_VARIANT) -> nn.Module:
     sizes = fcnn_sizes(variant)
+    return _mlp(sizes)
+
+
+def _alexnet_head(features: int = 4096, num_classes: int = 10) -> nn.Module:
+    return _mlp(mlp_sizes("alexnet_head", features=features, num_classes=num_classes))
+
+
+def _mlp(sizes: tuple[int, ...]) -> nn.Module:
     layers: list[nn.Module] = []
     for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])):
         if i > 0:
@@ -110,15 +139,16 @@ def build_model(name: str, **kwargs) -> nn.Module:
     """Build an architecture of the registry with PyTorch's default initialisation (from the global RNG).
 
     Args:
-        name: ``"fcnn"``, ``"convnet"`` or ``"resnet18_gn"``.
+        name: ``"fcnn"``, ``"convnet"``, ``"resnet18_gn"`` or ``"alexnet_head"``.
         **kwargs: ``fcnn``: ``variant`` (``"8-3-8-1"`` default, or ``"8-6-2"``); ``convnet``:
             ``num_classes`` (10); ``resnet18_gn``: ``num_classes`` (10), ``groups`` (GroupNorm groups per layer,
-            ``min(groups, channels)``; 32 [inferred], the parameter count does not depend on it).
+            ``min(groups, channels)``; 32 [inferred], the parameter count does not depend on it);
+            ``alexnet_head``: ``features`` (4096), ``num_classes`` (10).
 
     Raises:
         ValueError: unknown ``name`` or keyword.
     """
-    builders = {"fcnn": _fcnn, "convnet": _convnet, "resnet18_gn": _ResNet18GN}
+    builders = {"fcnn": _fcnn, "convnet": _convnet, "resnet18_gn": _ResNet18GN, "alexnet_head": _alexnet_head}
     if name not in builders:
         raise ValueError(f"model must be one of {MODELS}, got {name!r}")
     try:
@@ -134,8 +164,8 @@ def count_parameters(model: nn.Module) -> int:
 
 def num_outputs(name: str, **kwargs) -> int:
     """Number of logits of the model (1 for a single-logit binary classifier)."""
-    if name == "fcnn":
-        return fcnn_sizes(kwargs.get("variant", DEFAULT_FCNN_VARIANT))[-1]
+    if name in ("fcnn", "alexnet_head"):
+        return mlp_sizes(name, **kwargs)[-1]
     if name in ("convnet", "resnet18_gn"):
         return int(kwargs.get("num_classes", 10))
     raise ValueError(f"model must be one of {MODELS}, got {name!r}")
@@ -152,8 +182,8 @@ def input_shape(name: str, **kwargs) -> tuple[int | None, ...]:
     The ConvNet needs 3×32×32 (its FC layer has 400 inputs); ResNet18-GN pools adaptively, so any spatial size
     (CIFAR: 32×32; the tests use smaller images to stay fast on a CPU).
     """
-    if name == "fcnn":
-        return (fcnn_sizes(kwargs.get("variant", DEFAULT_FCNN_VARIANT))[0],)
+    if name in ("fcnn", "alexnet_head"):
+        return (mlp_sizes(name, **kwargs)[0],)
     if name == "convnet":
         return (3, 32, 32)
     if name == "resnet18_gn":
