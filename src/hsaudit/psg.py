@@ -1,38 +1,68 @@
-"""Per-sample gradient backends of DP-SGD populations: ``clipped_sum`` and ``loss`` for ``[models, p]`` parameters.
+"""Per-sample gradient backends of DP-SGD populations: clipped sums, norms and losses for ``[models, p]`` parameters.
 
 A backend ("engine") holds one architecture and computes, for a whole population of models at once,
 
 - ``clipped_sum(theta, x, y, clip, weights)``: Σ_x w_x · clip(∇ℓ(θ_m; x), C) for every model m, ``[models, p]``,
   with Opacus' clip factor min(1, C / (‖g‖ + 10⁻⁶)) (``clip=None``: no clipping);
-- ``loss(theta, x, y)``: per-sample losses ``[models, n]``.
+- ``grad_norms(theta, x, y)``: the unclipped per-sample gradient norms ‖∇ℓ(θ_m; x)‖, ``[models, n]``;
+- ``loss(theta, x, y)``: per-sample losses ``[models, n]``;
+- ``p``: the number of parameters (flat order = ``model.parameters()``).
 
-It knows nothing of DP noise, insertions or adversaries (:mod:`hsaudit.train` runs the DP-SGD loop).
+``theta`` may hold a different row per model (per-model θ0). Everything is float32. It knows nothing of DP noise,
+insertions or adversaries (:mod:`hsaudit.train` runs the DP-SGD loop).
 
-- :class:`MLPPopulation` (FCNN): hand-derived per-sample gradients with batched matmuls; per-sample norms from
-  ‖δ ⊗ z‖² = ‖δ‖²‖z‖² without materialising ``[models, batch, p]``.
-- :class:`FuncPopulation` (any module): ``torch.func`` — ``vmap`` over models of ``vmap(grad)`` over samples.
+- :class:`MLPPopulation` (``"mlp"``; FCNN and ``alexnet_head``): hand-derived per-sample gradients with batched
+  matmuls over the whole population; per-sample norms from ‖δ ⊗ z‖² = ‖δ‖²‖z‖² without materialising
+  ``[models, batch, p]``.
+- :class:`HookPopulation` (``"hooks"``; any stack of Linear, Conv2d and GroupNorm layers: ConvNet, ResNet18-GN):
+  one model at a time, one forward and one backward of the summed loss that records every layer's input z and
+  output gradient δ (parameters are not differentiated); per-sample norms per layer from (z, δ) — Linear:
+  ‖δ‖²(‖z‖² + 1), Conv2d: per-sample weight gradients from the unfolded input or, where cheaper, the "ghost" norm
+  ⟨δᵀδ, UᵀU⟩ (Li et al. 2022; Bu et al. 2023), GroupNorm: the per-channel (δ·ẑ, δ) sums — and the clipped sum
+  as the ordinary weight gradient of the rescaled δ (one GEMM / one convolution weight-gradient per layer).
+- :class:`FuncPopulation` (``"func"``; any module): ``torch.func`` — ``vmap`` over models of ``vmap(grad)`` over
+  samples. Slowest on the CPU; kept as a generic fallback and as the test oracle of the others.
+
+:func:`population` with ``backend="auto"`` picks by model (never by population size): ``mlp`` for the MLPs,
+``hooks`` for the rest (measured, docs/trainer.md "Per-sample gradients").
 """
 
 from __future__ import annotations
 
 import torch
+from torch import nn
 
-from hsaudit.models import build_model, fcnn_sizes, loss_name, per_sample_loss
+from hsaudit.models import build_model, loss_name, mlp_sizes, per_sample_loss
 
 CLIP_EPS = 1e-6  # Opacus' DPOptimizer: clip factor = C / (‖g‖ + 1e-6), capped at 1.
-MEMORY_BUDGET = 256 * 2**20  # bytes for per-sample gradient chunks on the CPU
+MEMORY_BUDGET = 512 * 2**20  # bytes for per-sample gradient chunks on the CPU
+BACKENDS = ("auto", "mlp", "hooks", "func")
 
 
 def memory_budget(device: torch.device) -> int:
-    """Bytes that per-sample gradient chunks may use: a quarter of the free GPU memory, or 256 MiB on the CPU."""
+    """Bytes that per-sample gradient chunks may use: a quarter of the free GPU memory, or 512 MiB on the CPU."""
     if device.type == "cuda":
         free, _total = torch.cuda.mem_get_info(device)
         return max(MEMORY_BUDGET, free // 4)
     return MEMORY_BUDGET
 
 
+def _clip_factor(sq: torch.Tensor, clip: float | None, weights: torch.Tensor | None) -> torch.Tensor:
+    """w_x · min(1, C / (‖g_x‖ + 10⁻⁶)) from squared norms ``sq`` (any shape; ``clip=None``: w_x)."""
+    if clip is None:
+        return torch.ones_like(sq) if weights is None else weights.to(sq.dtype).clone()
+    factor = (clip / sq.sqrt().add_(CLIP_EPS)).clamp_(max=1.0)
+    return factor if weights is None else factor.mul_(weights)
+
+
+def _sq_norm(g: torch.Tensor) -> torch.Tensor:
+    """Squared norms over the last axis, accumulated in float64 (a float32 sum of ResNet18's 11M squares is off
+    by ~2e-4 relative), returned in ``g``'s dtype."""
+    return torch.linalg.vector_norm(g, dim=-1, dtype=torch.float64).square_().to(g.dtype)
+
+
 class MLPPopulation:
-    """Hand-derived per-sample gradients of a ReLU MLP population (the FCNN), parameters ``[models, p]``."""
+    """Hand-derived per-sample gradients of a ReLU MLP population (FCNN, ``alexnet_head``), ``[models, p]``."""
 
     def __init__(self, sizes: tuple[int, ...], kind: str) -> None:
         self.sizes, self.kind = sizes, kind
@@ -45,9 +75,7 @@ class MLPPopulation:
 
     def _unpack(self, theta: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         m = theta.shape[0]
-        return [
-            (theta[:, ow : ow + o * i].reshape(m, o, i), theta[:, ob : ob + o]) for ow, ob, o, i in self.layers
-        ]
+        return [(theta[:, ow : ow + o * i].reshape(m, o, i), theta[:, ob : ob + o]) for ow, ob, o, i in self.layers]
 
     def _forward(self, params, xT: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
         """Feature-major forward pass: inputs of every layer and the logits ``[m, outputs, n]``.
@@ -75,6 +103,9 @@ class MLPPopulation:
         m, n = out.shape[:2]
         return per_sample_loss(self.kind, out.reshape(m * n, -1), y.repeat(m)).reshape(m, n)
 
+    def _chunk(self, m: int, n: int) -> int:
+        return max(1, min(m, (1 << 18) // max(1, n * max(self.sizes[1:]))))  # ~1 MB per [chunk, width, n]
+
     def clipped_sum(
         self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, clip: float | None, weights: torch.Tensor | None
     ) -> torch.Tensor:
@@ -87,7 +118,7 @@ class MLPPopulation:
         """
         m, n = theta.shape[0], x.shape[0]
         xT = x.T.contiguous()
-        chunk = max(1, min(m, (1 << 18) // max(1, n * max(self.sizes))))  # ~1 MB per [chunk, width, n]
+        chunk = self._chunk(m, n)
         if chunk >= m:
             return self._clipped_sum(theta, xT, y, clip, weights)
         out = torch.empty_like(theta)
@@ -96,9 +127,18 @@ class MLPPopulation:
             out[m0 : m0 + chunk] = self._clipped_sum(theta[m0 : m0 + chunk], xT, y, clip, w)
         return out
 
-    def _clipped_sum(self, theta, xT, y, clip, weights) -> torch.Tensor:
-        params = self._unpack(theta)
-        m = theta.shape[0]
+    def grad_norms(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Unclipped per-sample gradient norms ``[models, n]``."""
+        m, n = theta.shape[0], x.shape[0]
+        xT = x.T.contiguous()
+        chunk = self._chunk(m, n)
+        out = torch.empty((m, n), dtype=theta.dtype, device=theta.device)
+        for m0 in range(0, m, chunk):
+            out[m0 : m0 + chunk] = self._backprop(self._unpack(theta[m0 : m0 + chunk]), xT, y)[2].sqrt_()
+        return out
+
+    def _backprop(self, params, xT, y) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
+        """Layer inputs z, output gradients δ ``[m, width, n]`` and squared per-sample norms ``[m, n]``."""
         zs, out = self._forward(params, xT)
         if self.kind == "bce":
             delta = torch.sigmoid(out).sub_(y.to(out.dtype)[None, None, :])
@@ -118,12 +158,13 @@ class MLPPopulation:
                 wT = params[li][0].transpose(1, 2)
                 back = wT * delta if delta.shape[1] == 1 else torch.bmm(wT, delta)  # outer product for 1 logit
                 delta = torch.ops.aten.threshold_backward(back, z, 0)
-        if clip is None:
-            factor = torch.ones_like(sq) if weights is None else weights.to(sq.dtype)
-        else:
-            factor = (clip / sq.sqrt_().add_(CLIP_EPS)).clamp_(max=1.0)
-            if weights is not None:
-                factor = factor.mul_(weights)
+        return zs, deltas, sq
+
+    def _clipped_sum(self, theta, xT, y, clip, weights) -> torch.Tensor:
+        params = self._unpack(theta)
+        m = theta.shape[0]
+        zs, deltas, sq = self._backprop(params, xT, y)
+        factor = _clip_factor(sq, clip, weights)
         pieces = []
         for li, d in enumerate(deltas):
             sd = d.mul_(factor[:, None, :])
@@ -135,87 +176,319 @@ class MLPPopulation:
         return torch.cat(pieces, dim=1)
 
 
-class FuncPopulation:
-    """Per-sample gradients of any module via ``torch.func`` (vmap over models of vmap(grad) over samples)."""
+class _ModuleParams:
+    """The flat ``[p]`` ↔ per-tensor view map of a module (flat order = ``model.parameters()``)."""
 
-    def __init__(self, model: str, model_kwargs: dict, kind: str, device: torch.device) -> None:
-        self.module = build_model(model, **model_kwargs).to(device)
-        self.kind = kind
-        self.spec = [(name, p.shape, p.numel()) for name, p in self.module.named_parameters()]
+    def __init__(self, module: nn.Module) -> None:
+        self.module = module
+        self.spec = [(name, p.shape, p.numel()) for name, p in module.named_parameters()]
         self.p = sum(n for _, _, n in self.spec)
-        self.buffers = {k: v for k, v in self.module.named_buffers()}
+        self.buffers = dict(module.named_buffers())
 
-    def _split(self, theta: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Views ``[models, *shape]`` of the flat ``[models, p]`` parameters, one per tensor of the module.
+    def split(self, theta: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Views ``[*leading, *shape]`` of flat parameters ``[*leading, p]``, one per tensor of the module.
 
-        Splitting outside the differentiated function matters: differentiating through slices of one flat
+        Splitting outside any differentiated function matters: differentiating through slices of one flat
         vector would make every parameter's backward write a full ``[p]`` gradient (quadratic in the depth).
         """
-        out, offset, m = {}, 0, theta.shape[0]
+        out, offset, lead = {}, 0, theta.shape[:-1]
         for name, shape, n in self.spec:
-            out[name] = theta[:, offset : offset + n].reshape(m, *shape)
+            out[name] = theta[..., offset : offset + n].reshape(*lead, *shape)
             offset += n
         return out
 
-    def _call(self, params: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    def call(self, params: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
         return torch.func.functional_call(self.module, (params, self.buffers), (x,))
 
-    def _loss_one(self, params: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return per_sample_loss(self.kind, self._call(params, x[None]), y[None])[0]
 
+class HookPopulation:
+    """Per-sample gradients from per-layer activations and output gradients, one model at a time.
+
+    Supported layers (with parameters): ``nn.Linear`` (2-D input), ``nn.Conv2d`` (zero padding, ``groups=1``) and
+    affine ``nn.GroupNorm``; parameter-free modules and functions (ReLU, pooling, residual sums) are free. Each
+    parametrised module must run once per forward pass (no weight sharing). Samples are processed in chunks
+    bounded by :func:`memory_budget`; results do not depend on the chunking (per-sample maths only).
+    """
+
+    def __init__(self, model: str, model_kwargs: dict, kind: str, device: torch.device) -> None:
+        module = build_model(model, **model_kwargs).to(device)
+        module.requires_grad_(False)  # the backward computes layer-output gradients only, never weight gradients
+        self.params = _ModuleParams(module)
+        self.kind, self.device, self.p = kind, device, self.params.p
+        offsets, offset = {}, 0
+        for name, _shape, n in self.params.spec:
+            offsets[name] = (offset, n)
+            offset += n
+        # (module, [(parameter name, flat offset, numel)]) per parametrised module, in module order
+        self.layers: list[tuple[nn.Module, dict[str, tuple[int, int]]]] = []
+        for mod_name, mod in module.named_modules():
+            own = [name for name, _ in mod.named_parameters(recurse=False)]
+            if not own:
+                continue
+            self._check_layer(mod_name, mod)
+            prefix = f"{mod_name}." if mod_name else ""
+            self.layers.append((mod, {name: offsets[prefix + name] for name in own}))
+            mod.register_forward_hook(self._record)
+        self._tape: list[tuple[nn.Module, torch.Tensor, torch.Tensor]] | None = None
+        self._sample_bytes: dict[tuple[int, ...], int] = {}
+
+    @staticmethod
+    def _check_layer(name: str, mod: nn.Module) -> None:
+        if type(mod) is nn.Conv2d:
+            if mod.groups != 1 or mod.padding_mode != "zeros" or isinstance(mod.padding, str):
+                raise ValueError(f"hooks backend: Conv2d {name!r} needs groups=1 and numeric zero padding")
+        elif type(mod) is nn.GroupNorm:
+            if not mod.affine:
+                raise ValueError(f"hooks backend: GroupNorm {name!r} has no parameters to train")
+        elif type(mod) is not nn.Linear:
+            raise ValueError(f"hooks backend supports Linear, Conv2d and GroupNorm layers, got {type(mod).__name__}")
+
+    def _record(self, mod: nn.Module, inputs: tuple[torch.Tensor, ...], output: torch.Tensor) -> None:
+        if self._tape is None:
+            return
+        if not output.requires_grad:  # the first layer: nothing upstream requires grad
+            output.requires_grad_()
+        self._tape.append((mod, inputs[0], output))
+
+    # ---------------------------------------------------------------------------------------------- forward
+    def _taped(self, params: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor):
+        """Forward and backward of Σ_x ℓ(θ; x): the tape [(module, z, output)] and the output gradients δ."""
+        self._tape = []
+        try:
+            with torch.enable_grad():
+                losses = per_sample_loss(self.kind, self.params.call(params, x), y)
+                tape = self._tape
+                deltas = torch.autograd.grad(losses.sum(), [out for _, _, out in tape])
+        finally:
+            self._tape = None
+        if len({id(mod) for mod, _, _ in tape}) != len(tape) or len(tape) != len(self.layers):
+            raise ValueError("hooks backend needs every parametrised module to run exactly once per forward pass")
+        return [(mod, z.detach(), d) for (mod, z, _), d in zip(tape, deltas)]
+
+    def _per_sample_bytes(self, x: torch.Tensor) -> int:
+        """Bytes per sample of one taped forward + backward: ~4 copies of every layer's input and output."""
+        key = tuple(x.shape[1:])
+        if key not in self._sample_bytes:
+            self._tape = []
+            try:
+                with torch.no_grad():
+                    self.params.module(x[:1].to(next(self.params.module.parameters()).dtype))
+                sizes = sum(z.numel() + out.numel() for _, z, out in self._tape)
+            finally:
+                self._tape = None
+            self._sample_bytes[key] = 4 * x.element_size() * max(1, sizes)
+        return self._sample_bytes[key]
+
+    def _sample_chunk(self, x: torch.Tensor) -> int:
+        return max(1, min(x.shape[0], memory_budget(self.device) // self._per_sample_bytes(x)))
+
+    # ------------------------------------------------------------------------------------- per-layer pieces
+    def _layer_sq(self, mod: nn.Module, z: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+        """Squared per-sample gradient norm ``[n]`` of the parameters of one layer."""
+        if type(mod) is nn.Linear:
+            if z.dim() != 2:
+                raise ValueError(f"hooks backend: Linear input must be [n, features], got {tuple(z.shape)}")
+            dsq = (d * d).sum(1)
+            sq = dsq * (z * z).sum(1)
+            return sq if mod.bias is None else sq.add_(dsq)
+        if type(mod) is nn.GroupNorm:
+            gw, gb = self._group_norm_pieces(mod, z, d)
+            return (gw * gw).sum(1) + (gb * gb).sum(1)
+        return self._conv_sq(mod, z, d)
+
+    @staticmethod
+    def _group_norm_pieces(mod: nn.GroupNorm, z: torch.Tensor, d: torch.Tensor):
+        """Per-sample gradients ``[n, C]`` of a GroupNorm's weight (Σ δ·ẑ) and bias (Σ δ)."""
+        zhat = nn.functional.group_norm(z, mod.num_groups, eps=mod.eps)
+        dims = tuple(range(2, z.dim()))
+        return (d * zhat).sum(dims), d.sum(dims)
+
+    def _conv_sq(self, mod: nn.Conv2d, z: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+        """Squared per-sample norms of a Conv2d: G_x = δ_x U_xᵀ (U = unfolded input, δ ``[out, L]``).
+
+        Either G_x is built (``out × k`` per sample, k = in·kh·kw) or its norm is taken as the "ghost" inner
+        product ⟨δ_xᵀδ_x, U_xᵀU_x⟩ of two ``L × L`` Gram matrices, whichever costs fewer multiply-adds:
+        ``out·k·L`` against ``L²·(out + k)``. Samples are chunked to the memory budget.
+        """
+        n, out_ch = d.shape[:2]
+        length = d.shape[2] * d.shape[3]
+        k = z.shape[1] * mod.kernel_size[0] * mod.kernel_size[1]
+        ghost = length * (out_ch + k) < out_ch * k
+        per_sample = 4 * (k * length + (2 * length * length if ghost else out_ch * k) + out_ch * length)
+        chunk = max(1, min(n, memory_budget(self.device) // per_sample))
+        sq = torch.empty(n, dtype=d.dtype, device=d.device)
+        for s0 in range(0, n, chunk):
+            u = nn.functional.unfold(
+                z[s0 : s0 + chunk], mod.kernel_size, dilation=mod.dilation, padding=mod.padding, stride=mod.stride
+            )  # [c, k, L]
+            dd = d[s0 : s0 + chunk].flatten(2)  # [c, out, L]
+            if ghost:
+                gram_d = torch.bmm(dd.transpose(1, 2), dd)
+                sq[s0 : s0 + chunk] = (gram_d.mul_(torch.bmm(u.transpose(1, 2), u))).sum((1, 2))
+            else:
+                g = torch.bmm(dd, u.transpose(1, 2))
+                sq[s0 : s0 + chunk] = (g * g).sum((1, 2))
+        if mod.bias is not None:
+            sq += d.sum((2, 3)).pow(2).sum(1)
+        return sq
+
+    def _layer_sum(self, mod: nn.Module, z: torch.Tensor, d: torch.Tensor, s: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Σ_x s_x ∇_{layer params} ℓ(x): the layer's weight gradient with δ rescaled per sample."""
+        if type(mod) is nn.GroupNorm:
+            gw, gb = self._group_norm_pieces(mod, z, d)
+            return {"weight": s @ gw, "bias": s @ gb}
+        ds = d * s.view(-1, *([1] * (d.dim() - 1)))
+        if type(mod) is nn.Linear:
+            out = {"weight": ds.T @ z}
+        else:
+            out = {
+                "weight": nn.grad.conv2d_weight(
+                    z, mod.weight.shape, ds, stride=mod.stride, padding=mod.padding, dilation=mod.dilation
+                )
+            }
+        if mod.bias is not None:
+            out["bias"] = ds.sum(0) if ds.dim() == 2 else ds.sum((0, 2, 3))
+        return out
+
+    # ---------------------------------------------------------------------------------------- public calls
     def loss(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        def one(params):
-            return per_sample_loss(self.kind, self._call(params, x), y)
+        out = torch.empty((theta.shape[0], x.shape[0]), dtype=theta.dtype, device=theta.device)
+        with torch.no_grad():
+            for i in range(theta.shape[0]):
+                out[i] = per_sample_loss(self.kind, self.params.call(self.params.split(theta[i]), x), y)
+        return out
 
-        return torch.func.vmap(one)(self._split(theta))
+    def grad_norms(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Unclipped per-sample gradient norms ``[models, n]``."""
+        m, n = theta.shape[0], x.shape[0]
+        out = torch.empty((m, n), dtype=theta.dtype, device=theta.device)
+        sc = self._sample_chunk(x)
+        for i in range(m):
+            params = self.params.split(theta[i])
+            for s0 in range(0, n, sc):
+                tape = self._taped(params, x[s0 : s0 + sc], y[s0 : s0 + sc])
+                out[i, s0 : s0 + sc] = sum(self._layer_sq(mod, z, d) for mod, z, d in tape).sqrt_()
+        return out
 
     def clipped_sum(
         self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, clip: float | None, weights: torch.Tensor | None
     ) -> torch.Tensor:
+        """Σ_x w_x · clip(∇ℓ(θ_m; x), C) for every model m: ``[models, p]`` (see the class docstring)."""
         m, n = theta.shape[0], x.shape[0]
-        psg = torch.func.vmap(
-            torch.func.vmap(torch.func.grad(self._loss_one), in_dims=(None, 0, 0)), in_dims=(0, None, None)
-        )
-        # A [mc, sc, p] chunk of per-sample gradients plus the activations of its backward pass: ~4 copies.
-        # Samples first (one model's per-sample gradients is the natural vmap), then models.
-        per = max(1, memory_budget(theta.device) // (16 * self.p))
-        sc = max(1, min(n, per))
-        mc = max(1, min(m, per // sc))
-        if mc == 1:  # one model at a time: unbatched weights keep convolutions on their fast path
-            single = torch.func.vmap(torch.func.grad(self._loss_one), in_dims=(None, 0, 0))
-            psg = lambda params, xs, ys: {  # noqa: E731
-                k: v[None] for k, v in single({k: w[0] for k, w in params.items()}, xs, ys).items()
-            }
-        params = self._split(theta)
         total = torch.zeros_like(theta)
-        for m0 in range(0, m, mc):
-            chunk = {k: v[m0 : m0 + mc] for k, v in params.items()}
+        sc = self._sample_chunk(x)
+        for i in range(m):
+            params = self.params.split(theta[i])
             for s0 in range(0, n, sc):
-                grads = psg(chunk, x[s0 : s0 + sc], y[s0 : s0 + sc])  # name -> [mc, sc, *shape]
-                flat = [grads[name].flatten(2) for name, _, _ in self.spec]
-                if clip is None:
-                    factor = torch.ones(flat[0].shape[:2], dtype=theta.dtype, device=theta.device)
+                xs, ys = x[s0 : s0 + sc], y[s0 : s0 + sc]
+                tape = self._taped(params, xs, ys)
+                w = None if weights is None else weights[i, s0 : s0 + sc]
+                sq = None
+                if clip is not None:
+                    sq = sum(self._layer_sq(mod, z, d) for mod, z, d in tape)
                 else:
-                    norms = torch.stack([g.norm(dim=-1) for g in flat], dim=-1).norm(dim=-1)
-                    factor = (clip / (norms + CLIP_EPS)).clamp(max=1.0)
-                if weights is not None:
-                    factor = factor * weights[m0 : m0 + mc, s0 : s0 + sc]
-                total[m0 : m0 + mc] += torch.cat([torch.einsum("ms,msp->mp", factor, g) for g in flat], dim=1)
+                    sq = torch.zeros(xs.shape[0], dtype=theta.dtype, device=theta.device)
+                factor = _clip_factor(sq, clip, w)
+                for (mod, z, d), (_, names) in zip(tape, self.layers):
+                    for name, piece in self._layer_sum(mod, z, d, factor).items():
+                        off, numel = names[name]
+                        total[i, off : off + numel] += piece.reshape(-1)
         return total
 
 
-def population(model: str, model_kwargs: dict, device: torch.device | str = "cpu", *, backend: str = "auto"):
-    """The population engine of a model: ``"mlp"`` (hand-derived, FCNN only) or ``"func"`` (torch.func).
+class FuncPopulation:
+    """Per-sample gradients of any module via ``torch.func`` (vmap over models of vmap(grad) over samples)."""
 
-    ``backend="auto"`` picks ``"mlp"`` for the FCNN and ``"func"`` otherwise.
+    def __init__(self, model: str, model_kwargs: dict, kind: str, device: torch.device) -> None:
+        self.params = _ModuleParams(build_model(model, **model_kwargs).to(device))
+        self.kind, self.device, self.p = kind, device, self.params.p
+
+    def _loss_one(self, params: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return per_sample_loss(self.kind, self.params.call(params, x[None]), y[None])[0]
+
+    def loss(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        def one(params):
+            return per_sample_loss(self.kind, self.params.call(params, x), y)
+
+        return torch.func.vmap(one)(self.params.split(theta))
+
+    def _chunks(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor):
+        """Yield ``(m0, s0, [mc, sc, p] per-sample gradients)`` chunks bounded by the memory budget.
+
+        A chunk of per-sample gradients plus the activations of its backward pass: ~4 copies. Samples first (one
+        model's per-sample gradients is the natural vmap), then models — and on the CPU one model at a time, with
+        unbatched weights, because vmapped (batched) convolution weights fall off the fast path and made the
+        per-model cost grow with the population.
+        """
+        m, n = theta.shape[0], x.shape[0]
+        per = max(1, memory_budget(theta.device) // (16 * self.p))
+        sc = max(1, min(n, per))
+        mc = 1 if theta.device.type == "cpu" else max(1, min(m, per // sc))
+        single = torch.func.vmap(torch.func.grad(self._loss_one), in_dims=(None, 0, 0))
+        batched = torch.func.vmap(single, in_dims=(0, None, None))
+        params = self.params.split(theta)
+        for m0 in range(0, m, mc):
+            for s0 in range(0, n, sc):
+                xs, ys = x[s0 : s0 + sc], y[s0 : s0 + sc]
+                if mc == 1:  # unbatched weights keep convolutions on their ordinary path
+                    grads = single({k: v[m0] for k, v in params.items()}, xs, ys)
+                    flat = [grads[name].flatten(1)[None] for name, _, _ in self.params.spec]
+                else:
+                    grads = batched({k: v[m0 : m0 + mc] for k, v in params.items()}, xs, ys)
+                    flat = [grads[name].flatten(2) for name, _, _ in self.params.spec]
+                yield m0, s0, torch.cat(flat, dim=2)
+
+    def grad_norms(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Unclipped per-sample gradient norms ``[models, n]``."""
+        out = torch.empty((theta.shape[0], x.shape[0]), dtype=theta.dtype, device=theta.device)
+        for m0, s0, g in self._chunks(theta, x, y):
+            out[m0 : m0 + g.shape[0], s0 : s0 + g.shape[1]] = _sq_norm(g).sqrt_()
+        return out
+
+    def clipped_sum(
+        self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, clip: float | None, weights: torch.Tensor | None
+    ) -> torch.Tensor:
+        total = torch.zeros_like(theta)
+        for m0, s0, g in self._chunks(theta, x, y):
+            mc, sc = g.shape[:2]
+            w = None if weights is None else weights[m0 : m0 + mc, s0 : s0 + sc]
+            factor = _clip_factor(_sq_norm(g), clip, w)
+            total[m0 : m0 + mc] += torch.einsum("ms,msp->mp", factor, g)
+        return total
+
+
+def auto_backend(model: str, device: torch.device | str = "cpu") -> str:
+    """The backend ``backend="auto"`` uses: ``"mlp"`` for the MLPs (FCNN, ``alexnet_head``), else ``"hooks"``.
+
+    The choice depends on the model only (not on the population size, so results never change with the shard
+    size); it is the measured winner on the CPU (docs/trainer.md). On CUDA the same choice is an untested
+    default (no GPU was available to measure).
+    """
+    del device  # same winner on both devices as far as measured; kept for a future per-device table
+    return "mlp" if mlp_sizes(model) is not None else "hooks"
+
+
+def population(model: str, model_kwargs: dict, device: torch.device | str = "cpu", *, backend: str = "auto"):
+    """The population engine of a model: ``"mlp"``, ``"hooks"`` or ``"func"`` (see the module docstring).
+
+    Args:
+        model, model_kwargs: architecture (:func:`hsaudit.models.build_model`).
+        device: where the engine's module lives; ``theta``, ``x``, ``y`` passed to it must be there too.
+        backend: ``"auto"`` (:func:`auto_backend`), ``"mlp"`` (ReLU MLPs only), ``"hooks"`` or ``"func"``.
+
+    Raises:
+        ValueError: unknown backend, ``"mlp"`` for a non-MLP, or ``"hooks"`` for a module with unsupported layers.
     """
     kind = loss_name(model, **model_kwargs)
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "auto":
-        backend = "mlp" if model == "fcnn" else "func"
+        backend = auto_backend(model, device)
     if backend == "mlp":
-        if model != "fcnn":
-            raise ValueError(f"backend 'mlp' supports only model 'fcnn', got {model!r}")
-        return MLPPopulation(fcnn_sizes(model_kwargs.get("variant", "8-3-8-1")), kind)
-    if backend == "func":
-        return FuncPopulation(model, model_kwargs, kind, torch.device(device))
-    raise ValueError(f"backend must be 'auto', 'mlp' or 'func', got {backend!r}")
+        sizes = mlp_sizes(model, **model_kwargs)
+        if sizes is None:
+            raise ValueError(f"backend 'mlp' supports only the MLPs 'fcnn' and 'alexnet_head', got {model!r}")
+        return MLPPopulation(sizes, kind)
+    if backend == "hooks":
+        return HookPopulation(model, model_kwargs, kind, torch.device(device))
+    return FuncPopulation(model, model_kwargs, kind, torch.device(device))
