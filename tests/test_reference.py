@@ -68,25 +68,45 @@ def test_population_matches_opacus_fcnn(variant, adversary, backend):
     assert np.abs(ref0 - scores[1]).max() > 1e-4
 
 
+IMAGE_CASES = [
+    # model, image side (ResNet18-GN pools adaptively: 8x8 keeps it quick), feature inputs for the AlexNet head
+    ("convnet", 32),
+    ("resnet18_gn", 8),
+    ("alexnet_head", None),
+]
+
+
 @pytest.mark.parametrize("adversary", ["gc_r", "label_flip"])
-def test_population_matches_opacus_convnet(adversary):
+@pytest.mark.parametrize(("model", "side"), IMAGE_CASES)
+def test_population_matches_opacus_cifar_models(model, side, adversary):
+    """Every CIFAR-10 architecture: the population engine (auto backend) equals Opacus, k = 2, both bits, with
+    shared and with per-model θ0, fed the same θ0, batches and noise. (ResNet18-GN: 11.2M parameters, so two
+    steps and the per-model θ0 only, to keep the CPU test in seconds.)"""
+    from hsaudit.train import population_theta0
+
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((8, 3, 32, 32)).astype(np.float32)
-    y = rng.integers(0, 10, 8)
-    cfg = DPSGDConfig(steps=2, batch_size=3, lr=0.05, clip_norm=0.5, noise_multiplier=1.0)
-    setup = make_setup(model="convnet", model_kwargs={}, n_train=8, config=cfg, seed=0)
-    crafted = craft(adversary, model="convnet", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, seed=0)
-    bits = np.array([1, 0])
-    scores = shard_scores(
-        model="convnet", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted, bits=bits, seed=3,
-        progress=False, device="cpu",
+    X = (rng.standard_normal((8, 4096)) if side is None else rng.standard_normal((8, 3, side, side))).astype(
+        np.float32
     )
-    for i, bit in enumerate(bits):
-        ref, _ = train_reference(
-            model="convnet", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted, bit=int(bit),
-            noise=model_noise(3, i, cfg.steps, setup.theta0.size),
+    y = rng.integers(0, 10, 8)
+    heavy = model == "resnet18_gn"
+    cfg = DPSGDConfig(steps=2 if heavy else 4, batch_size=3, lr=0.05, clip_norm=0.5, noise_multiplier=1.0, period=2)
+    setup = make_setup(model=model, model_kwargs={}, n_train=8, config=cfg, seed=0)
+    crafted = craft(adversary, model=model, model_kwargs={}, X=X, y=y, setup=setup, config=cfg, seed=0)
+    bits = np.array([1, 0])
+    p = setup.theta0.size
+    per_model = population_theta0(model, {}, scheme="xavier_normal", key=5, models=range(2))
+    for theta0 in (per_model,) if heavy else (None, per_model):
+        obs = train_shard(
+            model=model, model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted, bits=bits,
+            noise_key=3, theta0=theta0, progress=False, device="cpu",
         )
-        np.testing.assert_allclose(scores[i], ref, rtol=1e-4, atol=1e-6)
+        for i, bit in enumerate(bits):
+            ref, _ = train_reference(
+                model=model, model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted, bit=int(bit),
+                noise=model_noise(3, i, cfg.steps, p), theta0=None if theta0 is None else theta0[i],
+            )
+            np.testing.assert_allclose(obs.scores[i], ref, rtol=1e-4, atol=1e-5)
 
 
 def test_reference_rejects_bad_noise():
