@@ -143,7 +143,13 @@ def fetch_housing_table(*, data_dir: str | os.PathLike, download: bool = True) -
     Raises:
         FileNotFoundError: offline (or ``download=False``) with no cached copy, with instructions.
     """
-    from sklearn.datasets import fetch_california_housing
+    try:
+        from sklearn.datasets import fetch_california_housing
+    except ImportError:
+        raise ImportError(
+            "California Housing without housing.data.path needs scikit-learn's fetcher: pip install -e .[data] "
+            "(or give a local CSV/parquet file as housing.data.path)"
+        ) from None
 
     data_dir = Path(data_dir)
     try:
