@@ -253,17 +253,20 @@ def format_plan(p: Plan, *, scale: str) -> str:
     """Human-readable table of a plan (what ``hsaudit plan`` prints)."""
     lines = [f"plan for {' '.join(p.targets)} (scale={scale})"]
     if p.audits:
-        header = f"{'figures':<24} {'adversary':<20} {'model':<12} {'setting':<10} {'models':>9} {'steps':>6} " \
+        fw = max(7, *(len(",".join(a.figures)) for a in p.audits))
+        sw = max(7, *(len(a.detail) for a in p.audits))
+        header = f"{'figures':<{fw}} {'adversary':<18} {'model':<12} {'setting':<{sw}} {'models':>9} {'steps':>6} " \
                  f"{'model-steps':>14} {'CPU (1 core)':>13} {'GPU':>10}  runs on"
         lines += [header, "-" * len(header)]
         for a in p.audits:
             lines.append(
-                f"{','.join(a.figures):<24} {a.adversary:<20} {a.model:<12} {a.detail:<10} {a.models:>9,} {a.steps:>6,} "
-                f"{a.model_steps:>14,} {_fmt_hours(a.hours('cpu')):>13} {_fmt_hours(a.hours('gpu')):>10}  {a.device}"
+                f"{','.join(a.figures):<{fw}} {a.adversary:<18} {a.model:<12} {a.detail:<{sw}} {a.models:>9,} "
+                f"{a.steps:>6,} {a.model_steps:>14,} {_fmt_hours(a.hours('cpu')):>13} {_fmt_hours(a.hours('gpu')):>10}"
+                f"  {a.device}"
             )
         lines.append("-" * len(header))
         lines.append(
-            f"{'total (shared populations once)':<69} {p.models:>9,} {'':>6} {p.model_steps:>14,} "
+            f"{'total (shared populations once)':<{fw + sw + 33}} {p.models:>9,} {'':>6} {p.model_steps:>14,} "
             f"{_fmt_hours(p.hours('cpu')):>13} {_fmt_hours(p.hours('gpu')):>10}"
         )
     for fig in p.simulations:
