@@ -14,7 +14,7 @@ from scipy import stats
 
 from hsaudit import plotting
 from hsaudit.figures import cifar
-from hsaudit.figures.housing_plan import audit_table
+from hsaudit.experiments import audit_table
 
 RUNS = 200
 SOURCE = "cifar10:synthetic"

@@ -30,6 +30,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from hsaudit import vision
+from hsaudit.io import atomic_savez
 
 HOUSING_FEATURES = (
     "MedInc",
@@ -240,21 +241,19 @@ def standardize_stats(X: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
 
 def save_dataset(data: Dataset, path: str | os.PathLike) -> None:
     """Write ``data`` to a ``.npz`` file atomically (temporary name, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}.npz")
-    np.savez(
-        tmp,
-        X=data.X,
-        y=data.y,
-        feature_names=np.array(data.feature_names),
-        threshold=np.float64(data.threshold),
-        mean=data.mean,
-        scale=data.scale,
-        source=np.array(data.source),
-        data_source=np.array(data.data_source),
+    atomic_savez(
+        path,
+        {
+            "X": data.X,
+            "y": data.y,
+            "feature_names": np.array(data.feature_names),
+            "threshold": np.float64(data.threshold),
+            "mean": data.mean,
+            "scale": data.scale,
+            "source": np.array(data.source),
+            "data_source": np.array(data.data_source),
+        },
     )
-    os.replace(tmp, path)
 
 
 def load_dataset(path: str | os.PathLike) -> Dataset:

@@ -16,6 +16,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from hsaudit.io import atomic_path  # noqa: E402
+
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
 UPPER_BOUND_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.2}
 
@@ -55,10 +57,9 @@ def save(fig, path: str | os.PathLike, *, footer: str | None = None, tight: bool
         fig.text(0.5, 0.005, footer, ha="center", va="bottom", fontsize=6.5, color="0.35")
     if tight:
         fig.tight_layout(rect=(0, 0.03 if footer else 0, 1, 1))
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}{path.suffix}")
-    fig.savefig(tmp)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp)
     plt.close(fig)
-    os.replace(tmp, path)
 
 
 # Columns that hold counts: written as integers even when a concatenation with missing values made them float.
@@ -77,11 +78,8 @@ def write_csv_atomic(frame, path: str | os.PathLike) -> None:
             values = frame[col].dropna()
             if (values == values.round()).all():
                 frame[col] = frame[col].astype("Int64")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    frame.to_csv(tmp, index=False)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=False)
 
 
 def label_series(ax, handles: Sequence | None = None, **kw) -> None:

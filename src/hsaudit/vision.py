@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+from hsaudit.io import atomic_path
 
 # Per-channel training-set statistics of the real data (population std over all training pixels, in [0, 1]).
 # CIFAR-10/100: the values in common use (e.g. Opacus' CIFAR-10 example); MNIST: (0.1307, 0.3081), checked on
@@ -706,9 +707,8 @@ def _write_cifar_files(directory: Path, folder: str, archive: str | None, files:
 
 def _write_atomic(path: Path, blob: bytes) -> None:
     """Write to a temporary name, then rename: an interrupted writer leaves no half-written file."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(blob)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(blob)
 
 
 def _write_idx(path: Path, array: np.ndarray, compress: bool) -> None:

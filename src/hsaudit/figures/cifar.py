@@ -6,12 +6,12 @@ workflow scripts only read the tables and call these functions.
 
 Inputs (the contract with the workflow):
 
-- **entries**: pairs (audit reference, audit table). The table is :func:`hsaudit.figures.housing_plan.audit_table`'s
+- **entries**: pairs (audit reference, audit table). The table is :func:`hsaudit.experiments.audit_table`'s
   (step, insertions, runs, mu, epsilon, epsilon_free, threshold, fpr_upper, fnr_upper, mu_upper, epsilon_upper,
   mode, confidence, delta); the reference is a mapping or object with ``adversary`` (:data:`ADVERSARIES`),
   ``model`` (:data:`MODEL_LABELS`), ``clip_norm`` (C), ``period`` (k), ``theta0`` ("known" | "unknown"), ``rep``,
   ``key`` and ``data_source`` (e.g. "cifar10:local"); ``figure`` and ``runs`` may be there and are not used.
-- **scores** (fig6a): :func:`hsaudit.figures.housing_plan.scores_table` of one audit (run, shard, bit, step,
+- **scores** (fig6a): :func:`hsaudit.experiments.scores_table` of one audit (run, shard, bit, step,
   score; higher score ⇒ inserted).
 - **norms** (fig8): model, run, step, norm (the unclipped per-sample gradient norm of the A_L canary).
 - **families** (table2): one mapping of resolved hyper-parameters per experiment family.
@@ -34,7 +34,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -51,6 +50,7 @@ from hsaudit.figures.housing import (
     plot_upper_bound,
     summarise,
 )
+from hsaudit.io import write_text_atomic
 
 FIGURES = ("fig1", "fig2", "fig5", "fig6a", "fig8", "fig11", "fig12", "fig13")
 ADVERSARIES = ("gc_r", "gc_s", "label_flip")
@@ -769,11 +769,7 @@ def write_table2(
     provenance = footer_text(scale=scale, **({"code": code_version} if code_version else {}))
     text = "Table 2: hyper-parameters used per experiment family (generated from the configuration that ran).\n\n"
     text += "\n".join(lines) + f"\n\n{provenance}\n"
-    path = Path(md_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    write_text_atomic(md_path, text)
     out = cells.assign(scale=scale)
     write_csv_atomic(out, csv_path)
     return out
