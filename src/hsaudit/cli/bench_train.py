@@ -357,7 +357,7 @@ def measure_engine(
         "load_average_start": os.getloadavg(),
     }
     _device_peak_start(dev)
-    floor_s = [_time_floor(model, kwargs, theta0, X, y, batches, lr=lr, dev=dev) / steps]
+    floors = [_time_floor(model, kwargs, theta0, X, y, batches, lr=lr, dev=dev) / steps]
     out["floor"] = {"peak_rss_mb": _rss_mb(), "peak_device_mb": _device_peak_mb(dev)}
     engine = population(model, kwargs, dev, backend=backend)
     rows = []
@@ -367,22 +367,24 @@ def measure_engine(
             engine, theta0, X, y, batches_np, m=m, lr=lr, batch_size=batch_size, clip=clip, sigma=sigma, dev=dev
         )
         per = seconds / (m * steps)
-        rows.append(
-            {
-                "models": m,
-                "seconds": seconds,
-                "models_per_s": m / seconds,  # for `steps` steps
-                "model_steps_per_s": 1.0 / per,
-                "seconds_per_model_step": per,
-                "peak_rss_mb": _rss_mb(),
-                "peak_device_mb": _device_peak_mb(dev),
-                "load_average": os.getloadavg()[0],
-            }
-        )
-    # the floor again after the engine, so that a load change during the run shows up in the ratio's denominator
-    floor_s.append(_time_floor(model, kwargs, theta0, X, y, batches, lr=lr, dev=dev) / steps)
-    floor = sum(floor_s) / len(floor_s)
-    out["floor"].update(seconds_per_model_step=floor, repeats=floor_s)
+        row = {
+            "models": m,
+            "seconds": seconds,
+            "models_per_s": m / seconds,  # over the `steps` timed steps
+            "model_steps_per_s": 1.0 / per,
+            "seconds_per_model_step": per,
+            "peak_rss_mb": _rss_mb(),
+            "peak_device_mb": _device_peak_mb(dev),
+            "load_average": os.getloadavg()[0],
+        }
+        # The floor is re-timed after every population, and each ratio uses the floors just before and after it,
+        # so that the shared machine's changing load shows up in both sides of the ratio.
+        floors.append(_time_floor(model, kwargs, theta0, X, y, batches, lr=lr, dev=dev) / steps)
+        row["floor_seconds_per_model_step"] = (floors[-2] + floors[-1]) / 2
+        row["engine_over_floor"] = per / row["floor_seconds_per_model_step"]  # ≤ 2 is the goal
+        rows.append(row)
+    floor = sum(floors) / len(floors)
+    out["floor"].update(seconds_per_model_step=floor, repeats=floors)
     opacus = None
     if opacus_models:
         _device_peak_start(dev)
@@ -401,7 +403,6 @@ def measure_engine(
             "peak_device_mb": _device_peak_mb(dev),
         }
     for row in rows:
-        row["engine_over_floor"] = row["seconds_per_model_step"] / floor  # ≤ 2 is the goal
         if opacus is not None:
             row["speedup_vs_opacus"] = opacus / row["seconds_per_model_step"]  # ≥ 1.6 is the goal
     out["populations"] = rows
@@ -513,16 +514,17 @@ def format_engine(result: dict) -> str:
         f"{result['model']} ({result['parameters']:,} parameters) on {result['device']} ({result['device_name']}), "
         f"batch {result['batch_size']}, {result['steps']} timed steps, {result['threads']} thread(s), backend "
         f"{result['backend']}; load {result['load_average_start'][0]:.2f} -> {result['load_average_end'][0]:.2f}",
-        f"floor (non-private fwd+bwd): {floor * 1e3:.1f} ms/model-step"
+        f"floor (non-private fwd+bwd): {floor * 1e3:.1f} ms/model-step (mean of {len(result['floor']['repeats'])})"
         + ("" if opacus is None else f"; Opacus: {opacus * 1e3:.1f} ms/model-step"),
-        f"{'models':>7} {'ms/model-step':>14} {'model-steps/s':>14} {'models/s':>9} {'x floor':>8} {'vs Opacus':>10} "
-        f"{'RSS MB':>8} {'load':>5}",
+        f"{'models':>7} {'ms/model-step':>14} {'model-steps/s':>14} {'models/s':>9} {'floor ms':>9} {'x floor':>8} "
+        f"{'vs Opacus':>10} {'RSS MB':>8} {'load':>5}",
     ]
     for r in result["populations"]:
         vs = f"{r['speedup_vs_opacus']:.2f}x" if "speedup_vs_opacus" in r else "-"
         lines.append(
             f"{r['models']:>7} {r['seconds_per_model_step'] * 1e3:>14.2f} {r['model_steps_per_s']:>14.1f} "
-            f"{r['models_per_s']:>9.2f} {r['engine_over_floor']:>8.2f} {vs:>10} {r['peak_rss_mb']:>8.0f} "
+            f"{r['models_per_s']:>9.2f} {r['floor_seconds_per_model_step'] * 1e3:>9.1f} {r['engine_over_floor']:>8.2f} "
+            f"{vs:>10} {r['peak_rss_mb']:>8.0f} "
             f"{r['load_average']:>5.2f}"
         )
     return "\n".join(lines)
