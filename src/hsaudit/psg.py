@@ -61,6 +61,13 @@ def _sq_norm(g: torch.Tensor) -> torch.Tensor:
     return torch.linalg.vector_norm(g, dim=-1, dtype=torch.float64).square_().to(g.dtype)
 
 
+def _feature_major(x: torch.Tensor) -> torch.Tensor:
+    """The batch as ``[features, n]``: a copy for narrow inputs (the FCNN's 8 features: the elementwise passes
+    then run along the contiguous sample axis), a transposed view for wide ones (``alexnet_head``'s 4096: the
+    copy cost more than the GEMMs, which read either layout)."""
+    return x.T.contiguous() if x.shape[1] <= 64 else x.T
+
+
 class MLPPopulation:
     """Hand-derived per-sample gradients of a ReLU MLP population (FCNN, ``alexnet_head``), ``[models, p]``."""
 
@@ -96,7 +103,7 @@ class MLPPopulation:
 
     def logits(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """Logits ``[m, n, outputs]`` of every model on ``x`` ``[n, features]``."""
-        return self._forward(self._unpack(theta), x.T.contiguous())[1].transpose(1, 2)
+        return self._forward(self._unpack(theta), _feature_major(x))[1].transpose(1, 2)
 
     def loss(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         out = self.logits(theta, x)  # [M, n, outputs]
@@ -117,7 +124,7 @@ class MLPPopulation:
         that keep the ``[chunk, width, samples]`` intermediates cache-sized.
         """
         m, n = theta.shape[0], x.shape[0]
-        xT = x.T.contiguous()
+        xT = _feature_major(x)
         chunk = self._chunk(m, n)
         if chunk >= m:
             return self._clipped_sum(theta, xT, y, clip, weights)
@@ -130,7 +137,7 @@ class MLPPopulation:
     def grad_norms(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Unclipped per-sample gradient norms ``[models, n]``."""
         m, n = theta.shape[0], x.shape[0]
-        xT = x.T.contiguous()
+        xT = _feature_major(x)
         chunk = self._chunk(m, n)
         out = torch.empty((m, n), dtype=theta.dtype, device=theta.device)
         for m0 in range(0, m, chunk):
@@ -151,7 +158,9 @@ class MLPPopulation:
         for li in range(last, -1, -1):
             deltas[li] = delta
             z = zs[li]
-            zsq = (z * z).sum(0 if li == 0 else 1).add_(1.0)  # ‖z‖² + 1 (the bias' input)
+            # ‖z‖² + 1 (the bias' input); the input's without a [features, n] temporary (4096-d features)
+            zsq = torch.linalg.vector_norm(z, dim=0).square_() if li == 0 else (z * z).sum(1)
+            zsq = zsq.add_(1.0)
             term = (delta * delta).sum(1).mul_(zsq)
             sq = term if sq is None else sq.add_(term)
             if li > 0:  # back through layer li's weights and the ReLU that produced z = zs[li]
