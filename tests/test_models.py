@@ -25,6 +25,7 @@ from hsaudit.models import (
         ("fcnn", {"variant": "8-6-2"}, 68),  # 54 + 14
         ("convnet", {}, 62_006),  # 456 + 2,416 + 48,120 + 10,164 + 850
         ("resnet18_gn", {}, 11_173_962),  # CIFAR ResNet18, GroupNorm (torchvision's 7x7 stem: 11,181,642)
+        ("alexnet_head", {}, 40_970),  # Linear(4096 -> 10): 40,960 + 10 (Cebere et al. Fig. 13)
     ],
 )
 def test_parameter_counts(name, kwargs, expected):
@@ -36,12 +37,15 @@ def test_forward_shapes():
     assert build_model("fcnn")(torch.zeros(5, 8)).shape == (5, 1)
     assert build_model("fcnn", variant="8-6-2")(torch.zeros(5, 8)).shape == (5, 2)
     assert build_model("convnet")(torch.zeros(2, *input_shape("convnet"))).shape == (2, 10)
+    assert build_model("alexnet_head")(torch.zeros(2, *input_shape("alexnet_head"))).shape == (2, 10)
+    assert input_shape("alexnet_head") == (4096,)
 
 
 def test_loss_kinds():
     assert loss_name("fcnn") == "bce" and num_classes("fcnn") == 2
     assert loss_name("fcnn", variant="8-6-2") == "ce" and num_classes("fcnn", variant="8-6-2") == 2
     assert loss_name("convnet") == "ce" and num_classes("convnet") == 10
+    assert loss_name("alexnet_head") == "ce" and num_classes("alexnet_head") == 10
 
 
 def test_two_logit_ce_equals_bce_on_logit_difference():

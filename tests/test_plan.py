@@ -176,3 +176,30 @@ def test_workflow_warns_before_a_gpu_sized_run(workflow_copy):
     assert out.count("hsaudit: GPU-sized at scale=paper (fig13): 10,000 models") == 1, out
     proc = run_snakemake(workflow_copy, "results/fig13.pdf", "--forceall", "--config", "scale=laptop")
     assert "GPU-sized" not in proc.stdout + proc.stderr
+
+
+def test_stored_calibration_takes_precedence(tmp_path):
+    """`hsaudit bench train --save-calibration` rows override the built-in table (model, device)."""
+    from hsaudit.cli.bench_train import save_calibration
+
+    path = tmp_path / "cal.json"
+    assert P.stored_calibration(path) == ()
+    result = {"model": "convnet", "device": "cpu", "device_name": "test cpu", "batch_size": 128, "threads": 1,
+              "populations": [{"models": 1, "seconds_per_model_step": 9.0, "load_average": 1.0},
+                              {"models": 64, "seconds_per_model_step": 0.02, "load_average": 2.5}]}
+    save_calibration(result, path, "hsaudit bench train --model convnet")
+    row = P.calibration("convnet", "cpu", path=path)
+    assert row.status == "measured" and row.seconds_per_model_step == 0.02 and "--model convnet" in row.source
+    assert P.calibration("convnet", "gpu", path=path) == P.calibration("convnet", "gpu", path=tmp_path / "none")
+    save_calibration({**result, "populations": result["populations"][:1]}, path, "again")  # replaces the row
+    assert P.calibration("convnet", "cpu", path=path).seconds_per_model_step == 9.0
+    assert len(P.stored_calibration(path)) == 1
+    path.write_text("{}")
+    with pytest.raises(ValueError, match="cal.json"):
+        P.calibration("convnet", "cpu", path=path)
+
+
+def test_calibration_rows_say_measured_or_estimate():
+    assert {row.status for row in P.CALIBRATION} == {"measured", "estimate"}
+    assert all(row.status == "estimate" for row in P.CALIBRATION if row.device == "gpu")  # no GPU measured here
+    assert P.calibration("linear4096", "cpu").model == "alexnet_head"  # the audit table's alias

@@ -163,3 +163,47 @@ def test_bad_backends():
         population("fcnn", {}, backend="gpu")
     with pytest.raises(ValueError, match="convnet"):
         population("convnet", {}, backend="mlp")
+
+
+def test_bench_train_engine_cli(capsys, tmp_path):
+    """`hsaudit bench train --model convnet`: engine, Opacus and floor rows per population size; calibration saved."""
+    import json
+
+    from hsaudit.cli import main
+    from hsaudit.plan import calibration
+
+    path = tmp_path / "cal.json"
+    argv = [
+        "bench",
+        "train",
+        "--model",
+        "convnet",
+        "--models",
+        "1,2",
+        "--steps",
+        "1",
+        "--batch-size",
+        "4",
+        "--json",
+        "--save-calibration",
+        str(path),
+    ]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [r["models"] for r in out["populations"]] == [1, 2]
+    for row in out["populations"]:
+        for key in (
+            "seconds_per_model_step",
+            "model_steps_per_s",
+            "models_per_s",
+            "engine_over_floor",
+            "speedup_vs_opacus",
+            "peak_rss_mb",
+            "load_average",
+        ):
+            assert row[key] > 0
+    assert out["opacus"]["seconds_per_model_step"] > 0 and out["floor"]["seconds_per_model_step"] > 0
+    assert out["backend"] == "auto (hooks)" and out["parameters"] == 62_006
+    row = calibration("convnet", "cpu", path=path)
+    assert row.status == "measured" and row.seconds_per_model_step == out["populations"][-1]["seconds_per_model_step"]
+    assert main([*argv[:4], "--models", "0"]) == 2  # bad input: one-line error, exit 2

@@ -18,8 +18,12 @@ were measured (with the command that reproduces them, :func:`measure_step_second
 
 from __future__ import annotations
 
+import functools
+import json
+import os
 import re
 import time
+from pathlib import Path
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,30 +34,42 @@ DEVICES = ("cpu", "gpu")
 
 @dataclass(frozen=True)
 class Calibration:
-    """Seconds per model-step of one architecture on one device at batch size ``batch``."""
+    """Seconds per model-step of one architecture on one device at batch size ``batch``.
+
+    ``status`` is ``"measured"`` (timed with the command in ``source``) or ``"estimate"`` (derived or assumed).
+    """
 
     model: str
     device: str
     batch: int
     seconds_per_model_step: float
     source: str
+    status: str = "estimate"
 
 
-# CPU rows: measured with the command in `source` on the project's development machine (2 cores of an AMD EPYC,
-# 24 GiB, torch 2.13.0 CPU build, 1 torch thread as the rules run, other jobs sharing the machine), 2026-11-22.
-# The FCNN is trained as a vectorised population (the DESIGN's shards), so its per-model cost is the shard's step
-# time divided by the shard size; the CIFAR models are timed one model at a time (per-sample gradients via
-# torch.func). GPU rows are NOT measured (no GPU here). They are derived from the paper's total, "approximately
-# 3500 GPU hours" for the ConvNet and ResNet audits at T = 250, 1250, 6250 (Cebere et al., Appendix D), spread
-# over the model-steps of :data:`CIFAR_AUDITS` (91.25M ConvNet, 90.0M ResNet18) in the ratio of the measured CPU
-# costs (ResNet18/ConvNet = 768, close to their FLOP ratio): c_conv·91.25M + 768·c_conv·90.0M = 3500 h. The
-# ResNet18 row is therefore the paper's own cost; the ConvNet row assumes populations vectorised as well as the
-# FLOPs allow (on a GPU a lone ConvNet is launch-bound and slower). See docs/cluster.md "Cost estimates".
+# CPU rows: measured side by side with Opacus and the non-private floor by `hsaudit bench train` (the command is
+# in `source`) on the project's development machine (2 cores of an AMD EPYC, torch 2.13.0 CPU build, 1 torch
+# thread as the rules run, other engineers' jobs sharing the machine: load average in `source`), 2026-11-23,
+# through the population engine of hsaudit.psg (`auto` backend) at the largest population measured. The FCNN
+# row is the Housing shard's step time divided by the shard size (issue 3). GPU rows are NOT measured (no GPU
+# here). They are derived from the paper's total, "approximately 3500 GPU hours" for the ConvNet and ResNet
+# audits at T = 250, 1250, 6250 (Cebere et al., Appendix D), spread over the model-steps of the paper-scale CIFAR-10
+# plan (91.26M ConvNet, 90.0M ResNet18) in the ratio of the CPU costs measured with torch.func on 2026-11-22
+# (ResNet18/ConvNet = 768, close to their FLOP ratio): c_conv·91.25M + 768·c_conv·90.0M = 3500 h. The ResNet18
+# row is therefore the paper's own cost; the ConvNet row assumes populations vectorised as well as the FLOPs allow
+# (on a GPU a lone ConvNet is launch-bound and slower). See docs/cluster.md "Cost estimates". A measured row
+# stored by `hsaudit bench train --save-calibration` (:data:`STORED_CALIBRATION`) takes precedence.
 CALIBRATION: tuple[Calibration, ...] = (
-    Calibration("fcnn", "cpu", 400, 1.79e-4, "measured: hsaudit plan --calibrate fcnn --population 500 --steps 10"),
-    Calibration("convnet", "cpu", 128, 0.0862, "measured: hsaudit plan --calibrate convnet --steps 5"),
-    Calibration("resnet18_gn", "cpu", 128, 66.2, "measured: hsaudit plan --calibrate resnet18_gn --steps 2"),
-    Calibration("alexnet_head", "cpu", 128, 0.0273, "measured: hsaudit plan --calibrate alexnet_head --steps 5"),
+    Calibration(
+        "fcnn", "cpu", 400, 1.79e-4, "measured: hsaudit plan --calibrate fcnn --population 500 --steps 10", "measured"
+    ),
+    Calibration("convnet", "cpu", 128, 0.0862, "measured: hsaudit plan --calibrate convnet --steps 5", "measured"),
+    Calibration(
+        "resnet18_gn", "cpu", 128, 66.2, "measured: hsaudit plan --calibrate resnet18_gn --steps 2", "measured"
+    ),
+    Calibration(
+        "alexnet_head", "cpu", 128, 0.0273, "measured: hsaudit plan --calibrate linear4096 --steps 5", "measured"
+    ),
     Calibration("fcnn", "gpu", 400, 1.79e-4, "assumed equal to CPU (68 parameters: launch-bound, no GPU gain)"),
     Calibration("convnet", "gpu", 128, 1.82e-4, "derived: paper's 3,500 GPU-h x measured CPU cost ratio"),
     Calibration("resnet18_gn", "gpu", 128, 0.140, "derived: paper's 3,500 GPU-h x measured CPU cost ratio"),
@@ -63,14 +79,61 @@ CALIBRATION: tuple[Calibration, ...] = (
 PAPER_GPU_HOURS = 3500.0
 """Cebere et al., Appendix D: "totaling approximately 3500 GPU hours" (ConvNet + ResNet, T = 250/1250/6250)."""
 
+STORED_CALIBRATION = "config/calibration.json"
+"""Default file of measured rows (``hsaudit bench train --save-calibration``), relative to the working directory;
+the environment variable ``HSAUDIT_CALIBRATION`` overrides it. Machine-specific: not meant to be committed."""
 
-def calibration(model: str, device: str) -> Calibration:
-    """The calibration row of ``model`` on ``device``.
+_MODEL_ALIASES = {"linear4096": "alexnet_head"}  # the CIFAR audit table's name of the AlexNet head
+
+
+def stored_calibration(path: str | os.PathLike | None = None) -> tuple[Calibration, ...]:
+    """Measured rows stored by ``hsaudit bench train --save-calibration`` (empty when the file does not exist).
+
+    Args:
+        path: the JSON file; default ``$HSAUDIT_CALIBRATION`` or :data:`STORED_CALIBRATION`.
 
     Raises:
-        ValueError: if the table has no such row.
+        ValueError: a file that is not a calibration file (the message names it).
     """
-    for row in CALIBRATION:
+    file = Path(path or os.environ.get("HSAUDIT_CALIBRATION") or STORED_CALIBRATION)
+    if not file.is_file():
+        return ()
+    return _read_stored(str(file), file.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _read_stored(path: str, _mtime_ns: int) -> tuple[Calibration, ...]:
+    try:
+        rows = json.loads(Path(path).read_text())["rows"]
+        return tuple(
+            Calibration(
+                model=str(r["model"]),
+                device=str(r["device"]),
+                batch=int(r["batch"]),
+                seconds_per_model_step=float(r["seconds_per_model_step"]),
+                source=f"measured: {r['command']} ({r['date']}, {r.get('device_name', '?')}, "
+                f"population {r.get('population', '?')}, load {r.get('load_average', '?')}, torch {r['torch']})",
+                status="measured",
+            )
+            for r in rows
+        )
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"calibration file {path!r} is not a list of measured rows: {err}") from None
+
+
+def calibration(model: str, device: str, *, path: str | os.PathLike | None = None) -> Calibration:
+    """The calibration row of ``model`` on ``device``: a stored measured row if any, else the built-in table's.
+
+    Args:
+        model: architecture (``linear4096`` is an alias of ``alexnet_head``).
+        device: ``"cpu"`` or ``"gpu"``.
+        path: stored calibration file (see :func:`stored_calibration`).
+
+    Raises:
+        ValueError: if neither the stored rows nor the table have such a row.
+    """
+    model = _MODEL_ALIASES.get(model, model)
+    for row in (*stored_calibration(path), *CALIBRATION):
         if row.model == model and row.device == device:
             return row
     known = sorted({(r.model, r.device) for r in CALIBRATION})
@@ -323,68 +386,57 @@ def has_local_gpu() -> bool:
 
 
 def measure_step_seconds(
-    model: str, *, device: str = "cpu", batch: int | None = None, steps: int = 5, population: int = 1,
-    threads: int = 1, seed: int = 0,
+    model: str,
+    *,
+    device: str = "cpu",
+    batch: int | None = None,
+    steps: int = 5,
+    population: int = 1,
+    threads: int = 1,
+    seed: int = 0,
 ) -> float:
-    """Measured seconds per model-step of DP-SGD for ``model`` (the command behind :data:`CALIBRATION`).
+    """Measured seconds per model-step of DP-SGD for ``model`` through the population engine.
 
-    One step = per-sample gradients (``torch.func.vmap(grad)``), per-sample clipping to norm 1, Gaussian noise,
-    SGD update; with ``population > 1`` the step is vectorised over that many models too (the FCNN shards), and
-    the time is divided by ``population``. The first step (warm-up) is not timed.
+    One step = :func:`hsaudit.train.run_population` with the ``auto`` backend of :mod:`hsaudit.psg` (per-sample
+    gradients, clipping to norm 1, noise from a preallocated standard-normal tensor, SGD update) for
+    ``population`` models at once; the time is divided by ``population``. The first step (warm-up) is not timed.
+    ``hsaudit bench train --save-calibration`` measures the same thing beside Opacus and stores it.
 
     Raises:
         ValueError: bad model, device, or a non-positive count.
     """
     import torch
-    from torch.func import functional_call, grad, vmap
 
     from hsaudit import models as M
+    from hsaudit.psg import population as engine_for
+    from hsaudit.train import run_population
 
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
     if min(steps, population, threads) < 1:
         raise ValueError(f"steps, population and threads must be >= 1, got {steps}, {population}, {threads}")
+    model = _MODEL_ALIASES.get(model, model)
     dev = torch.device("cuda" if device == "gpu" else "cpu")
     torch.set_num_threads(threads)
     gen = torch.Generator().manual_seed(seed)
-    if model in ("linear4096", "alexnet_head"):
-        net, shape, loss = torch.nn.Linear(4096, 10), (4096,), "ce"
-        default_batch = 128
-    else:
-        net, shape, loss = M.build_model(model), M.input_shape(model), M.loss_name(model)
-        default_batch = 400 if model == "fcnn" else 128
-    batch = int(batch or default_batch)
-    net = net.to(dev)
-    names = [n for n, _ in net.named_parameters()]
-    params = {n: p.detach().unsqueeze(0).repeat(population, *([1] * p.dim())) for n, p in net.named_parameters()}
+    shape = tuple(32 if s is None else s for s in M.input_shape(model))
+    batch = int(batch or (400 if model == "fcnn" else 128))
+    engine = engine_for(model, {}, dev)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        theta0 = M.flat_parameters(M.build_model(model)).to(dev)
+    theta = theta0[None].repeat(population, 1)
     x = torch.randn(batch, *shape, generator=gen).to(dev)
-    classes = 2 if loss == "bce" else 10
-    y = torch.randint(0, classes, (batch,), generator=gen).to(dev)
-
-    def sample_loss(p, xi, yi):
-        logits = functional_call(net, p, (xi.unsqueeze(0),))
-        return M.per_sample_loss(loss, logits, yi.unsqueeze(0)).sum()
-
-    per_sample = vmap(grad(sample_loss), in_dims=(None, 0, 0))
-    per_model = vmap(per_sample, in_dims=(0, None, None))
-
-    def step(p):
-        g = per_model(p, x, y)  # name -> [population, batch, ...]
-        norms = torch.sqrt(sum(g[n].flatten(2).pow(2).sum(-1) for n in names))
-        scale = torch.clamp(1.0 / (norms + 1e-12), max=1.0)
-        out = {}
-        for n in names:
-            s = (g[n] * scale.view(*scale.shape, *([1] * (g[n].dim() - 2)))).sum(1)
-            s = s + 4.0 * torch.randn_like(s)
-            out[n] = p[n] - 0.01 * s / batch
-        return out
-
-    params = step(params)  # warm-up
-    if dev.type == "cuda":
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(steps):
-        params = step(params)
-    if dev.type == "cuda":
-        torch.cuda.synchronize()
+    y = torch.randint(0, M.num_classes(model), (batch,), generator=gen).to(dev)
+    z = torch.randn(population, engine.p, generator=gen).to(dev)
+    kw = dict(lr=0.01, batch_size=batch, clip=1.0, sigma=4.0, period=1, noise=lambda t: z)
+    schedule = torch.arange(batch)[None].numpy()
+    with torch.no_grad():
+        theta = run_population(engine, theta, x, y, schedule, **kw)  # warm-up
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        run_population(engine, theta, x, y, schedule.repeat(steps, axis=0), **kw)
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
     return (time.perf_counter() - start) / (steps * population)

@@ -1,6 +1,19 @@
-"""``hsaudit bench train``: the vectorised population trainer against the Opacus one-model loop, side by side.
+"""``hsaudit bench train``: the population engine against the Opacus one-model loop and the non-private floor.
 
-Both trainers run in this process on the same Housing-like task (Cebere et al. §5: 8 standardised features,
+``--model convnet|resnet18_gn|alexnet_head`` (:func:`measure_engine`): in one process, side by side, on synthetic
+data of the right shape (CIFAR-10: 3×32×32, 10 classes; ``alexnet_head``: 4096-d non-negative features) and
+batch 128, (a) the population engine doing full DP-SGD steps through :func:`hsaudit.train.run_population` for
+every population size of ``--models N[,N...]`` (noise = a preallocated standard-normal tensor, so the gradient
+layer and the update are timed), (b) a minimal Opacus loop (``GradSampleModule`` + ``DPOptimizer``, one model;
+physical batches bounded by memory, accumulated as Opacus' ``BatchMemoryManager`` does) and (c) the floor: a
+plain non-private forward + backward + SGD step of the same samples with the same model. Reported per population
+size: models/s, model-steps/s, seconds per model-step, the ratios engine : Opacus and engine : floor, peak host
+RSS (``resource``, monotonic over the process: the floor runs first, Opacus last) and, on CUDA, peak device
+memory (``torch.cuda.max_memory_allocated``). ``--save-calibration [PATH]`` stores the engine's seconds per
+model-step for :func:`hsaudit.plan.calibration`.
+
+``--model fcnn`` (default) keeps the Housing benchmark of issue 3 (:func:`measure`): both trainers run in this
+process on the same Housing-like task (Cebere et al. §5: 8 standardised features,
 binary label, FCNN with 68 parameters, T = 250, batch 400, η = 0.1, C = 1, σ = 4, k = 1): a population of
 ``--models`` models through :func:`hsaudit.populations.train_shard`, then ``--opacus-models`` models one at a time
 through :func:`hsaudit.reference.train_reference`. The data are synthetic (a fixed linear-logistic rule on
@@ -11,27 +24,63 @@ does not depend on the values. ``--data FILE.npz`` uses a prepared dataset (:fun
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import platform
 import resource
+import sys
 import time
+import warnings
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from hsaudit.adversaries import craft
 from hsaudit.reference import train_reference
+from hsaudit.models import build_model, flat_parameters, load_flat_parameters, loss_name, per_sample_loss
+from hsaudit.psg import auto_backend, population
+from hsaudit.io import write_text_atomic
 from hsaudit.populations import train_shard
-from hsaudit.train import DPSGDConfig, make_setup, model_noise, pick_device
+from hsaudit.train import DPSGDConfig, make_setup, model_noise, pick_device, run_population
+
+ENGINE_MODELS = ("convnet", "resnet18_gn", "alexnet_head")
+DEFAULT_CALIBRATION = "config/calibration.json"
+_DEFAULT_SIZES = {"convnet": "1,8,64,256", "resnet18_gn": "1", "alexnet_head": "1,8,64,256"}
+_DEFAULT_STEPS = {"convnet": 3, "resnet18_gn": 2, "alexnet_head": 5}
+_OPACUS_BUDGET = 2 * 2**30  # bytes of Opacus per-sample gradients per physical batch
 
 
 def register(sub) -> None:
     parser = sub.add_parser("train", help="time the vectorised DP-SGD population against the Opacus loop")
-    parser.add_argument("--models", type=int, default=1000, help="population size of the vectorised run")
-    parser.add_argument("--opacus-models", type=int, default=3, help="models trained one at a time by Opacus")
-    parser.add_argument("--steps", type=int, default=250, help="T (default 250)")
-    parser.add_argument("--batch-size", type=int, default=400, help="B (default 400)")
+    parser.add_argument(
+        "--model", default="fcnn", choices=("fcnn", *ENGINE_MODELS), help="architecture (default fcnn: Housing)"
+    )
+    parser.add_argument(
+        "--models",
+        default=None,
+        help="population size(s), N[,N...] (fcnn: 1000; convnet/alexnet_head: " "1,8,64,256; resnet18_gn: 1)",
+    )
+    parser.add_argument(
+        "--opacus-models", type=int, default=None, help="models trained one at a time by Opacus " "(fcnn: 3, others: 1)"
+    )
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="T (fcnn: 250; timed steps otherwise: " "convnet 3, resnet18_gn 2, alexnet_head 5)",
+    )
+    parser.add_argument("--batch-size", type=int, default=None, help="B (fcnn: 400, others: 128)")
+    parser.add_argument("--backend", default="auto", help="engine backend: auto, mlp, hooks or func")
+    parser.add_argument(
+        "--save-calibration",
+        nargs="?",
+        const=DEFAULT_CALIBRATION,
+        default=None,
+        metavar="PATH",
+        help=f"store the measured seconds per model-step (default path {DEFAULT_CALIBRATION})",
+    )
     parser.add_argument("--n-train", type=int, default=20640, help="rows of the synthetic training set")
     parser.add_argument("--adversary", default="gc_r", help="whose insertion to train with (default gc_r)")
     parser.add_argument("--variant", default="8-3-8-1", help="FCNN variant (default 8-3-8-1)")
@@ -86,8 +135,18 @@ def measure(
     dev = pick_device(device)
     t0 = time.perf_counter()
     scores = train_shard(
-        model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=config, crafted=crafted, bits=bits,
-        noise_key=seed, device=str(dev), progress=False, workers=workers,
+        model="fcnn",
+        model_kwargs=kwargs,
+        X=X,
+        y=y,
+        setup=setup,
+        config=config,
+        crafted=crafted,
+        bits=bits,
+        noise_key=seed,
+        device=str(dev),
+        progress=False,
+        workers=workers,
     ).scores
     if dev.type == "cuda":
         torch.cuda.synchronize()
@@ -110,8 +169,15 @@ def measure(
         max_diff = 0.0
         for i in range(opacus_models):
             ref, _ = train_reference(
-                model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=config, crafted=crafted,
-                bit=int(bits[i % models]), noise=model_noise(seed, i % models, steps, setup.theta0.size),
+                model="fcnn",
+                model_kwargs=kwargs,
+                X=X,
+                y=y,
+                setup=setup,
+                config=config,
+                crafted=crafted,
+                bit=int(bits[i % models]),
+                noise=model_noise(seed, i % models, steps, setup.theta0.size),
             )
             if i < models:
                 max_diff = max(max_diff, float(np.abs(ref - scores[i]).max()))
@@ -131,27 +197,333 @@ def measure(
     return out
 
 
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _sync(dev: torch.device) -> None:
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+def _device_peak_start(dev: torch.device) -> None:
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(dev)
+
+
+def _device_peak_mb(dev: torch.device) -> float | None:
+    return torch.cuda.max_memory_allocated(dev) / 2**20 if dev.type == "cuda" else None
+
+
+def synthetic_task(model: str, n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Synthetic inputs of ``model``'s shape: CIFAR-like 3×32×32 images, or 4096-d post-ReLU AlexNet features."""
+    gen = torch.Generator().manual_seed(seed)
+    if model == "alexnet_head":
+        X = torch.randn(n, 4096, generator=gen).relu_()
+    else:
+        X = torch.randn(n, 3, 32, 32, generator=gen)
+    return X, torch.randint(0, 10, (n,), generator=gen)
+
+
+def _time_engine(engine, theta0, X, y, batches, *, m, lr, batch_size, clip, sigma, dev) -> float:
+    """Seconds of ``len(batches) - 1`` DP-SGD steps of ``m`` models (the first step is a warm-up)."""
+    theta = theta0[None].expand(m, -1).contiguous()
+    z = torch.randn(m, theta.shape[1], device=dev)  # preallocated: the gradient layer is timed, not the RNG
+    kw = dict(lr=lr, batch_size=batch_size, clip=clip, sigma=sigma, period=1, noise=lambda t: z)
+    with torch.no_grad():  # as train_shard runs it
+        theta = run_population(engine, theta, X, y, batches[:1], **kw)
+        _sync(dev)
+        t0 = time.perf_counter()
+        run_population(engine, theta, X, y, batches[1:], **kw)
+        _sync(dev)
+    return time.perf_counter() - t0
+
+
+def _time_floor(model, kwargs, theta0, X, y, batches, *, lr, dev) -> float:
+    """Seconds of ``len(batches) - 1`` plain (non-private) SGD steps of one model: forward, backward, update."""
+    net = build_model(model, **kwargs).to(dev)
+    load_flat_parameters(net, theta0)
+    kind = loss_name(model, **kwargs)
+    opt = torch.optim.SGD(net.parameters(), lr=lr)
+    t0 = 0.0
+    for i, idx in enumerate(batches):
+        if i == 1:
+            _sync(dev)
+            t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        per_sample_loss(kind, net(X[idx]), y[idx]).sum().backward()
+        opt.step()
+    _sync(dev)
+    return time.perf_counter() - t0
+
+
+def _time_opacus(model, kwargs, theta0, X, y, batches, *, lr, batch_size, clip, sigma, dev) -> tuple[float, int]:
+    """Seconds of ``len(batches) - 1`` Opacus DP-SGD steps of one model, and the physical batch used.
+
+    Per-sample gradients of a physical batch take ``physical · p`` floats (ResNet18-GN at batch 128: 5.7 GB), so
+    the logical batch is split into physical batches within ``_OPACUS_BUDGET`` and accumulated with
+    ``signal_skip_step`` exactly as Opacus' ``BatchMemoryManager`` does; noise is Opacus' own.
+    """
+    from opacus import GradSampleModule
+    from opacus.optimizers import DPOptimizer
+
+    net = build_model(model, **kwargs).to(dev)
+    load_flat_parameters(net, theta0)
+    p = theta0.numel()
+    physical = max(1, min(batch_size, _OPACUS_BUDGET // (8 * p)))
+    gsm = GradSampleModule(net, loss_reduction="sum")
+    optimizer = DPOptimizer(
+        torch.optim.SGD(gsm.parameters(), lr=lr),
+        noise_multiplier=sigma,
+        max_grad_norm=clip,
+        expected_batch_size=batch_size,
+        loss_reduction="sum",
+    )
+    kind = loss_name(model, **kwargs)
+    t0 = 0.0
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Full backward hook is firing")
+        for i, idx in enumerate(batches):
+            if i == 1:
+                _sync(dev)
+                t0 = time.perf_counter()
+            chunks = idx.split(physical)
+            for j, part in enumerate(chunks):
+                per_sample_loss(kind, gsm(X[part]), y[part]).sum().backward()
+                optimizer.signal_skip_step(do_skip=j < len(chunks) - 1)
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+    _sync(dev)
+    return time.perf_counter() - t0, physical
+
+
+def measure_engine(
+    *,
+    model: str,
+    models: tuple[int, ...] = (1, 8, 64, 256),
+    steps: int = 3,
+    batch_size: int = 128,
+    opacus_models: int = 1,
+    backend: str = "auto",
+    device: str | None = None,
+    seed: int = 0,
+) -> dict:
+    """The engine at each population size, Opacus and the floor, side by side in this process (module docstring).
+
+    Args:
+        model: ``"convnet"``, ``"resnet18_gn"`` or ``"alexnet_head"``.
+        models: population sizes of the engine.
+        steps: timed DP-SGD steps per measurement (after one untimed warm-up step).
+        batch_size: B.
+        opacus_models: models timed through the Opacus loop (0: skip it).
+        backend: engine backend (:func:`hsaudit.psg.population`).
+        device: ``"cpu"`` or ``"cuda"`` (default: CUDA when available).
+        seed: seed of θ0, data, batches.
+
+    Returns:
+        A JSON-able dict: machine and load, ``opacus`` and ``floor`` rows and one ``populations`` row per size.
+
+    Raises:
+        ValueError: an unknown model, or non-positive sizes/steps/batch.
+    """
+    if model not in ENGINE_MODELS:
+        raise ValueError(f"model must be one of {ENGINE_MODELS}, got {model!r}")
+    if not models or min(models) < 1 or steps < 1 or batch_size < 1 or opacus_models < 0:
+        raise ValueError(
+            f"models, steps and batch_size must be >= 1 and opacus_models >= 0, got {models}, {steps}, "
+            f"{batch_size}, {opacus_models}"
+        )
+    dev = pick_device(device)
+    kwargs: dict = {}
+    lr, clip, sigma = 0.1, 1.0, 4.0
+    torch.manual_seed(seed)
+    theta0 = flat_parameters(build_model(model, **kwargs)).to(dev)
+    n_train = max(4 * batch_size, 512)
+    X, y = synthetic_task(model, n_train, seed)
+    X, y = X.to(dev), y.to(dev)
+    gen = torch.Generator().manual_seed(seed + 1)
+    batches = torch.stack([torch.randperm(n_train, generator=gen)[:batch_size] for _ in range(steps + 1)])
+    batches_np = batches.numpy()
+    batches = batches.to(dev)
+    out: dict = {
+        "model": model,
+        "parameters": int(theta0.numel()),
+        "device": str(dev),
+        "device_name": (
+            torch.cuda.get_device_name(dev) if dev.type == "cuda" else (platform.processor() or platform.machine())
+        ),
+        "backend": backend if backend != "auto" else f"auto ({auto_backend(model, dev)})",
+        "batch_size": batch_size,
+        "steps": steps,
+        "threads": torch.get_num_threads(),
+        "load_average_start": os.getloadavg(),
+    }
+    _device_peak_start(dev)
+    floors = [_time_floor(model, kwargs, theta0, X, y, batches, lr=lr, dev=dev) / steps]
+    out["floor"] = {"peak_rss_mb": _rss_mb(), "peak_device_mb": _device_peak_mb(dev)}
+    engine = population(model, kwargs, dev, backend=backend)
+    rows = []
+    for m in models:
+        _device_peak_start(dev)
+        seconds = _time_engine(
+            engine, theta0, X, y, batches_np, m=m, lr=lr, batch_size=batch_size, clip=clip, sigma=sigma, dev=dev
+        )
+        per = seconds / (m * steps)
+        row = {
+            "models": m,
+            "seconds": seconds,
+            "models_per_s": m / seconds,  # over the `steps` timed steps
+            "model_steps_per_s": 1.0 / per,
+            "seconds_per_model_step": per,
+            "peak_rss_mb": _rss_mb(),
+            "peak_device_mb": _device_peak_mb(dev),
+            "load_average": os.getloadavg()[0],
+        }
+        # The floor is re-timed after every population, and each ratio uses the floors just before and after it,
+        # so that the shared machine's changing load shows up in both sides of the ratio.
+        floors.append(_time_floor(model, kwargs, theta0, X, y, batches, lr=lr, dev=dev) / steps)
+        row["floor_seconds_per_model_step"] = (floors[-2] + floors[-1]) / 2
+        row["engine_over_floor"] = per / row["floor_seconds_per_model_step"]  # ≤ 2 is the goal
+        rows.append(row)
+    floor = sum(floors) / len(floors)
+    out["floor"].update(seconds_per_model_step=floor, repeats=floors)
+    opacus = None
+    if opacus_models:
+        _device_peak_start(dev)
+        total, physical = 0.0, batch_size
+        for _ in range(opacus_models):
+            sec, physical = _time_opacus(
+                model, kwargs, theta0, X, y, batches, lr=lr, batch_size=batch_size, clip=clip, sigma=sigma, dev=dev
+            )
+            total += sec
+        opacus = total / (opacus_models * steps)
+        out["opacus"] = {
+            "models": opacus_models,
+            "physical_batch": physical,
+            "seconds_per_model_step": opacus,
+            "peak_rss_mb": _rss_mb(),
+            "peak_device_mb": _device_peak_mb(dev),
+        }
+    for row in rows:
+        if opacus is not None:
+            row["speedup_vs_opacus"] = opacus / row["seconds_per_model_step"]  # ≥ 1.6 is the goal
+    out["populations"] = rows
+    out["load_average_end"] = os.getloadavg()
+    out["cpu_count"] = os.cpu_count()
+    out["torch"] = torch.__version__
+    return out
+
+
+def save_calibration(result: dict, path: str | os.PathLike, command: str) -> dict:
+    """Add (or replace) the row of ``result``'s model and device in the calibration JSON file at ``path``.
+
+    The row's ``seconds_per_model_step`` is the engine's at the largest population measured (shards are large);
+    :func:`hsaudit.plan.calibration` prefers it over the built-in table.
+    """
+    if "populations" in result:
+        best = max(result["populations"], key=lambda r: r["models"])
+        model, per, batch = result["model"], best["seconds_per_model_step"], result["batch_size"]
+        population_size, load = best["models"], best["load_average"]
+    else:  # the fcnn (Housing) benchmark: T steps of a `models` population
+        model, batch, population_size = "fcnn", result["batch_size"], result["models"]
+        per, load = result["vectorised_s"] / (result["models"] * result["steps"]), result["load_average_1min"]
+    row = {
+        "model": model,
+        "device": "gpu" if str(result["device"]).startswith("cuda") else "cpu",
+        "device_name": result.get("device_name", result.get("machine", "")),
+        "batch": int(batch),
+        "seconds_per_model_step": float(per),
+        "population": int(population_size),
+        "threads": result["threads"],
+        "load_average": float(load),
+        "torch": torch.__version__,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": command,
+    }
+    path = Path(path)
+    rows = json.loads(path.read_text())["rows"] if path.is_file() else []
+    rows = [r for r in rows if (r["model"], r["device"]) != (row["model"], row["device"])] + [row]
+    write_text_atomic(path, json.dumps({"rows": rows}, indent=2) + "\n")
+    return row
+
+
+def _sizes(text: str | None, default: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(s) for s in (text or default).split(","))
+    except ValueError:
+        raise ValueError(f"--models must be N[,N...], got {text!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise ValueError(f"--models must be positive, got {text!r}")
+    return sizes
+
+
 def run(args: argparse.Namespace) -> int:
     if args.threads is not None:
         if args.threads < 1:
             raise ValueError(f"--threads must be >= 1, got {args.threads}")
         torch.set_num_threads(args.threads)
-    result = measure(
-        models=args.models,
-        opacus_models=args.opacus_models,
-        steps=args.steps,
-        batch_size=args.batch_size,
-        n_train=args.n_train,
-        adversary=args.adversary,
-        variant=args.variant,
-        workers=args.workers,
-        device=args.device,
-        data=args.data,
-        seed=args.seed,
-    )
+    if args.model != "fcnn":
+        result = measure_engine(
+            model=args.model,
+            models=_sizes(args.models, _DEFAULT_SIZES[args.model]),
+            steps=args.steps or _DEFAULT_STEPS[args.model],
+            batch_size=args.batch_size or 128,
+            opacus_models=1 if args.opacus_models is None else args.opacus_models,
+            backend=args.backend,
+            device=args.device,
+            seed=args.seed,
+        )
+    else:
+        results = [
+            measure(
+                models=m,
+                opacus_models=3 if args.opacus_models is None else args.opacus_models,
+                steps=args.steps or 250,
+                batch_size=args.batch_size or 400,
+                n_train=args.n_train,
+                adversary=args.adversary,
+                variant=args.variant,
+                workers=args.workers,
+                device=args.device,
+                data=args.data,
+                seed=args.seed,
+            )
+            for m in _sizes(args.models, "1000")
+        ]
+        result = results[0] if len(results) == 1 else {"model": "fcnn", "runs": results}
+    if args.save_calibration:
+        command = "hsaudit " + " ".join(sys.argv[1:]) if sys.argv[0].endswith("hsaudit") else "hsaudit bench train"
+        saved = [save_calibration(r, args.save_calibration, command) for r in result.get("runs", [result])]
+        result["calibration_saved"] = {"path": str(args.save_calibration), "rows": saved}
     if args.json:
         print(json.dumps(result, indent=2))
+    elif "populations" in result:
+        print(format_engine(result))
     else:
         for key, value in result.items():
             print(f"{key:>26}: {value:.4g}" if isinstance(value, float) else f"{key:>26}: {value}")
     return 0
+
+
+def format_engine(result: dict) -> str:
+    """A table of :func:`measure_engine`'s result (what ``hsaudit bench train --model M`` prints)."""
+    floor = result["floor"]["seconds_per_model_step"]
+    opacus = result.get("opacus", {}).get("seconds_per_model_step")
+    lines = [
+        f"{result['model']} ({result['parameters']:,} parameters) on {result['device']} ({result['device_name']}), "
+        f"batch {result['batch_size']}, {result['steps']} timed steps, {result['threads']} thread(s), backend "
+        f"{result['backend']}; load {result['load_average_start'][0]:.2f} -> {result['load_average_end'][0]:.2f}",
+        f"floor (non-private fwd+bwd): {floor * 1e3:.1f} ms/model-step (mean of {len(result['floor']['repeats'])})"
+        + ("" if opacus is None else f"; Opacus: {opacus * 1e3:.1f} ms/model-step"),
+        f"{'models':>7} {'ms/model-step':>14} {'model-steps/s':>14} {'models/s':>9} {'floor ms':>9} {'x floor':>8} "
+        f"{'vs Opacus':>10} {'RSS MB':>8} {'load':>5}",
+    ]
+    for r in result["populations"]:
+        vs = f"{r['speedup_vs_opacus']:.2f}x" if "speedup_vs_opacus" in r else "-"
+        lines.append(
+            f"{r['models']:>7} {r['seconds_per_model_step'] * 1e3:>14.2f} {r['model_steps_per_s']:>14.1f} "
+            f"{r['models_per_s']:>9.2f} {r['floor_seconds_per_model_step'] * 1e3:>9.1f} {r['engine_over_floor']:>8.2f} "
+            f"{vs:>10} {r['peak_rss_mb']:>8.0f} "
+            f"{r['load_average']:>5.2f}"
+        )
+    return "\n".join(lines)
