@@ -70,8 +70,8 @@ def test_dry_run_of_fig3_and_every_section6_figure(workflow_copy):
     proc = run_snakemake(workflow_copy, "-n", "results/fig3.pdf", "results/fig14.pdf", "results/fig6b.pdf",
                          "results/fig6c.pdf", "results/fig10.pdf")
     out = proc.stdout + proc.stderr
-    for rule in ("make_cp_table", "audit_process", "exact_process", "plot_fig3", "plot_fig14", "plot_fig6b",
-                 "search_threshold", "plot_fig6c", "plot_fig10"):
+    for rule in ("make_cp_table", "audit_process", "compute_exact_law", "plot_fig3", "plot_fig14", "plot_fig6b",
+                 "compute_tradeoff_curves", "search_threshold", "plot_fig6c", "plot_fig10"):
         assert rule in out
 
 

@@ -4,14 +4,14 @@
 import pandas as pd
 
 from hsaudit.plotting import write_csv_atomic
-from hsaudit.process1d import exact_records
+from hsaudit.section6 import exact_records
 from hsaudit.logs import script_logging
 
 log = script_logging(snakemake)
 p = snakemake.params
 frame = pd.DataFrame(
     exact_records(
-        rule=snakemake.wildcards.rule,
+        rule=snakemake.wildcards.sign,
         sigmas=p.sigmas,
         batch_sizes=p.batch_sizes,
         steps=p.steps,

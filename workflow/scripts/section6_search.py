@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 
 from hsaudit.plotting import write_csv_atomic
-from hsaudit.process1d import alpha_grid, gdp_tables, threshold_search
+from hsaudit.section6 import alpha_grid, gdp_tables, threshold_search
 from hsaudit.logs import script_logging
 
 log = script_logging(snakemake)

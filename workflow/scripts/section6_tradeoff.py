@@ -4,7 +4,7 @@
 import pandas as pd
 
 from hsaudit.plotting import write_csv_atomic
-from hsaudit.process1d import tradeoff_records
+from hsaudit.section6 import tradeoff_records
 from hsaudit.logs import script_logging
 
 log = script_logging(snakemake)

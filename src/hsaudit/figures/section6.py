@@ -1,6 +1,6 @@
 """Figures of the Section 6 process of Cebere et al.: fig3, fig14, fig6b, fig6c and fig10.
 
-Each ``plot_*`` function takes a tidy DataFrame (built by the workflow from :mod:`hsaudit.process1d`
+Each ``plot_*`` function takes a tidy DataFrame (built by the workflow from :mod:`hsaudit.section6.records`
 records), writes ``figN.pdf`` through :func:`hsaudit.plotting.save` (atomic, provenance footer) and
 ``figN.csv`` with every plotted number through :func:`hsaudit.plotting.write_csv_atomic`, and returns the CSV
 table. Conventions: ε at δ = 1e−5 unless the data say otherwise; "ε̂" is the GDP audit of the Monte Carlo
@@ -16,7 +16,7 @@ import pandas as pd
 from scipy import stats
 
 from hsaudit import plotting
-from hsaudit.process1d import Process, loss_landscape
+from hsaudit.section6 import Process, loss_landscape, upper_bound_epsilon
 
 _CURVE_COLUMNS = [
     "rule",
@@ -45,8 +45,8 @@ def curves_table(audits: pd.DataFrame, exact: pd.DataFrame) -> pd.DataFrame:
     """Join the per-(rep, step) audits with the exact ε of the same (rule, σ, B, step).
 
     Args:
-        audits: rows of :func:`hsaudit.process1d.audit_records`.
-        exact: rows of :func:`hsaudit.process1d.exact_records`.
+        audits: rows of :func:`hsaudit.section6.audit_records`.
+        exact: rows of :func:`hsaudit.section6.exact_records`.
 
     Returns:
         The fig3/fig14 table (columns ``_CURVE_COLUMNS``), rules in their order of appearance.
@@ -264,8 +264,6 @@ def plot_fig6c(search: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> p
     ε(h) / ε(h*) against h/C for every σ, to show where the maximum lies. Returns the CSV table (one row per
     candidate and repetition plus the per-(σ, B) summary rows with ``candidate`` = "search-max").
     """
-    from hsaudit.process1d import upper_bound_epsilon
-
     batches = sorted(search["batch_size"].unique())
     fig, axes = plotting.figure(ncols=len(batches), nrows=2, height=5.6)
     rows = []
