@@ -71,7 +71,7 @@ def test_dry_run_of_fig3_and_every_section6_figure(workflow_copy):
                          "results/fig6c.pdf", "results/fig10.pdf")
     out = proc.stdout + proc.stderr
     for rule in ("make_cp_table", "audit_process", "compute_exact_law", "plot_fig3", "plot_fig14", "plot_fig6b",
-                 "compute_tradeoff_curves", "search_threshold", "plot_fig6c", "plot_fig10"):
+                 "search_threshold", "plot_fig6c", "plot_fig10"):
         assert rule in out
 
 
