@@ -303,15 +303,25 @@ def test_h_star_maximises_the_infinite_sample_audit_at_two_steps():
     # The R → ∞ limit of the audit's μ̂ (threshold tests on the exact laws) over a grid of switch points.
     for sigma in (1.0, 4.0):
         hs = np.linspace(-1.0, 2.0, 13)
-        mus = [exact_epsilon_curve(Process(sigma=sigma, batch_size=1, steps=2, switch_point=h), delta=DELTA)[2][-1] for h in hs]
+        mus = [
+            exact_epsilon_curve(Process(sigma=sigma, batch_size=1, steps=2, switch_point=h), delta=DELTA)[2][-1]
+            for h in hs
+        ]
         assert abs(hs[int(np.argmax(mus))] - 0.5) <= 0.25
 
 
 def test_threshold_search_records():
     alphas = alpha_grid(sigma=2.0, clip_norm=1.0, count=4)
     rows = threshold_search(
-        sigma=2.0, batch_size=1, steps=2, clip_norm=1.0, rule="divergent", alphas=alphas,
-        runs_per_world=3000, repetitions=2, seed=5,
+        sigma=2.0,
+        batch_size=1,
+        steps=2,
+        clip_norm=1.0,
+        rule="divergent",
+        alphas=alphas,
+        runs_per_world=3000,
+        repetitions=2,
+        seed=5,
     )
     assert len(rows) == (4 + 1) * 2
     inf_rows = [r for r in rows if np.isinf(r["h"])]
@@ -322,8 +332,14 @@ def test_threshold_search_records():
 
 def test_exact_records_columns():
     rows = exact_records(
-        rule="divergent", sigmas=[2], batch_sizes=[1, 4], steps=3, clip_norm=1.0, switch_point=0.5,
-        delta=DELTA, grid={},
+        rule="divergent",
+        sigmas=[2],
+        batch_sizes=[1, 4],
+        steps=3,
+        clip_norm=1.0,
+        switch_point=0.5,
+        delta=DELTA,
+        grid={},
     )
     assert len(rows) == 6
     assert {"epsilon_exact", "epsilon_gdp_limit", "lost_mass", "epsilon_upper"} <= set(rows[0])

@@ -1,12 +1,11 @@
 """Snakemake adapter: audit the §6 process at every step for one (rule, σ), all B and repetitions."""
 
-
 import numpy as np
 import pandas as pd
 
+from hsaudit.logs import script_logging
 from hsaudit.plotting import write_csv_atomic
 from hsaudit.section6 import audit_records, gdp_tables
-from hsaudit.logs import script_logging
 
 log = script_logging(snakemake)
 p = snakemake.params

@@ -4,8 +4,8 @@ import os
 
 import numpy as np
 
-from hsaudit.section6 import cp_upper_table
 from hsaudit.logs import script_logging
+from hsaudit.section6 import cp_upper_table
 
 log = script_logging(snakemake)
 n = int(snakemake.wildcards.n)

@@ -1,11 +1,10 @@
 """Snakemake adapter: exact ε of the §6 process at every step, all (σ, B) of one rule (density propagation)."""
 
-
 import pandas as pd
 
+from hsaudit.logs import script_logging
 from hsaudit.plotting import write_csv_atomic
 from hsaudit.section6 import exact_records
-from hsaudit.logs import script_logging
 
 log = script_logging(snakemake)
 p = snakemake.params
