@@ -234,9 +234,19 @@ def exact_epsilon_curve(
 
 
 def exact_tradeoff(p: np.ndarray, pbar: np.ndarray, *, max_points: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Trade-off curve (FPR, FNR) of the likelihood-ratio tests between two discrete laws (Neyman–Pearson):
-    cells are declared "member" in decreasing order of p̄/p. Randomisation inside a cell is not used, so the
-    points lie on the exact curve of the grid laws."""
+    """Trade-off curve (FPR, FNR) of the likelihood-ratio tests between two discrete laws (Neyman–Pearson).
+
+    Cells are declared "member" in decreasing order of p̄/p. Randomisation inside a cell is not used, so the
+    points lie on the exact curve of the grid laws (fig6b, Cebere et al. App. E).
+
+    Args:
+        p: cell masses of the non-member law (θ_t, not inserted).
+        pbar: cell masses of the member law (θ̄_t, inserted), same grid.
+        max_points: if given, thin the curve to about this many points evenly spaced in arc length.
+
+    Returns:
+        (fpr, fnr), FPR increasing.
+    """
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.log(pbar) - np.log(p)
     order = np.argsort(-np.nan_to_num(ratio, nan=-np.inf), kind="stable")
@@ -252,6 +262,15 @@ def exact_tradeoff(p: np.ndarray, pbar: np.ndarray, *, max_points: int | None = 
 
 
 def upper_bound_epsilon(*, sigma: float, delta: float) -> float:
-    """The accounting upper bound of the §6 process: one Gaussian step with sampling rate 1, i.e. μ = 1/σ GDP
-    (Cebere et al. Section 6; later steps are post-processing)."""
+    """The accounting upper bound of the §6 process: one Gaussian step with sampling rate 1, i.e. μ = 1/σ GDP.
+
+    Cebere et al. Section 6: the crafted gradient enters at step 1 only, later steps are post-processing.
+
+    Args:
+        sigma: noise multiplier σ.
+        delta: δ of the reported ε.
+
+    Returns:
+        ε(δ) of μ = 1/σ GDP.
+    """
     return gdp_epsilon(mu=1.0 / sigma, delta=delta)
