@@ -67,17 +67,40 @@ def test_schema_rejects_a_bad_section6_value_naming_the_key(config, path, value)
 
 
 def test_dry_run_of_fig3_and_every_section6_figure(workflow_copy):
-    proc = run_snakemake(workflow_copy, "-n", "results/fig3.pdf", "results/fig14.pdf", "results/fig6b.pdf",
-                         "results/fig6c.pdf", "results/fig10.pdf")
+    proc = run_snakemake(
+        workflow_copy,
+        "-n",
+        "results/fig3.pdf",
+        "results/fig14.pdf",
+        "results/fig6b.pdf",
+        "results/fig6c.pdf",
+        "results/fig10.pdf",
+    )
     out = proc.stdout + proc.stderr
-    for rule in ("make_cp_table", "audit_process", "exact_process", "plot_fig3", "plot_fig14", "plot_fig6b",
-                 "search_threshold", "plot_fig6c", "plot_fig10"):
+    for rule in (
+        "make_cp_table",
+        "audit_process",
+        "compute_exact_law",
+        "plot_fig3",
+        "plot_fig14",
+        "plot_fig6b",
+        "search_threshold",
+        "plot_fig6c",
+        "plot_fig10",
+    ):
         assert rule in out
 
 
 def test_bad_override_fails_before_any_job_naming_the_key(workflow_copy):
-    proc = run_snakemake(workflow_copy, "-n", "results/fig3.pdf", "--config", "scale=smoke",
-                         "section6={'panel_sigmas': [3]}", check=False)
+    proc = run_snakemake(
+        workflow_copy,
+        "-n",
+        "results/fig3.pdf",
+        "--config",
+        "scale=smoke",
+        "section6={'panel_sigmas': [3]}",
+        check=False,
+    )
     assert proc.returncode != 0
     assert "section6" in proc.stdout + proc.stderr
 
@@ -92,7 +115,9 @@ def test_fig3_end_to_end_at_smoke_scale(workflow_copy):
     smoke = resolve_scale({**yaml.safe_load((REPO / "config" / "config.yaml").read_text()), "scale": "smoke"})
     s6 = smoke["section6"]
     curves = table[table["panel"] == "a"]
-    assert len(curves) == len(s6["rules"]) * len(s6["sigmas"]) * len(s6["batch_sizes"]) * s6["steps"] * s6["repetitions"]
+    assert (
+        len(curves) == len(s6["rules"]) * len(s6["sigmas"]) * len(s6["batch_sizes"]) * s6["steps"] * s6["repetitions"]
+    )
     assert set(curves["rule"]) == set(s6["rules"])
     assert (curves["epsilon_exact"] <= curves["epsilon_upper"] + 1e-6).all()
     assert set(curves["audit_mode"]) == {"paper"}

@@ -8,6 +8,7 @@ of them, so a preset changes only what it names. :func:`resolve_scale` does that
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -96,6 +97,35 @@ def check_config(config: Mapping[str, Any], schema_path: str, *, source: str = "
     errors = config_errors(config, schema_path)
     if errors:
         raise ValueError(f"invalid {source}:\n  " + "\n  ".join(errors))
+
+
+def check_section6_config(section: dict) -> None:
+    """Cross-key checks of the ``section6`` config section that the JSON schema cannot express.
+
+    Called by ``workflow/rules/section6.smk`` before any job is planned (docs/section6.md).
+
+    Args:
+        section: the resolved ``section6`` section (scale preset merged in).
+
+    Raises:
+        ValueError: naming the offending key (e.g. a panel σ that is not simulated).
+    """
+    sigmas = [float(s) for s in section["sigmas"]]
+    search_sigmas = section["threshold_search"]["sigmas"]
+    for key, values in (("section6.sigmas", sigmas), ("section6.threshold_search.sigmas", search_sigmas)):
+        for s in values:
+            if not re.fullmatch(r"\d+(\.\d+)?", f"{float(s):g}"):
+                raise ValueError(f"{key}: {s} cannot be written as a plain decimal (use e.g. 0.5, 2, 7.25)")
+    for s in section["panel_sigmas"]:
+        if float(s) not in sigmas:
+            raise ValueError(f"section6.panel_sigmas: {s} is not one of section6.sigmas {section['sigmas']}")
+    if section["tradeoff"]["step"] > section["steps"]:
+        raise ValueError(
+            f"section6.tradeoff.step: {section['tradeoff']['step']} exceeds section6.steps = {section['steps']}"
+        )
+    lo, hi = section["landscape"]["range"]
+    if not lo < hi:
+        raise ValueError(f"section6.landscape.range: need low < high, got {section['landscape']['range']}")
 
 
 def inferred_choices(config_path: str) -> list[tuple[str, str, str]]:

@@ -1,8 +1,9 @@
 # Section 6 process of Cebere et al. (fig3, fig6b, fig6c, fig10, fig14): simulate -> audit -> plot, plus the
-# exact law. One audit job per (rule, σ) runs every B, repetition and step; one exact job per rule. The
-# Clopper–Pearson table of each R is computed once and shared. See docs/section6.md.
+# exact law. One audit job per (sign rule, σ) runs every B, repetition and step; one exact job per sign rule.
+# The Clopper–Pearson table of each R is computed once and shared. Package: hsaudit.section6; see
+# docs/section6.md. The wildcard {sign} is the sign rule of the process (config section6.rules).
 
-from hsaudit.process1d import check_section6_config
+from hsaudit.config import check_section6_config
 
 S6 = config["section6"]
 check_section6_config(S6)
@@ -22,35 +23,34 @@ S6_FACTS = dict(
     confidence=AUDIT["confidence"],
     delta=AUDIT["delta"],
 )
-
-
-def s6_runs(rule):
-    """R per world of a rule's audits (the literal rule may run cheaper, see config)."""
-    if rule == "literal" and S6["literal_runs_per_world"]:
-        return int(S6["literal_runs_per_world"])
-    return int(S6["runs_per_world"])
-
-
-def s6_cp_table(runs):
-    """The shared Clopper–Pearson table an audit with R runs per world needs (paper mode only)."""
-    return (
-        [f"results/section6/cp_table/n{runs}.npy"] if AUDIT["mode"] == "paper" else []
+# R per world of each sign rule's audits (the literal rule may run cheaper, see config).
+S6_RUNS = {
+    sign: (
+        int(S6["literal_runs_per_world"])
+        if sign == "literal" and S6["literal_runs_per_world"]
+        else int(S6["runs_per_world"])
     )
-
-
+    for sign in S6_RULES
+}
+# The shared Clopper–Pearson table an audit with R runs per world needs (paper mode only).
+S6_CP_TABLE = "results/section6/cp_table/n{n}.npy"
+S6_PAPER_MODE = AUDIT["mode"] == "paper"
 S6_AUDITS = expand(
-    "results/section6/audit/{rule}/sigma{sigma}.csv", rule=S6_RULES, sigma=S6_SIGMAS
+    "results/section6/audit/{sign}/sigma{sigma}.csv", sign=S6_RULES, sigma=S6_SIGMAS
 )
-S6_EXACT = expand("results/section6/exact/{rule}.csv", rule=S6_RULES)
+S6_EXACT = expand("results/section6/exact/{sign}.csv", sign=S6_RULES)
+
+# Wildcard constraint of the rules with a {sign} wildcard: one of the configured sign rules.
+S6_SIGN = "|".join(S6_RULES)
 
 
 rule make_cp_table:
     output:
-        "results/section6/cp_table/n{n}.npy",
+        S6_CP_TABLE,
     log:
-        log_path("section6/cp_table_n{n}"),
+        log_path("section6/make_cp_table_n{n}"),
     benchmark:
-        bench_path("section6/cp_table_n{n}")
+        bench_path("section6/make_cp_table_n{n}")
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -66,20 +66,24 @@ rule make_cp_table:
 
 rule audit_process:
     input:
-        cp_table=lambda wc: s6_cp_table(s6_runs(wc.rule)),
+        cp_table=lambda wc: (
+            expand(S6_CP_TABLE, n=S6_RUNS[wc.sign]) if S6_PAPER_MODE else []
+        ),
     output:
-        "results/section6/audit/{rule}/sigma{sigma}.csv",
+        "results/section6/audit/{sign}/sigma{sigma}.csv",
     log:
-        log_path("section6/audit_{rule}_sigma{sigma}"),
+        log_path("section6/audit_process_{sign}_sigma{sigma}"),
     benchmark:
-        bench_path("section6/audit_{rule}_sigma{sigma}")
+        bench_path("section6/audit_process_{sign}_sigma{sigma}")
+    wildcard_constraints:
+        sign=S6_SIGN,
     conda:
         "../../envs/analysis.yaml"
     threads: 1
     resources:
-        mem_mb=lambda wc: 600 + s6_runs(wc.rule) // 5000,
+        mem_mb=lambda wc: 600 + S6_RUNS[wc.sign] // 5000,
         runtime=lambda wc: 5
-        + s6_runs(wc.rule)
+        + S6_RUNS[wc.sign]
         * S6["steps"]
         * S6["repetitions"]
         * len(S6["batch_sizes"])
@@ -89,7 +93,7 @@ rule audit_process:
         steps=S6["steps"],
         clip_norm=S6["clip_norm"],
         switch_point=S6["switch_point"],
-        runs_per_world=lambda wc: s6_runs(wc.rule),
+        runs_per_world=lambda wc: S6_RUNS[wc.sign],
         repetitions=S6["repetitions"],
         seed=SEED,
         delta=AUDIT["delta"],
@@ -101,13 +105,15 @@ rule audit_process:
         "../scripts/section6_audit.py"
 
 
-rule exact_process:
+rule compute_exact_law:
     output:
-        "results/section6/exact/{rule}.csv",
+        "results/section6/exact/{sign}.csv",
     log:
-        log_path("section6/exact_{rule}"),
+        log_path("section6/compute_exact_law_{sign}"),
     benchmark:
-        bench_path("section6/exact_{rule}")
+        bench_path("section6/compute_exact_law_{sign}")
+    wildcard_constraints:
+        sign=S6_SIGN,
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -127,71 +133,48 @@ rule exact_process:
         "../scripts/section6_exact.py"
 
 
-rule plot_fig3:
-    input:
-        audits=S6_AUDITS,
-        exact=S6_EXACT,
-    output:
-        pdf=report(
-            register_figure("results/fig3.pdf"),
-            caption="../report/section6_fig3.rst",
-            category="Section 6",
-        ),
-        csv="results/fig3.csv",
-    log:
-        log_path("section6/plot_fig3"),
-    conda:
-        "../../envs/analysis.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    params:
-        figure="fig3",
-        panel_sigmas=S6["panel_sigmas"],
-        steps=S6["steps"],
-        repetitions=S6["repetitions"],
-        facts=S6_FACTS,
-    script:
-        "../scripts/section6_plot.py"
+# fig3 and fig14 differ only in the figure drawn from the same tables: one rule per figure, plot_fig3 and
+# plot_fig14 (hsaudit.figures.section6).
+for s6_figure in ("fig3", "fig14"):
+
+    rule:
+        name:
+            f"plot_{s6_figure}"
+        input:
+            audits=S6_AUDITS,
+            exact=S6_EXACT,
+        output:
+            pdf=report(
+                register_figure(f"results/{s6_figure}.pdf"),
+                caption=f"../report/section6_{s6_figure}.rst",
+                category="Section 6",
+            ),
+            csv=f"results/{s6_figure}.csv",
+        log:
+            log_path(f"section6/plot_{s6_figure}"),
+        conda:
+            "../../envs/analysis.yaml"
+        threads: 1
+        resources:
+            mem_mb=1000,
+            runtime=10,
+        params:
+            figure=s6_figure,
+            panel_sigmas=S6["panel_sigmas"],
+            steps=S6["steps"],
+            repetitions=S6["repetitions"],
+            facts=S6_FACTS,
+        script:
+            "../scripts/section6_plot.py"
 
 
-rule plot_fig14:
-    input:
-        audits=S6_AUDITS,
-        exact=S6_EXACT,
-    output:
-        pdf=report(
-            register_figure("results/fig14.pdf"),
-            caption="../report/section6_fig14.rst",
-            category="Section 6",
-        ),
-        csv="results/fig14.csv",
-    log:
-        log_path("section6/plot_fig14"),
-    conda:
-        "../../envs/analysis.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    params:
-        figure="fig14",
-        panel_sigmas=S6["panel_sigmas"],
-        steps=S6["steps"],
-        repetitions=S6["repetitions"],
-        facts=S6_FACTS,
-    script:
-        "../scripts/section6_plot.py"
-
-
-rule tradeoff_process:
+rule compute_tradeoff_curves:
     output:
         "results/section6/tradeoff.csv",
     log:
-        log_path("section6/tradeoff"),
+        log_path("section6/compute_tradeoff_curves"),
     benchmark:
-        bench_path("section6/tradeoff")
+        bench_path("section6/compute_tradeoff_curves")
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -219,7 +202,7 @@ rule tradeoff_process:
 
 rule plot_fig6b:
     input:
-        tradeoff=rules.tradeoff_process.output[0],
+        tradeoff=rules.compute_tradeoff_curves.output[0],
     output:
         pdf=report(
             register_figure("results/fig6b.pdf"),
@@ -244,13 +227,15 @@ rule plot_fig6b:
 
 rule search_threshold:
     input:
-        cp_table=s6_cp_table(S6_SEARCH["runs_per_world"]),
+        cp_table=(
+            expand(S6_CP_TABLE, n=S6_SEARCH["runs_per_world"]) if S6_PAPER_MODE else []
+        ),
     output:
         "results/section6/threshold_search/sigma{sigma}_B{batch}.csv",
     log:
-        log_path("section6/search_sigma{sigma}_B{batch}"),
+        log_path("section6/search_threshold_sigma{sigma}_B{batch}"),
     benchmark:
-        bench_path("section6/search_sigma{sigma}_B{batch}")
+        bench_path("section6/search_threshold_sigma{sigma}_B{batch}")
     conda:
         "../../envs/analysis.yaml"
     threads: 1

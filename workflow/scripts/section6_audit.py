@@ -1,12 +1,11 @@
 """Snakemake adapter: audit the §6 process at every step for one (rule, σ), all B and repetitions."""
 
-
 import numpy as np
 import pandas as pd
 
-from hsaudit.plotting import write_csv_atomic
-from hsaudit.process1d import audit_records, gdp_tables
 from hsaudit.logs import script_logging
+from hsaudit.plotting import write_csv_atomic
+from hsaudit.section6 import audit_records, gdp_tables
 
 log = script_logging(snakemake)
 p = snakemake.params
@@ -15,7 +14,7 @@ if snakemake.input.cp_table:
     cp = np.load(snakemake.input.cp_table[0])
     tables = gdp_tables(p.runs_per_world, p.runs_per_world, confidence=p.confidence, delta=p.delta, cp0=cp)
 records = audit_records(
-    rule=snakemake.wildcards.rule,
+    rule=snakemake.wildcards.sign,
     sigma=float(snakemake.wildcards.sigma),
     batch_sizes=p.batch_sizes,
     steps=p.steps,

@@ -1,11 +1,11 @@
-"""Snakemake adapter: the one-sided Clopper–Pearson table for n trials (hsaudit.process1d.cp_upper_table)."""
+"""Snakemake adapter: the one-sided Clopper–Pearson table for n trials (hsaudit.section6.cp_upper_table)."""
 
 import os
 
 import numpy as np
 
-from hsaudit.process1d import cp_upper_table
 from hsaudit.logs import script_logging
+from hsaudit.section6 import cp_upper_table
 
 log = script_logging(snakemake)
 n = int(snakemake.wildcards.n)

@@ -1,17 +1,16 @@
 """Snakemake adapter: exact ε of the §6 process at every step, all (σ, B) of one rule (density propagation)."""
 
-
 import pandas as pd
 
-from hsaudit.plotting import write_csv_atomic
-from hsaudit.process1d import exact_records
 from hsaudit.logs import script_logging
+from hsaudit.plotting import write_csv_atomic
+from hsaudit.section6 import exact_records
 
 log = script_logging(snakemake)
 p = snakemake.params
 frame = pd.DataFrame(
     exact_records(
-        rule=snakemake.wildcards.rule,
+        rule=snakemake.wildcards.sign,
         sigmas=p.sigmas,
         batch_sizes=p.batch_sizes,
         steps=p.steps,

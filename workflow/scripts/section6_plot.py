@@ -1,6 +1,5 @@
 """Snakemake adapter: one Section 6 figure (fig3, fig14, fig6b, fig6c or fig10) via hsaudit.figures.section6."""
 
-
 import pandas as pd
 
 from hsaudit.figures import section6

@@ -1,12 +1,11 @@
 """Snakemake adapter: the T = 2 threshold search of Appendix F for one (σ, B) (fig6c)."""
 
-
 import numpy as np
 import pandas as pd
 
-from hsaudit.plotting import write_csv_atomic
-from hsaudit.process1d import alpha_grid, gdp_tables, threshold_search
 from hsaudit.logs import script_logging
+from hsaudit.plotting import write_csv_atomic
+from hsaudit.section6 import alpha_grid, gdp_tables, threshold_search
 
 log = script_logging(snakemake)
 p = snakemake.params
@@ -33,5 +32,7 @@ records = threshold_search(
     tables=tables,
     exact=dict(p.grid),
 )
-frame = pd.DataFrame(records).assign(sigma=sigma, batch_size=batch, rule=p.rule, steps=p.steps, clip_norm=p.clip_norm, delta=p.delta)
+frame = pd.DataFrame(records).assign(
+    sigma=sigma, batch_size=batch, rule=p.rule, steps=p.steps, clip_norm=p.clip_norm, delta=p.delta
+)
 write_csv_atomic(frame, snakemake.output[0])

@@ -1,11 +1,10 @@
 """Snakemake adapter: fig6b data, trade-off curves of A_S^{h*} at one σ and step for every B."""
 
-
 import pandas as pd
 
-from hsaudit.plotting import write_csv_atomic
-from hsaudit.process1d import tradeoff_records
 from hsaudit.logs import script_logging
+from hsaudit.plotting import write_csv_atomic
+from hsaudit.section6 import tradeoff_records
 
 log = script_logging(snakemake)
 p = snakemake.params

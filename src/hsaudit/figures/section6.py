@@ -1,6 +1,6 @@
 """Figures of the Section 6 process of Cebere et al.: fig3, fig14, fig6b, fig6c and fig10.
 
-Each ``plot_*`` function takes a tidy DataFrame (built by the workflow from :mod:`hsaudit.process1d`
+Each ``plot_*`` function takes a tidy DataFrame (built by the workflow from :mod:`hsaudit.section6.records`
 records), writes ``figN.pdf`` through :func:`hsaudit.plotting.save` (atomic, provenance footer) and
 ``figN.csv`` with every plotted number through :func:`hsaudit.plotting.write_csv_atomic`, and returns the CSV
 table. Conventions: ε at δ = 1e−5 unless the data say otherwise; "ε̂" is the GDP audit of the Monte Carlo
@@ -16,7 +16,7 @@ import pandas as pd
 from scipy import stats
 
 from hsaudit import plotting
-from hsaudit.process1d import Process, loss_landscape
+from hsaudit.section6 import Process, loss_landscape, upper_bound_epsilon
 
 _CURVE_COLUMNS = [
     "rule",
@@ -45,8 +45,8 @@ def curves_table(audits: pd.DataFrame, exact: pd.DataFrame) -> pd.DataFrame:
     """Join the per-(rep, step) audits with the exact ε of the same (rule, σ, B, step).
 
     Args:
-        audits: rows of :func:`hsaudit.process1d.audit_records`.
-        exact: rows of :func:`hsaudit.process1d.exact_records`.
+        audits: rows of :func:`hsaudit.section6.audit_records`.
+        exact: rows of :func:`hsaudit.section6.exact_records`.
 
     Returns:
         The fig3/fig14 table (columns ``_CURVE_COLUMNS``), rules in their order of appearance.
@@ -55,7 +55,9 @@ def curves_table(audits: pd.DataFrame, exact: pd.DataFrame) -> pd.DataFrame:
         ValueError: if an audited (rule, σ, B, step) has no exact value.
     """
     keys = ["rule", "sigma", "batch_size", "step"]
-    merged = audits.merge(exact[[*keys, "epsilon_exact", "epsilon_gdp_limit"]], on=keys, how="left", validate="many_to_one")
+    merged = audits.merge(
+        exact[[*keys, "epsilon_exact", "epsilon_gdp_limit"]], on=keys, how="left", validate="many_to_one"
+    )
     if merged["epsilon_exact"].isna().any():
         missing = merged.loc[merged["epsilon_exact"].isna(), keys].drop_duplicates().head(3).to_dict("records")
         raise ValueError(f"no exact epsilon for audited cells, e.g. {missing}")
@@ -156,12 +158,24 @@ def plot_fig3(
     heat = ratios[ratios["rule"] == primary].pivot(index="sigma", columns="batch_size", values="ratio")
     heat_exact = ratios[ratios["rule"] == primary].pivot(index="sigma", columns="batch_size", values="ratio_exact")
     ax = axes[1][0]
-    im = ax.imshow(heat.to_numpy(), cmap="viridis", vmin=0, vmax=max(1.0, float(np.nanmax(heat.to_numpy()))), aspect="auto")
+    im = ax.imshow(
+        heat.to_numpy(), cmap="viridis", vmin=0, vmax=max(1.0, float(np.nanmax(heat.to_numpy()))), aspect="auto"
+    )
     for i in range(heat.shape[0]):
         for j in range(heat.shape[1]):
             v, e = heat.iat[i, j], heat_exact.iat[i, j]
-            ax.text(j, i - 0.12, f"{v:.2f}", ha="center", va="center", fontsize=7, color="white" if v < 0.6 else "black")
-            ax.text(j, i + 0.22, f"exact {e:.2f}", ha="center", va="center", fontsize=5, color="white" if v < 0.6 else "black")
+            ax.text(
+                j, i - 0.12, f"{v:.2f}", ha="center", va="center", fontsize=7, color="white" if v < 0.6 else "black"
+            )
+            ax.text(
+                j,
+                i + 0.22,
+                f"exact {e:.2f}",
+                ha="center",
+                va="center",
+                fontsize=5,
+                color="white" if v < 0.6 else "black",
+            )
     ax.set_xticks(range(heat.shape[1]), [str(b) for b in heat.columns])
     ax.set_yticks(range(heat.shape[0]), [f"{s:g}" for s in heat.index])
     ax.set_xlabel("batch size B")
@@ -225,7 +239,10 @@ def plot_fig6b(trade: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> pd
             cur = sub[sub["curve"] == name]
             ax.plot(cur["fpr"], cur["fnr"], **style)
         row = sub.iloc[0]
-        ax.set_title(f"B = {b}: μ̂ = {row['mu']:.3f}, ε̂ = {row['epsilon_audit']:.2f}, exact {row['epsilon_exact']:.2f}", fontsize=7.5)
+        ax.set_title(
+            f"B = {b}: μ̂ = {row['mu']:.3f}, ε̂ = {row['epsilon_audit']:.2f}, exact {row['epsilon_exact']:.2f}",
+            fontsize=7.5,
+        )
         ax.set_xlabel("FPR")
         ax.set_ylabel("FNR")
         ax.set_xlim(0, 1)
@@ -264,8 +281,6 @@ def plot_fig6c(search: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> p
     ε(h) / ε(h*) against h/C for every σ, to show where the maximum lies. Returns the CSV table (one row per
     candidate and repetition plus the per-(σ, B) summary rows with ``candidate`` = "search-max").
     """
-    from hsaudit.process1d import upper_bound_epsilon
-
     batches = sorted(search["batch_size"].unique())
     fig, axes = plotting.figure(ncols=len(batches), nrows=2, height=5.6)
     rows = []
@@ -273,16 +288,36 @@ def plot_fig6c(search: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> p
         sub = search[search["batch_size"] == b]
         per_rep_max = sub[sub["candidate"] == "grid"].groupby(["sigma", "rep"])["epsilon_audit"].max()
         best = per_rep_max.groupby("sigma").agg(["mean", "std"])
-        hstar = sub[sub["candidate"] == "h*"].groupby("sigma").agg(
-            mean=("epsilon_audit", "mean"), std=("epsilon_audit", "std"), exact=("epsilon_exact", "first")
+        hstar = (
+            sub[sub["candidate"] == "h*"]
+            .groupby("sigma")
+            .agg(mean=("epsilon_audit", "mean"), std=("epsilon_audit", "std"), exact=("epsilon_exact", "first"))
         )
         sig = best.index.to_numpy()
         delta = float(search["delta"].iloc[0])
         upper = [upper_bound_epsilon(sigma=s, delta=delta) for s in sig]
         ax = axes[0][k]
         ax.plot(sig, upper, **plotting.UPPER_BOUND_STYLE, marker="_", ms=8, label="upper bound")
-        ax.errorbar(sig, best["mean"], yerr=best["std"].fillna(0), marker="o", ms=3, lw=1.2, capsize=2, label="threshold search (max)")
-        ax.errorbar(hstar.index, hstar["mean"], yerr=hstar["std"].fillna(0), marker="s", ms=3, lw=1.2, capsize=2, label="$A_S^{h^*}$, h* = C/2")
+        ax.errorbar(
+            sig,
+            best["mean"],
+            yerr=best["std"].fillna(0),
+            marker="o",
+            ms=3,
+            lw=1.2,
+            capsize=2,
+            label="threshold search (max)",
+        )
+        ax.errorbar(
+            hstar.index,
+            hstar["mean"],
+            yerr=hstar["std"].fillna(0),
+            marker="s",
+            ms=3,
+            lw=1.2,
+            capsize=2,
+            label="$A_S^{h^*}$, h* = C/2",
+        )
         ax.plot(hstar.index, hstar["exact"], color="0.3", lw=0.9, ls=":", marker="x", ms=3, label="exact ε at h*")
         ax.set_xlabel("σ")
         ax.set_ylabel("ε (δ = 1e−5)")
@@ -296,12 +331,25 @@ def plot_fig6c(search: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> p
         if k == 0:
             ax.legend(frameon=False, fontsize=6.5)
         ax = axes[1][k]
-        grid = sub[sub["candidate"] == "grid"].groupby(["sigma", "h"]).agg(mean=("epsilon_audit", "mean"), exact=("epsilon_exact", "first")).reset_index()
+        grid = (
+            sub[sub["candidate"] == "grid"]
+            .groupby(["sigma", "h"])
+            .agg(mean=("epsilon_audit", "mean"), exact=("epsilon_exact", "first"))
+            .reset_index()
+        )
         for i, (s, cur) in enumerate(grid.groupby("sigma")):
             color = plotting.PALETTE[i % len(plotting.PALETTE)]
             finite = np.isfinite(cur["h"])
             ref = hstar.loc[s]
-            ax.plot(cur["h"][finite], cur["mean"][finite] / ref["mean"], color=color, marker="o", ms=2, lw=1, label=f"σ = {s:g}")
+            ax.plot(
+                cur["h"][finite],
+                cur["mean"][finite] / ref["mean"],
+                color=color,
+                marker="o",
+                ms=2,
+                lw=1,
+                label=f"σ = {s:g}",
+            )
             ax.plot(cur["h"][finite], cur["exact"][finite] / ref["exact"], color=color, lw=0.8, ls=":")
         ax.axvline(0.5 * float(sub["clip_norm"].iloc[0]), color="0.4", lw=0.8)
         ax.axhline(1.0, color="0.6", lw=0.6)
@@ -322,7 +370,12 @@ def plot_fig6c(search: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> p
                     "epsilon_hstar_sd": hstar.loc[s, "std"],
                     "epsilon_exact_hstar": hstar.loc[s, "exact"],
                     "epsilon_upper": upper_bound_epsilon(sigma=s, delta=delta),
-                    "h_best": float(sub[(sub["candidate"] == "grid") & (sub["sigma"] == s)].groupby("h")["epsilon_audit"].mean().idxmax()),
+                    "h_best": float(
+                        sub[(sub["candidate"] == "grid") & (sub["sigma"] == s)]
+                        .groupby("h")["epsilon_audit"]
+                        .mean()
+                        .idxmax()
+                    ),
                 }
             )
     plotting.save(fig, pdf, footer=_footer(facts, search))
@@ -365,7 +418,14 @@ def plot_fig10(land: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> pd.
     ax = axes[0][0]
     for i, rule in enumerate(rules):
         cur = land[land["rule"] == rule]
-        ax.plot(cur["theta"], cur["loss"], color=plotting.PALETTE[i], lw=1.8 if i == 0 else 0.9, ls="-" if i == 0 else "--", label=f"ℓ(θ), {rule} rule")
+        ax.plot(
+            cur["theta"],
+            cur["loss"],
+            color=plotting.PALETTE[i],
+            lw=1.8 if i == 0 else 0.9,
+            ls="-" if i == 0 else "--",
+            label=f"ℓ(θ), {rule} rule",
+        )
     h = float(land["switch_point"].iloc[0])
     ax.axvline(h, color="0.4", lw=0.8, ls=":")
     ax.text(h, ax.get_ylim()[1], " h* = C/2", va="top", fontsize=7, color="0.3")
@@ -373,8 +433,22 @@ def plot_fig10(land: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> pd.
     ax.set_ylabel("loss ℓ(θ)")
     twin = ax.twinx()
     cur = land[land["rule"] == rules[0]]
-    twin.fill_between(cur["theta"], cur["density_not_inserted"], color=plotting.PALETTE[2], alpha=0.15, lw=0, label="θ₁ density, not inserted")
-    twin.fill_between(cur["theta"], cur["density_inserted"], color=plotting.PALETTE[3], alpha=0.15, lw=0, label="θ̄₁ density, inserted")
+    twin.fill_between(
+        cur["theta"],
+        cur["density_not_inserted"],
+        color=plotting.PALETTE[2],
+        alpha=0.15,
+        lw=0,
+        label="θ₁ density, not inserted",
+    )
+    twin.fill_between(
+        cur["theta"],
+        cur["density_inserted"],
+        color=plotting.PALETTE[3],
+        alpha=0.15,
+        lw=0,
+        label="θ̄₁ density, inserted",
+    )
     twin.set_ylabel("density of θ₁")
     twin.grid(False)
     twin.set_ylim(bottom=0)

@@ -1,8 +1,8 @@
-"""The Section 6 process of Cebere et al. (hsaudit.process1d): Monte Carlo, exact law, fast audit, search.
+"""The Section 6 process of Cebere et al. (hsaudit.section6): Monte Carlo, exact law, fast audit, search.
 
 Checks, in the order of STYLE.md: closed forms (one-step μ-GDP ε; the T = 2 density in closed form), a naive
 reference (every midpoint threshold) and the audit core against the fast audit, Monte Carlo against the exact
-law, and the qualitative properties the spec asks for (literal rule mean-reverting, divergent rule not).
+law, and the qualitative properties of docs/section6.md (literal rule mean-reverting, divergent rule not).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from scipy import special, stats
 
 from hsaudit.accounting import gdp_epsilon
 from hsaudit.audit import audit_scores
-from hsaudit.process1d import (
+from hsaudit.config import check_section6_config
+from hsaudit.section6 import (
     Process,
     alpha_grid,
     audit_process,
-    check_section6_config,
     exact_epsilon,
     exact_epsilon_curve,
     exact_laws,
@@ -121,7 +121,7 @@ def _chunks(runs, size=1 << 16):
 
 @pytest.mark.parametrize(
     ("sigma", "expected"),
-    # spec cebere.md §1 "Upper bound": one step, δ = 1e-5 (μ = 1/σ GDP).
+    # Cebere et al. Section 6, upper bound: one step, δ = 1e-5 (μ = 1/σ GDP).
     [(1, 4.377), (2, 1.993), (3, 1.271), (4, 0.926), (5, 0.726), (6, 0.594), (7, 0.502), (8, 0.434)],
 )
 def test_exact_epsilon_at_step_one_is_the_gaussian_closed_form(sigma, expected):
@@ -184,7 +184,7 @@ def test_privacy_profile_is_decreasing_and_inverts_exact_epsilon():
 
 
 def test_literal_rule_forgets_and_divergent_rule_does_not():
-    # spec cebere.md §4 "Sign": the literal reading is mean-reverting, ε decays to ~0; the divergent one keeps
+    # docs/section6.md "Sign decision": the literal reading is mean-reverting, ε decays to ~0; the divergent one keeps
     # (nearly) the one-step ε when B is large relative to σ.
     upper = gdp_epsilon(mu=1.0, delta=DELTA)
     lit, _, _ = exact_epsilon_curve(Process(sigma=1.0, batch_size=16, steps=25, rule="literal"), delta=DELTA)
@@ -303,15 +303,25 @@ def test_h_star_maximises_the_infinite_sample_audit_at_two_steps():
     # The R → ∞ limit of the audit's μ̂ (threshold tests on the exact laws) over a grid of switch points.
     for sigma in (1.0, 4.0):
         hs = np.linspace(-1.0, 2.0, 13)
-        mus = [exact_epsilon_curve(Process(sigma=sigma, batch_size=1, steps=2, switch_point=h), delta=DELTA)[2][-1] for h in hs]
+        mus = [
+            exact_epsilon_curve(Process(sigma=sigma, batch_size=1, steps=2, switch_point=h), delta=DELTA)[2][-1]
+            for h in hs
+        ]
         assert abs(hs[int(np.argmax(mus))] - 0.5) <= 0.25
 
 
 def test_threshold_search_records():
     alphas = alpha_grid(sigma=2.0, clip_norm=1.0, count=4)
     rows = threshold_search(
-        sigma=2.0, batch_size=1, steps=2, clip_norm=1.0, rule="divergent", alphas=alphas,
-        runs_per_world=3000, repetitions=2, seed=5,
+        sigma=2.0,
+        batch_size=1,
+        steps=2,
+        clip_norm=1.0,
+        rule="divergent",
+        alphas=alphas,
+        runs_per_world=3000,
+        repetitions=2,
+        seed=5,
     )
     assert len(rows) == (4 + 1) * 2
     inf_rows = [r for r in rows if np.isinf(r["h"])]
@@ -322,8 +332,14 @@ def test_threshold_search_records():
 
 def test_exact_records_columns():
     rows = exact_records(
-        rule="divergent", sigmas=[2], batch_sizes=[1, 4], steps=3, clip_norm=1.0, switch_point=0.5,
-        delta=DELTA, grid={},
+        rule="divergent",
+        sigmas=[2],
+        batch_sizes=[1, 4],
+        steps=3,
+        clip_norm=1.0,
+        switch_point=0.5,
+        delta=DELTA,
+        grid={},
     )
     assert len(rows) == 6
     assert {"epsilon_exact", "epsilon_gdp_limit", "lost_mass", "epsilon_upper"} <= set(rows[0])
@@ -343,7 +359,7 @@ def test_loss_landscape_gradient_gives_the_update(rule):
 
 
 def test_selection_fraction_reaches_the_held_out_audit():
-    from hsaudit.process1d import Process, audit_process
+    from hsaudit.section6 import Process, audit_process
 
     proc = Process(sigma=2.0, batch_size=4, steps=2, clip_norm=1.0, rule="divergent", switch_point=0.5)
     kw = dict(runs_per_world=4000, repetitions=1, seed=3, mode="held-out")
