@@ -164,10 +164,10 @@ def built_copy(built: Path, tmp_path: Path, monkeypatch) -> Path:
 def test_parameter_change_reruns_only_its_jobs(built_copy):
     work = built_copy
     assert planned(dry(work, TARGET, *SMOKE)) == {}
-    # The exact law's grid is a parameter of exact_process only.
+    # The exact law's grid is a parameter of compute_exact_law only.
     _set_smoke(work, exact={"cells_per_clip": 21, "cells_per_sd": 10})
     out = dry(work, TARGET, *SMOKE)
-    assert planned(out) == {"exact_process": 2, "plot_fig3": 1}, out
+    assert planned(out) == {"compute_exact_law": 2, "plot_fig3": 1}, out
     assert "Params have changed" in out
     # The literal rule's R is a parameter of the literal audits only (plus their Clopper–Pearson table).
     _set_smoke(work, exact={"cells_per_clip": 20, "cells_per_sd": 10}, literal_runs_per_world=1000)
@@ -180,7 +180,7 @@ def test_package_code_change_reruns_dependent_jobs(built_copy):
     work = built_copy
     # A copy of the package elsewhere has the same code version: nothing to do.
     assert planned(dry(work, TARGET, *SMOKE)) == {}
-    with open(work / "_pkg" / "hsaudit" / "process1d.py", "a") as fh:
+    with open(work / "_pkg" / "hsaudit" / "section6" / "process.py", "a") as fh:
         fh.write("\n# an edit that changes the source hash\n")
     out = dry(work, TARGET, *SMOKE)
     counts = planned(out)

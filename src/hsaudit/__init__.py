@@ -6,7 +6,7 @@ Science lives in the modules of this package (importable and tested without Snak
   assumption-free (ε, δ) bound, held-out thresholds, trade-off curves and privacy profiles.
 - :mod:`hsaudit.accounting` — μ-GDP closed forms, dp-accounting PLD for (subsampled) Gaussians and
   mixtures of Gaussians.
-- :mod:`hsaudit.process1d` — the one-dimensional process of Cebere et al. §6, by Monte Carlo and exactly.
+- :mod:`hsaudit.section6` — the one-dimensional process of Cebere et al. §6, by Monte Carlo and exactly.
 - :mod:`hsaudit.heuristic`, :mod:`hsaudit.steinke`, :mod:`hsaudit.annamalai` — the other papers.
 - :mod:`hsaudit.train` and friends — vectorised DP-SGD populations and the gradient-crafting adversaries.
 """

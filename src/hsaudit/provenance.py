@@ -5,7 +5,7 @@ Two uses:
 - **Reruns.** Snakemake reruns a job when one of its ``params`` changes. Every rule that calls package code
   passes ``code_version=...`` as a param; :func:`code_version` makes that value change whenever the package
   source that the rule family uses changes (version + SHA-256 of the source files), so editing
-  ``hsaudit/process1d.py`` reruns the Section 6 jobs but not the Housing training jobs, and a new release
+  ``hsaudit/section6/exact.py`` reruns the Section 6 jobs but not the Housing training jobs, and a new release
   reruns everything. Computing it reads a few dozen small files (about a millisecond).
 - **Archives.** :func:`git_state` and :func:`environment` record the commit (and whether the tree was dirty)
   and the installed packages (``pip freeze``) next to a figure (see :mod:`hsaudit.archive`).
@@ -82,7 +82,7 @@ def module_files(*modules: str, root: Path | None = None) -> list[Path]:
     """Source files that importing ``modules`` executes: their transitive ``hsaudit`` imports and parents.
 
     Args:
-        *modules: dotted names (``"hsaudit.process1d"``; the ``hsaudit.`` prefix may be left out). None: every
+        *modules: dotted names (``"hsaudit.section6"``; the ``hsaudit.`` prefix may be left out). None: every
             ``.py`` file of the package.
         root: package directory (default: the installed package; tests pass a copy).
 

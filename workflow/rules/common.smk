@@ -37,7 +37,7 @@ def register_figure(path, kind="cpu"):
 # Code version as a param of every rule that calls package code: package version + SHA-256 of the package
 # source (hsaudit.provenance.code_version), so a new release or an edited module reruns those jobs. A rule
 # family may narrow it to the modules it imports (transitively), e.g.
-# code_version("hsaudit.process1d", "hsaudit.figures.section6"): then only edits there rerun its jobs.
+# code_version("hsaudit.section6", "hsaudit.figures.section6"): then only edits there rerun its jobs.
 CODE_VERSION = code_version()
 
 
