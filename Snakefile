@@ -17,6 +17,7 @@ validate(config, "workflow/schemas/config.schema.yaml")
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/constraints.smk"
 include: "workflow/rules/section6.smk"
 include: "workflow/rules/steinke.smk"
 include: "workflow/rules/annamalai.smk"

@@ -34,9 +34,9 @@ def register_figure(path, kind="cpu"):
     return path
 
 
-# Code version as a param of every rule that calls package code: package version + SHA-256 of the package
-# source (hsaudit.provenance.code_version), so a new release or an edited module reruns those jobs. A rule
-# family may narrow it to the modules it imports (transitively), e.g.
+# Code version as a param of every rule calling package code (package version + SHA-256 of the package
+# source, hsaudit.provenance.code_version), so a new release or an edited module reruns those jobs. A
+# family of rules may narrow it to the modules it imports (transitively), e.g.
 # code_version("hsaudit.section6", "hsaudit.figures.section6"): then only edits there rerun its jobs.
 CODE_VERSION = code_version()
 
@@ -84,8 +84,79 @@ def gpu_preflight_warning(workflow):
         print(message, file=sys.stderr)
 
 
-wildcard_constraints:
-    sigma=r"\d+(\.\d+)?",
-    batch=r"\d+",
-    rep=r"\d+",
-    rule=r"divergent|literal",
+# ---- Trained-model audits (data/train/scores/audit/figures.smk): one plan per family (docs/housing.md,
+# docs/cifar10.md). The plan (hsaudit.experiments.plan_experiments) turns a config section into setups, audits and
+# figure entries; every audit is keyed by a hash of the parameters that change its result and lives under
+# results/{family}/.
+from hsaudit.experiments import (
+    FAMILIES,
+    audit_table_paths,
+    dataset_name,
+    figure_shard_paths,
+    hyperparameters,
+    plan_experiments,
+    scores_paths,
+    setup_path,
+    shard_paths,
+)
+from hsaudit.provenance import code_version
+from hsaudit.seeding import derive_seed
+
+PLANS = {
+    family: plan_experiments(config[family], seed=SEED, family=family)
+    for family in FAMILIES
+}
+HOUSING = PLANS["housing"]
+CIFAR10 = PLANS["cifar10"]
+
+# Code versions narrowed to the modules each family of rules runs (see CODE_VERSION above); restyling a
+# figure does not retrain populations, and another part's edits do not rerun the training jobs.
+TRAINED_CODE = {
+    "data": code_version("hsaudit.data"),
+    "features": code_version("hsaudit.data", "hsaudit.alexnet"),
+    "train": code_version(
+        "hsaudit.data",
+        "hsaudit.train",
+        "hsaudit.populations",
+        "hsaudit.adversaries",
+        "hsaudit.experiments",
+    ),
+    "audit": code_version("hsaudit.experiments", "hsaudit.audit", "hsaudit.accounting"),
+    "plot": code_version("hsaudit.figures.housing", "hsaudit.plotting"),
+    "plot_cifar": code_version("hsaudit.figures.cifar", "hsaudit.plotting"),
+}
+
+
+def family_resources(key):
+    """A train_shard resource of the job's family (config[family].resources[key])."""
+    return lambda wc: config[wc.family]["resources"][key]
+
+
+def dataset_options(name):
+    """The data section of a dataset's family (hsaudit.data.configured_dataset reads it)."""
+    return dict(config[name]["data"])
+
+
+def audit_dataset(wc):
+    """results/data/<dataset>.npz that audit wc.audit trains on (e.g. cifar10_alexnet for the AlexNet head)."""
+    spec = PLANS[wc.family].audits[wc.audit]["setup"]
+    return f"results/data/{dataset_name(wc.family, spec['model'])}.npz"
+
+
+def setup_dataset(wc):
+    """The dataset of setup wc.setup."""
+    spec = PLANS[wc.family].setups[wc.setup]
+    return f"results/data/{dataset_name(wc.family, spec['model'])}.npz"
+
+
+def cifar_refs(figure):
+    """The audit references of a CIFAR-10 figure as dicts, each with its dataset's data_source filled in."""
+    return [vars(ref) for ref in CIFAR10.figures[figure]]
+
+
+def cifar_datasets(figure):
+    """The prepared datasets behind a CIFAR-10 figure's audits, in reference order (for their data_source)."""
+    return [
+        f"results/data/{dataset_name('cifar10', ref.model)}.npz"
+        for ref in CIFAR10.figures[figure]
+    ]

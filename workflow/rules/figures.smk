@@ -85,17 +85,6 @@ rule plot_fig7:
 # CIFAR-10 figures of Cebere et al. (§5, Appendices D–E; hsaudit.figures.cifar). GPU-sized at paper scale
 # (`hsaudit plan results/fig1.pdf`): registered with kind "gpu", so `rule all` leaves them out and a local run
 # without a GPU warns first. Each writes figN.pdf + figN.csv; table2 is generated from the config that ran.
-def cifar_refs(figure):
-    """The audit references of a CIFAR-10 figure as dicts, each with its dataset's data_source filled in."""
-    return [vars(ref) for ref in CIFAR10.figures[figure]]
-
-
-def cifar_datasets(figure):
-    """The prepared datasets behind a CIFAR-10 figure's audits, in reference order (for their data_source)."""
-    return [
-        f"results/data/{dataset_name('cifar10', ref.model)}.npz"
-        for ref in CIFAR10.figures[figure]
-    ]
 
 
 rule plot_fig1:
@@ -234,8 +223,8 @@ rule write_table2:
         families=hyperparameters(CIFAR10, audit=AUDIT)
         + hyperparameters(HOUSING, audit=AUDIT),
         data_sources={
-            "cifar10": "cifar10:" + config["cifar10"]["data"]["source"],
-            "housing": "housing:" + (config["housing"]["data"]["path"] or "sklearn"),
+            "cifar10": f"cifar10:{config['cifar10']['data']['source']}",
+            "housing": f"housing:{config['housing']['data']['path'] or 'sklearn'}",
         },
         scale=SCALE,
         code_version=TRAINED_CODE["plot_cifar"],
