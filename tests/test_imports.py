@@ -1,0 +1,96 @@
+"""The package's structure: no import cycles between hsaudit modules, no private name imported across modules.
+
+Every import counts, module-level or inside a function (a lazy import is still a dependency); a package's
+``__init__`` importing its own submodules (re-exports) is not a cycle with them.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from conftest import REPO
+
+PACKAGE = REPO / "src" / "hsaudit"
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        mods[name] = path
+    return mods
+
+
+def _imports(mods: dict[str, Path]) -> tuple[dict[str, set[str]], list[str]]:
+    """(module -> hsaudit modules it imports, 'A imports _x from B' lines)."""
+
+    def owner(name: str) -> str | None:
+        while name and name not in mods:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph, private = {m: set() for m in mods}, []
+    for module, path in mods.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets: list[tuple[str, str | None]] = []
+            if isinstance(node, ast.Import):
+                targets = [(alias.name, None) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(anchor + ([base] if base else []))
+                targets = [(base, alias.name) for alias in node.names]
+            for base, name in targets:
+                if not base.startswith("hsaudit"):
+                    continue
+                full = f"{base}.{name}" if name and f"{base}.{name}" in mods else base
+                target = owner(full)
+                if target and target != module and not target.startswith(module + "."):
+                    graph[module].add(target)
+                if name and name.startswith("_") and not name.startswith("__") and owner(base) != module:
+                    private.append(f"{module} imports {name} from {base}")
+    return graph, private
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every elementary cycle found by depth-first search (enough to report that there are some)."""
+    found, state = [], {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = "open"
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                found.append(path[path.index(nxt) :] + [nxt])
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    return found
+
+
+def test_no_import_cycles():
+    cycles = _cycles(_imports(_modules())[0])
+    assert cycles == [], "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_no_private_names_cross_modules():
+    assert _imports(_modules())[1] == []
+
+
+def test_the_checks_can_fail(tmp_path, monkeypatch):
+    """The detector sees a cycle and a private import when there is one."""
+    pkg = tmp_path / "hsaudit"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from hsaudit.b import _secret\n")
+    (pkg / "b.py").write_text("def f():\n    from hsaudit import a\n")
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", pkg)
+    graph, private = _imports(_modules())
+    assert _cycles(graph) and private == ["hsaudit.a imports _secret from hsaudit.b"]
