@@ -15,11 +15,12 @@ insertions or adversaries (:mod:`hsaudit.train` runs the DP-SGD loop).
   matmuls over the whole population; per-sample norms from ‖δ ⊗ z‖² = ‖δ‖²‖z‖² without materialising
   ``[models, batch, p]``.
 - :class:`HookPopulation` (``"hooks"``; any stack of Linear, Conv2d and GroupNorm layers: ConvNet, ResNet18-GN):
-  one model at a time, one forward and one backward of the summed loss that records every layer's input z and
-  output gradient δ (parameters are not differentiated); per-sample norms per layer from (z, δ) — Linear:
-  ‖δ‖²(‖z‖² + 1), Conv2d: per-sample weight gradients from the unfolded input or, where cheaper, the "ghost" norm
-  ⟨δᵀδ, UᵀU⟩ (Li et al. 2022; Bu et al. 2023), GroupNorm: the per-channel (δ·ẑ, δ) sums — and the clipped sum
-  as the ordinary weight gradient of the rescaled δ (one GEMM / one convolution weight-gradient per layer).
+  model after model (taped in groups that share the first convolution's per-sample gradients), one forward and
+  one backward of the summed loss that records every layer's input z and output gradient δ (parameters are not
+  differentiated); per-sample norms per layer from (z, δ) — Linear: ‖δ‖²(‖z‖² + 1), Conv2d: per-sample weight
+  gradients as a grouped convolution's weight gradient or, where cheaper, the "ghost" norm ⟨δᵀδ, UᵀU⟩ of the
+  unfolded input U (Li et al. 2022; Bu et al. 2023), GroupNorm: the per-channel (δ·ẑ, δ) sums — and the clipped
+  sum as built per-sample gradients × factors or the ordinary weight gradient of the rescaled δ.
 - :class:`FuncPopulation` (``"func"``; any module): ``torch.func`` — ``vmap`` over models of ``vmap(grad)`` over
   samples. Slowest on the CPU; kept as a generic fallback and as the test oracle of the others.
 
@@ -350,8 +351,9 @@ class HookPopulation:
         """Per-sample norms of a Conv2d: G_x = δ_x U_xᵀ (U = unfolded input, δ ``[out, L]``).
 
         Either G_x is built (``out × k`` per sample, k = in·kh·kw) by :meth:`_conv_per_sample` (measured 2-3×
-        faster than unfold + bmm on the CPU), or its norm is taken as the "ghost" inner product ⟨δ_xᵀδ_x, U_xᵀU_x⟩ of two ``L × L`` Gram matrices, whichever costs fewer
-        multiply-adds: ``out·k·L`` against ``L²·(out + k)``. Ghost norms are chunked to the memory budget.
+        faster than unfold + bmm on the CPU), or its norm is taken as the "ghost" inner product
+        ⟨δ_xᵀδ_x, U_xᵀU_x⟩ of two ``L × L`` Gram matrices, whichever costs fewer multiply-adds: ``out·k·L``
+        against ``L²·(out + k)``. Ghost norms are chunked to the memory budget.
         """
         n, out_ch = d.shape[:2]
         length = d.shape[2] * d.shape[3]
