@@ -69,8 +69,8 @@ CALIBRATION: tuple[Calibration, ...] = (
         "steps in 59.0 s; load 10.0)", "measured",
     ),
     Calibration(
-        "convnet", "cpu", 128, 0.110,
-        "measured: hsaudit bench train --model convnet --threads 1 --json (population 256; load 10.9)", "measured",
+        "convnet", "cpu", 128, 0.0656,
+        "measured: hsaudit bench train --model convnet --threads 1 --json (population 256; load 7.8)", "measured",
     ),
     Calibration(
         "resnet18_gn", "cpu", 128, 27.0,
@@ -78,8 +78,8 @@ CALIBRATION: tuple[Calibration, ...] = (
         "measured",
     ),
     Calibration(
-        "alexnet_head", "cpu", 128, 3.20e-3,
-        "measured: hsaudit bench train --model alexnet_head --threads 1 --json (population 256; load 9.0)",
+        "alexnet_head", "cpu", 128, 2.89e-3,
+        "measured: hsaudit bench train --model alexnet_head --threads 1 --json (population 256; load 7.6)",
         "measured",
     ),
     Calibration("fcnn", "gpu", 400, 1.79e-4, "assumed: CPU cost of 2026-11-22 (68 parameters: launch-bound)"),
