@@ -73,8 +73,8 @@ CALIBRATION: tuple[Calibration, ...] = (
         "measured: hsaudit bench train --model convnet --threads 1 --json (population 256; load 7.8)", "measured",
     ),
     Calibration(
-        "resnet18_gn", "cpu", 128, 27.0,
-        "measured: hsaudit bench train --model resnet18_gn --threads 1 --json (population 1; load 12.4)",
+        "resnet18_gn", "cpu", 128, 18.8,
+        "measured: hsaudit bench train --model resnet18_gn --threads 1 --json (population 1; load 8.1)",
         "measured",
     ),
     Calibration(
