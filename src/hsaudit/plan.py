@@ -61,16 +61,25 @@ class Calibration:
 # stored by `hsaudit bench train --save-calibration` (:data:`STORED_CALIBRATION`) takes precedence.
 CALIBRATION: tuple[Calibration, ...] = (
     Calibration(
-        "fcnn", "cpu", 400, 1.79e-4, "measured: hsaudit plan --calibrate fcnn --population 500 --steps 10", "measured"
-    ),
-    Calibration("convnet", "cpu", 128, 0.0862, "measured: hsaudit plan --calibrate convnet --steps 5", "measured"),
-    Calibration(
-        "resnet18_gn", "cpu", 128, 66.2, "measured: hsaudit plan --calibrate resnet18_gn --steps 2", "measured"
+        "fcnn", "cpu", 400, 2.36e-4,
+        "measured: hsaudit bench train --models 1000 --opacus-models 3 --threads 1 --json (1,000 models x 250 "
+        "steps in 59.0 s; load 10.0)", "measured",
     ),
     Calibration(
-        "alexnet_head", "cpu", 128, 0.0273, "measured: hsaudit plan --calibrate linear4096 --steps 5", "measured"
+        "convnet", "cpu", 128, 0.0656,
+        "measured: hsaudit bench train --model convnet --threads 1 --json (population 256; load 7.8)", "measured",
     ),
-    Calibration("fcnn", "gpu", 400, 1.79e-4, "assumed equal to CPU (68 parameters: launch-bound, no GPU gain)"),
+    Calibration(
+        "resnet18_gn", "cpu", 128, 18.8,
+        "measured: hsaudit bench train --model resnet18_gn --threads 1 --json (population 1; load 8.1)",
+        "measured",
+    ),
+    Calibration(
+        "alexnet_head", "cpu", 128, 2.89e-3,
+        "measured: hsaudit bench train --model alexnet_head --threads 1 --json (population 256; load 7.6)",
+        "measured",
+    ),
+    Calibration("fcnn", "gpu", 400, 1.79e-4, "assumed: CPU cost of 2026-11-22 (68 parameters: launch-bound)"),
     Calibration("convnet", "gpu", 128, 1.82e-4, "derived: paper's 3,500 GPU-h x measured CPU cost ratio"),
     Calibration("resnet18_gn", "gpu", 128, 0.140, "derived: paper's 3,500 GPU-h x measured CPU cost ratio"),
     Calibration("alexnet_head", "gpu", 128, 1.82e-4, "assumed equal to the ConvNet on GPU (launch-bound)"),

@@ -15,11 +15,12 @@ insertions or adversaries (:mod:`hsaudit.train` runs the DP-SGD loop).
   matmuls over the whole population; per-sample norms from ‖δ ⊗ z‖² = ‖δ‖²‖z‖² without materialising
   ``[models, batch, p]``.
 - :class:`HookPopulation` (``"hooks"``; any stack of Linear, Conv2d and GroupNorm layers: ConvNet, ResNet18-GN):
-  one model at a time, one forward and one backward of the summed loss that records every layer's input z and
-  output gradient δ (parameters are not differentiated); per-sample norms per layer from (z, δ) — Linear:
-  ‖δ‖²(‖z‖² + 1), Conv2d: per-sample weight gradients from the unfolded input or, where cheaper, the "ghost" norm
-  ⟨δᵀδ, UᵀU⟩ (Li et al. 2022; Bu et al. 2023), GroupNorm: the per-channel (δ·ẑ, δ) sums — and the clipped sum
-  as the ordinary weight gradient of the rescaled δ (one GEMM / one convolution weight-gradient per layer).
+  model after model (taped in groups that share the first convolution's per-sample gradients), one forward and
+  one backward of the summed loss that records every layer's input z and output gradient δ (parameters are not
+  differentiated); per-sample norms per layer from (z, δ) — Linear: ‖δ‖²(‖z‖² + 1), Conv2d: per-sample weight
+  gradients as a grouped convolution's weight gradient or, where cheaper, the "ghost" norm ⟨δᵀδ, UᵀU⟩ of the
+  unfolded input U (Li et al. 2022; Bu et al. 2023), GroupNorm: the per-channel (δ·ẑ, δ) sums — and the clipped
+  sum as built per-sample gradients × factors or the ordinary weight gradient of the rescaled δ.
 - :class:`FuncPopulation` (``"func"``; any module): ``torch.func`` — ``vmap`` over models of ``vmap(grad)`` over
   samples. Slowest on the CPU; kept as a generic fallback and as the test oracle of the others.
 
@@ -37,6 +38,7 @@ from hsaudit.models import build_model, loss_name, mlp_sizes, per_sample_loss
 CLIP_EPS = 1e-6  # Opacus' DPOptimizer: clip factor = C / (‖g‖ + 1e-6), capped at 1.
 MEMORY_BUDGET = 512 * 2**20  # bytes for per-sample gradient chunks on the CPU
 BACKENDS = ("auto", "mlp", "hooks", "func")
+_MODELS_PER_GROUP = 16  # hooks backend: models taped together (their shared first convolution is batched)
 
 
 def memory_budget(device: torch.device) -> int:
@@ -239,7 +241,7 @@ class HookPopulation:
             self.layers.append((mod, {name: offsets[prefix + name] for name in own}))
             mod.register_forward_hook(self._record)
         self._tape: list[tuple[nn.Module, torch.Tensor, torch.Tensor]] | None = None
-        self._group_weights: dict[tuple[int, int], torch.Tensor] = {}  # shape-only weights of grouped convs
+        self._group_weights: dict[tuple[int, int, int], torch.Tensor] = {}  # shape-only weights of grouped convs
         self._sample_bytes: dict[tuple[int, ...], int] = {}
 
     @staticmethod
@@ -297,9 +299,10 @@ class HookPopulation:
         return max(1, min(x.shape[0], memory_budget(self.device) // self._per_sample_bytes(x)))
 
     # ------------------------------------------------------------------------------------- per-layer pieces
-    def _layer_norms(self, mod: nn.Module, z: torch.Tensor, d: torch.Tensor, x: torch.Tensor):
+    def _layer_norms(self, mod: nn.Module, z: torch.Tensor, d: torch.Tensor, built: torch.Tensor | None = None):
         """Squared per-sample gradient norm ``[n]`` of one layer's parameters, and its per-sample gradients
         ``{name: [n, numel]}`` where they were built (``None`` where the clipped sum is a rescaled weight gradient).
+        ``built``: a Conv2d's per-sample weight gradients ``[n, numel]`` when already computed.
         """
         if type(mod) is nn.Linear:
             if z.dim() != 2:
@@ -312,7 +315,7 @@ class HookPopulation:
             dims = tuple(range(2, z.dim()))
             pieces = {"weight": (d * zhat).sum(dims), "bias": d.sum(dims)}
             return sum((g * g).sum(1) for g in pieces.values()), pieces
-        return self._conv_norms(mod, z, d, x)
+        return self._conv_norms(mod, z, d, built)
 
     @staticmethod
     def _conv_ghost(mod: nn.Conv2d, z: torch.Tensor, d: torch.Tensor) -> bool:
@@ -321,38 +324,43 @@ class HookPopulation:
         k = z.shape[1] * mod.kernel_size[0] * mod.kernel_size[1]
         return length * (out_ch + k) < out_ch * k
 
-    def _conv_norms(self, mod: nn.Conv2d, z: torch.Tensor, d: torch.Tensor, x: torch.Tensor):
+    def _conv_per_sample(self, mod: nn.Conv2d, z: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+        """Per-sample weight gradients ``[n, out·in·kh·kw]`` as the weight gradient of a convolution with one group
+        per sample (Rochette et al. 2019). ``d`` may stack the output gradients of several models along the
+        channels (``[n, models·out, ...]``, all with input ``z``): then the result is ``[n, models·out·k]``.
+        """
+        n, out_ch = d.shape[:2]
+        key = (id(mod), n, out_ch)
+        if key not in self._group_weights:  # only its shape is read: an uninitialised buffer, no copies
+            self._group_weights[key] = torch.empty((n * out_ch, *mod.weight.shape[1:]), device=d.device)
+        return torch.ops.aten.convolution_backward(
+            d.reshape(1, n * out_ch, *d.shape[2:]),
+            z.reshape(1, -1, *z.shape[2:]),
+            self._group_weights[key],
+            None,
+            list(mod.stride),
+            list(mod.padding),
+            list(mod.dilation),
+            False,
+            [0, 0],
+            n,
+            [False, True, False],
+        )[1].view(n, -1)
+
+    def _conv_norms(self, mod: nn.Conv2d, z: torch.Tensor, d: torch.Tensor, built: torch.Tensor | None):
         """Per-sample norms of a Conv2d: G_x = δ_x U_xᵀ (U = unfolded input, δ ``[out, L]``).
 
-        Either G_x is built (``out × k`` per sample, k = in·kh·kw), as the weight gradient of a convolution with
-        one group per sample (Rochette et al. 2019; measured 2-3× faster than unfold + bmm on the CPU), or its
-        norm is taken
-        as the "ghost" inner product ⟨δ_xᵀδ_x, U_xᵀU_x⟩ of two ``L × L`` Gram matrices, whichever costs fewer
-        multiply-adds: ``out·k·L`` against ``L²·(out + k)``. Ghost norms are chunked to the memory budget.
+        Either G_x is built (``out × k`` per sample, k = in·kh·kw) by :meth:`_conv_per_sample` (measured 2-3×
+        faster than unfold + bmm on the CPU), or its norm is taken as the "ghost" inner product
+        ⟨δ_xᵀδ_x, U_xᵀU_x⟩ of two ``L × L`` Gram matrices, whichever costs fewer multiply-adds: ``out·k·L``
+        against ``L²·(out + k)``. Ghost norms are chunked to the memory budget.
         """
         n, out_ch = d.shape[:2]
         length = d.shape[2] * d.shape[3]
         k = z.shape[1] * mod.kernel_size[0] * mod.kernel_size[1]
         bias = None if mod.bias is None else d.sum((2, 3))
         if not self._conv_ghost(mod, z, d):
-            # One group per sample: weight gradient [n·out, in, kh, kw] = the n per-sample gradients. The weight
-            # argument is only read for its shape (an uninitialised buffer: no copy of n weights).
-            key = (id(mod), n)
-            if key not in self._group_weights:
-                self._group_weights[key] = torch.empty((n * out_ch, *mod.weight.shape[1:]), device=d.device)
-            g = torch.ops.aten.convolution_backward(
-                d.reshape(1, n * out_ch, *d.shape[2:]),
-                z.reshape(1, -1, *z.shape[2:]),
-                self._group_weights[key],
-                None,
-                list(mod.stride),
-                list(mod.padding),
-                list(mod.dilation),
-                False,
-                [0, 0],
-                n,
-                [False, True, False],
-            )[1].view(n, -1)
+            g = self._conv_per_sample(mod, z, d) if built is None else built
             pieces = {"weight": g}
             if bias is not None:
                 pieces["bias"] = bias
@@ -374,7 +382,7 @@ class HookPopulation:
     def _layer_sum(self, mod: nn.Module, z: torch.Tensor, d: torch.Tensor, s: torch.Tensor) -> dict[str, torch.Tensor]:
         """Σ_x s_x ∇_{layer params} ℓ(x) as the layer's weight gradient with δ rescaled per sample."""
         if type(mod) is nn.GroupNorm:  # its per-sample gradients are [n, channels]: built, then one GEMV
-            return {name: s @ g for name, g in self._layer_norms(mod, z, d, z)[1].items()}
+            return {name: s @ g for name, g in self._layer_norms(mod, z, d)[1].items()}
         ds = d * s.view(-1, *([1] * (d.dim() - 1)))
         if type(mod) is nn.Linear:
             out = {"weight": ds.T @ z}
@@ -396,47 +404,63 @@ class HookPopulation:
                 out[i] = per_sample_loss(self.kind, self.params.call(self.params.split(theta[i]), x), y)
         return out
 
+    def _tapes(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, norms: bool):
+        """Yield ``(model, first sample, samples, tape, built)`` for every model and chunk of samples.
+
+        Models are taped in groups (as many as the memory budget holds, at most :data:`_MODELS_PER_GROUP`) so that
+        the per-sample gradients of a convolution that reads the batch itself — its input is the same for every
+        model — are one grouped convolution for the whole group (``built``: layer index → ``[n, numel]``), not one
+        small convolution per model. A model's result does not depend on the grouping beyond float rounding.
+        """
+        m, n = theta.shape[0], x.shape[0]
+        sc = self._sample_chunk(x)
+        group = max(1, min(m, _MODELS_PER_GROUP, memory_budget(self.device) // (self._per_sample_bytes(x) * sc)))
+        for m0 in range(0, m, group):
+            rows = range(m0, min(m, m0 + group))
+            for s0 in range(0, n, sc):
+                xs, ys = x[s0 : s0 + sc], y[s0 : s0 + sc]
+                tapes = [self._taped(self.params.split(theta[i]), xs, ys) for i in rows]
+                built: list[dict[int, torch.Tensor]] = [{} for _ in rows]
+                for li, (mod, z, d) in enumerate(tapes[0] if norms else ()):
+                    shared = z.data_ptr() == xs.data_ptr() and z.shape == xs.shape
+                    if type(mod) is nn.Conv2d and shared and not self._conv_ghost(mod, z, d):
+                        stacked = torch.cat([tape[li][2] for tape in tapes], dim=1)  # [n, models·out, H, W]
+                        g = self._conv_per_sample(mod, xs, stacked).view(xs.shape[0], len(rows), -1)
+                        for j in range(len(rows)):
+                            built[j][li] = g[:, j]
+                for j, tape in enumerate(tapes):
+                    yield m0 + j, s0, xs, tape, built[j]
+
     def grad_norms(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Unclipped per-sample gradient norms ``[models, n]``."""
-        m, n = theta.shape[0], x.shape[0]
-        out = torch.empty((m, n), dtype=theta.dtype, device=theta.device)
-        sc = self._sample_chunk(x)
-        for i in range(m):
-            params = self.params.split(theta[i])
-            for s0 in range(0, n, sc):
-                xs = x[s0 : s0 + sc]
-                tape = self._taped(params, xs, y[s0 : s0 + sc])
-                out[i, s0 : s0 + sc] = sum(self._layer_norms(mod, z, d, xs)[0] for mod, z, d in tape).sqrt_()
+        out = torch.empty((theta.shape[0], x.shape[0]), dtype=theta.dtype, device=theta.device)
+        for i, s0, xs, tape, built in self._tapes(theta, x, y, norms=True):
+            sq = sum(self._layer_norms(mod, z, d, built.get(li))[0] for li, (mod, z, d) in enumerate(tape))
+            out[i, s0 : s0 + xs.shape[0]] = sq.sqrt_()
         return out
 
     def clipped_sum(
         self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, clip: float | None, weights: torch.Tensor | None
     ) -> torch.Tensor:
         """Σ_x w_x · clip(∇ℓ(θ_m; x), C) for every model m: ``[models, p]`` (see the class docstring)."""
-        m, n = theta.shape[0], x.shape[0]
         total = torch.zeros_like(theta)
-        sc = self._sample_chunk(x)
-        for i in range(m):
-            params = self.params.split(theta[i])
-            for s0 in range(0, n, sc):
-                xs, ys = x[s0 : s0 + sc], y[s0 : s0 + sc]
-                tape = self._taped(params, xs, ys)
-                w = None if weights is None else weights[i, s0 : s0 + sc]
-                if clip is None:  # no norms needed: every layer's sum is a rescaled weight gradient
-                    norms = [(None, None)] * len(tape)
-                    sq = torch.zeros(xs.shape[0], dtype=theta.dtype, device=theta.device)
-                else:
-                    norms = [self._layer_norms(mod, z, d, xs) for mod, z, d in tape]
-                    sq = sum(layer_sq for layer_sq, _ in norms)
-                factor = _clip_factor(sq, clip, w)
-                for (mod, z, d), (_, pieces), (_, names) in zip(tape, norms, self.layers):
-                    if pieces is None:
-                        pieces = self._layer_sum(mod, z, d, factor)
-                    else:  # per-sample gradients were built for the norms: the weighted sum is one GEMV
-                        pieces = {name: factor @ g for name, g in pieces.items()}
-                    for name, piece in pieces.items():
-                        off, numel = names[name]
-                        total[i, off : off + numel] += piece.reshape(-1)
+        for i, s0, xs, tape, built in self._tapes(theta, x, y, norms=clip is not None):
+            w = None if weights is None else weights[i, s0 : s0 + xs.shape[0]]
+            if clip is None:  # no norms needed: every layer's sum is a rescaled weight gradient
+                norms = [(None, None)] * len(tape)
+                sq = torch.zeros(xs.shape[0], dtype=theta.dtype, device=theta.device)
+            else:
+                norms = [self._layer_norms(mod, z, d, built.get(li)) for li, (mod, z, d) in enumerate(tape)]
+                sq = sum(layer_sq for layer_sq, _ in norms)
+            factor = _clip_factor(sq, clip, w)
+            for (mod, z, d), (_, pieces), (_, names) in zip(tape, norms, self.layers):
+                if pieces is None:
+                    pieces = self._layer_sum(mod, z, d, factor)
+                else:  # per-sample gradients were built for the norms: the weighted sum is one GEMV
+                    pieces = {name: factor @ g for name, g in pieces.items()}
+                for name, piece in pieces.items():
+                    off, numel = names[name]
+                    total[i, off : off + numel] += piece.reshape(-1)
         return total
 
 

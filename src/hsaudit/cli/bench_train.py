@@ -8,7 +8,8 @@ layer and the update are timed), (b) a minimal Opacus loop (``GradSampleModule``
 physical batches bounded by memory, accumulated as Opacus' ``BatchMemoryManager`` does) and (c) the floor: a
 plain non-private forward + backward + SGD step of the same samples with the same model. Reported per population
 size: models/s, model-steps/s, seconds per model-step, the ratios engine : Opacus and engine : floor, peak host
-RSS (``resource``, monotonic over the process: the floor runs first, Opacus last) and, on CUDA, peak device
+RSS (``resource``, monotonic over the process: the floor runs first, then Opacus, the engine by increasing
+population, Opacus again; the Opacus figure is the mean of both blocks) and, on CUDA, peak device
 memory (``torch.cuda.max_memory_allocated``). ``--save-calibration [PATH]`` stores the engine's seconds per
 model-step for :func:`hsaudit.plan.calibration`.
 
@@ -358,9 +359,23 @@ def measure_engine(
         "threads": torch.get_num_threads(),
         "load_average_start": os.getloadavg(),
     }
+    opacus_runs: list[float] = []
+    physical = batch_size
+
+    def time_opacus() -> None:
+        nonlocal physical
+        _device_peak_start(dev)
+        for _ in range(opacus_models):
+            sec, physical = _time_opacus(
+                model, kwargs, theta0, X, y, batches, lr=lr, batch_size=batch_size, clip=clip, sigma=sigma, dev=dev
+            )
+            opacus_runs.append(sec / steps)
+
     _device_peak_start(dev)
     floors = [_time_floor(model, kwargs, theta0, X, y, batches, lr=lr, dev=dev) / steps]
     out["floor"] = {"peak_rss_mb": _rss_mb(), "peak_device_mb": _device_peak_mb(dev)}
+    if opacus_models:
+        time_opacus()
     engine = population(model, kwargs, dev, backend=backend)
     rows = []
     for m in models:
@@ -389,18 +404,14 @@ def measure_engine(
     out["floor"].update(seconds_per_model_step=floor, repeats=floors)
     opacus = None
     if opacus_models:
-        _device_peak_start(dev)
-        total, physical = 0.0, batch_size
-        for _ in range(opacus_models):
-            sec, physical = _time_opacus(
-                model, kwargs, theta0, X, y, batches, lr=lr, batch_size=batch_size, clip=clip, sigma=sigma, dev=dev
-            )
-            total += sec
-        opacus = total / (opacus_models * steps)
+        # Opacus is timed before the engine (after the first floor) and again after it: the mean of both blocks
+        time_opacus()
+        opacus = sum(opacus_runs) / len(opacus_runs)
         out["opacus"] = {
             "models": opacus_models,
             "physical_batch": physical,
             "seconds_per_model_step": opacus,
+            "repeats": opacus_runs,
             "peak_rss_mb": _rss_mb(),
             "peak_device_mb": _device_peak_mb(dev),
         }
