@@ -87,7 +87,7 @@ def plot_fig2(
     base rule (open circles), the literal update (crosses) and the ideal statistic Σ λ(v_t) (small diamonds).
     """
     summ = fig2_summary(audits)
-    fig, axes = figure(ncols=1, width=5.4, height=4.0)
+    fig, axes = figure(ncols=1, width=7.0, height=3.8)
     ax = axes[0][0]
     settings = summ[["sampling_rate", "steps"]].drop_duplicates().to_numpy()
     floor_ok = np.isclose(summ["tail_floor"], tail_floor)
@@ -164,7 +164,7 @@ def plot_fig2(
     ax.plot([0, lim], [0, lim], color="0.4", linewidth=0.8, label="y = x")
     ax.set_xlabel("theoretical ε")
     ax.set_ylabel("empirical ε_emp")
-    ax.legend(frameon=False, fontsize=5.5, loc="upper left")
+    ax.legend(frameon=False, fontsize=5.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # off the data
     runs = int(audits["runs_per_world"].iloc[0])
     reps = int(audits["repetition"].max()) + 1
     conf = float(audits["confidence"].iloc[0]) if "confidence" in audits else float("nan")
