@@ -174,8 +174,8 @@ def plot_fig2(
         pdf,
         footer=_footer(
             facts,
-            R=f"{runs} per dataset × {reps} audits",
-            audit=f"PLD-curve (tail floor {tail_floor:g}, no CI) + CP variant (conf. {conf:g})",
+            R=f"{runs}×{reps}",
+            audit=f"PLD curve, floor {tail_floor:g}; CP {conf:g}",
             P=base_rule,
         ),
     )
