@@ -19,6 +19,67 @@ def test_encoding_base(sigma, base):
     assert A.encoding_base(sigma) == base
 
 
+@pytest.mark.parametrize(
+    ("sigma", "sigmas", "base"),
+    [(2.248, 6.0, 100.0), (0.548, 6.0, 10.0), (0.1, 6.0, 10.0), (10.0, 6.0, 1000.0), (2.0, 2.0, 10.0)],
+)
+def test_encoding_base_half_width(sigma, sigmas, base):
+    """half_width: the smallest power of ten P with P/2 ≥ sigmas·σ + 1."""
+    p = A.encoding_base(sigma, rule="half_width", sigmas=sigmas)
+    assert p == base
+    assert p / 2 >= sigmas * sigma + 1 > p / 20
+
+
+def test_encoding_base_bad_rule():
+    with pytest.raises(ValueError, match="rule"):
+        A.encoding_base(1.0, rule="nearest")
+    with pytest.raises(ValueError, match="base_rule|rule"):
+        A.Construction(noise_multiplier=1.0, sampling_rate=0.1, base_rule="nearest")
+
+
+def test_wrap_rate_closed_form():
+    """On D each decoded value is fresh noise N(0, σ²) (plus a batch-size error ≪ σ), so a run of T steps has no wrap
+    with probability (1 − 2Φ̄(P/(2σ)))^T. The paper's rule at σ = 2.248 (q = 0.1, ε = 2): P = 10, window ±2.22σ."""
+    sigma, q, steps, runs = 2.248, 0.1, 20, 20000
+    c = A.Construction(noise_multiplier=sigma, sampling_rate=q)
+    assert c.base == 10.0
+    _, wraps = A.simulate(
+        np.random.default_rng(3), steps=steps, runs=runs, canary=False, construction=c, return_wraps=True
+    )
+    p_step = 2 * stats.norm.sf(c.base / 2 / sigma)
+    expected = 1 - (1 - p_step) ** steps
+    se = math.sqrt(expected * (1 - expected) / runs)
+    assert np.mean(wraps > 0) == pytest.approx(expected, abs=4 * se)
+    assert np.mean(wraps) == pytest.approx(steps * p_step, rel=0.05)
+    wide = A.Construction(noise_multiplier=sigma, sampling_rate=q, base_rule="half_width")
+    _, w2 = A.simulate(
+        np.random.default_rng(3), steps=steps, runs=runs, canary=True, construction=wide, return_wraps=True
+    )
+    assert w2.sum() == 0
+
+
+def test_wraps_are_the_runs_whose_statistic_is_off():
+    """A run's statistic equals Σ round(λ(v_k), 2) of its decoded values unless some value wrapped (a carry)."""
+    sigma, q, steps = 1.4, 0.1, 60
+    c = A.Construction(noise_multiplier=sigma, sampling_rate=q)
+    theta, trace, wraps = A.simulate(
+        np.random.default_rng(0),
+        steps=steps,
+        runs=2000,
+        canary=True,
+        construction=c,
+        return_trace=True,
+        return_wraps=True,
+    )
+    diff = (
+        A.statistic(theta, c) - np.round(100 * A.step_llr(trace, noise_multiplier=sigma, sampling_rate=q)).sum(1) / 100
+    )
+    off = np.abs(diff) > 1e-6
+    assert off.any()
+    assert np.all(wraps[off] > 0)
+    assert np.all(~off[wraps == 0])
+
+
 def test_step_llr_closed_form():
     v = np.linspace(-3, 4, 15)
     q, s = 0.05, 0.7
@@ -213,3 +274,24 @@ def test_sigma_hat_audit_on_a_gaussian_mechanism():
     res = A.audit_pld_sigma(o0, o1, steps=1, sampling_rate=1.0, delta=1e-5, sigma_range=(0.5, 2.0), iterations=8)
     assert 0.95 <= res["sigma_hat"] <= 1.35
     assert res["epsilon"] <= H.standard_epsilon(1e-5, steps=1, sampling_rate=1.0, noise_multiplier=0.95)
+
+
+def test_curve_gap_se():
+    """Points on the curve have gap 0; a point one binomial standard error below it has gap 1."""
+    a = np.array([0.1, 0.2, 0.3])
+    f = np.array([0.5, 0.4, 0.3])
+    se = np.sqrt(f * (1 - f) / 400)
+    below, above = A.curve_gap_se(a, f - np.array([0.0, se[1], 0.0]), f, runs=400)
+    assert below == pytest.approx(1.0)
+    assert above == pytest.approx(0.0, abs=1e-12)
+    below, above = A.curve_gap_se(a, f + 2 * se, f, runs=400)
+    assert below == pytest.approx(-2.0) and above == pytest.approx(2.0)
+
+
+def test_ideal_statistics_orientation():
+    """On D, Σ λ(v_t) has the law of λ summed over N(0, σ²) draws (KS against a direct draw); it is larger on D′."""
+    o, o1 = A.ideal_statistics(np.random.default_rng(0), steps=10, runs=20000, sampling_rate=0.2, noise_multiplier=1.0)
+    assert o1.mean() > o.mean() + 0.1
+    v = np.random.default_rng(1).normal(0, 1, (20000, 10))
+    ref = A.step_llr(v, noise_multiplier=1.0, sampling_rate=0.2).sum(1)
+    assert stats.ks_2samp(o, ref).pvalue > 1e-3

@@ -36,13 +36,34 @@ from scipy import stats
 from hsaudit import heuristic as H
 
 Update = Literal["ascent", "descent"]
+BaseRule = Literal["three_sigma", "half_width"]
+BASE_RULES = ("three_sigma", "half_width")
 
 
-def encoding_base(noise_multiplier: float) -> float:
-    """P = 10^⌈log10(3σ)⌉, the power of ten above the noise's 3σ range (Section 4.2)."""
+def encoding_base(noise_multiplier: float, *, rule: BaseRule = "three_sigma", sigmas: float = 6.0) -> float:
+    """The encoding base P (a power of ten): the latest noisy value must stay inside ±P/2 to be decoded.
+
+    Args:
+        noise_multiplier: σ.
+        rule: ``"three_sigma"`` — the paper's P = 10^⌈log10(3σ)⌉, "the closest power of 10 above 3σ" (Section
+            4.2). It bounds the *width* P by 3σ, so the decoding window ±P/2 can be as narrow as ±1.5σ
+            (σ = 3.3: P = 10, P/2 = 1.5σ); over T steps most runs then carry a wrapped value.
+            ``"half_width"`` [inferred] — the smallest power of ten with P/2 ≥ ``sigmas``·σ + 1 (the + 1 is
+            the canary's unit step), so that a value leaves the window with probability ≤ 2Φ̄(``sigmas``) per step.
+        sigmas: the half-width in units of σ for ``"half_width"`` (6: ≈ 2e−9 per step).
+
+    Returns:
+        P.
+    """
     if not noise_multiplier > 0:
         raise ValueError(f"noise_multiplier must be positive, got {noise_multiplier}")
-    return 10.0 ** math.ceil(math.log10(3.0 * noise_multiplier))
+    if rule == "three_sigma":
+        return 10.0 ** math.ceil(math.log10(3.0 * noise_multiplier) - 1e-12)
+    if rule == "half_width":
+        if not sigmas > 0:
+            raise ValueError(f"sigmas must be positive, got {sigmas}")
+        return 10.0 ** math.ceil(math.log10(2.0 * (sigmas * noise_multiplier + 1.0)) - 1e-12)
+    raise ValueError(f"rule must be one of {BASE_RULES}, got {rule!r}")
 
 
 def step_llr(v: npt.ArrayLike, *, noise_multiplier: float, sampling_rate: float) -> np.ndarray:
@@ -64,12 +85,16 @@ class Construction:
         sampling_rate: q.
         dataset_size: |D| (number of zeros; the paper's "10B" read as 10¹⁰ [inferred]).
         digits: λ is encoded rounded to 10^−digits (paper: 2 decimals ⇒ factor 100).
+        base_rule: how P is chosen (:func:`encoding_base`): ``"three_sigma"`` (paper) or ``"half_width"``.
+        base_sigmas: half-width of the decoding window in σ for ``base_rule="half_width"``.
     """
 
     noise_multiplier: float
     sampling_rate: float
     dataset_size: float = 1e10
     digits: int = 2
+    base_rule: BaseRule = "three_sigma"
+    base_sigmas: float = 6.0
 
     def __post_init__(self) -> None:
         if not self.noise_multiplier > 0:
@@ -78,10 +103,12 @@ class Construction:
             raise ValueError(f"sampling_rate must be in (0, 1], got {self.sampling_rate}")
         if not self.dataset_size >= 1:
             raise ValueError(f"dataset_size must be >= 1, got {self.dataset_size}")
+        encoding_base(self.noise_multiplier, rule=self.base_rule, sigmas=self.base_sigmas)  # validates the rule
 
     @property
     def base(self) -> float:
-        return encoding_base(self.noise_multiplier)
+        """P (:func:`encoding_base`)."""
+        return encoding_base(self.noise_multiplier, rule=self.base_rule, sigmas=self.base_sigmas)
 
     @property
     def expected_batch(self) -> float:
@@ -130,7 +157,8 @@ def simulate(
     construction: Construction,
     update: Update = "ascent",
     return_trace: bool = False,
-) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    return_wraps: bool = False,
+) -> np.ndarray | tuple[np.ndarray, ...]:
     """Final iterates θ_T of ``runs`` independent DP-SGD runs with the adversarial gradient (vectorised).
 
     Per step: n0 ~ Binomial(|D|, q) zeros and (on D′) the canary with probability q are sampled; the summed
@@ -146,9 +174,12 @@ def simulate(
         update: ``"ascent"`` (working) or ``"descent"`` (literal).
         return_trace: also return the decoded values v_1..v_T (runs × T): v_k decoded from θ_k, the last one
             decoded from θ_T as the adversary does.
+        return_wraps: also return, per run, the number of steps k at which the latest value left the decoding
+            window (|θ_k − L_k| > P/2, L_k = the encoded partial sum the construction wrote), i.e. was decoded
+            as a carry into the encoded digits (only meaningful for ``update="ascent"``).
 
     Returns:
-        θ_T (runs,), and the trace when asked.
+        θ_T (runs,), then the trace and the wrap counts (runs,) when asked, in that order.
     """
     if isinstance(steps, bool) or int(steps) != steps or steps < 1:
         raise ValueError(f"steps must be an integer >= 1, got {steps}")
@@ -160,10 +191,16 @@ def simulate(
     sign = 1.0 if update == "ascent" else -1.0
     theta = np.zeros(runs)
     trace = np.empty((runs, steps)) if return_trace else None
+    wraps = np.zeros(runs, dtype=np.int64)
+    written = np.zeros(runs)  # L_k: the multiple of P the construction meant θ_k to carry
     n_total = int(round(c.dataset_size))
     for k in range(steps):
-        if return_trace and k > 0:
-            trace[:, k - 1] = c.decode(theta)[1]
+        if k > 0:
+            high, v = c.decode(theta)
+            if return_trace:
+                trace[:, k - 1] = v
+            wraps += high != written
+            written = high + c.encode(v)
         n0 = rng.binomial(n_total, c.sampling_rate, size=runs).astype(float)
         g0 = np.clip(adversarial_gradient(0.0, theta, c), -1.0, 1.0)
         total = n0 * g0
@@ -172,22 +209,55 @@ def simulate(
             total = total + b * np.clip(adversarial_gradient(1.0, theta, c), -1.0, 1.0)
         total = total + rng.normal(0.0, c.noise_multiplier, size=runs)
         theta = theta + sign * total
+    high, v = c.decode(theta)
+    wraps += high != written
+    extra = ((trace,) if return_trace else ()) + ((wraps,) if return_wraps else ())
     if return_trace:
-        trace[:, steps - 1] = c.decode(theta)[1]
-        return theta, trace
-    return theta
+        trace[:, steps - 1] = v
+    return (theta, *extra) if extra else theta
 
 
 def simulate_statistics(
-    rng: np.random.Generator, *, steps: int, runs: int, construction: Construction, update: Update = "ascent"
+    rng: np.random.Generator,
+    *,
+    steps: int,
+    runs: int,
+    construction: Construction,
+    update: Update = "ascent",
+    wraps: dict | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(O, O′): statistics of ``runs`` runs on D and ``runs`` runs on D′."""
-    o = statistic(
-        simulate(rng, steps=steps, runs=runs, canary=False, construction=construction, update=update), construction
+    """(O, O′): statistics of ``runs`` runs on D and ``runs`` runs on D′.
+
+    When ``wraps`` is a dict, it receives ``"wrap_rate_out"`` / ``"wrap_rate_in"``: the fraction of runs on D / D′
+    in which at least one step's value left the decoding window ±P/2 (see :func:`simulate`).
+    """
+    th0, w0 = simulate(
+        rng, steps=steps, runs=runs, canary=False, construction=construction, update=update, return_wraps=True
     )
-    o1 = statistic(
-        simulate(rng, steps=steps, runs=runs, canary=True, construction=construction, update=update), construction
+    th1, w1 = simulate(
+        rng, steps=steps, runs=runs, canary=True, construction=construction, update=update, return_wraps=True
     )
+    if wraps is not None:
+        wraps["wrap_rate_out"] = float(np.mean(w0 > 0))
+        wraps["wrap_rate_in"] = float(np.mean(w1 > 0))
+    return statistic(th0, construction), statistic(th1, construction)
+
+
+def ideal_statistics(
+    rng: np.random.Generator, *, steps: int, runs: int, sampling_rate: float, noise_multiplier: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(O, O′) of the all-iterates likelihood-ratio test Σ_k λ(v_k), v_k ~ N(0, σ²) on D and Bern(q) + N(0, σ²) on D′.
+
+    This is what the construction's statistic approximates (without the two-decimal rounding, the batch-size noise
+    and wraps); auditing it isolates the audit's own finite-R behaviour from the construction's losses.
+    """
+    o = np.zeros(runs)
+    o1 = np.zeros(runs)
+    for _ in range(steps):
+        v0 = rng.normal(0.0, noise_multiplier, runs)
+        v1 = (rng.random(runs) < sampling_rate) + rng.normal(0.0, noise_multiplier, runs)
+        o += step_llr(v0, noise_multiplier=noise_multiplier, sampling_rate=sampling_rate)
+        o1 += step_llr(v1, noise_multiplier=noise_multiplier, sampling_rate=sampling_rate)
     return o, o1
 
 
@@ -431,16 +501,33 @@ def audit_many(
     seed: int,
     dataset_size: float = 1e10,
     update: Update = "ascent",
+    base_rule: BaseRule = "three_sigma",
+    base_sigmas: float = 6.0,
+    ideal_reference: bool = False,
     key: tuple = (),
 ) -> pd.DataFrame:
-    """Repeat the audit: per repetition, the paper's audit at every tail floor and the Clopper–Pearson one."""
+    """Repeat the audit: per repetition, the paper's audit at every tail floor and the Clopper–Pearson one.
+
+    Every row also carries the encoding base P, its rule, and the wrap rates of that repetition (fraction of runs
+    on D and on D′ in which some step's value left the decoding window ±P/2; :func:`simulate_statistics`).
+    The random streams do not depend on ``base_rule``: both rules see the same batches and noise. With
+    ``ideal_reference`` a row ``method="paper_ideal"`` audits Σ_k λ(v_k) of freshly drawn raw per-step values
+    (:func:`ideal_statistics`) at the first tail floor, the same R.
+    """
     from hsaudit.seeding import derive_seed
 
-    c = Construction(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, dataset_size=dataset_size)
+    c = Construction(
+        noise_multiplier=noise_multiplier,
+        sampling_rate=sampling_rate,
+        dataset_size=dataset_size,
+        base_rule=base_rule,
+        base_sigmas=base_sigmas,
+    )
     rows = []
     for r in range(repetitions):
         rng = np.random.default_rng(derive_seed(seed, "annamalai", *key, steps, sampling_rate, noise_multiplier, r))
-        o, o1 = simulate_statistics(rng, steps=steps, runs=runs, construction=c, update=update)
+        wraps: dict = {}
+        o, o1 = simulate_statistics(rng, steps=steps, runs=runs, construction=c, update=update, wraps=wraps)
         for fl in tail_floors:
             rows.append(
                 {
@@ -448,6 +535,7 @@ def audit_many(
                     "method": "paper",
                     "tail_floor": fl,
                     "epsilon_emp": audit_pld(o, o1, table, tail_floor=fl),
+                    **wraps,
                 }
             )
         rows.append(
@@ -456,13 +544,31 @@ def audit_many(
                 "method": "clopper_pearson",
                 "tail_floor": math.nan,
                 "epsilon_emp": audit_pld(o, o1, table, confidence=confidence),
+                **wraps,
             }
         )
+        if ideal_reference:
+            # The same audit on the statistic the construction aims to carry, Σ_k λ(v_k) of the raw per-step values
+            # (no encoding, no rounding, no wraps): what the audit gives when the construction loses nothing.
+            i0, i1 = ideal_statistics(
+                rng, steps=steps, runs=runs, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier
+            )
+            rows.append(
+                {
+                    "repetition": r,
+                    "method": "paper_ideal",
+                    "tail_floor": tail_floors[0],
+                    "epsilon_emp": audit_pld(i0, i1, table, tail_floor=tail_floors[0]),
+                }
+            )
     out = pd.DataFrame(rows)
     out["sampling_rate"] = sampling_rate
     out["steps"] = steps
     out["noise_multiplier"] = noise_multiplier
     out["update"] = update
+    out["base_rule"] = base_rule
+    out["encoding_base"] = c.base
+    out["confidence"] = confidence
     out["runs_per_world"] = runs
     return out
 
@@ -480,9 +586,16 @@ def fig1_table(
     update: Update = "ascent",
     value_discretization_interval: float = 1e-3,
     curve_points: int = 400,
+    base_rule: BaseRule = "three_sigma",
+    base_sigmas: float = 6.0,
 ) -> pd.DataFrame:
     """Figure 1: per setting (σ, q, T), the observed (FPR, FNR) of one audit, the PLD trade-off curve (all
-    iterates) and the exact linear-loss curve; with the ε of both at δ in columns."""
+    iterates) and the exact linear-loss curve; with the ε of both at δ in columns.
+
+    Columns ``max_below_se`` / ``max_above_se`` measure how close the observations lie to the PLD curve f:
+    the largest (f(α) − β)/se and (β − f(α))/se over the observed points with 0 < f(α) < 1, in binomial standard
+    errors se = √(f(α)(1 − f(α))/R) of an FNR estimated from R runs (:func:`curve_gap_se`).
+    """
     from hsaudit.seeding import derive_seed
 
     frames = []
@@ -490,21 +603,25 @@ def fig1_table(
     eg = default_epsilon_grid()
     for st in settings:
         sig, q, t = float(st["noise_multiplier"]), float(st["sampling_rate"]), int(st["steps"])
-        c = Construction(noise_multiplier=sig, sampling_rate=q, dataset_size=dataset_size)
+        c = Construction(
+            noise_multiplier=sig,
+            sampling_rate=q,
+            dataset_size=dataset_size,
+            base_rule=base_rule,
+            base_sigmas=base_sigmas,
+        )
         rng = np.random.default_rng(derive_seed(seed, "annamalai-fig1", st["name"], sig, q, t))
         o, o1 = simulate_statistics(rng, steps=t, runs=runs, construction=c, update=update)
         a_obs, b_obs = observed_rates(o, o1)
-        pld_curve = tradeoff_from_deltas(
-            alpha_grid,
-            eg,
-            delta_curve(
-                steps=t,
-                sampling_rate=q,
-                noise_multiplier=sig,
-                epsilons=eg,
-                value_discretization_interval=value_discretization_interval,
-            ),
+        deltas = delta_curve(
+            steps=t,
+            sampling_rate=q,
+            noise_multiplier=sig,
+            epsilons=eg,
+            value_discretization_interval=value_discretization_interval,
         )
+        pld_curve = tradeoff_from_deltas(alpha_grid, eg, deltas)
+        below, above = curve_gap_se(a_obs, b_obs, tradeoff_from_deltas(a_obs, eg, deltas), runs=runs)
         lin_curve = linear_tradeoff(alpha_grid, steps=t, sampling_rate=q, noise_multiplier=sig)
         meta = {
             "setting": st["name"],
@@ -521,6 +638,9 @@ def fig1_table(
             "epsilon_linear": H.heuristic_epsilon(delta, steps=t, sampling_rate=q, noise_multiplier=sig),
             "delta": delta,
             "runs_per_world": runs,
+            "encoding_base": c.base,
+            "max_below_se": below,
+            "max_above_se": above,
         }
         frames += [
             pd.DataFrame({**meta, "curve": "observed", "fpr": a_obs, "fnr": b_obs}),
@@ -528,6 +648,29 @@ def fig1_table(
             pd.DataFrame({**meta, "curve": "linear_loss", "fpr": alpha_grid, "fnr": lin_curve}),
         ]
     return pd.concat(frames, ignore_index=True)
+
+
+def curve_gap_se(alpha: npt.ArrayLike, beta: npt.ArrayLike, curve: npt.ArrayLike, *, runs: int) -> tuple[float, float]:
+    """Largest gaps of observed points (α, β) below and above a trade-off curve f, in binomial standard errors.
+
+    Args:
+        alpha: observed FPRs.
+        beta: observed FNRs.
+        curve: f(α) at the same points.
+        runs: R, the number of runs each FNR is estimated from.
+
+    Returns:
+        ``(max (f(α) − β)/se, max (β − f(α))/se)`` over the points with 0 < f(α) < 1, se = √(f(α)(1 − f(α))/R);
+        NaN when no point qualifies.
+    """
+    a, b, f = (np.asarray(x, dtype=float) for x in (alpha, beta, curve))
+    if runs < 1:
+        raise ValueError(f"runs must be >= 1, got {runs}")
+    keep = (f > 0) & (f < 1) & (a > 0)
+    if not keep.any():
+        return math.nan, math.nan
+    z = (f[keep] - b[keep]) / np.sqrt(f[keep] * (1 - f[keep]) / runs)
+    return float(z.max()), float((-z).max())
 
 
 def audit_pld_sigma(
@@ -543,8 +686,11 @@ def audit_pld_sigma(
     epsilon_grid: npt.ArrayLike | None = None,
     value_discretization_interval: float = 1e-3,
 ) -> dict[str, float]:
-    """Known-(q, T) audit (Steinke et al. §3.1; Nasr et al. 2023): the smallest σ̂ whose composed Poisson-subsampled
+    """Known-(q, T) audit (Steinke et al. §3.1; Nasr et al. 2023): the largest σ̂ whose composed Poisson-subsampled
     Gaussian mechanism is consistent with every Clopper–Pearson-bounded (FPR, FNR) point, and ε_lb = ε_{σ̂}(δ).
+
+    Every σ ≤ σ̂ is consistent too (a smaller σ has a lower trade-off curve), so ε_{σ̂}(δ) is the smallest ε the
+    observations cannot rule out: the lower bound.
 
     Consistency (every point on or above the PLD trade-off curve at σ) holds for all σ up to a boundary σ̂ (a
     smaller σ gives a lower curve), so σ̂ is found by bisection in log σ, one PLD per step (no table needed).

@@ -5,7 +5,9 @@ All of them are analytic or one-dimensional simulations (no training):
 * :func:`fig1_table` — heuristic ε vs standard accounting vs the full-batch proxy across T (Figure 1).
 * :func:`simulate_linear_canary` and :func:`fig3_table` — the gradient-space canary with an adversarial
   all-zero "dataset", which reduces exactly to Σ_t Bern(q) + N(0, Tσ²) vs N(0, Tσ²) (Section 3.1, Figure 3),
-  audited empirically (GDP audit of Nasr et al. 2023) beside the heuristic.
+  audited empirically beside the heuristic: the paper's known-(q, T) σ̂ audit (:func:`pld_sigma_audit`) and the
+  GDP audit of Nasr et al. 2023 (:func:`gdp_audit`), with each audit's infinite-run limit
+  (:func:`population_audits`).
 * :func:`quadratic_mixture`, :func:`quadratic_epsilon` and :func:`fig5_table` — linear loss plus quadratic
   regulariser r(m) = αm²/2 (Section 4.2, Figure 5) with the paper's rounding upper bound.
 * :func:`zeroing_regulariser_epsilon` — the counterexample of Section 4.1.
@@ -18,7 +20,7 @@ Convention: every score is oriented so that higher ⇒ canary present ("member")
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -144,6 +146,240 @@ def calibrate_standard_sigma(target_epsilon: float, *, delta: float, steps: int,
     )
 
 
+FIG3_AUDITS = ("pld_sigma", "gdp")
+SIGMA_FAMILIES = ("last_iterate", "all_iterates")
+
+
+def lower_hull(alpha: npt.ArrayLike, beta: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices of the lower-left convex hull of the points (α, β) (Andrew's monotone chain).
+
+    A trade-off curve f is convex and decreasing, so every point lies on or above f iff every vertex of this hull
+    does (a point dominated by a convex combination of others is implied): the consistency checks of the σ̂ audit
+    only need these vertices, typically a few hundred of ~10⁵ points.
+    """
+    a = np.asarray(alpha, dtype=float)
+    b = np.asarray(beta, dtype=float)
+    order = np.lexsort((b, a))
+    a, b = a[order], b[order]
+    hull: list[int] = []
+    for i in range(a.size):
+        while len(hull) >= 2:
+            i1, i2 = hull[-2], hull[-1]
+            cross = (a[i2] - a[i1]) * (b[i] - b[i1]) - (b[i2] - b[i1]) * (a[i] - a[i1])
+            if cross <= 0:
+                hull.pop()
+            else:
+                break
+        hull.append(i)
+    idx = np.array(hull, dtype=int)
+    # Keep the decreasing part (the lower-left boundary); points right of the β minimum cannot bind.
+    stop = int(np.argmin(b[idx])) + 1
+    return a[idx[:stop]], b[idx[:stop]]
+
+
+def _cp_points(scores_out, scores_in, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """One-sided CP upper bounds on (FPR, FNR) of every threshold "score ≥ τ" (higher score ⇒ canary present)."""
+    from hsaudit.annamalai import observed_rates
+
+    alpha, beta = observed_rates(scores_out, scores_in)
+    n0, n1 = np.size(scores_out), np.size(scores_in)
+    return (
+        clopper_pearson_upper(np.round(alpha * n0), n0, confidence),
+        clopper_pearson_upper(np.round(beta * n1), n1, confidence),
+    )
+
+
+def _largest_consistent_sigma(consistent, lo: float, hi: float, iterations: int) -> float:
+    """Bisection in log σ for the boundary of {σ : consistent(σ)} = (0, σ̂]; clamped to [lo, hi] with a warning."""
+    import warnings
+
+    llo, lhi = math.log(lo), math.log(hi)
+    if consistent(hi):
+        warnings.warn(f"points are consistent even with sigma={hi}; sigma_hat is capped there", stacklevel=3)
+        return hi
+    if not consistent(lo):
+        warnings.warn(f"points violate even sigma={lo}; epsilon is capped there", stacklevel=3)
+        return lo
+    for _ in range(iterations):  # invariant: exp(llo) consistent, exp(lhi) not
+        mid = 0.5 * (llo + lhi)
+        if consistent(math.exp(mid)):
+            llo = mid
+        else:
+            lhi = mid
+    return math.exp(llo)
+
+
+def last_iterate_tradeoff(
+    alpha: npt.ArrayLike, *, steps: int, sampling_rate: float, noise_multiplier: float, grid: int = 4000
+) -> np.ndarray:
+    """Symmetric trade-off curve of Theorem 1's pair, min(f(α), f⁻¹(α)).
+
+    f is the Neyman–Pearson curve of N(0, Tσ²) vs Σ_k Bin(k; T, q) N(k, Tσ²)
+    (:func:`hsaudit.annamalai.linear_tradeoff`); f⁻¹ is the curve with the roles of the two distributions
+    swapped. The heuristic ε(δ) takes the max of δ over both directions, so this lower envelope is the curve
+    whose (ε, δ) profile is the heuristic's, as dp-accounting's symmetric PLD curve is for the all-iterates family.
+    f⁻¹ is interpolated (log x against log f) on ``grid`` log-spaced points per tail.
+    """
+    from hsaudit.annamalai import linear_tradeoff
+
+    a = np.asarray(alpha, dtype=float)
+    kw = dict(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
+    f = linear_tradeoff(a, **kw)
+    xg = np.unique(
+        np.concatenate(
+            [np.geomspace(1e-300, 1e-20, 200), np.geomspace(1e-20, 0.5, grid), 1 - np.geomspace(1e-16, 0.5, grid)]
+        )
+    )
+    fg = linear_tradeoff(xg, **kw)
+    order = np.argsort(fg, kind="stable")
+    with np.errstate(divide="ignore"):
+        lf = np.log(np.maximum(fg[order], 1e-300))
+        finv = np.exp(np.interp(np.log(np.maximum(a, 1e-300)), lf, np.log(xg[order])))
+    return np.minimum(f, finv)
+
+
+def sigma_hat_from_points(
+    alpha: npt.ArrayLike,
+    beta: npt.ArrayLike,
+    *,
+    steps: int,
+    sampling_rate: float,
+    noise_multiplier: float,
+    delta: float,
+    family: str = "last_iterate",
+    iterations: int = 14,
+    value_discretization_interval: float = 1e-3,
+) -> dict[str, float]:
+    """The largest σ̂ whose trade-off curve (known q, T) lies on or below every point (α, β); ε at δ of σ̂.
+
+    Args:
+        alpha, beta: (FPR, FNR) points (CP upper bounds for an audit, exact rates for its infinite-R limit).
+        steps, sampling_rate: the known T and q.
+        noise_multiplier: the mechanism's σ; the search bracket is [σ/4, 10σ].
+        delta: δ.
+        family: the mechanisms the adversary assumes. ``"last_iterate"``: Theorem 1's pair
+            N(Binomial(T, q), Tσ²) vs N(0, Tσ²) — its symmetric curve (:func:`last_iterate_tradeoff`),
+            ε = the heuristic ε at σ̂. ``"all_iterates"``: T composed Poisson-subsampled Gaussians (symmetric
+            PLD curve of dp-accounting, as in Nasr et al. 2023 and :func:`hsaudit.annamalai.audit_pld_sigma`),
+            ε = standard accounting at σ̂.
+        iterations: bisection steps in log σ.
+        value_discretization_interval: PLD discretisation (``all_iterates``).
+
+    Returns:
+        ``{"sigma_hat": σ̂, "epsilon": ε}``.
+
+    Raises:
+        ValueError: on an unknown family.
+    """
+    if family not in SIGMA_FAMILIES:
+        raise ValueError(f"family must be one of {SIGMA_FAMILIES}, got {family!r}")
+    a, b = lower_hull(alpha, beta)
+    from hsaudit.annamalai import delta_curve, tradeoff_from_deltas
+
+    eg = np.round(np.arange(0.0, 40.0 + 1e-9, 0.05), 6)  # ε′ lines of the PLD envelope (fig6's grid)
+
+    def consistent(sig: float) -> bool:
+        if family == "last_iterate":
+            f = last_iterate_tradeoff(a, steps=steps, sampling_rate=sampling_rate, noise_multiplier=sig)
+        else:
+            d = delta_curve(
+                steps=steps,
+                sampling_rate=sampling_rate,
+                noise_multiplier=sig,
+                epsilons=eg,
+                value_discretization_interval=value_discretization_interval,
+            )
+            f = tradeoff_from_deltas(a, eg, d)
+        return bool(np.all(b >= f - 1e-12))
+
+    sig = _largest_consistent_sigma(consistent, noise_multiplier / 4, noise_multiplier * 10, iterations)
+    kw = dict(steps=steps, sampling_rate=sampling_rate, noise_multiplier=sig)
+    if family == "last_iterate":
+        eps = H.heuristic_epsilon(delta, **kw)
+    else:
+        eps = H.standard_epsilon(delta, value_discretization_interval=value_discretization_interval, **kw)
+    return {"sigma_hat": sig, "epsilon": eps}
+
+
+def pld_sigma_audit(
+    scores_out: npt.ArrayLike,
+    scores_in: npt.ArrayLike,
+    *,
+    steps: int,
+    sampling_rate: float,
+    noise_multiplier: float,
+    delta: float,
+    confidence: float = 0.95,
+    family: str = "last_iterate",
+) -> dict[str, float]:
+    """The paper's audit (§3.1, "PLD approach with Clopper–Pearson intervals" of Nasr et al. 2023): the adversary
+    knows q and T and estimates σ; ε_lb is derived from σ̂.
+
+    One-sided CP upper bounds (``confidence``) on FPR and FNR at every threshold (higher score ⇒ canary present),
+    then :func:`sigma_hat_from_points` with the assumed ``family``. Like every max-over-thresholds audit it is not a
+    strictly valid 95% bound (docs/audit.md).
+
+    Returns:
+        ``{"sigma_hat": σ̂, "epsilon": ε_lb}``.
+    """
+    a, b = _cp_points(scores_out, scores_in, confidence)
+    return sigma_hat_from_points(
+        a,
+        b,
+        steps=steps,
+        sampling_rate=sampling_rate,
+        noise_multiplier=noise_multiplier,
+        delta=delta,
+        family=family,
+    )
+
+
+def linear_canary_rates(
+    *, steps: int, sampling_rate: float, noise_multiplier: float, points: int = 4000
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact (FPR, FNR) of the threshold tests "score ≥ τ" on the fig3 pair (no sampling error).
+
+    FPR = Φ̄(τ/s), FNR = Σ_k Bin(k; T, q) Φ((τ − k)/s), s = σ√T, for τ such that FPR runs from 1e−14 to 1 − 1e−14
+    (log-spaced in both tails). These are the points an audit would see with infinitely many runs.
+    """
+    mix = H.binomial_mixture(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
+    half = np.geomspace(1e-14, 0.5, points // 2)
+    fpr = np.unique(np.concatenate([half, 1 - half]))
+    tau = mix.scale * stats.norm.isf(fpr)
+    w = np.exp(mix.log_weights)
+    fnr = np.sum(w * stats.norm.cdf((tau[:, None] - mix.atoms) / mix.scale), axis=1)
+    return fpr, fnr
+
+
+def population_audits(
+    *,
+    steps: int,
+    sampling_rate: float,
+    noise_multiplier: float,
+    delta: float,
+    families: tuple[str, ...] = SIGMA_FAMILIES,
+) -> dict[str, float]:
+    """What each audit converges to with infinitely many runs on the fig3 pair (exact rates, no CP interval).
+
+    * σ̂ audit, both families (:func:`sigma_hat_from_points` on the exact rates). ``last_iterate`` recovers σ and
+      the heuristic ε exactly (the family contains the true pair). ``all_iterates`` is *above* the heuristic for
+      T > 1: the composed family's curve has another shape, and the largest member below the true curve is less
+      private than the true pair — not a lower bound on the released model's ε.
+    * GDP audit: μ = sup_τ Φ⁻¹(1 − FPR) − Φ⁻¹(FNR), ε = ε_{μ-GDP}(δ).
+
+    Returns:
+        ``{"mu", "epsilon_gdp"}`` and ``"epsilon_<family>"`` for each of ``families``.
+    """
+    kw = dict(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
+    fpr, fnr = linear_canary_rates(**kw)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mu = float(np.nanmax(stats.norm.isf(fpr) - stats.norm.ppf(fnr)))
+    out = {"mu": mu, "epsilon_gdp": H.gdp_epsilon_for(delta, mu)}
+    for fam in families:
+        out[f"epsilon_{fam}"] = sigma_hat_from_points(fpr, fnr, delta=delta, family=fam, **kw)["epsilon"]
+    return out
+
+
 def fig3_table(
     *,
     sampling_rates: list[float],
@@ -154,25 +390,69 @@ def fig3_table(
     confidence: float,
     seed: int,
     mode: str = "paper",
+    sigma_families: list[str] = ("last_iterate",),
+    population: bool = True,
 ) -> pd.DataFrame:
-    """Figure 3: per (q, T), σ calibrated so standard ε = target; heuristic ε and the empirical GDP audit."""
+    """Figure 3: per (q, T), σ calibrated so standard ε = target; heuristic ε and the empirical audits of one set of
+    scores: the paper's known-(q, T) σ̂ audit for every family in ``sigma_families`` (``empirical_sigma_<family>``,
+    CP bounds, :func:`pld_sigma_audit`) and the GDP audit (``empirical_gdp``, threshold selection ``mode``); with
+    ``population`` also what each audit gives with infinitely many runs (``population_*``,
+    :func:`population_audits`).
+
+    Every row records ``audit_mode`` (GDP: the threshold selection; σ̂: every threshold; population: exact rates)
+    and ``confidence`` (of the CP bounds).
+    """
+    for fam in sigma_families:
+        if fam not in SIGMA_FAMILIES:
+            raise ValueError(f"sigma_families must be a subset of {SIGMA_FAMILIES}, got {fam!r}")
     rows = []
+    nan = math.nan
     for q in sampling_rates:
         for t in steps:
             sigma = calibrate_standard_sigma(target_epsilon, delta=delta, steps=int(t), sampling_rate=float(q))
             rng = np.random.default_rng(_seed(seed, "steinke-fig3", q, t))
-            out, inn = simulate_linear_canary(
-                rng, steps=int(t), sampling_rate=float(q), noise_multiplier=sigma, runs=runs
-            )
-            aud = gdp_audit(out, inn, confidence=confidence, delta=delta, mode=mode)
-            base = {"sampling_rate": float(q), "steps": int(t), "noise_multiplier": sigma, "runs_per_world": runs}
-            heur = H.heuristic_epsilon(delta, steps=int(t), sampling_rate=float(q), noise_multiplier=sigma)
-            std = H.standard_epsilon(delta, steps=int(t), sampling_rate=float(q), noise_multiplier=sigma)
+            kw = dict(steps=int(t), sampling_rate=float(q), noise_multiplier=sigma)
+            out, inn = simulate_linear_canary(rng, runs=runs, **kw)
+            base = {
+                "sampling_rate": float(q),
+                "steps": int(t),
+                "noise_multiplier": sigma,
+                "runs_per_world": runs,
+                "confidence": confidence,
+            }
+
+            def row(method, epsilon, *, mu=nan, sigma_hat=nan, audit_mode="none"):
+                return {
+                    **base,
+                    "method": method,
+                    "epsilon": epsilon,
+                    "mu": mu,
+                    "sigma_hat": sigma_hat,
+                    "audit_mode": audit_mode,
+                }
+
             rows += [
-                {**base, "method": "standard", "epsilon": std, "mu": math.nan},
-                {**base, "method": "heuristic", "epsilon": heur, "mu": math.nan},
-                {**base, "method": "empirical_gdp", "epsilon": aud["epsilon"], "mu": aud["mu"]},
+                row("standard", H.standard_epsilon(delta, **kw)),
+                row("heuristic", H.heuristic_epsilon(delta, **kw)),
             ]
+            for fam in sigma_families:
+                aud = pld_sigma_audit(out, inn, delta=delta, confidence=confidence, family=fam, **kw)
+                rows.append(
+                    row(
+                        f"empirical_sigma_{fam}",
+                        aud["epsilon"],
+                        sigma_hat=aud["sigma_hat"],
+                        audit_mode="all_thresholds",
+                    )
+                )
+            gdp = gdp_audit(out, inn, confidence=confidence, delta=delta, mode=mode)
+            rows.append(row("empirical_gdp", gdp["epsilon"], mu=gdp["mu"], audit_mode=mode))
+            if population:
+                pop = population_audits(delta=delta, families=tuple(sigma_families), **kw)
+                rows += [
+                    row(f"population_sigma_{f}", pop[f"epsilon_{f}"], audit_mode="exact_rates") for f in sigma_families
+                ]
+                rows.append(row("population_gdp", pop["epsilon_gdp"], mu=pop["mu"], audit_mode="exact_rates"))
     return pd.DataFrame(rows)
 
 
@@ -197,12 +477,19 @@ class Rounding:
             keeping 0 exact gives the same ε to 4 digits at the check point (see docs/steinke.md).
         max_exact_steps: steps enumerated exactly (2^K atoms); the contribution of later steps,
             Σ_{i>K} (1−α)^{i−1} = (1−α)^K/α, is added to every atom (a further upper bound).
+        direction: ``"up"`` (the paper's words: "round each value in the support up to the nearest integer power
+            of 1.05"; an upper bound on ε) or ``"nearest"`` (to the nearest power in log scale; not a bound).
     """
 
     floor: float = 5e-4
     base: float = 1.05
     round_zero: bool = True
     max_exact_steps: int = 18
+    direction: str = "up"
+
+    def __post_init__(self) -> None:
+        if self.direction not in ("up", "nearest"):
+            raise ValueError(f"direction must be 'up' or 'nearest', got {self.direction!r}")
 
 
 def quadratic_mixture(
@@ -247,7 +534,8 @@ def quadratic_mixture(
         )
         pos = rounded > 0
         exps = np.zeros_like(rounded)
-        exps[pos] = np.ceil(np.log(rounded[pos]) / math.log(rounding.base) - 1e-12)
+        logs = np.log(rounded[pos]) / math.log(rounding.base)
+        exps[pos] = np.ceil(logs - 1e-12) if rounding.direction == "up" else np.round(logs)
         values = np.where(pos, rounding.base**exps, 0.0)
     # merge equal atoms
     uniq, inv = np.unique(np.round(values, 12), return_inverse=True)
@@ -295,7 +583,8 @@ def fig5_table(
 ) -> pd.DataFrame:
     """Figure 5: ratio ε_quadratic(α) / max_{t≤T} ε_{t,q,σ} for σ set per q so one step is (ε₁, δ)-DP.
 
-    ``ratio`` uses the paper's rounding (an upper bound); ``ratio_exact`` enumerates the 2^T atoms exactly for
+    ``ratio`` uses the paper's rounding (``rounding.direction``, by default up: an upper bound); ``ratio_exact``
+    enumerates the 2^T atoms exactly and ``ratio_other_direction`` rounds in the other direction, both for
     T ≤ ``exact_max_steps`` (NaN beyond).
     """
     rows = []
@@ -319,9 +608,20 @@ def fig5_table(
                     if int(t) <= exact_max_steps
                     else math.nan
                 )
+                other = replace(rounding, direction="nearest" if rounding.direction == "up" else "up")
+                alt = (
+                    quadratic_epsilon(
+                        delta, steps=int(t), sampling_rate=q, noise_multiplier=sigma, alpha=alpha, rounding=other
+                    )
+                    if int(t) <= exact_max_steps
+                    else math.nan
+                )
                 rows.append(
                     {
                         "one_step_epsilon": float(e1),
+                        "rounding_direction": rounding.direction,
+                        "epsilon_quadratic_other_direction": alt,
+                        "ratio_other_direction": alt / lin[int(t)],
                         "sampling_rate": float(q),
                         "noise_multiplier": sigma,
                         "steps": int(t),
@@ -365,6 +665,9 @@ class MaliciousConstants:
         t_last: threshold on the latest raw coordinate (canary step value η + noise vs noise); ``None``
             (default) means the MAP rule η/2 + ησ²·log((1−q)/q), i.e. "the canary was more likely present".
         learning_rate: η.
+        store: ``"decision"`` (Algorithm 3 as printed: coordinate i−1 becomes ±BIG_VAL by thresholding, one bit per
+            step) or ``"value"`` (a departure, to locate the loss: coordinate i−1 becomes BIG_VAL·x_{i−1} and is
+            left alone afterwards, so later noise adds only σ/BIG_VAL per step to the decoded value x_{i−1}).
     """
 
     batch_size: float = 1.0e4
@@ -372,6 +675,11 @@ class MaliciousConstants:
     t_past: float = 0.0
     t_last: float | None = None
     learning_rate: float = 1.0
+    store: str = "decision"
+
+    def __post_init__(self) -> None:
+        if self.store not in ("decision", "value"):
+            raise ValueError(f"store must be 'decision' or 'value', got {self.store!r}")
 
     def threshold_last(self, *, sampling_rate: float, noise_multiplier: float) -> float:
         """The threshold on the latest raw coordinate (``t_last`` or the MAP rule)."""
@@ -421,11 +729,15 @@ def simulate_malicious(
         a[:, i:] = -m[:, i:] / (eta * n)
         if i > 0:
             hist = np.empty((runs, i))
-            if i > 1:
-                hist[:, : i - 1] = c.big_val / (eta * n) * (2.0 * (m[:, : i - 1] >= c.t_past) - 1.0)
             last = m[:, i - 1] >= t_last
             first_decision[:, i - 1] = last
-            hist[:, i - 1] = c.big_val / (eta * n) * (2.0 * last - 1.0)
+            if c.store == "decision":
+                if i > 1:
+                    hist[:, : i - 1] = c.big_val / (eta * n) * (2.0 * (m[:, : i - 1] >= c.t_past) - 1.0)
+                hist[:, i - 1] = c.big_val / (eta * n) * (2.0 * last - 1.0)
+            else:  # keep older stored values, amplify the latest raw one
+                hist[:, : i - 1] = m[:, : i - 1] / (eta * n)
+                hist[:, i - 1] = c.big_val * m[:, i - 1] / (eta * n)
             a[:, :i] = hist - m[:, :i] / (eta * n)
         r = -a
         norm = np.linalg.norm(r, axis=1)
@@ -439,7 +751,7 @@ def simulate_malicious(
             z[:, i] -= b
         z += rng.normal(0.0, noise_multiplier, size=z.shape)
         m = m - eta * z
-    stored = m[:, : steps - 1] >= c.t_past
+    stored = (m[:, : steps - 1] >= c.t_past) if c.store == "decision" else (m[:, : steps - 1] >= c.big_val * t_last)
     flipped = float(np.mean(stored != first_decision[:, : steps - 1])) if steps > 1 else 0.0
     diag = {
         "clipped_fraction": clipped / (runs * steps),
@@ -462,6 +774,13 @@ def malicious_score(
     c = constants
     sd = noise_multiplier * c.learning_rate
     steps = models.shape[1]
+    if c.store == "value":
+        # Decoded per-step values x_j = m_j/BIG_VAL (noise σ/BIG_VAL per later step is ignored) and the raw last one.
+        v = np.concatenate([models[:, : steps - 1] / c.big_val, models[:, -1:]], axis=1) / c.learning_rate
+        lam = np.logaddexp(
+            math.log(sampling_rate) + (2 * v - 1) / (2 * noise_multiplier**2), math.log1p(-sampling_rate)
+        )
+        return lam.sum(axis=1)
     t_last = c.threshold_last(sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
     p0 = stats.norm.sf(t_last / sd)
     p1 = sampling_rate * stats.norm.sf((t_last - c.learning_rate) / sd) + (1 - sampling_rate) * p0
@@ -485,8 +804,12 @@ def fig6_table(
     constants: MaliciousConstants,
     seed: int,
     mode: str = "paper",
+    value_store: bool = False,
 ) -> pd.DataFrame:
     """Figure 6: empirical ε of the malicious-dataset attack vs standard and heuristic ε, per T.
+
+    With ``value_store`` the attack is also run with ``store="value"`` (:class:`MaliciousConstants`), same seeds,
+    audited with the σ̂ audit (``empirical_pld_cp_value_store``): it shows how much the one-bit decisions lose.
 
     Two audits of the same scores: the GDP audit (Nasr et al. 2023) and the known-(q, T) σ̂ audit of Steinke et al.
     §3.1 (:func:`hsaudit.annamalai.audit_pld_sigma`, Clopper–Pearson bounds). References under the GDP audit: the
@@ -504,25 +827,35 @@ def fig6_table(
         s0 = malicious_score(m0, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, constants=constants)
         s1 = malicious_score(m1, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, constants=constants)
         aud = gdp_audit(s0, s1, confidence=confidence, delta=delta, mode=mode)
-        from hsaudit.annamalai import audit_pld_sigma  # the known-(q, T) σ̂ audit (PLD trade-off curves)
 
-        # The bracket (σ/3, 3σ) only speeds the search up; a boundary outside it is clamped with a warning.
-        pld_aud = audit_pld_sigma(
-            s0,
-            s1,
-            steps=int(t),
-            sampling_rate=sampling_rate,
-            delta=delta,
-            confidence=confidence,
-            iterations=9,
-            sigma_range=(noise_multiplier / 3, noise_multiplier * 3),
-            epsilon_grid=np.round(np.arange(0.0, 40.0 + 1e-9, 0.05), 6),
-        )
-        # References under the same audit and R: the linear-loss canary (last iterate, Section 3.1) and the
-        # all-iterates likelihood-ratio attack (Σ_t λ(v_t) on the raw per-step values).
+        def sigma_audit(o0, o1):
+            # The known-(q, T) σ̂ audit with the all-iterates family (= hsaudit.annamalai.audit_pld_sigma, on the
+            # lower hull of the CP points, which gives the same σ̂ faster).
+            a, b = _cp_points(o0, o1, confidence)
+            return sigma_hat_from_points(a, b, family="all_iterates", delta=delta, iterations=10, **kw)
+
+        pld_aud = sigma_audit(s0, s1)
+        # References under the same R: the linear-loss canary (last iterate, Section 3.1) and the all-iterates
+        # likelihood-ratio attack (Σ_t λ(v_t) on the raw per-step values), the latter under both audits.
         rng = np.random.default_rng(_seed(seed, "steinke-fig6-ref", t))
         lin = gdp_audit(*simulate_linear_canary(rng, runs=runs, **kw), confidence=confidence, delta=delta, mode=mode)
-        ref = gdp_audit(*_all_iterates_llr(rng, runs=runs, **kw), confidence=confidence, delta=delta, mode=mode)
+        r0, r1 = _all_iterates_llr(rng, runs=runs, **kw)
+        ref = gdp_audit(r0, r1, confidence=confidence, delta=delta, mode=mode)
+        ref_pld = sigma_audit(r0, r1)
+        extra = []
+        if value_store:
+            vc = replace(constants, store="value")
+            v0, _ = simulate_malicious(
+                np.random.default_rng(_seed(seed, "steinke-fig6", t, 0)), runs=runs, canary=False, constants=vc, **kw
+            )
+            v1, _ = simulate_malicious(
+                np.random.default_rng(_seed(seed, "steinke-fig6", t, 1)), runs=runs, canary=True, constants=vc, **kw
+            )
+            sv = [
+                malicious_score(v, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, constants=vc)
+                for v in (v0, v1)
+            ]
+            extra.append(("empirical_pld_cp_value_store", sigma_audit(*sv)["epsilon"], math.nan))
         base = {
             "steps": int(t),
             "sampling_rate": sampling_rate,
@@ -531,6 +864,7 @@ def fig6_table(
             "clipped_fraction": max(d0["clipped_fraction"], d1["clipped_fraction"]),
             "flipped_fraction": max(d0["flipped_fraction"], d1["flipped_fraction"]),
             "max_norm": max(d0["max_norm"], d1["max_norm"]),
+            "confidence": confidence,
         }
         rows += [
             {**base, "method": "standard", "epsilon": H.standard_epsilon(delta, **kw), "mu": math.nan},
@@ -539,7 +873,15 @@ def fig6_table(
             {**base, "method": "empirical_pld_cp", "epsilon": pld_aud["epsilon"], "mu": math.nan},
             {**base, "method": "empirical_linear_gdp", "epsilon": lin["epsilon"], "mu": lin["mu"]},
             {**base, "method": "empirical_all_iterates_gdp", "epsilon": ref["epsilon"], "mu": ref["mu"]},
-        ]
+            {**base, "method": "empirical_all_iterates_pld_cp", "epsilon": ref_pld["epsilon"], "mu": math.nan},
+        ] + [{**base, "method": m, "epsilon": e, "mu": mu} for m, e, mu in extra]
+        for r in rows:
+            if "audit_mode" not in r:
+                r["audit_mode"] = (
+                    "none"
+                    if r["method"] in ("standard", "heuristic")
+                    else "all_thresholds" if r["method"].endswith("pld_cp") or "pld_cp_" in r["method"] else mode
+                )
     return pd.DataFrame(rows)
 
 

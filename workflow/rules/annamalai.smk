@@ -7,11 +7,15 @@ AN_CODE = code_version("hsaudit.annamalai", "hsaudit.figures.annamalai")
 AN_FACTS = dict(scale=SCALE, code_version=AN_CODE)
 AN_SETTINGS = list(range(len(AN["fig2"]["settings"])))
 AN_EPS = list(range(len(AN["fig2"]["epsilons"])))
-AN_UPDATES = (
-    ["ascent", "descent"]
-    if AN["fig2"]["show_literal"] and AN["update"] == "ascent"
-    else [AN["update"]]
-)
+AN_BASE = AN["encoding"]["base_rule"]
+AN_OTHER_BASE = "three_sigma" if AN_BASE == "half_width" else "half_width"
+# Audits of fig2 as (update sign, encoding-base rule): the configured pair, the literal update (to show that it
+# fails) and the other base rule (to show the wraps' effect).
+AN_VARIANTS = [(AN["update"], AN_BASE)]
+if AN["fig2"]["show_literal"] and AN["update"] == "ascent":
+    AN_VARIANTS.append(("descent", AN_BASE))
+if AN["fig2"]["compare_base_rules"]:
+    AN_VARIANTS.append((AN["update"], AN_OTHER_BASE))
 
 
 rule tabulate_annamalai_pld:
@@ -42,15 +46,16 @@ rule audit_annamalai:
     input:
         table="results/annamalai/pld_table/setting{si}.csv",
     output:
-        "results/annamalai/audit/setting{si}_eps{ei}_{sign}.csv",
+        "results/annamalai/audit/setting{si}_eps{ei}_{sign}_{base}.csv",
     log:
-        log_path("annamalai/audit_setting{si}_eps{ei}_{sign}"),
+        log_path("annamalai/audit_setting{si}_eps{ei}_{sign}_{base}"),
     benchmark:
-        bench_path("annamalai/audit_setting{si}_eps{ei}_{sign}")
+        bench_path("annamalai/audit_setting{si}_eps{ei}_{sign}_{base}")
     wildcard_constraints:
         si=r"\d+",
         ei=r"\d+",
         sign=r"ascent|descent",
+        base=r"three_sigma|half_width",
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -65,6 +70,9 @@ rule audit_annamalai:
         dataset_size=AN["dataset_size"],
         tail_floor=AN["tail_floor"],
         tail_floors_sensitivity=AN["tail_floors_sensitivity"],
+        base_sigmas=AN["encoding"]["base_sigmas"],
+        ideal_reference=lambda wc: AN["fig2"]["ideal_reference"]
+        and (wc.sign, wc.base) == (AN["update"], AN_BASE),
         confidence=AUDIT["confidence"],
         seed=SEED,
         code_version=AN_CODE,
@@ -91,6 +99,7 @@ rule simulate_annamalai_fig1:
         delta=AN["delta"],
         dataset_size=AN["dataset_size"],
         update_rule=AN["update"],
+        encoding=AN["encoding"],
         value_discretization_interval=AN["table"]["value_discretization_interval"],
         seed=SEED,
         code_version=AN_CODE,
@@ -126,12 +135,12 @@ rule plot_annamalai_fig1:
 
 rule plot_annamalai_fig2:
     input:
-        table=expand(
-            "results/annamalai/audit/setting{si}_eps{ei}_{sign}.csv",
-            si=AN_SETTINGS,
-            ei=AN_EPS,
-            sign=AN_UPDATES,
-        ),
+        table=[
+            f"results/annamalai/audit/setting{si}_eps{ei}_{sign}_{base}.csv"
+            for si in AN_SETTINGS
+            for ei in AN_EPS
+            for sign, base in AN_VARIANTS
+        ],
     output:
         pdf=report(
             register_figure("results/annamalai/fig2.pdf"),
@@ -151,5 +160,6 @@ rule plot_annamalai_fig2:
         figure="fig2",
         facts=AN_FACTS,
         tail_floor=AN["tail_floor"],
+        base_rule=AN_BASE,
     script:
         "../scripts/annamalai_plot.py"

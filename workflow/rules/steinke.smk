@@ -155,6 +155,8 @@ rule plot_steinke_fig3:
         figure="fig3",
         delta=ST["fig3"]["delta"],
         facts=ST_FACTS,
+        audit=ST["fig3"]["audit"],
+        sigma_family=ST["fig3"]["sigma_families"][0],
     script:
         "../scripts/steinke_plot.py"
 

@@ -1,4 +1,4 @@
-"""Snakemake adapter: repeated audits of Annamalai's construction at one (q, T, ε) and update sign."""
+"""Snakemake adapter: repeated audits of Annamalai's construction at one (q, T, ε), update sign and base rule."""
 
 import logging
 
@@ -26,6 +26,9 @@ audits = audit_many(
     seed=p.seed,
     dataset_size=float(p.dataset_size),
     update=update,
+    base_rule=snakemake.wildcards.base,
+    base_sigmas=float(p.base_sigmas),
+    ideal_reference=bool(p.ideal_reference),
 )
 audits["epsilon"] = float(p.epsilon)
 write_csv_atomic(audits, snakemake.output[0])

@@ -15,6 +15,8 @@ table = fig1_table(
     seed=p.seed,
     dataset_size=float(p.dataset_size),
     update=p.update_rule,
+    base_rule=p.encoding["base_rule"],
+    base_sigmas=float(p.encoding["base_sigmas"]),
     value_discretization_interval=float(p.value_discretization_interval),
 )
 write_csv_atomic(table, snakemake.output[0])

@@ -14,7 +14,7 @@ out = dict(pdf=snakemake.output.pdf, csv=snakemake.output.csv, facts=dict(p.fact
 if p.figure == "fig1":
     annamalai.plot_fig1(table, **out)
 elif p.figure == "fig2":
-    annamalai.plot_fig2(table, tail_floor=p.tail_floor, **out)
+    annamalai.plot_fig2(table, tail_floor=p.tail_floor, base_rule=p.base_rule, **out)
 else:  # pragma: no cover - the rules only pass the names above
     raise ValueError(f"unknown figure {p.figure!r}")
 logging.info("wrote %s and %s", snakemake.output.pdf, snakemake.output.csv)

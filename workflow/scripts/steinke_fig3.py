@@ -1,4 +1,4 @@
-"""Snakemake adapter: Steinke et al. fig3, one sampling rate (σ per T, simulation, GDP audit, heuristic)."""
+"""Snakemake adapter: Steinke et al. fig3, one sampling rate (σ per T, simulation, σ̂ and GDP audits, heuristic)."""
 
 import logging
 
@@ -17,6 +17,8 @@ table = fig3_table(
     confidence=p.confidence,
     seed=p.seed,
     mode=p.mode,
+    sigma_families=list(p.fig3["sigma_families"]),
+    population=bool(p.fig3["population"]),
 )
 write_csv_atomic(table, snakemake.output[0])
 logging.info("wrote %d rows", len(table))

@@ -25,6 +25,7 @@ table = fig6_table(
     constants=constants,
     seed=p.seed,
     mode=p.mode,
+    value_store=bool(f["compare_value_store"]),
 )
 if (table["clipped_fraction"] > 0).any() or (table["flipped_fraction"] > 0).any():
     logging.warning(

@@ -14,7 +14,7 @@ out = dict(pdf=snakemake.output.pdf, csv=snakemake.output.csv, facts=dict(p.fact
 if p.figure == "fig1":
     steinke.plot_fig1(table, delta=p.delta, **out)
 elif p.figure == "fig3":
-    steinke.plot_fig3(table, **out)
+    steinke.plot_fig3(table, audit=p.audit, sigma_family=p.sigma_family, **out)
 elif p.figure == "fig5":
     steinke.plot_fig5(table, delta=p.delta, **out)
 elif p.figure == "fig6":

@@ -9,16 +9,31 @@ import pandas as pd
 from hsaudit.plotting import PALETTE, UPPER_BOUND_STYLE, figure, footer_text, save, write_csv_atomic
 
 _METHOD_STYLE = {
-    "heuristic": dict(color=PALETTE[0], marker="o", label="heuristic (last iterate, linear)"),
+    "heuristic": dict(color=PALETTE[0], marker="o", linestyle="-", label="heuristic (last iterate, linear)"),
     "standard": dict(color="black", linestyle="--", label="standard (all iterates, PLD)"),
-    "full_batch": dict(color=PALETTE[2], marker="s", label="full-batch proxy (Eq. 4)"),
+    "full_batch": dict(
+        color=PALETTE[1], marker="s", linestyle="-.", markerfacecolor="none", label="full-batch proxy (Eq. 4)"
+    ),
     "empirical_gdp": dict(color=PALETTE[1], marker="^", label="empirical (GDP audit)"),
     "empirical_pld_cp": dict(color=PALETTE[5], marker="D", label="empirical (known-q,T σ̂ audit, CP)"),
     "empirical_linear_gdp": dict(color=PALETTE[3], marker="v", linestyle=":", label="linear canary (GDP audit)"),
     "empirical_all_iterates_gdp": dict(
         color=PALETTE[4], marker="x", linestyle=":", label="all-iterates LLR attack (GDP audit)"
     ),
+    "empirical_all_iterates_pld_cp": dict(
+        color=PALETTE[4], marker="+", linestyle="-", alpha=0.7, label="all-iterates LLR attack (σ̂ audit, CP)"
+    ),
+    "empirical_pld_cp_value_store": dict(
+        color=PALETTE[5], marker="D", markerfacecolor="none", linestyle="--", label="value-store variant (σ̂ audit)"
+    ),
 }
+
+
+def _legend_below(fig, ax, *, ncol: int, bottom: float = 0.2) -> None:
+    """One legend for the whole figure, below the panels (off the data), above the provenance footer."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.tight_layout(rect=(0, bottom, 1, 1))
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, frameon=False, fontsize=6.5, bbox_to_anchor=(0.5, 0.03))
 
 
 def _footer(facts: dict, **extra) -> str:
@@ -40,30 +55,85 @@ def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict, delta: fl
         q, s = sub["sampling_rate"].iloc[0], sub["noise_multiplier"].iloc[0]
         ax.set_title(f"({name}) q = {q:g}, σ = {s:g}")
         ax.set_xscale("log")
+        ax.set_yscale("log")
         ax.set_xlabel("iterations T")
         ax.set_ylabel(f"ε at δ = {delta:g}")
-    axes[0][0].legend(frameon=False)
+    _legend_below(fig, axes[0][0], ncol=3, bottom=0.13)
     write_csv_atomic(table, csv)
-    save(fig, pdf, footer=_footer(facts, R="analytic", audit="none (accounting only)"))
+    save(fig, pdf, footer=_footer(facts, R="analytic", audit="none (accounting only)"), tight=False)
 
 
-def plot_fig3(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
-    """Figure 3: gradient canary with an adversarial zero dataset; ε vs T per q (σ fixes standard ε)."""
+_FAMILY_LABEL = {"last_iterate": "last-iterate family", "all_iterates": "all-iterates family"}
+
+
+def plot_fig3(
+    table: pd.DataFrame,
+    *,
+    pdf: str,
+    csv: str,
+    facts: dict,
+    audit: str = "pld_sigma",
+    sigma_family: str = "last_iterate",
+) -> None:
+    """Figure 3: gradient canary with an adversarial zero dataset; ε vs T per q (σ fixes standard ε).
+
+    The configured audit (``audit``: the σ̂ audit of ``sigma_family`` or the GDP audit) is the solid line; the other
+    audits of the same scores are drawn thinner and dashed. The infinite-run limits stay in the CSV.
+    """
+    main = f"empirical_sigma_{sigma_family}" if audit == "pld_sigma" else "empirical_gdp"
+    others = [m for m in dict.fromkeys(table["method"]) if m.startswith("empirical_") and m != main]
     qs = sorted(table["sampling_rate"].unique())
-    fig, axes = figure(ncols=len(qs), height=3.0)
+    fig, axes = figure(ncols=len(qs), height=3.3)
     for ax, q in zip(axes[0], qs):
         sub = table[table["sampling_rate"] == q]
-        for method in ("standard", "heuristic", "empirical_gdp"):
+        for method in ["standard", "heuristic", main, *others]:
             d = sub[sub["method"] == method].sort_values("steps")
-            ax.plot(d["steps"], d["epsilon"], markersize=4, **_METHOD_STYLE[method])
+            if d.empty:
+                continue
+            ax.plot(d["steps"], d["epsilon"], **_fig3_style(method, primary=method == main))
         ax.set_xscale("log")
         ax.set_title(f"q = {q:g}")
         ax.set_xlabel("iterations T")
         ax.set_ylabel("ε")
-    axes[0][0].legend(frameon=False)
+    _legend_below(fig, axes[0][0], ncol=3)
     runs = int(table["runs_per_world"].iloc[0])
+    conf = float(table["confidence"].iloc[0]) if "confidence" in table else float("nan")
+    gdp_mode = table.loc[table["method"] == "empirical_gdp", "audit_mode"]
     write_csv_atomic(table, csv)
-    save(fig, pdf, footer=_footer(facts, R=f"{runs} per world", audit="GDP (Nasr et al. 2023), CP bounds"))
+    what = f"σ̂ ({_FAMILY_LABEL.get(sigma_family, sigma_family)})" if audit == "pld_sigma" else "GDP"
+    save(
+        fig,
+        pdf,
+        footer=_footer(
+            facts,
+            R=f"{runs} per world",
+            audit=f"{what}; GDP mode={gdp_mode.iloc[0] if len(gdp_mode) else '?'}",
+            confidence=f"{conf:g} (one-sided CP)",
+        ),
+        tight=False,
+    )
+
+
+def _fig3_style(method: str, *, primary: bool) -> dict:
+    """Line style of a fig3 series: the configured audit solid and bold, the others thin and dashed."""
+    if method in ("standard", "heuristic"):
+        return dict(_METHOD_STYLE[method], markersize=4)
+    label = {
+        "empirical_gdp": "empirical, GDP audit (Nasr et al. 2023)",
+        "empirical_sigma_last_iterate": "empirical, σ̂ audit, last-iterate family (§3.1)",
+        "empirical_sigma_all_iterates": "empirical, σ̂ audit, all-iterates family",
+    }.get(method, method)
+    colour = {
+        "empirical_gdp": PALETTE[1],
+        "empirical_sigma_last_iterate": PALETTE[5],
+        "empirical_sigma_all_iterates": PALETTE[3],
+    }.get(method, "0.5")
+    marker = {"empirical_gdp": "^", "empirical_sigma_last_iterate": "D", "empirical_sigma_all_iterates": "v"}.get(
+        method, "."
+    )
+    if primary:
+        return dict(color=colour, marker=marker, markersize=4, linewidth=1.6, label=label)
+    return dict(color=colour, marker=marker, markersize=3, linewidth=0.9, linestyle="--", alpha=0.8, label=label)
 
 
 def plot_fig5(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict, delta: float) -> None:
@@ -92,6 +162,16 @@ def plot_fig5(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict, delta: fl
                     color=PALETTE[i % len(PALETTE)],
                     label=f"q = {q:g} (exact atoms)",
                 )
+            if "ratio_other_direction" in d and d["ratio_other_direction"].notna().any():
+                ax.plot(
+                    d["steps"],
+                    d["ratio_other_direction"],
+                    marker="+",
+                    linestyle="none",
+                    markersize=4,
+                    color=PALETTE[i % len(PALETTE)],
+                    label=f"q = {q:g} (rounded {d['rounding_direction'].iloc[0] == 'up' and 'to nearest' or 'up'})",
+                )
         ax.axhline(1.0, **UPPER_BOUND_STYLE)
         ax.axhline(1.03, color="0.5", linestyle=":", linewidth=0.8)
         ax.set_title(f"one step is ({e1:g}, {delta:g})-DP")
@@ -113,6 +193,8 @@ def plot_fig6(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
         "empirical_gdp",
         "empirical_all_iterates_gdp",
         "empirical_linear_gdp",
+        "empirical_all_iterates_pld_cp",
+        "empirical_pld_cp_value_store",
     ):
         d = table[table["method"] == method].sort_values("steps")
         if d.empty:
@@ -130,5 +212,16 @@ def plot_fig6(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
     ax.set_ylabel("ε")
     ax.legend(frameon=False, fontsize=6)
     runs = int(table["runs_per_world"].iloc[0])
+    conf = float(table["confidence"].iloc[0]) if "confidence" in table else float("nan")
+    mode = table.loc[table["method"] == "empirical_gdp", "audit_mode"] if "audit_mode" in table else pd.Series([])
     write_csv_atomic(table, csv)
-    save(fig, pdf, footer=_footer(facts, R=f"{runs} per world", audit="GDP and known-(q,T) σ̂ PLD audits, CP bounds"))
+    save(
+        fig,
+        pdf,
+        footer=_footer(
+            facts,
+            R=f"{runs} per world",
+            audit=f"σ̂ (all-iterates PLD) + GDP (mode={mode.iloc[0] if len(mode) else '?'})",
+            confidence=f"{conf:g} (one-sided CP)",
+        ),
+    )
