@@ -11,6 +11,9 @@ from scipy import stats
 
 from hsaudit import annamalai as A
 from hsaudit import heuristic as H
+from hsaudit.accounting import tradeoff_from_deltas
+from hsaudit.audit import observed_rates
+from hsaudit.heuristic import delta_curve, linear_tradeoff
 
 
 @pytest.mark.parametrize(("sigma", "base"), [(0.5, 10.0), (3.94, 100.0), (0.3, 1.0), (0.837, 10.0), (4.0, 100.0)])
@@ -181,11 +184,11 @@ def test_pld_tradeoff_is_gaussian_for_one_full_step():
     """q = 1, T = 1: the symmetric PLD trade-off equals the Gaussian one Φ(Φ⁻¹(1 − α) − 1/σ)."""
     sigma = 0.8
     eg = A.default_epsilon_grid()
-    d = A.delta_curve(
+    d = delta_curve(
         steps=1, sampling_rate=1.0, noise_multiplier=sigma, epsilons=eg, value_discretization_interval=1e-4
     )
     alpha = np.linspace(0.01, 0.99, 50)
-    f = A.tradeoff_from_deltas(alpha, eg, d)
+    f = tradeoff_from_deltas(alpha, eg, d)
     exact = stats.norm.cdf(stats.norm.isf(alpha) - 1 / sigma)
     assert np.allclose(f, exact, atol=2e-3)
     assert np.all(f <= exact + 1e-4)  # a pessimistic PLD never puts the curve above the truth
@@ -196,7 +199,7 @@ def test_linear_tradeoff_closed_form():
     alpha = np.linspace(0.001, 0.999, 30)
     mu = math.sqrt(steps) / sigma
     assert np.allclose(
-        A.linear_tradeoff(alpha, steps=steps, sampling_rate=1.0, noise_multiplier=sigma),
+        linear_tradeoff(alpha, steps=steps, sampling_rate=1.0, noise_multiplier=sigma),
         stats.norm.cdf(stats.norm.isf(alpha) - mu),
         atol=1e-12,
     )
@@ -206,7 +209,7 @@ def test_observed_rates_naive():
     rng = np.random.default_rng(3)
     o0 = np.round(rng.normal(0, 1, 60), 1)
     o1 = np.round(rng.normal(1, 1, 50), 1)
-    a, b = A.observed_rates(o0, o1)
+    a, b = observed_rates(o0, o1)
     taus = np.unique(np.concatenate([o0, o1]))
     assert np.allclose(a, [np.mean(o0 >= t) for t in taus])
     assert np.allclose(b, [np.mean(o1 < t) for t in taus])

@@ -196,7 +196,7 @@ def test_last_iterate_tradeoff_is_gaussian_for_one_full_step():
 
 def test_last_iterate_tradeoff_is_symmetric_envelope():
     """min(f, f⁻¹) lies below the one-direction curve and is its own inverse."""
-    from hsaudit.annamalai import linear_tradeoff
+    from hsaudit.heuristic import linear_tradeoff
 
     kw = dict(steps=20, sampling_rate=0.1, noise_multiplier=0.6)
     a = np.linspace(0.01, 0.99, 99)

@@ -31,6 +31,7 @@ from scipy import optimize, special
 __all__ = [
     "calibrate_noise",
     "epsilon_from_delta_curve",
+    "tradeoff_from_deltas",
     "gaussian_delta",
     "gaussian_epsilon",
     "gaussian_pld",
@@ -584,3 +585,22 @@ def epsilon_from_delta_curve(epsilons: npt.ArrayLike, deltas: npt.ArrayLike, *, 
     if lp0 == lp1:
         return float(e1)
     return float(e0 + (lp0 - lt) / (lp0 - lp1) * (e1 - e0))
+
+
+def tradeoff_from_deltas(alpha: npt.ArrayLike, epsilons: npt.ArrayLike, deltas: npt.ArrayLike) -> np.ndarray:
+    """f(α) = max_{ε′} max(0, 1 − δ(ε′) − e^{ε′}α, e^{−ε′}(1 − δ(ε′) − α)) (the symmetric PLD trade-off curve).
+
+    Evaluated in chunks of α so that 10⁵ points × 2,000 lines stay within a few MB.
+    """
+    a = np.asarray(alpha, dtype=float)
+    e = np.asarray(epsilons, dtype=float)
+    one_minus_d = 1.0 - np.asarray(deltas, dtype=float)
+    ee, emin = np.exp(e), np.exp(-e)
+    flat = a.ravel()
+    out = np.empty(flat.shape)
+    chunk = 2048
+    for i in range(0, flat.size, chunk):
+        x = flat[i : i + chunk, None]
+        f = np.maximum(one_minus_d - ee * x, emin * (one_minus_d - x))
+        out[i : i + chunk] = f.max(axis=1)
+    return np.maximum(out, 0.0).reshape(a.shape)

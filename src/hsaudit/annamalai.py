@@ -11,9 +11,9 @@ therefore carries o = Σ_k round(λ(v_k), 2): the all-iterates likelihood-ratio 
   never built).
 * :func:`pld_table`, :func:`sigma_for_epsilon`, :func:`pld_tradeoff` — the PLD trade-off curves of T composed
   Poisson-subsampled Gaussians (all iterates released), tabulated over σ once and interpolated.
-* :func:`observed_rates`, :func:`audit_pld` — the paper's audit (Algorithm 2; no confidence intervals) and a
-  Clopper–Pearson variant.
-* :func:`linear_tradeoff` — the exact trade-off curve of linear losses (Steinke et al.'s mixture of Gaussians).
+* :func:`audit_pld` — the paper's audit (Algorithm 2; no confidence intervals) and a Clopper–Pearson variant,
+  from the empirical rates :func:`hsaudit.audit.observed_rates`; the linear-loss curve it is compared with is
+  :func:`hsaudit.heuristic.linear_tradeoff` (Steinke et al.'s mixture of Gaussians).
 
 Update sign: the paper prints the descent update θ_{k+1} = θ_k − (Σ clip(g̃) + Z), with which the encoding
 does not survive (the decoded values mix earlier steps and the statistic loses the canary's signal); the
@@ -31,9 +31,11 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import stats
 
 from hsaudit import heuristic as H
+from hsaudit.accounting import tradeoff_from_deltas
+from hsaudit.audit import clopper_pearson_upper, observed_rates
+from hsaudit.heuristic import delta_curve, linear_tradeoff
 
 Update = Literal["ascent", "descent"]
 BaseRule = Literal["three_sigma", "half_width"]
@@ -264,56 +266,6 @@ def ideal_statistics(
 # ------------------------------------------------------------------------------------------ trade-off curves
 
 
-def delta_curve(
-    *,
-    steps: int,
-    sampling_rate: float,
-    noise_multiplier: float,
-    epsilons: npt.ArrayLike,
-    value_discretization_interval: float = 1e-3,
-) -> np.ndarray:
-    """δ(ε′) of T composed Poisson-subsampled Gaussians (dp-accounting PLD, add/remove, max of both directions)."""
-    pld = H.standard_pld(
-        steps=steps,
-        sampling_rate=sampling_rate,
-        noise_multiplier=noise_multiplier,
-        value_discretization_interval=value_discretization_interval,
-    )
-    return np.asarray(pld.get_delta_for_epsilon(np.asarray(epsilons, dtype=float)), dtype=float)
-
-
-def tradeoff_from_deltas(alpha: npt.ArrayLike, epsilons: npt.ArrayLike, deltas: npt.ArrayLike) -> np.ndarray:
-    """f(α) = max_{ε′} max(0, 1 − δ(ε′) − e^{ε′}α, e^{−ε′}(1 − δ(ε′) − α)) (the symmetric PLD trade-off curve).
-
-    Evaluated in chunks of α so that 10⁵ points × 2,000 lines stay within a few MB.
-    """
-    a = np.asarray(alpha, dtype=float)
-    e = np.asarray(epsilons, dtype=float)
-    one_minus_d = 1.0 - np.asarray(deltas, dtype=float)
-    ee, emin = np.exp(e), np.exp(-e)
-    flat = a.ravel()
-    out = np.empty(flat.shape)
-    chunk = 2048
-    for i in range(0, flat.size, chunk):
-        x = flat[i : i + chunk, None]
-        f = np.maximum(one_minus_d - ee * x, emin * (one_minus_d - x))
-        out[i : i + chunk] = f.max(axis=1)
-    return np.maximum(out, 0.0).reshape(a.shape)
-
-
-def linear_tradeoff(alpha: npt.ArrayLike, *, steps: int, sampling_rate: float, noise_multiplier: float) -> np.ndarray:
-    """Exact trade-off of linear losses (last iterate): null N(0, Tσ²), alternative Σ_k Bin(k; T, q) N(k, Tσ²).
-
-    The likelihood ratio is increasing in y, so the optimal test rejects for y ≥ c: α = Φ̄(c/s),
-    β = Σ_k w_k Φ((c − k)/s) with s = σ√T.
-    """
-    mix = H.binomial_mixture(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
-    a = np.clip(np.asarray(alpha, dtype=float), 1e-300, 1.0)
-    c = mix.scale * stats.norm.isf(a)
-    w = np.exp(mix.log_weights)
-    return np.sum(w * stats.norm.cdf((c[..., None] - mix.atoms) / mix.scale), axis=-1)
-
-
 # ------------------------------------------------------------------------------------------ PLD table
 
 
@@ -414,16 +366,6 @@ def pld_tradeoff(alpha: npt.ArrayLike, sigma: float, table: Table) -> np.ndarray
 # ------------------------------------------------------------------------------------------ audit
 
 
-def observed_rates(o_out: npt.ArrayLike, o_in: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    """(α, β) for every threshold τ ∈ O ∪ O′: α = #{o ∈ O: o ≥ τ}/|O| (FPR), β = #{o′ ∈ O′: o′ < τ}/|O′| (FNR)."""
-    o = np.sort(np.asarray(o_out, dtype=float))
-    o1 = np.sort(np.asarray(o_in, dtype=float))
-    taus = np.unique(np.concatenate([o, o1]))
-    alpha = (o.size - np.searchsorted(o, taus, side="left")) / o.size
-    beta = np.searchsorted(o1, taus, side="left") / o1.size
-    return alpha, beta
-
-
 def epsilon_grid_audit() -> np.ndarray:
     """Υ = {0.5, 0.6, …, 20.0} (Algorithm 2, line 17)."""
     return np.round(np.arange(0.5, 20.0 + 1e-9, 0.1), 6)
@@ -456,10 +398,8 @@ def audit_pld(
     alpha, beta = observed_rates(o_out, o_in)
     if confidence is not None:
         n0, n1 = np.size(o_out), np.size(o_in)
-        from hsaudit.steinke import clopper_pearson_upper
-
-        alpha = clopper_pearson_upper(np.round(alpha * n0), n0, confidence)
-        beta = clopper_pearson_upper(np.round(beta * n1), n1, confidence)
+        alpha = clopper_pearson_upper(np.round(alpha * n0), n0, confidence=confidence)
+        beta = clopper_pearson_upper(np.round(beta * n1), n1, confidence=confidence)
     else:
         keep = (alpha > tail_floor) & (beta > tail_floor)
         alpha, beta = alpha[keep], beta[keep]
@@ -700,10 +640,8 @@ def audit_pld_sigma(
     """
     alpha, beta = observed_rates(o_out, o_in)
     n0, n1 = np.size(o_out), np.size(o_in)
-    from hsaudit.steinke import clopper_pearson_upper
-
-    a_ub = clopper_pearson_upper(np.round(alpha * n0), n0, confidence)
-    b_ub = clopper_pearson_upper(np.round(beta * n1), n1, confidence)
+    a_ub = clopper_pearson_upper(np.round(alpha * n0), n0, confidence=confidence)
+    b_ub = clopper_pearson_upper(np.round(beta * n1), n1, confidence=confidence)
     frame = pd.DataFrame({"a": a_ub, "b": b_ub}).groupby("a")["b"].min()
     a_ub, b_ub = frame.index.to_numpy(), frame.to_numpy()
     eg = default_epsilon_grid() if epsilon_grid is None else np.asarray(epsilon_grid, dtype=float)

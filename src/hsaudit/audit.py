@@ -966,3 +966,13 @@ def reference_audit(
 def describe_mode(mode: str) -> str:
     """One-line description of an audit mode (for summaries and figure footers)."""
     return MODE_DESCRIPTIONS[_check_mode(mode)]
+
+
+def observed_rates(o_out: npt.ArrayLike, o_in: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """(α, β) for every threshold τ ∈ O ∪ O′: α = #{o ∈ O: o ≥ τ}/|O| (FPR), β = #{o′ ∈ O′: o′ < τ}/|O′| (FNR)."""
+    o = np.sort(np.asarray(o_out, dtype=float))
+    o1 = np.sort(np.asarray(o_in, dtype=float))
+    taus = np.unique(np.concatenate([o, o1]))
+    alpha = (o.size - np.searchsorted(o, taus, side="left")) / o.size
+    beta = np.searchsorted(o1, taus, side="left") / o1.size
+    return alpha, beta

@@ -473,3 +473,34 @@ __all__ = [
     "gdp_epsilon_for",
     "calibrate",
 ]
+
+
+def delta_curve(
+    *,
+    steps: int,
+    sampling_rate: float,
+    noise_multiplier: float,
+    epsilons: npt.ArrayLike,
+    value_discretization_interval: float = 1e-3,
+) -> np.ndarray:
+    """δ(ε′) of T composed Poisson-subsampled Gaussians (dp-accounting PLD, add/remove, max of both directions)."""
+    pld = standard_pld(
+        steps=steps,
+        sampling_rate=sampling_rate,
+        noise_multiplier=noise_multiplier,
+        value_discretization_interval=value_discretization_interval,
+    )
+    return np.asarray(pld.get_delta_for_epsilon(np.asarray(epsilons, dtype=float)), dtype=float)
+
+
+def linear_tradeoff(alpha: npt.ArrayLike, *, steps: int, sampling_rate: float, noise_multiplier: float) -> np.ndarray:
+    """Exact trade-off of linear losses (last iterate): null N(0, Tσ²), alternative Σ_k Bin(k; T, q) N(k, Tσ²).
+
+    The likelihood ratio is increasing in y, so the optimal test rejects for y ≥ c: α = Φ̄(c/s),
+    β = Σ_k w_k Φ((c − k)/s) with s = σ√T.
+    """
+    mix = binomial_mixture(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
+    a = np.clip(np.asarray(alpha, dtype=float), 1e-300, 1.0)
+    c = mix.scale * stats.norm.isf(a)
+    w = np.exp(mix.log_weights)
+    return np.sum(w * stats.norm.cdf((c[..., None] - mix.atoms) / mix.scale), axis=-1)

@@ -28,15 +28,11 @@ import pandas as pd
 from scipy import stats
 
 from hsaudit import heuristic as H
+from hsaudit.accounting import tradeoff_from_deltas
+from hsaudit.audit import clopper_pearson_upper, observed_rates
+from hsaudit.heuristic import delta_curve, linear_tradeoff
 
 # --------------------------------------------------------------------------------------------- audit
-
-
-def clopper_pearson_upper(k: npt.ArrayLike, n: int, confidence: float) -> np.ndarray:
-    """One-sided Clopper–Pearson upper bound on a binomial proportion (:func:`hsaudit.audit.clopper_pearson_upper`)."""
-    from hsaudit.audit import clopper_pearson_upper as cp
-
-    return np.asarray(cp(np.asarray(k), n, confidence=confidence), dtype=float)
 
 
 def gdp_audit(
@@ -179,13 +175,12 @@ def lower_hull(alpha: npt.ArrayLike, beta: npt.ArrayLike) -> tuple[np.ndarray, n
 
 def _cp_points(scores_out, scores_in, confidence: float) -> tuple[np.ndarray, np.ndarray]:
     """One-sided CP upper bounds on (FPR, FNR) of every threshold "score ≥ τ" (higher score ⇒ canary present)."""
-    from hsaudit.annamalai import observed_rates
 
     alpha, beta = observed_rates(scores_out, scores_in)
     n0, n1 = np.size(scores_out), np.size(scores_in)
     return (
-        clopper_pearson_upper(np.round(alpha * n0), n0, confidence),
-        clopper_pearson_upper(np.round(beta * n1), n1, confidence),
+        clopper_pearson_upper(np.round(alpha * n0), n0, confidence=confidence),
+        clopper_pearson_upper(np.round(beta * n1), n1, confidence=confidence),
     )
 
 
@@ -215,12 +210,11 @@ def last_iterate_tradeoff(
     """Symmetric trade-off curve of Theorem 1's pair, min(f(α), f⁻¹(α)).
 
     f is the Neyman–Pearson curve of N(0, Tσ²) vs Σ_k Bin(k; T, q) N(k, Tσ²)
-    (:func:`hsaudit.annamalai.linear_tradeoff`); f⁻¹ is the curve with the roles of the two distributions
+    (:func:`hsaudit.heuristic.linear_tradeoff`); f⁻¹ is the curve with the roles of the two distributions
     swapped. The heuristic ε(δ) takes the max of δ over both directions, so this lower envelope is the curve
     whose (ε, δ) profile is the heuristic's, as dp-accounting's symmetric PLD curve is for the all-iterates family.
     f⁻¹ is interpolated (log x against log f) on ``grid`` log-spaced points per tail.
     """
-    from hsaudit.annamalai import linear_tradeoff
 
     a = np.asarray(alpha, dtype=float)
     kw = dict(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
@@ -274,7 +268,6 @@ def sigma_hat_from_points(
     if family not in SIGMA_FAMILIES:
         raise ValueError(f"family must be one of {SIGMA_FAMILIES}, got {family!r}")
     a, b = lower_hull(alpha, beta)
-    from hsaudit.annamalai import delta_curve, tradeoff_from_deltas
 
     eg = np.round(np.arange(0.0, 40.0 + 1e-9, 0.05), 6)  # ε′ lines of the PLD envelope (fig6's grid)
 
