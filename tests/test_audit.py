@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scipy import special, stats
 
 from hsaudit import audit as A
-from hsaudit.accounting import gdp_delta, gdp_epsilon
+from hsaudit.accounting import gdp_epsilon
 from hsaudit.audit import (
     AuditResult,
     assumption_free_epsilon,
@@ -19,7 +19,6 @@ from hsaudit.audit import (
     audit_steps,
     clopper_pearson_upper,
     empirical_tradeoff,
-    privacy_profile,
     reference_audit,
 )
 from hsaudit.validation import coverage_study, gaussian_pair_scores
@@ -306,11 +305,6 @@ def test_assumption_free_bound_holds_for_gaussian_truth():
     for tau in np.linspace(-2, 6, 17):
         fpr, fnr = stats.norm.sf(tau), stats.norm.cdf(tau - mu)
         assert assumption_free_epsilon(fpr, fnr, delta=DELTA) <= truth + 1e-9
-
-
-def test_privacy_profile_is_gdp_delta():
-    e = np.linspace(0, 10, 11)
-    assert privacy_profile(e, mu=1.2) == pytest.approx(gdp_delta(e, mu=1.2), rel=1e-15)
 
 
 def test_empirical_tradeoff_matches_brute_force():

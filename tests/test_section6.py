@@ -27,7 +27,7 @@ from hsaudit.section6 import (
     gdp_tables,
     iter_scores,
     loss_landscape,
-    privacy_profile,
+    density_privacy_profile,
     simulate_scores,
     switch_points,
     threshold_search,
@@ -177,10 +177,10 @@ def test_exact_law_matches_monte_carlo_quantiles_at_step_five():
 def test_privacy_profile_is_decreasing_and_inverts_exact_epsilon():
     law = exact_laws(Process(sigma=2.0, batch_size=2, steps=6))
     eps = np.linspace(0, 3, 13)
-    prof = privacy_profile(law.p[-1], law.pbar[-1], eps)
+    prof = density_privacy_profile(law.p[-1], law.pbar[-1], eps)
     assert (np.diff(prof) <= 1e-15).all()
     e = exact_epsilon(law.p[-1], law.pbar[-1], delta=1e-3)
-    assert privacy_profile(law.p[-1], law.pbar[-1], [e])[0] == pytest.approx(1e-3, rel=1e-6)
+    assert density_privacy_profile(law.p[-1], law.pbar[-1], [e])[0] == pytest.approx(1e-3, rel=1e-6)
 
 
 def test_literal_rule_forgets_and_divergent_rule_does_not():

@@ -36,6 +36,5 @@ from hsaudit.audit import (  # noqa: E402
     audit_steps,
     clopper_pearson_upper,
     empirical_tradeoff,
-    privacy_profile,
     reference_audit,
 )

@@ -50,7 +50,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from hsaudit.accounting import gdp_delta, gdp_epsilon
+from hsaudit.accounting import gdp_epsilon
 
 __all__ = [
     "AUDIT_MODES",
@@ -60,7 +60,6 @@ __all__ = [
     "audit_steps",
     "clopper_pearson_upper",
     "empirical_tradeoff",
-    "privacy_profile",
     "reference_audit",
 ]
 
@@ -823,19 +822,6 @@ def assumption_free_epsilon(fpr_upper: npt.ArrayLike, fnr_upper: npt.ArrayLike, 
     e2 = np.where(np.isnan(e2), -np.inf, e2)
     out = np.maximum(np.maximum(e1, e2), 0.0)
     return float(out) if out.ndim == 0 else out
-
-
-def privacy_profile(epsilons: npt.ArrayLike, *, mu: float) -> np.ndarray:
-    """δ(ε) of μ-GDP on a grid of ε (Cebere et al. fig11; Dong et al. 2022, Corollary 2.13).
-
-    Args:
-        epsilons: ε values.
-        mu: μ (e.g. the audit's μ̂).
-
-    Returns:
-        δ(ε), array of the shape of ``epsilons``.
-    """
-    return np.asarray(gdp_delta(np.asarray(epsilons, dtype=float), mu=mu), dtype=float)
 
 
 def empirical_tradeoff(

@@ -22,7 +22,7 @@ from hsaudit.section6.exact import (
     exact_epsilons,
     exact_laws,
     exact_tradeoff,
-    privacy_profile,
+    density_privacy_profile,
     threshold_mu_limit,
     upper_bound_epsilon,
 )
@@ -51,7 +51,7 @@ __all__ = [
     "gdp_tables",
     "iter_scores",
     "loss_landscape",
-    "privacy_profile",
+    "density_privacy_profile",
     "simulate_scores",
     "switch_points",
     "threshold_mu_limit",

@@ -2,7 +2,7 @@
 
 Our addition to Cebere et al. Section 6 (docs/section6.md, "Exact law"): the process is a 1-D Markov chain, so
 the law of θ_t in both worlds is propagated exactly on a grid (:func:`exact_laws`); from the two cell-mass
-vectors follow the exact privacy profile δ(ε) = max(Σ(p̄ − e^ε p)₊, Σ(p − e^ε p̄)₊) (:func:`privacy_profile`),
+vectors follow the exact privacy profile δ(ε) = max(Σ(p̄ − e^ε p)₊, Σ(p − e^ε p̄)₊) (:func:`density_privacy_profile`),
 the exact ε of the last iterate at every step (:func:`exact_epsilons`, :func:`exact_epsilon_curve`), the
 R → ∞ limit of the paper's audit (:func:`threshold_mu_limit`), the exact trade-off curve
 (:func:`exact_tradeoff`) and the accounting upper bound of the process (:func:`upper_bound_epsilon`).
@@ -123,7 +123,7 @@ def _gauss_cell_masses(edges: np.ndarray, mean: float, sd: float) -> np.ndarray:
     return np.where(0.5 * (lo + hi) < 0, left, right)
 
 
-def privacy_profile(p: npt.ArrayLike, pbar: npt.ArrayLike, epsilons: npt.ArrayLike) -> np.ndarray:
+def density_privacy_profile(p: npt.ArrayLike, pbar: npt.ArrayLike, epsilons: npt.ArrayLike) -> np.ndarray:
     """Exact privacy profile δ(ε) = max(H_{e^ε}(P̄‖P), H_{e^ε}(P‖P̄)), H_γ(Q‖R) = Σ max(0, Q − γR).
 
     Args:
