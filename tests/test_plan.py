@@ -202,4 +202,3 @@ def test_stored_calibration_takes_precedence(tmp_path):
 def test_calibration_rows_say_measured_or_estimate():
     assert {row.status for row in P.CALIBRATION} == {"measured", "estimate"}
     assert all(row.status == "estimate" for row in P.CALIBRATION if row.device == "gpu")  # no GPU measured here
-    assert P.calibration("linear4096", "cpu").model == "alexnet_head"  # the audit table's alias

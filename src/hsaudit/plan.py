@@ -92,7 +92,6 @@ STORED_CALIBRATION = "config/calibration.json"
 """Default file of measured rows (``hsaudit bench train --save-calibration``), relative to the working directory;
 the environment variable ``HSAUDIT_CALIBRATION`` overrides it. Machine-specific: not meant to be committed."""
 
-_MODEL_ALIASES = {"linear4096": "alexnet_head"}  # the CIFAR audit table's name of the AlexNet head
 
 
 def stored_calibration(path: str | os.PathLike | None = None) -> tuple[Calibration, ...]:
@@ -134,14 +133,13 @@ def calibration(model: str, device: str, *, path: str | os.PathLike | None = Non
     """The calibration row of ``model`` on ``device``: a stored measured row if any, else the built-in table's.
 
     Args:
-        model: architecture (``linear4096`` is an alias of ``alexnet_head``).
+        model: architecture.
         device: ``"cpu"`` or ``"gpu"``.
         path: stored calibration file (see :func:`stored_calibration`).
 
     Raises:
         ValueError: if neither the stored rows nor the table have such a row.
     """
-    model = _MODEL_ALIASES.get(model, model)
     for row in (*stored_calibration(path), *CALIBRATION):
         if row.model == model and row.device == device:
             return row
@@ -424,7 +422,6 @@ def measure_step_seconds(
         raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
     if min(steps, population, threads) < 1:
         raise ValueError(f"steps, population and threads must be >= 1, got {steps}, {population}, {threads}")
-    model = _MODEL_ALIASES.get(model, model)
     dev = torch.device("cuda" if device == "gpu" else "cpu")
     torch.set_num_threads(threads)
     gen = torch.Generator().manual_seed(seed)

@@ -1,6 +1,6 @@
 """``hsaudit plan TARGET...``: models, DP-SGD steps and CPU/GPU-hours of the experiments behind some targets.
 
-    hsaudit plan results/fig1a.pdf results/fig4.pdf      # from config/config.yaml (its scale)
+    hsaudit plan results/fig1.pdf results/fig4.pdf      # from config/config.yaml (its scale)
     hsaudit plan all --scale laptop --json
     hsaudit plan --calibrate convnet --steps 5           # measure seconds per model-step here
 
