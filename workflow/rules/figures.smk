@@ -26,6 +26,16 @@ for _figure in ("fig1c", "fig4", "fig7"):
         params:
             figure=_figure,
             refs=[vars(ref) for ref in HOUSING.figures[_figure]],
+            hyper={
+                k: HOUSING.values[_figure][0][k]
+                for k in (
+                    "lr",
+                    "batch_size",
+                    "noise_multiplier",
+                    "clip_norm",
+                    "period",
+                )
+            },
             scale=SCALE,
             code_version=TRAINED_CODE["plot"],
         script:

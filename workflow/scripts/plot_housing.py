@@ -15,6 +15,7 @@ summary = plot_housing_figure(
     figure=params.figure,
     scale=params.scale,
     code_version=params.code_version,
+    hyper=params.hyper,
 )
 last = summary[summary["step"] == summary["step"].max()]
 for row in last.itertuples():

@@ -138,11 +138,16 @@ def plot_housing_figure(
     figure: str,
     scale: str,
     code_version: str = "",
+    hyper: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Plot ε̂ against the step (mean ± sd over repetitions, one series per adversary) and the upper bound.
 
-    Writes ``pdf_path`` (footer: scale, R, repetitions, audit mode) and ``csv_path`` (the tidy ``table``,
-    every plotted number: per-repetition ε̂ and the bound, from which the means and sds follow). Both atomically.
+    Writes ``pdf_path`` (footer: scale, R, repetitions, audit mode, the DP-SGD hyper-parameters) and
+    ``csv_path`` (the tidy ``table``, every plotted number: per-repetition ε̂ and the bound, from which the means
+    and sds follow; plus one column per hyper-parameter). Both atomically.
+
+    ``hyper``: the figure's DP-SGD values (``lr``, ``batch_size``, ``noise_multiplier``, ``clip_norm``, ``period``,
+    ``steps``), so that two runs with different η say so on the page and in the CSV.
 
     Returns:
         The per-step summary that was plotted (:func:`summarise`).
@@ -156,8 +161,11 @@ def plot_housing_figure(
     ax = axes[0][0]
     plot_housing_panel(ax, table, summary, title=FIGURE_TITLES.get(figure, figure))
     ax.legend(frameon=False, loc="upper left")
-    footer = figure_footer(table, scale=scale, code_version=code_version)
-    write_csv_atomic(table.assign(scale=scale), csv_path)
+    hyper = dict(hyper or {})
+    symbols = {"lr": "η", "batch_size": "B", "noise_multiplier": "σ", "clip_norm": "C", "period": "k"}
+    facts = {symbols[k]: f"{v:g}" for k, v in hyper.items() if k in symbols}
+    footer = figure_footer(table, scale=scale, code_version=code_version, **facts)
+    write_csv_atomic(table.assign(**hyper, scale=scale), csv_path)
     save(fig, pdf_path, footer=footer)
     return summary
 
