@@ -297,6 +297,7 @@ def test_smoke_figures_end_to_end_then_reuse(workflow_copy):
         assert csv["adversary"].nunique() == n_adv and csv["rep"].nunique() == h["repetitions"]
         assert set(csv["step"]) == set(range(1, h["steps"] + 1)) and set(csv["runs"]) == {h["runs"]}
         assert np.isfinite(csv["epsilon"]).all() and (csv["epsilon"] >= 0).all()
+        assert set(csv["lr"]) == {h["lr"]} and set(csv["batch_size"]) == {h["batch_size"]}  # η, B on record
         for step, upper in csv.groupby("step")["epsilon_upper"].first().items():
             expected = gdp_epsilon(mu=gdp_mu(noise_multiplier=h["noise_multiplier"], compositions=step), delta=1e-5)
             assert upper == pytest.approx(expected, rel=1e-9)
