@@ -184,7 +184,7 @@ def plot_fig5(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict, delta: fl
 
 def plot_fig6(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
     """Figure 6: malicious-dataset attack (App. C) vs standard and heuristic ε."""
-    fig, axes = figure(ncols=1, width=4.5, height=3.2)
+    fig, axes = figure(ncols=1, width=7.0, height=3.4)
     ax = axes[0][0]
     for method in (
         "standard",
@@ -210,7 +210,7 @@ def plot_fig6(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
     ax.set_title(f"malicious-dataset attack, q = {q:g}, σ = {s:g}")
     ax.set_xlabel("iterations T")
     ax.set_ylabel("ε")
-    ax.legend(frameon=False, fontsize=6)
+    ax.legend(frameon=False, fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # off the data
     runs = int(table["runs_per_world"].iloc[0])
     conf = float(table["confidence"].iloc[0]) if "confidence" in table else float("nan")
     mode = table.loc[table["method"] == "empirical_gdp", "audit_mode"] if "audit_mode" in table else pd.Series([])
@@ -220,8 +220,8 @@ def plot_fig6(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
         pdf,
         footer=_footer(
             facts,
-            R=f"{runs} per world",
-            audit=f"σ̂ (all-iterates PLD) + GDP (mode={mode.iloc[0] if len(mode) else '?'})",
-            confidence=f"{conf:g} (one-sided CP)",
+            R=f"{runs}/world",
+            audit=f"σ̂ all_iterates + GDP ({mode.iloc[0] if len(mode) else '?'})",
+            CP=f"{conf:g}",
         ),
     )
