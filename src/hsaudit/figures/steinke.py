@@ -100,15 +100,15 @@ def plot_fig3(
     conf = float(table["confidence"].iloc[0]) if "confidence" in table else float("nan")
     gdp_mode = table.loc[table["method"] == "empirical_gdp", "audit_mode"]
     write_csv_atomic(table, csv)
-    what = f"σ̂ ({_FAMILY_LABEL.get(sigma_family, sigma_family)})" if audit == "pld_sigma" else "GDP"
+    what = f"σ̂ {sigma_family}" if audit == "pld_sigma" else "GDP"
     save(
         fig,
         pdf,
         footer=_footer(
             facts,
-            R=f"{runs} per world",
-            audit=f"{what}; GDP mode={gdp_mode.iloc[0] if len(gdp_mode) else '?'}",
-            confidence=f"{conf:g} (one-sided CP)",
+            R=f"{runs}/world",
+            audit=f"{what} + GDP ({gdp_mode.iloc[0] if len(gdp_mode) else '?'})",
+            CP=f"{conf:g}",
         ),
         tight=False,
     )
@@ -139,7 +139,7 @@ def _fig3_style(method: str, *, primary: bool) -> dict:
 def plot_fig5(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict, delta: float) -> None:
     """Figure 5: ε(quadratic, α)/max_{t≤T} ε_t(linear) vs T, one line per q; one panel per one-step ε."""
     e1s = sorted(table["one_step_epsilon"].unique())
-    fig, axes = figure(ncols=len(e1s), height=3.0)
+    fig, axes = figure(ncols=len(e1s), height=4.8)
     for ax, e1 in zip(axes[0], e1s):
         sub = table[table["one_step_epsilon"] == e1]
         for i, q in enumerate(sorted(sub["sampling_rate"].unique())):
@@ -177,14 +177,14 @@ def plot_fig5(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict, delta: fl
         ax.set_title(f"one step is ({e1:g}, {delta:g})-DP")
         ax.set_xlabel("iterations T")
         ax.set_ylabel("ε(α = 0.5) / max_{t≤T} ε_t")
-    axes[0][-1].legend(frameon=False, fontsize=6)
+    _legend_below(fig, axes[0][0], ncol=3, bottom=0.36)
     write_csv_atomic(table, csv)
-    save(fig, pdf, footer=_footer(facts, R="analytic", audit="none (exact ε, rounding upper bound)"))
+    save(fig, pdf, footer=_footer(facts, R="analytic", audit="none (exact ε, rounding)"), tight=False)
 
 
 def plot_fig6(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
     """Figure 6: malicious-dataset attack (App. C) vs standard and heuristic ε."""
-    fig, axes = figure(ncols=1, width=4.5, height=3.2)
+    fig, axes = figure(ncols=1, width=7.0, height=3.4)
     ax = axes[0][0]
     for method in (
         "standard",
@@ -210,7 +210,7 @@ def plot_fig6(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
     ax.set_title(f"malicious-dataset attack, q = {q:g}, σ = {s:g}")
     ax.set_xlabel("iterations T")
     ax.set_ylabel("ε")
-    ax.legend(frameon=False, fontsize=6)
+    ax.legend(frameon=False, fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # off the data
     runs = int(table["runs_per_world"].iloc[0])
     conf = float(table["confidence"].iloc[0]) if "confidence" in table else float("nan")
     mode = table.loc[table["method"] == "empirical_gdp", "audit_mode"] if "audit_mode" in table else pd.Series([])
@@ -220,8 +220,8 @@ def plot_fig6(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
         pdf,
         footer=_footer(
             facts,
-            R=f"{runs} per world",
-            audit=f"σ̂ (all-iterates PLD) + GDP (mode={mode.iloc[0] if len(mode) else '?'})",
-            confidence=f"{conf:g} (one-sided CP)",
+            R=f"{runs}/world",
+            audit=f"σ̂ all_iterates + GDP ({mode.iloc[0] if len(mode) else '?'})",
+            CP=f"{conf:g}",
         ),
     )
