@@ -1,14 +1,13 @@
 """Snakemake adapter: repeated audits of Annamalai's construction at one (q, T, ε), update sign and base rule."""
 
-import logging
 
 import pandas as pd
 
 from hsaudit.annamalai import Table, audit_many, sigma_for_epsilon
 from hsaudit.plotting import write_csv_atomic
+from hsaudit.logs import script_logging
 
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
-logging.captureWarnings(True)
+log = script_logging(snakemake)
 p = snakemake.params
 update = snakemake.wildcards.sign
 table = Table.from_frame(pd.read_csv(snakemake.input.table))
@@ -32,4 +31,4 @@ audits = audit_many(
 )
 audits["epsilon"] = float(p.epsilon)
 write_csv_atomic(audits, snakemake.output[0])
-logging.info("sigma %.6g; wrote %d rows", sigma, len(audits))
+log.info("sigma %.6g; wrote %d rows", sigma, len(audits))

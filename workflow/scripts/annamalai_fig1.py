@@ -1,12 +1,11 @@
 """Snakemake adapter: Annamalai fig1 table (observed FPR/FNR, PLD curve, linear-loss curve per setting)."""
 
-import logging
 
 from hsaudit.annamalai import fig1_table
 from hsaudit.plotting import write_csv_atomic
+from hsaudit.logs import script_logging
 
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
-logging.captureWarnings(True)
+log = script_logging(snakemake)
 p = snakemake.params
 table = fig1_table(
     [dict(s) for s in p.settings],
@@ -20,4 +19,4 @@ table = fig1_table(
     value_discretization_interval=float(p.value_discretization_interval),
 )
 write_csv_atomic(table, snakemake.output[0])
-logging.info("wrote %d rows", len(table))
+log.info("wrote %d rows", len(table))

@@ -1,13 +1,12 @@
 """Snakemake adapter: one Annamalai figure (fig1 or fig2) via hsaudit.figures.annamalai."""
 
-import logging
 
 import pandas as pd
 
 from hsaudit.figures import annamalai
+from hsaudit.logs import script_logging
 
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
-logging.captureWarnings(True)
+log = script_logging(snakemake)
 p = snakemake.params
 table = pd.concat([pd.read_csv(f) for f in snakemake.input.table], ignore_index=True)
 out = dict(pdf=snakemake.output.pdf, csv=snakemake.output.csv, facts=dict(p.facts))
@@ -17,4 +16,4 @@ elif p.figure == "fig2":
     annamalai.plot_fig2(table, tail_floor=p.tail_floor, base_rule=p.base_rule, **out)
 else:  # pragma: no cover - the rules only pass the names above
     raise ValueError(f"unknown figure {p.figure!r}")
-logging.info("wrote %s and %s", snakemake.output.pdf, snakemake.output.csv)
+log.info("wrote %s and %s", snakemake.output.pdf, snakemake.output.csv)

@@ -1,12 +1,11 @@
 """Snakemake adapter: PLD calibration table ε(σ), δ(ε′) of one (q, T) (computed once, interpolated later)."""
 
-import logging
 
 from hsaudit.annamalai import pld_table
 from hsaudit.plotting import write_csv_atomic
+from hsaudit.logs import script_logging
 
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
-logging.captureWarnings(True)
+log = script_logging(snakemake)
 p = snakemake.params
 t = p.table
 table = pld_table(
@@ -18,4 +17,4 @@ table = pld_table(
     value_discretization_interval=float(t["value_discretization_interval"]),
 )
 write_csv_atomic(table, snakemake.output[0])
-logging.info("wrote %d rows", len(table))
+log.info("wrote %d rows", len(table))

@@ -1,12 +1,11 @@
 """Snakemake adapter: Steinke et al. fig3, one sampling rate (σ per T, simulation, σ̂ and GDP audits, heuristic)."""
 
-import logging
 
 from hsaudit.plotting import write_csv_atomic
 from hsaudit.steinke import fig3_table
+from hsaudit.logs import script_logging
 
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
-logging.captureWarnings(True)
+log = script_logging(snakemake)
 p = snakemake.params
 table = fig3_table(
     sampling_rates=[float(p.sampling_rate)],
@@ -21,4 +20,4 @@ table = fig3_table(
     population=bool(p.fig3["population"]),
 )
 write_csv_atomic(table, snakemake.output[0])
-logging.info("wrote %d rows", len(table))
+log.info("wrote %d rows", len(table))

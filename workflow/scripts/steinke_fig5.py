@@ -1,12 +1,11 @@
 """Snakemake adapter: Steinke et al. fig5, one panel (σ per q so one step is (ε₁, δ)-DP)."""
 
-import logging
 
 from hsaudit.plotting import write_csv_atomic
 from hsaudit.steinke import Rounding, fig5_table
+from hsaudit.logs import script_logging
 
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
-logging.captureWarnings(True)
+log = script_logging(snakemake)
 p = snakemake.params
 f = p.fig5
 table = fig5_table(
@@ -19,4 +18,4 @@ table = fig5_table(
     exact_max_steps=int(f["exact_max_steps"]),
 )
 write_csv_atomic(table, snakemake.output[0])
-logging.info("wrote %d rows", len(table))
+log.info("wrote %d rows", len(table))

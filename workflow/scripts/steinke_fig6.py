@@ -1,12 +1,11 @@
 """Snakemake adapter: Steinke et al. fig6, one T (malicious-dataset attack of App. C, GDP audit)."""
 
-import logging
 
 from hsaudit.plotting import write_csv_atomic
 from hsaudit.steinke import MaliciousConstants, fig6_table
+from hsaudit.logs import script_logging
 
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
-logging.captureWarnings(True)
+log = script_logging(snakemake)
 p = snakemake.params
 f = p.fig6
 constants = MaliciousConstants(
@@ -28,10 +27,10 @@ table = fig6_table(
     value_store=bool(f["compare_value_store"]),
 )
 if (table["clipped_fraction"] > 0).any() or (table["flipped_fraction"] > 0).any():
-    logging.warning(
+    log.warning(
         "the constants do not work: clipped %s, flipped %s",
         table["clipped_fraction"].max(),
         table["flipped_fraction"].max(),
     )
 write_csv_atomic(table, snakemake.output[0])
-logging.info("wrote %d rows", len(table))
+log.info("wrote %d rows", len(table))

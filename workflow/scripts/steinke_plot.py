@@ -1,13 +1,12 @@
 """Snakemake adapter: one Steinke et al. figure (fig1, fig3, fig5 or fig6) via hsaudit.figures.steinke."""
 
-import logging
 
 import pandas as pd
 
 from hsaudit.figures import steinke
+from hsaudit.logs import script_logging
 
-logging.basicConfig(filename=snakemake.log[0], filemode="w", level=logging.INFO, format="%(asctime)s %(message)s")
-logging.captureWarnings(True)
+log = script_logging(snakemake)
 p = snakemake.params
 table = pd.concat([pd.read_csv(f) for f in snakemake.input.tables], ignore_index=True)
 out = dict(pdf=snakemake.output.pdf, csv=snakemake.output.csv, facts=dict(p.facts))
@@ -21,4 +20,4 @@ elif p.figure == "fig6":
     steinke.plot_fig6(table, **out)
 else:  # pragma: no cover - the rules only pass the names above
     raise ValueError(f"unknown figure {p.figure!r}")
-logging.info("wrote %s and %s", snakemake.output.pdf, snakemake.output.csv)
+log.info("wrote %s and %s", snakemake.output.pdf, snakemake.output.csv)
