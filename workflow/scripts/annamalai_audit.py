@@ -1,6 +1,5 @@
 """Snakemake adapter: repeated audits of Annamalai's construction at one (q, T, ε), update sign and base rule."""
 
-
 import pandas as pd
 
 from hsaudit.annamalai import Table, audit_many, sigma_for_epsilon

@@ -1,6 +1,5 @@
 """Snakemake adapter: Annamalai fig1 table (observed FPR/FNR, PLD curve, linear-loss curve per setting)."""
 
-
 from hsaudit.annamalai import fig1_table
 from hsaudit.plotting import write_csv_atomic
 from hsaudit.logs import script_logging

@@ -1,6 +1,5 @@
 """Snakemake adapter: one Annamalai figure (fig1 or fig2) via hsaudit.figures.annamalai."""
 
-
 import pandas as pd
 
 from hsaudit.figures import annamalai

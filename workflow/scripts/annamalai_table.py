@@ -1,6 +1,5 @@
 """Snakemake adapter: PLD calibration table ε(σ), δ(ε′) of one (q, T) (computed once, interpolated later)."""
 
-
 from hsaudit.annamalai import pld_table
 from hsaudit.plotting import write_csv_atomic
 from hsaudit.logs import script_logging

@@ -1,6 +1,5 @@
 """Snakemake adapter: Steinke et al. fig1 table (heuristic / standard / full-batch ε across T)."""
 
-
 from hsaudit.plotting import write_csv_atomic
 from hsaudit.steinke import fig1_table
 from hsaudit.logs import script_logging

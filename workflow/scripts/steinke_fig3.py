@@ -1,6 +1,5 @@
 """Snakemake adapter: Steinke et al. fig3, one sampling rate (σ per T, simulation, σ̂ and GDP audits, heuristic)."""
 
-
 from hsaudit.plotting import write_csv_atomic
 from hsaudit.steinke import fig3_table
 from hsaudit.logs import script_logging

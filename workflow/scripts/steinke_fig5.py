@@ -1,6 +1,5 @@
 """Snakemake adapter: Steinke et al. fig5, one panel (σ per q so one step is (ε₁, δ)-DP)."""
 
-
 from hsaudit.plotting import write_csv_atomic
 from hsaudit.steinke import Rounding, fig5_table
 from hsaudit.logs import script_logging

@@ -1,6 +1,5 @@
 """Snakemake adapter: Steinke et al. fig6, one T (malicious-dataset attack of App. C, GDP audit)."""
 
-
 from hsaudit.plotting import write_csv_atomic
 from hsaudit.steinke import MaliciousConstants, fig6_table
 from hsaudit.logs import script_logging

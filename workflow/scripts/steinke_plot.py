@@ -1,6 +1,5 @@
 """Snakemake adapter: one Steinke et al. figure (fig1, fig3, fig5 or fig6) via hsaudit.figures.steinke."""
 
-
 import pandas as pd
 
 from hsaudit.figures import steinke
