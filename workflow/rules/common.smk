@@ -132,6 +132,17 @@ def family_resources(key):
     return lambda wc: config[wc.family]["resources"][key]
 
 
+def crafting_resources(key, light):
+    """craft_adversary's resource: the family's training resource for A_GC-S (it simulates training), else light."""
+
+    def resource(wc):
+        if PLANS[wc.family].audits[wc.audit]["adversary"].startswith("gc_s"):
+            return config[wc.family]["resources"][key]
+        return light
+
+    return resource
+
+
 def dataset_options(name):
     """The data section of a dataset's family (hsaudit.data.configured_dataset reads it)."""
     return dict(config[name]["data"])

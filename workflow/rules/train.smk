@@ -43,9 +43,10 @@ rule craft_adversary:
         "../../envs/torch.yaml"
     threads: 1
     resources:
-        mem_mb=family_resources("mem_mb"),
-        runtime=family_resources("runtime"),
-        gpu=family_resources("gpu"),
+        # Only A_GC-S trains (its simulations); the other adversaries draw a direction or pick a row.
+        mem_mb=crafting_resources("mem_mb", 2000),
+        runtime=crafting_resources("runtime", 10),
+        gpu=crafting_resources("gpu", 0),
     params:
         spec=lambda wc: PLANS[wc.family].audits[wc.audit],
         seed=lambda wc: derive_seed(SEED, f"{wc.family}-craft", wc.audit),
