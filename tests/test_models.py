@@ -26,6 +26,8 @@ from hsaudit.models import (
         ("convnet", {}, 62_006),  # 456 + 2,416 + 48,120 + 10,164 + 850
         ("resnet18_gn", {}, 11_173_962),  # CIFAR ResNet18, GroupNorm (torchvision's 7x7 stem: 11,181,642)
         ("alexnet_head", {}, 40_970),  # Linear(4096 -> 10): 40,960 + 10 (Cebere et al. Fig. 13)
+        ("mnist_cnn", {}, 25_386),  # Yoon et al.: 416 + 8,224 + 16,416 + 330 (specs/yoon.md)
+        ("cifar_cnn", {}, 550_570),  # 896 + 9,248 + 18,496 + 36,928 + 73,856 + 147,584 + 262,272 + 1,290
     ],
 )
 def test_parameter_counts(name, kwargs, expected):
@@ -39,6 +41,8 @@ def test_forward_shapes():
     assert build_model("convnet")(torch.zeros(2, *input_shape("convnet"))).shape == (2, 10)
     assert build_model("alexnet_head")(torch.zeros(2, *input_shape("alexnet_head"))).shape == (2, 10)
     assert input_shape("alexnet_head") == (4096,)
+    assert build_model("mnist_cnn")(torch.zeros(2, *input_shape("mnist_cnn"))).shape == (2, 10)
+    assert build_model("cifar_cnn")(torch.zeros(2, *input_shape("cifar_cnn"))).shape == (2, 10)
 
 
 def test_loss_kinds():

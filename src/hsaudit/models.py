@@ -12,6 +12,10 @@ Registry (:func:`build_model`):
 - ``"alexnet_head"`` — the new last layer of the AlexNet transfer audit (Cebere et al. Fig. 13): Linear(4096→10)
   trained on precomputed 4096-d AlexNet features, 40,970 parameters, cross-entropy. It is the one-layer FCNN
   ``"4096-10"`` (:func:`mlp_sizes`), so the hand-derived FCNN engine trains it.
+- ``"mnist_cnn"`` — the MNIST ConvNet of Yoon et al. (after Annamalai & De Cristofaro 2024), 25,386 parameters:
+  Conv(1→16,5) MaxPool2 tanh, Conv(16→32,4) MaxPool2 tanh, FC 512→32 tanh, FC 32→10 (``specs/yoon.md``).
+- ``"cifar_cnn"`` — the CIFAR-10 ConvNet of Yoon et al., 550,570 parameters: 3×3 convolutions (padding 1, tanh)
+  32, 32, MaxPool2, 64, 64, MaxPool2, 128, 128, MaxPool2, then FC 2048→128 tanh, FC 128→10.
 
 The flat parameter vector used everywhere in :mod:`hsaudit.train` is ``torch.cat([p.flatten() for p in
 model.parameters()])`` — i.e. the order of ``model.parameters()``; for the FCNN that is ``W1, b1, W2, b2, ...``
@@ -23,7 +27,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-MODELS = ("fcnn", "convnet", "resnet18_gn", "alexnet_head")
+MODELS = ("fcnn", "convnet", "resnet18_gn", "alexnet_head", "mnist_cnn", "cifar_cnn")
 DEFAULT_FCNN_VARIANT = "8-3-8-1"
 
 
@@ -95,6 +99,34 @@ def _convnet(num_classes: int = 10) -> nn.Module:
     )
 
 
+def _mnist_cnn(num_classes: int = 10) -> nn.Module:
+    return nn.Sequential(
+        nn.Conv2d(1, 16, 5),
+        nn.MaxPool2d(2),
+        nn.Tanh(),
+        nn.Conv2d(16, 32, 4),
+        nn.MaxPool2d(2),
+        nn.Tanh(),
+        nn.Flatten(),
+        nn.Linear(512, 32),
+        nn.Tanh(),
+        nn.Linear(32, num_classes),
+    )
+
+
+def _cifar_cnn(num_classes: int = 10) -> nn.Module:
+    layers: list[nn.Module] = []
+    n_in = 3
+    for width in (32, 32, "M", 64, 64, "M", 128, 128, "M"):
+        if width == "M":
+            layers.append(nn.MaxPool2d(2))
+        else:
+            layers += [nn.Conv2d(n_in, width, 3, padding=1), nn.Tanh()]
+            n_in = width
+    layers += [nn.Flatten(), nn.Linear(2048, 128), nn.Tanh(), nn.Linear(128, num_classes)]
+    return nn.Sequential(*layers)
+
+
 class _BasicBlock(nn.Module):
     def __init__(self, n_in: int, n_out: int, stride: int, groups: int) -> None:
         super().__init__()
@@ -143,12 +175,20 @@ def build_model(name: str, **kwargs) -> nn.Module:
         **kwargs: ``fcnn``: ``variant`` (``"8-3-8-1"`` default, or ``"8-6-2"``); ``convnet``:
             ``num_classes`` (10); ``resnet18_gn``: ``num_classes`` (10), ``groups`` (GroupNorm groups per layer,
             ``min(groups, channels)``; 32 [inferred], the parameter count does not depend on it);
-            ``alexnet_head``: ``features`` (4096), ``num_classes`` (10).
+            ``alexnet_head``: ``features`` (4096), ``num_classes`` (10); ``mnist_cnn``, ``cifar_cnn``:
+            ``num_classes`` (10).
 
     Raises:
         ValueError: unknown ``name`` or keyword.
     """
-    builders = {"fcnn": _fcnn, "convnet": _convnet, "resnet18_gn": _ResNet18GN, "alexnet_head": _alexnet_head}
+    builders = {
+        "fcnn": _fcnn,
+        "convnet": _convnet,
+        "resnet18_gn": _ResNet18GN,
+        "alexnet_head": _alexnet_head,
+        "mnist_cnn": _mnist_cnn,
+        "cifar_cnn": _cifar_cnn,
+    }
     if name not in builders:
         raise ValueError(f"model must be one of {MODELS}, got {name!r}")
     try:
@@ -166,7 +206,7 @@ def num_outputs(name: str, **kwargs) -> int:
     """Number of logits of the model (1 for a single-logit binary classifier)."""
     if name in ("fcnn", "alexnet_head"):
         return mlp_sizes(name, **kwargs)[-1]
-    if name in ("convnet", "resnet18_gn"):
+    if name in ("convnet", "resnet18_gn", "mnist_cnn", "cifar_cnn"):
         return int(kwargs.get("num_classes", 10))
     raise ValueError(f"model must be one of {MODELS}, got {name!r}")
 
@@ -184,8 +224,10 @@ def input_shape(name: str, **kwargs) -> tuple[int | None, ...]:
     """
     if name in ("fcnn", "alexnet_head"):
         return (mlp_sizes(name, **kwargs)[0],)
-    if name == "convnet":
+    if name in ("convnet", "cifar_cnn"):
         return (3, 32, 32)
+    if name == "mnist_cnn":
+        return (1, 28, 28)
     if name == "resnet18_gn":
         return (3, None, None)
     raise ValueError(f"model must be one of {MODELS}, got {name!r}")

@@ -139,12 +139,15 @@ def load_setup(path: str | os.PathLike) -> Setup:
         return Setup(theta0=data["theta0"].astype(np.float32), batches=data["batches"].astype(np.int64))
 
 
-def init_theta0(model: str, model_kwargs: dict, *, scheme: str = "default", seed: int) -> np.ndarray:
+def init_theta0(
+    model: str, model_kwargs: dict, *, scheme: str = "default", seed: int, bias: float = 0.0
+) -> np.ndarray:
     """One initialisation θ0 ``[p]`` (float32) drawn from ``seed``.
 
     ``scheme``: ``"default"`` (PyTorch's layer defaults, as :func:`make_setup`) or ``"xavier_normal"`` (Glorot
-    normal weights for every parameter with ≥ 2 dimensions, zero biases and norm offsets, unit norm scales) — the
-    "unknown θ0" of Cebere et al. Fig. 12 [inferred: the paper says "Xavier initialisation"].
+    normal weights for every parameter with ≥ 2 dimensions, biases and norm offsets set to ``bias``, unit norm
+    scales) — the "unknown θ0" of Cebere et al. Fig. 12 [inferred: the paper says "Xavier initialisation"; bias 0]
+    and the θ_avg of Yoon et al. (bias 0.01, specs/yoon.md). ``bias`` is ignored by ``"default"``.
     """
     if scheme not in THETA0_SCHEMES:
         raise ValueError(f"scheme must be one of {THETA0_SCHEMES}, got {scheme!r}")
@@ -159,7 +162,7 @@ def init_theta0(model: str, model_kwargs: dict, *, scheme: str = "default", seed
                     elif "norm" in name and name.endswith("weight"):
                         param.fill_(1.0)
                     else:
-                        param.zero_()
+                        param.fill_(float(bias))
     return flat_parameters(net).numpy().astype(np.float32)
 
 
