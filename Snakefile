@@ -26,6 +26,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/scores.smk"
 include: "workflow/rules/audit.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/yoon.smk"
 include: "workflow/rules/archive.smk"
 
 

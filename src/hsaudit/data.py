@@ -563,12 +563,20 @@ def configured_options(name: str, section: Mapping[str, Any]) -> dict[str, Any]:
     return options
 
 
+# dataset -> (folder the writer creates under its directory, or "" when it writes into the directory itself, writer)
+_SYNTHETIC_WRITERS: dict[str, tuple[str, Callable[..., Path]]] = {
+    "cifar10": (vision.CIFAR10_FOLDER, vision.write_synthetic_cifar10),
+    "cifar100": (vision.CIFAR100_FOLDER, vision.write_synthetic_cifar100),
+    "mnist": ("", vision.write_synthetic_mnist),
+}
+
+
 def synthetic_path(name: str, section: Mapping[str, Any]) -> Path:
     """Where the synthetic copy of an image dataset described by ``section`` lives (one folder per size)."""
     n_train, n_test = int(section.get("synthetic_train", 5000)), int(section.get("synthetic_test", 1000))
-    folder = {"cifar10": vision.CIFAR10_FOLDER}.get(name)
-    if folder is None:
+    if name not in _SYNTHETIC_WRITERS:
         raise ValueError(f"no synthetic source for dataset {name!r}")
+    folder = _SYNTHETIC_WRITERS[name][0]
     return Path(section.get("data_dir", "data")) / f"synthetic-{name}-{n_train}-{n_test}" / folder
 
 
@@ -588,9 +596,9 @@ def configured_dataset(name: str, section: Mapping[str, Any]) -> Dataset:
     if section.get("source") == "synthetic":
         path = synthetic_path(name, section)
         if not path.exists():
-            vision.write_synthetic_cifar10(
-                path.parent, n_train=int(section["synthetic_train"]), n_test=int(section["synthetic_test"]), seed=0
-            )
+            folder, write = _SYNTHETIC_WRITERS[name]
+            root = path.parent if folder else path
+            write(root, n_train=int(section["synthetic_train"]), n_test=int(section["synthetic_test"]), seed=0)
     return prepare_dataset(name, **options)
 
 

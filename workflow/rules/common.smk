@@ -171,3 +171,39 @@ def cifar_datasets(figure):
         f"results/data/{dataset_name('cifar10', ref.model)}.npz"
         for ref in CIFAR10.figures[figure]
     ]
+
+
+# ---- Yoon et al. (workflow/rules/yoon.smk, docs/yoon.md): data, populations and audits keyed by
+# hsaudit.yoon_plan; every figure is GPU-sized at paper scale.
+from hsaudit.yoon_plan import FIGURES as YOON_FIGURES
+from hsaudit.yoon_plan import figure_audit_paths, figure_outputs, plan_yoon
+
+YOON = plan_yoon(config["yoon"], seed=SEED, audit=AUDIT)
+YOON_CODE = {
+    "data": code_version("hsaudit.data"),
+    "train": code_version("hsaudit.data", "hsaudit.yoon"),
+    "audit": code_version("hsaudit.yoon", "hsaudit.audit", "hsaudit.accounting"),
+    "plot": code_version("hsaudit.figures.yoon", "hsaudit.plotting"),
+}
+
+
+def yoon_population_inputs(wc):
+    """The prepared data of a population (and the pre-training set of a CIFAR-10 θ_worst)."""
+    spec = YOON.populations[wc.population]
+    inputs = {"data": f"results/yoon/data/{spec['data']}.npz"}
+    if spec.get("pretrain_data"):
+        inputs["pretrain"] = f"results/yoon/data/{spec['pretrain_data']}.npz"
+    return inputs
+
+
+def yoon_audit_data(wc):
+    """The prepared data of the population an audit crafts on (the black box queries D′'s inputs)."""
+    population = YOON.populations[YOON.audits[wc.audit]["population"]]
+    return f"results/yoon/data/{population['data']}.npz"
+
+
+def yoon_scores_paths(figure):
+    """The per-model scores behind a figure that draws them (fig2's histograms); none for the others."""
+    if figure != "fig2":
+        return []
+    return [path.removesuffix(".csv") + "_scores.csv" for path in figure_audit_paths(YOON, figure)]

@@ -12,3 +12,6 @@ wildcard_constraints:
     runs=r"\d+",
     size=r"\d+",
     index=r"\d+",
+    data=r"[0-9a-f]{12}",
+    population=r"[0-9a-f]{12}",
+    run=r"\d+",

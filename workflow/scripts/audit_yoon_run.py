@@ -1,0 +1,75 @@
+"""Snakemake adapter: craft the audit samples of one Yoon et al. run and audit them (hsaudit.yoon).
+
+x_a is crafted on the crafting population (white box: the models; black box: surrogates distilled from their
+outputs on D′'s inputs) and scored on the crafting population (split "same", the paper's reading) and on the
+independent audit population (split "held-out"). Writes one CSV row per adversary × margin × split, and the
+scores of every model (fig2's histograms).
+"""
+
+import numpy as np
+import pandas as pd
+import torch
+
+from hsaudit import yoon
+from hsaudit.logs import script_logging
+from hsaudit.seeding import derive_seed
+
+log = script_logging(snakemake)
+spec, pop = snakemake.params.spec, snakemake.params.population
+run = int(snakemake.wildcards.run)
+torch.set_num_threads(snakemake.threads)
+device = snakemake.params.device
+with np.load(snakemake.input.models) as f:
+    models = {k: f[k] for k in f.files}
+model = pop["model"]
+members = models["members"]
+canary = yoon.Canary(str(models["canary_kind"]), models["canary_x"], int(models["canary_y"]), str(models["canary_source"]))
+crafting_models = models["craft_theta"]
+if spec["access"] == "black":
+    with np.load(snakemake.input.data) as f:
+        query = np.concatenate([f["X"], canary.x[None]])
+    s = spec["surrogate"]
+    crafting_models = yoon.distill_surrogates(
+        model=model, targets=models["craft_theta"], X_query=query, epochs=s["epochs"], batch_size=s["batch_size"],
+        lr=s["lr"], seed=derive_seed(pop["seed"], "yoon-surrogates", snakemake.wildcards.audit, run), device=device,
+    )
+samples = [yoon.craft("a_c", model=model, theta=crafting_models, members=members, canary=canary)]
+for adversary in ("a_ude", "a_ade"):
+    for margin in spec["margins"] if adversary == "a_ade" else [float("nan")]:
+        samples.append(
+            yoon.craft(
+                adversary, model=model, theta=crafting_models, members=members, canary=canary,
+                margin=0.0 if np.isnan(margin) else margin, steps=spec["craft"]["steps"], lr=spec["craft"]["lr"],
+                device=device,
+            )
+        )
+rows, scores = [], []
+for sample in samples:
+    for split, key in (("same", "craft_theta"), ("held-out", "audit_theta")):
+        result, s = yoon.audit_sample(
+            model=model, theta=models[key], members=members, sample=sample, delta=snakemake.params.delta,
+            confidence=spec["confidence"], mode=spec["mode"], selection_fraction=spec["selection_fraction"],
+            seed=derive_seed(pop["seed"], "yoon-audit", run), device=device,
+        )
+        margin = sample.margin if sample.adversary == "a_ade" else float("nan")
+        rows.append(
+            {
+                "run": run, "adversary": sample.adversary, "margin": margin, "split": split,
+                "access": spec["access"], **result,
+                "objective_start": sample.objective_start, "objective_end": sample.objective_end,
+            }
+        )
+        scores.append(
+            pd.DataFrame(
+                {"run": run, "adversary": sample.adversary, "margin": margin, "split": split,
+                 "model_index": np.arange(s.size), "member": members, "score": s}
+            )
+        )
+        log.info("%s α=%s %s: ε̂ = %.3f (μ̂ = %.3f)", sample.adversary, margin, split, result["epsilon"], result["mu"])
+table = pd.DataFrame(rows).assign(
+    dataset=pop["dataset"], model=model, init=pop["init"], canary=pop["canary"], clip_norm=pop["clip_norm"],
+    epsilon_theory=pop["epsilon"], noise_multiplier=float(models["noise_multiplier"]), steps=pop["steps"],
+    lr=pop["lr"], models_per_world=pop["models_per_world"], data_source=str(models["data_source"]),
+)
+table.to_csv(snakemake.output.table, index=False)
+pd.concat(scores, ignore_index=True).to_csv(snakemake.output.scores, index=False)

@@ -1,0 +1,23 @@
+"""Snakemake adapter: one dataset of the Yoon et al. audits (hsaudit.yoon_plan): D and the auxiliary half, or a
+pre-training set, prepared by hsaudit.data and written as one .npz."""
+
+from hsaudit.data import configured_dataset
+from hsaudit.io import atomic_savez
+from hsaudit.logs import script_logging
+
+log = script_logging(snakemake)
+spec = snakemake.params.spec
+section = dict(spec["section"])
+common = {"subset_seed": spec["split_seed"]}
+if spec["role"] == "train":
+    d = configured_dataset(spec["dataset"], {**section, **common, "subset": spec["d_size"], "subset_offset": 0})
+    aux = configured_dataset(
+        spec["dataset"], {**section, **common, "subset": spec["aux_size"], "subset_offset": spec["aux_offset"]}
+    )
+    arrays = {"X": d.X, "y": d.y, "aux_X": aux.X, "aux_y": aux.y}
+    log.info("%s: D %s, auxiliary %s (%s)", spec["dataset"], d.X.shape, aux.X.shape, d.data_source)
+else:
+    d = configured_dataset(spec["dataset"], {**section, **common, "subset": spec["size"], "subset_offset": 0})
+    arrays = {"X": d.X, "y": d.y}
+    log.info("%s: pre-training set %s (%s)", spec["dataset"], d.X.shape, d.data_source)
+atomic_savez(snakemake.output.data, {**arrays, "mean": d.mean, "std": d.scale, "data_source": d.data_source})
