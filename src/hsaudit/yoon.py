@@ -296,7 +296,7 @@ def craft(
         opt.zero_grad()
         losses = engine.loss(th, x, y)[:, 0]
         value = objective(adversary, losses[~bits], losses[bits], margin=margin)
-        values.append(float(value))
+        values.append(value.item())
         value.backward()
         opt.step()
     with torch.no_grad():
