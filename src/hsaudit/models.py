@@ -13,7 +13,7 @@ Registry (:func:`build_model`):
   trained on precomputed 4096-d AlexNet features, 40,970 parameters, cross-entropy. It is the one-layer FCNN
   ``"4096-10"`` (:func:`mlp_sizes`), so the hand-derived FCNN engine trains it.
 - ``"mnist_cnn"`` — the MNIST ConvNet of Yoon et al. (after Annamalai & De Cristofaro 2024), 25,386 parameters:
-  Conv(1→16,5) MaxPool2 tanh, Conv(16→32,4) MaxPool2 tanh, FC 512→32 tanh, FC 32→10 (``specs/yoon.md``).
+  Conv(1→16,5) MaxPool2 tanh, Conv(16→32,4) MaxPool2 tanh, FC 512→32 tanh, FC 32→10 (docs/yoon.md).
 - ``"cifar_cnn"`` — the CIFAR-10 ConvNet of Yoon et al., 550,570 parameters: 3×3 convolutions (padding 1, tanh)
   32, 32, MaxPool2, 64, 64, MaxPool2, 128, 128, MaxPool2, then FC 2048→128 tanh, FC 128→10.
 

@@ -147,7 +147,7 @@ def init_theta0(
     ``scheme``: ``"default"`` (PyTorch's layer defaults, as :func:`make_setup`) or ``"xavier_normal"`` (Glorot
     normal weights for every parameter with ≥ 2 dimensions, biases and norm offsets set to ``bias``, unit norm
     scales) — the "unknown θ0" of Cebere et al. Fig. 12 [inferred: the paper says "Xavier initialisation"; bias 0]
-    and the θ_avg of Yoon et al. (bias 0.01, specs/yoon.md). ``bias`` is ignored by ``"default"``.
+    and the θ_avg of Yoon et al. (bias 0.01, docs/yoon.md). ``bias`` is ignored by ``"default"``.
     """
     if scheme not in THETA0_SCHEMES:
         raise ValueError(f"scheme must be one of {THETA0_SCHEMES}, got {scheme!r}")

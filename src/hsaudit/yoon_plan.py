@@ -126,6 +126,8 @@ def _population_params(values: Mapping[str, Any], data_key: str, pre_key: str | 
         "models_per_world": int(values["models_per_world"]),
         "seed": int(values["seed"]),
     }
+    if values["canary"] == "mislabeled":
+        params["mislabeled_ood"] = values["mislabeled_ood"]
     if init == "worst":
         params["worst"] = dict(values["worst"])
         params["pretrain_data"] = pre_key

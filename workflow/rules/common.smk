@@ -181,8 +181,10 @@ from hsaudit.yoon_plan import figure_audit_paths, figure_outputs, plan_yoon
 YOON = plan_yoon(config["yoon"], seed=SEED, audit=AUDIT)
 YOON_CODE = {
     "data": code_version("hsaudit.data"),
-    "train": code_version("hsaudit.data", "hsaudit.yoon"),
-    "audit": code_version("hsaudit.yoon", "hsaudit.audit", "hsaudit.accounting"),
+    "train": code_version("hsaudit.data", "hsaudit.yoon.populations"),
+    "audit": code_version(
+        "hsaudit.yoon.crafting", "hsaudit.audit", "hsaudit.accounting"
+    ),
     "plot": code_version("hsaudit.figures.yoon", "hsaudit.plotting"),
 }
 
@@ -206,4 +208,7 @@ def yoon_scores_paths(figure):
     """The per-model scores behind a figure that draws them (fig2's histograms); none for the others."""
     if figure != "fig2":
         return []
-    return [path.removesuffix(".csv") + "_scores.csv" for path in figure_audit_paths(YOON, figure)]
+    return [
+        path.removesuffix(".csv") + "_scores.csv"
+        for path in figure_audit_paths(YOON, figure)
+    ]

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from hsaudit import yoon
+from hsaudit.yoon import crafting as yoon
+from hsaudit.yoon.populations import Canary
 from hsaudit.logs import script_logging
 from hsaudit.seeding import derive_seed
 
@@ -23,7 +24,7 @@ with np.load(snakemake.input.models) as f:
     models = {k: f[k] for k in f.files}
 model = pop["model"]
 members = models["members"]
-canary = yoon.Canary(str(models["canary_kind"]), models["canary_x"], int(models["canary_y"]), str(models["canary_source"]))
+canary = Canary(str(models["canary_kind"]), models["canary_x"], int(models["canary_y"]), str(models["canary_source"]))
 crafting_models = models["craft_theta"]
 if spec["access"] == "black":
     with np.load(snakemake.input.data) as f:

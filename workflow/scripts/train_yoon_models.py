@@ -4,7 +4,7 @@ independent populations of N + N full-batch DP-SGD models (crafting and audit) (
 import numpy as np
 import torch
 
-from hsaudit import yoon
+from hsaudit.yoon import populations as yoon
 from hsaudit.io import atomic_savez
 from hsaudit.logs import script_logging
 from hsaudit.seeding import derive_seed
@@ -29,7 +29,7 @@ if spec["init"] == "worst":
 canary = yoon.make_canary(
     spec["canary"], model=model, X=data["X"], aux_X=data["aux_X"], aux_y=data["aux_y"], theta0=theta0,
     mean=data["mean"], std=data["std"], seed=derive_seed(seed, "yoon-canary", spec["data"], run),
-    blank_label=spec["blank_label"],
+    blank_label=spec["blank_label"], ood=spec.get("mislabeled_ood", "invert"),
 )
 sigma = yoon.noise_multiplier(spec["epsilon"], steps=spec["steps"], delta=spec["delta"])
 log.info("%s, ε = %g: σ = %.4f, canary %s (label %d, %s)", model, spec["epsilon"], sigma, canary.kind, canary.y, canary.source)
