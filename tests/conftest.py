@@ -73,3 +73,9 @@ def housing_like(n: int = 200, seed: int = 0):
     X = rng.standard_normal((n, 8)).astype(np.float32)
     y = (X @ rng.standard_normal(8) + 0.5 * rng.standard_normal(n) > 0).astype(np.int64)
     return X, y
+
+
+def check_pdf(path: Path) -> None:
+    """A figure was written: a real PDF of some size, and no temporary file left beside it."""
+    assert path.read_bytes()[:4] == b"%PDF" and path.stat().st_size > 5000
+    assert not [p for p in path.parent.iterdir() if ".tmp" in p.name], "no temporary file left behind"

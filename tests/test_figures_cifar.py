@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from conftest import check_pdf
 from hsaudit import plotting
 from hsaudit.figures import cifar
 from hsaudit.experiments import audit_table
@@ -59,11 +60,6 @@ def footers(monkeypatch):
 
     monkeypatch.setattr(plotting, "save", save)
     return seen
-
-
-def check_pdf(path):
-    assert path.read_bytes()[:4] == b"%PDF" and path.stat().st_size > 5000
-    assert not [p for p in path.parent.iterdir() if ".tmp" in p.name], "no temporary file left behind"
 
 
 def check_mean(csv: pd.DataFrame, summary: pd.DataFrame, *, panel: str, adversary: str, step: int) -> None:

@@ -86,7 +86,11 @@ for _figure in YOON_FIGURES:
             tables=figure_audit_paths(YOON, _figure),
             scores=yoon_scores_paths(_figure),
         output:
-            main=register_figure(figure_outputs(_figure)[0], kind="gpu"),
+            main=report(
+                register_figure(figure_outputs(_figure)[0], kind="gpu"),
+                caption=f"../report/yoon_{_figure}.rst",
+                category="Yoon et al.",
+            ),
             csv=figure_outputs(_figure)[1],
         log:
             log_path(f"yoon/plot_yoon_{_figure}"),
