@@ -200,7 +200,8 @@ def figure_audit_paths(plan: YoonPlan, figure: str) -> list[str]:
 
 
 def figure_outputs(figure: str) -> list[str]:
-    """The files a figure target writes: its PDF (Markdown for table1) and CSV."""
-    if figure == "table1":
-        return ["results/yoon/table1.md", "results/yoon/table1.csv"]
-    return [f"results/yoon/{figure}.pdf", f"results/yoon/{figure}.csv"]
+    """The files a figure target writes: its PDF (Markdown for table1), its CSV (mean ± sd over runs of every
+    plotted series) and ``<figure>_runs.csv`` (every run's audit row: run, adversary, margin, split, epsilon,
+    mu, the CP bounds, canary, init, clip_norm, epsilon_theory, ...)."""
+    main = "results/yoon/table1.md" if figure == "table1" else f"results/yoon/{figure}.pdf"
+    return [main, f"results/yoon/{figure}.csv", f"results/yoon/{figure}_runs.csv"]

@@ -92,6 +92,7 @@ for _figure in YOON_FIGURES:
                 category="Yoon et al.",
             ),
             csv=figure_outputs(_figure)[1],
+            runs=figure_outputs(_figure)[2],
         log:
             log_path(f"yoon/plot_yoon_{_figure}"),
         conda:

@@ -13,6 +13,7 @@ for point in params.points:
         frames.append(pd.read_csv(path).assign(figure=params.figure, point_audit=point["audit"]))
     start += point["runs"]
 table = pd.concat(frames, ignore_index=True)
+table.to_csv(out.runs, index=False)
 scores = pd.concat([pd.read_csv(p) for p in inp.scores], ignore_index=True) if inp.scores else None
 common = {"scale": params.scale, "code_version": params.code_version}
 if params.figure == "table1":
