@@ -73,3 +73,11 @@ def housing_like(n: int = 200, seed: int = 0):
     X = rng.standard_normal((n, 8)).astype(np.float32)
     y = (X @ rng.standard_normal(8) + 0.5 * rng.standard_normal(n) > 0).astype(np.int64)
     return X, y
+
+
+def images_like(n: int, shape: tuple[int, ...], seed: int = 0, classes: int = 10):
+    """``n`` synthetic inputs of ``shape`` (standard normal, float32) and integer labels in [0, classes)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, *shape)).astype(np.float32), rng.integers(0, classes, n)

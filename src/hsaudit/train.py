@@ -280,7 +280,10 @@ def run_population(
         from tqdm.auto import tqdm
 
         iterator = tqdm(iterator, desc=desc, unit="step", leave=False)
-    batches_t = torch.as_tensor(batches, device=X.device)
+    batches = np.asarray(batches)
+    # a read-only schedule (np.broadcast_to of one full batch, as Yoon et al.'s full-batch DP-SGD) is copied:
+    # torch warns on non-writable arrays
+    batches_t = torch.as_tensor(batches if batches.flags.writeable else batches.copy(), device=X.device)
     factor = -float(lr) / float(batch_size)
     for t in iterator:
         if before_step is not None:
