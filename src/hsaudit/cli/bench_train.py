@@ -594,14 +594,15 @@ def format_engine(result: dict) -> str:
         if result.get("full_batch")
         else f"batch {result['batch_size']}"
     )
+    opacus_text = ""
+    if opacus is not None:
+        opacus_text = f"; Opacus (one model): {opacus * 1e3:.1f} ms/model-step = {1 / opacus:.2f} model-steps/s"
     lines = [
         f"{result['model']} ({result['parameters']:,} parameters) on {result['device']} ({result['device_name']}), "
         f"{batch}, {result['steps']} timed steps, {result['threads']} thread(s), backend "
         f"{result['backend']}; load {result['load_average_start'][0]:.2f} -> {result['load_average_end'][0]:.2f}",
         f"floor (non-private fwd+bwd, one model): {floor * 1e3:.1f} ms/model-step = {1 / floor:.2f} model-steps/s "
-        f"(mean of {len(result['floor']['repeats'])})"
-        + ("" if opacus is None else f"; Opacus (one model): {opacus * 1e3:.1f} ms/model-step = {1 / opacus:.2f} "
-           "model-steps/s"),
+        f"(mean of {len(result['floor']['repeats'])})" + opacus_text,
         f"{'models':>7} {'ms/model-step':>14} {'model-steps/s':>14} {'models/s':>9} {'floor ms':>9} {'x floor':>8} "
         f"{'vs Opacus':>10} {'RSS MB':>8} {'load':>5}",
     ]
