@@ -79,3 +79,11 @@ def check_pdf(path: Path) -> None:
     """A figure was written: a real PDF of some size, and no temporary file left beside it."""
     assert path.read_bytes()[:4] == b"%PDF" and path.stat().st_size > 5000
     assert not [p for p in path.parent.iterdir() if ".tmp" in p.name], "no temporary file left behind"
+
+
+def images_like(n: int, shape: tuple[int, ...], seed: int = 0, classes: int = 10):
+    """``n`` synthetic inputs of ``shape`` (standard normal, float32) and integer labels in [0, classes)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, *shape)).astype(np.float32), rng.integers(0, classes, n)

@@ -207,3 +207,21 @@ def test_bench_train_engine_cli(capsys, tmp_path):
     row = calibration("convnet", "cpu", path=path)
     assert row.status == "measured" and row.seconds_per_model_step == out["populations"][-1]["seconds_per_model_step"]
     assert main([*argv[:4], "--models", "0"]) == 2  # bad input: one-line error, exit 2
+
+
+def test_bench_train_full_batch_cli(capsys):
+    """`hsaudit bench train --model mnist_cnn --full-batch`: every step is all of D, for the engine, Opacus, floor."""
+    import json
+
+    from hsaudit.cli import main
+
+    argv = ["bench", "train", "--model", "mnist_cnn", "--full-batch", "--models", "2", "--n-train", "8",
+            "--steps", "1", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["full_batch"] and out["batch_size"] == out["n_train"] == 8 and out["parameters"] == 25_386
+    (row,) = out["populations"]
+    assert row["models"] == 2 and row["engine_over_floor"] > 0 and row["speedup_vs_opacus"] > 0
+    assert out["opacus"]["model_steps_per_s"] > 0 and out["floor"]["model_steps_per_s"] > 0
+    assert main([*argv[:5], "--batch-size", "4"]) == 2  # B is |D| under --full-batch
+    assert main(["bench", "train", "--full-batch"]) == 2  # fcnn has no full-batch mode

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import housing_like
+from conftest import housing_like, images_like
 from hsaudit.adversaries import craft
 from hsaudit.reference import train_reference
 from hsaudit.populations import train_shard
@@ -84,11 +84,7 @@ def test_population_matches_opacus_cifar_models(model, side, adversary):
     steps and the per-model θ0 only, to keep the CPU test in seconds.)"""
     from hsaudit.train import population_theta0
 
-    rng = np.random.default_rng(0)
-    X = (rng.standard_normal((8, 4096)) if side is None else rng.standard_normal((8, 3, side, side))).astype(
-        np.float32
-    )
-    y = rng.integers(0, 10, 8)
+    X, y = images_like(8, (4096,) if side is None else (3, side, side), seed=0)
     heavy = model == "resnet18_gn"
     cfg = DPSGDConfig(steps=2 if heavy else 4, batch_size=3, lr=0.05, clip_norm=0.5, noise_multiplier=1.0, period=2)
     setup = make_setup(model=model, model_kwargs={}, n_train=8, config=cfg, seed=0)

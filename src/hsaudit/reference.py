@@ -10,6 +10,11 @@ test can feed both trainers the same noise), and the adversary's insertion:
 
 For A_L the canary (x*, y*) is appended to the batch of an inserted run at insertion steps, so Opacus clips it
 like any sample; the normaliser stays the nominal B.
+
+Full-batch DP-SGD (Yoon et al., docs/yoon.md: B = |D|, no sampling, D′ = D ∪ {canary}) needs no mode of its own:
+a schedule whose every row is all of D (:func:`hsaudit.yoon.populations.full_batch_schedule`), ``batch_size = n``, period 1
+and a canary :class:`~hsaudit.adversaries.Crafted` (``label_flip``) appends the canary to every step's batch and
+divides by |D| (tests/test_full_batch.py).
 """
 
 from __future__ import annotations
@@ -89,7 +94,7 @@ def train_reference(
     scores, snapshots = [], []
     for t in range(1, config.steps + 1):
         inserting = bool(bit) and t % config.period == 0
-        idx = torch.from_numpy(setup.batches[t - 1])
+        idx = torch.tensor(setup.batches[t - 1])  # a copy: the schedule may be read-only (np.broadcast_to)
         xb, yb = Xt[idx], yt[idx]
         if inserting and name == "label_flip":
             xb = torch.cat([xb, torch.as_tensor(np.asarray(crafted.canary_x, dtype=np.float32))[None]])

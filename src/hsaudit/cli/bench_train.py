@@ -1,8 +1,8 @@
 """``hsaudit bench train``: the population engine against the Opacus one-model loop and the non-private floor.
 
-``--model convnet|resnet18_gn|alexnet_head`` (:func:`measure_engine`): in one process, side by side, on synthetic
-data of the right shape (CIFAR-10: 3×32×32, 10 classes; ``alexnet_head``: 4096-d non-negative features) and
-batch 128, (a) the population engine doing full DP-SGD steps through :func:`hsaudit.train.run_population` for
+``--model convnet|resnet18_gn|alexnet_head|mnist_cnn|cifar_cnn`` (:func:`measure_engine`): in one process, side by
+side, on synthetic data of the right shape (CIFAR-10: 3×32×32, MNIST: 1×28×28, 10 classes; ``alexnet_head``:
+4096-d non-negative features) and batch 128, (a) the population engine doing full DP-SGD steps through :func:`hsaudit.train.run_population` for
 every population size of ``--models N[,N...]`` (noise = a preallocated standard-normal tensor, so the gradient
 layer and the update are timed), (b) a minimal Opacus loop (``GradSampleModule`` + ``DPOptimizer``, one model;
 physical batches bounded by memory, accumulated as Opacus' ``BatchMemoryManager`` does) and (c) the floor: a
@@ -12,6 +12,10 @@ RSS (``resource``, monotonic over the process: the floor runs first, then Opacus
 population, Opacus again; the Opacus figure is the mean of both blocks) and, on CUDA, peak device
 memory (``torch.cuda.max_memory_allocated``). ``--save-calibration [PATH]`` stores the engine's seconds per
 model-step for :func:`hsaudit.plan.calibration`.
+
+``--full-batch`` (Yoon et al.'s DP-SGD, specs/yoon.md): every step uses all of D, ``--n-train`` synthetic samples
+(default 1,000), so B = |D| for the engine, Opacus and the floor alike; half of the engine's population trains on
+D ∪ {canary} (a blank image, label 9, appended to every step's batch, normaliser |D|), as an audit's M′ do.
 
 ``--model fcnn`` (default) keeps the Housing benchmark of issue 3 (:func:`measure`): both trainers run in this
 process on the same Housing-like task (Cebere et al. §5: 8 standardised features,
@@ -40,16 +44,31 @@ import torch
 
 from hsaudit.adversaries import craft
 from hsaudit.reference import train_reference
-from hsaudit.models import build_model, flat_parameters, load_flat_parameters, loss_name, per_sample_loss
+from hsaudit.models import (
+    build_model,
+    flat_parameters,
+    input_shape,
+    load_flat_parameters,
+    loss_name,
+    per_sample_loss,
+)
 from hsaudit.psg import auto_backend, population
 from hsaudit.io import write_text_atomic
 from hsaudit.populations import train_shard
 from hsaudit.train import DPSGDConfig, make_setup, model_noise, pick_device, run_population
 
-ENGINE_MODELS = ("convnet", "resnet18_gn", "alexnet_head")
+ENGINE_MODELS = ("convnet", "resnet18_gn", "alexnet_head", "mnist_cnn", "cifar_cnn")
 DEFAULT_CALIBRATION = "config/calibration.json"
-_DEFAULT_SIZES = {"convnet": "1,8,64,256", "resnet18_gn": "1", "alexnet_head": "1,8,64,256"}
-_DEFAULT_STEPS = {"convnet": 3, "resnet18_gn": 2, "alexnet_head": 5}
+_DEFAULT_SIZES = {
+    "convnet": "1,8,64,256",
+    "resnet18_gn": "1",
+    "alexnet_head": "1,8,64,256",
+    "mnist_cnn": "1,8,64",
+    "cifar_cnn": "1,8",
+}
+_DEFAULT_STEPS = {"convnet": 3, "resnet18_gn": 2, "alexnet_head": 5, "mnist_cnn": 3, "cifar_cnn": 3}
+_FULL_BATCH_SIZES = "16"  # --full-batch: the population (--models) by default
+_FULL_BATCH_N = 1000  # --full-batch: |D| (--n-train) by default
 _OPACUS_BUDGET = 2 * 2**30  # bytes of Opacus per-sample gradients per physical batch
 
 
@@ -61,7 +80,8 @@ def register(sub) -> None:
     parser.add_argument(
         "--models",
         default=None,
-        help="population size(s), N[,N...] (fcnn: 1000; convnet/alexnet_head: " "1,8,64,256; resnet18_gn: 1)",
+        help="population size(s), N[,N...] (fcnn: 1000; convnet/alexnet_head: 1,8,64,256; resnet18_gn: 1; "
+        "mnist_cnn: 1,8,64; cifar_cnn: 1,8; with --full-batch: 16)",
     )
     parser.add_argument(
         "--opacus-models", type=int, default=None, help="models trained one at a time by Opacus " "(fcnn: 3, others: 1)"
@@ -70,9 +90,15 @@ def register(sub) -> None:
         "--steps",
         type=int,
         default=None,
-        help="T (fcnn: 250; timed steps otherwise: " "convnet 3, resnet18_gn 2, alexnet_head 5)",
+        help="T (fcnn: 250; timed steps otherwise: convnet, mnist_cnn, cifar_cnn 3, resnet18_gn 2, alexnet_head 5)",
     )
     parser.add_argument("--batch-size", type=int, default=None, help="B (fcnn: 400, others: 128)")
+    parser.add_argument(
+        "--full-batch",
+        action="store_true",
+        help="full-batch DP-SGD (Yoon et al.): every step is all of the --n-train samples, half the population "
+        "with a canary (engine models only)",
+    )
     parser.add_argument("--backend", default="auto", help="engine backend: auto, mlp, hooks or func")
     parser.add_argument(
         "--save-calibration",
@@ -82,7 +108,9 @@ def register(sub) -> None:
         metavar="PATH",
         help=f"store the measured seconds per model-step (default path {DEFAULT_CALIBRATION})",
     )
-    parser.add_argument("--n-train", type=int, default=20640, help="rows of the synthetic training set")
+    parser.add_argument(
+        "--n-train", type=int, default=None, help="rows of the synthetic training set (fcnn: 20640; --full-batch: 1000)"
+    )
     parser.add_argument("--adversary", default="gc_r", help="whose insertion to train with (default gc_r)")
     parser.add_argument("--variant", default="8-3-8-1", help="FCNN variant (default 8-3-8-1)")
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: unchanged)")
@@ -217,20 +245,26 @@ def _device_peak_mb(dev: torch.device) -> float | None:
 
 
 def synthetic_task(model: str, n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Synthetic inputs of ``model``'s shape: CIFAR-like 3×32×32 images, or 4096-d post-ReLU AlexNet features."""
+    """Synthetic inputs of ``model``'s shape (CIFAR-like 3×32×32 or MNIST-like 1×28×28 images; 32×32 where any
+    size works), or 4096-d post-ReLU AlexNet features."""
     gen = torch.Generator().manual_seed(seed)
     if model == "alexnet_head":
         X = torch.randn(n, 4096, generator=gen).relu_()
     else:
-        X = torch.randn(n, 3, 32, 32, generator=gen)
+        X = torch.randn(n, *(32 if s is None else s for s in input_shape(model)), generator=gen)
     return X, torch.randint(0, 10, (n,), generator=gen)
 
 
-def _time_engine(engine, theta0, X, y, batches, *, m, lr, batch_size, clip, sigma, dev) -> float:
-    """Seconds of ``len(batches) - 1`` DP-SGD steps of ``m`` models (the first step is a warm-up)."""
+def _time_engine(engine, theta0, X, y, batches, *, m, lr, batch_size, clip, sigma, dev, canary=None) -> float:
+    """Seconds of ``len(batches) - 1`` DP-SGD steps of ``m`` models (the first step is a warm-up).
+
+    ``canary``: ``(x*, y*)`` appended to every step's batch of every other model (the audit's M′).
+    """
     theta = theta0[None].expand(m, -1).contiguous()
     z = torch.randn(m, theta.shape[1], device=dev)  # preallocated: the gradient layer is timed, not the RNG
     kw = dict(lr=lr, batch_size=batch_size, clip=clip, sigma=sigma, period=1, noise=lambda t: z)
+    if canary is not None:
+        kw.update(canary=canary, mask=(torch.arange(m, device=dev) % 2).to(theta.dtype))
     with torch.no_grad():  # as train_shard runs it
         theta = run_population(engine, theta, X, y, batches[:1], **kw)
         _sync(dev)
@@ -308,18 +342,23 @@ def measure_engine(
     backend: str = "auto",
     device: str | None = None,
     seed: int = 0,
+    full_batch: bool = False,
+    n_train: int | None = None,
 ) -> dict:
     """The engine at each population size, Opacus and the floor, side by side in this process (module docstring).
 
     Args:
-        model: ``"convnet"``, ``"resnet18_gn"`` or ``"alexnet_head"``.
+        model: one of :data:`ENGINE_MODELS`.
         models: population sizes of the engine.
         steps: timed DP-SGD steps per measurement (after one untimed warm-up step).
-        batch_size: B.
+        batch_size: B (ignored with ``full_batch``: B = ``n_train``).
         opacus_models: models timed through the Opacus loop (0: skip it).
         backend: engine backend (:func:`hsaudit.psg.population`).
         device: ``"cpu"`` or ``"cuda"`` (default: CUDA when available).
         seed: seed of θ0, data, batches.
+        full_batch: Yoon et al.'s full-batch DP-SGD: every step is all ``n_train`` samples; every other model of
+            the engine's population also gets a canary (blank image, label 9) appended to every step.
+        n_train: rows of the synthetic training set (default: max(4 B, 512); with ``full_batch`` 1,000).
 
     Returns:
         A JSON-able dict: machine and load, ``opacus`` and ``floor`` rows and one ``populations`` row per size.
@@ -329,9 +368,11 @@ def measure_engine(
     """
     if model not in ENGINE_MODELS:
         raise ValueError(f"model must be one of {ENGINE_MODELS}, got {model!r}")
+    if full_batch:
+        n_train = batch_size = _FULL_BATCH_N if n_train is None else n_train
     if not models or min(models) < 1 or steps < 1 or batch_size < 1 or opacus_models < 0:
         raise ValueError(
-            f"models, steps and batch_size must be >= 1 and opacus_models >= 0, got {models}, {steps}, "
+            f"models, steps, batch_size and n_train must be >= 1 and opacus_models >= 0, got {models}, {steps}, "
             f"{batch_size}, {opacus_models}"
         )
     dev = pick_device(device)
@@ -339,11 +380,19 @@ def measure_engine(
     lr, clip, sigma = 0.1, 1.0, 4.0
     torch.manual_seed(seed)
     theta0 = flat_parameters(build_model(model, **kwargs)).to(dev)
-    n_train = max(4 * batch_size, 512)
+    if n_train is None:
+        n_train = max(4 * batch_size, 512)
+    if n_train < batch_size:
+        raise ValueError(f"n_train must be >= batch_size={batch_size}, got {n_train}")
     X, y = synthetic_task(model, n_train, seed)
     X, y = X.to(dev), y.to(dev)
-    gen = torch.Generator().manual_seed(seed + 1)
-    batches = torch.stack([torch.randperm(n_train, generator=gen)[:batch_size] for _ in range(steps + 1)])
+    canary = None
+    if full_batch:  # Yoon's blank canary: an all-zero image, label 9
+        canary = (torch.zeros((1, *X.shape[1:]), device=dev), torch.full((1,), 9, dtype=y.dtype, device=dev))
+        batches = torch.arange(n_train).expand(steps + 1, -1).contiguous()
+    else:
+        gen = torch.Generator().manual_seed(seed + 1)
+        batches = torch.stack([torch.randperm(n_train, generator=gen)[:batch_size] for _ in range(steps + 1)])
     batches_np = batches.numpy()
     batches = batches.to(dev)
     out: dict = {
@@ -355,6 +404,8 @@ def measure_engine(
         ),
         "backend": backend if backend != "auto" else f"auto ({auto_backend(model, dev)})",
         "batch_size": batch_size,
+        "full_batch": full_batch,
+        "n_train": n_train,
         "steps": steps,
         "threads": torch.get_num_threads(),
         "load_average_start": os.getloadavg(),
@@ -381,7 +432,18 @@ def measure_engine(
     for m in models:
         _device_peak_start(dev)
         seconds = _time_engine(
-            engine, theta0, X, y, batches_np, m=m, lr=lr, batch_size=batch_size, clip=clip, sigma=sigma, dev=dev
+            engine,
+            theta0,
+            X,
+            y,
+            batches_np,
+            m=m,
+            lr=lr,
+            batch_size=batch_size,
+            clip=clip,
+            sigma=sigma,
+            dev=dev,
+            canary=canary,
         )
         per = seconds / (m * steps)
         row = {
@@ -401,7 +463,7 @@ def measure_engine(
         row["engine_over_floor"] = per / row["floor_seconds_per_model_step"]  # ≤ 2 is the goal
         rows.append(row)
     floor = sum(floors) / len(floors)
-    out["floor"].update(seconds_per_model_step=floor, repeats=floors)
+    out["floor"].update(seconds_per_model_step=floor, model_steps_per_s=1.0 / floor, repeats=floors)
     opacus = None
     if opacus_models:
         # Opacus is timed before the engine (after the first floor) and again after it: the mean of both blocks
@@ -411,6 +473,7 @@ def measure_engine(
             "models": opacus_models,
             "physical_batch": physical,
             "seconds_per_model_step": opacus,
+            "model_steps_per_s": 1.0 / opacus,
             "repeats": opacus_runs,
             "peak_rss_mb": _rss_mb(),
             "peak_device_mb": _device_peak_mb(dev),
@@ -473,16 +536,22 @@ def run(args: argparse.Namespace) -> int:
         if args.threads < 1:
             raise ValueError(f"--threads must be >= 1, got {args.threads}")
         torch.set_num_threads(args.threads)
+    if args.full_batch and args.model == "fcnn":
+        raise ValueError(f"--full-batch needs an image model ({', '.join(ENGINE_MODELS)}), got --model fcnn")
+    if args.full_batch and args.batch_size is not None:
+        raise ValueError("--full-batch uses B = --n-train; drop --batch-size")
     if args.model != "fcnn":
         result = measure_engine(
             model=args.model,
-            models=_sizes(args.models, _DEFAULT_SIZES[args.model]),
+            models=_sizes(args.models, _FULL_BATCH_SIZES if args.full_batch else _DEFAULT_SIZES[args.model]),
             steps=args.steps or _DEFAULT_STEPS[args.model],
             batch_size=args.batch_size or 128,
             opacus_models=1 if args.opacus_models is None else args.opacus_models,
             backend=args.backend,
             device=args.device,
             seed=args.seed,
+            full_batch=args.full_batch,
+            n_train=args.n_train,
         )
     else:
         results = [
@@ -491,7 +560,7 @@ def run(args: argparse.Namespace) -> int:
                 opacus_models=3 if args.opacus_models is None else args.opacus_models,
                 steps=args.steps or 250,
                 batch_size=args.batch_size or 400,
-                n_train=args.n_train,
+                n_train=args.n_train or 20640,
                 adversary=args.adversary,
                 variant=args.variant,
                 workers=args.workers,
@@ -520,12 +589,20 @@ def format_engine(result: dict) -> str:
     """A table of :func:`measure_engine`'s result (what ``hsaudit bench train --model M`` prints)."""
     floor = result["floor"]["seconds_per_model_step"]
     opacus = result.get("opacus", {}).get("seconds_per_model_step")
+    batch = (
+        f"full batch |D| = {result['batch_size']} (canary on every other model)"
+        if result.get("full_batch")
+        else f"batch {result['batch_size']}"
+    )
+    opacus_text = ""
+    if opacus is not None:
+        opacus_text = f"; Opacus (one model): {opacus * 1e3:.1f} ms/model-step = {1 / opacus:.2f} model-steps/s"
     lines = [
         f"{result['model']} ({result['parameters']:,} parameters) on {result['device']} ({result['device_name']}), "
-        f"batch {result['batch_size']}, {result['steps']} timed steps, {result['threads']} thread(s), backend "
+        f"{batch}, {result['steps']} timed steps, {result['threads']} thread(s), backend "
         f"{result['backend']}; load {result['load_average_start'][0]:.2f} -> {result['load_average_end'][0]:.2f}",
-        f"floor (non-private fwd+bwd): {floor * 1e3:.1f} ms/model-step (mean of {len(result['floor']['repeats'])})"
-        + ("" if opacus is None else f"; Opacus: {opacus * 1e3:.1f} ms/model-step"),
+        f"floor (non-private fwd+bwd, one model): {floor * 1e3:.1f} ms/model-step = {1 / floor:.2f} model-steps/s "
+        f"(mean of {len(result['floor']['repeats'])})" + opacus_text,
         f"{'models':>7} {'ms/model-step':>14} {'model-steps/s':>14} {'models/s':>9} {'floor ms':>9} {'x floor':>8} "
         f"{'vs Opacus':>10} {'RSS MB':>8} {'load':>5}",
     ]
