@@ -206,4 +206,7 @@ def yoon_scores_paths(figure):
     """The per-model scores behind a figure that draws them (fig2's histograms); none for the others."""
     if figure != "fig2":
         return []
-    return [path.removesuffix(".csv") + "_scores.csv" for path in figure_audit_paths(YOON, figure)]
+    return [
+        path.removesuffix(".csv") + "_scores.csv"
+        for path in figure_audit_paths(YOON, figure)
+    ]

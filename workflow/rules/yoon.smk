@@ -62,9 +62,11 @@ rule audit_yoon_run:
     resources:
         mem_mb=8000,
         runtime=120,
-        gpu=lambda wc: config["yoon"]["resources"]["gpu"]
-        if YOON.audits[wc.audit]["access"] == "black"
-        else 0,
+        gpu=lambda wc: (
+            config["yoon"]["resources"]["gpu"]
+            if YOON.audits[wc.audit]["access"] == "black"
+            else 0
+        ),
     params:
         spec=lambda wc: YOON.audits[wc.audit],
         population=lambda wc: YOON.populations[YOON.audits[wc.audit]["population"]],
@@ -76,6 +78,7 @@ rule audit_yoon_run:
 
 
 for _figure in YOON_FIGURES:
+
     rule:
         name:
             f"plot_yoon_{_figure}"
