@@ -456,6 +456,22 @@ def test_plan_keys_ignore_runs_and_craft_options_only_change_audits(raw_config):
     assert set(crafted.audits).isdisjoint(base.audits)
 
 
+def test_plan_audit_delta_keys_the_audits_and_the_accountant_delta_the_populations(raw_config):
+    """The audit reports ε̂ at audit.delta (an audit key); σ is calibrated at yoon.delta (a population key)."""
+    config = copy.deepcopy(raw_config)
+    resolved = resolve_scale(config)
+    base = plan_yoon(resolved["yoon"], seed=resolved["seed"], audit=resolved["audit"])
+    other = plan_yoon(resolved["yoon"], seed=resolved["seed"], audit={**resolved["audit"], "delta": 1e-6})
+    assert set(other.populations) == set(base.populations) and set(other.audits).isdisjoint(base.audits)
+    assert {a["delta"] for a in other.audits.values()} == {1e-6}
+
+    def accountant(section):
+        section["delta"] = 1e-6
+
+    moved = yplan(raw_config, edit=accountant)
+    assert set(moved.populations).isdisjoint(base.populations)
+
+
 def test_plan_dataset_entries_apply_to_their_dataset_only(raw_config):
     base = yplan(raw_config)
 
