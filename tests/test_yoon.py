@@ -515,3 +515,25 @@ def test_smoke_plan_is_small(raw_config):
     plan = yplan(raw_config, scale="smoke")
     assert all(pop["models_per_world"] == 3 and pop["steps"] == 2 for pop in plan.populations.values())
     assert {p.runs for pts in plan.figures.values() for p in pts} == {1}
+
+
+def test_plan_data_splits_d_from_the_auxiliary_half(raw_config, tmp_path):
+    """D is a prefix of a seeded permutation, the auxiliary examples come after the first half: no row is in both
+    (prepared as prepare_yoon_data does, on synthetic MNIST IDX files), with the spec's normalisation."""
+    from hsaudit.data import configured_dataset
+
+    def here(section):
+        for name in section["data"]:
+            section["data"][name]["data_dir"] = str(tmp_path)
+
+    plan = yplan(raw_config, scale="smoke", edit=here)
+    (spec,) = [s for s in plan.data.values() if s["dataset"] == "mnist"]
+    assert (spec["d_size"], spec["aux_size"], spec["aux_offset"]) == (12, 20, 40)
+    common = {**spec["section"], "subset_seed": spec["split_seed"]}
+    d = configured_dataset("mnist", {**common, "subset": spec["d_size"], "subset_offset": 0})
+    aux = configured_dataset("mnist", {**common, "subset": spec["aux_size"], "subset_offset": spec["aux_offset"]})
+    assert d.X.shape == (12, *SHAPE) and aux.X.shape == (20, *SHAPE) and d.data_source == "mnist:synthetic"
+    flat_d, flat_aux = d.X.reshape(12, -1), aux.X.reshape(20, -1)
+    assert not (flat_d[:, None, :] == flat_aux[None, :, :]).all(-1).any()
+    np.testing.assert_allclose(d.mean, MEAN)
+    np.testing.assert_allclose(d.scale, STD)
