@@ -9,6 +9,7 @@ editable ``hsaudit``).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -39,6 +40,17 @@ def run_snakemake(workdir: Path, *args: str, check: bool = True, timeout: float 
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """The `Job stats` table of a Snakemake dry run as {rule: count} ({} when there is nothing to do)."""
+    counts = {}
+    block = output.split("Job stats:", 1)[1] if "Job stats:" in output else ""
+    for line in block.splitlines():
+        match = re.match(r"^(\w+)\s+(\d+)$", line.strip())
+        if match and match.group(1) != "total":
+            counts[match.group(1)] = int(match.group(2))
+    return counts
 
 
 @pytest.fixture

@@ -202,3 +202,88 @@ def test_stored_calibration_takes_precedence(tmp_path):
 def test_calibration_rows_say_measured_or_estimate():
     assert {row.status for row in P.CALIBRATION} == {"measured", "estimate"}
     assert all(row.status == "estimate" for row in P.CALIBRATION if row.device == "gpu")  # no GPU measured here
+
+
+# ------------------------------------------------------------------------------------------------- Yoon et al.
+
+YOON = tuple(f"yoon/{f}" for f in ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "table1"))
+
+
+def yoon_rows(config, target):
+    return P.plan([target], config).audits
+
+
+def test_yoon_targets_are_known_figures(config):
+    assert set(YOON) <= set(P.known_figures(config))
+    assert P.figure_id("results/yoon/table1.md") == "yoon/table1"
+    assert P.figure_id("results/archive/yoon/fig3.tar.gz") == "yoon/fig3"
+
+
+def test_yoon_fig3_plan_follows_the_paper(config):
+    """specs/yoon.md: 2N = 256 models per population, two populations per run (crafting and held-out audit),
+    10 runs, 4 ε per dataset; full batch (|D| = 30,000 MNIST / 25,000 CIFAR-10, + the canary), T = 100 / 200."""
+    rows = yoon_rows(config, "results/yoon/fig3.pdf")
+    assert len(rows) == 8 and {a.section for a in rows} == {"yoon"} and {a.device for a in rows} == {"gpu"}
+    assert {a.models for a in rows} == {4 * 128 * 10}
+    by_model = {(a.model, a.steps, a.batch) for a in rows}
+    assert by_model == {("mnist_cnn", 100, 30_001), ("cifar_cnn", 200, 25_001)}
+    p = P.plan(["results/yoon/fig3.pdf"], config)
+    assert p.models == 8 * 5120 and p.model_steps == 4 * 5120 * 100 + 4 * 5120 * 200
+    assert p.gpu_sized
+
+
+def test_yoon_full_batch_cost_scales_with_the_training_set(config):
+    """A full-batch step costs |D| + 1 per-sample gradients: the calibration's seconds × (|D| + 1) / its batch."""
+    for a in yoon_rows(config, "results/yoon/fig3.pdf"):
+        for device in P.DEVICES:
+            cal = P.calibration(a.model, device)
+            expected = a.models * a.steps * cal.seconds_per_model_step * (a.batch / cal.batch) / 3600
+            assert math.isclose(a.hours(device), expected, rel_tol=1e-12)
+
+
+def test_yoon_shared_populations_are_counted_once(config):
+    """fig2 and fig4 train no populations of their own (fig3's MNIST ones); fig4 adds surrogate distillation."""
+    fig3 = P.plan(["results/yoon/fig3.pdf"], config)
+    fig2 = P.plan(["results/yoon/fig2.pdf"], config)
+    (row,) = fig2.audits
+    assert set(row.figures) >= {"yoon/fig2", "yoon/fig3", "yoon/fig4"} and row.key in {a.key for a in fig3.audits}
+    together = P.plan(["results/yoon/fig2.pdf", "results/yoon/fig3.pdf", "results/yoon/fig4.pdf"], config)
+    training = [a for a in together.audits if a.adversary == "full-batch DP-SGD"]
+    assert {a.key for a in training} == {a.key for a in fig3.audits}
+    surrogates = [a for a in together.audits if a.adversary == "surrogates"]
+    assert len(surrogates) == 4 and {a.figures for a in surrogates} == {("yoon/fig4",)}
+    assert {a.models for a in surrogates} == {2 * 128 * 10}
+    # 20 epochs of ⌈30,001 / 128⌉ batches
+    assert {(a.steps, a.batch) for a in surrogates} == {(20 * 235, 128)}
+    everything = P.plan([f"results/{f}.pdf" for f in YOON], config)
+    assert len([a for a in everything.audits if a.adversary == "full-batch DP-SGD"]) == 24
+
+
+def test_yoon_gpu_warning(config):
+    msg = P.gpu_warning(["results/yoon/fig3.pdf"], config, has_gpu=False)
+    assert msg is not None and "yoon/fig3" in msg and "40,960 models" in msg
+    assert P.gpu_warning(["results/yoon/table1.md"], config, has_gpu=False) is not None
+    assert P.gpu_warning(["results/yoon/fig3.pdf"], config, has_gpu=True) is None
+    raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    laptop = resolve_scale({**raw, "scale": "laptop"})
+    assert P.gpu_warning(["results/yoon/fig3.pdf"], laptop, has_gpu=False) is None
+    assert {a.device for a in yoon_rows(laptop, "results/yoon/fig3.pdf")} == {"cpu"}  # laptop: resources.gpu 0
+
+
+def test_yoon_calibration_rows():
+    for model in ("mnist_cnn", "cifar_cnn"):
+        for device in P.DEVICES:
+            row = P.calibration(model, device, path="/nonexistent.json")
+            assert row.seconds_per_model_step > 0
+        assert P.calibration(model, "gpu", path="/nonexistent.json").status == "estimate"
+    # the CIFAR ConvNet costs more per step than the MNIST one on both devices
+    for device in P.DEVICES:
+        assert (P.calibration("cifar_cnn", device, path="/nonexistent.json").seconds_per_model_step
+                > P.calibration("mnist_cnn", device, path="/nonexistent.json").seconds_per_model_step)
+
+
+def test_yoon_cli_table(capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    assert main(["plan", "results/yoon/fig3.pdf", "--scale", "laptop"]) == 0
+    out = capsys.readouterr().out
+    assert "yoon/fig3" in out and "mnist_cnn" in out and "cifar_cnn" in out and "scale=laptop" in out

@@ -11,20 +11,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import run_snakemake
+from conftest import job_counts, run_snakemake
 
 TARGETS = tuple(f"results/{f}.pdf" for f in ("fig1", "fig2", "fig5", "fig6a", "fig8", "fig11", "fig12", "fig13"))
 ALL = (*TARGETS, "results/table2.md")
-
-
-def job_counts(output: str) -> dict[str, int]:
-    counts = {}
-    block = output.split("Job stats:", 1)[1] if "Job stats:" in output else ""
-    for line in block.splitlines():
-        match = re.match(r"^(\w+)\s+(\d+)$", line.strip())
-        if match and match.group(1) != "total":
-            counts[match.group(1)] = int(match.group(2))
-    return counts
 
 
 def test_paper_scale_dag_asks_for_gpus(workflow_copy):

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO, run_snakemake
+from conftest import REPO, job_counts, run_snakemake
 from hsaudit.config import resolve_scale
 from hsaudit.figures.housing import figure_table, plot_housing_figure, summarise
 from hsaudit.experiments import (
@@ -257,17 +257,6 @@ def configure(workdir: Path, **smoke_housing) -> None:
         else:
             config["scales"]["smoke"]["housing"][key] = value
     path.write_text(yaml.safe_dump(config, sort_keys=False))
-
-
-def job_counts(output: str) -> dict[str, int]:
-    """The `Job stats` table of a Snakemake dry run as {rule: count}."""
-    counts = {}
-    block = output.split("Job stats:", 1)[1] if "Job stats:" in output else ""
-    for line in block.splitlines():
-        match = re.match(r"^(\w+)\s+(\d+)$", line.strip())
-        if match and match.group(1) != "total":
-            counts[match.group(1)] = int(match.group(2))
-    return counts
 
 
 TARGETS = ("results/fig1c.pdf", "results/fig4.pdf", "results/fig7.pdf")

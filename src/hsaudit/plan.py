@@ -9,6 +9,9 @@ Where the experiments come from:
   the very plan the training rules run (:func:`hsaudit.experiments.plan_experiments` of the ``housing:`` and
   ``cifar10:`` sections, after the scale preset), so the estimate follows the config. Audits that several figures
   share are counted once in totals.
+- **Yoon et al.** (``yoon/fig2`` … ``yoon/fig8``, ``yoon/table1``): the plan of its rules
+  (:func:`hsaudit.yoon_plan.plan_yoon`), one row per population (4N models per run: crafting and held-out
+  populations of N + N) with full-batch steps of |D| + 1 examples, plus the black-box surrogates (:func:`yoon_audits`).
 - Analytic / 1-D experiments (Section 6 process, Steinke, Annamalai): no training; listed as simulations.
 
 Cost model: seconds per model-step scale linearly with the batch size from the calibration batch; a model
@@ -79,10 +82,22 @@ CALIBRATION: tuple[Calibration, ...] = (
         "measured: hsaudit bench train --model alexnet_head --threads 1 --json (population 256; load 7.6)",
         "measured",
     ),
+    Calibration(
+        "mnist_cnn", "cpu", 128, 0.0601,
+        "measured: hsaudit plan --calibrate mnist_cnn --population 64 --steps 3 (2026-11-23; load 8.8)", "measured",
+    ),
+    Calibration(
+        "cifar_cnn", "cpu", 128, 1.31,
+        "measured: hsaudit plan --calibrate cifar_cnn --population 4 --steps 2 (2026-11-23; load 8.3)", "measured",
+    ),
     Calibration("fcnn", "gpu", 400, 1.79e-4, "assumed: CPU cost of 2026-11-22 (68 parameters: launch-bound)"),
     Calibration("convnet", "gpu", 128, 1.82e-4, "derived: paper's 3,500 GPU-h x measured CPU cost ratio"),
     Calibration("resnet18_gn", "gpu", 128, 0.140, "derived: paper's 3,500 GPU-h x measured CPU cost ratio"),
     Calibration("alexnet_head", "gpu", 128, 1.82e-4, "assumed equal to the ConvNet on GPU (launch-bound)"),
+    # Yoon et al.'s ConvNets: the ConvNet GPU row x the ratio of forward multiply-adds per example (ConvNet
+    # 651,720; MNIST ConvNet 910,656: x1.40; CIFAR-10 ConvNet 38,896,896: x59.7). Not measured (no GPU here).
+    Calibration("mnist_cnn", "gpu", 128, 2.54e-4, "derived: ConvNet GPU row x multiply-adds ratio 1.40 (estimate)"),
+    Calibration("cifar_cnn", "gpu", 128, 1.09e-2, "derived: ConvNet GPU row x multiply-adds ratio 59.7 (estimate)"),
 )
 
 PAPER_GPU_HOURS = 3500.0
@@ -231,9 +246,83 @@ def trained_audits(config: Mapping[str, Any]) -> list[Audit]:
     return out
 
 
+def yoon_audits(config: Mapping[str, Any]) -> list[Audit]:
+    """The Yoon et al. populations of the config, from the plan its rules run (:func:`hsaudit.yoon_plan.plan_yoon`).
+
+    One row per population key (shared by figures, e.g. fig2/fig4 reuse fig3's MNIST populations, and counted
+    once): every run trains two independent populations (crafting and held-out audit) of N models on D and N on
+    D′, so ``models = 4N × runs``; every model takes ``T`` full-batch steps of ``|D| + 1`` per-sample gradients
+    (the engine appends the canary to the batch of every model and masks it out of the D models'). Black-box
+    audits add one row of surrogate distillation (``2N × runs`` surrogates, ``epochs × ⌈(|D| + 1) / b⌉`` Adam steps
+    of batch ``b``, priced as DP-SGD steps: an upper estimate, distillation needs no per-sample gradients).
+    Crafting (a few hundred forward/backward passes of one input) is not counted.
+    """
+    section = config.get("yoon")
+    if not section:
+        return []
+    from hsaudit.yoon_plan import plan_yoon
+
+    seed = int(config.get("seed", 0))
+    plan = plan_yoon(section, seed=seed, audit=config.get("audit", {}))
+    device = "gpu" if int((section.get("resources") or {}).get("gpu", 0) or 0) > 0 else "cpu"
+    figures: dict[str, list[str]] = {}
+    runs: dict[str, int] = {}
+    audit_figures: dict[str, list[str]] = {}
+    for figure, points in plan.figures.items():
+        for point in points:
+            for table, key in ((figures, point.population), (audit_figures, point.audit)):
+                table.setdefault(key, [])
+                if f"yoon/{figure}" not in table[key]:
+                    table[key].append(f"yoon/{figure}")
+            runs[point.population] = max(runs.get(point.population, 0), point.runs)
+            runs[point.audit] = max(runs.get(point.audit, 0), point.runs)
+    out: list[Audit] = []
+    for key, figs in figures.items():
+        pop = plan.populations[key]
+        d = int(plan.data[pop["data"]]["d_size"])
+        n = int(pop["models_per_world"])
+        out.append(
+            Audit(
+                figures=tuple(figs),
+                section="yoon",
+                adversary="full-batch DP-SGD",
+                model=pop["model"],
+                models=4 * n * runs[key],
+                steps=int(pop["steps"]),
+                batch=d + 1,
+                device=device,
+                key=("yoon", key),
+                detail=f"{pop['dataset']} eps={pop['epsilon']:g} {pop['canary']} init={pop['init']} "
+                f"C={pop['clip_norm']:g} |D|={d} N={n}",
+            )
+        )
+    for key, figs in audit_figures.items():
+        aud = plan.audits[key]
+        if aud["access"] != "black":
+            continue
+        pop = plan.populations[aud["population"]]
+        d, n, s = int(plan.data[pop["data"]]["d_size"]), int(pop["models_per_world"]), aud["surrogate"]
+        batch = int(s["batch_size"])
+        out.append(
+            Audit(
+                figures=tuple(figs),
+                section="yoon",
+                adversary="surrogates",
+                model=pop["model"],
+                models=2 * n * runs[key],
+                steps=int(s["epochs"]) * -(-(d + 1) // batch),
+                batch=min(batch, d + 1),
+                device=device,
+                key=("yoon-surrogates", key),
+                detail=f"{pop['dataset']} eps={pop['epsilon']:g} black box, {s['epochs']} epochs",
+            )
+        )
+    return out
+
+
 def all_audits(config: Mapping[str, Any]) -> list[Audit]:
-    """Every trained population the config describes (Housing and CIFAR-10)."""
-    return trained_audits(config)
+    """Every trained population the config describes (Housing, CIFAR-10 and Yoon et al.)."""
+    return trained_audits(config) + yoon_audits(config)
 
 
 _TARGET_RE = re.compile(r"^(?:results/)?(?:archive/)?(?P<fig>(?:[a-z0-9_]+/)?(?:fig|table)[0-9a-z_]+)"

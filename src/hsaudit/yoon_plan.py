@@ -142,6 +142,7 @@ def _audit_params(values: Mapping[str, Any], population_key: str, audit: Mapping
         "craft": dict(values["craft"]),
         "mode": audit["mode"],
         "confidence": float(audit["confidence"]),
+        "delta": float(audit["delta"]),
         "selection_fraction": float(audit.get("selection_fraction", 0.5)),
     }
     if values["access"] == "black":

@@ -3,6 +3,7 @@
     hsaudit plan results/fig1.pdf results/fig4.pdf      # from config/config.yaml (its scale)
     hsaudit plan all --scale laptop --json
     hsaudit plan --calibrate convnet --steps 5           # measure seconds per model-step here
+    hsaudit plan results/yoon/fig3.pdf --scale laptop    # Yoon et al. (full-batch DP-SGD)
 
 See :mod:`hsaudit.plan` and docs/cluster.md ("Cost estimates").
 """
@@ -27,7 +28,7 @@ def register(sub) -> None:
     parser.add_argument("--scale", choices=SCALES, help="scale preset (default: the config's `scale`)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     cal = parser.add_argument_group("calibration (measure seconds per model-step on this machine)")
-    cal.add_argument("--calibrate", metavar="MODEL", help="fcnn, convnet, resnet18_gn or alexnet_head")
+    cal.add_argument("--calibrate", metavar="MODEL", help="fcnn, convnet, resnet18_gn, alexnet_head, mnist_cnn or cifar_cnn")
     cal.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     cal.add_argument("--batch", type=int, help="batch size (default: the paper's for that model)")
     cal.add_argument("--steps", type=int, default=5, help="timed steps (default: %(default)s)")

@@ -73,11 +73,17 @@ def train_worlds(
     clip_norm: float,
     sigma: float,
     noise_key: int,
+    insert: bool = True,
     device: str | None = None,
     backend: str = "auto",
     progress: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Train N models on D and N on D′ = D ∪ {canary} with full-batch DP-SGD from the shared ``theta0``.
+
+    Args:
+        insert: ``False`` trains the last N models on D as well (the canary is never inserted; the bits are then
+            labels only): a null population, on which no audit sample should separate the two halves (the
+            validity check of held-out crafting).
 
     Returns:
         ``(theta, members)``: the final models float32 ``[2N, p]`` and their bits (:func:`world_members`).
@@ -105,7 +111,7 @@ def train_worlds(
             config=config,
             noise_key=noise_key,
             models=range(members.size),
-            mask=torch.as_tensor(members, dtype=torch.float32, device=dev),
+            mask=torch.as_tensor(members if insert else np.zeros_like(members), dtype=torch.float32, device=dev),
             canary=(cx, cy),
             keep_final=True,
             progress=progress,

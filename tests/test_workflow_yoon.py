@@ -1,0 +1,95 @@
+"""The Yoon et al. targets through the workflow: the paper-scale DAG (job counts, GPU requests) and a smoke run of
+every target on synthetic MNIST/CIFAR-format data (the smoke preset's `yoon.data.*.source: synthetic`), then a
+config change that must rerun the audits but not the training."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import job_counts, run_snakemake
+
+FIGURES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8")
+TARGETS = (*(f"results/yoon/{f}.pdf" for f in FIGURES), "results/yoon/table1.md")
+
+
+def job_blocks(output: str, rule: str) -> list[str]:
+    """The dry run's job blocks (`rule NAME:` … up to the next job) of one rule."""
+    return [block for block in re.split(r"\n(?=(?:local)?rule \w+:)", output) if block.startswith(f"rule {rule}:")]
+
+
+def test_paper_scale_dag(workflow_copy):
+    """Populations: fig3 8, fig5 4, fig6 +2 (ID and blank at ε = 10 are fig5's / fig3's), fig7 +8 (θ_worst),
+    fig8 +2 (C = 0.1, 10), fig2/fig4/table1 +0 (fig3's) = 24 × 10 runs. Audits: one per population + fig4's 4
+    black-box ones + table1's (5 margins in one) = 29 × 10 runs. Data: MNIST, CIFAR-10, CIFAR-100."""
+    proc = run_snakemake(workflow_copy, "-n", *TARGETS)
+    counts = job_counts(proc.stdout)
+    assert counts["prepare_yoon_data"] == 3
+    assert counts["train_yoon_models"] == 24 * 10
+    assert counts["audit_yoon_run"] == 29 * 10
+    assert all(counts[f"plot_yoon_{f}"] == 1 for f in (*FIGURES, "table1"))
+    train = job_blocks(proc.stdout, "train_yoon_models")
+    assert len(train) == 240 and all(re.search(r"\bgpu=1\b", b) for b in train)
+    audits = job_blocks(proc.stdout, "audit_yoon_run")
+    gpu_audits = [b for b in audits if re.search(r"\bgpu=1\b", b)]
+    assert len(gpu_audits) == 4 * 10  # only the black-box audits (surrogate distillation) ask for a GPU
+
+    fig3 = job_counts(run_snakemake(workflow_copy, "-n", "results/yoon/fig3.pdf").stdout)
+    # 2 datasets × 4 ε = 8 points × 10 runs
+    assert fig3 == {"prepare_yoon_data": 2, "train_yoon_models": 80, "audit_yoon_run": 80, "plot_yoon_fig3": 1}
+
+
+def test_rule_all_leaves_the_gpu_sized_yoon_targets_out(workflow_copy):
+    """The Yoon figures are registered kind "gpu": `snakemake` (rule all) does not build them; they are named."""
+    counts = job_counts(run_snakemake(workflow_copy, "-n", "--config", "scale=smoke").stdout)
+    assert counts and not any("yoon" in rule for rule in counts), counts
+
+
+@pytest.mark.slow
+def test_smoke_every_yoon_target_end_to_end(workflow_copy):
+    workdir: Path = workflow_copy
+    path = workdir / "config" / "config.yaml"
+    config = yaml.safe_load(path.read_text())
+    config["scale"] = "smoke"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    run_snakemake(workdir, *TARGETS, timeout=1800)
+
+    results = workdir / "results" / "yoon"
+    for figure in FIGURES:
+        assert (results / f"{figure}.pdf").stat().st_size > 1000, figure
+        csv = pd.read_csv(results / f"{figure}.csv")
+        assert {"adversary", "split", "epsilon_theory", "epsilon_mean", "epsilon_sd", "runs"} <= set(csv.columns)
+        assert set(csv["split"]) == {"held-out", "same"}, figure
+        assert set(csv["adversary"]) == {"a_c", "a_ude", "a_ade"}, figure
+        assert np.isfinite(csv["epsilon_mean"]).all() and (csv["epsilon_mean"] >= 0).all(), figure
+    assert set(pd.read_csv(results / "fig3.csv")["dataset"]) == {"mnist", "cifar10"}
+    assert set(pd.read_csv(results / "fig4.csv")["access"]) == {"black"}
+    assert set(pd.read_csv(results / "fig6.csv")["canary"]) == {"in_distribution", "blank", "mislabeled", "clipbkd"}
+    assert set(pd.read_csv(results / "fig7.csv")["init"]) == {"avg", "worst"}
+    assert set(pd.read_csv(results / "fig8.csv")["clip_norm"]) == {0.1, 1.0, 10.0}
+    table1 = pd.read_csv(results / "table1.csv")
+    assert sorted(table1["margin"].unique()) == [0.1, 0.2]  # the smoke preset's margins
+    assert "| α |" in (results / "table1.md").read_text()
+    # every audit row says where its data came from (synthetic files in the real formats at smoke scale)
+    audits = [pd.read_csv(p) for p in (results / "audits").glob("*/run*.csv") if not p.stem.endswith("_scores")]
+    assert len(audits) == 13  # smoke: 11 populations (one run each) + fig4 black box + table1
+    sources = set(pd.concat(audits)["data_source"])
+    assert sources == {"mnist:synthetic", "cifar10:synthetic"}, sources
+    # fig2's scores: one per model of both populations, for every sample
+    scores = pd.concat(pd.read_csv(p) for p in (results / "audits").glob("*/run*_scores.csv"))
+    assert set(scores["member"]) == {0, 1}
+
+    # A crafting option changes the audit keys only: the audits rerun, the populations are kept.
+    overlay = workdir / "craft.yaml"
+    overlay.write_text(yaml.safe_dump({"scales": {"smoke": {"yoon": {"craft": {"steps": 4}}}}}))
+    # (--configfile takes several files: it goes after the targets)
+    counts = job_counts(run_snakemake(workdir, "-n", *TARGETS, "--configfile", str(overlay)).stdout)
+    assert counts.get("audit_yoon_run") == 13 and "train_yoon_models" not in counts, counts
+    assert "prepare_yoon_data" not in counts
+    # and with nothing changed, nothing is left to do
+    assert job_counts(run_snakemake(workdir, "-n", *TARGETS).stdout) == {}
