@@ -33,6 +33,16 @@ from hsaudit.audit.gdp import (
     observed_rates,
     reference_audit,
 )
+from hsaudit.audit.pld import (
+    SIGMA_FAMILIES,
+    audit_pld,
+    audit_pld_sigma,
+    clopper_pearson_points,
+    epsilon_grid_audit,
+    lower_hull,
+    pld_sigma_audit,
+    sigma_hat_from_points,
+)
 from hsaudit.audit.search import ThresholdMax, max_over_thresholds
 from hsaudit.audit.two_sample import GdpTables, StepAudit, cp_upper_table, gdp_audit_two_sample, gdp_tables
 
@@ -41,21 +51,29 @@ __all__ = [
     "DEFAULT_GRID_SIZE",
     "DEFAULT_SELECTION_FRACTION",
     "MODE_DESCRIPTIONS",
+    "SIGMA_FAMILIES",
     "AuditResult",
     "GdpTables",
     "StepAudit",
     "ThresholdMax",
     "assumption_free_epsilon",
+    "audit_pld",
+    "audit_pld_sigma",
     "audit_scores",
     "audit_steps",
     "clear_cache",
+    "clopper_pearson_points",
     "clopper_pearson_upper",
     "cp_upper_table",
     "describe_mode",
     "empirical_tradeoff",
+    "epsilon_grid_audit",
     "gdp_audit_two_sample",
     "gdp_tables",
+    "lower_hull",
     "max_over_thresholds",
     "observed_rates",
+    "pld_sigma_audit",
     "reference_audit",
+    "sigma_hat_from_points",
 ]
