@@ -14,7 +14,7 @@ add/remove neighbouring relation and a pessimistic discretisation (an upper boun
 Conventions: the sensitivity is 1 (the noise multiplier is σ = standard deviation / sensitivity); δ in (0, 1);
 a composition count of 0 means no privacy loss (ε = 0).
 
-This module uses numpy, scipy and dp-accounting only (no torch), see STYLE.md §10.
+This module uses numpy, scipy and dp-accounting only (no torch).
 """
 
 from __future__ import annotations

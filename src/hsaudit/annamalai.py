@@ -9,11 +9,14 @@ therefore carries o = Σ_k round(λ(v_k), 2): the all-iterates likelihood-ratio 
 * :func:`adversarial_gradient`, :func:`simulate`, :func:`statistic` — the construction and a simulation
   vectorised over runs (batch counts n0 ~ Binomial(|D|, q), canary inclusion ~ Bernoulli(q); the records are
   never built).
-* :func:`pld_table`, :func:`sigma_for_epsilon`, :func:`pld_tradeoff` — the PLD trade-off curves of T composed
-  Poisson-subsampled Gaussians (all iterates released), tabulated over σ once and interpolated.
-* :func:`audit_pld` — the paper's audit (Algorithm 2; no confidence intervals) and a Clopper–Pearson variant,
-  from the empirical rates :func:`hsaudit.audit.observed_rates`; the linear-loss curve it is compared with is
-  :func:`hsaudit.heuristic.linear_tradeoff` (Steinke et al.'s mixture of Gaussians).
+* :func:`pld_table` — the calibration table of the PLD trade-off curves of T composed Poisson-subsampled
+  Gaussians (all iterates released), tabulated over σ once; its array form and interpolation
+  (:class:`hsaudit.heuristic.PldTable`, :func:`hsaudit.heuristic.sigma_for_epsilon`,
+  :func:`hsaudit.heuristic.pld_tradeoff`) are accounting-side.
+* :func:`audit_many` — repetitions of the paper's audit (Algorithm 2; no confidence intervals) and its
+  Clopper–Pearson variant, :func:`hsaudit.audit.audit_pld`; the σ̂ audit is :func:`hsaudit.audit.audit_pld_sigma`.
+  The linear-loss curve they are compared with is :func:`hsaudit.heuristic.linear_tradeoff` (Steinke et al.'s
+  mixture of Gaussians).
 
 Update sign: the paper prints the descent update θ_{k+1} = θ_k − (Σ clip(g̃) + Z), with which the encoding
 does not survive (the decoded values mix earlier steps and the statistic loses the canary's signal); the

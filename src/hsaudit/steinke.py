@@ -5,9 +5,9 @@ All of them are analytic or one-dimensional simulations (no training):
 * :func:`fig1_table` — heuristic ε vs standard accounting vs the full-batch proxy across T (Figure 1).
 * :func:`simulate_linear_canary` and :func:`fig3_table` — the gradient-space canary with an adversarial
   all-zero "dataset", which reduces exactly to Σ_t Bern(q) + N(0, Tσ²) vs N(0, Tσ²) (Section 3.1, Figure 3),
-  audited empirically beside the heuristic: the paper's known-(q, T) σ̂ audit (:func:`pld_sigma_audit`) and the
-  GDP audit of Nasr et al. 2023 (:func:`gdp_audit`), with each audit's infinite-run limit
-  (:func:`population_audits`).
+  audited empirically beside the heuristic: the paper's known-(q, T) σ̂ audit
+  (:func:`hsaudit.audit.pld_sigma_audit`) and the GDP audit of Nasr et al. 2023 (:func:`gdp_audit`, through
+  :func:`hsaudit.audit.audit_scores`), with each audit's infinite-run limit (:func:`population_audits`).
 * :func:`quadratic_mixture`, :func:`quadratic_epsilon` and :func:`fig5_table` — linear loss plus quadratic
   regulariser r(m) = αm²/2 (Section 4.2, Figure 5) with the paper's rounding upper bound.
 * :func:`zeroing_regulariser_epsilon` — the counterexample of Section 4.1.

@@ -11,7 +11,7 @@
   every Clopper–Pearson-bounded point; Nasr et al. 2023, Steinke et al. 2024 §3.1) and the PLD trade-off-curve
   audit of Annamalai (2024, Algorithm 2).
 
-Convention everywhere: **higher score ⇒ member** (canary inserted). numpy/scipy only (STYLE.md §10), plus the
+Convention everywhere: **higher score ⇒ member** (canary inserted). numpy/scipy only (no torch), plus the
 PLD curves of :mod:`hsaudit.heuristic` for the known-family audits.
 """
 

@@ -1,7 +1,7 @@
 """The empirical GDP audit of Nasr et al. (2023) as used by Cebere et al. (2025), fast and checked.
 
 Given R scores with membership bits (**higher score ⇒ member**, i.e. "canary inserted", b = 1), the audit
-(Cebere et al. Algorithm 4 / Appendix A; spec ``cebere.md`` §1 "Auditing"):
+(Cebere et al. 2025, Algorithm 4 and Appendix A; docs/audit.md):
 
 1. considers every threshold τ between two consecutive *distinct* sorted scores (predict "member" iff
    score > τ);
@@ -13,7 +13,8 @@ Given R scores with membership bits (**higher score ⇒ member**, i.e. "canary i
 
 Validity. ``mode="paper"`` chooses τ on the same scores whose error rates it bounds (as the paper does);
 the maximum over thousands of thresholds defeats the per-threshold confidence, so ε̂ is *not* a valid 95%
-lower bound (on exact Gaussian pairs it exceeds the true ε in ~20–30% of trials, spec §1 step 6).
+lower bound (on exact Gaussian pairs it exceeds the true ε in ~20–30% of trials, docs/audit.md
+"Coverage study").
 ``mode="held-out"`` chooses τ on a stratified random selection set (half of each class by default) and
 bounds the error rates at that single τ on the other scores: a valid lower bound at the stated confidence
 (per error rate, as in the paper), but looser. ``mode="grid"`` chooses a few candidate thresholds on the
@@ -36,7 +37,7 @@ dropped, and only the scores of the remaining few bins are sorted (:func:`_best_
 :func:`hsaudit.audit.search.max_over_thresholds`, the search the Section 6 audits share). Every path returns
 exactly the same result as the full-table maximum (tested).
 
-This module uses numpy and scipy only (STYLE.md §10).
+This module uses numpy and scipy only (no torch).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ AUDIT_MODES = ("paper", "held-out", "grid")
 #: Default number of candidate thresholds of ``mode="grid"``.
 DEFAULT_GRID_SIZE = 4
 
-#: Default share of each class used to choose the threshold in held-out/grid modes (the spec's half).
+#: Default share of each class used to choose the threshold in held-out/grid modes (half).
 DEFAULT_SELECTION_FRACTION = 0.5
 
 #: Human-readable description of each mode, for outputs ("say in every output which one it is").
@@ -594,9 +595,9 @@ def audit_scores(
 
     Modes:
         ``"paper"``: τ maximises μ on the same scores (the paper's method; not a valid confidence bound,
-        spec §1 step 6).
+        docs/audit.md "Coverage study").
         ``"held-out"``: a stratified random selection set (``selection_fraction`` of each class; the
-        spec's half by default) chooses τ as in paper mode; the CP bounds are computed at that single τ on
+        half by default) chooses τ as in paper mode; the CP bounds are computed at that single τ on
         the remaining scores. Valid: each bound holds with probability ≥ ``confidence`` whatever the
         selection did, since the evaluation scores are independent of it. A smaller selection set
         (e.g. 0.1) is tighter on Gaussian pairs (docs/audit.md).
@@ -732,7 +733,7 @@ def assumption_free_epsilon(fpr_upper: npt.ArrayLike, fnr_upper: npt.ArrayLike, 
 
     Any (ε, δ)-DP mechanism satisfies FPR + e^ε FNR ≥ 1 − δ and FNR + e^ε FPR ≥ 1 − δ (Kairouz et al.
     2015, Theorem 2.1), hence ε ≥ max(log((1 − δ − FPR_ub)/FNR_ub), log((1 − δ − FNR_ub)/FPR_ub)),
-    clipped at 0 (Cebere et al. spec §1 step 6).
+    clipped at 0 (docs/audit.md, "The estimators").
 
     Args:
         fpr_upper: upper bound(s) on the FPR, in [0, 1].
