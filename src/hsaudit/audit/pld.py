@@ -107,13 +107,19 @@ def _largest_consistent_sigma(consistent, lo: float, hi: float, iterations: int)
     if not consistent(lo):
         warnings.warn(f"points violate even sigma={lo}; epsilon is capped there", stacklevel=3)
         return lo
+    return math.exp(_bisect_log_sigma(consistent, llo, lhi, iterations))
+
+
+def _bisect_log_sigma(consistent, llo: float, lhi: float, iterations: int) -> float:
+    """``iterations`` bisection steps on log σ between a consistent ``llo`` and an inconsistent ``lhi``; returns
+    the last consistent log σ."""
     for _ in range(iterations):  # invariant: exp(llo) consistent, exp(lhi) not
         mid = 0.5 * (llo + lhi)
         if consistent(math.exp(mid)):
             llo = mid
         else:
             lhi = mid
-    return math.exp(llo)
+    return llo
 
 
 def sigma_hat_from_points(
@@ -316,12 +322,7 @@ def audit_pld_sigma(
     elif not consistent(math.exp(lo)):
         warnings.warn(f"points violate even sigma={sigma_range[0]}; epsilon is capped there", stacklevel=2)
     else:
-        for _ in range(iterations):  # invariant: exp(lo) consistent, exp(hi) inconsistent
-            mid = 0.5 * (lo + hi)
-            if consistent(math.exp(mid)):
-                lo = mid
-            else:
-                hi = mid
+        lo = _bisect_log_sigma(consistent, lo, hi, iterations)
     sig = math.exp(lo)
     eps = H.standard_epsilon(
         delta,
