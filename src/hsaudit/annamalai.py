@@ -11,8 +11,8 @@ therefore carries o = Σ_k round(λ(v_k), 2): the all-iterates likelihood-ratio 
   never built).
 * :func:`pld_table` — the calibration table of the PLD trade-off curves of T composed Poisson-subsampled
   Gaussians (all iterates released), tabulated over σ once; its array form and interpolation
-  (:class:`hsaudit.heuristic.PldTable`, :func:`hsaudit.heuristic.sigma_for_epsilon`,
-  :func:`hsaudit.heuristic.pld_tradeoff`) are accounting-side.
+  (:class:`hsaudit.accounting.PldTable`, :func:`hsaudit.accounting.sigma_for_epsilon`,
+  :func:`hsaudit.accounting.pld_tradeoff`) are accounting-side.
 * :func:`audit_many` — repetitions of the paper's audit (Algorithm 2; no confidence intervals) and its
   Clopper–Pearson variant, :func:`hsaudit.audit.audit_pld`; the σ̂ audit is :func:`hsaudit.audit.audit_pld_sigma`.
   The linear-loss curve they are compared with is :func:`hsaudit.heuristic.linear_tradeoff` (Steinke et al.'s
@@ -35,14 +35,14 @@ import numpy.typing as npt
 import pandas as pd
 
 from hsaudit import heuristic as H
-from hsaudit.accounting import tradeoff_from_deltas
+from hsaudit.accounting import PldTable as Table
+from hsaudit.accounting import default_epsilon_grid, tradeoff_from_deltas
 from hsaudit.audit import audit_pld, observed_rates
-from hsaudit.heuristic import PldTable as Table
-from hsaudit.heuristic import default_epsilon_grid, delta_curve, linear_tradeoff
+from hsaudit.heuristic import delta_curve, linear_tradeoff
 
-# Re-exported: the audits live in hsaudit.audit.pld and the PLD table's curves in hsaudit.heuristic.
+# Re-exported: the audits live in hsaudit.audit.pld and the PLD table's curves in hsaudit.accounting.
+from hsaudit.accounting import pld_tradeoff, sigma_for_epsilon  # noqa: F401
 from hsaudit.audit import audit_pld_sigma, epsilon_grid_audit  # noqa: F401
-from hsaudit.heuristic import pld_tradeoff, sigma_for_epsilon  # noqa: F401
 
 Update = Literal["ascent", "descent"]
 BaseRule = Literal["three_sigma", "half_width"]

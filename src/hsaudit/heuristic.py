@@ -472,11 +472,7 @@ __all__ = [
     "gdp_delta_for",
     "gdp_epsilon_for",
     "calibrate",
-    "PldTable",
-    "default_epsilon_grid",
     "last_iterate_tradeoff",
-    "pld_tradeoff",
-    "sigma_for_epsilon",
 ]
 
 
@@ -510,49 +506,6 @@ def linear_tradeoff(alpha: npt.ArrayLike, *, steps: int, sampling_rate: float, n
     w = np.exp(mix.log_weights)
     return np.sum(w * stats.norm.cdf((c[..., None] - mix.atoms) / mix.scale), axis=-1)
 
-
-def default_epsilon_grid() -> np.ndarray:
-    """ε′ grid for δ(ε′): 0 to 40 in steps of 0.02 (the trade-off is the envelope of these lines)."""
-    return np.round(np.arange(0.0, 40.0 + 1e-9, 0.02), 6)
-
-@dataclass(frozen=True)
-class PldTable:
-    """A PLD calibration table (:func:`hsaudit.annamalai.pld_table`) in array form: sigmas (ascending), eps_at (descending), eps_prime, log_deltas."""
-
-    sigmas: np.ndarray
-    eps_at: np.ndarray
-    eps_prime: np.ndarray
-    log_deltas: np.ndarray
-
-    @classmethod
-    def from_frame(cls, frame: pd.DataFrame) -> PldTable:
-        sig = np.sort(frame["sigma"].unique())
-        eg = np.sort(frame["eps_prime"].unique())
-        piv = frame.pivot_table(index="sigma", columns="eps_prime", values="delta_prime").loc[sig, eg].to_numpy()
-        eps_at = frame.groupby("sigma")["epsilon_at_delta"].first().loc[sig].to_numpy()
-        with np.errstate(divide="ignore"):
-            return cls(sig, eps_at, eg, np.log(np.maximum(piv, 1e-300)))
-
-def sigma_for_epsilon(epsilon: float, table: PldTable) -> float:
-    """σ̂ with ε(σ̂) = ε at the table's δ, by linear interpolation of log σ against log ε."""
-    le = np.log(table.eps_at[::-1])
-    ls = np.log(table.sigmas[::-1])
-    if not (le[0] <= math.log(epsilon) <= le[-1]):
-        raise ValueError(
-            f"epsilon {epsilon} is outside the table's range [{math.exp(le[0]):.3g}, {math.exp(le[-1]):.3g}]"
-        )
-    return float(np.exp(np.interp(math.log(epsilon), le, ls)))
-
-def pld_tradeoff(alpha: npt.ArrayLike, sigma: float, table: PldTable) -> np.ndarray:
-    """PLD trade-off curve at σ, from the table (log δ(ε′) interpolated linearly in log σ)."""
-    from hsaudit.accounting import tradeoff_from_deltas
-
-    ls = np.log(table.sigmas)
-    x = math.log(sigma)
-    j = int(np.clip(np.searchsorted(ls, x) - 1, 0, len(ls) - 2))
-    w = (x - ls[j]) / (ls[j + 1] - ls[j])
-    logd = (1 - w) * table.log_deltas[j] + w * table.log_deltas[j + 1]
-    return tradeoff_from_deltas(alpha, table.eps_prime, np.exp(logd))
 
 def last_iterate_tradeoff(
     alpha: npt.ArrayLike, *, steps: int, sampling_rate: float, noise_multiplier: float, grid: int = 4000

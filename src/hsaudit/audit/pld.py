@@ -10,10 +10,11 @@ auditor knows:
   :func:`pld_sigma_audit` (last-iterate or all-iterates family) and :func:`audit_pld_sigma` (all iterates,
   bisection on σ over a fixed range, as Annamalai 2024 uses it);
 * the PLD trade-off-curve audit of Annamalai (2024, Algorithm 2): the first ε̂ of a grid whose PLD curve
-  (from a calibration table, :class:`hsaudit.heuristic.PldTable`) lies below every point — :func:`audit_pld`.
+  (from a calibration table, :class:`hsaudit.accounting.PldTable`) lies below every point — :func:`audit_pld`.
 
 Like every max-over-thresholds audit these are not strictly valid 95% bounds (docs/audit.md). The curves
-themselves are accounting-side (:mod:`hsaudit.heuristic`, :func:`hsaudit.accounting.tradeoff_from_deltas`).
+themselves are accounting-side (:mod:`hsaudit.accounting`; the last-iterate curve and the PLDs of composed
+subsampled Gaussians in :mod:`hsaudit.heuristic`).
 """
 
 from __future__ import annotations
@@ -25,16 +26,9 @@ import numpy as np
 import numpy.typing as npt
 
 from hsaudit import heuristic as H
-from hsaudit.accounting import tradeoff_from_deltas
+from hsaudit.accounting import PldTable, default_epsilon_grid, pld_tradeoff, sigma_for_epsilon, tradeoff_from_deltas
 from hsaudit.audit.gdp import clopper_pearson_upper, observed_rates
-from hsaudit.heuristic import (
-    PldTable,
-    default_epsilon_grid,
-    delta_curve,
-    last_iterate_tradeoff,
-    pld_tradeoff,
-    sigma_for_epsilon,
-)
+from hsaudit.heuristic import delta_curve, last_iterate_tradeoff
 
 __all__ = [
     "SIGMA_FAMILIES",
