@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special, stats
 
-from hsaudit import audit as A
+from hsaudit.audit import gdp as A
 from hsaudit.accounting import gdp_epsilon
 from hsaudit.audit import (
     AuditResult,

@@ -2,9 +2,10 @@
 
 Science lives in the modules of this package (importable and tested without Snakemake):
 
-- :mod:`hsaudit.audit` — the GDP audit of Nasr et al. (2023) with Clopper–Pearson bounds, the
-  assumption-free (ε, δ) bound, held-out thresholds, trade-off curves and privacy profiles.
-- :mod:`hsaudit.accounting` — μ-GDP closed forms, dp-accounting PLD for (subsampled) Gaussians and
+- :mod:`hsaudit.audit` — every estimator the papers use: Clopper–Pearson bounds, the GDP audit of Nasr et al.
+  (2023) (paper / held-out / grid thresholds), the two-sample audit of Section 6, the assumption-free (ε, δ)
+  bound, the σ̂ and PLD trade-off-curve audits, empirical trade-off curves.
+- :mod:`hsaudit.accounting` — μ-GDP closed forms, trade-off curves, dp-accounting PLD for (subsampled) Gaussians and
   mixtures of Gaussians.
 - :mod:`hsaudit.section6` — the one-dimensional process of Cebere et al. §6, by Monte Carlo and exactly.
 - :mod:`hsaudit.heuristic`, :mod:`hsaudit.steinke`, :mod:`hsaudit.annamalai` — the other papers.

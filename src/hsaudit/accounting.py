@@ -14,7 +14,11 @@ add/remove neighbouring relation and a pessimistic discretisation (an upper boun
 Conventions: the sensitivity is 1 (the noise multiplier is σ = standard deviation / sensitivity); δ in (0, 1);
 a composition count of 0 means no privacy loss (ε = 0).
 
-This module uses numpy, scipy and dp-accounting only (no torch), see STYLE.md §10.
+Trade-off curves: of μ-GDP (:func:`gdp_tradeoff`), of any privacy profile δ(ε′) (:func:`tradeoff_from_deltas`),
+and of a family of composed subsampled Gaussians tabulated over σ (:class:`PldTable`, :func:`sigma_for_epsilon`,
+:func:`pld_tradeoff`; Annamalai 2024), the curves the audits of :mod:`hsaudit.audit` compare with.
+
+This module uses numpy, scipy and dp-accounting only (no torch).
 """
 
 from __future__ import annotations
@@ -23,10 +27,15 @@ import functools
 import math
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 from scipy import optimize, special
+
+if TYPE_CHECKING:  # the tables come from pandas; accounting itself does not import it
+    import pandas as pd
 
 __all__ = [
     "calibrate_noise",
@@ -41,6 +50,10 @@ __all__ = [
     "gdp_tradeoff",
     "mixture_gaussian_epsilon",
     "mixture_gaussian_pld",
+    "PldTable",
+    "default_epsilon_grid",
+    "pld_tradeoff",
+    "sigma_for_epsilon",
 ]
 
 #: Default discretisation interval of the privacy loss in dp-accounting PLDs (its own default).
@@ -604,3 +617,52 @@ def tradeoff_from_deltas(alpha: npt.ArrayLike, epsilons: npt.ArrayLike, deltas: 
         f = np.maximum(one_minus_d - ee * x, emin * (one_minus_d - x))
         out[i : i + chunk] = f.max(axis=1)
     return np.maximum(out, 0.0).reshape(a.shape)
+
+
+def default_epsilon_grid() -> np.ndarray:
+    """ε′ grid for δ(ε′): 0 to 40 in steps of 0.02 (the trade-off is the envelope of these lines)."""
+    return np.round(np.arange(0.0, 40.0 + 1e-9, 0.02), 6)
+
+
+@dataclass(frozen=True)
+class PldTable:
+    """A PLD calibration table in array form (Annamalai 2024; built by :func:`hsaudit.annamalai.pld_table`).
+
+    ε(σ) at δ and δ(ε′) of T composed Poisson-subsampled Gaussians over a grid of σ: sigmas (ascending),
+    eps_at (descending), eps_prime, log_deltas. :func:`sigma_for_epsilon` and :func:`pld_tradeoff` interpolate it.
+    """
+
+    sigmas: np.ndarray
+    eps_at: np.ndarray
+    eps_prime: np.ndarray
+    log_deltas: np.ndarray
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame) -> PldTable:
+        sig = np.sort(frame["sigma"].unique())
+        eg = np.sort(frame["eps_prime"].unique())
+        piv = frame.pivot_table(index="sigma", columns="eps_prime", values="delta_prime").loc[sig, eg].to_numpy()
+        eps_at = frame.groupby("sigma")["epsilon_at_delta"].first().loc[sig].to_numpy()
+        with np.errstate(divide="ignore"):
+            return cls(sig, eps_at, eg, np.log(np.maximum(piv, 1e-300)))
+
+
+def sigma_for_epsilon(epsilon: float, table: PldTable) -> float:
+    """σ̂ with ε(σ̂) = ε at the table's δ, by linear interpolation of log σ against log ε."""
+    le = np.log(table.eps_at[::-1])
+    ls = np.log(table.sigmas[::-1])
+    if not (le[0] <= math.log(epsilon) <= le[-1]):
+        raise ValueError(
+            f"epsilon {epsilon} is outside the table's range [{math.exp(le[0]):.3g}, {math.exp(le[-1]):.3g}]"
+        )
+    return float(np.exp(np.interp(math.log(epsilon), le, ls)))
+
+
+def pld_tradeoff(alpha: npt.ArrayLike, sigma: float, table: PldTable) -> np.ndarray:
+    """PLD trade-off curve at σ, from the table (log δ(ε′) interpolated linearly in log σ)."""
+    ls = np.log(table.sigmas)
+    x = math.log(sigma)
+    j = int(np.clip(np.searchsorted(ls, x) - 1, 0, len(ls) - 2))
+    w = (x - ls[j]) / (ls[j + 1] - ls[j])
+    logd = (1 - w) * table.log_deltas[j] + w * table.log_deltas[j + 1]
+    return tradeoff_from_deltas(alpha, table.eps_prime, np.exp(logd))

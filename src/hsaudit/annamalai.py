@@ -9,11 +9,14 @@ therefore carries o = Σ_k round(λ(v_k), 2): the all-iterates likelihood-ratio 
 * :func:`adversarial_gradient`, :func:`simulate`, :func:`statistic` — the construction and a simulation
   vectorised over runs (batch counts n0 ~ Binomial(|D|, q), canary inclusion ~ Bernoulli(q); the records are
   never built).
-* :func:`pld_table`, :func:`sigma_for_epsilon`, :func:`pld_tradeoff` — the PLD trade-off curves of T composed
-  Poisson-subsampled Gaussians (all iterates released), tabulated over σ once and interpolated.
-* :func:`audit_pld` — the paper's audit (Algorithm 2; no confidence intervals) and a Clopper–Pearson variant,
-  from the empirical rates :func:`hsaudit.audit.observed_rates`; the linear-loss curve it is compared with is
-  :func:`hsaudit.heuristic.linear_tradeoff` (Steinke et al.'s mixture of Gaussians).
+* :func:`pld_table` — the calibration table of the PLD trade-off curves of T composed Poisson-subsampled
+  Gaussians (all iterates released), tabulated over σ once; its array form and interpolation
+  (:class:`hsaudit.accounting.PldTable`, :func:`hsaudit.accounting.sigma_for_epsilon`,
+  :func:`hsaudit.accounting.pld_tradeoff`) are accounting-side.
+* :func:`audit_many` — repetitions of the paper's audit (Algorithm 2; no confidence intervals) and its
+  Clopper–Pearson variant, :func:`hsaudit.audit.audit_pld`; the σ̂ audit is :func:`hsaudit.audit.audit_pld_sigma`.
+  The linear-loss curve they are compared with is :func:`hsaudit.heuristic.linear_tradeoff` (Steinke et al.'s
+  mixture of Gaussians).
 
 Update sign: the paper prints the descent update θ_{k+1} = θ_k − (Σ clip(g̃) + Z), with which the encoding
 does not survive (the decoded values mix earlier steps and the statistic loses the canary's signal); the
@@ -24,7 +27,6 @@ construction works with θ_{k+1} = θ_k + Σ clip(g̃) + Z (equivalently descent
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from typing import Literal
 
@@ -33,9 +35,14 @@ import numpy.typing as npt
 import pandas as pd
 
 from hsaudit import heuristic as H
-from hsaudit.accounting import tradeoff_from_deltas
-from hsaudit.audit import clopper_pearson_upper, observed_rates
+from hsaudit.accounting import PldTable as Table
+from hsaudit.accounting import default_epsilon_grid, tradeoff_from_deltas
+from hsaudit.audit import audit_pld, observed_rates
 from hsaudit.heuristic import delta_curve, linear_tradeoff
+
+# Re-exported: the audits live in hsaudit.audit.pld and the PLD table's curves in hsaudit.accounting.
+from hsaudit.accounting import pld_tradeoff, sigma_for_epsilon  # noqa: F401
+from hsaudit.audit import audit_pld_sigma, epsilon_grid_audit  # noqa: F401
 
 Update = Literal["ascent", "descent"]
 BaseRule = Literal["three_sigma", "half_width"]
@@ -318,114 +325,19 @@ def pld_table(
     return out
 
 
-def default_epsilon_grid() -> np.ndarray:
-    """ε′ grid for δ(ε′): 0 to 40 in steps of 0.02 (the trade-off is the envelope of these lines)."""
-    return np.round(np.arange(0.0, 40.0 + 1e-9, 0.02), 6)
 
 
-@dataclass(frozen=True)
-class Table:
-    """A :func:`pld_table` in array form: sigmas (ascending), eps_at (descending), eps_prime, log_deltas."""
-
-    sigmas: np.ndarray
-    eps_at: np.ndarray
-    eps_prime: np.ndarray
-    log_deltas: np.ndarray
-
-    @classmethod
-    def from_frame(cls, frame: pd.DataFrame) -> Table:
-        sig = np.sort(frame["sigma"].unique())
-        eg = np.sort(frame["eps_prime"].unique())
-        piv = frame.pivot_table(index="sigma", columns="eps_prime", values="delta_prime").loc[sig, eg].to_numpy()
-        eps_at = frame.groupby("sigma")["epsilon_at_delta"].first().loc[sig].to_numpy()
-        with np.errstate(divide="ignore"):
-            return cls(sig, eps_at, eg, np.log(np.maximum(piv, 1e-300)))
 
 
-def sigma_for_epsilon(epsilon: float, table: Table) -> float:
-    """σ̂ with ε(σ̂) = ε at the table's δ, by linear interpolation of log σ against log ε."""
-    le = np.log(table.eps_at[::-1])
-    ls = np.log(table.sigmas[::-1])
-    if not (le[0] <= math.log(epsilon) <= le[-1]):
-        raise ValueError(
-            f"epsilon {epsilon} is outside the table's range [{math.exp(le[0]):.3g}, {math.exp(le[-1]):.3g}]"
-        )
-    return float(np.exp(np.interp(math.log(epsilon), le, ls)))
 
 
-def pld_tradeoff(alpha: npt.ArrayLike, sigma: float, table: Table) -> np.ndarray:
-    """PLD trade-off curve at σ, from the table (log δ(ε′) interpolated linearly in log σ)."""
-    ls = np.log(table.sigmas)
-    x = math.log(sigma)
-    j = int(np.clip(np.searchsorted(ls, x) - 1, 0, len(ls) - 2))
-    w = (x - ls[j]) / (ls[j + 1] - ls[j])
-    logd = (1 - w) * table.log_deltas[j] + w * table.log_deltas[j + 1]
-    return tradeoff_from_deltas(alpha, table.eps_prime, np.exp(logd))
 
 
 # ------------------------------------------------------------------------------------------ audit
 
 
-def epsilon_grid_audit() -> np.ndarray:
-    """Υ = {0.5, 0.6, …, 20.0} (Algorithm 2, line 17)."""
-    return np.round(np.arange(0.5, 20.0 + 1e-9, 0.1), 6)
 
 
-def audit_pld(
-    o_out: npt.ArrayLike,
-    o_in: npt.ArrayLike,
-    table: Table,
-    *,
-    tail_floor: float = 0.0,
-    confidence: float | None = None,
-    grid: npt.ArrayLike | None = None,
-) -> float:
-    """ε_emp of Algorithm 2: the first ε̂ ∈ Υ whose PLD trade-off curve lies below every observed (α, β).
-
-    Args:
-        o_out: statistics on D (null, no canary).
-        o_in: statistics on D′.
-        table: the PLD table of the audited (q, T).
-        tail_floor: points with α ≤ floor or β ≤ floor are ignored (α = 0 or β = 0 violates every curve, so
-            some rule is needed; the paper states none). 0 drops only the exact zeros.
-        confidence: None for the paper's audit (raw rates, no confidence intervals); a level such as 0.95 for
-            the Clopper–Pearson variant, which replaces (α, β) by their one-sided upper bounds (no floor needed).
-        grid: Υ (default 0.5, 0.6, …, 20).
-
-    Returns:
-        ε_emp; ``inf`` when every ε̂ of the grid is violated.
-    """
-    alpha, beta = observed_rates(o_out, o_in)
-    if confidence is not None:
-        n0, n1 = np.size(o_out), np.size(o_in)
-        alpha = clopper_pearson_upper(np.round(alpha * n0), n0, confidence=confidence)
-        beta = clopper_pearson_upper(np.round(beta * n1), n1, confidence=confidence)
-    else:
-        keep = (alpha > tail_floor) & (beta > tail_floor)
-        alpha, beta = alpha[keep], beta[keep]
-    # For equal α only the smallest β matters.
-    frame = pd.DataFrame({"a": alpha, "b": beta}).groupby("a")["b"].min()
-    alpha, beta = frame.index.to_numpy(), frame.to_numpy()
-    grid = epsilon_grid_audit() if grid is None else np.asarray(grid, dtype=float)
-
-    def consistent(i: int) -> bool:
-        sig = sigma_for_epsilon(float(grid[i]), table)
-        return bool(np.all(beta >= pld_tradeoff(alpha, sig, table) - 1e-12))
-
-    # The curves are nested (a larger ε̂ means a smaller σ̂ and a lower curve), so the first consistent ε̂ of the
-    # ascending grid is found by bisection over the grid index; same answer as the paper's linear scan.
-    if alpha.size == 0 or consistent(0):
-        return float(grid[0])
-    if not consistent(len(grid) - 1):
-        return math.inf
-    lo, hi = 0, len(grid) - 1  # invariant: grid[lo] inconsistent, grid[hi] consistent
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if consistent(mid):
-            hi = mid
-        else:
-            lo = mid
-    return float(grid[hi])
 
 
 def audit_many(
@@ -613,68 +525,3 @@ def curve_gap_se(alpha: npt.ArrayLike, beta: npt.ArrayLike, curve: npt.ArrayLike
     return float(z.max()), float((-z).max())
 
 
-def audit_pld_sigma(
-    o_out: npt.ArrayLike,
-    o_in: npt.ArrayLike,
-    *,
-    steps: int,
-    sampling_rate: float,
-    delta: float,
-    confidence: float = 0.95,
-    sigma_range: tuple[float, float] = (0.2, 50.0),
-    iterations: int = 14,
-    epsilon_grid: npt.ArrayLike | None = None,
-    value_discretization_interval: float = 1e-3,
-) -> dict[str, float]:
-    """Known-(q, T) audit (Steinke et al. §3.1; Nasr et al. 2023): the largest σ̂ whose composed Poisson-subsampled
-    Gaussian mechanism is consistent with every Clopper–Pearson-bounded (FPR, FNR) point, and ε_lb = ε_{σ̂}(δ).
-
-    Every σ ≤ σ̂ is consistent too (a smaller σ has a lower trade-off curve), so ε_{σ̂}(δ) is the smallest ε the
-    observations cannot rule out: the lower bound.
-
-    Consistency (every point on or above the PLD trade-off curve at σ) holds for all σ up to a boundary σ̂ (a
-    smaller σ gives a lower curve), so σ̂ is found by bisection in log σ, one PLD per step (no table needed).
-
-    Returns:
-        ``{"sigma_hat": σ̂, "epsilon": ε_lb}``; σ̂ is clamped to ``sigma_range``.
-    """
-    alpha, beta = observed_rates(o_out, o_in)
-    n0, n1 = np.size(o_out), np.size(o_in)
-    a_ub = clopper_pearson_upper(np.round(alpha * n0), n0, confidence=confidence)
-    b_ub = clopper_pearson_upper(np.round(beta * n1), n1, confidence=confidence)
-    frame = pd.DataFrame({"a": a_ub, "b": b_ub}).groupby("a")["b"].min()
-    a_ub, b_ub = frame.index.to_numpy(), frame.to_numpy()
-    eg = default_epsilon_grid() if epsilon_grid is None else np.asarray(epsilon_grid, dtype=float)
-
-    def consistent(sig: float) -> bool:
-        d = delta_curve(
-            steps=steps,
-            sampling_rate=sampling_rate,
-            noise_multiplier=sig,
-            epsilons=eg,
-            value_discretization_interval=value_discretization_interval,
-        )
-        return bool(np.all(b_ub >= tradeoff_from_deltas(a_ub, eg, d) - 1e-12))
-
-    # A smaller σ reveals more (lower curve): consistency holds for σ ≤ σ̂ and fails above it.
-    lo, hi = math.log(sigma_range[0]), math.log(sigma_range[1])
-    if consistent(math.exp(hi)):
-        lo = hi
-    elif not consistent(math.exp(lo)):
-        warnings.warn(f"points violate even sigma={sigma_range[0]}; epsilon is capped there", stacklevel=2)
-    else:
-        for _ in range(iterations):  # invariant: exp(lo) consistent, exp(hi) inconsistent
-            mid = 0.5 * (lo + hi)
-            if consistent(math.exp(mid)):
-                lo = mid
-            else:
-                hi = mid
-    sig = math.exp(lo)
-    eps = H.standard_epsilon(
-        delta,
-        steps=steps,
-        sampling_rate=sampling_rate,
-        noise_multiplier=sig,
-        value_discretization_interval=value_discretization_interval,
-    )
-    return {"sigma_hat": sig, "epsilon": eps}

@@ -472,6 +472,7 @@ __all__ = [
     "gdp_delta_for",
     "gdp_epsilon_for",
     "calibrate",
+    "last_iterate_tradeoff",
 ]
 
 
@@ -504,3 +505,31 @@ def linear_tradeoff(alpha: npt.ArrayLike, *, steps: int, sampling_rate: float, n
     c = mix.scale * stats.norm.isf(a)
     w = np.exp(mix.log_weights)
     return np.sum(w * stats.norm.cdf((c[..., None] - mix.atoms) / mix.scale), axis=-1)
+
+
+def last_iterate_tradeoff(
+    alpha: npt.ArrayLike, *, steps: int, sampling_rate: float, noise_multiplier: float, grid: int = 4000
+) -> np.ndarray:
+    """Symmetric trade-off curve of Theorem 1's pair, min(f(α), f⁻¹(α)).
+
+    f is the Neyman–Pearson curve of N(0, Tσ²) vs Σ_k Bin(k; T, q) N(k, Tσ²)
+    (:func:`hsaudit.heuristic.linear_tradeoff`); f⁻¹ is the curve with the roles of the two distributions
+    swapped. The heuristic ε(δ) takes the max of δ over both directions, so this lower envelope is the curve
+    whose (ε, δ) profile is the heuristic's, as dp-accounting's symmetric PLD curve is for the all-iterates family.
+    f⁻¹ is interpolated (log x against log f) on ``grid`` log-spaced points per tail.
+    """
+
+    a = np.asarray(alpha, dtype=float)
+    kw = dict(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
+    f = linear_tradeoff(a, **kw)
+    xg = np.unique(
+        np.concatenate(
+            [np.geomspace(1e-300, 1e-20, 200), np.geomspace(1e-20, 0.5, grid), 1 - np.geomspace(1e-16, 0.5, grid)]
+        )
+    )
+    fg = linear_tradeoff(xg, **kw)
+    order = np.argsort(fg, kind="stable")
+    with np.errstate(divide="ignore"):
+        lf = np.log(np.maximum(fg[order], 1e-300))
+        finv = np.exp(np.interp(np.log(np.maximum(a, 1e-300)), lf, np.log(xg[order])))
+    return np.minimum(f, finv)

@@ -1,8 +1,8 @@
 """Shared figure style: every figure of the project goes through :func:`figure` and :func:`save`.
 
 Figures are sized for a paper column pair (width 7 in), use a colour-blind-safe palette, and carry a small
-footer that states the scale preset, R and the audit method they were made with (DESIGN.md: "every figure
-PDF states the scale and R it was made with").
+footer that states the scale preset, R and the audit method they were made with (every figure PDF
+states the scale and R it was made with).
 """
 
 from __future__ import annotations

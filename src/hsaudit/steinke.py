@@ -5,9 +5,9 @@ All of them are analytic or one-dimensional simulations (no training):
 * :func:`fig1_table` — heuristic ε vs standard accounting vs the full-batch proxy across T (Figure 1).
 * :func:`simulate_linear_canary` and :func:`fig3_table` — the gradient-space canary with an adversarial
   all-zero "dataset", which reduces exactly to Σ_t Bern(q) + N(0, Tσ²) vs N(0, Tσ²) (Section 3.1, Figure 3),
-  audited empirically beside the heuristic: the paper's known-(q, T) σ̂ audit (:func:`pld_sigma_audit`) and the
-  GDP audit of Nasr et al. 2023 (:func:`gdp_audit`), with each audit's infinite-run limit
-  (:func:`population_audits`).
+  audited empirically beside the heuristic: the paper's known-(q, T) σ̂ audit
+  (:func:`hsaudit.audit.pld_sigma_audit`) and the GDP audit of Nasr et al. 2023 (:func:`gdp_audit`, through
+  :func:`hsaudit.audit.audit_scores`), with each audit's infinite-run limit (:func:`population_audits`).
 * :func:`quadratic_mixture`, :func:`quadratic_epsilon` and :func:`fig5_table` — linear loss plus quadratic
   regulariser r(m) = αm²/2 (Section 4.2, Figure 5) with the paper's rounding upper bound.
 * :func:`zeroing_regulariser_epsilon` — the counterexample of Section 4.1.
@@ -28,9 +28,11 @@ import pandas as pd
 from scipy import stats
 
 from hsaudit import heuristic as H
-from hsaudit.accounting import tradeoff_from_deltas
-from hsaudit.audit import clopper_pearson_upper, observed_rates
-from hsaudit.heuristic import delta_curve, linear_tradeoff
+from hsaudit.audit import SIGMA_FAMILIES, pld_sigma_audit, sigma_hat_from_points
+
+# Re-exported: the σ̂ audit lives in hsaudit.audit.pld and the last-iterate curve in hsaudit.heuristic.
+from hsaudit.audit import lower_hull  # noqa: F401
+from hsaudit.heuristic import last_iterate_tradeoff  # noqa: F401
 
 # --------------------------------------------------------------------------------------------- audit
 
@@ -143,188 +145,18 @@ def calibrate_standard_sigma(target_epsilon: float, *, delta: float, steps: int,
 
 
 FIG3_AUDITS = ("pld_sigma", "gdp")
-SIGMA_FAMILIES = ("last_iterate", "all_iterates")
 
 
-def lower_hull(alpha: npt.ArrayLike, beta: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    """Vertices of the lower-left convex hull of the points (α, β) (Andrew's monotone chain).
-
-    A trade-off curve f is convex and decreasing, so every point lies on or above f iff every vertex of this hull
-    does (a point dominated by a convex combination of others is implied): the consistency checks of the σ̂ audit
-    only need these vertices, typically a few hundred of ~10⁵ points.
-    """
-    a = np.asarray(alpha, dtype=float)
-    b = np.asarray(beta, dtype=float)
-    order = np.lexsort((b, a))
-    a, b = a[order], b[order]
-    hull: list[int] = []
-    for i in range(a.size):
-        while len(hull) >= 2:
-            i1, i2 = hull[-2], hull[-1]
-            cross = (a[i2] - a[i1]) * (b[i] - b[i1]) - (b[i2] - b[i1]) * (a[i] - a[i1])
-            if cross <= 0:
-                hull.pop()
-            else:
-                break
-        hull.append(i)
-    idx = np.array(hull, dtype=int)
-    # Keep the decreasing part (the lower-left boundary); points right of the β minimum cannot bind.
-    stop = int(np.argmin(b[idx])) + 1
-    return a[idx[:stop]], b[idx[:stop]]
 
 
-def _cp_points(scores_out, scores_in, confidence: float) -> tuple[np.ndarray, np.ndarray]:
-    """One-sided CP upper bounds on (FPR, FNR) of every threshold "score ≥ τ" (higher score ⇒ canary present)."""
-
-    alpha, beta = observed_rates(scores_out, scores_in)
-    n0, n1 = np.size(scores_out), np.size(scores_in)
-    return (
-        clopper_pearson_upper(np.round(alpha * n0), n0, confidence=confidence),
-        clopper_pearson_upper(np.round(beta * n1), n1, confidence=confidence),
-    )
 
 
-def _largest_consistent_sigma(consistent, lo: float, hi: float, iterations: int) -> float:
-    """Bisection in log σ for the boundary of {σ : consistent(σ)} = (0, σ̂]; clamped to [lo, hi] with a warning."""
-    import warnings
-
-    llo, lhi = math.log(lo), math.log(hi)
-    if consistent(hi):
-        warnings.warn(f"points are consistent even with sigma={hi}; sigma_hat is capped there", stacklevel=3)
-        return hi
-    if not consistent(lo):
-        warnings.warn(f"points violate even sigma={lo}; epsilon is capped there", stacklevel=3)
-        return lo
-    for _ in range(iterations):  # invariant: exp(llo) consistent, exp(lhi) not
-        mid = 0.5 * (llo + lhi)
-        if consistent(math.exp(mid)):
-            llo = mid
-        else:
-            lhi = mid
-    return math.exp(llo)
 
 
-def last_iterate_tradeoff(
-    alpha: npt.ArrayLike, *, steps: int, sampling_rate: float, noise_multiplier: float, grid: int = 4000
-) -> np.ndarray:
-    """Symmetric trade-off curve of Theorem 1's pair, min(f(α), f⁻¹(α)).
-
-    f is the Neyman–Pearson curve of N(0, Tσ²) vs Σ_k Bin(k; T, q) N(k, Tσ²)
-    (:func:`hsaudit.heuristic.linear_tradeoff`); f⁻¹ is the curve with the roles of the two distributions
-    swapped. The heuristic ε(δ) takes the max of δ over both directions, so this lower envelope is the curve
-    whose (ε, δ) profile is the heuristic's, as dp-accounting's symmetric PLD curve is for the all-iterates family.
-    f⁻¹ is interpolated (log x against log f) on ``grid`` log-spaced points per tail.
-    """
-
-    a = np.asarray(alpha, dtype=float)
-    kw = dict(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
-    f = linear_tradeoff(a, **kw)
-    xg = np.unique(
-        np.concatenate(
-            [np.geomspace(1e-300, 1e-20, 200), np.geomspace(1e-20, 0.5, grid), 1 - np.geomspace(1e-16, 0.5, grid)]
-        )
-    )
-    fg = linear_tradeoff(xg, **kw)
-    order = np.argsort(fg, kind="stable")
-    with np.errstate(divide="ignore"):
-        lf = np.log(np.maximum(fg[order], 1e-300))
-        finv = np.exp(np.interp(np.log(np.maximum(a, 1e-300)), lf, np.log(xg[order])))
-    return np.minimum(f, finv)
 
 
-def sigma_hat_from_points(
-    alpha: npt.ArrayLike,
-    beta: npt.ArrayLike,
-    *,
-    steps: int,
-    sampling_rate: float,
-    noise_multiplier: float,
-    delta: float,
-    family: str = "last_iterate",
-    iterations: int = 14,
-    value_discretization_interval: float = 1e-3,
-) -> dict[str, float]:
-    """The largest σ̂ whose trade-off curve (known q, T) lies on or below every point (α, β); ε at δ of σ̂.
-
-    Args:
-        alpha, beta: (FPR, FNR) points (CP upper bounds for an audit, exact rates for its infinite-R limit).
-        steps, sampling_rate: the known T and q.
-        noise_multiplier: the mechanism's σ; the search bracket is [σ/4, 10σ].
-        delta: δ.
-        family: the mechanisms the adversary assumes. ``"last_iterate"``: Theorem 1's pair
-            N(Binomial(T, q), Tσ²) vs N(0, Tσ²) — its symmetric curve (:func:`last_iterate_tradeoff`),
-            ε = the heuristic ε at σ̂. ``"all_iterates"``: T composed Poisson-subsampled Gaussians (symmetric
-            PLD curve of dp-accounting, as in Nasr et al. 2023 and :func:`hsaudit.annamalai.audit_pld_sigma`),
-            ε = standard accounting at σ̂.
-        iterations: bisection steps in log σ.
-        value_discretization_interval: PLD discretisation (``all_iterates``).
-
-    Returns:
-        ``{"sigma_hat": σ̂, "epsilon": ε}``.
-
-    Raises:
-        ValueError: on an unknown family.
-    """
-    if family not in SIGMA_FAMILIES:
-        raise ValueError(f"family must be one of {SIGMA_FAMILIES}, got {family!r}")
-    a, b = lower_hull(alpha, beta)
-
-    eg = np.round(np.arange(0.0, 40.0 + 1e-9, 0.05), 6)  # ε′ lines of the PLD envelope (fig6's grid)
-
-    def consistent(sig: float) -> bool:
-        if family == "last_iterate":
-            f = last_iterate_tradeoff(a, steps=steps, sampling_rate=sampling_rate, noise_multiplier=sig)
-        else:
-            d = delta_curve(
-                steps=steps,
-                sampling_rate=sampling_rate,
-                noise_multiplier=sig,
-                epsilons=eg,
-                value_discretization_interval=value_discretization_interval,
-            )
-            f = tradeoff_from_deltas(a, eg, d)
-        return bool(np.all(b >= f - 1e-12))
-
-    sig = _largest_consistent_sigma(consistent, noise_multiplier / 4, noise_multiplier * 10, iterations)
-    kw = dict(steps=steps, sampling_rate=sampling_rate, noise_multiplier=sig)
-    if family == "last_iterate":
-        eps = H.heuristic_epsilon(delta, **kw)
-    else:
-        eps = H.standard_epsilon(delta, value_discretization_interval=value_discretization_interval, **kw)
-    return {"sigma_hat": sig, "epsilon": eps}
 
 
-def pld_sigma_audit(
-    scores_out: npt.ArrayLike,
-    scores_in: npt.ArrayLike,
-    *,
-    steps: int,
-    sampling_rate: float,
-    noise_multiplier: float,
-    delta: float,
-    confidence: float = 0.95,
-    family: str = "last_iterate",
-) -> dict[str, float]:
-    """The paper's audit (§3.1, "PLD approach with Clopper–Pearson intervals" of Nasr et al. 2023): the adversary
-    knows q and T and estimates σ; ε_lb is derived from σ̂.
-
-    One-sided CP upper bounds (``confidence``) on FPR and FNR at every threshold (higher score ⇒ canary present),
-    then :func:`sigma_hat_from_points` with the assumed ``family``. Like every max-over-thresholds audit it is not a
-    strictly valid 95% bound (docs/audit.md).
-
-    Returns:
-        ``{"sigma_hat": σ̂, "epsilon": ε_lb}``.
-    """
-    a, b = _cp_points(scores_out, scores_in, confidence)
-    return sigma_hat_from_points(
-        a,
-        b,
-        steps=steps,
-        sampling_rate=sampling_rate,
-        noise_multiplier=noise_multiplier,
-        delta=delta,
-        family=family,
-    )
 
 
 def linear_canary_rates(
@@ -805,7 +637,7 @@ def fig6_table(
     audited with the σ̂ audit (``empirical_pld_cp_value_store``): it shows how much the one-bit decisions lose.
 
     Two audits of the same scores: the GDP audit (Nasr et al. 2023) and the known-(q, T) σ̂ audit of Steinke et al.
-    §3.1 (:func:`hsaudit.annamalai.audit_pld_sigma`, Clopper–Pearson bounds). References under the GDP audit: the
+    §3.1 (:func:`hsaudit.audit.audit_pld_sigma`, Clopper–Pearson bounds). References under the GDP audit: the
     linear canary of fig3 and the optimal all-iterates attack.
     """
     rows = []
@@ -822,10 +654,11 @@ def fig6_table(
         aud = gdp_audit(s0, s1, confidence=confidence, delta=delta, mode=mode)
 
         def sigma_audit(o0, o1):
-            # The known-(q, T) σ̂ audit with the all-iterates family (= hsaudit.annamalai.audit_pld_sigma, on the
+            # The known-(q, T) σ̂ audit with the all-iterates family (= hsaudit.audit.audit_pld_sigma, on the
             # lower hull of the CP points, which gives the same σ̂ faster).
-            a, b = _cp_points(o0, o1, confidence)
-            return sigma_hat_from_points(a, b, family="all_iterates", delta=delta, iterations=10, **kw)
+            return pld_sigma_audit(
+                o0, o1, family="all_iterates", delta=delta, confidence=confidence, iterations=10, **kw
+            )
 
         pld_aud = sigma_audit(s0, s1)
         # References under the same R: the linear-loss canary (last iterate, Section 3.1) and the all-iterates

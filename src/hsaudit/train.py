@@ -5,7 +5,7 @@ the only randomness between them is the DP noise and the membership bit b. Every
 
     θ_{t+1} = θ_t − (η/B) (Σ_{x∈B_t} clip(∇ℓ(θ_t; x), C) + [b ∧ t % k = 0] ∇* + Z_t),   Z_t ~ N(0, σ²C²I)
 
-with steps t = 1..T (1-based), B the nominal batch size in both worlds [inferred, spec §1], clip(g, C) =
+with steps t = 1..T (1-based), B the nominal batch size in both worlds [inferred from Cebere et al. 2025], clip(g, C) =
 g · min(1, C / (‖g‖ + 10⁻⁶)) (Opacus' formula), and, for a canary insertion, the canary sample appended to the
 batch at insertion steps of inserted runs (clipped like any sample) instead of ∇*.
 
@@ -239,7 +239,7 @@ def run_population(
     progress: bool = False,
     desc: str = "DP-SGD",
 ) -> torch.Tensor:
-    """The DP-SGD loop (spec §1, Eq. 2), in place on one ``[models, p]`` tensor; no host synchronisation.
+    """The DP-SGD loop (Cebere et al. 2025, Eq. 2), in place on one ``[models, p]`` tensor; no host synchronisation.
 
     Args:
         engine: a per-sample gradient backend (:func:`hsaudit.psg.population`).

@@ -1,4 +1,4 @@
-"""Coverage study of the audit estimators on exact Gaussian pairs (spec ``cebere.md`` §1 step 6).
+"""Coverage study of the audit estimators on exact Gaussian pairs (docs/audit.md, "Coverage study").
 
 Non-member scores N(0, 1) and member scores N(μ, 1) (an exact half split of R runs) are the scores of the
 optimal test between the two worlds of a μ-GDP Gaussian mechanism, whose true ε at δ is

@@ -1,5 +1,5 @@
 # Shared Python for the rules: config resolution, wildcard constraints, input functions.
-# The only .smk file that holds Python beyond rule declarations (STYLE.md §2).
+# The only .smk file that holds Python beyond rule declarations.
 import json
 
 from hsaudit import __version__ as HSAUDIT_VERSION

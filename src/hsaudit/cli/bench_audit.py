@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from hsaudit import audit as _audit
+from hsaudit.audit import gdp as _audit
 from hsaudit.validation import gaussian_pair_scores
 
 

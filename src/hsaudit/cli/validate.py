@@ -1,4 +1,4 @@
-"""``hsaudit validate-audit``: coverage study of the audit estimators (spec ``cebere.md`` §1 step 6)."""
+"""``hsaudit validate-audit``: coverage study of the audit estimators (docs/audit.md, "Coverage study")."""
 
 from __future__ import annotations
 

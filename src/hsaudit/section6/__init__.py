@@ -4,17 +4,18 @@ Modules (docs/section6.md):
 
 - :mod:`hsaudit.section6.process` — the process (Eq. 3), its loss landscape (Fig. 10) and the float32 Monte
   Carlo of one world with its noise streams.
-- :mod:`hsaudit.section6.fast_audit` — the fast two-sample GDP audit (Algorithm 4) the experiments use.
 - :mod:`hsaudit.section6.exact` — the exact law by density propagation, the exact privacy profile, ε, the
   R → ∞ audit limit, the exact trade-off curve and the accounting upper bound.
 - :mod:`hsaudit.section6.experiments` — audits of every step (fig3, fig14) and the threshold search (fig6c).
 - :mod:`hsaudit.section6.records` — tidy records for the workflow (fig3/fig14 audits, exact ε, fig6b curves).
 
-The config cross-checks of the ``section6`` section are :func:`hsaudit.config.check_section6_config`.
+The audits are those of :mod:`hsaudit.audit` (the two-sample GDP audit with precomputed Clopper–Pearson tables,
+:func:`hsaudit.audit.gdp_audit_two_sample`, re-exported here). The config cross-checks of the ``section6`` section are :func:`hsaudit.config.check_section6_config`.
 """
 
 from __future__ import annotations
 
+from hsaudit.audit import GdpTables, StepAudit, cp_upper_table, gdp_audit_two_sample, gdp_tables
 from hsaudit.section6.exact import (
     ExactLaw,
     exact_epsilon,
@@ -27,7 +28,6 @@ from hsaudit.section6.exact import (
     upper_bound_epsilon,
 )
 from hsaudit.section6.experiments import alpha_grid, audit_process, switch_points, threshold_search
-from hsaudit.section6.fast_audit import GdpTables, StepAudit, cp_upper_table, gdp_audit_two_sample, gdp_tables
 from hsaudit.section6.process import RULES, Process, iter_scores, loss_landscape, simulate_scores, world_rng
 from hsaudit.section6.records import audit_records, exact_records, tradeoff_records
 

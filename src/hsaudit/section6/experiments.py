@@ -12,9 +12,8 @@ import numpy.typing as npt
 from scipy import special
 
 from hsaudit.accounting import gdp_epsilon
-from hsaudit.audit import audit_scores
+from hsaudit.audit import GdpTables, audit_scores, gdp_audit_two_sample, gdp_tables
 from hsaudit.section6.exact import exact_epsilon_curve
-from hsaudit.section6.fast_audit import GdpTables, gdp_audit_two_sample, gdp_tables
 from hsaudit.section6.process import Process, check_runs, iter_scores, world_rng
 
 

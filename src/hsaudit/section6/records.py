@@ -12,10 +12,9 @@ import time
 import numpy as np
 
 from hsaudit.accounting import gdp_epsilon, gdp_tradeoff
-from hsaudit.audit import empirical_tradeoff
+from hsaudit.audit import GdpTables, empirical_tradeoff, gdp_audit_two_sample, gdp_tables
 from hsaudit.section6.exact import exact_epsilon, exact_epsilon_curve, exact_laws, exact_tradeoff, upper_bound_epsilon
 from hsaudit.section6.experiments import audit_process
-from hsaudit.section6.fast_audit import GdpTables, gdp_audit_two_sample, gdp_tables
 from hsaudit.section6.process import Process, simulate_scores, world_rng
 
 

@@ -1,7 +1,7 @@
 """The empirical GDP audit of Nasr et al. (2023) as used by Cebere et al. (2025), fast and checked.
 
 Given R scores with membership bits (**higher score ⇒ member**, i.e. "canary inserted", b = 1), the audit
-(Cebere et al. Algorithm 4 / Appendix A; spec ``cebere.md`` §1 "Auditing"):
+(Cebere et al. 2025, Algorithm 4 and Appendix A; docs/audit.md):
 
 1. considers every threshold τ between two consecutive *distinct* sorted scores (predict "member" iff
    score > τ);
@@ -13,7 +13,8 @@ Given R scores with membership bits (**higher score ⇒ member**, i.e. "canary i
 
 Validity. ``mode="paper"`` chooses τ on the same scores whose error rates it bounds (as the paper does);
 the maximum over thousands of thresholds defeats the per-threshold confidence, so ε̂ is *not* a valid 95%
-lower bound (on exact Gaussian pairs it exceeds the true ε in ~20–30% of trials, spec §1 step 6).
+lower bound (on exact Gaussian pairs it exceeds the true ε in ~20–30% of trials, docs/audit.md
+"Coverage study").
 ``mode="held-out"`` chooses τ on a stratified random selection set (half of each class by default) and
 bounds the error rates at that single τ on the other scores: a valid lower bound at the stated confidence
 (per error rate, as in the paper), but looser. ``mode="grid"`` chooses a few candidate thresholds on the
@@ -32,10 +33,11 @@ T_n[k] = Φ⁻¹(CP_ub(k, n)) (cached per (n, confidence) with ``functools.lru_c
 discard candidates that cannot hold the maximum, and the Clopper–Pearson quantile (``betaincinv``, ~4 µs
 each) is only computed where needed. Populations of ≥ 10⁵ scores skip the full sorts: the scores are
 binned by a monotone map, bin edges give a lower bound on μ̂, bins whose best possible μ is below it are
-dropped, and only the scores of the remaining few bins are sorted (:func:`_best_threshold_binned`). Every
-path returns exactly the same result as the full-table maximum (tested).
+dropped, and only the scores of the remaining few bins are sorted (:func:`_best_threshold_binned`, through
+:func:`hsaudit.audit.search.max_over_thresholds`, the search the Section 6 audits share). Every path returns
+exactly the same result as the full-table maximum (tested).
 
-This module uses numpy and scipy only (STYLE.md §10).
+This module uses numpy and scipy only (no torch).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ import numpy.typing as npt
 from scipy import special
 
 from hsaudit.accounting import gdp_epsilon
+from hsaudit.audit.search import max_over_thresholds
 
 __all__ = [
     "AUDIT_MODES",
@@ -69,7 +72,7 @@ AUDIT_MODES = ("paper", "held-out", "grid")
 #: Default number of candidate thresholds of ``mode="grid"``.
 DEFAULT_GRID_SIZE = 4
 
-#: Default share of each class used to choose the threshold in held-out/grid modes (the spec's half).
+#: Default share of each class used to choose the threshold in held-out/grid modes (half).
 DEFAULT_SELECTION_FRACTION = 0.5
 
 #: Human-readable description of each mode, for outputs ("say in every output which one it is").
@@ -370,98 +373,32 @@ def _best_threshold_sorted(s0: np.ndarray, s1: np.ndarray, confidence: float) ->
 
 # Populations at least this large use the binned search (below); smaller ones are sorted whole.
 _BINNED_MIN = 100_000
-# Scores per bin (on average) of the binned search.
+# Scores per bin (on average) of the binned search, and its largest number of bins.
 _BIN_LOAD = 16
+_MAX_BINS = 1 << 14
 
 
 def _best_threshold_binned(x0: np.ndarray, x1: np.ndarray, confidence: float) -> _Best | None:
     """Paper-mode search on *unsorted* scores without sorting them all; the same result as
     :func:`_best_threshold_sorted` (same μ, counts and threshold, including tie-breaking).
 
-    The scores are put in ~R/16 equal-width bins by a monotone map, so a bin holds a contiguous range of
-    the sorted scores and equal scores share a bin. (1) Every bin edge is a realisable threshold; the best
-    μ over edges, μ_e, is a lower bound on the maximum. (2) A candidate just below a member score v in bin
-    b has FP ≥ n0 − C0[b+1] and FN ≥ C1[b] (C = counts in the bins before), so its μ is at most
-    −T0[n0 − C0[b+1]] − T1[C1[b]]; bins where this is below μ_e cannot hold the maximum (nor tie with it).
-    (3) The scores of the remaining bins (few) are sorted and searched exactly with global counts.
-    Returns None when the scores cannot be binned (a single value or a non-finite span).
+    The histogram pre-pass of :func:`hsaudit.audit.search.max_over_thresholds` (about R/16 equal-width bins,
+    at most ``_MAX_BINS``) on μ = −T0[FP] − T1[FN], whose lazily filled tables T are computed only at the
+    counts the search looks up. Returns None when the scores cannot be binned (a single value or a
+    non-finite span).
     """
     n0, n1 = x0.size, x1.size
-    lo = float(min(x0.min(), x1.min()))
-    hi = float(max(x0.max(), x1.max()))
-    span = hi - lo
-    nb = max(2, (n0 + n1) // _BIN_LOAD)
-    if not (span > 0.0 and math.isfinite(span)) or not math.isfinite(nb / span):
+    span = float(max(x0.max(), x1.max())) - float(min(x0.min(), x1.min()))
+    if not (span > 0.0 and math.isfinite(span)):
         return None
-    scale = nb / span
-
-    def bins(x: np.ndarray) -> np.ndarray:
-        # float64 arithmetic; each step is monotone non-decreasing, so bins are monotone in the score.
-        i = np.subtract(x, lo, dtype=np.float64)
-        i *= scale
-        i = i.astype(np.int64)
-        np.minimum(i, nb - 1, out=i)
-        return i
-
-    i0 = bins(x0)
-    i1 = bins(x1)
-    c0 = np.bincount(i0, minlength=nb)
-    c1 = np.bincount(i1, minlength=nb)
-    cum0 = np.concatenate(([0], np.cumsum(c0)))  # non-members in bins < b
-    cum1 = np.concatenate(([0], np.cumsum(c1)))
     t0 = _probit_table(n0, confidence)
     t1 = _probit_table(n1, confidence)
-    # (1) lower bound from the bin edges b = 1..nb−1 (member iff bin ≥ b)
-    _, mu_edge = _argmax_mu(n0 - cum0[1:nb], cum1[1:nb], t0, t1)
-    # (2) bins with members whose upper bound reaches μ_e; bracket first (cheap), then exact table values
-    b = np.flatnonzero(c1)
-    u0 = n0 - cum0[b + 1]
-    u1 = cum1[b]
-    for shift in _SHIFTS:
-        if b.size <= _PRUNE_MIN:
-            break
-        lo0, _ = _bracket(t0, u0, shift)
-        lo1, _ = _bracket(t1, u1, shift)
-        keep = np.flatnonzero((-lo0 - lo1) >= mu_edge)
-        b, u0, u1 = b[keep], u0[keep], u1[keep]
-    b = b[(-t0.get(u0) - t1.get(u1)) >= mu_edge]
-    if b.size == 0:  # pragma: no cover - the bin of the maximum always survives
-        return None
-    keep_bin = np.zeros(nb, dtype=bool)
-    keep_bin[b] = True
-    # (3) exact search over the kept bins, with global counts
-    s0k = np.sort(x0[keep_bin[i0]])
-    s1k = np.sort(x1[keep_bin[i1]])
-    kept0 = np.concatenate(([0], np.cumsum(np.where(keep_bin, c0, 0))))  # kept non-members in bins < b
-    kept1 = np.concatenate(([0], np.cumsum(np.where(keep_bin, c1, 0))))
-    bb = bins(s1k)
-    below_k = np.searchsorted(s0k, s1k, side="left")
-    below0 = cum0[bb] + below_k - kept0[bb]
-    fn = cum1[bb] + np.arange(s1k.size) - kept1[bb]
-    if s1k.size > 1:
-        j = np.flatnonzero(np.concatenate(([True], below0[1:] != below0[:-1])))
-    else:
-        j = np.arange(s1k.size)
-    fp = n0 - below0[j]
-    c, mu = _argmax_mu(fp, fn[j], t0, t1)
-    jj = int(j[c])
-    v = float(s1k[jj])
-    if not math.isfinite(mu):
-        return _Best(mu=mu, fp=int(fp[c]), fn=int(fn[jj]), threshold=math.nan)
-    # the largest score below v: within v's bin if there is one there, else a pass over all scores
-    bin_v = int(bb[jj])
-    prev = -math.inf
-    k = int(below_k[jj])
-    if k > 0 and bins(s0k[k - 1 : k])[0] == bin_v:
-        prev = float(s0k[k - 1])
-    if jj > 0 and bb[jj - 1] == bin_v:
-        prev = max(prev, float(s1k[jj - 1]))
-    if math.isinf(prev) and (cum0[bin_v] + cum1[bin_v]) > 0:
-        w0 = x0[i0 < bin_v]
-        w1 = x1[i1 < bin_v]
-        prev = float(max(w0.max() if w0.size else -math.inf, w1.max() if w1.size else -math.inf))
-    threshold = math.nan if math.isinf(prev) else prev + (v - prev) / 2.0
-    return _Best(mu=mu, fp=int(fp[c]), fn=int(fn[jj]), threshold=threshold)
+    bins = min(_MAX_BINS, max(2, (n0 + n1) // _BIN_LOAD))
+    best = max_over_thresholds(x0, x1, [(lambda k: -t0.get(k), t1.get)], bins=bins)
+    mu = best.values[0]
+    if not math.isfinite(mu) or math.isinf(best.lower):
+        return _Best(mu=mu, fp=best.fp, fn=best.fn, threshold=math.nan)
+    return _Best(mu=mu, fp=best.fp, fn=best.fn, threshold=best.lower + (best.upper - best.lower) / 2.0)
 
 
 def _best_threshold(x0: np.ndarray, x1: np.ndarray, confidence: float) -> _Best:
@@ -658,9 +595,9 @@ def audit_scores(
 
     Modes:
         ``"paper"``: τ maximises μ on the same scores (the paper's method; not a valid confidence bound,
-        spec §1 step 6).
+        docs/audit.md "Coverage study").
         ``"held-out"``: a stratified random selection set (``selection_fraction`` of each class; the
-        spec's half by default) chooses τ as in paper mode; the CP bounds are computed at that single τ on
+        half by default) chooses τ as in paper mode; the CP bounds are computed at that single τ on
         the remaining scores. Valid: each bound holds with probability ≥ ``confidence`` whatever the
         selection did, since the evaluation scores are independent of it. A smaller selection set
         (e.g. 0.1) is tighter on Gaussian pairs (docs/audit.md).
@@ -796,7 +733,7 @@ def assumption_free_epsilon(fpr_upper: npt.ArrayLike, fnr_upper: npt.ArrayLike, 
 
     Any (ε, δ)-DP mechanism satisfies FPR + e^ε FNR ≥ 1 − δ and FNR + e^ε FPR ≥ 1 − δ (Kairouz et al.
     2015, Theorem 2.1), hence ε ≥ max(log((1 − δ − FPR_ub)/FNR_ub), log((1 − δ − FNR_ub)/FPR_ub)),
-    clipped at 0 (Cebere et al. spec §1 step 6).
+    clipped at 0 (docs/audit.md, "The estimators").
 
     Args:
         fpr_upper: upper bound(s) on the FPR, in [0, 1].

@@ -1,0 +1,79 @@
+"""The audit layer: every estimator the papers use, none tied to a paper (docs/audit.md).
+
+- :mod:`hsaudit.audit.gdp` — one-sided Clopper–Pearson bounds, the GDP audit of Nasr et al. (2023) as Cebere et
+  al. (2025) run it (paper / held-out / grid threshold selection), the assumption-free (ε, δ) bound, the slow
+  reference loop, empirical trade-off curves and observed rates.
+- :mod:`hsaudit.audit.search` — the exact histogram-pruned threshold search behind the paper-mode audit of
+  large populations.
+- :mod:`hsaudit.audit.two_sample` — the same audit of two score samples with precomputed Clopper–Pearson tables
+  and the assumption-free bound maximised over thresholds (what the Section 6 experiments run).
+- :mod:`hsaudit.audit.pld` — audits against a known mechanism family: the σ̂ audit (largest σ consistent with
+  every Clopper–Pearson-bounded point; Nasr et al. 2023, Steinke et al. 2024 §3.1) and the PLD trade-off-curve
+  audit of Annamalai (2024, Algorithm 2).
+
+Convention everywhere: **higher score ⇒ member** (canary inserted). numpy/scipy only (no torch), plus the
+PLD curves of :mod:`hsaudit.heuristic` for the known-family audits.
+"""
+
+from __future__ import annotations
+
+from hsaudit.audit.gdp import (
+    AUDIT_MODES,
+    DEFAULT_GRID_SIZE,
+    DEFAULT_SELECTION_FRACTION,
+    MODE_DESCRIPTIONS,
+    AuditResult,
+    assumption_free_epsilon,
+    audit_scores,
+    audit_steps,
+    clear_cache,
+    clopper_pearson_upper,
+    describe_mode,
+    empirical_tradeoff,
+    observed_rates,
+    reference_audit,
+)
+from hsaudit.audit.pld import (
+    SIGMA_FAMILIES,
+    audit_pld,
+    audit_pld_sigma,
+    clopper_pearson_points,
+    epsilon_grid_audit,
+    lower_hull,
+    pld_sigma_audit,
+    sigma_hat_from_points,
+)
+from hsaudit.audit.search import ThresholdMax, max_over_thresholds
+from hsaudit.audit.two_sample import GdpTables, StepAudit, cp_upper_table, gdp_audit_two_sample, gdp_tables
+
+__all__ = [
+    "AUDIT_MODES",
+    "DEFAULT_GRID_SIZE",
+    "DEFAULT_SELECTION_FRACTION",
+    "MODE_DESCRIPTIONS",
+    "SIGMA_FAMILIES",
+    "AuditResult",
+    "GdpTables",
+    "StepAudit",
+    "ThresholdMax",
+    "assumption_free_epsilon",
+    "audit_pld",
+    "audit_pld_sigma",
+    "audit_scores",
+    "audit_steps",
+    "clear_cache",
+    "clopper_pearson_points",
+    "clopper_pearson_upper",
+    "cp_upper_table",
+    "describe_mode",
+    "empirical_tradeoff",
+    "epsilon_grid_audit",
+    "gdp_audit_two_sample",
+    "gdp_tables",
+    "lower_hull",
+    "max_over_thresholds",
+    "observed_rates",
+    "pld_sigma_audit",
+    "reference_audit",
+    "sigma_hat_from_points",
+]

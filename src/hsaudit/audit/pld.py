@@ -1,0 +1,328 @@
+"""Audits against a known mechanism family: the σ̂ audit and the PLD trade-off-curve audit.
+
+Both read every threshold's (FPR, FNR) point (:func:`hsaudit.audit.observed_rates`, **higher score ⇒ canary
+present**), optionally replaced by one-sided Clopper–Pearson upper bounds (:func:`clopper_pearson_points`), and
+compare the points with the trade-off curves of a family of mechanisms whose sampling rate q and steps T the
+auditor knows:
+
+* the σ̂ audit (Nasr et al. 2023, "PLD approach with Clopper–Pearson intervals"; Steinke et al. 2024 §3.1): the
+  largest σ̂ whose curve lies on or below every point, and ε_lb = ε_{σ̂}(δ) — :func:`sigma_hat_from_points`,
+  :func:`pld_sigma_audit` (last-iterate or all-iterates family) and :func:`audit_pld_sigma` (all iterates,
+  bisection on σ over a fixed range, as Annamalai 2024 uses it);
+* the PLD trade-off-curve audit of Annamalai (2024, Algorithm 2): the first ε̂ of a grid whose PLD curve
+  (from a calibration table, :class:`hsaudit.accounting.PldTable`) lies below every point — :func:`audit_pld`.
+
+Like every max-over-thresholds audit these are not strictly valid 95% bounds (docs/audit.md). The curves
+themselves are accounting-side (:mod:`hsaudit.accounting`; the last-iterate curve and the PLDs of composed
+subsampled Gaussians in :mod:`hsaudit.heuristic`).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import numpy.typing as npt
+
+from hsaudit import heuristic as H
+from hsaudit.accounting import PldTable, default_epsilon_grid, pld_tradeoff, sigma_for_epsilon, tradeoff_from_deltas
+from hsaudit.audit.gdp import clopper_pearson_upper, observed_rates
+from hsaudit.heuristic import delta_curve, last_iterate_tradeoff
+
+__all__ = [
+    "SIGMA_FAMILIES",
+    "audit_pld",
+    "audit_pld_sigma",
+    "clopper_pearson_points",
+    "epsilon_grid_audit",
+    "lower_hull",
+    "pld_sigma_audit",
+    "sigma_hat_from_points",
+]
+
+SIGMA_FAMILIES = ("last_iterate", "all_iterates")
+
+
+def lower_hull(alpha: npt.ArrayLike, beta: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices of the lower-left convex hull of the points (α, β) (Andrew's monotone chain).
+
+    A trade-off curve f is convex and decreasing, so every point lies on or above f iff every vertex of this hull
+    does (a point dominated by a convex combination of others is implied): the consistency checks of the σ̂ audit
+    only need these vertices, typically a few hundred of ~10⁵ points.
+    """
+    a = np.asarray(alpha, dtype=float)
+    b = np.asarray(beta, dtype=float)
+    order = np.lexsort((b, a))
+    a, b = a[order], b[order]
+    hull: list[int] = []
+    for i in range(a.size):
+        while len(hull) >= 2:
+            i1, i2 = hull[-2], hull[-1]
+            cross = (a[i2] - a[i1]) * (b[i] - b[i1]) - (b[i2] - b[i1]) * (a[i] - a[i1])
+            if cross <= 0:
+                hull.pop()
+            else:
+                break
+        hull.append(i)
+    idx = np.array(hull, dtype=int)
+    # Keep the decreasing part (the lower-left boundary); points right of the β minimum cannot bind.
+    stop = int(np.argmin(b[idx])) + 1
+    return a[idx[:stop]], b[idx[:stop]]
+
+
+def clopper_pearson_points(
+    scores_out: npt.ArrayLike, scores_in: npt.ArrayLike, confidence: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """One-sided Clopper–Pearson upper bounds on (FPR, FNR) at every threshold "score ≥ τ" (higher score ⇒ canary
+    present): :func:`hsaudit.audit.clopper_pearson_upper` of the counts behind :func:`hsaudit.audit.observed_rates`."""
+    alpha, beta = observed_rates(scores_out, scores_in)
+    n0, n1 = np.size(scores_out), np.size(scores_in)
+    return (
+        clopper_pearson_upper(np.round(alpha * n0), n0, confidence=confidence),
+        clopper_pearson_upper(np.round(beta * n1), n1, confidence=confidence),
+    )
+
+
+def _lowest_beta_per_alpha(alpha: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct α in increasing order, each with its smallest β (for equal α only the smallest β matters)."""
+    order = np.lexsort((beta, alpha))
+    a, b = alpha[order], beta[order]
+    first = np.concatenate(([True], a[1:] != a[:-1])) if a.size else np.zeros(0, dtype=bool)
+    return a[first], b[first]
+
+
+def _largest_consistent_sigma(consistent, lo: float, hi: float, iterations: int) -> float:
+    """Bisection in log σ for the boundary of {σ : consistent(σ)} = (0, σ̂]; clamped to [lo, hi] with a warning."""
+    llo, lhi = math.log(lo), math.log(hi)
+    if consistent(hi):
+        warnings.warn(f"points are consistent even with sigma={hi}; sigma_hat is capped there", stacklevel=3)
+        return hi
+    if not consistent(lo):
+        warnings.warn(f"points violate even sigma={lo}; epsilon is capped there", stacklevel=3)
+        return lo
+    return math.exp(_bisect_log_sigma(consistent, llo, lhi, iterations))
+
+
+def _bisect_log_sigma(consistent, llo: float, lhi: float, iterations: int) -> float:
+    """``iterations`` bisection steps on log σ between a consistent ``llo`` and an inconsistent ``lhi``; returns
+    the last consistent log σ."""
+    for _ in range(iterations):  # invariant: exp(llo) consistent, exp(lhi) not
+        mid = 0.5 * (llo + lhi)
+        if consistent(math.exp(mid)):
+            llo = mid
+        else:
+            lhi = mid
+    return llo
+
+
+def sigma_hat_from_points(
+    alpha: npt.ArrayLike,
+    beta: npt.ArrayLike,
+    *,
+    steps: int,
+    sampling_rate: float,
+    noise_multiplier: float,
+    delta: float,
+    family: str = "last_iterate",
+    iterations: int = 14,
+    value_discretization_interval: float = 1e-3,
+) -> dict[str, float]:
+    """The largest σ̂ whose trade-off curve (known q, T) lies on or below every point (α, β); ε at δ of σ̂.
+
+    Args:
+        alpha, beta: (FPR, FNR) points (CP upper bounds for an audit, exact rates for its infinite-R limit).
+        steps, sampling_rate: the known T and q.
+        noise_multiplier: the mechanism's σ; the search bracket is [σ/4, 10σ].
+        delta: δ.
+        family: the mechanisms the adversary assumes. ``"last_iterate"``: Theorem 1's pair
+            N(Binomial(T, q), Tσ²) vs N(0, Tσ²) — its symmetric curve (:func:`hsaudit.heuristic.last_iterate_tradeoff`),
+            ε = the heuristic ε at σ̂. ``"all_iterates"``: T composed Poisson-subsampled Gaussians (symmetric
+            PLD curve of dp-accounting, as in Nasr et al. 2023 and :func:`audit_pld_sigma`),
+            ε = standard accounting at σ̂.
+        iterations: bisection steps in log σ.
+        value_discretization_interval: PLD discretisation (``all_iterates``).
+
+    Returns:
+        ``{"sigma_hat": σ̂, "epsilon": ε}``.
+
+    Raises:
+        ValueError: on an unknown family.
+    """
+    if family not in SIGMA_FAMILIES:
+        raise ValueError(f"family must be one of {SIGMA_FAMILIES}, got {family!r}")
+    a, b = lower_hull(alpha, beta)
+
+    eg = np.round(np.arange(0.0, 40.0 + 1e-9, 0.05), 6)  # ε′ lines of the PLD envelope (fig6's grid)
+
+    def consistent(sig: float) -> bool:
+        if family == "last_iterate":
+            f = last_iterate_tradeoff(a, steps=steps, sampling_rate=sampling_rate, noise_multiplier=sig)
+        else:
+            d = delta_curve(
+                steps=steps,
+                sampling_rate=sampling_rate,
+                noise_multiplier=sig,
+                epsilons=eg,
+                value_discretization_interval=value_discretization_interval,
+            )
+            f = tradeoff_from_deltas(a, eg, d)
+        return bool(np.all(b >= f - 1e-12))
+
+    sig = _largest_consistent_sigma(consistent, noise_multiplier / 4, noise_multiplier * 10, iterations)
+    kw = dict(steps=steps, sampling_rate=sampling_rate, noise_multiplier=sig)
+    if family == "last_iterate":
+        eps = H.heuristic_epsilon(delta, **kw)
+    else:
+        eps = H.standard_epsilon(delta, value_discretization_interval=value_discretization_interval, **kw)
+    return {"sigma_hat": sig, "epsilon": eps}
+
+
+def pld_sigma_audit(
+    scores_out: npt.ArrayLike,
+    scores_in: npt.ArrayLike,
+    *,
+    steps: int,
+    sampling_rate: float,
+    noise_multiplier: float,
+    delta: float,
+    confidence: float = 0.95,
+    family: str = "last_iterate",
+    iterations: int = 14,
+) -> dict[str, float]:
+    """The paper's audit (§3.1, "PLD approach with Clopper–Pearson intervals" of Nasr et al. 2023): the adversary
+    knows q and T and estimates σ; ε_lb is derived from σ̂.
+
+    One-sided CP upper bounds (``confidence``) on FPR and FNR at every threshold (higher score ⇒ canary present),
+    then :func:`sigma_hat_from_points` with the assumed ``family`` (``iterations`` bisection steps). Like every max-over-thresholds audit it is not a
+    strictly valid 95% bound (docs/audit.md).
+
+    Returns:
+        ``{"sigma_hat": σ̂, "epsilon": ε_lb}``.
+    """
+    a, b = clopper_pearson_points(scores_out, scores_in, confidence)
+    return sigma_hat_from_points(
+        a,
+        b,
+        steps=steps,
+        sampling_rate=sampling_rate,
+        noise_multiplier=noise_multiplier,
+        delta=delta,
+        family=family,
+        iterations=iterations,
+    )
+
+
+def epsilon_grid_audit() -> np.ndarray:
+    """Υ = {0.5, 0.6, …, 20.0} (Algorithm 2, line 17)."""
+    return np.round(np.arange(0.5, 20.0 + 1e-9, 0.1), 6)
+
+
+def audit_pld(
+    o_out: npt.ArrayLike,
+    o_in: npt.ArrayLike,
+    table: PldTable,
+    *,
+    tail_floor: float = 0.0,
+    confidence: float | None = None,
+    grid: npt.ArrayLike | None = None,
+) -> float:
+    """ε_emp of Algorithm 2: the first ε̂ ∈ Υ whose PLD trade-off curve lies below every observed (α, β).
+
+    Args:
+        o_out: statistics on D (null, no canary).
+        o_in: statistics on D′.
+        table: the PLD table of the audited (q, T).
+        tail_floor: points with α ≤ floor or β ≤ floor are ignored (α = 0 or β = 0 violates every curve, so
+            some rule is needed; the paper states none). 0 drops only the exact zeros.
+        confidence: None for the paper's audit (raw rates, no confidence intervals); a level such as 0.95 for
+            the Clopper–Pearson variant, which replaces (α, β) by their one-sided upper bounds (no floor needed).
+        grid: Υ (default 0.5, 0.6, …, 20).
+
+    Returns:
+        ε_emp; ``inf`` when every ε̂ of the grid is violated.
+    """
+    if confidence is not None:
+        alpha, beta = clopper_pearson_points(o_out, o_in, confidence)
+    else:
+        alpha, beta = observed_rates(o_out, o_in)
+        keep = (alpha > tail_floor) & (beta > tail_floor)
+        alpha, beta = alpha[keep], beta[keep]
+    alpha, beta = _lowest_beta_per_alpha(alpha, beta)
+    grid = epsilon_grid_audit() if grid is None else np.asarray(grid, dtype=float)
+
+    def consistent(i: int) -> bool:
+        sig = sigma_for_epsilon(float(grid[i]), table)
+        return bool(np.all(beta >= pld_tradeoff(alpha, sig, table) - 1e-12))
+
+    # The curves are nested (a larger ε̂ means a smaller σ̂ and a lower curve), so the first consistent ε̂ of the
+    # ascending grid is found by bisection over the grid index; same answer as the paper's linear scan.
+    if alpha.size == 0 or consistent(0):
+        return float(grid[0])
+    if not consistent(len(grid) - 1):
+        return math.inf
+    lo, hi = 0, len(grid) - 1  # invariant: grid[lo] inconsistent, grid[hi] consistent
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if consistent(mid):
+            hi = mid
+        else:
+            lo = mid
+    return float(grid[hi])
+
+
+def audit_pld_sigma(
+    o_out: npt.ArrayLike,
+    o_in: npt.ArrayLike,
+    *,
+    steps: int,
+    sampling_rate: float,
+    delta: float,
+    confidence: float = 0.95,
+    sigma_range: tuple[float, float] = (0.2, 50.0),
+    iterations: int = 14,
+    epsilon_grid: npt.ArrayLike | None = None,
+    value_discretization_interval: float = 1e-3,
+) -> dict[str, float]:
+    """Known-(q, T) σ̂ audit with the all-iterates family (Steinke et al. 2024 §3.1; Nasr et al. 2023), as Annamalai (2024) runs it: the largest σ̂ whose composed Poisson-subsampled
+    Gaussian mechanism is consistent with every Clopper–Pearson-bounded (FPR, FNR) point, and ε_lb = ε_{σ̂}(δ).
+
+    Every σ ≤ σ̂ is consistent too (a smaller σ has a lower trade-off curve), so ε_{σ̂}(δ) is the smallest ε the
+    observations cannot rule out: the lower bound.
+
+    Consistency (every point on or above the PLD trade-off curve at σ) holds for all σ up to a boundary σ̂ (a
+    smaller σ gives a lower curve), so σ̂ is found by bisection in log σ, one PLD per step (no table needed).
+
+    Returns:
+        ``{"sigma_hat": σ̂, "epsilon": ε_lb}``; σ̂ is clamped to ``sigma_range``.
+    """
+    a_ub, b_ub = _lowest_beta_per_alpha(*clopper_pearson_points(o_out, o_in, confidence))
+    eg = default_epsilon_grid() if epsilon_grid is None else np.asarray(epsilon_grid, dtype=float)
+
+    def consistent(sig: float) -> bool:
+        d = delta_curve(
+            steps=steps,
+            sampling_rate=sampling_rate,
+            noise_multiplier=sig,
+            epsilons=eg,
+            value_discretization_interval=value_discretization_interval,
+        )
+        return bool(np.all(b_ub >= tradeoff_from_deltas(a_ub, eg, d) - 1e-12))
+
+    # A smaller σ reveals more (lower curve): consistency holds for σ ≤ σ̂ and fails above it.
+    lo, hi = math.log(sigma_range[0]), math.log(sigma_range[1])
+    if consistent(math.exp(hi)):
+        lo = hi
+    elif not consistent(math.exp(lo)):
+        warnings.warn(f"points violate even sigma={sigma_range[0]}; epsilon is capped there", stacklevel=2)
+    else:
+        lo = _bisect_log_sigma(consistent, lo, hi, iterations)
+    sig = math.exp(lo)
+    eps = H.standard_epsilon(
+        delta,
+        steps=steps,
+        sampling_rate=sampling_rate,
+        noise_multiplier=sig,
+        value_discretization_interval=value_discretization_interval,
+    )
+    return {"sigma_hat": sig, "epsilon": eps}
