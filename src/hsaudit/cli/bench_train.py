@@ -13,7 +13,7 @@ population, Opacus again; the Opacus figure is the mean of both blocks) and, on 
 memory (``torch.cuda.max_memory_allocated``). ``--save-calibration [PATH]`` stores the engine's seconds per
 model-step for :func:`hsaudit.plan.calibration`.
 
-``--full-batch`` (Yoon et al.'s DP-SGD, specs/yoon.md): every step uses all of D, ``--n-train`` synthetic samples
+``--full-batch`` (Yoon et al.'s DP-SGD, docs/yoon.md): every step uses all of D, ``--n-train`` synthetic samples
 (default 1,000), so B = |D| for the engine, Opacus and the floor alike; half of the engine's population trains on
 D ∪ {canary} (a blank image, label 9, appended to every step's batch, normaliser |D|), as an audit's M′ do.
 
