@@ -383,10 +383,6 @@ def test_audit_sample_scores_are_negative_losses_and_separate_a_toy(theta0):
     assert count_parameters(net) == theta0.size
 
 
-def test_epsilon_mean_sd():
-    assert crafting.epsilon_mean_sd([1.0, 3.0]) == (2.0, pytest.approx(math.sqrt(2)))
-    assert crafting.epsilon_mean_sd([4.0]) == (4.0, 0.0)
-
 
 # -------------------------------------------------------------------------------------------------- plan
 

@@ -191,9 +191,3 @@ def audit_sample(
         scores, members, delta=delta, confidence=confidence, mode=mode, rng=seed, selection_fraction=selection_fraction
     )
     return result.to_dict(), scores
-
-
-def epsilon_mean_sd(values: npt.ArrayLike) -> tuple[float, float]:
-    """Mean and sample standard deviation over runs (sd 0 for a single run), as the paper reports."""
-    v = np.asarray(values, dtype=np.float64)
-    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
