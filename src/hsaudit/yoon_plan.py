@@ -31,7 +31,6 @@ from hsaudit.experiments import key_of
 FIGURES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "table1")
 """The Yoon et al. targets (``results/yoon/{figure}.pdf``; table1 is ``results/yoon/table1.md``)."""
 NOT_VALUES = ("data", "resources", "figures", "datasets")
-FIGURE_ENTRY_KEYS = ("grid",)
 PRETRAIN_DATASET = {"cifar10": "cifar100"}
 """θ_worst of a dataset is pre-trained on this dataset first (then fine-tuned on the auxiliary half)."""
 

@@ -8,6 +8,7 @@ A model's score is −ℓ(model(x_a), y_c); :func:`audit_sample` runs the projec
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,9 +22,13 @@ from hsaudit.train import init_theta0, pick_device
 from hsaudit.yoon.populations import Canary
 
 ADVERSARIES = ("a_c", "a_ude", "a_ade")
-ADVERSARY_LABELS = {"a_c": "$a_c$ (canary)", "a_ude": "$a_{ude}$", "a_ade": "$a_{ade}$"}
-SPLITS = ("held-out", "same")
-ACCESS = ("white", "black")
+
+
+@functools.lru_cache(maxsize=8)
+def func_engine(model: str, device: torch.device):
+    """The torch.func population engine of ``model`` on ``device`` (built once: crafting and distillation call it
+    at every optimisation step); its losses and logits are differentiable in both θ and x."""
+    return population(model, {}, device, backend="func")
 
 
 # --------------------------------------------------------------------------------------- losses and crafting
@@ -32,7 +37,7 @@ ACCESS = ("white", "black")
 def sample_losses(model: str, theta: npt.ArrayLike | torch.Tensor, x: npt.ArrayLike, y: int, *, device=None) -> np.ndarray:
     """ℓ(θ_i(x), y) ``[m]`` of one input for every model ``theta`` ``[m, p]`` (no gradient)."""
     dev = pick_device(device)
-    engine = population(model, {}, dev, backend="func")
+    engine = func_engine(model, dev)
     th = torch.as_tensor(np.asarray(theta, np.float32), device=dev)
     xt = torch.as_tensor(np.asarray(x, np.float32), device=dev)[None]
     with torch.no_grad():
@@ -88,7 +93,7 @@ def craft(
     if steps < 1 or not lr > 0:
         raise ValueError(f"crafting needs steps >= 1 and lr > 0, got steps={steps}, lr={lr}")
     dev = pick_device(device)
-    engine = population(model, {}, dev, backend="func")
+    engine = func_engine(model, dev)
     th = torch.as_tensor(np.asarray(theta, np.float32), device=dev)
     bits = torch.as_tensor(np.asarray(members).astype(bool), device=dev)
     if bits.shape != (th.shape[0],) or bits.all() or not bits.any():
@@ -115,7 +120,7 @@ def craft(
 
 def population_logits(model: str, theta: torch.Tensor, x: torch.Tensor, *, device=None) -> torch.Tensor:
     """Logits ``[m, n, classes]`` of the models ``theta`` ``[m, p]`` on ``x`` (differentiable in both)."""
-    engine = population(model, {}, pick_device(device), backend="func")
+    engine = func_engine(model, pick_device(device))
 
     def one(params):
         return engine.params.call(params, x)

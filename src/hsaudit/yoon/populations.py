@@ -24,10 +24,7 @@ from hsaudit.psg import population
 from hsaudit.seeding import derive_seed
 from hsaudit.train import DPSGDConfig, init_theta0, pick_device, train_population
 
-DATASET_MODELS = {"mnist": "mnist_cnn", "cifar10": "cifar_cnn"}
-"""The architecture of each dataset (docs/yoon.md)."""
 CANARIES = ("blank", "in_distribution", "mislabeled", "clipbkd")
-INITS = ("avg", "worst")
 OOD_TRANSFORMS = ("invert", "noise")
 """How the mislabeled canary is made out of distribution (:func:`make_canary`)."""
 
