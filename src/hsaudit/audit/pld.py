@@ -92,6 +92,18 @@ def _lowest_beta_per_alpha(alpha: np.ndarray, beta: np.ndarray) -> tuple[np.ndar
     return a[first], b[first]
 
 
+def _composed_tradeoff(alpha, sigma, steps, sampling_rate, epsilons, value_discretization_interval) -> np.ndarray:
+    """β(α) of T composed Poisson-subsampled Gaussians at σ, from the δ(ε′) envelope of its PLD on ``epsilons``."""
+    d = delta_curve(
+        steps=steps,
+        sampling_rate=sampling_rate,
+        noise_multiplier=sigma,
+        epsilons=epsilons,
+        value_discretization_interval=value_discretization_interval,
+    )
+    return tradeoff_from_deltas(alpha, epsilons, d)
+
+
 def _largest_consistent_sigma(consistent, lo: float, hi: float, iterations: int) -> float:
     """Bisection in log σ for the boundary of {σ : consistent(σ)} = (0, σ̂]; clamped to [lo, hi] with a warning."""
     llo, lhi = math.log(lo), math.log(hi)
@@ -159,14 +171,7 @@ def sigma_hat_from_points(
         if family == "last_iterate":
             f = last_iterate_tradeoff(a, steps=steps, sampling_rate=sampling_rate, noise_multiplier=sig)
         else:
-            d = delta_curve(
-                steps=steps,
-                sampling_rate=sampling_rate,
-                noise_multiplier=sig,
-                epsilons=eg,
-                value_discretization_interval=value_discretization_interval,
-            )
-            f = tradeoff_from_deltas(a, eg, d)
+            f = _composed_tradeoff(a, sig, steps, sampling_rate, eg, value_discretization_interval)
         return bool(np.all(b >= f - 1e-12))
 
     sig = _largest_consistent_sigma(consistent, noise_multiplier / 4, noise_multiplier * 10, iterations)
@@ -300,14 +305,8 @@ def audit_pld_sigma(
     eg = default_epsilon_grid() if epsilon_grid is None else np.asarray(epsilon_grid, dtype=float)
 
     def consistent(sig: float) -> bool:
-        d = delta_curve(
-            steps=steps,
-            sampling_rate=sampling_rate,
-            noise_multiplier=sig,
-            epsilons=eg,
-            value_discretization_interval=value_discretization_interval,
-        )
-        return bool(np.all(b_ub >= tradeoff_from_deltas(a_ub, eg, d) - 1e-12))
+        f = _composed_tradeoff(a_ub, sig, steps, sampling_rate, eg, value_discretization_interval)
+        return bool(np.all(b_ub >= f - 1e-12))
 
     # A smaller σ reveals more (lower curve): consistency holds for σ ≤ σ̂ and fails above it.
     lo, hi = math.log(sigma_range[0]), math.log(sigma_range[1])
