@@ -3,7 +3,7 @@
 # profiles/slurm (`--profile slurm`, see README.md).
 from snakemake.utils import min_version, validate
 
-from hsaudit.config import check_config
+from hsaudit.pipeline.config import check_config
 
 min_version("8.0")
 
@@ -18,14 +18,13 @@ validate(config, "workflow/schemas/config.schema.yaml")
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/constraints.smk"
-include: "workflow/rules/section6.smk"
+include: "workflow/rules/cebere.smk"
 include: "workflow/rules/steinke.smk"
 include: "workflow/rules/annamalai.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/scores.smk"
 include: "workflow/rules/audit.smk"
-include: "workflow/rules/figures.smk"
 include: "workflow/rules/yoon.smk"
 include: "workflow/rules/archive.smk"
 

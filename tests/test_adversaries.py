@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from hsaudit.adversaries import (
+from hsaudit.papers.cebere.adversaries import (
     ADVERSARIES,
     Crafted,
     canonical_adversary,
@@ -15,8 +15,8 @@ from hsaudit.adversaries import (
     save_crafted,
     score,
 )
-from hsaudit.models import build_model, load_flat_parameters, per_sample_loss
-from hsaudit.train import DPSGDConfig, make_setup
+from hsaudit.engine.models import build_model, load_flat_parameters, per_sample_loss
+from hsaudit.engine.dpsgd import DPSGDConfig, make_setup
 
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")

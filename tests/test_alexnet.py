@@ -1,4 +1,4 @@
-"""AlexNet feature extractor (hsaudit.alexnet): torchvision's architecture and keys, weights loading, features.
+"""AlexNet feature extractor (hsaudit.data.alexnet): torchvision's architecture and keys, weights loading, features.
 
 No pretrained weights are reachable here: a state dict of the right shapes with random values stands in for
 torchvision's ``alexnet-owt-7be5be79.pth``.
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from hsaudit import alexnet as ax
-from hsaudit.alexnet import (
+from hsaudit.data import alexnet as ax
+from hsaudit.data.alexnet import (
     ALEXNET_FILE,
     ALEXNET_STATE_SHAPES,
     AlexNet,

@@ -1,4 +1,4 @@
-"""Tests of hsaudit.annamalai: the adversarial gradient (encoding round trip, update sign), trade-off curves,
+"""Tests of hsaudit.papers.annamalai.construction: the adversarial gradient (encoding round trip, update sign), trade-off curves,
 the calibration table and the PLD-curve audit."""
 
 from __future__ import annotations
@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from hsaudit import annamalai as A
-from hsaudit import heuristic as H
+from hsaudit.accounting.gaussian import PldTable, sigma_for_epsilon
+from hsaudit.audit.pld import audit_pld_sigma
+from hsaudit.papers.annamalai import construction as A
+from hsaudit.accounting import last_iterate as H
 from hsaudit.accounting import tradeoff_from_deltas
 from hsaudit.audit import observed_rates
-from hsaudit.heuristic import delta_curve, linear_tradeoff
+from hsaudit.accounting.last_iterate import delta_curve, linear_tradeoff
 
 
 @pytest.mark.parametrize(("sigma", "base"), [(0.5, 10.0), (3.94, 100.0), (0.3, 1.0), (0.837, 10.0), (4.0, 100.0)])
@@ -233,23 +235,23 @@ def test_sigma_calibration_derived_values():
 @pytest.fixture(scope="module")
 def small_table():
     frame = A.pld_table(steps=20, sampling_rate=0.1, delta=1e-5, n_sigmas=12, epsilon_range=(0.3, 25.0))
-    return A.Table.from_frame(frame)
+    return PldTable.from_frame(frame)
 
 
 def test_table_interpolation(small_table):
     for eps in (1.0, 4.0, 10.0):
-        sig = A.sigma_for_epsilon(eps, small_table)
+        sig = sigma_for_epsilon(eps, small_table)
         direct = H.standard_epsilon(1e-5, steps=20, sampling_rate=0.1, noise_multiplier=sig)
         assert direct == pytest.approx(eps, rel=0.03)
     with pytest.raises(ValueError, match="epsilon"):
-        A.sigma_for_epsilon(1000.0, small_table)
+        sigma_for_epsilon(1000.0, small_table)
 
 
 def test_audit_recovers_epsilon_and_literal_fails(small_table):
     """The paper's audit on the working construction lands near ε (no confidence intervals: it may exceed ε);
     the Clopper–Pearson variant stays below; the literal update audits far lower."""
     eps = 4.0
-    sig = A.sigma_for_epsilon(eps, small_table)
+    sig = sigma_for_epsilon(eps, small_table)
     c = A.Construction(noise_multiplier=sig, sampling_rate=0.1)
     rng = np.random.default_rng(4)
     o0, o1 = A.simulate_statistics(rng, steps=20, runs=4000, construction=c)
@@ -274,7 +276,7 @@ def test_sigma_hat_audit_on_a_gaussian_mechanism():
     max-over-thresholds optimism, and not far above it."""
     rng = np.random.default_rng(5)
     o0, o1 = rng.normal(0, 1, 20000), rng.normal(1, 1, 20000)
-    res = A.audit_pld_sigma(o0, o1, steps=1, sampling_rate=1.0, delta=1e-5, sigma_range=(0.5, 2.0), iterations=8)
+    res = audit_pld_sigma(o0, o1, steps=1, sampling_rate=1.0, delta=1e-5, sigma_range=(0.5, 2.0), iterations=8)
     assert 0.95 <= res["sigma_hat"] <= 1.35
     assert res["epsilon"] <= H.standard_epsilon(1e-5, steps=1, sampling_rate=1.0, noise_multiplier=0.95)
 

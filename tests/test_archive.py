@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from conftest import run_snakemake
-from hsaudit import provenance
-from hsaudit.archive import build_archive, sha256_file, verify_archive
+from hsaudit.pipeline import provenance
+from hsaudit.pipeline.archive import build_archive, sha256_file, verify_archive
 from hsaudit.cli import main
 
 
@@ -178,7 +178,7 @@ def test_workflow_archive_of_fig3(workflow_copy, tmp_path, monkeypatch):
     config = yaml.safe_load((root / "config.resolved.yaml").read_text())
     assert config["scale"] == "smoke" and config["section6"]["runs_per_world"] == 2000
     jobs = json.loads((root / "jobs.json").read_text())
-    assert jobs["results/fig3.pdf"]["rule"] == "plot_fig3"
+    assert jobs["results/fig3.pdf"]["rule"] == "plot_cebere_fig3"
     prov = json.loads((root / "provenance.json").read_text())
     # The figure job ran with the code version the archive records (the frozen copy's).
     assert prov["code_version"] in json.dumps(jobs["results/fig3.pdf"]["params"])

@@ -21,7 +21,7 @@ from hsaudit.audit import (
     empirical_tradeoff,
     reference_audit,
 )
-from hsaudit.validation import coverage_study, gaussian_pair_scores
+from hsaudit.audit.validation import coverage_study, gaussian_pair_scores
 
 DELTA = 1e-5
 
@@ -348,7 +348,7 @@ def test_selection_fraction_split_sizes_and_validation():
 
 
 def test_parse_mode():
-    from hsaudit.validation import parse_mode
+    from hsaudit.audit.validation import parse_mode
 
     assert parse_mode("paper") == ("paper", 0.5)
     assert parse_mode("held-out@0.1") == ("held-out", 0.1)

@@ -12,7 +12,7 @@ import pytest
 
 from hsaudit.audit import audit_scores
 from hsaudit.cli import main
-from hsaudit.validation import gaussian_pair_scores
+from hsaudit.audit.validation import gaussian_pair_scores
 
 AUDIT_KEYS = (
     "epsilon mu threshold fpr_upper fnr_upper epsilon_assumption_free n_members n_nonmembers confidence delta mode"

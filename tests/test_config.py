@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import run_snakemake
-from hsaudit.config import deep_merge, resolve_scale
+from hsaudit.pipeline.config import deep_merge, resolve_scale
 
 
 def test_deep_merge_overrides_only_named_keys():
@@ -60,14 +60,14 @@ def test_inferred_choices_are_read_with_their_dotted_keys(tmp_path):
         "sec:\n  # plain key\n  a: 1\n  # chosen by us [inferred]\n  sub:\n    # also [inferred: silent]\n    b: [1, 2]\n"
         "scales:\n  smoke:\n    # [inferred] presets are not decisions\n    x: 1\n"
     )
-    from hsaudit.config import inferred_choices
+    from hsaudit.pipeline.config import inferred_choices
 
     assert [(k, v) for k, v, _ in inferred_choices(cfg)] == [("sec.sub", "(section)"), ("sec.sub.b", "[1, 2]")]
 
 
 def test_decisions_doc_is_up_to_date():
     from conftest import REPO
-    from hsaudit.config import decisions_markdown
+    from hsaudit.pipeline.config import decisions_markdown
 
     expected = decisions_markdown(REPO / "config" / "config.yaml")
     assert (REPO / "docs" / "decisions.md").read_text() == expected, "regenerate docs/decisions.md (see its header)"

@@ -1,4 +1,4 @@
-"""California Housing loader (hsaudit.data): file formats, standardisation, median binarisation, offline error."""
+"""California Housing loader (hsaudit.data.datasets): file formats, standardisation, median binarisation, offline error."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hsaudit import data as hdata
-from hsaudit.data import (
+from hsaudit.data import datasets as hdata
+from hsaudit.data.datasets import (
     HOUSING_COLUMNS,
     HOUSING_FEATURES,
     load_dataset,

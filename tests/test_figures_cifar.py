@@ -1,4 +1,4 @@
-"""CIFAR-10 figures and Table 2 (hsaudit.figures.cifar) on synthetic tables.
+"""CIFAR-10 figures and Table 2 (hsaudit.papers.cebere.figures.cifar) on synthetic tables.
 
 Audit tables come from :func:`audit_table` on Gaussian scores (N(0, 1) against N(μ_t, 1), small R), so every
 column is the real one; each test checks that the CSV holds exactly the plotted numbers (recomputed here from
@@ -13,9 +13,9 @@ import pytest
 from scipy import stats
 
 from conftest import check_pdf
-from hsaudit import plotting
-from hsaudit.figures import cifar
-from hsaudit.experiments import audit_table
+from hsaudit.papers import plotting
+from hsaudit.papers.cebere.figures import cifar
+from hsaudit.papers.cebere.tables import audit_table
 
 RUNS = 200
 SOURCE = "cifar10:synthetic"

@@ -1,4 +1,4 @@
-"""Yoon et al. figures and Table 1 (hsaudit.figures.yoon) on synthetic audit rows in the workflow's exact format.
+"""Yoon et al. figures and Table 1 (hsaudit.papers.yoon.figures) on synthetic audit rows in the workflow's exact format.
 
 The audit rows have the columns of ``results/yoon/audits/<key>/run<r>.csv`` with ε̂ drawn per run from a seeded
 generator; each test checks that the figure writes a PDF, and that its CSV holds the series the figure plots with
@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from conftest import check_pdf
-from hsaudit import plotting
-from hsaudit.figures import yoon
+from hsaudit.papers import plotting
+from hsaudit.papers.yoon import figures as yoon
 
 RUN_COLUMNS = ("run", "adversary", "margin", "split", "access", "epsilon", "mu", "threshold", "fpr_upper",
                "fnr_upper", "fpr", "fnr", "epsilon_assumption_free", "n_members", "n_nonmembers", "confidence",

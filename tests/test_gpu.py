@@ -20,7 +20,7 @@ pytestmark = [
 
 
 def test_noise_agrees_across_devices():
-    from hsaudit.noise import counter_normals
+    from hsaudit.engine.noise import counter_normals
 
     cpu = counter_normals(7, torch.arange(64), 3, 10_001)
     gpu = counter_normals(7, torch.arange(64, device="cuda"), 3, 10_001).cpu()
@@ -29,9 +29,9 @@ def test_noise_agrees_across_devices():
 
 @pytest.mark.parametrize(("model", "shape"), [("fcnn", (8,)), ("convnet", (3, 32, 32))])
 def test_cuda_population_matches_cpu_and_reruns_bit_for_bit(model, shape):
-    from hsaudit.adversaries import craft
-    from hsaudit.populations import train_shard
-    from hsaudit.train import DPSGDConfig, make_setup
+    from hsaudit.papers.cebere.adversaries import craft
+    from hsaudit.papers.cebere.shards import train_shard
+    from hsaudit.engine.dpsgd import DPSGDConfig, make_setup
 
     rng = np.random.default_rng(0)
     if model == "fcnn":

@@ -1,4 +1,4 @@
-"""Tests of hsaudit.heuristic: Steinke et al.'s last-iterate heuristic ε (Theorem 1, Appendix A) and baselines."""
+"""Tests of hsaudit.accounting.last_iterate: Steinke et al.'s last-iterate heuristic ε (Theorem 1, Appendix A) and baselines."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from hsaudit import heuristic as H
+from hsaudit.accounting import last_iterate as H
 from hsaudit.cli import main as cli_main
 
 # ----------------------------------------------------------------------------------- values printed or derived

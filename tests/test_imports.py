@@ -94,3 +94,51 @@ def test_the_checks_can_fail(tmp_path, monkeypatch):
     monkeypatch.setattr(__import__(__name__), "PACKAGE", pkg)
     graph, private = _imports(_modules())
     assert _cycles(graph) and private == ["hsaudit.a imports _secret from hsaudit.b"]
+
+
+# The layers of the package, bottom first (src/hsaudit/__init__.py): a module may import its own layer and the
+# layers below it, never one above; a paper's package never imports another paper's.
+LAYERS = ("util", "accounting", "audit", "engine", "data", "papers", "pipeline", "cli")
+
+
+def _layer(module: str) -> tuple[int, str]:
+    """(layer index, paper name or '') of ``hsaudit.<layer>...``.
+
+    The package root imports nothing (its names resolve lazily), so every layer may read ``__version__`` from it:
+    it sits below ``util``. ``__main__`` sits on top.
+    """
+    parts = module.split(".")
+    if module == "hsaudit":
+        return -1, ""
+    if len(parts) < 2 or parts[1] not in LAYERS:
+        return len(LAYERS), ""
+    paper = parts[2] if parts[1] == "papers" and len(parts) > 2 and parts[2] != "plotting" else ""
+    return LAYERS.index(parts[1]), paper
+
+
+def _layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for module, targets in graph.items():
+        level, paper = _layer(module)
+        for target in targets:
+            t_level, t_paper = _layer(target)
+            if t_level > level:
+                bad.append(f"{module} ({LAYERS[level] if level < len(LAYERS) else 'top'}) imports {target} from above")
+            elif t_level == level and paper and t_paper and t_paper != paper:
+                bad.append(f"{module} imports another paper's {target}")
+    return sorted(bad)
+
+
+def test_layers_import_downwards_only():
+    assert _layer_violations(_imports(_modules())[0]) == []
+
+
+def test_the_layer_check_can_fail():
+    graph = {
+        "hsaudit.audit.gdp": {"hsaudit.engine.dpsgd"},
+        "hsaudit.papers.yoon.plan": {"hsaudit.papers.cebere.plan", "hsaudit.papers.plotting", "hsaudit.util.io"},
+    }
+    assert _layer_violations(graph) == [
+        "hsaudit.audit.gdp (audit) imports hsaudit.engine.dpsgd from above",
+        "hsaudit.papers.yoon.plan imports another paper's hsaudit.papers.cebere.plan",
+    ]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from hsaudit.models import (
+from hsaudit.engine.models import (
     build_model,
     count_parameters,
     flat_parameters,

@@ -1,4 +1,4 @@
-"""Counter-based DP noise (hsaudit.noise): a pure function of (key, model, step, coordinate)."""
+"""Counter-based DP noise (hsaudit.engine.noise): a pure function of (key, model, step, coordinate)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 from scipy import stats
 
-from hsaudit.noise import CounterNoise, counter_normals, mix64, mix64_int, reference_normals
+from hsaudit.engine.noise import CounterNoise, counter_normals, mix64, mix64_int, reference_normals
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

@@ -1,4 +1,4 @@
-"""`hsaudit plan`: experiment table, cost model, GPU warning and CLI (hsaudit.plan, hsaudit.cli.plan)."""
+"""`hsaudit plan`: experiment table, cost model, GPU warning and CLI (hsaudit.pipeline.costs, hsaudit.cli.plan)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from conftest import REPO
-from hsaudit import plan as P
+from hsaudit.pipeline import costs as P
 from hsaudit.cli import main
-from hsaudit.config import resolve_scale
+from hsaudit.pipeline.config import resolve_scale
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def test_unknown_figure_names_the_known_ones(config):
 
 def test_housing_populations_match_the_training_rules_plan(config):
     """The plan reads the same `housing:` section as the training rules: same distinct audits, same R."""
-    from hsaudit.experiments import plan_housing
+    from hsaudit.papers.cebere.plan import plan_housing
 
     h = config["housing"]
     rules_plan = plan_housing(h, seed=config["seed"])

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from hsaudit.plotting import figure, save, write_csv_atomic
+from hsaudit.papers.plotting import figure, save
+from hsaudit.util.io import write_csv_atomic
 
 
 def test_csv_counts_are_integers_and_values_untouched(tmp_path):

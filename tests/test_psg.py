@@ -1,4 +1,4 @@
-"""Per-sample gradient backends (hsaudit.psg) against a slow per-sample autograd loop (STYLE.md rule 17).
+"""Per-sample gradient backends (hsaudit.engine.psg) against a slow per-sample autograd loop (STYLE.md rule 17).
 
 Every backend's ``clipped_sum`` and ``grad_norms`` must equal, to float32 tolerance, a loop that differentiates
 one sample at a time with ``torch.autograd.grad`` on an ordinary module holding model m's parameters (norms
@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hsaudit.models import build_model, count_parameters, flat_parameters, load_flat_parameters, per_sample_loss
-from hsaudit.psg import CLIP_EPS, FuncPopulation, HookPopulation, MLPPopulation, auto_backend, population
+from hsaudit.engine.models import build_model, count_parameters, flat_parameters, load_flat_parameters, per_sample_loss
+from hsaudit.engine.psg import CLIP_EPS, FuncPopulation, HookPopulation, MLPPopulation, auto_backend, population
 
 # (model, kwargs, sample shape): the ResNet runs on tiny 3×8×8 images (it pools adaptively).
 CASES = {
@@ -153,7 +153,7 @@ def test_hooks_sample_chunking_does_not_change_results(monkeypatch):
     model, kwargs, theta, x, y, grads, norms, coords = _problem("convnet")
     engine = population(model, kwargs, backend="hooks")
     want = engine.clipped_sum(theta, x, y, 0.5, None)
-    monkeypatch.setattr("hsaudit.psg.MEMORY_BUDGET", 1)  # one sample per chunk everywhere
+    monkeypatch.setattr("hsaudit.engine.psg.MEMORY_BUDGET", 1)  # one sample per chunk everywhere
     torch.testing.assert_close(engine.clipped_sum(theta, x, y, 0.5, None), want, rtol=1e-5, atol=1e-7)
     torch.testing.assert_close(engine.grad_norms(theta, x, y), norms, rtol=1e-4, atol=1e-6)
 
@@ -170,7 +170,7 @@ def test_bench_train_engine_cli(capsys, tmp_path):
     import json
 
     from hsaudit.cli import main
-    from hsaudit.plan import calibration
+    from hsaudit.pipeline.costs import calibration
 
     path = tmp_path / "cal.json"
     argv = [

@@ -1,6 +1,6 @@
 """The vectorised population trainer against the Opacus one-model reference (STYLE.md rule 17).
 
-Both trainers get the same θ0, batches, crafted object and the same explicit noise (hsaudit.train.model_noise),
+Both trainers get the same θ0, batches, crafted object and the same explicit noise (hsaudit.engine.dpsgd.model_noise),
 so they must agree to float32 tolerance, step after step, for every kind of insertion and both bits.
 """
 
@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from conftest import housing_like, images_like
-from hsaudit.adversaries import craft
-from hsaudit.reference import train_reference
-from hsaudit.populations import train_shard
-from hsaudit.train import DPSGDConfig, make_setup, model_noise
+from hsaudit.papers.cebere.adversaries import craft
+from hsaudit.papers.cebere.reference import train_reference
+from hsaudit.papers.cebere.shards import train_shard
+from hsaudit.engine.dpsgd import DPSGDConfig, make_setup, model_noise
 
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -82,7 +82,7 @@ def test_population_matches_opacus_cifar_models(model, side, adversary):
     """Every CIFAR-10 architecture: the population engine (auto backend) equals Opacus, k = 2, both bits, with
     shared and with per-model θ0, fed the same θ0, batches and noise. (ResNet18-GN: 11.2M parameters, so two
     steps and the per-model θ0 only, to keep the CPU test in seconds.)"""
-    from hsaudit.train import population_theta0
+    from hsaudit.engine.dpsgd import population_theta0
 
     X, y = images_like(8, (4096,) if side is None else (3, side, side), seed=0)
     heavy = model == "resnet18_gn"
@@ -119,7 +119,7 @@ def test_reference_rejects_bad_noise():
 @pytest.mark.parametrize(("adversary", "known"), [("gc_r", True), ("gc_r", False), ("cots", False), ("label_flip", True)])
 def test_per_model_theta0_matches_opacus(adversary, known):
     """Every model starts from its own θ0 (Cebere et al. Fig. 12); with θ0 unknown the score cannot subtract it."""
-    from hsaudit.train import population_theta0
+    from hsaudit.engine.dpsgd import population_theta0
 
     X, y = _housing_like()
     kwargs = {"variant": "8-3-8-1"}
@@ -140,8 +140,8 @@ def test_per_model_theta0_matches_opacus(adversary, known):
 
 
 def test_xavier_theta0_is_a_glorot_normal_draw():
-    from hsaudit.models import build_model, fcnn_sizes
-    from hsaudit.train import init_theta0
+    from hsaudit.engine.models import build_model, fcnn_sizes
+    from hsaudit.engine.dpsgd import init_theta0
 
     theta = init_theta0("fcnn", {"variant": "8-6-2"}, scheme="xavier_normal", seed=3)
     sizes = fcnn_sizes("8-6-2")

@@ -1,4 +1,4 @@
-"""The Section 6 process of Cebere et al. (hsaudit.section6): Monte Carlo, exact law, fast audit, search.
+"""The Section 6 process of Cebere et al. (hsaudit.papers.cebere.section6): Monte Carlo, exact law, fast audit, search.
 
 Checks, in the order of STYLE.md: closed forms (one-step μ-GDP ε; the T = 2 density in closed form), a naive
 reference (every midpoint threshold) and the audit core against the fast audit, Monte Carlo against the exact
@@ -13,8 +13,8 @@ from scipy import special, stats
 
 from hsaudit.accounting import gdp_epsilon
 from hsaudit.audit import audit_scores
-from hsaudit.config import check_section6_config
-from hsaudit.section6 import (
+from hsaudit.papers.cebere.section6.experiments import check_section6_config
+from hsaudit.papers.cebere.section6 import (
     Process,
     alpha_grid,
     audit_process,
@@ -359,7 +359,7 @@ def test_loss_landscape_gradient_gives_the_update(rule):
 
 
 def test_selection_fraction_reaches_the_held_out_audit():
-    from hsaudit.section6 import Process, audit_process
+    from hsaudit.papers.cebere.section6 import Process, audit_process
 
     proc = Process(sigma=2.0, batch_size=4, steps=2, clip_norm=1.0, rule="divergent", switch_point=0.5)
     kw = dict(runs_per_world=4000, repetitions=1, seed=3, mode="held-out")

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from conftest import REPO, snakemake_exe
-from hsaudit import provenance
+from hsaudit.pipeline import provenance
 
 TARGET = "results/fig3.pdf"
 # Outer SIGKILL, a hang guard: the smoke fig3 takes ~1 min on an idle 2-core node, 3.5-5 min under load 11.

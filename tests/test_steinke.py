@@ -1,4 +1,4 @@
-"""Tests of hsaudit.steinke: quadratic regulariser (§4.2), zeroing regulariser (§4.1), the 1-D canary simulation
+"""Tests of hsaudit.papers.steinke.experiments: quadratic regulariser (§4.2), zeroing regulariser (§4.1), the 1-D canary simulation
 (fig3), the GDP audit helper and the malicious-dataset attack (Appendix C)."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from hsaudit import heuristic as H
-from hsaudit import steinke as S
+from hsaudit.accounting import last_iterate as H
+from hsaudit.audit.pld import lower_hull
+from hsaudit.papers.steinke import experiments as S
 
 # ----------------------------------------------------------------------------------- §4.2 quadratic regulariser
 
@@ -179,7 +180,7 @@ def test_lower_hull_keeps_consistency():
     for _ in range(20):
         a = np.sort(rng.random(300))
         b = np.clip(_gaussian_tradeoff(a, 1.0) + rng.normal(0, 0.02, a.size), 0, 1)
-        ha, hb = S.lower_hull(a, b)
+        ha, hb = lower_hull(a, b)
         assert ha.size <= a.size
         for mu in (0.5, 0.9, 1.0, 1.1):
             full = np.all(b >= _gaussian_tradeoff(a, mu))
@@ -190,19 +191,19 @@ def test_lower_hull_keeps_consistency():
 def test_last_iterate_tradeoff_is_gaussian_for_one_full_step():
     """q = 1, T = 1: Theorem 1's pair is N(1, σ²) vs N(0, σ²), trade-off Φ(Φ⁻¹(1 − α) − 1/σ) (symmetric)."""
     a = np.geomspace(1e-8, 0.99, 50)
-    f = S.last_iterate_tradeoff(a, steps=1, sampling_rate=1.0, noise_multiplier=0.7)
+    f = H.last_iterate_tradeoff(a, steps=1, sampling_rate=1.0, noise_multiplier=0.7)
     assert np.allclose(f, _gaussian_tradeoff(a, 1 / 0.7), rtol=1e-4, atol=1e-10)
 
 
 def test_last_iterate_tradeoff_is_symmetric_envelope():
     """min(f, f⁻¹) lies below the one-direction curve and is its own inverse."""
-    from hsaudit.heuristic import linear_tradeoff
+    from hsaudit.accounting.last_iterate import linear_tradeoff
 
     kw = dict(steps=20, sampling_rate=0.1, noise_multiplier=0.6)
     a = np.linspace(0.01, 0.99, 99)
-    g = S.last_iterate_tradeoff(a, **kw)
+    g = H.last_iterate_tradeoff(a, **kw)
     assert np.all(g <= linear_tradeoff(a, **kw) + 1e-12)
-    assert np.allclose(S.last_iterate_tradeoff(g, **kw), a, atol=2e-3)
+    assert np.allclose(H.last_iterate_tradeoff(g, **kw), a, atol=2e-3)
 
 
 @pytest.mark.parametrize(("steps", "q"), [(1, 0.1), (10, 0.1), (100, 0.01)])

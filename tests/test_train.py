@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from conftest import housing_like
-from hsaudit.adversaries import Crafted, craft
-from hsaudit.train import (
+from hsaudit.papers.cebere.adversaries import Crafted, craft
+from hsaudit.engine.dpsgd import (
     DPSGDConfig,
     Setup,
     load_setup,
@@ -17,8 +17,8 @@ from hsaudit.train import (
     run_population,
     save_setup,
 )
-from hsaudit.populations import train_shard
-from hsaudit.psg import population
+from hsaudit.papers.cebere.shards import train_shard
+from hsaudit.engine.psg import population
 
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")

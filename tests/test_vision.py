@@ -1,4 +1,4 @@
-"""Image datasets (hsaudit.vision) and the dataset registry (hsaudit.data): synthetic files in the real formats.
+"""Image datasets (hsaudit.data.vision) and the dataset registry (hsaudit.data.datasets): synthetic files in the real formats.
 
 Every file here is written by the tests (``write_synthetic_*`` or by hand in the documented formats: CIFAR python
 pickles, Krizhevsky 2009; IDX, LeCun et al. 1998). The real MNIST check is in docs/data.md (not a test: the
@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hsaudit import data as hdata
-from hsaudit import vision
-from hsaudit.data import (
+from hsaudit.data import datasets as hdata
+from hsaudit.data import vision
+from hsaudit.data.datasets import (
     DATASETS,
     dataset_identity,
     load_dataset,
@@ -399,7 +399,7 @@ def test_registry_rejects_bad_options(name, options, needle):
 )
 def test_housing_identity_is_unchanged(config):
     # Housing audit keys hash this dict: it must stay equal to the one the Housing plan has always used.
-    # (the dict that hsaudit.figures.housing_plan.data_identity built before the plan became family-generic)
+    # (the dict that hsaudit.figures.housing_plan (now hsaudit.papers.cebere.plan).data_identity built before the plan became family-generic)
     expected = {
         "dataset": "housing",
         "source": config["path"] or "sklearn",

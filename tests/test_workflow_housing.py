@@ -17,18 +17,15 @@ import pytest
 import yaml
 
 from conftest import REPO, job_counts, run_snakemake
-from hsaudit.config import resolve_scale
-from hsaudit.figures.housing import figure_table, plot_housing_figure, summarise
-from hsaudit.experiments import (
-    audit_table,
-    key_of,
+from hsaudit.pipeline.config import resolve_scale
+from hsaudit.papers.cebere.figures.housing import figure_table, plot_housing_figure, summarise
+from hsaudit.papers.cebere.plan import (
     plan_housing,
     save_shard,
-    scores_matrix,
-    scores_table,
     shard_bits,
     noise_key,
 )
+from hsaudit.papers.cebere.tables import audit_table, scores_matrix, scores_table
 
 SEED = 2024
 
@@ -98,7 +95,7 @@ def test_per_figure_override_changes_only_that_figure(housing):
 
 
 def test_housing_keys_survive_the_generic_plan(housing):
-    """The plan moved from hsaudit.figures.housing_plan to the family-generic hsaudit.experiments (CIFAR-10
+    """The plan moved from hsaudit.figures.housing_plan (now hsaudit.papers.cebere.plan) to the family-generic hsaudit.papers.cebere.plan (CIFAR-10
     issue): every Housing audit and setup keeps the key it had, so no finished Housing population is retrained.
     The digests below were computed with the pre-move code (commit 5476ed3) from config/config.yaml."""
     import hashlib
@@ -120,7 +117,7 @@ def test_inconsistent_values_are_rejected_naming_the_key(housing, change, needle
 
 
 def test_schema_rejects_bad_housing_values_naming_the_key():
-    from hsaudit.config import config_errors
+    from hsaudit.pipeline.config import config_errors
 
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     schema = str(REPO / "workflow" / "schemas" / "config.schema.yaml")
@@ -318,8 +315,8 @@ def test_smoke_figures_end_to_end_then_reuse(workflow_copy):
     configure(workdir, repetitions=1, runs=20, figures=figures)
     proc = run_snakemake(workdir, *DRY)
     counts = job_counts(proc.stdout)
-    assert "plot_fig1c" not in counts and "plot_fig4" not in counts, proc.stdout
-    assert counts.get("plot_fig7") == 1
+    assert "plot_cebere_fig1c" not in counts and "plot_cebere_fig4" not in counts, proc.stdout
+    assert counts.get("plot_cebere_fig7") == 1
     assert counts.get("craft_adversary") == 3 * h["repetitions"]
     assert counts.get("train_shard") == 3 * h["repetitions"]
 

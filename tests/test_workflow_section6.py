@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from conftest import REPO, run_snakemake
-from hsaudit.config import check_config, resolve_scale
+from hsaudit.pipeline.config import check_config, resolve_scale
 
 SCHEMA = str(REPO / "workflow" / "schemas" / "config.schema.yaml")
 
@@ -78,15 +78,15 @@ def test_dry_run_of_fig3_and_every_section6_figure(workflow_copy):
     )
     out = proc.stdout + proc.stderr
     for rule in (
-        "make_cp_table",
-        "audit_process",
-        "compute_exact_law",
-        "plot_fig3",
-        "plot_fig14",
-        "plot_fig6b",
-        "search_threshold",
-        "plot_fig6c",
-        "plot_fig10",
+        "tabulate_cebere_cp",
+        "audit_cebere_process",
+        "compute_cebere_exact_law",
+        "plot_cebere_fig3",
+        "plot_cebere_fig14",
+        "plot_cebere_fig6b",
+        "search_cebere_threshold",
+        "plot_cebere_fig6c",
+        "plot_cebere_fig10",
     ):
         assert rule in out
 

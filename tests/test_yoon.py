@@ -1,4 +1,4 @@
-"""Yoon, Jeung & No (hsaudit.yoon, hsaudit.yoon_plan): σ(ε), full-batch DP-SGD against a naive loop, canaries,
+"""Yoon, Jeung & No (hsaudit.papers.yoon, hsaudit.papers.yoon.plan): σ(ε), full-batch DP-SGD against a naive loop, canaries,
 crafting, the validity of held-out crafting, surrogates, θ_worst, the audit of one sample and the plan's keys.
 
 Everything runs on tiny MNIST-shaped random tensors (|D| = 12, T ≤ 3) so the file stays fast on 2 cores.
@@ -15,13 +15,14 @@ import torch
 import yaml
 
 from conftest import REPO
-from hsaudit.yoon import crafting, populations
+from hsaudit.papers.yoon import crafting, populations
+from hsaudit.papers.yoon import plan as yoon_plan
 from hsaudit.accounting import gdp_epsilon
-from hsaudit.config import resolve_scale
-from hsaudit.models import build_model, count_parameters, load_flat_parameters
-from hsaudit.seeding import derive_seed
-from hsaudit.train import init_theta0
-from hsaudit.yoon_plan import figure_values, plan_yoon
+from hsaudit.pipeline.config import resolve_scale
+from hsaudit.engine.models import build_model, count_parameters, load_flat_parameters
+from hsaudit.util.seeding import derive_seed
+from hsaudit.engine.dpsgd import init_theta0
+from hsaudit.papers.yoon.plan import figure_values, plan_yoon
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
@@ -68,14 +69,14 @@ def worlds(data, theta0, **kw):
     ],
 )
 def test_noise_multiplier_matches_the_spec(steps, epsilon, sigma):
-    s = populations.noise_multiplier(epsilon, steps=steps, delta=1e-5)
+    s = yoon_plan.noise_multiplier(epsilon, steps=steps, delta=1e-5)
     assert round(s, 2) == pytest.approx(sigma, abs=1e-9)
     # closed form round trip: T full-batch Gaussian steps are μ-GDP with μ = √T/σ
     assert gdp_epsilon(mu=math.sqrt(steps) / s, delta=1e-5) == pytest.approx(epsilon, rel=1e-3)
 
 
 def test_noise_multiplier_decreases_in_epsilon():
-    sigmas = [populations.noise_multiplier(e, steps=100, delta=1e-5) for e in (0.5, 1, 2, 4, 10, 20)]
+    sigmas = [yoon_plan.noise_multiplier(e, steps=100, delta=1e-5) for e in (0.5, 1, 2, 4, 10, 20)]
     assert np.all(np.diff(sigmas) < 0)
 
 
@@ -516,7 +517,7 @@ def test_smoke_plan_is_small(raw_config):
 def test_plan_data_splits_d_from_the_auxiliary_half(raw_config, tmp_path):
     """D is a prefix of a seeded permutation, the auxiliary examples come after the first half: no row is in both
     (prepared as prepare_yoon_data does, on synthetic MNIST IDX files), with the spec's normalisation."""
-    from hsaudit.data import configured_dataset
+    from hsaudit.data.datasets import configured_dataset
 
     def here(section):
         for name in section["data"]:

@@ -1,41 +1,77 @@
 """hsaudit: reproducible audits of DP-SGD in the hidden-state threat model.
 
-Science lives in the modules of this package (importable and tested without Snakemake):
+The package is cut in layers; each imports only the layers below it (``tests/test_imports.py`` holds this):
 
-- :mod:`hsaudit.audit` — every estimator the papers use: Clopper–Pearson bounds, the GDP audit of Nasr et al.
-  (2023) (paper / held-out / grid thresholds), the two-sample audit of Section 6, the assumption-free (ε, δ)
-  bound, the σ̂ and PLD trade-off-curve audits, empirical trade-off curves.
-- :mod:`hsaudit.accounting` — μ-GDP closed forms, trade-off curves, dp-accounting PLD for (subsampled) Gaussians and
-  mixtures of Gaussians.
-- :mod:`hsaudit.section6` — the one-dimensional process of Cebere et al. §6, by Monte Carlo and exactly.
-- :mod:`hsaudit.heuristic`, :mod:`hsaudit.steinke`, :mod:`hsaudit.annamalai` — the other papers.
-- :mod:`hsaudit.train` and friends — vectorised DP-SGD populations and the gradient-crafting adversaries.
+==============  =====================================================================================
+``util``        atomic writes, seeds, key hashing, dict merging (imports nothing of the package)
+``accounting``  upper bounds and curves: μ-GDP, PLD, mixtures, the last-iterate heuristic   (maths)
+``audit``       every estimator: GDP audit, Clopper–Pearson, two-sample, σ̂/PLD, validation   (maths)
+``engine``      the paper-neutral DP-SGD layer: per-sample gradients, noise, models          (torch)
+``data``        the dataset registry: Housing, CIFAR-10/100, MNIST, AlexNet features
+``papers``      one package per paper, shaped alike (plan and keys, science, figures):
+                ``cebere`` (with ``section6``), ``steinke``, ``annamalai``, ``yoon``; ``plotting`` is shared
+``pipeline``    what the workflow needs around the science: config, provenance, archives, cost plans, logs
+``cli``         the ``hsaudit`` command
+==============  =====================================================================================
+
+A fifth paper is a package under ``papers/`` plus one rules file in ``workflow/rules/``; a new model is an entry
+of ``engine.models``; a new dataset an entry of ``data.datasets``; a new estimator a module of ``audit/``.
+
+This file imports nothing eagerly, so that importing any module of the package runs no other layer's code (the
+workflow's code versions rely on it). The most used names are still reachable here, lazily:
+``from hsaudit import audit_scores, gdp_epsilon``.
 """
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
+from importlib import metadata
 
-# Audit core and accountants (numpy/scipy/dp-accounting only; cheap to import).
-from hsaudit.accounting import (  # noqa: E402
-    calibrate_noise,
-    epsilon_from_delta_curve,
-    gaussian_delta,
-    gaussian_epsilon,
-    gaussian_pld,
-    gdp_delta,
-    gdp_epsilon,
-    gdp_mu,
-    gdp_tradeoff,
-    mixture_gaussian_epsilon,
-    mixture_gaussian_pld,
-)
-from hsaudit.audit import (  # noqa: E402
-    AuditResult,
-    assumption_free_epsilon,
-    audit_scores,
-    audit_steps,
-    clopper_pearson_upper,
-    empirical_tradeoff,
-    reference_audit,
-)
+# The version lives in pyproject.toml only: a release that bumps it edits no module, so it reruns no job (code
+# versions hash the source alone, hsaudit.pipeline.provenance).
+try:
+    __version__ = metadata.version("hsaudit")
+except metadata.PackageNotFoundError:  # a source tree on PYTHONPATH that was never installed
+    __version__ = "0+unknown"
+
+# name -> defining module, resolved on first access (PEP 562).
+_LAZY = {
+    **dict.fromkeys(
+        (
+            "calibrate_noise",
+            "epsilon_from_delta_curve",
+            "gaussian_delta",
+            "gaussian_epsilon",
+            "gaussian_pld",
+            "gdp_delta",
+            "gdp_epsilon",
+            "gdp_mu",
+            "gdp_tradeoff",
+            "mixture_gaussian_epsilon",
+            "mixture_gaussian_pld",
+        ),
+        "hsaudit.accounting.gaussian",
+    ),
+    **dict.fromkeys(
+        (
+            "AuditResult",
+            "assumption_free_epsilon",
+            "audit_scores",
+            "audit_steps",
+            "clopper_pearson_upper",
+            "empirical_tradeoff",
+            "reference_audit",
+        ),
+        "hsaudit.audit.gdp",
+    ),
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'hsaudit' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

@@ -1,22 +1,6 @@
 # Annamalai, "It's Our Loss" (fig1, fig2): scalar DP-SGD with the adversarial gradient -> PLD-curve audit ->
 # plot. The PLD calibration table of each (q, T) is computed once and shared. See docs/annamalai.md.
 
-AN = config["annamalai"]
-# Only edits of the modules these rules import rerun them (hsaudit.provenance.code_version).
-AN_CODE = code_version("hsaudit.annamalai", "hsaudit.figures.annamalai")
-AN_FACTS = dict(scale=SCALE, code_version=AN_CODE)
-AN_SETTINGS = list(range(len(AN["fig2"]["settings"])))
-AN_EPS = list(range(len(AN["fig2"]["epsilons"])))
-AN_BASE = AN["encoding"]["base_rule"]
-AN_OTHER_BASE = "three_sigma" if AN_BASE == "half_width" else "half_width"
-# Audits of fig2 as (update sign, encoding-base rule): the configured pair, the literal update (to show that it
-# fails) and the other base rule (to show the wraps' effect).
-AN_VARIANTS = [(AN["update"], AN_BASE)]
-if AN["fig2"]["show_literal"] and AN["update"] == "ascent":
-    AN_VARIANTS.append(("descent", AN_BASE))
-if AN["fig2"]["compare_base_rules"]:
-    AN_VARIANTS.append((AN["update"], AN_OTHER_BASE))
-
 
 rule tabulate_annamalai_pld:
     output:
@@ -37,9 +21,9 @@ rule tabulate_annamalai_pld:
         setting=lambda wc: AN["fig2"]["settings"][int(wc.si)],
         delta=AN["delta"],
         table=AN["table"],
-        code_version=AN_CODE,
+        code_version=script_version("tabulate_annamalai_pld"),
     script:
-        "../scripts/annamalai_table.py"
+        "../scripts/tabulate_annamalai_pld.py"
 
 
 rule audit_annamalai:
@@ -75,9 +59,9 @@ rule audit_annamalai:
         and (wc.sign, wc.base) == (AN["update"], AN_BASE),
         confidence=AUDIT["confidence"],
         seed=SEED,
-        code_version=AN_CODE,
+        code_version=script_version("audit_annamalai"),
     script:
-        "../scripts/annamalai_audit.py"
+        "../scripts/audit_annamalai.py"
 
 
 rule simulate_annamalai_fig1:
@@ -102,9 +86,9 @@ rule simulate_annamalai_fig1:
         encoding=AN["encoding"],
         value_discretization_interval=AN["table"]["value_discretization_interval"],
         seed=SEED,
-        code_version=AN_CODE,
+        code_version=script_version("simulate_annamalai_fig1"),
     script:
-        "../scripts/annamalai_fig1.py"
+        "../scripts/simulate_annamalai_fig1.py"
 
 
 rule plot_annamalai_fig1:
@@ -118,7 +102,7 @@ rule plot_annamalai_fig1:
         ),
         csv="results/annamalai/fig1.csv",
     log:
-        log_path("annamalai/plot_fig1"),
+        log_path("annamalai/plot_cebere_fig1"),
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -126,11 +110,12 @@ rule plot_annamalai_fig1:
         mem_mb=1000,
         runtime=10,
     params:
+        code_version=script_version("plot_annamalai"),
         figure="fig1",
         facts=AN_FACTS,
         tail_floor=AN["tail_floor"],
     script:
-        "../scripts/annamalai_plot.py"
+        "../scripts/plot_annamalai.py"
 
 
 rule plot_annamalai_fig2:
@@ -149,7 +134,7 @@ rule plot_annamalai_fig2:
         ),
         csv="results/annamalai/fig2.csv",
     log:
-        log_path("annamalai/plot_fig2"),
+        log_path("annamalai/plot_cebere_fig2"),
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -157,9 +142,10 @@ rule plot_annamalai_fig2:
         mem_mb=1000,
         runtime=10,
     params:
+        code_version=script_version("plot_annamalai"),
         figure="fig2",
         facts=AN_FACTS,
         tail_floor=AN["tail_floor"],
         base_rule=AN_BASE,
     script:
-        "../scripts/annamalai_plot.py"
+        "../scripts/plot_annamalai.py"

@@ -1,4 +1,4 @@
-# Archives of finished figures (hsaudit.archive) and the pre-flight warning for GPU-sized runs.
+# Archives of finished figures (hsaudit.pipeline.archive) and the pre-flight warning for GPU-sized runs.
 #   snakemake results/archive/fig3.tar.gz     one figure: PDF, CSV, every intermediate of its DAG, provenance
 #   snakemake archive_all                     every registered figure
 #   hsaudit archive verify results/archive/fig3.tar.gz
@@ -26,9 +26,9 @@ rule archive_figure:
         snakefile=os.path.relpath(workflow.main_snakefile),
         max_file_mb=EXECUTION["archive"]["max_file_mb"],
         exclude=EXECUTION["archive"]["exclude"],
-        code_version=CODE_VERSION,
+        code_version=script_version("archive_figure"),
     script:
-        "../scripts/archive.py"
+        "../scripts/archive_figure.py"
 
 
 rule archive_all:

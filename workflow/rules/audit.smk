@@ -29,6 +29,6 @@ rule audit_epsilon:
         seed=lambda wc: derive_seed(
             SEED, f"{wc.family}-audit", wc.audit, wc.runs, wc.size
         ),
-        code_version=TRAINED_CODE["audit"],
+        code_version=script_version("audit_epsilon"),
     script:
         "../scripts/audit_epsilon.py"

@@ -2,9 +2,8 @@
 # The only .smk file that holds Python beyond rule declarations.
 import json
 
-from hsaudit import __version__ as HSAUDIT_VERSION
-from hsaudit.config import check_config, resolve_scale
-from hsaudit.provenance import code_version
+from hsaudit.pipeline.config import check_config, resolve_scale
+from hsaudit.pipeline.provenance import script_version as _script_version
 
 # The scale preset's overrides are merged in, then the merged config is validated again so that an
 # override with a bad value is caught as well.
@@ -34,11 +33,11 @@ def register_figure(path, kind="cpu"):
     return path
 
 
-# Code version as a param of every rule calling package code (package version + SHA-256 of the package
-# source, hsaudit.provenance.code_version), so a new release or an edited module reruns those jobs. A
-# family of rules may narrow it to the modules it imports (transitively), e.g.
-# code_version("hsaudit.section6", "hsaudit.figures.section6"): then only edits there rerun its jobs.
-CODE_VERSION = code_version()
+# Code version of a job, passed as `params: code_version=script_version("<its script>")`: a hash of the script
+# and of exactly the package modules it imports, transitively (hsaudit.pipeline.provenance.script_version), so
+# an edit reruns the jobs that run the edited code and no others (editing an estimator never retrains).
+def script_version(name):
+    return _script_version(f"{workflow.basedir}/workflow/scripts/{name}.py")
 
 
 def log_path(name):
@@ -74,7 +73,7 @@ def gpu_preflight_warning(workflow):
     """Warn once, before jobs start, when a paper-scale GPU-sized target runs locally without a GPU."""
     import sys
 
-    from hsaudit.plan import gpu_warning, has_local_gpu
+    from hsaudit.pipeline.costs import gpu_warning, has_local_gpu
 
     if not EXECUTION.get("gpu_warning", True) or not workflow.local_exec:
         return
@@ -85,10 +84,10 @@ def gpu_preflight_warning(workflow):
 
 
 # ---- Trained-model audits (data/train/scores/audit/figures.smk): one plan per family (docs/housing.md,
-# docs/cifar10.md). The plan (hsaudit.experiments.plan_experiments) turns a config section into setups, audits and
+# docs/cifar10.md). The plan (hsaudit.papers.cebere.plan.plan_experiments) turns a config section into setups, audits and
 # figure entries; every audit is keyed by a hash of the parameters that change its result and lives under
 # results/{family}/.
-from hsaudit.experiments import (
+from hsaudit.papers.cebere.plan import (
     FAMILIES,
     audit_table_paths,
     dataset_name,
@@ -99,8 +98,7 @@ from hsaudit.experiments import (
     setup_path,
     shard_paths,
 )
-from hsaudit.provenance import code_version
-from hsaudit.seeding import derive_seed
+from hsaudit.util.seeding import derive_seed
 
 PLANS = {
     family: plan_experiments(config[family], seed=SEED, family=family)
@@ -108,23 +106,6 @@ PLANS = {
 }
 HOUSING = PLANS["housing"]
 CIFAR10 = PLANS["cifar10"]
-
-# Code versions narrowed to the modules each family of rules runs (see CODE_VERSION above); restyling a
-# figure does not retrain populations, and another part's edits do not rerun the training jobs.
-TRAINED_CODE = {
-    "data": code_version("hsaudit.data"),
-    "features": code_version("hsaudit.data", "hsaudit.alexnet"),
-    "train": code_version(
-        "hsaudit.data",
-        "hsaudit.train",
-        "hsaudit.populations",
-        "hsaudit.adversaries",
-        "hsaudit.experiments",
-    ),
-    "audit": code_version("hsaudit.experiments", "hsaudit.audit", "hsaudit.accounting"),
-    "plot": code_version("hsaudit.figures.housing", "hsaudit.plotting"),
-    "plot_cifar": code_version("hsaudit.figures.cifar", "hsaudit.plotting"),
-}
 
 
 def family_resources(key):
@@ -144,7 +125,7 @@ def crafting_resources(key, light):
 
 
 def dataset_options(name):
-    """The data section of a dataset's family (hsaudit.data.configured_dataset reads it)."""
+    """The data section of a dataset's family (hsaudit.data.datasets.configured_dataset reads it)."""
     return dict(config[name]["data"])
 
 
@@ -174,19 +155,22 @@ def cifar_datasets(figure):
 
 
 # ---- Yoon et al. (workflow/rules/yoon.smk, docs/yoon.md): data, populations and audits keyed by
-# hsaudit.yoon_plan; every figure is GPU-sized at paper scale.
-from hsaudit.yoon_plan import FIGURES as YOON_FIGURES
-from hsaudit.yoon_plan import figure_audit_paths, figure_outputs, plan_yoon
+# hsaudit.papers.yoon.plan; every figure is GPU-sized at paper scale.
+from hsaudit.papers.yoon.plan import FIGURES as YOON_FIGURES
+from hsaudit.papers.yoon.plan import (
+    figure_audit_paths,
+    figure_outputs,
+    noise_multiplier,
+    plan_yoon,
+)
 
 YOON = plan_yoon(config["yoon"], seed=SEED, audit=AUDIT)
-YOON_CODE = {
-    "data": code_version("hsaudit.data"),
-    "train": code_version("hsaudit.data", "hsaudit.yoon.populations"),
-    "audit": code_version(
-        "hsaudit.yoon.crafting", "hsaudit.audit", "hsaudit.accounting"
-    ),
-    "plot": code_version("hsaudit.figures.yoon", "hsaudit.plotting"),
-}
+
+
+def yoon_noise_multiplier(population):
+    """σ of a population's full-batch DP-SGD at its ε, δ and T (computed here, a param of the training job)."""
+    spec = YOON.populations[population]
+    return noise_multiplier(spec["epsilon"], steps=spec["steps"], delta=spec["delta"])
 
 
 def yoon_population_inputs(wc):
@@ -212,3 +196,68 @@ def yoon_scores_paths(figure):
         path.removesuffix(".csv") + "_scores.csv"
         for path in figure_audit_paths(YOON, figure)
     ]
+
+
+# ---- Cebere et al. Section 6 (workflow/rules/cebere.smk, docs/section6.md)
+from hsaudit.papers.cebere.section6.experiments import check_section6_config
+
+S6 = config["section6"]
+check_section6_config(S6)
+S6_RULES = S6["rules"]
+S6_SIGMAS = [f"{float(s):g}" for s in S6["sigmas"]]
+S6_SEARCH = S6["threshold_search"]
+S6_SEARCH_CELLS = [
+    (f"{float(s):g}", int(b))
+    for s in S6_SEARCH["sigmas"]
+    for b in S6_SEARCH["batch_sizes"]
+]
+S6_FACTS = dict(
+    scale=SCALE,
+    audit_mode=AUDIT["mode"],
+    selection_fraction=AUDIT["selection_fraction"],
+    confidence=AUDIT["confidence"],
+    delta=AUDIT["delta"],
+)
+# R per world of each sign rule's audits (the literal rule may run cheaper, see config).
+S6_RUNS = {
+    sign: (
+        int(S6["literal_runs_per_world"])
+        if sign == "literal" and S6["literal_runs_per_world"]
+        else int(S6["runs_per_world"])
+    )
+    for sign in S6_RULES
+}
+# The shared Clopper–Pearson table an audit with R runs per world needs (paper mode only).
+S6_CP_TABLE = "results/section6/cp_table/n{n}.npy"
+S6_PAPER_MODE = AUDIT["mode"] == "paper"
+S6_AUDITS = expand(
+    "results/section6/audit/{sign}/sigma{sigma}.csv", sign=S6_RULES, sigma=S6_SIGMAS
+)
+S6_EXACT = expand("results/section6/exact/{sign}.csv", sign=S6_RULES)
+
+# Wildcard constraint of the rules with a {sign} wildcard: one of the configured sign rules.
+S6_SIGN = "|".join(S6_RULES)
+
+
+# ---- Steinke et al. (workflow/rules/steinke.smk, docs/steinke.md)
+ST = config["steinke"]
+ST_FACTS = dict(scale=SCALE)
+ST_FIG3_Q = list(range(len(ST["fig3"]["sampling_rates"])))
+ST_FIG5_PANELS = list(range(len(ST["fig5"]["one_step_epsilons"])))
+ST_FIG6_STEPS = [int(t) for t in ST["fig6"]["steps"]]
+
+
+# ---- Annamalai (workflow/rules/annamalai.smk, docs/annamalai.md)
+AN = config["annamalai"]
+AN_FACTS = dict(scale=SCALE)
+AN_SETTINGS = list(range(len(AN["fig2"]["settings"])))
+AN_EPS = list(range(len(AN["fig2"]["epsilons"])))
+AN_BASE = AN["encoding"]["base_rule"]
+AN_OTHER_BASE = "three_sigma" if AN_BASE == "half_width" else "half_width"
+# Audits of fig2 as (update sign, encoding-base rule): the configured pair, the literal update (to show that it
+# fails) and the other base rule (to show the wraps' effect).
+AN_VARIANTS = [(AN["update"], AN_BASE)]
+if AN["fig2"]["show_literal"] and AN["update"] == "ascent":
+    AN_VARIANTS.append(("descent", AN_BASE))
+if AN["fig2"]["compare_base_rules"]:
+    AN_VARIANTS.append((AN["update"], AN_OTHER_BASE))

@@ -1,4 +1,4 @@
-# Datasets of the trained-model audits: prepare each family's dataset (hsaudit.data.configured_dataset) and the
+# Datasets of the trained-model audits: prepare each family's dataset (hsaudit.data.datasets.configured_dataset) and the
 # AlexNet features of Cebere et al. Fig. 13. The plans these rules serve are built in common.smk (PLANS).
 
 
@@ -15,7 +15,7 @@ rule prepare_data:
         runtime=30,
     params:
         options=lambda wc: dataset_options(wc.dataset),
-        code_version=TRAINED_CODE["data"],
+        code_version=script_version("prepare_data"),
     script:
         "../scripts/prepare_data.py"
 
@@ -41,6 +41,6 @@ rule extract_features:
         data_dir=lambda wc: config[wc.dataset]["data"]["data_dir"],
         download=lambda wc: config[wc.dataset]["data"]["download"],
         device=lambda wc: config[wc.dataset]["device"],
-        code_version=TRAINED_CODE["features"],
+        code_version=script_version("extract_features"),
     script:
         "../scripts/extract_features.py"

@@ -21,6 +21,6 @@ rule extract_scores:
         mem_mb=2000,
         runtime=10,
     params:
-        code_version=TRAINED_CODE["audit"],
+        code_version=script_version("extract_scores"),
     script:
         "../scripts/extract_scores.py"

@@ -1,14 +1,6 @@
 # Steinke, Nasr et al., "The Last Iterate Advantage" (fig1, fig3, fig5, fig6): analytic accounting and 1-D
 # simulations -> plot. No training. See docs/steinke.md.
 
-ST = config["steinke"]
-# Only edits of the modules these rules import rerun them (hsaudit.provenance.code_version).
-ST_CODE = code_version("hsaudit.steinke", "hsaudit.figures.steinke")
-ST_FACTS = dict(scale=SCALE, code_version=ST_CODE)
-ST_FIG3_Q = list(range(len(ST["fig3"]["sampling_rates"])))
-ST_FIG5_PANELS = list(range(len(ST["fig5"]["one_step_epsilons"])))
-ST_FIG6_STEPS = [int(t) for t in ST["fig6"]["steps"]]
-
 
 rule compute_steinke_fig1:
     output:
@@ -26,9 +18,9 @@ rule compute_steinke_fig1:
     params:
         fig1=ST["fig1"],
         value_discretization_interval=ST["value_discretization_interval"],
-        code_version=ST_CODE,
+        code_version=script_version("compute_steinke_fig1"),
     script:
-        "../scripts/steinke_fig1.py"
+        "../scripts/compute_steinke_fig1.py"
 
 
 rule audit_steinke_fig3:
@@ -52,9 +44,9 @@ rule audit_steinke_fig3:
         confidence=AUDIT["confidence"],
         mode=AUDIT["mode"],
         seed=SEED,
-        code_version=ST_CODE,
+        code_version=script_version("audit_steinke_fig3"),
     script:
-        "../scripts/steinke_fig3.py"
+        "../scripts/audit_steinke_fig3.py"
 
 
 rule compute_steinke_fig5:
@@ -75,9 +67,9 @@ rule compute_steinke_fig5:
     params:
         one_step_epsilon=lambda wc: ST["fig5"]["one_step_epsilons"][int(wc.pi)],
         fig5=ST["fig5"],
-        code_version=ST_CODE,
+        code_version=script_version("compute_steinke_fig5"),
     script:
-        "../scripts/steinke_fig5.py"
+        "../scripts/compute_steinke_fig5.py"
 
 
 rule attack_steinke_fig6:
@@ -102,9 +94,9 @@ rule attack_steinke_fig6:
         confidence=AUDIT["confidence"],
         mode=AUDIT["mode"],
         seed=SEED,
-        code_version=ST_CODE,
+        code_version=script_version("attack_steinke_fig6"),
     script:
-        "../scripts/steinke_fig6.py"
+        "../scripts/attack_steinke_fig6.py"
 
 
 rule plot_steinke_fig1:
@@ -118,7 +110,7 @@ rule plot_steinke_fig1:
         ),
         csv="results/steinke/fig1.csv",
     log:
-        log_path("steinke/plot_fig1"),
+        log_path("steinke/plot_cebere_fig1"),
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -126,11 +118,12 @@ rule plot_steinke_fig1:
         mem_mb=1000,
         runtime=10,
     params:
+        code_version=script_version("plot_steinke"),
         figure="fig1",
         delta=ST["fig1"]["delta"],
         facts=ST_FACTS,
     script:
-        "../scripts/steinke_plot.py"
+        "../scripts/plot_steinke.py"
 
 
 rule plot_steinke_fig3:
@@ -144,7 +137,7 @@ rule plot_steinke_fig3:
         ),
         csv="results/steinke/fig3.csv",
     log:
-        log_path("steinke/plot_fig3"),
+        log_path("steinke/plot_cebere_fig3"),
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -152,13 +145,14 @@ rule plot_steinke_fig3:
         mem_mb=1000,
         runtime=10,
     params:
+        code_version=script_version("plot_steinke"),
         figure="fig3",
         delta=ST["fig3"]["delta"],
         facts=ST_FACTS,
         audit=ST["fig3"]["audit"],
         sigma_family=ST["fig3"]["sigma_families"][0],
     script:
-        "../scripts/steinke_plot.py"
+        "../scripts/plot_steinke.py"
 
 
 rule plot_steinke_fig5:
@@ -172,7 +166,7 @@ rule plot_steinke_fig5:
         ),
         csv="results/steinke/fig5.csv",
     log:
-        log_path("steinke/plot_fig5"),
+        log_path("steinke/plot_cebere_fig5"),
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -180,11 +174,12 @@ rule plot_steinke_fig5:
         mem_mb=1000,
         runtime=10,
     params:
+        code_version=script_version("plot_steinke"),
         figure="fig5",
         delta=ST["fig5"]["delta"],
         facts=ST_FACTS,
     script:
-        "../scripts/steinke_plot.py"
+        "../scripts/plot_steinke.py"
 
 
 rule plot_steinke_fig6:
@@ -206,8 +201,9 @@ rule plot_steinke_fig6:
         mem_mb=1000,
         runtime=10,
     params:
+        code_version=script_version("plot_steinke"),
         figure="fig6",
         delta=ST["fig6"]["delta"],
         facts=ST_FACTS,
     script:
-        "../scripts/steinke_plot.py"
+        "../scripts/plot_steinke.py"

@@ -1,6 +1,6 @@
 # Trained-model audits, training side, for every family (housing, cifar10): the shared setup (θ0 + fixed
 # minibatch schedule), the adversary's crafted object, and populations of DP-SGD models trained shard by shard
-# (hsaudit.train, hsaudit.populations, hsaudit.adversaries).
+# (hsaudit.engine.dpsgd, hsaudit.papers.cebere.shards, hsaudit.papers.cebere.adversaries).
 
 
 rule make_setup:
@@ -23,7 +23,7 @@ rule make_setup:
         spec=lambda wc: PLANS[wc.family].setups[wc.setup],
         # Housing's seed label predates the other families (its setups keep their θ0 and batches).
         seed=lambda wc: derive_seed(SEED, f"{wc.family}-setup", wc.setup),
-        code_version=TRAINED_CODE["train"],
+        code_version=script_version("make_setup"),
     script:
         "../scripts/make_setup.py"
 
@@ -51,7 +51,7 @@ rule craft_adversary:
         spec=lambda wc: PLANS[wc.family].audits[wc.audit],
         seed=lambda wc: derive_seed(SEED, f"{wc.family}-craft", wc.audit),
         device=lambda wc: config[wc.family]["device"],
-        code_version=TRAINED_CODE["train"],
+        code_version=script_version("craft_adversary"),
     script:
         "../scripts/craft_adversary.py"
 
@@ -79,6 +79,6 @@ rule train_shard:
         spec=lambda wc: PLANS[wc.family].audits[wc.audit],
         master_seed=SEED,
         device=lambda wc: config[wc.family]["device"],
-        code_version=TRAINED_CODE["train"],
+        code_version=script_version("train_shard"),
     script:
         "../scripts/train_shard.py"

@@ -1,5 +1,5 @@
-# Yoon, Jeung & No: adversarial-sample audits of the final model of full-batch DP-SGD (hsaudit.yoon; the plan
-# hsaudit.yoon_plan.plan_yoon is built in common.smk as YOON). Data → one job per run training its two
+# Yoon, Jeung & No: adversarial-sample audits of the final model of full-batch DP-SGD (hsaudit.papers.yoon; the plan
+# hsaudit.papers.yoon.plan.plan_yoon is built in common.smk as YOON). Data → one job per run training its two
 # populations (GPU-sized at paper scale) → one job per run crafting and auditing its samples → the figures.
 
 
@@ -16,7 +16,7 @@ rule prepare_yoon_data:
         runtime=30,
     params:
         spec=lambda wc: YOON.data[wc.data],
-        code_version=YOON_CODE["data"],
+        code_version=script_version("prepare_yoon_data"),
     script:
         "../scripts/prepare_yoon_data.py"
 
@@ -39,8 +39,9 @@ rule train_yoon_models:
         gpu=config["yoon"]["resources"]["gpu"],
     params:
         spec=lambda wc: YOON.populations[wc.population],
+        noise_multiplier=lambda wc: yoon_noise_multiplier(wc.population),
         device=config["yoon"]["device"],
-        code_version=YOON_CODE["train"],
+        code_version=script_version("train_yoon_models"),
     script:
         "../scripts/train_yoon_models.py"
 
@@ -72,7 +73,7 @@ rule audit_yoon_run:
         population=lambda wc: YOON.populations[YOON.audits[wc.audit]["population"]],
         delta=AUDIT["delta"],
         device=config["yoon"]["device"],
-        code_version=YOON_CODE["audit"],
+        code_version=script_version("audit_yoon_run"),
     script:
         "../scripts/audit_yoon_run.py"
 
@@ -105,6 +106,6 @@ for _figure in YOON_FIGURES:
             figure=_figure,
             points=[vars(point) for point in YOON.figures[_figure]],
             scale=SCALE,
-            code_version=YOON_CODE["plot"],
+            code_version=script_version("plot_yoon"),
         script:
             "../scripts/plot_yoon.py"

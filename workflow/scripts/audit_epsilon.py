@@ -1,10 +1,10 @@
-"""Snakemake adapter: audit every recorded step of one audit's scores (hsaudit.experiments.audit_table)."""
+"""Snakemake adapter: audit every recorded step of one audit's scores (hsaudit.papers.cebere.tables.audit_table)."""
 
 import pandas as pd
 
-from hsaudit.experiments import audit_table
-from hsaudit.plotting import write_csv_atomic
-from hsaudit.logs import script_logging
+from hsaudit.papers.cebere.tables import audit_table
+from hsaudit.util.io import write_csv_atomic
+from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)
 params = snakemake.params

@@ -1,4 +1,4 @@
-"""Snakemake adapter: craft the audit samples of one Yoon et al. run and audit them (hsaudit.yoon).
+"""Snakemake adapter: craft the audit samples of one Yoon et al. run and audit them (hsaudit.papers.yoon).
 
 x_a is crafted on the crafting population (white box: the models; black box: surrogates distilled from their
 outputs on D′'s inputs) and scored on the crafting population (split "same", the paper's reading) and on the
@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from hsaudit.yoon import crafting as yoon
-from hsaudit.yoon.populations import Canary
-from hsaudit.logs import script_logging
-from hsaudit.seeding import derive_seed
+from hsaudit.papers.yoon import crafting as yoon
+from hsaudit.papers.yoon.populations import Canary
+from hsaudit.pipeline.logs import script_logging
+from hsaudit.util.seeding import derive_seed
 
 log = script_logging(snakemake)
 spec, pop = snakemake.params.spec, snakemake.params.population

@@ -1,12 +1,12 @@
-"""Snakemake adapter: the adversary's crafted object of one audit (hsaudit.adversaries.craft)."""
+"""Snakemake adapter: the adversary's crafted object of one audit (hsaudit.papers.cebere.adversaries.craft)."""
 
 import torch
 
-from hsaudit.adversaries import craft, save_crafted
-from hsaudit.data import load_dataset
-from hsaudit.experiments import write_params_json
-from hsaudit.train import DPSGDConfig, load_setup
-from hsaudit.logs import script_logging
+from hsaudit.papers.cebere.adversaries import craft, save_crafted
+from hsaudit.data.datasets import load_dataset
+from hsaudit.papers.cebere.plan import write_params_json
+from hsaudit.engine.dpsgd import DPSGDConfig, load_setup
+from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)
 torch.set_num_threads(snakemake.threads)

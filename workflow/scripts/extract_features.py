@@ -1,9 +1,9 @@
-"""Snakemake adapter: AlexNet features of a prepared image dataset (hsaudit.data.alexnet_feature_dataset)."""
+"""Snakemake adapter: AlexNet features of a prepared image dataset (hsaudit.data.datasets.alexnet_feature_dataset)."""
 
 import torch
 
-from hsaudit.data import alexnet_feature_dataset, load_dataset, save_dataset
-from hsaudit.logs import script_logging
+from hsaudit.data.datasets import alexnet_feature_dataset, load_dataset, save_dataset
+from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)
 torch.set_num_threads(snakemake.threads)

@@ -1,10 +1,10 @@
-"""Snakemake adapter: gather an audit's shards into a tidy scores table (hsaudit.experiments.scores_table)."""
+"""Snakemake adapter: gather an audit's shards into a tidy scores table (hsaudit.papers.cebere.tables.scores_table)."""
 
 import os
 from pathlib import Path
 
-from hsaudit.experiments import scores_table
-from hsaudit.logs import script_logging
+from hsaudit.papers.cebere.tables import scores_table
+from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)
 table = scores_table(snakemake.input.shards)

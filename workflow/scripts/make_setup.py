@@ -1,11 +1,11 @@
-"""Snakemake adapter: draw θ0 and the fixed minibatch schedule of one setup (hsaudit.train.make_setup)."""
+"""Snakemake adapter: draw θ0 and the fixed minibatch schedule of one setup (hsaudit.engine.dpsgd.make_setup)."""
 
 import torch
 
-from hsaudit.data import load_dataset
-from hsaudit.experiments import write_params_json
-from hsaudit.train import DPSGDConfig, make_setup, save_setup
-from hsaudit.logs import script_logging
+from hsaudit.data.datasets import load_dataset
+from hsaudit.papers.cebere.plan import write_params_json
+from hsaudit.engine.dpsgd import DPSGDConfig, make_setup, save_setup
+from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)
 torch.set_num_threads(snakemake.threads)

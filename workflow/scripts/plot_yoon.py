@@ -1,9 +1,9 @@
-"""Snakemake adapter: one Yoon et al. figure (or table1) from its audits' CSVs (hsaudit.figures.yoon)."""
+"""Snakemake adapter: one Yoon et al. figure (or table1) from its audits' CSVs (hsaudit.papers.yoon.figures)."""
 
 import pandas as pd
 
-from hsaudit.figures import yoon as figures
-from hsaudit.logs import script_logging
+from hsaudit.papers.yoon import figures
+from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)
 params, inp, out = snakemake.params, snakemake.input, snakemake.output

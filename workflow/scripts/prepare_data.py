@@ -1,7 +1,7 @@
-"""Snakemake adapter: prepare one dataset (hsaudit.data.configured_dataset) -> results/data/{dataset}.npz."""
+"""Snakemake adapter: prepare one dataset (hsaudit.data.datasets.configured_dataset) -> results/data/{dataset}.npz."""
 
-from hsaudit.data import configured_dataset, save_dataset
-from hsaudit.logs import script_logging
+from hsaudit.data.datasets import configured_dataset, save_dataset
+from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)
 name = snakemake.wildcards.dataset

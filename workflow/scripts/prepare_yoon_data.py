@@ -1,9 +1,9 @@
-"""Snakemake adapter: one dataset of the Yoon et al. audits (hsaudit.yoon_plan): D and the auxiliary half, or a
-pre-training set, prepared by hsaudit.data and written as one .npz."""
+"""Snakemake adapter: one dataset of the Yoon et al. audits (hsaudit.papers.yoon.plan): D and the auxiliary half, or a
+pre-training set, prepared by hsaudit.data.datasets and written as one .npz."""
 
-from hsaudit.data import configured_dataset
-from hsaudit.io import atomic_savez
-from hsaudit.logs import script_logging
+from hsaudit.data.datasets import configured_dataset
+from hsaudit.util.io import atomic_savez
+from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)
 spec = snakemake.params.spec

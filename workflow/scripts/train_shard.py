@@ -1,19 +1,19 @@
 """Snakemake adapter: train one shard of an audit's population and record its observations
-(hsaudit.populations.train_shard).
+(hsaudit.papers.cebere.shards.train_shard).
 
 The shard's membership bits are an exact half split seeded by (audit key, shard size, shard index); model
 ``index·size + i`` of the audit draws the noise (and, with θ0 unknown, the initialisation) of that global index
-(hsaudit.experiments.shard_bits / noise_key / theta0_key), so a shard never depends on R.
+(hsaudit.papers.cebere.plan.shard_bits / noise_key / theta0_key), so a shard never depends on R.
 """
 
 import torch
 
-from hsaudit.adversaries import load_crafted
-from hsaudit.data import load_dataset
-from hsaudit.experiments import insertion_steps, noise_key, save_shard, shard_bits, theta0_key
-from hsaudit.populations import train_shard
-from hsaudit.train import DPSGDConfig, load_setup, population_theta0
-from hsaudit.logs import script_logging
+from hsaudit.papers.cebere.adversaries import load_crafted
+from hsaudit.data.datasets import load_dataset
+from hsaudit.papers.cebere.plan import insertion_steps, noise_key, save_shard, shard_bits, theta0_key
+from hsaudit.papers.cebere.shards import train_shard
+from hsaudit.engine.dpsgd import DPSGDConfig, load_setup, population_theta0
+from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)
 torch.set_num_threads(snakemake.threads)

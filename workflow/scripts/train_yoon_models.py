@@ -1,13 +1,13 @@
 """Snakemake adapter: one run of a Yoon et al. point: θ0 (θ_avg, or θ_worst pre-trained), the canary, and two
-independent populations of N + N full-batch DP-SGD models (crafting and audit) (hsaudit.yoon)."""
+independent populations of N + N full-batch DP-SGD models (crafting and audit) (hsaudit.papers.yoon)."""
 
 import numpy as np
 import torch
 
-from hsaudit.yoon import populations as yoon
-from hsaudit.io import atomic_savez
-from hsaudit.logs import script_logging
-from hsaudit.seeding import derive_seed
+from hsaudit.papers.yoon import populations as yoon
+from hsaudit.util.io import atomic_savez
+from hsaudit.pipeline.logs import script_logging
+from hsaudit.util.seeding import derive_seed
 
 log = script_logging(snakemake)
 spec, run = snakemake.params.spec, int(snakemake.wildcards.run)
@@ -31,7 +31,7 @@ canary = yoon.make_canary(
     mean=data["mean"], std=data["std"], seed=derive_seed(seed, "yoon-canary", spec["data"], run),
     blank_label=spec["blank_label"], ood=spec.get("mislabeled_ood", "invert"),
 )
-sigma = yoon.noise_multiplier(spec["epsilon"], steps=spec["steps"], delta=spec["delta"])
+sigma = float(snakemake.params.noise_multiplier)  # σ(ε) from the plan (hsaudit.papers.yoon.plan)
 log.info("%s, ε = %g: σ = %.4f, canary %s (label %d, %s)", model, spec["epsilon"], sigma, canary.kind, canary.y, canary.source)
 populations = {}
 for role in ("craft", "audit"):

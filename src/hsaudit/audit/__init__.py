@@ -12,7 +12,7 @@
   audit of Annamalai (2024, Algorithm 2).
 
 Convention everywhere: **higher score ⇒ member** (canary inserted). numpy/scipy only (no torch), plus the
-PLD curves of :mod:`hsaudit.heuristic` for the known-family audits.
+PLD curves of :mod:`hsaudit.accounting.last_iterate` for the known-family audits.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from hsaudit.accounting import gdp_epsilon
+from hsaudit.accounting.gaussian import gdp_epsilon
 from hsaudit.audit.search import max_over_thresholds
 
 __all__ = [

@@ -14,7 +14,7 @@ auditor knows:
 
 Like every max-over-thresholds audit these are not strictly valid 95% bounds (docs/audit.md). The curves
 themselves are accounting-side (:mod:`hsaudit.accounting`; the last-iterate curve and the PLDs of composed
-subsampled Gaussians in :mod:`hsaudit.heuristic`).
+subsampled Gaussians in :mod:`hsaudit.accounting.last_iterate`).
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import warnings
 import numpy as np
 import numpy.typing as npt
 
-from hsaudit import heuristic as H
-from hsaudit.accounting import PldTable, default_epsilon_grid, pld_tradeoff, sigma_for_epsilon, tradeoff_from_deltas
+from hsaudit.accounting import last_iterate as H
+from hsaudit.accounting.gaussian import PldTable, default_epsilon_grid, pld_tradeoff, sigma_for_epsilon, tradeoff_from_deltas
 from hsaudit.audit.gdp import clopper_pearson_upper, observed_rates
-from hsaudit.heuristic import delta_curve, last_iterate_tradeoff
+from hsaudit.accounting.last_iterate import delta_curve, last_iterate_tradeoff
 
 __all__ = [
     "SIGMA_FAMILIES",
@@ -148,7 +148,7 @@ def sigma_hat_from_points(
         noise_multiplier: the mechanism's σ; the search bracket is [σ/4, 10σ].
         delta: δ.
         family: the mechanisms the adversary assumes. ``"last_iterate"``: Theorem 1's pair
-            N(Binomial(T, q), Tσ²) vs N(0, Tσ²) — its symmetric curve (:func:`hsaudit.heuristic.last_iterate_tradeoff`),
+            N(Binomial(T, q), Tσ²) vs N(0, Tσ²) — its symmetric curve (:func:`hsaudit.accounting.last_iterate.last_iterate_tradeoff`),
             ε = the heuristic ε at σ̂. ``"all_iterates"``: T composed Poisson-subsampled Gaussians (symmetric
             PLD curve of dp-accounting, as in Nasr et al. 2023 and :func:`audit_pld_sigma`),
             ε = standard accounting at σ̂.

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from hsaudit.accounting import gdp_epsilon
+from hsaudit.accounting.gaussian import gdp_epsilon
 from hsaudit.audit.gdp import assumption_free_epsilon, clopper_pearson_upper
 from hsaudit.audit.search import max_over_thresholds
 

@@ -1,6 +1,6 @@
 """``hsaudit archive verify X.tar.gz``: check a figure archive against its SHA-256 manifest.
 
-Archives are made by the workflow (``snakemake results/archive/fig3.tar.gz``, see :mod:`hsaudit.archive`).
+Archives are made by the workflow (``snakemake results/archive/fig3.tar.gz``, see :mod:`hsaudit.pipeline.archive`).
 Exit status 0 when every checksum matches, 1 when a file is changed, missing or unlisted.
 """
 
@@ -20,7 +20,7 @@ def register(sub) -> None:
 
 
 def _verify(args) -> int:
-    from hsaudit.archive import verify_archive
+    from hsaudit.pipeline.archive import verify_archive
 
     status = 0
     for path in args.archives:

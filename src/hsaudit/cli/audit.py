@@ -13,14 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hsaudit.audit import (
-    AUDIT_MODES,
-    DEFAULT_GRID_SIZE,
-    DEFAULT_SELECTION_FRACTION,
-    MODE_DESCRIPTIONS,
-    AuditResult,
-    audit_scores,
-)
+from hsaudit.audit.gdp import AUDIT_MODES, DEFAULT_GRID_SIZE, DEFAULT_SELECTION_FRACTION, MODE_DESCRIPTIONS, AuditResult, audit_scores
 
 
 def register(sub) -> None:

@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from hsaudit.audit import gdp as _audit
-from hsaudit.validation import gaussian_pair_scores
+from hsaudit.audit.validation import gaussian_pair_scores
 
 
 def register(sub) -> None:

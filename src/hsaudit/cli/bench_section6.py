@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from hsaudit import section6 as s6
+from hsaudit.papers.cebere import section6 as s6
 
 
 def register(sub) -> None:
@@ -84,7 +84,7 @@ def measure(
     t = time.perf_counter()
     fast = s6.gdp_audit_two_sample(worlds[0], worlds[1], tables)
     out["fast_audit_step_s"] = time.perf_counter() - t
-    from hsaudit.audit import audit_scores
+    from hsaudit.audit.gdp import audit_scores
 
     scores = np.concatenate(worlds)
     members = np.repeat([False, True], runs)

@@ -2,7 +2,7 @@
 
 ``--model convnet|resnet18_gn|alexnet_head|mnist_cnn|cifar_cnn`` (:func:`measure_engine`): in one process, side by
 side, on synthetic data of the right shape (CIFAR-10: 3×32×32, MNIST: 1×28×28, 10 classes; ``alexnet_head``:
-4096-d non-negative features) and batch 128, (a) the population engine doing full DP-SGD steps through :func:`hsaudit.train.run_population` for
+4096-d non-negative features) and batch 128, (a) the population engine doing full DP-SGD steps through :func:`hsaudit.engine.dpsgd.run_population` for
 every population size of ``--models N[,N...]`` (noise = a preallocated standard-normal tensor, so the gradient
 layer and the update are timed), (b) a minimal Opacus loop (``GradSampleModule`` + ``DPOptimizer``, one model;
 physical batches bounded by memory, accumulated as Opacus' ``BatchMemoryManager`` does) and (c) the floor: a
@@ -11,7 +11,7 @@ size: models/s, model-steps/s, seconds per model-step, the ratios engine : Opacu
 RSS (``resource``, monotonic over the process: the floor runs first, then Opacus, the engine by increasing
 population, Opacus again; the Opacus figure is the mean of both blocks) and, on CUDA, peak device
 memory (``torch.cuda.max_memory_allocated``). ``--save-calibration [PATH]`` stores the engine's seconds per
-model-step for :func:`hsaudit.plan.calibration`.
+model-step for :func:`hsaudit.pipeline.costs.calibration`.
 
 ``--full-batch`` (Yoon et al.'s DP-SGD, docs/yoon.md): every step uses all of D, ``--n-train`` synthetic samples
 (default 1,000), so B = |D| for the engine, Opacus and the floor alike; half of the engine's population trains on
@@ -20,10 +20,10 @@ D ∪ {canary} (a blank image, label 9, appended to every step's batch, normalis
 ``--model fcnn`` (default) keeps the Housing benchmark of issue 3 (:func:`measure`): both trainers run in this
 process on the same Housing-like task (Cebere et al. §5: 8 standardised features,
 binary label, FCNN with 68 parameters, T = 250, batch 400, η = 0.1, C = 1, σ = 4, k = 1): a population of
-``--models`` models through :func:`hsaudit.populations.train_shard`, then ``--opacus-models`` models one at a time
-through :func:`hsaudit.reference.train_reference`. The data are synthetic (a fixed linear-logistic rule on
+``--models`` models through :func:`hsaudit.papers.cebere.shards.train_shard`, then ``--opacus-models`` models one at a time
+through :func:`hsaudit.papers.cebere.reference.train_reference`. The data are synthetic (a fixed linear-logistic rule on
 standard normal features, 20,640 rows like California Housing) so that the benchmark needs no download; the cost
-does not depend on the values. ``--data FILE.npz`` uses a prepared dataset (:func:`hsaudit.data.load_dataset`).
+does not depend on the values. ``--data FILE.npz`` uses a prepared dataset (:func:`hsaudit.data.datasets.load_dataset`).
 """
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hsaudit.adversaries import craft
-from hsaudit.reference import train_reference
-from hsaudit.models import (
+from hsaudit.papers.cebere.adversaries import craft
+from hsaudit.papers.cebere.reference import train_reference
+from hsaudit.engine.models import (
     build_model,
     flat_parameters,
     input_shape,
@@ -52,10 +52,10 @@ from hsaudit.models import (
     loss_name,
     per_sample_loss,
 )
-from hsaudit.psg import auto_backend, population
-from hsaudit.io import write_text_atomic
-from hsaudit.populations import train_shard
-from hsaudit.train import DPSGDConfig, make_setup, model_noise, pick_device, run_population
+from hsaudit.engine.psg import auto_backend, population
+from hsaudit.util.io import write_text_atomic
+from hsaudit.papers.cebere.shards import train_shard
+from hsaudit.engine.dpsgd import DPSGDConfig, make_setup, model_noise, pick_device, run_population
 
 ENGINE_MODELS = ("convnet", "resnet18_gn", "alexnet_head", "mnist_cnn", "cifar_cnn")
 DEFAULT_CALIBRATION = "config/calibration.json"
@@ -152,7 +152,7 @@ def measure(
         X, y = synthetic_housing(n_train, seed)
         source = "synthetic"
     else:
-        from hsaudit.data import load_dataset
+        from hsaudit.data.datasets import load_dataset
 
         ds = load_dataset(data)
         X, y, source = ds.X, ds.y, str(data)
@@ -353,7 +353,7 @@ def measure_engine(
         steps: timed DP-SGD steps per measurement (after one untimed warm-up step).
         batch_size: B (ignored with ``full_batch``: B = ``n_train``).
         opacus_models: models timed through the Opacus loop (0: skip it).
-        backend: engine backend (:func:`hsaudit.psg.population`).
+        backend: engine backend (:func:`hsaudit.engine.psg.population`).
         device: ``"cpu"`` or ``"cuda"`` (default: CUDA when available).
         seed: seed of θ0, data, batches.
         full_batch: Yoon et al.'s full-batch DP-SGD: every step is all ``n_train`` samples; every other model of
@@ -492,7 +492,7 @@ def save_calibration(result: dict, path: str | os.PathLike, command: str) -> dic
     """Add (or replace) the row of ``result``'s model and device in the calibration JSON file at ``path``.
 
     The row's ``seconds_per_model_step`` is the engine's at the largest population measured (shards are large);
-    :func:`hsaudit.plan.calibration` prefers it over the built-in table.
+    :func:`hsaudit.pipeline.costs.calibration` prefers it over the built-in table.
     """
     if "populations" in result:
         best = max(result["populations"], key=lambda r: r["models"])

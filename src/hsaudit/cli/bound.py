@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from hsaudit.accounting import DEFAULT_DISCRETIZATION, gaussian_epsilon, gdp_epsilon, gdp_mu
+from hsaudit.accounting.gaussian import DEFAULT_DISCRETIZATION, gaussian_epsilon, gdp_epsilon, gdp_mu
 
 
 def register(sub) -> None:

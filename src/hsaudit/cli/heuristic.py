@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from hsaudit import heuristic as H
+from hsaudit.accounting import last_iterate as H
 
 
 def register(sub) -> None:

@@ -5,7 +5,7 @@
     hsaudit plan --calibrate convnet --steps 5           # measure seconds per model-step here
     hsaudit plan results/yoon/fig3.pdf --scale laptop    # Yoon et al. (full-batch DP-SGD)
 
-See :mod:`hsaudit.plan` and docs/cluster.md ("Cost estimates").
+See :mod:`hsaudit.pipeline.costs` and docs/cluster.md ("Cost estimates").
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from hsaudit.config import SCALES, resolve_scale
+from hsaudit.pipeline.config import SCALES, resolve_scale
 
 
 def register(sub) -> None:
@@ -50,7 +50,7 @@ def _load_config(path: str, scale: str | None) -> dict:
 
 
 def _run(args) -> int:
-    from hsaudit import plan as P
+    from hsaudit.pipeline import costs as P
 
     if args.calibrate:
         seconds = P.measure_step_seconds(

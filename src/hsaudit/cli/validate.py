@@ -6,7 +6,7 @@ import argparse
 import json
 import time
 
-from hsaudit.validation import coverage_study, parse_mode
+from hsaudit.audit.validation import coverage_study, parse_mode
 
 
 def _floats(text: str) -> list[float]:

@@ -1,0 +1,410 @@
+"""The DP-SGD layer of the trained-model audits (Cebere et al. 2025, Eq. 2 and Algorithm 4), model-agnostic.
+
+One audit trains R models that share a fixed, known minibatch schedule B_1..B_T (:class:`Setup`) and usually θ0;
+the only randomness between them is the DP noise and the membership bit b. Every model follows
+
+    θ_{t+1} = θ_t − (η/B) (Σ_{x∈B_t} clip(∇ℓ(θ_t; x), C) + [b ∧ t % k = 0] ∇* + Z_t),   Z_t ~ N(0, σ²C²I)
+
+with steps t = 1..T (1-based), B the nominal batch size in both worlds [inferred from Cebere et al. 2025], clip(g, C) =
+g · min(1, C / (‖g‖ + 10⁻⁶)) (Opacus' formula), and, for a canary insertion, the canary sample appended to the
+batch at insertion steps of inserted runs (clipped like any sample) instead of ∇*.
+
+This module knows nothing of datasets, figures or particular adversaries. It is given
+
+- a per-sample gradient backend (:func:`hsaudit.engine.psg.population`: ``clipped_sum``, ``loss``, ``grad_norms``),
+- the insertion: a crafted gradient ∇* ``[p]`` or a canary sample ``(x*, y*)``, and the membership mask ``[m]``,
+- the noise: standard normals keyed by (noise key, global model index, step) from :mod:`hsaudit.engine.noise`, drawn
+  on the models' device, so a model's noise never depends on the shard size, the chunking or the order of work,
+- observers: functions ``θ [m, p] -> [m]`` evaluated after every insertion step (the adversary's score), and
+  optionally the unclipped gradient norm of the canary at every step (Cebere et al. Fig. 8).
+
+:func:`train_population` keeps everything on the device: the parameters ``[m, p]`` are updated in place, the
+observations are written into preallocated device tensors and copied to the host once, at the end. Adversaries
+(:mod:`hsaudit.papers.cebere.adversaries`) build the insertion and the scorer; :mod:`hsaudit.papers.cebere.shards` trains one shard.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from hsaudit.util.io import atomic_savez
+from hsaudit.engine.models import build_model, flat_parameters, input_shape, num_classes
+from hsaudit.engine.noise import CounterNoise, counter_normals
+from hsaudit.util.seeding import derive_seed, rng_for
+
+THETA0_SCHEMES = ("default", "xavier_normal")
+
+
+@dataclass(frozen=True)
+class DPSGDConfig:
+    """Hyper-parameters of one DP-SGD audit (Cebere et al. Table 2).
+
+    Attributes:
+        steps: T, number of DP-SGD steps.
+        batch_size: B, the fixed minibatch size (also the normaliser in both worlds).
+        lr: η, learning rate.
+        clip_norm: C, per-sample clipping norm.
+        noise_multiplier: σ; the noise is N(0, σ²C²I).
+        period: k; insertion at steps t (1-based) with ``t % k == 0`` (T // k insertions).
+    """
+
+    steps: int
+    batch_size: int
+    lr: float
+    clip_norm: float
+    noise_multiplier: float
+    period: int = 1
+
+    def __post_init__(self) -> None:
+        if int(self.steps) != self.steps or self.steps < 1:
+            raise ValueError(f"steps must be a positive integer, got {self.steps}")
+        if int(self.batch_size) != self.batch_size or self.batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size}")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise ValueError(f"lr must be > 0, got {self.lr}")
+        if not (math.isfinite(self.clip_norm) and self.clip_norm > 0):
+            raise ValueError(f"clip_norm must be > 0, got {self.clip_norm}")
+        if not (math.isfinite(self.noise_multiplier) and self.noise_multiplier >= 0):
+            raise ValueError(f"noise_multiplier must be >= 0, got {self.noise_multiplier}")
+        if int(self.period) != self.period or not 1 <= self.period <= self.steps:
+            raise ValueError(f"period must be an integer in [1, steps={self.steps}], got {self.period}")
+
+    @property
+    def insertion_steps(self) -> np.ndarray:
+        """The 1-based steps t with ``t % period == 0`` (where scores are recorded)."""
+        return np.arange(self.period, self.steps + 1, self.period, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every run of one audit shares (known to the adversary).
+
+    Attributes:
+        theta0: the initial parameters, flat float32 ``[p]`` (order of ``model.parameters()``).
+        batches: int64 ``[steps, batch_size]``, indices into the training set; row ``t - 1`` is B_t.
+    """
+
+    theta0: np.ndarray
+    batches: np.ndarray
+
+    def __post_init__(self) -> None:
+        if np.ndim(self.theta0) != 1:
+            raise ValueError(f"theta0 must be 1-D, got shape {np.shape(self.theta0)}")
+        if np.ndim(self.batches) != 2:
+            raise ValueError(f"batches must be 2-D [steps, batch_size], got shape {np.shape(self.batches)}")
+
+
+def make_setup(*, model: str, model_kwargs: dict, n_train: int, config: DPSGDConfig, seed: int) -> Setup:
+    """Draw θ0 (PyTorch's default initialisation) and the fixed minibatch schedule of an audit.
+
+    The schedule is a sequence of epochs; each epoch is a fresh random permutation of the ``n_train`` indices cut
+    into ``n_train // batch_size`` batches (the remainder is dropped, so no index repeats inside a batch).
+    θ0 and the schedule have separate streams derived from ``seed``.
+
+    Raises:
+        ValueError: if ``n_train < batch_size``.
+    """
+    n_train = int(n_train)
+    if n_train < config.batch_size:
+        raise ValueError(f"n_train must be >= batch_size={config.batch_size}, got {n_train}")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(derive_seed(seed, "theta0"))
+        net = build_model(model, **model_kwargs)
+    theta0 = flat_parameters(net).numpy().astype(np.float32)
+    rng = rng_for(seed, "batches")
+    per_epoch = n_train // config.batch_size
+    rows: list[np.ndarray] = []
+    while len(rows) < config.steps:
+        perm = rng.permutation(n_train)
+        rows.extend(perm[: per_epoch * config.batch_size].reshape(per_epoch, config.batch_size))
+    batches = np.stack(rows[: config.steps]).astype(np.int64)
+    return Setup(theta0=theta0, batches=batches)
+
+
+def save_setup(setup: Setup, path: str | os.PathLike) -> None:
+    """Write ``setup`` to an ``.npz`` file atomically (temporary name, then rename)."""
+    atomic_savez(path, {"theta0": setup.theta0, "batches": setup.batches})
+
+
+def load_setup(path: str | os.PathLike) -> Setup:
+    """Read a :class:`Setup` written by :func:`save_setup`."""
+    with np.load(path) as data:
+        return Setup(theta0=data["theta0"].astype(np.float32), batches=data["batches"].astype(np.int64))
+
+
+def init_theta0(
+    model: str, model_kwargs: dict, *, scheme: str = "default", seed: int, bias: float = 0.0
+) -> np.ndarray:
+    """One initialisation θ0 ``[p]`` (float32) drawn from ``seed``.
+
+    ``scheme``: ``"default"`` (PyTorch's layer defaults, as :func:`make_setup`) or ``"xavier_normal"`` (Glorot
+    normal weights for every parameter with ≥ 2 dimensions, biases and norm offsets set to ``bias``, unit norm
+    scales) — the "unknown θ0" of Cebere et al. Fig. 12 [inferred: the paper says "Xavier initialisation"; bias 0]
+    and the θ_avg of Yoon et al. (bias 0.01, docs/yoon.md). ``bias`` is ignored by ``"default"``.
+    """
+    if scheme not in THETA0_SCHEMES:
+        raise ValueError(f"scheme must be one of {THETA0_SCHEMES}, got {scheme!r}")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed) % 2**63)
+        net = build_model(model, **model_kwargs)
+        if scheme == "xavier_normal":
+            with torch.no_grad():
+                for name, param in net.named_parameters():
+                    if param.dim() >= 2:
+                        torch.nn.init.xavier_normal_(param)
+                    elif "norm" in name and name.endswith("weight"):
+                        param.fill_(1.0)
+                    else:
+                        param.fill_(float(bias))
+    return flat_parameters(net).numpy().astype(np.float32)
+
+
+def population_theta0(
+    model: str, model_kwargs: dict, *, scheme: str, key: int, models: range | npt.ArrayLike
+) -> np.ndarray:
+    """Per-model initialisations ``[m, p]``: model ``i`` (global index) gets :func:`init_theta0` seeded by (key, i).
+
+    Like the noise, model i's θ0 does not depend on the shard it is trained in.
+    """
+    return np.stack(
+        [init_theta0(model, model_kwargs, scheme=scheme, seed=derive_seed(key, "theta0", int(i))) for i in models]
+    )
+
+
+def model_noise(key: int, index: int, steps: int, dim: int) -> np.ndarray:
+    """The standard normals ``[steps, dim]`` (float32) that global model ``index`` draws under noise key ``key``.
+
+    :func:`train_population` multiplies them by σC. Exposed so that the reference trainer replays them.
+    """
+    idx = torch.tensor([int(index)])
+    return torch.cat([counter_normals(key, idx, t, dim) for t in range(1, steps + 1)]).numpy()
+
+
+def pick_device(device: str | None = None) -> torch.device:
+    """``device`` as a :class:`torch.device`; ``None`` or ``"auto"`` means CUDA when available, else the CPU."""
+    if device is None or device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def check_data(
+    model: str, model_kwargs: dict, X: npt.ArrayLike, y: npt.ArrayLike, setup: Setup
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a training set against the architecture and the batch schedule; return float32 X, int64 y.
+
+    Raises:
+        ValueError: naming the inconsistent shape or value.
+    """
+    X = np.asarray(X, dtype=np.float32)
+    y = np.asarray(y)
+    shape = input_shape(model, **model_kwargs)
+    if X.ndim != 1 + len(shape) or any(s is not None and s != got for s, got in zip(shape, X.shape[1:])):
+        want = ", ".join("*" if s is None else str(s) for s in shape)
+        raise ValueError(f"X must have shape [n, {want}] for {model!r}, got {X.shape}")
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y must have shape [{X.shape[0]}], got {y.shape}")
+    k = num_classes(model, **model_kwargs)
+    if y.size and (y.min() < 0 or y.max() >= k or not np.all(y == np.round(y))):
+        raise ValueError(f"y must hold integer labels in [0, {k - 1}], got values in [{y.min()}, {y.max()}]")
+    if setup.batches.size and (setup.batches.min() < 0 or setup.batches.max() >= X.shape[0]):
+        raise ValueError(f"setup.batches index rows outside X (n = {X.shape[0]}), max {setup.batches.max()}")
+    return X, y.astype(np.int64)
+
+
+def run_population(
+    engine,
+    theta0: torch.Tensor,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    batches: np.ndarray,
+    *,
+    lr: float,
+    batch_size: int,
+    clip: float | None,
+    sigma: float,
+    period: int,
+    mask: torch.Tensor | None = None,
+    gradient: torch.Tensor | None = None,
+    canary: tuple[torch.Tensor, torch.Tensor] | None = None,
+    noise: Callable[[int], torch.Tensor] | None = None,
+    on_step: Callable[[int, torch.Tensor, torch.Tensor], None] | None = None,
+    before_step: Callable[[int, torch.Tensor], None] | None = None,
+    progress: bool = False,
+    desc: str = "DP-SGD",
+) -> torch.Tensor:
+    """The DP-SGD loop (Cebere et al. 2025, Eq. 2), in place on one ``[models, p]`` tensor; no host synchronisation.
+
+    Args:
+        engine: a per-sample gradient backend (:func:`hsaudit.engine.psg.population`).
+        theta0: ``[models, p]`` starting parameters (not modified; rows may differ: per-model θ0).
+        X, y: training set on the engine's device.
+        batches: ``[steps, batch]`` indices (row t-1 is B_t).
+        lr, batch_size: η and the normaliser B.
+        clip: C, or ``None`` for no clipping (the noiseless simulation of A_GC-S).
+        sigma: noise multiplier; the noise added to the clipped sum is ``sigma * C * noise(t)``.
+        period: k; insertion at steps with ``t % k == 0``.
+        mask: ``[models]`` float, 1 where the run is inserted (b = 1); required with an insertion.
+        gradient: ∇* ``[p]`` added to the clipped sum of inserted runs at insertion steps.
+        canary: ``(x*, y*)`` (batch of one) appended to the batch of inserted runs at insertion steps.
+        noise: ``t -> [models, p]`` standard normals (required when ``sigma > 0``), e.g.
+            :class:`hsaudit.engine.noise.CounterNoise`.
+        on_step: called as ``on_step(t, theta_after, step)`` after every update, ``step = θ_{t+1} − θ_t``
+            (a temporary: copy what you keep).
+        before_step: called as ``before_step(t, theta)`` before step t's update (θ_t).
+        progress: show a tqdm bar.
+
+    Returns:
+        θ_T, ``[models, p]`` (a new tensor).
+    """
+    theta = theta0.clone()
+    steps = batches.shape[0]
+    scale = float(sigma) * (1.0 if clip is None else float(clip))
+    if scale > 0 and noise is None:
+        raise ValueError("noise is required when sigma > 0")
+    if (gradient is not None or canary is not None) and mask is None:
+        raise ValueError("mask is required with an insertion (gradient or canary)")
+    m = theta.shape[0]
+    weights_canary = None
+    if canary is not None:
+        weights_canary = torch.ones((m, batches.shape[1] + 1), dtype=theta.dtype, device=theta.device)
+        weights_canary[:, -1] = mask
+    iterator = range(1, steps + 1)
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(iterator, desc=desc, unit="step", leave=False)
+    batches_t = torch.as_tensor(batches, device=X.device)
+    factor = -float(lr) / float(batch_size)
+    for t in iterator:
+        if before_step is not None:
+            before_step(t, theta)
+        idx = batches_t[t - 1]
+        xb, yb = X[idx], y[idx]
+        inserting = t % period == 0
+        weights = None
+        if canary is not None and inserting:
+            xb, yb = torch.cat([xb, canary[0]]), torch.cat([yb, canary[1]])
+            weights = weights_canary
+        g = engine.clipped_sum(theta, xb, yb, clip, weights)
+        if gradient is not None and inserting:
+            g.addr_(mask.to(g.dtype), gradient)
+        if scale > 0:
+            g.add_(noise(t), alpha=scale)
+        g.mul_(factor)
+        theta.add_(g)
+        if on_step is not None:
+            on_step(t, theta, g)
+    return theta
+
+
+@dataclass(frozen=True)
+class Observations:
+    """What :func:`train_population` recorded, on the host.
+
+    Attributes:
+        scores: float64 ``[models, T // k]``, the observer's value after every insertion step (``None`` without one).
+        grad_norms: float64 ``[models, T]``, the canary's unclipped gradient norm at θ_t before step t
+            (``None`` unless asked).
+        theta: float32 ``[models, p]``, the final models (``None`` unless asked).
+    """
+
+    scores: np.ndarray | None
+    grad_norms: np.ndarray | None = None
+    theta: np.ndarray | None = None
+
+
+def train_population(
+    *,
+    engine,
+    theta0: torch.Tensor,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    batches: np.ndarray,
+    config: DPSGDConfig,
+    noise_key: int,
+    models: range | npt.ArrayLike,
+    mask: torch.Tensor | None = None,
+    gradient: torch.Tensor | None = None,
+    canary: tuple[torch.Tensor, torch.Tensor] | None = None,
+    observe: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    canary_norms: bool = False,
+    keep_final: bool = False,
+    progress: bool = False,
+    desc: str = "DP-SGD",
+) -> Observations:
+    """Train a population with DP-SGD and record its observations on the device (copied once at the end).
+
+    Args:
+        engine: per-sample gradient backend (:func:`hsaudit.engine.psg.population`) on the models' device.
+        theta0: ``[p]`` (shared θ0) or ``[models, p]`` (per-model θ0), on the device.
+        X, y: training set on the device.
+        batches: the fixed schedule ``[T, B]``.
+        config: DP-SGD hyper-parameters.
+        noise_key: key of the counter-based noise (:mod:`hsaudit.engine.noise`).
+        models: the global indices of the models (their noise streams), e.g. ``range(first, first + m)``.
+        mask, gradient, canary: the insertion (see :func:`run_population`).
+        observe: ``θ [m, p] -> [m]``, evaluated after every insertion step (the adversary's score).
+        canary_norms: record ``engine.grad_norms`` of the canary at every step (needs ``canary``).
+        keep_final: also return θ_T.
+        progress: tqdm bar over the steps.
+
+    Returns:
+        :class:`Observations`.
+    """
+    dev = X.device
+    idx = torch.as_tensor(np.asarray(list(models) if isinstance(models, range) else models), dtype=torch.int64)
+    m = idx.numel()
+    if theta0.dim() == 1:
+        theta0 = theta0[None].expand(m, -1)
+    if theta0.shape[0] != m:
+        raise ValueError(f"theta0 has {theta0.shape[0]} rows for {m} models")
+    if mask is not None and mask.shape != (m,):
+        raise ValueError(f"mask must have shape ({m},), got {tuple(mask.shape)}")
+    if canary_norms and canary is None:
+        raise ValueError("canary_norms needs a canary")
+    n_obs = config.steps // config.period
+    scores = torch.empty((m, n_obs), dtype=torch.float64, device=dev) if observe is not None else None
+    norms = torch.empty((m, config.steps), dtype=torch.float64, device=dev) if canary_norms else None
+
+    def record(t: int, theta: torch.Tensor, _step: torch.Tensor) -> None:
+        if t % config.period == 0:
+            scores[:, t // config.period - 1] = observe(theta)
+
+    def record_norm(t: int, theta: torch.Tensor) -> None:
+        norms[:, t - 1] = engine.grad_norms(theta, canary[0], canary[1])[:, 0]
+
+    noise = None
+    if config.noise_multiplier > 0:
+        noise = CounterNoise(noise_key, idx.to(dev), engine.p, dev)
+    final = run_population(
+        engine,
+        theta0,
+        X,
+        y,
+        batches,
+        lr=config.lr,
+        batch_size=config.batch_size,
+        clip=config.clip_norm,
+        sigma=config.noise_multiplier,
+        period=config.period,
+        mask=mask,
+        gradient=gradient,
+        canary=canary,
+        noise=noise,
+        on_step=record if observe is not None else None,
+        before_step=record_norm if canary_norms else None,
+        progress=progress,
+        desc=desc,
+    )
+    return Observations(
+        scores=None if scores is None else scores.cpu().numpy(),
+        grad_norms=None if norms is None else norms.cpu().numpy(),
+        theta=final.cpu().numpy() if keep_final else None,
+    )

@@ -1,0 +1,216 @@
+"""The plan of the Yoon et al. experiments: which data, populations and audits every figure needs, and their keys.
+
+A figure entry of the ``yoon`` config section lists overrides of the section's values and an optional ``grid``
+(lists whose Cartesian product gives its series, e.g. ``{canary: [blank, in_distribution]}``). Every series is
+audited at each ε of ``epsilons`` in ``runs`` independent runs. Three kinds of work, each keyed by a short hash
+(:func:`hsaudit.papers.cebere.plan.key_of`) of the values that change its result, so figures share work:
+
+- **data** (``results/yoon/data/{key}.npz``): D (``d_size`` rows of a seeded permutation of the training split)
+  and the auxiliary half (``aux_size`` rows after the first half), or the whole pre-training set (CIFAR-100);
+- **population** (``results/yoon/models/{key}/run{r}.npz``): one run's two populations of 2N full-batch DP-SGD
+  models (crafting and audit), their θ0, canary and σ; the key covers the dataset, model, initialisation,
+  canary, C, ε, T, η, N and the seed;
+- **audit** (``results/yoon/audits/{key}/run{r}.csv``): the crafted samples of a population and their audits,
+  keyed by the population, the access (white/black box), the margins, the crafting and distillation options and
+  the audit's mode, confidence and δ.
+
+A figure's CSV is the concatenation of its audits' rows with its series columns.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hsaudit.data.datasets import DATASETS, configured_identity
+from hsaudit.accounting.gaussian import calibrate_noise
+from hsaudit.util.mapping import deep_merge, key_of
+
+FIGURES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "table1")
+"""The Yoon et al. targets (``results/yoon/{figure}.pdf``; table1 is ``results/yoon/table1.md``)."""
+NOT_VALUES = ("data", "resources", "figures", "datasets")
+PRETRAIN_DATASET = {"cifar10": "cifar100"}
+"""θ_worst of a dataset is pre-trained on this dataset first (then fine-tuned on the auxiliary half)."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """One series × ε of a figure: its audit and population keys, run count and the values that label it."""
+
+    figure: str
+    audit: str
+    population: str
+    runs: int
+    values: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class YoonPlan:
+    """Everything the Yoon rules need: data, populations, audits (key → parameters) and each figure's points."""
+
+    data: dict[str, dict[str, Any]]
+    populations: dict[str, dict[str, Any]]
+    audits: dict[str, dict[str, Any]]
+    figures: dict[str, list[Point]]
+
+
+def figure_values(section: Mapping[str, Any], figure: str) -> list[dict[str, Any]]:
+    """The values of every series of ``figure``, merged in this order: the section's values, the series'
+    dataset entry (``datasets.<name>``, its null values skipped), the figure's overrides, the grid cell.
+
+    Raises:
+        ValueError: an unknown figure or dataset, or a grid key that is not a value of the section.
+    """
+    figures = section.get("figures", {})
+    if figure not in figures:
+        raise ValueError(f"yoon.figures has no entry {figure!r}; known: {sorted(figures)}")
+    base = {k: v for k, v in section.items() if k not in NOT_VALUES}
+    entry = dict(figures[figure] or {})
+    grid = entry.pop("grid", None) or {}
+    cells = [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())] if grid else [{}]
+    out = []
+    for cell in cells:
+        dataset = cell.get("dataset", entry.get("dataset", base["dataset"]))
+        per_dataset = section.get("datasets", {}).get(dataset)
+        if per_dataset is None:
+            raise ValueError(f"yoon.datasets has no entry for dataset {dataset!r}")
+        values = deep_merge(base, {k: v for k, v in per_dataset.items() if v is not None})
+        unknown = sorted(set(grid) - set(values))
+        if unknown:
+            raise ValueError(f"yoon.figures.{figure}.grid: unknown keys {unknown}")
+        out.append(deep_merge(deep_merge(values, entry), cell))
+    return out
+
+
+def _data_params(section: Mapping[str, Any], dataset: str, *, role: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    data = dict(section["data"][dataset])
+    n_train = DATASETS[dataset].n_train
+    if data.get("source") == "synthetic":
+        n_train = int(data["synthetic_train"])
+    half = n_train // 2
+    params: dict[str, Any] = {
+        "dataset": dataset,
+        "role": role,
+        "section": data,
+        "identity": configured_identity(dataset, data),
+        "split_seed": int(values["split_seed"]),
+    }
+    if role == "train":
+        params["d_size"] = min(half, int(values["d_size"] or half))
+        params["aux_size"] = min(n_train - half, int(values["aux_size"] or n_train - half))
+        params["aux_offset"] = half
+    else:  # a pre-training set: a prefix of its own permutation
+        params["size"] = min(n_train, int(values["pretrain_size"] or n_train))
+    return params
+
+
+def _population_params(values: Mapping[str, Any], data_key: str, pre_key: str | None) -> dict[str, Any]:
+    init = values["init"]
+    params = {
+        "data": data_key,
+        "dataset": values["dataset"],
+        "model": values["model"],
+        "init": init,
+        "init_bias": float(values["init_bias"]),
+        "shared_init": bool(values["shared_init"]),
+        "canary": values["canary"],
+        "blank_label": int(values["blank_label"]),
+        "clip_norm": float(values["clip_norm"]),
+        "epsilon": float(values["epsilon"]),
+        "delta": float(values["delta"]),
+        "steps": int(values["steps"]),
+        "lr": float(values["lr"]),
+        "models_per_world": int(values["models_per_world"]),
+        "seed": int(values["seed"]),
+    }
+    if values["canary"] == "mislabeled":
+        params["mislabeled_ood"] = values["mislabeled_ood"]
+    if init == "worst":
+        params["worst"] = dict(values["worst"])
+        params["pretrain_data"] = pre_key
+    return params
+
+
+def _audit_params(values: Mapping[str, Any], population_key: str, audit: Mapping[str, Any]) -> dict[str, Any]:
+    params = {
+        "population": population_key,
+        "access": values["access"],
+        "margins": [float(m) for m in values["margins"]],
+        "craft": dict(values["craft"]),
+        "mode": audit["mode"],
+        "confidence": float(audit["confidence"]),
+        "delta": float(audit["delta"]),
+        "selection_fraction": float(audit.get("selection_fraction", 0.5)),
+    }
+    if values["access"] == "black":
+        params["surrogate"] = dict(values["surrogate"])
+    return params
+
+
+def plan_yoon(section: Mapping[str, Any], *, seed: int, audit: Mapping[str, Any]) -> YoonPlan:
+    """Turn the ``yoon`` config section into data, population and audit entries and each figure's points.
+
+    Args:
+        section: the (scale-resolved) ``yoon`` section.
+        seed: the project's master seed.
+        audit: the project's ``audit`` section (mode, confidence, selection_fraction).
+    """
+    data: dict[str, dict[str, Any]] = {}
+    populations: dict[str, dict[str, Any]] = {}
+    audits: dict[str, dict[str, Any]] = {}
+    figures: dict[str, list[Point]] = {}
+    for figure in section.get("figures", {}):
+        points = []
+        for series in figure_values(section, figure):
+            series = {**series, "seed": seed}
+            train = _data_params(section, series["dataset"], role="train", values=series)
+            data_key = key_of({k: v for k, v in train.items() if k != "section"})
+            data.setdefault(data_key, train)
+            pre_key = None
+            pre_name = PRETRAIN_DATASET.get(series["dataset"])
+            if series["init"] == "worst" and pre_name is not None and series["worst"].get("pre_epochs", 0) > 0:
+                pre = _data_params(section, pre_name, role="pretrain", values=series)
+                pre_key = key_of({k: v for k, v in pre.items() if k != "section"})
+                data.setdefault(pre_key, pre)
+            for eps in series["epsilons"]:
+                values = {**series, "epsilon": float(eps)}
+                pop = _population_params(values, data_key, pre_key)
+                pop_key = key_of(pop)
+                populations.setdefault(pop_key, pop)
+                aud = _audit_params(values, pop_key, audit)
+                aud_key = key_of(aud)
+                audits.setdefault(aud_key, aud)
+                label = {k: values[k] for k in ("dataset", "canary", "init", "clip_norm", "access", "epsilon")}
+                points.append(Point(figure, aud_key, pop_key, int(values["runs"]), label))
+        figures[figure] = points
+    return YoonPlan(data=data, populations=populations, audits=audits, figures=figures)
+
+
+def run_paths(kind: str, key: str, runs: int) -> list[str]:
+    """``results/yoon/{models|audits}/{key}/run{r}.{npz|csv}`` for r = 0..runs-1."""
+    ext = {"models": "npz", "audits": "csv"}[kind]
+    return [f"results/yoon/{kind}/{key}/run{r}.{ext}" for r in range(int(runs))]
+
+
+def figure_audit_paths(plan: YoonPlan, figure: str) -> list[str]:
+    """Every audit CSV a figure reads, in point order."""
+    return [path for point in plan.figures[figure] for path in run_paths("audits", point.audit, point.runs)]
+
+
+def figure_outputs(figure: str) -> list[str]:
+    """The files a figure target writes: its PDF (Markdown for table1), its CSV (mean ± sd over runs of every
+    plotted series) and ``<figure>_runs.csv`` (every run's audit row: run, adversary, margin, split, epsilon,
+    mu, the CP bounds, canary, init, clip_norm, epsilon_theory, ...)."""
+    main = "results/yoon/table1.md" if figure == "table1" else f"results/yoon/{figure}.pdf"
+    return [main, f"results/yoon/{figure}.csv", f"results/yoon/{figure}_runs.csv"]
+
+
+def noise_multiplier(epsilon: float, *, steps: int, delta: float) -> float:
+    """σ of T full-batch Gaussian steps that are (ε, δ)-DP: μ-GDP with μ = √T/σ (q = 1, exact).
+
+    Computed when the workflow is planned and handed to the training job as a parameter, so that the training
+    code does not import the accountant: an edit of the accounting code reruns a population only if σ changes.
+    """
+    return calibrate_noise(epsilon=epsilon, delta=delta, compositions=steps, sampling_rate=1.0)

@@ -1,0 +1,141 @@
+"""Configuration helpers shared by the workflow and the command line.
+
+The workflow's config has a ``scale:`` preset (``paper``, ``laptop`` or ``smoke``). The values written in
+the experiment sections are the paper's; ``scales.<preset>`` holds overrides that are deep-merged on top
+of them, so a preset changes only what it names. :func:`resolve_scale` does that merge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hsaudit.util.mapping import deep_merge
+
+SCALES = ("paper", "laptop", "smoke")
+
+
+def resolve_scale(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Apply the overrides of the selected ``scale`` preset to ``config``.
+
+    Args:
+        config: the raw config, with keys ``scale`` and (optionally) ``scales``.
+
+    Returns:
+        A new config with ``scales[scale]`` merged in; ``scales`` itself is kept for provenance.
+
+    Raises:
+        ValueError: if ``scale`` names no preset, or a preset overrides a key the config does not have
+            (a misspelt override would otherwise be silently ignored).
+    """
+    scale = config.get("scale", "paper")
+    presets = config.get("scales", {}) or {}
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {', '.join(SCALES)}, got {scale!r}")
+    override = presets.get(scale, {}) or {}
+    _check_known(config, override, prefix=f"scales.{scale}")
+    return deep_merge(config, override)
+
+
+def _check_known(base: Mapping[str, Any], override: Mapping[str, Any], *, prefix: str) -> None:
+    # A figure entry (`<section>.figures.<fig>`) may add per-figure overrides that the base entry does not
+    # name; the schema, checked again after merging, still rejects a misspelt one.
+    figure_entry = prefix.rsplit(".", 2)[-2:-1] == ["figures"]
+    for key, value in override.items():
+        if key not in base and not figure_entry:
+            raise ValueError(f"{prefix}.{key} overrides a key that the config does not have")
+        if key in base and isinstance(value, Mapping) and isinstance(base[key], Mapping):
+            _check_known(base[key], value, prefix=f"{prefix}.{key}")
+
+
+def config_errors(config: Mapping[str, Any], schema_path: str) -> list[str]:
+    """Validate ``config`` against the JSON schema at ``schema_path`` (YAML; relative ``$ref`` s allowed).
+
+    Returns one readable line per violation, each naming the key by its dotted path, e.g.
+    ``audit.delta: 2 is greater than or equal to the maximum of 1``. An empty list means valid.
+    """
+    from pathlib import Path
+
+    import jsonschema
+    import yaml
+    from referencing import Registry, Resource
+
+    base = Path(schema_path).resolve()
+
+    def retrieve(uri: str) -> Resource:
+        path = Path(uri.removeprefix("file://"))
+        return Resource.from_contents(yaml.safe_load(path.read_text()))
+
+    schema = yaml.safe_load(base.read_text())
+    schema.setdefault("$id", base.as_uri())
+    registry = Registry(retrieve=retrieve)
+    validator = jsonschema.Draft202012Validator(schema, registry=registry)
+    lines = []
+    for err in sorted(validator.iter_errors(dict(config)), key=lambda e: list(map(str, e.absolute_path))):
+        where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+        lines.append(f"{where}: {err.message}")
+    return lines
+
+
+def check_config(config: Mapping[str, Any], schema_path: str, *, source: str = "config") -> None:
+    """Raise ``ValueError`` listing every schema violation of ``config`` (see :func:`config_errors`)."""
+    errors = config_errors(config, schema_path)
+    if errors:
+        raise ValueError(f"invalid {source}:\n  " + "\n  ".join(errors))
+
+
+def inferred_choices(config_path: str) -> list[tuple[str, str, str]]:
+    """The config keys whose comment marks them ``[inferred]`` (a choice the papers leave open).
+
+    Reads ``config/config.yaml`` as text: each key's comment block is the run of ``#`` lines right above it.
+
+    Returns:
+        ``(dotted key, default as written, comment)`` for every such key, in file order. docs/decisions.md is
+        generated from this list (``tests/test_config.py`` checks that it is up to date).
+    """
+    import re
+    from pathlib import Path
+
+    key_re = re.compile(r"^(?P<indent> *)(?P<key>[A-Za-z_][\w-]*):(?P<value>.*)$")
+    stack: list[tuple[int, str]] = []
+    comment: list[str] = []
+    out = []
+    for line in Path(config_path).read_text().splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            comment.append(stripped.lstrip("#").strip())
+            continue
+        m = key_re.match(line)
+        if not m:
+            if not stripped:
+                comment = []
+            continue
+        indent = len(m["indent"])
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        stack.append((indent, m["key"]))
+        text = " ".join(comment)
+        if "[inferred" in text and stack[0][1] != "scales":
+            out.append((".".join(k for _, k in stack), m["value"].strip() or "(section)", text))
+        comment = []
+    return out
+
+
+def decisions_markdown(config_path: str) -> str:
+    """docs/decisions.md: a table of every ``[inferred]`` config key (see :func:`inferred_choices`)."""
+    rows = [
+        "# Decisions: every choice the papers leave open",
+        "",
+        "Each row is a config key whose default is our reading where a paper is silent or ambiguous (tagged",
+        "[inferred] in the specs and in `config/config.yaml`). Change it in the config like any other value.",
+        "This file is generated from the config's comments; regenerate it after editing them with",
+        "`python -c \"from hsaudit.pipeline.config import decisions_markdown as d; print(d('config/config.yaml'), end='')\""
+        " > docs/decisions.md`.",
+        "",
+        "| key | default | why / what the paper says |",
+        "|---|---|---|",
+    ]
+    for key, value, text in inferred_choices(config_path):
+        text = text.replace("|", "\\|")
+        rows.append(f"| `{key}` | `{value}` | {text} |")
+    return "\n".join(rows) + "\n"

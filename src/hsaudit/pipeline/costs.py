@@ -1,0 +1,537 @@
+"""Cost estimates before launching: models, DP-SGD steps and CPU/GPU-hours per experiment.
+
+``hsaudit plan results/fig4.pdf`` answers "how many models, how many steps, how long?" from the *resolved*
+config (scale preset applied) and a small calibration table of seconds per model-step (:data:`CALIBRATION`).
+
+Where the experiments come from:
+
+- **Trained models** (Housing: fig1c, fig4, fig7; CIFAR-10: fig1, fig2, fig5, fig6a, fig8, fig11, fig12, fig13):
+  the very plan the training rules run (:func:`hsaudit.papers.cebere.plan.plan_experiments` of the ``housing:`` and
+  ``cifar10:`` sections, after the scale preset), so the estimate follows the config. Audits that several figures
+  share are counted once in totals.
+- **Yoon et al.** (``yoon/fig2`` … ``yoon/fig8``, ``yoon/table1``): the plan of its rules
+  (:func:`hsaudit.papers.yoon.plan.plan_yoon`), one row per population (4N models per run: crafting and held-out
+  populations of N + N) with full-batch steps of |D| + 1 examples, plus the black-box surrogates (:func:`yoon_audits`).
+- Analytic / 1-D experiments (Section 6 process, Steinke, Annamalai): no training; listed as simulations.
+
+Cost model: seconds per model-step scale linearly with the batch size from the calibration batch; a model
+trains ``steps`` DP-SGD steps with per-sample gradients, clipping and noise. Calibration rows say whether they
+were measured (with the command that reproduces them, :func:`measure_step_seconds`) or derived.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import time
+from pathlib import Path
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+DEVICES = ("cpu", "gpu")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Seconds per model-step of one architecture on one device at batch size ``batch``.
+
+    ``status`` is ``"measured"`` (timed with the command in ``source``) or ``"estimate"`` (derived or assumed).
+    """
+
+    model: str
+    device: str
+    batch: int
+    seconds_per_model_step: float
+    source: str
+    status: str = "estimate"
+
+
+# CPU rows: measured side by side with Opacus and the non-private floor by `hsaudit bench train` (the command is
+# in `source`) on the project's development machine (2 cores of an AMD EPYC, torch 2.13.0 CPU build, 1 torch
+# thread as the rules run, other engineers' jobs sharing the machine: load average in `source`), 2026-11-23,
+# through the population engine of hsaudit.engine.psg (`auto` backend) at the largest population measured. The FCNN
+# row is the Housing shard's step time divided by the shard size (issue 3). GPU rows are NOT measured (no GPU
+# here). They are derived from the paper's total, "approximately 3500 GPU hours" for the ConvNet and ResNet
+# audits at T = 250, 1250, 6250 (Cebere et al., Appendix D), spread over the model-steps of the paper-scale CIFAR-10
+# plan (91.26M ConvNet, 90.0M ResNet18) in the ratio of the CPU costs measured with torch.func on 2026-11-22
+# (ResNet18/ConvNet = 768, close to their FLOP ratio): c_conv·91.25M + 768·c_conv·90.0M = 3500 h. The ResNet18
+# row is therefore the paper's own cost; the ConvNet row assumes populations vectorised as well as the FLOPs allow
+# (on a GPU a lone ConvNet is launch-bound and slower). See docs/cluster.md "Cost estimates". A measured row
+# stored by `hsaudit bench train --save-calibration` (:data:`STORED_CALIBRATION`) takes precedence.
+CALIBRATION: tuple[Calibration, ...] = (
+    Calibration(
+        "fcnn", "cpu", 400, 2.36e-4,
+        "measured: hsaudit bench train --models 1000 --opacus-models 3 --threads 1 --json (1,000 models x 250 "
+        "steps in 59.0 s; load 10.0)", "measured",
+    ),
+    Calibration(
+        "convnet", "cpu", 128, 0.0656,
+        "measured: hsaudit bench train --model convnet --threads 1 --json (population 256; load 7.8)", "measured",
+    ),
+    Calibration(
+        "resnet18_gn", "cpu", 128, 18.8,
+        "measured: hsaudit bench train --model resnet18_gn --threads 1 --json (population 1; load 8.1)",
+        "measured",
+    ),
+    Calibration(
+        "alexnet_head", "cpu", 128, 2.89e-3,
+        "measured: hsaudit bench train --model alexnet_head --threads 1 --json (population 256; load 7.6)",
+        "measured",
+    ),
+    Calibration(
+        "mnist_cnn", "cpu", 128, 0.0601,
+        "measured: hsaudit plan --calibrate mnist_cnn --population 64 --steps 3 (2026-11-23; load 8.8)", "measured",
+    ),
+    Calibration(
+        "cifar_cnn", "cpu", 128, 1.31,
+        "measured: hsaudit plan --calibrate cifar_cnn --population 4 --steps 2 (2026-11-23; load 8.3)", "measured",
+    ),
+    Calibration("fcnn", "gpu", 400, 1.79e-4, "assumed: CPU cost of 2026-11-22 (68 parameters: launch-bound)"),
+    Calibration("convnet", "gpu", 128, 1.82e-4, "derived: paper's 3,500 GPU-h x measured CPU cost ratio"),
+    Calibration("resnet18_gn", "gpu", 128, 0.140, "derived: paper's 3,500 GPU-h x measured CPU cost ratio"),
+    Calibration("alexnet_head", "gpu", 128, 1.82e-4, "assumed equal to the ConvNet on GPU (launch-bound)"),
+    # Yoon et al.'s ConvNets: the ConvNet GPU row x the ratio of forward multiply-adds per example (ConvNet
+    # 651,720; MNIST ConvNet 910,656: x1.40; CIFAR-10 ConvNet 38,896,896: x59.7). Not measured (no GPU here).
+    Calibration("mnist_cnn", "gpu", 128, 2.54e-4, "derived: ConvNet GPU row x multiply-adds ratio 1.40 (estimate)"),
+    Calibration("cifar_cnn", "gpu", 128, 1.09e-2, "derived: ConvNet GPU row x multiply-adds ratio 59.7 (estimate)"),
+)
+
+PAPER_GPU_HOURS = 3500.0
+"""Cebere et al., Appendix D: "totaling approximately 3500 GPU hours" (ConvNet + ResNet, T = 250/1250/6250)."""
+
+STORED_CALIBRATION = "config/calibration.json"
+"""Default file of measured rows (``hsaudit bench train --save-calibration``), relative to the working directory;
+the environment variable ``HSAUDIT_CALIBRATION`` overrides it. Machine-specific: not meant to be committed."""
+
+
+
+def stored_calibration(path: str | os.PathLike | None = None) -> tuple[Calibration, ...]:
+    """Measured rows stored by ``hsaudit bench train --save-calibration`` (empty when the file does not exist).
+
+    Args:
+        path: the JSON file; default ``$HSAUDIT_CALIBRATION`` or :data:`STORED_CALIBRATION`.
+
+    Raises:
+        ValueError: a file that is not a calibration file (the message names it).
+    """
+    file = Path(path or os.environ.get("HSAUDIT_CALIBRATION") or STORED_CALIBRATION)
+    if not file.is_file():
+        return ()
+    return _read_stored(str(file), file.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _read_stored(path: str, _mtime_ns: int) -> tuple[Calibration, ...]:
+    try:
+        rows = json.loads(Path(path).read_text())["rows"]
+        return tuple(
+            Calibration(
+                model=str(r["model"]),
+                device=str(r["device"]),
+                batch=int(r["batch"]),
+                seconds_per_model_step=float(r["seconds_per_model_step"]),
+                source=f"measured: {r['command']} ({r['date']}, {r.get('device_name', '?')}, "
+                f"population {r.get('population', '?')}, load {r.get('load_average', '?')}, torch {r['torch']})",
+                status="measured",
+            )
+            for r in rows
+        )
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"calibration file {path!r} is not a list of measured rows: {err}") from None
+
+
+def calibration(model: str, device: str, *, path: str | os.PathLike | None = None) -> Calibration:
+    """The calibration row of ``model`` on ``device``: a stored measured row if any, else the built-in table's.
+
+    Args:
+        model: architecture.
+        device: ``"cpu"`` or ``"gpu"``.
+        path: stored calibration file (see :func:`stored_calibration`).
+
+    Raises:
+        ValueError: if neither the stored rows nor the table have such a row.
+    """
+    for row in (*stored_calibration(path), *CALIBRATION):
+        if row.model == model and row.device == device:
+            return row
+    known = sorted({(r.model, r.device) for r in CALIBRATION})
+    raise ValueError(f"no calibration for model {model!r} on {device!r}; known: {known}")
+
+
+@dataclass(frozen=True)
+class Audit:
+    """One population of trained models (one adversary, one parameter set, one repetition group)."""
+
+    figures: tuple[str, ...]
+    section: str
+    adversary: str
+    model: str
+    models: int
+    steps: int
+    batch: int
+    device: str
+    key: tuple = field(compare=False, default=())
+    detail: str = ""
+
+    @property
+    def model_steps(self) -> int:
+        return self.models * self.steps
+
+    def hours(self, device: str) -> float:
+        """Estimated hours on ``device`` (``"cpu"``: CPU core-hours at 1 thread per job; ``"gpu"``: GPU-hours)."""
+        cal = calibration(self.model, device)
+        return self.model_steps * cal.seconds_per_model_step * (self.batch / cal.batch) / 3600.0
+
+
+# Figures without trained models (simulate → audit → plot), by config section.
+SIMULATION_FIGURES = {
+    "section6": ("fig3", "fig6b", "fig6c", "fig10", "fig14"),
+    "steinke": ("steinke/fig1", "steinke/fig3", "steinke/fig5", "steinke/fig6"),
+    "annamalai": ("annamalai/fig1", "annamalai/fig2"),
+}
+
+# Figures assembled from other figures' audits: fig1 = CIFAR-10 panels (a, b) + the Housing panel (c).
+ASSEMBLED = {"fig1": ("fig1c",)}
+# Targets without trained models of their own (generated from the config).
+TABLES = ("table2",)
+
+
+def trained_audits(config: Mapping[str, Any]) -> list[Audit]:
+    """Every trained population of the config, from the same plan the training rules use
+    (:func:`hsaudit.papers.cebere.plan.plan_experiments`, one per family: housing, cifar10).
+
+    An audit shared by several figures is listed once with all of them. Its models are ``runs`` (per repetition:
+    the plan lists repetitions as separate audits) plus, for the A_GC-S Noisy variants, the ``simulations``
+    simulated trainings; a population runs on the GPU when its family's jobs ask for one.
+    """
+    from hsaudit.papers.cebere.plan import FAMILIES, plan_experiments
+
+    out: list[Audit] = []
+    for family in FAMILIES:
+        section = config.get(family)
+        if not section:
+            continue
+        device = "gpu" if int((section.get("resources") or {}).get("gpu", 0) or 0) > 0 else "cpu"
+        plan = plan_experiments(section, seed=int(config.get("seed", 0)), family=family)
+        figures: dict[str, list[str]] = {}
+        refs = {}
+        for figure, entries in plan.figures.items():
+            for ref in entries:
+                figures.setdefault(ref.key, [])
+                if figure not in figures[ref.key]:
+                    figures[ref.key].append(figure)
+                refs.setdefault(ref.key, ref)
+        for key, ref in refs.items():
+            params = plan.audits[key]
+            dpsgd = params["setup"]["dpsgd"]
+            models = ref.runs + (int(params["simulations"] or 0) if ref.adversary.startswith("gc_s_noisy") else 0)
+            out.append(
+                Audit(
+                    figures=tuple(figures[key]),
+                    section=family,
+                    adversary=ref.adversary,
+                    model=ref.model,
+                    models=models,
+                    steps=int(dpsgd["steps"]),
+                    batch=int(dpsgd["batch_size"]),
+                    device=device,
+                    key=(family, key),
+                    detail=f"C={dpsgd['clip_norm']:g} k={dpsgd['period']} rep={ref.rep}",
+                )
+            )
+    return out
+
+
+def yoon_audits(config: Mapping[str, Any]) -> list[Audit]:
+    """The Yoon et al. populations of the config, from the plan its rules run (:func:`hsaudit.papers.yoon.plan.plan_yoon`).
+
+    One row per population key (shared by figures, e.g. fig2/fig4 reuse fig3's MNIST populations, and counted
+    once): every run trains two independent populations (crafting and held-out audit) of N models on D and N on
+    D′, so ``models = 4N × runs``; every model takes ``T`` full-batch steps of ``|D| + 1`` per-sample gradients
+    (the engine appends the canary to the batch of every model and masks it out of the D models'). Black-box
+    audits add one row of surrogate distillation (``2N × runs`` surrogates, ``epochs × ⌈(|D| + 1) / b⌉`` Adam steps
+    of batch ``b``, priced as DP-SGD steps: an upper estimate, distillation needs no per-sample gradients).
+    Crafting (a few hundred forward/backward passes of one input) is not counted.
+    """
+    section = config.get("yoon")
+    if not section:
+        return []
+    from hsaudit.papers.yoon.plan import plan_yoon
+
+    seed = int(config.get("seed", 0))
+    plan = plan_yoon(section, seed=seed, audit=config.get("audit", {}))
+    device = "gpu" if int((section.get("resources") or {}).get("gpu", 0) or 0) > 0 else "cpu"
+    figures: dict[str, list[str]] = {}
+    runs: dict[str, int] = {}
+    audit_figures: dict[str, list[str]] = {}
+    for figure, points in plan.figures.items():
+        for point in points:
+            for table, key in ((figures, point.population), (audit_figures, point.audit)):
+                table.setdefault(key, [])
+                if f"yoon/{figure}" not in table[key]:
+                    table[key].append(f"yoon/{figure}")
+            runs[point.population] = max(runs.get(point.population, 0), point.runs)
+            runs[point.audit] = max(runs.get(point.audit, 0), point.runs)
+    out: list[Audit] = []
+    for key, figs in figures.items():
+        pop = plan.populations[key]
+        d = int(plan.data[pop["data"]]["d_size"])
+        n = int(pop["models_per_world"])
+        out.append(
+            Audit(
+                figures=tuple(figs),
+                section="yoon",
+                adversary="full-batch DP-SGD",
+                model=pop["model"],
+                models=4 * n * runs[key],
+                steps=int(pop["steps"]),
+                batch=d + 1,
+                device=device,
+                key=("yoon", key),
+                detail=f"{pop['dataset']} eps={pop['epsilon']:g} {pop['canary']} init={pop['init']} "
+                f"C={pop['clip_norm']:g} |D|={d} N={n}",
+            )
+        )
+    for key, figs in audit_figures.items():
+        aud = plan.audits[key]
+        if aud["access"] != "black":
+            continue
+        pop = plan.populations[aud["population"]]
+        d, n, s = int(plan.data[pop["data"]]["d_size"]), int(pop["models_per_world"]), aud["surrogate"]
+        batch = int(s["batch_size"])
+        out.append(
+            Audit(
+                figures=tuple(figs),
+                section="yoon",
+                adversary="surrogates",
+                model=pop["model"],
+                models=2 * n * runs[key],
+                steps=int(s["epochs"]) * -(-(d + 1) // batch),
+                batch=min(batch, d + 1),
+                device=device,
+                key=("yoon-surrogates", key),
+                detail=f"{pop['dataset']} eps={pop['epsilon']:g} black box, {s['epochs']} epochs",
+            )
+        )
+    return out
+
+
+def all_audits(config: Mapping[str, Any]) -> list[Audit]:
+    """Every trained population the config describes (Housing, CIFAR-10 and Yoon et al.)."""
+    return trained_audits(config) + yoon_audits(config)
+
+
+_TARGET_RE = re.compile(r"^(?:results/)?(?:archive/)?(?P<fig>(?:[a-z0-9_]+/)?(?:fig|table)[0-9a-z_]+)"
+                        r"(?:\.pdf|\.csv|\.tar\.gz|\.md)?$")
+
+
+def figure_id(target: str) -> str:
+    """Figure id of a target path: ``results/fig4.pdf`` → ``fig4``; ``results/steinke/fig1.pdf`` → ``steinke/fig1``.
+
+    Raises:
+        ValueError: if ``target`` does not look like a figure target.
+    """
+    m = _TARGET_RE.match(str(target).strip())
+    if not m:
+        raise ValueError(f"target {target!r} is not a figure target (expected e.g. results/fig4.pdf)")
+    return m.group("fig")
+
+
+def known_figures(config: Mapping[str, Any]) -> list[str]:
+    """Every figure (and table) id that :func:`plan` accepts."""
+    figs = {f for a in all_audits(config) for f in a.figures}
+    figs.update(f for group in SIMULATION_FIGURES.values() for f in group)
+    figs.update(ASSEMBLED)
+    figs.update(TABLES)
+    return sorted(figs)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The populations behind some targets, and totals with shared populations counted once."""
+
+    targets: tuple[str, ...]
+    audits: tuple[Audit, ...]
+    simulations: tuple[str, ...]
+
+    @property
+    def models(self) -> int:
+        return sum(a.models for a in self.audits)
+
+    @property
+    def model_steps(self) -> int:
+        return sum(a.model_steps for a in self.audits)
+
+    def hours(self, device: str) -> float:
+        return sum(a.hours(device) for a in self.audits)
+
+    @property
+    def gpu_sized(self) -> bool:
+        return any(a.device == "gpu" for a in self.audits)
+
+
+def plan(targets: Iterable[str], config: Mapping[str, Any]) -> Plan:
+    """Plan ``targets`` (figure paths, or ``all``) under the resolved ``config``.
+
+    Raises:
+        ValueError: a target that is no figure of the project (the message lists the known ones).
+    """
+    targets = tuple(targets)
+    audits = all_audits(config)
+    known = known_figures(config)
+    wanted: list[str] = []
+    for t in targets:
+        if t in ("all", "results/all"):
+            wanted.extend(known)
+            continue
+        fig = figure_id(t)
+        if fig not in known:
+            raise ValueError(f"unknown figure {fig!r} (from {t!r}); known: {', '.join(known)}")
+        wanted.append(fig)
+        wanted.extend(ASSEMBLED.get(fig, ()))
+    chosen = tuple(a for a in audits if set(a.figures) & set(wanted))
+    sims = tuple(
+        f for group in SIMULATION_FIGURES.values() for f in group if f in wanted
+    )
+    return Plan(targets=targets, audits=chosen, simulations=sims)
+
+
+def _fmt_hours(h: float) -> str:
+    if h < 0.01:
+        return f"{h * 3600:.1f} s"
+    if h < 1:
+        return f"{h * 60:.1f} min"
+    return f"{h:,.1f} h"
+
+
+def format_plan(p: Plan, *, scale: str) -> str:
+    """Human-readable table of a plan (what ``hsaudit plan`` prints)."""
+    lines = [f"plan for {' '.join(p.targets)} (scale={scale})"]
+    if p.audits:
+        fw = max(7, *(len(",".join(a.figures)) for a in p.audits))
+        sw = max(7, *(len(a.detail) for a in p.audits))
+        header = f"{'figures':<{fw}} {'adversary':<18} {'model':<12} {'setting':<{sw}} {'models':>9} {'steps':>6} " \
+                 f"{'model-steps':>14} {'CPU (1 core)':>13} {'GPU':>10}  runs on"
+        lines += [header, "-" * len(header)]
+        for a in p.audits:
+            lines.append(
+                f"{','.join(a.figures):<{fw}} {a.adversary:<18} {a.model:<12} {a.detail:<{sw}} {a.models:>9,} "
+                f"{a.steps:>6,} {a.model_steps:>14,} {_fmt_hours(a.hours('cpu')):>13} {_fmt_hours(a.hours('gpu')):>10}"
+                f"  {a.device}"
+            )
+        lines.append("-" * len(header))
+        lines.append(
+            f"{'total (shared populations once)':<{fw + sw + 33}} {p.models:>9,} {'':>6} {p.model_steps:>14,} "
+            f"{_fmt_hours(p.hours('cpu')):>13} {_fmt_hours(p.hours('gpu')):>10}"
+        )
+    for fig in p.simulations:
+        lines.append(f"{fig}: simulation, no training (CPU minutes at paper scale; docs/benchmarks.md)")
+    lines.append("CPU = core-hours at 1 thread per job; GPU = GPU-hours (derived, see docs/cluster.md).")
+    return "\n".join(lines)
+
+
+def gpu_warning(targets: Iterable[str], config: Mapping[str, Any], *, has_gpu: bool) -> str | None:
+    """Warning text for a paper-scale, GPU-sized run on a machine without a GPU (None when there is nothing to say).
+
+    Targets that are not figures (rules, intermediate files) are ignored.
+    """
+    if has_gpu or config.get("scale", "paper") != "paper":
+        return None
+    figs = []
+    for t in targets:
+        try:
+            figs.append(figure_id(t))
+        except ValueError:
+            continue
+    if not figs:
+        return None
+    try:
+        p = plan(figs, config)
+    except ValueError:
+        return None
+    gpu = tuple(a for a in p.audits if a.device == "gpu")
+    if not gpu:
+        return None
+    cpu_h = sum(a.hours("cpu") for a in gpu)
+    gpu_h = sum(a.hours("gpu") for a in gpu)
+    return (
+        f"hsaudit: GPU-sized at scale=paper ({', '.join(sorted({f for a in gpu for f in a.figures} & set(figs)))}): "
+        f"{sum(a.models for a in gpu):,} models, {sum(a.model_steps for a in gpu):,} model-steps, "
+        f"about {_fmt_hours(gpu_h)} of GPU time (GPU-hours), or {_fmt_hours(cpu_h)} of CPU core time on this "
+        f"machine, which has no GPU. "
+        f"Use --profile slurm on a GPU cluster, or --config scale=laptop (`hsaudit plan TARGET` for details)."
+    )
+
+
+def has_local_gpu() -> bool:
+    """Whether this machine has an NVIDIA GPU (cheap check: no torch import)."""
+    import os
+    import shutil
+
+    return os.path.exists("/proc/driver/nvidia/gpus") and bool(os.listdir("/proc/driver/nvidia/gpus")) or (
+        shutil.which("nvidia-smi") is not None and os.path.exists("/dev/nvidia0")
+    )
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Calibration: time DP-SGD steps (per-sample gradients, clipping, noise, update) of one architecture.
+
+
+def measure_step_seconds(
+    model: str,
+    *,
+    device: str = "cpu",
+    batch: int | None = None,
+    steps: int = 5,
+    population: int = 1,
+    threads: int = 1,
+    seed: int = 0,
+) -> float:
+    """Measured seconds per model-step of DP-SGD for ``model`` through the population engine.
+
+    One step = :func:`hsaudit.engine.dpsgd.run_population` with the ``auto`` backend of :mod:`hsaudit.engine.psg` (per-sample
+    gradients, clipping to norm 1, noise from a preallocated standard-normal tensor, SGD update) for
+    ``population`` models at once; the time is divided by ``population``. The first step (warm-up) is not timed.
+    ``hsaudit bench train --save-calibration`` measures the same thing beside Opacus and stores it.
+
+    Raises:
+        ValueError: bad model, device, or a non-positive count.
+    """
+    import torch
+
+    from hsaudit.engine import models as M
+    from hsaudit.engine.psg import population as engine_for
+    from hsaudit.engine.dpsgd import run_population
+
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
+    if min(steps, population, threads) < 1:
+        raise ValueError(f"steps, population and threads must be >= 1, got {steps}, {population}, {threads}")
+    dev = torch.device("cuda" if device == "gpu" else "cpu")
+    torch.set_num_threads(threads)
+    gen = torch.Generator().manual_seed(seed)
+    shape = tuple(32 if s is None else s for s in M.input_shape(model))
+    batch = int(batch or (400 if model == "fcnn" else 128))
+    engine = engine_for(model, {}, dev)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        theta0 = M.flat_parameters(M.build_model(model)).to(dev)
+    theta = theta0[None].repeat(population, 1)
+    x = torch.randn(batch, *shape, generator=gen).to(dev)
+    y = torch.randint(0, M.num_classes(model), (batch,), generator=gen).to(dev)
+    z = torch.randn(population, engine.p, generator=gen).to(dev)
+    kw = dict(lr=0.01, batch_size=batch, clip=1.0, sigma=4.0, period=1, noise=lambda t: z)
+    schedule = torch.arange(batch)[None].numpy()
+    with torch.no_grad():
+        theta = run_population(engine, theta, x, y, schedule, **kw)  # warm-up
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        run_population(engine, theta, x, y, schedule.repeat(steps, axis=0), **kw)
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+    return (time.perf_counter() - start) / (steps * population)

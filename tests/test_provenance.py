@@ -1,0 +1,141 @@
+"""Code versions follow the code (hsaudit.pipeline.provenance): a job's version covers its script and exactly the
+package modules the script imports, so an edit reruns the jobs that run it and never the others.
+
+Each test works on a private copy of the package (``root=``), edits modules there and recomputes the versions of
+the real workflow scripts (workflow/scripts/*.py) against it.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from hsaudit.pipeline import provenance
+
+SCRIPTS = sorted((REPO / "workflow" / "scripts").glob("*.py"))
+NAMES = [s.stem for s in SCRIPTS]
+
+# Rule families by script (workflow/rules/*.smk name each script once).
+TRAINING = ["prepare_data", "extract_features", "make_setup", "craft_adversary", "train_shard", "prepare_yoon_data",
+            "train_yoon_models"]
+AUDITS = ["extract_scores", "audit_epsilon", "audit_yoon_run", "audit_cebere_process", "tabulate_cebere_cp",
+          "compute_cebere_exact_law", "compute_cebere_tradeoff_curves", "search_cebere_threshold",
+          "compute_steinke_fig1", "audit_steinke_fig3", "compute_steinke_fig5", "attack_steinke_fig6",
+          "tabulate_annamalai_pld", "audit_annamalai", "simulate_annamalai_fig1"]
+SECTION6 = ["audit_cebere_process", "tabulate_cebere_cp", "compute_cebere_exact_law",
+            "compute_cebere_tradeoff_curves", "search_cebere_threshold", "plot_cebere_section6"]
+
+
+@pytest.fixture
+def package_copy(tmp_path: Path) -> Path:
+    dest = tmp_path / "src" / "hsaudit"
+    shutil.copytree(provenance.package_dir(), dest, ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
+def versions(root: Path) -> dict[str, str]:
+    return {s.stem: provenance.script_version(s, root=root) for s in SCRIPTS}
+
+
+def changed_by(root: Path, *edited: str) -> set[str]:
+    """Scripts whose version changes when a comment is appended to each of ``edited`` (paths under root)."""
+    before = versions(root)
+    for rel in edited:
+        with open(root / rel, "a") as fh:
+            fh.write("\n# an edit that changes nothing\n")
+    after = versions(root)
+    return {name for name in NAMES if before[name] != after[name]}
+
+
+def test_every_family_is_named():
+    """The families above name real scripts (a renamed script must be placed in its family here)."""
+    assert set(TRAINING) | set(AUDITS) | set(SECTION6) <= set(NAMES)
+
+
+def test_audit_and_accounting_edits_leave_training_alone(package_copy):
+    edited = [p.relative_to(package_copy).as_posix() for d in ("audit", "accounting")
+              for p in (package_copy / d).glob("*.py")]
+    changed = changed_by(package_copy, *edited)
+    assert not changed & set(TRAINING), sorted(changed & set(TRAINING))
+    # ... and they do rerun the audits that use them.
+    assert {"audit_epsilon", "audit_yoon_run", "audit_cebere_process", "audit_steinke_fig3"} <= changed
+
+
+def test_figure_edits_leave_audits_and_training_alone(package_copy):
+    edited = ["papers/plotting.py", "papers/steinke/figures.py", "papers/annamalai/figures.py",
+              "papers/yoon/figures.py", *(p.relative_to(package_copy).as_posix()
+                                         for p in (package_copy / "papers/cebere/figures").glob("*.py"))]
+    changed = changed_by(package_copy, *edited)
+    assert not changed & (set(AUDITS) | set(TRAINING)), sorted(changed & (set(AUDITS) | set(TRAINING)))
+    assert {"plot_cebere_housing", "plot_cebere_cifar", "plot_cebere_section6", "plot_steinke", "plot_annamalai",
+            "plot_yoon"} <= changed
+
+
+def test_section6_edit_stays_in_section6(package_copy):
+    changed = changed_by(package_copy, "papers/cebere/section6/exact.py")
+    assert changed == set(SECTION6)
+
+
+def test_engine_edits_retrain(package_copy):
+    for module in ("engine/dpsgd.py", "engine/psg.py", "engine/noise.py"):
+        changed = changed_by(package_copy, module)
+        assert {"train_shard", "train_yoon_models", "craft_adversary"} <= changed, (module, changed)
+        assert not changed & {"audit_epsilon", "extract_scores", "plot_yoon", "prepare_data"}, (module, changed)
+
+
+def test_reexports_are_not_followed(package_copy):
+    """A parent package's __init__ is hashed (it runs) but what it only re-exports is not followed."""
+    files = provenance.module_files("hsaudit.audit.gdp", root=package_copy)
+    names = {p.relative_to(package_copy).as_posix() for p in files}
+    assert {"__init__.py", "audit/__init__.py", "audit/gdp.py"} <= names
+    assert "audit/pld.py" not in names and "audit/two_sample.py" not in names
+    # Importing the package itself follows what it imports.
+    whole = {p.relative_to(package_copy).as_posix() for p in provenance.module_files("hsaudit.audit", root=package_copy)}
+    assert {"audit/pld.py", "audit/two_sample.py"} <= whole
+
+
+def test_module_files_follow_imports_transitively(package_copy):
+    (package_copy / "zz_a.py").write_text("from hsaudit import zz_b\nimport numpy\n")
+    (package_copy / "zz_b.py").write_text("def f():\n    from .zz_c import g\n    return g\n")
+    (package_copy / "zz_c.py").write_text("from hsaudit.util import seeding\n")
+    files = set(provenance.module_files("hsaudit.zz_a", root=package_copy))
+    expected = {package_copy / n for n in ("__init__.py", "zz_a.py", "zz_b.py", "zz_c.py", "util/__init__.py",
+                                           "util/seeding.py")}
+    assert files == expected
+    # The prefix may be left out; a module that does not exist is an error naming it.
+    assert provenance.module_files("zz_a", root=package_copy) == sorted(files)
+    with pytest.raises(ValueError, match="'nosuch'"):
+        provenance.module_files("nosuch", root=package_copy)
+
+
+def test_script_version_covers_the_script_text(tmp_path, package_copy):
+    script = tmp_path / "s.py"
+    script.write_text("from hsaudit.util.seeding import derive_seed\n")
+    v0 = provenance.script_version(script, root=package_copy)
+    assert re.fullmatch(r"[0-9a-f]{12}", v0) and provenance.script_version(script, root=package_copy) == v0
+    script.write_text("from hsaudit.util.seeding import derive_seed  # edited\n")
+    assert provenance.script_version(script, root=package_copy) != v0
+    assert [p.name for p in provenance.script_files(script, root=package_copy)] == [
+        "__init__.py", "__init__.py", "seeding.py"]
+
+
+def test_the_package_version_does_not_decide(package_copy, monkeypatch):
+    """The source alone decides: another version number (a release that edits no module) changes no version."""
+    import hsaudit
+
+    before = versions(package_copy)
+    monkeypatch.setattr(hsaudit, "__version__", "99.0")
+    provenance.code_version.cache_clear()
+    assert versions(package_copy) == before
+    assert "__version__ = " not in (package_copy / "__init__.py").read_text(), "the number lives in pyproject.toml"
+
+
+def test_git_state_outside_a_repository(tmp_path):
+    assert provenance.git_state(tmp_path) == {"commit": None, "dirty": None, "describe": None}
+    if shutil.which("git") and (REPO / ".git").exists():
+        state = provenance.git_state(REPO)
+        assert re.fullmatch(r"[0-9a-f]{40}", state["commit"]) and isinstance(state["dirty"], bool)

@@ -1,0 +1,45 @@
+"""Snakemake adapter: one CIFAR-10 figure of Cebere et al. from its audits (hsaudit.papers.cebere.figures.cifar).
+
+fig1 adds the Housing panel (fig1c's audits); fig6a reads the scores of its audit; fig8 the canary's gradient
+norms from the shards; every other figure only the per-step audit tables.
+"""
+
+import pandas as pd
+
+from hsaudit.data.datasets import dataset_source
+from hsaudit.papers.cebere.tables import norms_table
+from hsaudit.papers.cebere.figures import cifar
+from hsaudit.pipeline.logs import script_logging
+
+log = script_logging(snakemake)
+params, inp, out = snakemake.params, snakemake.input, snakemake.output
+figure = params.figure
+sources = {path: dataset_source(path) for path in dict.fromkeys(inp.datasets)}
+refs = [{**ref, "data_source": sources[path]} for ref, path in zip(params.refs, inp.datasets, strict=True)]
+common = {"scale": params.scale, "code_version": params.code_version}
+if figure == "fig8":
+    frames, start = [], 0
+    for ref, count in zip(refs, params.shards_per_ref, strict=True):
+        frames.append(norms_table(inp.shards[start : start + count]).assign(model=ref["model"]))
+        start += count
+    summary = cifar.plot_fig8(
+        pd.concat(frames, ignore_index=True),
+        out.pdf,
+        out.csv,
+        data_source="/".join(sorted(set(sources.values()))),
+        clip_norm=float(refs[0]["clip_norm"]),
+        **common,
+    )
+else:
+    entries = [(ref, pd.read_csv(path)) for ref, path in zip(refs, inp.tables, strict=True)]
+    if figure == "fig1":
+        housing = [(ref, pd.read_csv(path)) for ref, path in zip(params.housing_refs, inp.housing, strict=True)]
+        summary = cifar.plot_fig1(entries, housing, out.pdf, out.csv, **common)
+    elif figure == "fig6a":
+        (ref, audit), scores = entries[0], pd.read_parquet(inp.scores[0])
+        summary = cifar.plot_fig6a(ref, audit, scores, out.pdf, out.csv, **common)
+    elif figure == "fig11":
+        summary = cifar.plot_fig11(entries, out.pdf, out.csv, periods=sorted({r["period"] for r in refs}), **common)
+    else:
+        summary = cifar.plot_cifar_figure(entries, out.pdf, out.csv, figure=figure, **common)
+log.info("%s (%s):\n%s", figure, ", ".join(sorted(set(sources.values()))), summary.to_string(max_rows=40))
