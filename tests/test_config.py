@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 
 from conftest import run_snakemake
-from hsaudit.pipeline.config import deep_merge, resolve_scale
+import yaml
+
+from conftest import REPO
+from hsaudit.pipeline.config import deep_merge, explicit_values, preset_overrides, resolve_scale
 
 
 def test_deep_merge_overrides_only_named_keys():
@@ -19,6 +22,48 @@ def test_resolve_scale_applies_the_selected_preset():
     config = {"scale": "smoke", "sec": {"r": 1000, "t": 25}, "scales": {"smoke": {"sec": {"r": 10}}}}
     assert resolve_scale(config)["sec"] == {"r": 10, "t": 25}
     assert resolve_scale({**config, "scale": "paper"})["sec"] == {"r": 1000, "t": 25}
+
+
+def test_explicit_values_are_the_leaves_that_differ_from_the_defaults():
+    defaults = {"scale": "paper", "a": {"x": 1, "y": {"z": 2, "w": 3}}, "b": [1, 2]}
+    given = {"scale": "paper", "a": {"x": 1, "y": {"z": 5, "w": 3}}, "b": [1, 2], "new": {"k": 0}}
+    assert explicit_values(given, defaults) == {"a": {"y": {"z": 5}}, "new": {"k": 0}}
+    assert explicit_values(defaults, defaults) == {}
+
+
+def test_an_explicit_value_wins_over_the_preset():
+    """--config scale=smoke --configfile my.yaml: my.yaml's data source survives the smoke preset."""
+    raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    mine = {"scale": "smoke", "cifar10": {"data": {"source": "local", "path": "/data/cifar-10-batches-py"}}}
+    given = deep_merge(raw, mine)  # what snakemake hands the workflow
+    explicit = explicit_values(mine, raw)
+    resolved = resolve_scale(given, explicit=explicit)
+    assert resolved["cifar10"]["data"]["source"] == "local"
+    assert resolved["cifar10"]["data"]["path"] == "/data/cifar-10-batches-py"
+    # The rest of the preset still applies (here: the smoke set sizes of the same section).
+    smoke = raw["scales"]["smoke"]["cifar10"]["data"]
+    assert all(resolved["cifar10"]["data"][k] == v for k, v in smoke.items() if k not in mine["cifar10"]["data"])
+    # Without the explicit values, the preset would have won (the bug this guards against).
+    assert resolve_scale(given)["cifar10"]["data"]["source"] == smoke["source"]
+    lines = preset_overrides(given, explicit)
+    assert lines == [f"cifar10.data.source: 'local' (scale preset 'smoke': cifar10.data.source = {smoke['source']!r})"]
+
+
+def test_a_value_equal_to_the_default_leaves_the_preset_in_charge():
+    """Passing config/config.yaml again (README's examples do) must not undo the preset."""
+    raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    given = {**raw, "scale": "smoke"}
+    explicit = explicit_values(given, raw)
+    assert explicit == {"scale": "smoke"}
+    assert resolve_scale(given, explicit=explicit) == resolve_scale(given)
+
+
+def test_workflow_names_the_values_that_beat_the_preset(workflow_copy):
+    mine = workflow_copy / "my.yaml"
+    mine.write_text("cifar10:\n  data:\n    source: local\n    path: /data/cifar-10-batches-py\n")
+    proc = run_snakemake(workflow_copy, "-n", "--config", "scale=smoke", "--configfile", str(mine), check=False)
+    out = proc.stdout + proc.stderr
+    assert "your value wins over the preset: cifar10.data.source: 'local'" in out, out
 
 
 @pytest.mark.parametrize(

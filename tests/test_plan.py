@@ -170,7 +170,7 @@ def test_workflow_warns_before_a_gpu_sized_run(workflow_copy):
     # The real fig13 target (registered kind "gpu"), produced here by a stand-in rule so that nothing trains.
     with open(workflow_copy / "Snakefile", "a") as fh:
         fh.write('\n\nrule fake_fig13:\n    output:\n        "results/fig13.pdf",\n'
-                 '    shell:\n        "touch {output}"\n\n\nruleorder: fake_fig13 > plot_fig13\n')
+                 '    shell:\n        "touch {output}"\n\n\nruleorder: fake_fig13 > plot_cebere_fig13\n')
     proc = run_snakemake(workflow_copy, "results/fig13.pdf", timeout=300)
     out = proc.stdout + proc.stderr
     assert out.count("hsaudit: GPU-sized at scale=paper (fig13): 10,000 models") == 1, out

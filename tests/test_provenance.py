@@ -131,7 +131,8 @@ def test_the_package_version_does_not_decide(package_copy, monkeypatch):
     monkeypatch.setattr(hsaudit, "__version__", "99.0")
     provenance.code_version.cache_clear()
     assert versions(package_copy) == before
-    assert "__version__ = " not in (package_copy / "__init__.py").read_text(), "the number lives in pyproject.toml"
+    # The number itself lives in pyproject.toml; the package only reads it from the installed metadata.
+    assert not re.search(r"__version__\s*=\s*[\"'][0-9]+\.[0-9]", (package_copy / "__init__.py").read_text())
 
 
 def test_git_state_outside_a_repository(tmp_path):

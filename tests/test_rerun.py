@@ -175,3 +175,41 @@ def test_interrupted_run_redoes_only_unfinished_jobs(built_copy):
     assert not redone, out
     run_snakemake(work, TARGET, *SMOKE, timeout=300)
     assert planned(dry(work, TARGET, *SMOKE)) == {}
+
+
+@pytest.mark.slow
+def test_an_estimator_edit_never_retrains(tmp_path, monkeypatch):
+    """Build a trained-model figure (Housing fig1c, smoke), append a comment to audit/gdp.py: audits and plots
+    rerun, nothing that prepares data or trains; an edit to the DP-SGD engine then retrains (the reverse)."""
+    from conftest import _COPIED
+    from test_workflow_housing import configure, write_synthetic_csv
+
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in _COPIED:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, work / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif src.exists():
+            shutil.copy2(src, work / name)
+    pkg = work / "_pkg" / "hsaudit"
+    shutil.copytree(provenance.package_dir(), pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setenv("PYTHONPATH", str(work / "_pkg"))
+    write_synthetic_csv(work / "housing.csv")
+    configure(work, repetitions=1, runs=20)
+    target = "results/fig1c.pdf"
+    run_snakemake(work, target, timeout=900)
+    assert planned(dry(work, target)) == {}
+
+    with open(pkg / "audit" / "gdp.py", "a") as fh:
+        fh.write("\n# an estimator edit\n")
+    out = dry(work, target)
+    counts = planned(out)
+    assert counts.get("audit_epsilon") and counts.get("plot_cebere_fig1c") == 1, out
+    trains = [rule for rule in counts if rule.startswith(("train_", "prepare_", "craft_", "make_"))]
+    assert trains == [], out
+
+    with open(pkg / "engine" / "dpsgd.py", "a") as fh:
+        fh.write("\n# an engine edit\n")
+    counts = planned(dry(work, target))
+    assert counts.get("train_shard") == 3 and counts.get("plot_cebere_fig1c") == 1, counts

@@ -1,13 +1,28 @@
 # Shared Python for the rules: config resolution, wildcard constraints, input functions.
 # The only .smk file that holds Python beyond rule declarations.
 import json
+import sys
 
-from hsaudit.pipeline.config import check_config, resolve_scale
+import yaml
+
+from hsaudit.pipeline.config import (
+    check_config,
+    explicit_values,
+    preset_overrides,
+    resolve_scale,
+)
 from hsaudit.pipeline.provenance import script_version as _script_version
 
-# The scale preset's overrides are merged in, then the merged config is validated again so that an
-# override with a bad value is caught as well.
-config.update(resolve_scale(config))
+# The scale preset's overrides are merged in, then the values the user set explicitly (--configfile/--config,
+# where they differ from config/config.yaml) over them; the merged config is validated again so that an
+# override with a bad value is caught as well (precedence: hsaudit.pipeline.config).
+with open(f"{workflow.basedir}/config/config.yaml") as _fh:
+    _EXPLICIT = explicit_values(
+        workflow.config_settings.overwrite_config, yaml.safe_load(_fh)
+    )
+for _line in preset_overrides(config, _EXPLICIT):
+    print(f"config: your value wins over the preset: {_line}", file=sys.stderr)
+config.update(resolve_scale(config, explicit=_EXPLICIT))
 check_config(
     config,
     f"{workflow.basedir}/workflow/schemas/config.schema.yaml",

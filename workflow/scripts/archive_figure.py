@@ -13,7 +13,7 @@ summary = archive_figure(
     snakefile=params.snakefile,
     max_file_mb=params.max_file_mb,
     exclude=params.exclude,
-    extra={"code_version": params.code_version, "rule": snakemake.rule},
+    extra={"archive_code_version": params.code_version, "rule": snakemake.rule},
 )
 log.info("%s: %d files bundled, %d excluded", summary.path, len(summary.files), len(summary.excluded))
 for path, digest, reason in summary.excluded:

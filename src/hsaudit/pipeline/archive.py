@@ -164,6 +164,7 @@ def build_archive(
         "environment.json": json.dumps(provenance.environment(), indent=2).encode(),
         "provenance.json": json.dumps(
             {
+                # The whole package's source hash; each job's own code version is in jobs.json (its params).
                 "code_version": provenance.code_version(),
                 "git": provenance.git_state(workdir),
                 "package_dir": str(provenance.package_dir()),

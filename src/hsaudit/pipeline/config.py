@@ -3,6 +3,13 @@
 The workflow's config has a ``scale:`` preset (``paper``, ``laptop`` or ``smoke``). The values written in
 the experiment sections are the paper's; ``scales.<preset>`` holds overrides that are deep-merged on top
 of them, so a preset changes only what it names. :func:`resolve_scale` does that merge.
+
+**Precedence.** A value the user sets explicitly (in a ``--configfile`` or with ``--config``) wins over the
+preset: ``--config scale=smoke --configfile my.yaml`` with ``cifar10.data.source: local`` in ``my.yaml`` keeps the
+local copy although the smoke preset says ``synthetic``. "Explicitly" means: different from the value in
+``config/config.yaml`` (:func:`explicit_values`), so that passing ``--configfile config/config.yaml`` again, as
+README's examples do, does not undo the preset. Highest first: your values, the preset, ``config/config.yaml``.
+The workflow prints each key where your value overrode the preset's (:func:`preset_overrides`).
 """
 
 from __future__ import annotations
@@ -15,11 +22,55 @@ from hsaudit.util.mapping import deep_merge
 SCALES = ("paper", "laptop", "smoke")
 
 
-def resolve_scale(config: Mapping[str, Any]) -> dict[str, Any]:
-    """Apply the overrides of the selected ``scale`` preset to ``config``.
+def explicit_values(given: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """The leaves of ``given`` that differ from ``defaults`` (the user's own choices), nested as in ``given``.
+
+    Mappings are compared key by key; anything else (numbers, strings, lists) is a leaf.
+
+    >>> explicit_values({"a": {"x": 1, "y": 2}, "scale": "smoke"}, {"a": {"x": 1, "y": 3}, "scale": "paper"})
+    {'a': {'y': 2}, 'scale': 'smoke'}
+    """
+    out: dict[str, Any] = {}
+    for key, value in given.items():
+        default = defaults.get(key) if isinstance(defaults, Mapping) else None
+        if isinstance(value, Mapping) and isinstance(default, Mapping):
+            inner = explicit_values(value, default)
+            if inner:
+                out[key] = inner
+        elif key not in defaults or value != default:
+            out[key] = value
+    return out
+
+
+def _leaves(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            out.update(_leaves(value, prefix=f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def preset_overrides(config: Mapping[str, Any], explicit: Mapping[str, Any]) -> list[str]:
+    """Lines ``key: yours (preset: theirs)`` for every leaf where an explicit value beats the active preset."""
+    preset = (config.get("scales", {}) or {}).get(config.get("scale", "paper"), {}) or {}
+    mine, theirs = _leaves(explicit), _leaves(preset)
+    lines = []
+    for key, value in mine.items():
+        for pkey, pvalue in theirs.items():
+            if (pkey == key or pkey.startswith(key + ".") or key.startswith(pkey + ".")) and pvalue != value:
+                lines.append(f"{key}: {value!r} (scale preset {config.get('scale')!r}: {pkey} = {pvalue!r})")
+    return sorted(set(lines))
+
+
+def resolve_scale(config: Mapping[str, Any], *, explicit: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Apply the overrides of the selected ``scale`` preset to ``config``, then the user's explicit values.
 
     Args:
         config: the raw config, with keys ``scale`` and (optionally) ``scales``.
+        explicit: the values the user set explicitly (:func:`explicit_values`); they win over the preset.
 
     Returns:
         A new config with ``scales[scale]`` merged in; ``scales`` itself is kept for provenance.
@@ -34,7 +85,7 @@ def resolve_scale(config: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError(f"scale must be one of {', '.join(SCALES)}, got {scale!r}")
     override = presets.get(scale, {}) or {}
     _check_known(config, override, prefix=f"scales.{scale}")
-    return deep_merge(config, override)
+    return deep_merge(deep_merge(config, override), explicit or {})
 
 
 def _check_known(base: Mapping[str, Any], override: Mapping[str, Any], *, prefix: str) -> None:
