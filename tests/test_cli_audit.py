@@ -164,3 +164,32 @@ def test_bench_audit_json(capsys):
         assert got[key] > 0
     assert got["reference_agrees"] is True
     assert np.isfinite(got["mu_r5000"])
+
+
+def test_a_command_imports_only_its_own_module(scores_csv):
+    """Start-up is lazy: `hsaudit audit` never loads torch (only `bench train` needs it), and `--help` lists every
+    command without importing any of them."""
+    code = (
+        "import sys, contextlib, io\n"
+        "from hsaudit.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        f"    rc = main(['audit', {str(scores_csv)!r}])\n"
+        "assert rc == 0\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('torch', 'opacus', 'hsaudit.cli.'))))\n"
+        "try:\n"
+        "    with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "        main(['--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "assert all(c in out.getvalue() for c in ('audit', 'bound', 'bench', 'validate-audit', 'archive'))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "['hsaudit.cli.audit']", proc.stdout + proc.stderr
+
+
+def test_bench_lists_its_benchmarks_without_loading_them(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in ("audit", "train", "section6"))

@@ -4,21 +4,39 @@ Each sub-command lives in its own module of this package and exposes ``register(
 adds its parser and sets ``func`` (a callable taking the parsed namespace and returning an exit code).
 Errors that come from bad input (``ValueError``, ``FileNotFoundError``, ``KeyError``) are printed as one
 line on stderr with exit status 2, never as a traceback.
+
+Start-up is lazy: only the module of the command being run is imported (``hsaudit audit`` never loads torch,
+which ``hsaudit bench train`` needs); the others appear in ``--help`` as one-line stubs from :data:`COMMANDS`.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-# Sub-command modules, in the order `hsaudit --help` lists them. A module that is missing (a part of the
-# project not written yet) is skipped rather than breaking the others.
-_COMMANDS = ("audit", "bound", "heuristic", "validate", "bench", "plan", "archive")
+# command -> (module, the one line `hsaudit --help` shows), in the order it lists them.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "audit": ("hsaudit.cli.audit", "GDP audit (ε lower bound) of membership scores in a CSV"),
+    "bound": ("hsaudit.cli.bound", "upper bound ε of DP-SGD (PLD accountant; μ-GDP closed form when q = 1)"),
+    "heuristic": (
+        "hsaudit.cli.heuristic",
+        "last-iterate heuristic epsilon (Steinke et al. Thm 1) vs standard and full-batch accounting",
+    ),
+    "validate-audit": (
+        "hsaudit.cli.validate",
+        "coverage study: how often each audit mode's ε̂ exceeds the true ε on Gaussian pairs",
+    ),
+    "bench": ("hsaudit.cli.bench", "run a benchmark and print its timings"),
+    "plan": ("hsaudit.cli.plan", "estimate models, steps and CPU/GPU-hours of targets before launching"),
+    "archive": ("hsaudit.cli.archive", "check a figure archive (results/archive/*.tar.gz)"),
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for ``argv`` (``sys.argv[1:]`` if None): the named command in full, the others as stubs."""
     parser = argparse.ArgumentParser(
         prog="hsaudit",
         description="Audit DP-SGD in the hidden-state threat model (see README.md).",
@@ -26,21 +44,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    register_modules(sub, "hsaudit.cli.", _COMMANDS)
+    register_modules(sub, COMMANDS, sys.argv[1:] if argv is None else argv)
     return parser
 
 
-def register_modules(subparsers, prefix: str, names: Sequence[str]) -> None:
-    """Call ``register(subparsers)`` of each module ``prefix + name``; a module that does not exist is skipped
-    (an import error inside an existing module is raised)."""
-    for name in names:
-        try:
-            module = importlib.import_module(prefix + name)
-        except ModuleNotFoundError as err:
-            if err.name == prefix + name:
-                continue
-            raise
-        module.register(subparsers)
+def register_modules(subparsers, commands: Mapping[str, tuple[str, str]], argv: Sequence[str]) -> None:
+    """Register ``commands`` on ``subparsers`` for the command line ``argv``.
+
+    The command that ``argv`` names (its first word that is not an option) is registered in full by its module's
+    ``register(subparsers)`` (or ``register(subparsers, rest_of_argv)`` for a module with commands of its own);
+    every other command is a stub carrying only its help line, so that its module is never imported.
+    """
+    chosen = next((i for i, word in enumerate(argv) if not word.startswith("-")), None)
+    name = argv[chosen] if chosen is not None else None
+    for command, (module_name, line) in commands.items():
+        if command != name:
+            subparsers.add_parser(command, help=line, add_help=False)
+            continue
+        # (The listing of commands is shown only when none is named, so the module's parser needs no help line.)
+        module = importlib.import_module(module_name)
+        if len(inspect.signature(module.register).parameters) > 1:
+            module.register(subparsers, argv[chosen + 1 :])
+        else:
+            module.register(subparsers)
 
 
 def _version() -> str:
@@ -50,7 +76,7 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -10,7 +10,7 @@ import json
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("archive", help="check a figure archive (results/archive/*.tar.gz)")
+    parser = sub.add_parser("archive", description="Check a figure archive (results/archive/*.tar.gz).")
     inner = parser.add_subparsers(dest="archive_command", metavar="ACTION")
     inner.required = True
     verify = inner.add_parser("verify", help="recompute every SHA-256 of an archive against its MANIFEST.sha256")

@@ -19,7 +19,6 @@ from hsaudit.audit.gdp import AUDIT_MODES, DEFAULT_GRID_SIZE, DEFAULT_SELECTION_
 def register(sub) -> None:
     parser = sub.add_parser(
         "audit",
-        help="GDP audit (ε lower bound) of membership scores in a CSV",
         description=(
             "Empirical GDP audit (Nasr et al. 2023, Cebere et al. Algorithm 4) of a CSV with columns "
             "'score' (higher = member) and 'member' (0/1). Prints μ̂, ε̂ at δ, the threshold, the "

@@ -21,7 +21,7 @@ from hsaudit.audit.validation import gaussian_pair_scores
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("audit", help="time the vectorised audit (R = 5e3, 2e6) and the reference loop")
+    parser = sub.add_parser("audit", description="Time the vectorised audit (R = 5e3, 2e6) and the reference loop.")
     parser.add_argument("--repeats", type=int, default=5, help="runs per timing, median reported (default 5)")
     parser.add_argument("--mu", type=float, default=3.95, help="μ of the Gaussian pair (default √250/4)")
     parser.add_argument(

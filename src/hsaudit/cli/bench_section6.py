@@ -21,7 +21,7 @@ from hsaudit.papers.cebere import section6 as s6
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("section6", help="time one (σ, B) cell of fig3 and extrapolate to the figure")
+    parser = sub.add_parser("section6", description="Time one (σ, B) cell of fig3 and extrapolate to the figure.")
     parser.add_argument("--sigma", type=float, default=4.0, help="σ of the timed cell (default 4)")
     parser.add_argument("--batch", type=int, default=4, help="B of the timed cell (default 4)")
     parser.add_argument("--runs", type=int, default=1_000_000, help="R per world (default 1e6, the paper scale)")

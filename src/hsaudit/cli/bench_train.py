@@ -73,7 +73,7 @@ _OPACUS_BUDGET = 2 * 2**30  # bytes of Opacus per-sample gradients per physical 
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("train", help="time the vectorised DP-SGD population against the Opacus loop")
+    parser = sub.add_parser("train", description="Time the vectorised DP-SGD population against the Opacus loop.")
     parser.add_argument(
         "--model", default="fcnn", choices=("fcnn", *ENGINE_MODELS), help="architecture (default fcnn: Housing)"
     )

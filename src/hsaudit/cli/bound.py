@@ -16,7 +16,6 @@ from hsaudit.accounting.gaussian import DEFAULT_DISCRETIZATION, gaussian_epsilon
 def register(sub) -> None:
     parser = sub.add_parser(
         "bound",
-        help="upper bound ε of DP-SGD (PLD accountant; μ-GDP closed form when q = 1)",
         description=(
             "ε at δ of T compositions of the (Poisson-subsampled) Gaussian mechanism: dp-accounting's PLD "
             "accountant, and for sampling rate 1 the μ-GDP closed form with μ = sqrt(T)/σ."

@@ -16,7 +16,6 @@ from hsaudit.accounting import last_iterate as H
 def register(sub) -> None:
     parser = sub.add_parser(
         "heuristic",
-        help="last-iterate heuristic epsilon (Steinke et al. Thm 1) vs standard and full-batch accounting",
         description=(
             "Print the heuristic epsilon of DP-SGD with last-iterate release on linear losses (Steinke et al., "
             "Theorem 1), the standard all-iterates epsilon (dp-accounting PLD of T Poisson-subsampled Gaussians) "

@@ -20,7 +20,6 @@ from hsaudit.pipeline.config import SCALES, resolve_scale
 def register(sub) -> None:
     parser = sub.add_parser(
         "plan",
-        help="estimate models, steps and CPU/GPU-hours of targets before launching",
         description="Estimate the number of trained models, DP-SGD steps and CPU/GPU-hours behind figure targets.",
     )
     parser.add_argument("targets", nargs="*", help="figure targets, e.g. results/fig4.pdf, or 'all'")

@@ -31,7 +31,6 @@ def _modes(text: str) -> list[str]:
 def register(sub) -> None:
     parser = sub.add_parser(
         "validate-audit",
-        help="coverage study: how often each audit mode's ε̂ exceeds the true ε on Gaussian pairs",
         description=(
             "Seeded trials on N(0,1) vs N(mu,1) scores (an exact half split of R runs); for each mode the "
             "fraction of trials with ε̂ > true ε (true ε = μ-GDP ε at δ), median ε̂ and median ratio."
