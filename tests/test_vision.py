@@ -399,7 +399,7 @@ def test_registry_rejects_bad_options(name, options, needle):
 )
 def test_housing_identity_is_unchanged(config):
     # Housing audit keys hash this dict: it must stay equal to the one the Housing plan has always used.
-    # (the dict that hsaudit.figures.housing_plan (now hsaudit.papers.cebere.plan).data_identity built before the plan became family-generic)
+    # (the dict that the Housing plan's data_identity built before the plan became family-generic)
     expected = {
         "dataset": "housing",
         "source": config["path"] or "sklearn",

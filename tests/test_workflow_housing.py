@@ -95,7 +95,7 @@ def test_per_figure_override_changes_only_that_figure(housing):
 
 
 def test_housing_keys_survive_the_generic_plan(housing):
-    """The plan moved from hsaudit.figures.housing_plan (now hsaudit.papers.cebere.plan) to the family-generic hsaudit.papers.cebere.plan (CIFAR-10
+    """The Housing plan became the family-generic hsaudit.papers.cebere.plan (CIFAR-10
     issue): every Housing audit and setup keeps the key it had, so no finished Housing population is retrained.
     The digests below were computed with the pre-move code (commit 5476ed3) from config/config.yaml."""
     import hashlib

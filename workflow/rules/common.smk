@@ -98,7 +98,7 @@ def gpu_preflight_warning(workflow):
         print(message, file=sys.stderr)
 
 
-# ---- Trained-model audits (data/train/scores/audit/figures.smk): one plan per family (docs/housing.md,
+# ---- Trained-model audits (data/train/scores/audit.smk, figures in cebere.smk): one plan per family (docs/housing.md,
 # docs/cifar10.md). The plan (hsaudit.papers.cebere.plan.plan_experiments) turns a config section into setups, audits and
 # figure entries; every audit is keyed by a hash of the parameters that change its result and lives under
 # results/{family}/.

@@ -62,7 +62,7 @@ def train_reference(
 
     Returns:
         ``(scores, theta_T)``: the oriented scores ``[T // k]`` (float64) after every insertion step (same
-        convention as :func:`hsaudit.engine.dpsgd.train_shard`) and the final flat parameters ``[p]`` (float32).
+        convention as :func:`hsaudit.papers.cebere.shards.train_shard`) and the final flat parameters ``[p]`` (float32).
     """
     X, y = check_data(model, model_kwargs, X, y, setup)
     if bit not in (0, 1):

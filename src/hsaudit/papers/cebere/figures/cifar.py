@@ -6,12 +6,12 @@ workflow scripts only read the tables and call these functions.
 
 Inputs (the contract with the workflow):
 
-- **entries**: pairs (audit reference, audit table). The table is :func:`hsaudit.papers.cebere.plan.audit_table`'s
+- **entries**: pairs (audit reference, audit table). The table is :func:`hsaudit.papers.cebere.tables.audit_table`'s
   (step, insertions, runs, mu, epsilon, epsilon_free, threshold, fpr_upper, fnr_upper, mu_upper, epsilon_upper,
   mode, confidence, delta); the reference is a mapping or object with ``adversary`` (:data:`ADVERSARIES`),
   ``model`` (:data:`MODEL_LABELS`), ``clip_norm`` (C), ``period`` (k), ``theta0`` ("known" | "unknown"), ``rep``,
   ``key`` and ``data_source`` (e.g. "cifar10:local"); ``figure`` and ``runs`` may be there and are not used.
-- **scores** (fig6a): :func:`hsaudit.papers.cebere.plan.scores_table` of one audit (run, shard, bit, step,
+- **scores** (fig6a): :func:`hsaudit.papers.cebere.tables.scores_table` of one audit (run, shard, bit, step,
   score; higher score ⇒ inserted).
 - **norms** (fig8): model, run, step, norm (the unclipped per-sample gradient norm of the A_L canary).
 - **families** (table2): one mapping of resolved hyper-parameters per experiment family.
