@@ -51,7 +51,7 @@ def test_housing_populations_match_the_training_rules_plan(config):
 
     h = config["housing"]
     rules_plan = plan_housing(h, seed=config["seed"])
-    ours = [a for a in P.trained_audits(config) if a.section == "housing"]
+    ours = [a for a in P.trained_populations(config) if a.section == "housing"]
     # One population per audit of the rules' plan (repetitions are separate audits there).
     assert len(ours) == len(rules_plan.audits)
     assert {a.key[1] for a in ours} == set(rules_plan.audits)
@@ -66,7 +66,7 @@ def test_housing_populations_match_the_training_rules_plan(config):
 def test_per_figure_override_splits_a_shared_population(config):
     cfg = json.loads(json.dumps(config))
     cfg["housing"]["figures"]["fig7"]["lr"] = 0.01
-    gc_r = [a for a in P.trained_audits(cfg) if a.adversary == "gc_r" and a.section == "housing"]
+    gc_r = [a for a in P.trained_populations(cfg) if a.adversary == "gc_r" and a.section == "housing"]
     reps = cfg["housing"]["repetitions"]
     assert sorted(a.figures for a in gc_r) == [("fig1c", "fig4")] * reps + [("fig7",)] * reps
 
@@ -76,11 +76,11 @@ def test_shared_populations_are_counted_once(config):
     fig1c = P.plan(["results/fig1c.pdf"], config)
     fig7 = P.plan(["results/fig7.pdf"], config)
     assert both.models < fig1c.models + fig7.models
-    assert both.models == sum(a.models for a in {a.key: a for a in fig1c.audits + fig7.audits}.values())
+    assert both.models == sum(a.models for a in {a.key: a for a in fig1c.populations + fig7.populations}.values())
 
 
 def test_hours_closed_form(config):
-    audit = P.plan(["results/fig7.pdf"], config).audits[0]
+    audit = P.plan(["results/fig7.pdf"], config).populations[0]
     cal = P.calibration(audit.model, "cpu")
     expected = audit.models * audit.steps * cal.seconds_per_model_step * audit.batch / cal.batch / 3600
     assert math.isclose(audit.hours("cpu"), expected, rel_tol=1e-12)
@@ -93,7 +93,7 @@ def test_scale_presets_shrink_the_plan(config):
 
 
 def cifar(config, figure):
-    return [a for a in P.trained_audits(config) if a.section == "cifar10" and figure in a.figures]
+    return [a for a in P.trained_populations(config) if a.section == "cifar10" and figure in a.figures]
 
 
 def test_cifar_plan_follows_the_paper(config):
@@ -104,12 +104,12 @@ def test_cifar_plan_follows_the_paper(config):
     assert {a.steps for a in cifar(config, "fig2")} == {250 * 5, 250 * 25}
     assert {a.models for a in cifar(config, "fig8")} == {30}
     # fig1 = panels (a, b) + the Housing panel (c): planning fig1 includes fig1c's populations
-    assert {a.section for a in P.plan(["results/fig1.pdf"], config).audits} == {"cifar10", "housing"}
+    assert {a.section for a in P.plan(["results/fig1.pdf"], config).populations} == {"cifar10", "housing"}
 
 
 def test_gpu_rows_reproduce_the_papers_total(config):
     """Cebere et al., App. D: ~3500 GPU-hours for the ConvNet/ResNet audits; our GPU rows are derived from it."""
-    audits = [a for a in P.trained_audits(config) if a.model in ("convnet", "resnet18_gn")]
+    audits = [a for a in P.trained_populations(config) if a.model in ("convnet", "resnet18_gn")]
     total = sum(a.hours("gpu") for a in audits)
     assert total == pytest.approx(P.PAPER_GPU_HOURS, rel=0.01)
 
@@ -210,7 +210,7 @@ YOON = tuple(f"yoon/{f}" for f in ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7
 
 
 def yoon_rows(config, target):
-    return P.plan([target], config).audits
+    return P.plan([target], config).populations
 
 
 def test_yoon_targets_are_known_figures(config):
@@ -245,18 +245,18 @@ def test_yoon_shared_populations_are_counted_once(config):
     """fig2 and fig4 train no populations of their own (fig3's MNIST ones); fig4 adds surrogate distillation."""
     fig3 = P.plan(["results/yoon/fig3.pdf"], config)
     fig2 = P.plan(["results/yoon/fig2.pdf"], config)
-    (row,) = fig2.audits
-    assert set(row.figures) >= {"yoon/fig2", "yoon/fig3", "yoon/fig4"} and row.key in {a.key for a in fig3.audits}
+    (row,) = fig2.populations
+    assert set(row.figures) >= {"yoon/fig2", "yoon/fig3", "yoon/fig4"} and row.key in {a.key for a in fig3.populations}
     together = P.plan(["results/yoon/fig2.pdf", "results/yoon/fig3.pdf", "results/yoon/fig4.pdf"], config)
-    training = [a for a in together.audits if a.adversary == "full-batch DP-SGD"]
-    assert {a.key for a in training} == {a.key for a in fig3.audits}
-    surrogates = [a for a in together.audits if a.adversary == "surrogates"]
+    training = [a for a in together.populations if a.adversary == "full-batch DP-SGD"]
+    assert {a.key for a in training} == {a.key for a in fig3.populations}
+    surrogates = [a for a in together.populations if a.adversary == "surrogates"]
     assert len(surrogates) == 4 and {a.figures for a in surrogates} == {("yoon/fig4",)}
     assert {a.models for a in surrogates} == {2 * 128 * 10}
     # 20 epochs of ⌈30,001 / 128⌉ batches
     assert {(a.steps, a.batch) for a in surrogates} == {(20 * 235, 128)}
     everything = P.plan([f"results/{f}.pdf" for f in YOON], config)
-    assert len([a for a in everything.audits if a.adversary == "full-batch DP-SGD"]) == 24
+    assert len([a for a in everything.populations if a.adversary == "full-batch DP-SGD"]) == 24
 
 
 def test_yoon_gpu_warning(config):

@@ -246,7 +246,7 @@ def noisy_population(data, theta0):
 def test_crafting_lowers_its_objective(noisy_population, adversary):
     theta, members = noisy_population
     kw = dict(model=MNIST, theta=theta, members=members, canary=blank(), margin=0.2, steps=10, lr=0.05, device="cpu")
-    a = crafting.craft(adversary, **kw)
+    a = crafting.craft_sample(adversary, **kw)
     assert a.objective_end < a.objective_start or (adversary == "a_ade" and a.objective_end == 0.0)
     assert a.y == 9 and a.x.shape == SHAPE and not np.array_equal(a.x, blank().x)
     # the objective recomputed from sample_losses agrees with the reported end value
@@ -254,22 +254,22 @@ def test_crafting_lowers_its_objective(noisy_population, adversary):
     bits = members.astype(bool)
     value = float(crafting.objective(adversary, losses[~bits], losses[bits], margin=0.2))
     assert value == pytest.approx(a.objective_end, rel=1e-4, abs=1e-6)
-    b = crafting.craft(adversary, **kw)
+    b = crafting.craft_sample(adversary, **kw)
     np.testing.assert_array_equal(a.x, b.x)  # deterministic
 
 
 def test_a_c_returns_the_canary(noisy_population):
     theta, members = noisy_population
-    a = crafting.craft("a_c", model=MNIST, theta=theta, members=members, canary=blank())
+    a = crafting.craft_sample("a_c", model=MNIST, theta=theta, members=members, canary=blank())
     assert np.array_equal(a.x, blank().x) and a.y == 9 and math.isnan(a.objective_start)
 
 
 def test_craft_validates(noisy_population):
     theta, members = noisy_population
     with pytest.raises(ValueError, match="adversary must be one of"):
-        crafting.craft("a_x", model=MNIST, theta=theta, members=members, canary=blank())
+        crafting.craft_sample("a_x", model=MNIST, theta=theta, members=members, canary=blank())
     with pytest.raises(ValueError, match="both worlds"):
-        crafting.craft("a_ude", model=MNIST, theta=theta, members=np.zeros(len(theta)), canary=blank(), steps=1)
+        crafting.craft_sample("a_ude", model=MNIST, theta=theta, members=np.zeros(len(theta)), canary=blank(), steps=1)
     with pytest.raises(ValueError, match="crafting objective"):
         crafting.objective("a_c", torch.zeros(1), torch.zeros(1), margin=0.2)
 
@@ -288,7 +288,7 @@ def test_held_out_crafting_finds_no_leakage_where_there_is_none(data, theta0):
     kw = dict(models_per_world=N, steps=3, sigma=0.5, insert=False)
     craft_theta, bits = worlds(data, theta0, noise_key=21, **kw)
     audit_theta, _ = worlds(data, theta0, noise_key=22, **kw)
-    a = crafting.craft("a_ade", model=MNIST, theta=craft_theta, members=bits, canary=blank(), steps=30, lr=0.05,
+    a = crafting.craft_sample("a_ade", model=MNIST, theta=craft_theta, members=bits, canary=blank(), steps=30, lr=0.05,
                    device="cpu")
     audit = dict(model=MNIST, members=bits, sample=a, delta=1e-5, confidence=0.95, mode="paper", seed=0,
                  device="cpu")
@@ -375,7 +375,7 @@ def test_audit_sample_scores_are_negative_losses_and_separate_a_toy(theta0):
     theta[N:, last_bias.start + 9] += 5.0  # the D′ models favour class 9: lower loss on the blank canary
     theta += np.random.default_rng(0).normal(0, 1e-3, theta.shape).astype(np.float32)
     members = populations.world_members(N)
-    sample = crafting.craft("a_c", model=MNIST, theta=theta, members=members, canary=blank())
+    sample = crafting.craft_sample("a_c", model=MNIST, theta=theta, members=members, canary=blank())
     result, scores = crafting.audit_sample(model=MNIST, theta=theta, members=members, sample=sample, delta=1e-5,
                                        confidence=0.95, mode="paper", seed=0, device="cpu")
     np.testing.assert_allclose(scores, -crafting.sample_losses(MNIST, theta, sample.x, 9, device="cpu"))

@@ -13,6 +13,7 @@ import torch
 from hsaudit.papers.yoon import crafting as yoon
 from hsaudit.papers.yoon.populations import Canary
 from hsaudit.pipeline.logs import script_logging
+from hsaudit.util.io import write_csv_atomic
 from hsaudit.util.seeding import derive_seed
 
 log = script_logging(snakemake)
@@ -34,11 +35,11 @@ if spec["access"] == "black":
         model=model, targets=models["craft_theta"], X_query=query, epochs=s["epochs"], batch_size=s["batch_size"],
         lr=s["lr"], seed=derive_seed(pop["seed"], "yoon-surrogates", snakemake.wildcards.audit, run), device=device,
     )
-samples = [yoon.craft("a_c", model=model, theta=crafting_models, members=members, canary=canary)]
+samples = [yoon.craft_sample("a_c", model=model, theta=crafting_models, members=members, canary=canary)]
 for adversary in ("a_ude", "a_ade"):
     for margin in spec["margins"] if adversary == "a_ade" else [float("nan")]:
         samples.append(
-            yoon.craft(
+            yoon.craft_sample(
                 adversary, model=model, theta=crafting_models, members=members, canary=canary,
                 margin=0.0 if np.isnan(margin) else margin, steps=spec["craft"]["steps"], lr=spec["craft"]["lr"],
                 device=device,
@@ -72,5 +73,5 @@ table = pd.DataFrame(rows).assign(
     epsilon_theory=pop["epsilon"], noise_multiplier=float(models["noise_multiplier"]), steps=pop["steps"],
     lr=pop["lr"], models_per_world=pop["models_per_world"], data_source=str(models["data_source"]),
 )
-table.to_csv(snakemake.output.table, index=False)
-pd.concat(scores, ignore_index=True).to_csv(snakemake.output.scores, index=False)
+write_csv_atomic(table, snakemake.output.table)
+write_csv_atomic(pd.concat(scores, ignore_index=True), snakemake.output.scores)

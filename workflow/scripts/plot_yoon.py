@@ -4,6 +4,7 @@ import pandas as pd
 
 from hsaudit.papers.yoon import figures
 from hsaudit.pipeline.logs import script_logging
+from hsaudit.util.io import write_csv_atomic
 
 log = script_logging(snakemake)
 params, inp, out = snakemake.params, snakemake.input, snakemake.output
@@ -13,7 +14,7 @@ for point in params.points:
         frames.append(pd.read_csv(path).assign(figure=params.figure, point_audit=point["audit"]))
     start += point["runs"]
 table = pd.concat(frames, ignore_index=True)
-table.to_csv(out.runs, index=False)
+write_csv_atomic(table, out.runs)
 scores = pd.concat([pd.read_csv(p) for p in inp.scores], ignore_index=True) if inp.scores else None
 common = {"scale": params.scale, "code_version": params.code_version}
 if params.figure == "table1":

@@ -71,7 +71,7 @@ def _run(args) -> int:
             "audits": [
                 {**{k: v for k, v in asdict(a).items() if k != "key"}, "model_steps": a.model_steps,
                  "cpu_hours": a.hours("cpu"), "gpu_hours": a.hours("gpu")}
-                for a in p.audits
+                for a in p.populations
             ],
             "simulations": list(p.simulations),
             "total": {"models": p.models, "model_steps": p.model_steps, "cpu_hours": p.hours("cpu"),

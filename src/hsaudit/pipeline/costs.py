@@ -11,7 +11,7 @@ Where the experiments come from:
   share are counted once in totals.
 - **Yoon et al.** (``yoon/fig2`` … ``yoon/fig8``, ``yoon/table1``): the plan of its rules
   (:func:`hsaudit.papers.yoon.plan.plan_yoon`), one row per population (4N models per run: crafting and held-out
-  populations of N + N) with full-batch steps of |D| + 1 examples, plus the black-box surrogates (:func:`yoon_audits`).
+  populations of N + N) with full-batch steps of |D| + 1 examples, plus the black-box surrogates (:func:`yoon_populations`).
 - Analytic / 1-D experiments (Section 6 process, Steinke, Annamalai): no training; listed as simulations.
 
 Cost model: seconds per model-step scale linearly with the batch size from the calibration batch; a model
@@ -163,7 +163,7 @@ def calibration(model: str, device: str, *, path: str | os.PathLike | None = Non
 
 
 @dataclass(frozen=True)
-class Audit:
+class Population:
     """One population of trained models (one adversary, one parameter set, one repetition group)."""
 
     figures: tuple[str, ...]
@@ -200,7 +200,7 @@ ASSEMBLED = {"fig1": ("fig1c",)}
 TABLES = ("table2",)
 
 
-def trained_audits(config: Mapping[str, Any]) -> list[Audit]:
+def trained_populations(config: Mapping[str, Any]) -> list[Population]:
     """Every trained population of the config, from the same plan the training rules use
     (:func:`hsaudit.papers.cebere.plan.plan_experiments`, one per family: housing, cifar10).
 
@@ -210,7 +210,7 @@ def trained_audits(config: Mapping[str, Any]) -> list[Audit]:
     """
     from hsaudit.papers.cebere.plan import FAMILIES, plan_experiments
 
-    out: list[Audit] = []
+    out: list[Population] = []
     for family in FAMILIES:
         section = config.get(family)
         if not section:
@@ -230,7 +230,7 @@ def trained_audits(config: Mapping[str, Any]) -> list[Audit]:
             dpsgd = params["setup"]["dpsgd"]
             models = ref.runs + (int(params["simulations"] or 0) if ref.adversary.startswith("gc_s_noisy") else 0)
             out.append(
-                Audit(
+                Population(
                     figures=tuple(figures[key]),
                     section=family,
                     adversary=ref.adversary,
@@ -246,7 +246,7 @@ def trained_audits(config: Mapping[str, Any]) -> list[Audit]:
     return out
 
 
-def yoon_audits(config: Mapping[str, Any]) -> list[Audit]:
+def yoon_populations(config: Mapping[str, Any]) -> list[Population]:
     """The Yoon et al. populations of the config, from the plan its rules run (:func:`hsaudit.papers.yoon.plan.plan_yoon`).
 
     One row per population key (shared by figures, e.g. fig2/fig4 reuse fig3's MNIST populations, and counted
@@ -276,13 +276,13 @@ def yoon_audits(config: Mapping[str, Any]) -> list[Audit]:
                     table[key].append(f"yoon/{figure}")
             runs[point.population] = max(runs.get(point.population, 0), point.runs)
             runs[point.audit] = max(runs.get(point.audit, 0), point.runs)
-    out: list[Audit] = []
+    out: list[Population] = []
     for key, figs in figures.items():
         pop = plan.populations[key]
         d = int(plan.data[pop["data"]]["d_size"])
         n = int(pop["models_per_world"])
         out.append(
-            Audit(
+            Population(
                 figures=tuple(figs),
                 section="yoon",
                 adversary="full-batch DP-SGD",
@@ -304,7 +304,7 @@ def yoon_audits(config: Mapping[str, Any]) -> list[Audit]:
         d, n, s = int(plan.data[pop["data"]]["d_size"]), int(pop["models_per_world"]), aud["surrogate"]
         batch = int(s["batch_size"])
         out.append(
-            Audit(
+            Population(
                 figures=tuple(figs),
                 section="yoon",
                 adversary="surrogates",
@@ -320,9 +320,9 @@ def yoon_audits(config: Mapping[str, Any]) -> list[Audit]:
     return out
 
 
-def all_audits(config: Mapping[str, Any]) -> list[Audit]:
+def all_populations(config: Mapping[str, Any]) -> list[Population]:
     """Every trained population the config describes (Housing, CIFAR-10 and Yoon et al.)."""
-    return trained_audits(config) + yoon_audits(config)
+    return trained_populations(config) + yoon_populations(config)
 
 
 _TARGET_RE = re.compile(r"^(?:results/)?(?:archive/)?(?P<fig>(?:[a-z0-9_]+/)?(?:fig|table)[0-9a-z_]+)"
@@ -343,7 +343,7 @@ def figure_id(target: str) -> str:
 
 def known_figures(config: Mapping[str, Any]) -> list[str]:
     """Every figure (and table) id that :func:`plan` accepts."""
-    figs = {f for a in all_audits(config) for f in a.figures}
+    figs = {f for a in all_populations(config) for f in a.figures}
     figs.update(f for group in SIMULATION_FIGURES.values() for f in group)
     figs.update(ASSEMBLED)
     figs.update(TABLES)
@@ -351,37 +351,37 @@ def known_figures(config: Mapping[str, Any]) -> list[str]:
 
 
 @dataclass(frozen=True)
-class Plan:
+class CostPlan:
     """The populations behind some targets, and totals with shared populations counted once."""
 
     targets: tuple[str, ...]
-    audits: tuple[Audit, ...]
+    populations: tuple[Population, ...]
     simulations: tuple[str, ...]
 
     @property
     def models(self) -> int:
-        return sum(a.models for a in self.audits)
+        return sum(a.models for a in self.populations)
 
     @property
     def model_steps(self) -> int:
-        return sum(a.model_steps for a in self.audits)
+        return sum(a.model_steps for a in self.populations)
 
     def hours(self, device: str) -> float:
-        return sum(a.hours(device) for a in self.audits)
+        return sum(a.hours(device) for a in self.populations)
 
     @property
     def gpu_sized(self) -> bool:
-        return any(a.device == "gpu" for a in self.audits)
+        return any(a.device == "gpu" for a in self.populations)
 
 
-def plan(targets: Iterable[str], config: Mapping[str, Any]) -> Plan:
+def plan(targets: Iterable[str], config: Mapping[str, Any]) -> CostPlan:
     """Plan ``targets`` (figure paths, or ``all``) under the resolved ``config``.
 
     Raises:
         ValueError: a target that is no figure of the project (the message lists the known ones).
     """
     targets = tuple(targets)
-    audits = all_audits(config)
+    populations = all_populations(config)
     known = known_figures(config)
     wanted: list[str] = []
     for t in targets:
@@ -393,11 +393,11 @@ def plan(targets: Iterable[str], config: Mapping[str, Any]) -> Plan:
             raise ValueError(f"unknown figure {fig!r} (from {t!r}); known: {', '.join(known)}")
         wanted.append(fig)
         wanted.extend(ASSEMBLED.get(fig, ()))
-    chosen = tuple(a for a in audits if set(a.figures) & set(wanted))
+    chosen = tuple(a for a in populations if set(a.figures) & set(wanted))
     sims = tuple(
         f for group in SIMULATION_FIGURES.values() for f in group if f in wanted
     )
-    return Plan(targets=targets, audits=chosen, simulations=sims)
+    return CostPlan(targets=targets, populations=chosen, simulations=sims)
 
 
 def _fmt_hours(h: float) -> str:
@@ -411,13 +411,13 @@ def _fmt_hours(h: float) -> str:
 def format_plan(p: Plan, *, scale: str) -> str:
     """Human-readable table of a plan (what ``hsaudit plan`` prints)."""
     lines = [f"plan for {' '.join(p.targets)} (scale={scale})"]
-    if p.audits:
-        fw = max(7, *(len(",".join(a.figures)) for a in p.audits))
-        sw = max(7, *(len(a.detail) for a in p.audits))
+    if p.populations:
+        fw = max(7, *(len(",".join(a.figures)) for a in p.populations))
+        sw = max(7, *(len(a.detail) for a in p.populations))
         header = f"{'figures':<{fw}} {'adversary':<18} {'model':<12} {'setting':<{sw}} {'models':>9} {'steps':>6} " \
                  f"{'model-steps':>14} {'CPU (1 core)':>13} {'GPU':>10}  runs on"
         lines += [header, "-" * len(header)]
-        for a in p.audits:
+        for a in p.populations:
             lines.append(
                 f"{','.join(a.figures):<{fw}} {a.adversary:<18} {a.model:<12} {a.detail:<{sw}} {a.models:>9,} "
                 f"{a.steps:>6,} {a.model_steps:>14,} {_fmt_hours(a.hours('cpu')):>13} {_fmt_hours(a.hours('gpu')):>10}"
@@ -453,7 +453,7 @@ def gpu_warning(targets: Iterable[str], config: Mapping[str, Any], *, has_gpu: b
         p = plan(figs, config)
     except ValueError:
         return None
-    gpu = tuple(a for a in p.audits if a.device == "gpu")
+    gpu = tuple(a for a in p.populations if a.device == "gpu")
     if not gpu:
         return None
     cpu_h = sum(a.hours("cpu") for a in gpu)

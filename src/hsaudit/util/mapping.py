@@ -1,9 +1,11 @@
-"""Values as keys: the short hash that names an audit, and the deep merge of config overrides."""
+"""Values as keys: the short hash that names an audit, the deep merge of config overrides, and the points of a
+figure's parameter grid."""
 
 from __future__ import annotations
 
 import copy
 import hashlib
+import itertools
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -34,3 +36,24 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
         else:
             out[key] = copy.deepcopy(value)
     return out
+
+
+def grid_points(
+    grid: Mapping[str, Any] | None, *, where: str, known: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The points of a figure's ``grid:`` (the Cartesian product of its lists, in order); ``[{}]`` without one.
+
+    >>> grid_points({"lr": [0.1, 1.0], "batch": [8]}, known={"lr": 0, "batch": 0}, where="fig")
+    [{'lr': 0.1, 'batch': 8}, {'lr': 1.0, 'batch': 8}]
+
+    Raises:
+        ValueError: a grid key that is not a value of ``known`` (when given), or one whose options are not a
+            non-empty list (naming ``where``).
+    """
+    grid = dict(grid or {})
+    for name, options in grid.items():
+        if known is not None and name not in known:
+            raise ValueError(f"{where}.grid: {name!r} is not a value of the section")
+        if not isinstance(options, list) or not options:
+            raise ValueError(f"{where}.grid.{name} must be a non-empty list, got {options!r}")
+    return [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())] if grid else [{}]

@@ -27,7 +27,6 @@ The figures are in :mod:`hsaudit.papers`; this module is separate so that the tr
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 from collections.abc import Mapping
@@ -39,7 +38,7 @@ import numpy.typing as npt
 
 from hsaudit.data.datasets import configured_identity
 from hsaudit.util.io import atomic_savez, write_text_atomic
-from hsaudit.util.mapping import deep_merge, key_of
+from hsaudit.util.mapping import deep_merge, grid_points, key_of
 from hsaudit.util.seeding import derive_seed, rng_for
 
 FAMILIES = ("housing", "cifar10")
@@ -89,12 +88,7 @@ def figure_values(section: Mapping[str, Any], figure: str, *, family: str = "hou
     override = {k: v for k, v in entry.items() if k not in FIGURE_ENTRY_KEYS}
     merged = deep_merge(base, override)
     grid = entry.get("grid") or {}
-    for name, options in grid.items():
-        if name not in base:
-            raise ValueError(f"{family}.figures.{figure}.grid: {name!r} is not a value of the {family} section")
-        if not isinstance(options, list) or not options:
-            raise ValueError(f"{family}.figures.{figure}.grid.{name} must be a non-empty list, got {options!r}")
-    points = [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())] if grid else [{}]
+    points = grid_points(grid, known=base, where=f"{family}.figures.{figure}")
     out = []
     where = f"{family}.figures.{figure}" if override or grid else family
     for point in points:

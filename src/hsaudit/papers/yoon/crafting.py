@@ -1,7 +1,7 @@
 """Yoon, Jeung & No (2025), auditor side: the audit samples a_c, a_ude, a_ade, black-box surrogates, the audit.
 
 x_a starts at the canary, every pixel is free, the label stays the canary's; the objectives are the paper's UDE
-and ADE (:func:`objective`), minimised with Adam on the whole crafting population (:func:`craft`). In the black
+and ADE (:func:`objective`), minimised with Adam on the whole crafting population (:func:`craft_sample`). In the black
 box, the models are replaced by surrogates distilled from their output probabilities (:func:`distill_surrogates`).
 A model's score is −ℓ(model(x_a), y_c); :func:`audit_sample` runs the project's GDP audit on it.
 """
@@ -57,7 +57,7 @@ def objective(name: str, loss_out: torch.Tensor, loss_in: torch.Tensor, *, margi
 
 
 @dataclass(frozen=True)
-class Crafted:
+class CraftedSample:
     """An audit sample: x_a, its fixed label and the objective along the optimisation (first and last value)."""
 
     adversary: str
@@ -68,7 +68,7 @@ class Crafted:
     objective_end: float
 
 
-def craft(
+def craft_sample(
     adversary: str,
     *,
     model: str,
@@ -79,7 +79,7 @@ def craft(
     steps: int = 100,
     lr: float = 0.01,
     device: str | None = None,
-) -> Crafted:
+) -> CraftedSample:
     """Craft the audit sample of ``adversary`` (:data:`ADVERSARIES`) on the models ``theta`` ``[m, p]``.
 
     ``a_c`` returns the canary. ``a_ude`` / ``a_ade`` run ``steps`` Adam steps (learning rate ``lr``) on every
@@ -89,7 +89,7 @@ def craft(
     if adversary not in ADVERSARIES:
         raise ValueError(f"adversary must be one of {ADVERSARIES}, got {adversary!r}")
     if adversary == "a_c":
-        return Crafted("a_c", canary.x, canary.y, float("nan"), float("nan"), float("nan"))
+        return CraftedSample("a_c", canary.x, canary.y, float("nan"), float("nan"), float("nan"))
     if steps < 1 or not lr > 0:
         raise ValueError(f"crafting needs steps >= 1 and lr > 0, got steps={steps}, lr={lr}")
     dev = pick_device(device)
@@ -112,7 +112,7 @@ def craft(
     with torch.no_grad():
         losses = engine.loss(th, x, y)[:, 0]
         final = float(objective(adversary, losses[~bits], losses[bits], margin=margin))
-    return Crafted(adversary, x.detach()[0].cpu().numpy(), int(canary.y), float(margin), values[0], final)
+    return CraftedSample(adversary, x.detach()[0].cpu().numpy(), int(canary.y), float(margin), values[0], final)
 
 
 # ---------------------------------------------------------------------------------------------- black box
@@ -182,7 +182,7 @@ def audit_sample(
     model: str,
     theta: npt.ArrayLike,
     members: npt.ArrayLike,
-    sample: Crafted,
+    sample: CraftedSample,
     delta: float,
     confidence: float,
     mode: str,

@@ -19,14 +19,13 @@ A figure's CSV is the concatenation of its audits' rows with its series columns.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from hsaudit.data.datasets import DATASETS, configured_identity
 from hsaudit.accounting.gaussian import calibrate_noise
-from hsaudit.util.mapping import deep_merge, key_of
+from hsaudit.util.mapping import deep_merge, grid_points, key_of
 
 FIGURES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "table1")
 """The Yoon et al. targets (``results/yoon/{figure}.pdf``; table1 is ``results/yoon/table1.md``)."""
@@ -69,7 +68,7 @@ def figure_values(section: Mapping[str, Any], figure: str) -> list[dict[str, Any
     base = {k: v for k, v in section.items() if k not in NOT_VALUES}
     entry = dict(figures[figure] or {})
     grid = entry.pop("grid", None) or {}
-    cells = [dict(zip(grid, combo)) for combo in itertools.product(*grid.values())] if grid else [{}]
+    cells = grid_points(grid, where=f"yoon.figures.{figure}")  # keys checked below, per dataset
     out = []
     for cell in cells:
         dataset = cell.get("dataset", entry.get("dataset", base["dataset"]))
