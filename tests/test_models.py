@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
+from hsaudit.engine.dpsgd import init_theta0
 from hsaudit.engine.models import (
+    MODELS,
     build_model,
     count_parameters,
     flat_parameters,
@@ -77,3 +82,58 @@ def test_flat_round_trip():
 def test_bad_model_input(name, kwargs):
     with pytest.raises(ValueError):
         build_model(name, **kwargs)
+
+
+# Normalisation layers by module type (the test's own list, so that it does not share a mistake with the code).
+_NORMS = (nn.GroupNorm, nn.LayerNorm, nn.modules.batchnorm._NormBase)
+
+
+@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("bias", [0.0, 0.01])
+def test_xavier_theta0_on_every_registry_model(name, bias):
+    """``init_theta0(scheme="xavier_normal")``: norm scales 1, offsets and biases ``bias``, Glorot-normal weights.
+
+    Every conv/linear weight must have sample sd sqrt(2 / (fan_in + fan_out)) (Glorot & Bengio 2010). For n
+    i.i.d. normal draws the sample sd has relative standard error ≈ 1/sqrt(2n), so each tensor is checked to
+    5 standard errors, and all weights of the model pooled (after dividing each by its sd) to 5 standard errors
+    of the pooled count. The norm checks are exact.
+    """
+    theta = init_theta0(name, {}, scheme="xavier_normal", seed=17, bias=bias)
+    net = build_model(name)
+    load_flat_parameters(net, torch.as_tensor(theta))
+    norms = weights = 0
+    pooled: list[torch.Tensor] = []
+    for module in net.modules():
+        params = dict(module.named_parameters(recurse=False))
+        if isinstance(module, _NORMS):
+            norms += 1
+            assert torch.all(params["weight"] == 1.0), f"{name}: {module} scale"
+            assert torch.all(params["bias"] == bias), f"{name}: {module} offset"
+        elif isinstance(module, (nn.Linear, nn.Conv2d)):
+            weights += 1
+            w = params["weight"].detach().double()
+            fan_out, fan_in = w.shape[0] * w[0, 0].numel(), w.shape[1] * w[0, 0].numel()
+            sd = math.sqrt(2.0 / (fan_in + fan_out))
+            rel_se = 1.0 / math.sqrt(2 * w.numel())
+            assert abs(w.std().item() / sd - 1) < 5 * rel_se, f"{name}: {module} sd {w.std().item():.4g} vs {sd:.4g}"
+            pooled.append((w / sd).flatten())
+            if "bias" in params:
+                assert torch.all(params["bias"] == bias), f"{name}: {module} bias"
+        else:
+            assert not params, f"{name}: unexpected parameters in {module}"
+    z = torch.cat(pooled)
+    assert abs(z.std().item() - 1) < 5 / math.sqrt(2 * z.numel())
+    assert abs(z.mean().item()) < 5 / math.sqrt(z.numel())
+    assert weights >= 1
+    assert norms == (20 if name == "resnet18_gn" else 0)  # stem + 2 per block x 8 + 3 shortcuts
+
+
+def test_xavier_theta0_resnet_shortcut_groupnorm_scales_are_one():
+    """The shortcut GroupNorms ``layers.{2,4,6}.shortcut.1`` are not named "norm"; their scales must still be 1."""
+    net = build_model("resnet18_gn")
+    load_flat_parameters(net, torch.as_tensor(init_theta0("resnet18_gn", {}, scheme="xavier_normal", seed=3)))
+    params = dict(net.named_parameters())
+    for block in (2, 4, 6):
+        assert isinstance(net.get_submodule(f"layers.{block}.shortcut.1"), nn.GroupNorm)
+        assert torch.all(params[f"layers.{block}.shortcut.1.weight"] == 1.0)
+        assert torch.all(params[f"layers.{block}.shortcut.1.bias"] == 0.0)

@@ -40,6 +40,12 @@ from hsaudit.engine.noise import CounterNoise, counter_normals
 from hsaudit.util.seeding import derive_seed, rng_for
 
 THETA0_SCHEMES = ("default", "xavier_normal")
+# Normalisation layers, whose scale θ0 sets to 1 under "xavier_normal": torch's _NormBase covers BatchNorm,
+# SyncBatchNorm, InstanceNorm and their lazy forms; GroupNorm, LayerNorm and RMSNorm (torch >= 2.4) derive from
+# Module directly.
+_NORM_LAYERS = (torch.nn.modules.batchnorm._NormBase, torch.nn.GroupNorm, torch.nn.LayerNorm) + tuple(
+    getattr(torch.nn, name) for name in ("RMSNorm",) if hasattr(torch.nn, name)
+)
 
 
 @dataclass(frozen=True)
@@ -145,8 +151,9 @@ def init_theta0(
     """One initialisation θ0 ``[p]`` (float32) drawn from ``seed``.
 
     ``scheme``: ``"default"`` (PyTorch's layer defaults, as :func:`make_setup`) or ``"xavier_normal"`` (Glorot
-    normal weights for every parameter with ≥ 2 dimensions, biases and norm offsets set to ``bias``, unit norm
-    scales) — the "unknown θ0" of Cebere et al. Fig. 12 [inferred: the paper says "Xavier initialisation"; bias 0]
+    normal weights for every parameter with ≥ 2 dimensions, biases and norm offsets set to ``bias``, unit scales
+    for every normalisation layer, recognised by its module type: BatchNorm, InstanceNorm, GroupNorm, LayerNorm,
+    RMSNorm) — the "unknown θ0" of Cebere et al. Fig. 12 [inferred: the paper says "Xavier initialisation"; bias 0]
     and the θ_avg of Yoon et al. (bias 0.01, docs/yoon.md). ``bias`` is ignored by ``"default"``.
     """
     if scheme not in THETA0_SCHEMES:
@@ -155,11 +162,20 @@ def init_theta0(
         torch.manual_seed(int(seed) % 2**63)
         net = build_model(model, **model_kwargs)
         if scheme == "xavier_normal":
+            # A parameter's owner decides its role, not its name: ResNet18-GN's shortcut GroupNorm is
+            # ``layers.2.shortcut.1``, whose scale a name test ("norm" in the name) would have zeroed.
+            norm_params = {
+                id(param)
+                for module in net.modules()
+                if isinstance(module, _NORM_LAYERS)
+                for pname, param in module.named_parameters(recurse=False)
+                if pname == "weight"
+            }
             with torch.no_grad():
-                for name, param in net.named_parameters():
+                for param in net.parameters():  # model.parameters() order, as before: the same Xavier draws
                     if param.dim() >= 2:
                         torch.nn.init.xavier_normal_(param)
-                    elif "norm" in name and name.endswith("weight"):
+                    elif id(param) in norm_params:
                         param.fill_(1.0)
                     else:
                         param.fill_(float(bias))
