@@ -99,3 +99,20 @@ def images_like(n: int, shape: tuple[int, ...], seed: int = 0, classes: int = 10
 
     rng = np.random.default_rng(seed)
     return rng.standard_normal((n, *shape)).astype(np.float32), rng.integers(0, classes, n)
+
+
+def check_footer_inside(fig) -> None:
+    """The footer of ``fig`` (drawn by :func:`hsaudit.papers.plotting.add_footer`) lies inside the figure, left,
+    right and bottom edges included, and below every panel (with its labels) and every figure legend."""
+    from hsaudit.papers.plotting import FOOTER_GID
+
+    renderer = fig.canvas.get_renderer()
+    footers = [t for t in fig.texts if t.get_gid() == FOOTER_GID]
+    assert len(footers) == 1, f"expected one footer, found {len(footers)}"
+    box, page = footers[0].get_window_extent(renderer), fig.bbox
+    assert page.x0 <= box.x0 and box.x1 <= page.x1, f"footer {box} runs off the sides of {page}"
+    assert page.y0 <= box.y0 and box.y1 <= page.y1, f"footer {box} runs off the top or bottom of {page}"
+    above = [ax.get_tightbbox(renderer) for ax in fig.axes if ax.get_visible() and ax.axison]
+    above += [legend.get_window_extent(renderer) for legend in fig.legends]
+    for other in above:
+        assert other.y0 >= box.y1 - 0.5, f"{other} overlaps the footer {box}"

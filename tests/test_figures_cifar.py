@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from conftest import check_pdf
+from conftest import check_footer_inside, check_pdf
 from hsaudit.papers import plotting
 from hsaudit.papers.cebere.figures import cifar
 from hsaudit.papers.cebere.tables import audit_table
@@ -111,7 +111,8 @@ def test_fig1_plots_every_audit_and_names_what_did_not_run(tmp_path, footers):
         "paper (GDP, CP 0.95)",
         f"data={SOURCE}/housing",
         "abc123",
-        f"(c): R={RUNS}, reps=3",
+        f"(c) R={RUNS}",
+        "(c) reps=3",
     ):
         assert fact in footer, (fact, footer)
 
@@ -152,6 +153,29 @@ def test_epsilon_figures_hold_their_audits(tmp_path, footers, figure, specs, pan
         row = row[row[by] == first[by]]
     assert row["mean"].iloc[0] == pytest.approx(reps["epsilon"].mean()) and row["reps"].iloc[0] == 2
     assert f"data={SOURCE}" in footers[-1] and "scale=laptop" in footers[-1] and "paper" in footers[-1]
+
+
+@pytest.fixture
+def kept(monkeypatch):
+    """The figures that :func:`plotting.save` writes, kept open (not closed) so that a test can measure them."""
+    figures, close = [], plotting.plt.close
+    monkeypatch.setattr(plotting.plt, "close", figures.append)
+    yield figures
+    for fig in figures:
+        close(fig)
+
+
+@pytest.mark.parametrize("figure", ["fig12", "fig13"])
+def test_footer_fits_the_page_at_paper_scale(tmp_path, kept, figure):
+    """Issue: fig12's footer (4.8 in wide) ran off both edges of the page. It is wrapped inside it now."""
+    specs = {"fig12": [("convnet", "known"), ("convnet", "unknown")], "fig13": [("convnet", "known"),
+             ("alexnet_head", "known")]}[figure]  # fmt: skip
+    entries = [entry(i, model=m, theta0=t, rep=rep) for i, (m, t) in enumerate(specs) for rep in range(5)]
+    cifar.plot_cifar_figure(entries, tmp_path / "f.pdf", tmp_path / "f.csv", figure=figure, scale="paper",
+                            code_version="0123456789ab")  # fmt: skip
+    check_pdf(tmp_path / "f.pdf")
+    (fig,) = kept
+    check_footer_inside(fig)
 
 
 def test_fig2_spans_each_period_to_its_own_last_step(tmp_path):

@@ -1,5 +1,6 @@
 """Figures 1 and 2 of Annamalai, "It's Our Loss", from the tables of :mod:`hsaudit.papers.annamalai.construction`. Each ``plot_*``
-writes ``X.pdf`` (with the provenance footer) and ``X.csv`` (every plotted number, tidy)."""
+writes ``X.pdf`` (with the provenance footer) and ``X.csv`` (every plotted number, tidy). ``facts``: the
+workflow's keyword arguments of :func:`hsaudit.papers.plotting.footer_text` (``scale``, ``code_version``)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,6 @@ import pandas as pd
 
 from hsaudit.papers.plotting import PALETTE, figure, footer_text, save
 from hsaudit.util.io import write_csv_atomic
-
-
-def _footer(facts: dict, **extra) -> str:
-    facts = dict(facts)
-    scale = facts.pop("scale", "?")
-    return footer_text(scale=scale, **facts, **extra)
 
 
 def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
@@ -46,9 +41,8 @@ def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
         ax.legend(frameon=False, fontsize=6)
     runs = int(table["runs_per_world"].iloc[0])
     write_csv_atomic(table, csv)
-    save(
-        fig, pdf, footer=_footer(facts, R=f"{runs} per dataset", audit="none (raw rates)", delta=table["delta"].iloc[0])
-    )
+    footer = footer_text(**facts, R=f"{runs} per dataset", audit="none (raw rates)", delta=table["delta"].iloc[0])
+    save(fig, pdf, footer=footer)
 
 
 _BASE_LABEL = {"three_sigma": "P = 10^⌈log10 3σ⌉ (printed)", "half_width": "P/2 ≥ 6σ + 1"}
@@ -173,8 +167,8 @@ def plot_fig2(
     save(
         fig,
         pdf,
-        footer=_footer(
-            facts,
+        footer=footer_text(
+            **facts,
             R=f"{runs}×{reps}",
             audit=f"PLD curve, floor {tail_floor:g}; CP {conf:g}",
             P=base_rule,

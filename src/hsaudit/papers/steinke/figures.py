@@ -1,12 +1,13 @@
 """Figures 1, 3, 5 and 6 of Steinke, Nasr et al. ("The Last Iterate Advantage") from the tables of
 :mod:`hsaudit.papers.steinke.experiments`. Each ``plot_*`` writes ``X.pdf`` (with the provenance footer) and ``X.csv`` (every plotted
-number, tidy)."""
+number, tidy). ``facts``: the workflow's keyword arguments of :func:`hsaudit.papers.plotting.footer_text`
+(``scale``, ``code_version``)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from hsaudit.papers.plotting import PALETTE, UPPER_BOUND_STYLE, figure, footer_text, save
+from hsaudit.papers.plotting import PALETTE, UPPER_BOUND_STYLE, figure, footer_text, reserve_footer, save
 from hsaudit.util.io import write_csv_atomic
 
 _METHOD_STYLE = {
@@ -30,17 +31,15 @@ _METHOD_STYLE = {
 }
 
 
-def _legend_below(fig, ax, *, ncol: int, bottom: float = 0.2) -> None:
-    """One legend for the whole figure, below the panels (off the data), above the provenance footer."""
+def _legend_below(fig, ax, *, ncol: int, footer: str, space: float = 0.17) -> None:
+    """One legend for the whole figure, below the panels (off the data), above the provenance footer.
+
+    ``space``: the fraction of the figure's height kept for the legend, above the footer's band.
+    """
     handles, labels = ax.get_legend_handles_labels()
-    fig.tight_layout(rect=(0, bottom, 1, 1))
-    fig.legend(handles, labels, loc="lower center", ncol=ncol, frameon=False, fontsize=6.5, bbox_to_anchor=(0.5, 0.03))
-
-
-def _footer(facts: dict, **extra) -> str:
-    facts = dict(facts)
-    scale = facts.pop("scale", "?")
-    return footer_text(scale=scale, **facts, **extra)
+    band = reserve_footer(fig, footer)
+    fig.tight_layout(rect=(0, band + space, 1, 1))
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, frameon=False, fontsize=6.5, bbox_to_anchor=(0.5, band))
 
 
 def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict, delta: float) -> None:
@@ -59,9 +58,10 @@ def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict, delta: fl
         ax.set_yscale("log")
         ax.set_xlabel("iterations T")
         ax.set_ylabel(f"ε at δ = {delta:g}")
-    _legend_below(fig, axes[0][0], ncol=3, bottom=0.13)
+    footer = footer_text(**facts, R="analytic", audit="none (accounting only)")
+    _legend_below(fig, axes[0][0], ncol=3, footer=footer, space=0.10)
     write_csv_atomic(table, csv)
-    save(fig, pdf, footer=_footer(facts, R="analytic", audit="none (accounting only)"), tight=False)
+    save(fig, pdf, footer=footer, tight=False)
 
 
 _FAMILY_LABEL = {"last_iterate": "last-iterate family", "all_iterates": "all-iterates family"}
@@ -96,23 +96,16 @@ def plot_fig3(
         ax.set_title(f"q = {q:g}")
         ax.set_xlabel("iterations T")
         ax.set_ylabel("ε")
-    _legend_below(fig, axes[0][0], ncol=3)
     runs = int(table["runs_per_world"].iloc[0])
     conf = float(table["confidence"].iloc[0]) if "confidence" in table else float("nan")
     gdp_mode = table.loc[table["method"] == "empirical_gdp", "audit_mode"]
-    write_csv_atomic(table, csv)
     what = f"σ̂ {sigma_family}" if audit == "pld_sigma" else "GDP"
-    save(
-        fig,
-        pdf,
-        footer=_footer(
-            facts,
-            R=f"{runs}/world",
-            audit=f"{what} + GDP ({gdp_mode.iloc[0] if len(gdp_mode) else '?'})",
-            CP=f"{conf:g}",
-        ),
-        tight=False,
+    footer = footer_text(
+        **facts, R=f"{runs}/world", audit=f"{what} + GDP ({gdp_mode.iloc[0] if len(gdp_mode) else '?'})", CP=conf
     )
+    _legend_below(fig, axes[0][0], ncol=3, footer=footer)
+    write_csv_atomic(table, csv)
+    save(fig, pdf, footer=footer, tight=False)
 
 
 def _fig3_style(method: str, *, primary: bool) -> dict:
@@ -178,9 +171,10 @@ def plot_fig5(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict, delta: fl
         ax.set_title(f"one step is ({e1:g}, {delta:g})-DP")
         ax.set_xlabel("iterations T")
         ax.set_ylabel("ε(α = 0.5) / max_{t≤T} ε_t")
-    _legend_below(fig, axes[0][0], ncol=3, bottom=0.36)
+    footer = footer_text(**facts, R="analytic", audit="none (exact ε, rounding)")
+    _legend_below(fig, axes[0][0], ncol=3, footer=footer, space=0.33)
     write_csv_atomic(table, csv)
-    save(fig, pdf, footer=_footer(facts, R="analytic", audit="none (exact ε, rounding)"), tight=False)
+    save(fig, pdf, footer=footer, tight=False)
 
 
 def plot_fig6(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
@@ -219,10 +213,7 @@ def plot_fig6(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
     save(
         fig,
         pdf,
-        footer=_footer(
-            facts,
-            R=f"{runs}/world",
-            audit=f"σ̂ all_iterates + GDP ({mode.iloc[0] if len(mode) else '?'})",
-            CP=f"{conf:g}",
+        footer=footer_text(
+            **facts, R=f"{runs}/world", audit=f"σ̂ all_iterates + GDP ({mode.iloc[0] if len(mode) else '?'})", CP=conf
         ),
     )

@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from hsaudit.util.io import write_text_atomic
-from hsaudit.papers.plotting import PALETTE, UPPER_BOUND_STYLE, figure, footer_text, save
+from hsaudit.papers.plotting import PALETTE, UPPER_BOUND_STYLE, figure, footer_text, reserve_footer, save
 from hsaudit.util.io import write_csv_atomic
 
 FIGURES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8")
@@ -222,26 +222,17 @@ def _unique(table: pd.DataFrame, column: str, fmt: Callable[[Any], str] = str) -
     return "/".join(dict.fromkeys(fmt(v) for v in table[column].dropna()))
 
 
-def _footer(table: pd.DataFrame, *, scale: str, code_version: str, **facts: Any) -> str:
-    """The provenance line: scale, N per world, runs, data source, audit mode, the craft/audit split, code."""
+def _provenance(table: pd.DataFrame) -> dict[str, Any]:
+    """The Yoon facts of a footer, as keyword arguments of :func:`hsaudit.papers.plotting.footer_text`: data
+    source, audit mode, N (models per world), runs per series and the craft/audit split."""
     confidence = f", CP {_unique(table, 'confidence', lambda v: f'{float(v):g}')}" if "confidence" in table else ""
-    text = footer_text(
-        scale=scale,
-        N=f"{_unique(table, 'models_per_world', lambda v: str(int(v)))} per world",
-        runs=_unique(table.groupby(list(SERIES), dropna=False).size().to_frame("n"), "n"),
-        data=_unique(table, "data_source"),
-        audit=f"{_unique(table, 'mode')} (GDP{confidence})",
-        **{"craft/audit split": "held-out (main) and same (paper's reading)"},
-        **facts,
-        **({"code": code_version} if code_version else {}),
-    )
-    sep, lines = "  ·  ", []
-    for part in text.split(sep):  # wrapped at the separators to lines of about 130 characters at most
-        if lines and len(lines[-1]) + len(part) < 130:
-            lines[-1] += sep + part
-        else:
-            lines.append(part)
-    return "\n".join(lines)
+    return {
+        "data": table["data_source"].dropna(),
+        "audit": f"{_unique(table, 'mode')} (GDP{confidence})",
+        "N": f"{_unique(table, 'models_per_world', lambda v: str(int(v)))} per world",
+        "runs": table.groupby(list(SERIES), dropna=False).size(),
+        "craft/audit split": "held-out (main) and same (paper's reading)",
+    }
 
 
 def _write_csv(summary: pd.DataFrame, csv: str | os.PathLike, *, figure_name: str, scale: str) -> pd.DataFrame:
@@ -251,10 +242,9 @@ def _write_csv(summary: pd.DataFrame, csv: str | os.PathLike, *, figure_name: st
 
 
 def _save(fig, pdf: str | os.PathLike, footer: str, *, legend_rows: int) -> None:
-    """Lay out below ``legend_rows`` rows of figure legend and above the footer (one or two lines), then save."""
-    height = fig.get_figheight()
-    bottom = (0.05 + 0.11 * (footer.count("\n") + 1)) / height
-    fig.tight_layout(rect=(0, bottom, 1, 1 - (0.05 + 0.2 * legend_rows) / height))
+    """Lay out below ``legend_rows`` rows of figure legend and above the footer's band, then save."""
+    band = reserve_footer(fig, footer)  # first: a long footer may make the figure taller
+    fig.tight_layout(rect=(0, band, 1, 1 - (0.05 + 0.2 * legend_rows) / fig.get_figheight()))
     save(fig, pdf, footer=footer, tight=False)
 
 
@@ -465,7 +455,7 @@ def _epsilon_figure(figure_name: str, table: pd.DataFrame, pdf, csv, draw_panel:
         draw_panel(ax, part, paper, spec, margin)
         ax.set_title(_panel_title(part, spec.setting))
     _legend(fig, axes[0], spec, margin, bars=spec.group_by is not None)
-    _save(fig, pdf, _footer(table, scale=scale, code_version=code_version), legend_rows=2)
+    _save(fig, pdf, footer_text(scale=scale, **_provenance(table), code_version=code_version), legend_rows=2)
     return _write_csv(summary, csv, figure_name=figure_name, scale=scale)
 
 
@@ -633,7 +623,7 @@ def plot_loss_histograms(
     worlds = [Patch(facecolor=WORLD_COLOURS[m], alpha=0.5, label=WORLD_LABELS[m]) for m in (0, 1)]
     fig.legend(handles=worlds, loc="upper center", ncol=2, frameon=False, bbox_to_anchor=(0.5, 0.995))
     title = _panel_title(table, SETTING)
-    footer = _footer(table, scale=scale, code_version=code_version, shown=f"run {run}, {title}")
+    footer = footer_text(scale=scale, **_provenance(table), shown=f"run {run}, {title}", code_version=code_version)
     _save(fig, pdf, footer, legend_rows=1)
     hist = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["split", "adversary", "member"])
     epsilon_run = table[table["run"] == run].set_index(["adversary", "split"])["epsilon"]
@@ -692,7 +682,7 @@ def write_table1(
         "models it was not crafted on; same: crafted and scored on the same models (the paper's reading). "
         "Paper: Yoon et al., Table 1 (CIFAR-10, ε = 4, 10 runs)."
     ) if "delta" in table else f"Table 1: ε̂ of a_ade (mean ± sd over {runs} run(s)) for each ADE margin α."
-    footer = _footer(table, scale=scale, code_version=code_version).replace("\n", "  ·  ")
+    footer = footer_text(scale=scale, **_provenance(table), code_version=code_version)
     text = caption + "\n\n" + "\n".join(lines) + "\n\n" + footer
     write_text_atomic(md, text + "\n")
     return _write_csv(summary, csv, figure_name="table1", scale=scale)

@@ -43,7 +43,7 @@ from hsaudit.papers.cebere.figures.housing import (
     ADVERSARY_LABELS,
     AuditRef,
     adversary_colour,
-    figure_footer,
+    audit_facts,
     figure_table,
     plot_housing_panel,
     plot_mean_sd,
@@ -255,18 +255,11 @@ def _ymax(*tables: pd.DataFrame) -> float:
     return 1.08 * max(float(finite.max()) if finite.size else 0.0, 1.0)
 
 
-def _footer(table: pd.DataFrame, *, scale: str, code_version: str, sources: pd.Series | None = None) -> str:
-    """:func:`figure_footer` with the data sources (of ``sources``, default the table's), in order of appearance."""
-    sources = table["data_source"] if sources is None else sources
-    return figure_footer(
-        table, scale=scale, code_version=code_version, data="/".join(dict.fromkeys(sources.astype(str)))
-    )
-
-
 def _save(fig, pdf_path, footer: str, *, top: float = 1.0) -> None:
-    from hsaudit.papers.plotting import save
+    """Lay the panels out between the footer's band and ``top`` (room for a legend above), then save."""
+    from hsaudit.papers.plotting import reserve_footer, save
 
-    fig.tight_layout(rect=(0, 0.03, 1, top))
+    fig.tight_layout(rect=(0, reserve_footer(fig, footer), 1, top))
     save(fig, pdf_path, footer=footer, tight=False)
 
 
@@ -308,7 +301,7 @@ def plot_cifar_figure(
     Raises:
         ValueError: an unknown figure, model, adversary or θ0, or an entry that fits no panel (naming it).
     """
-    from hsaudit.papers.plotting import figure as new_figure
+    from hsaudit.papers.plotting import figure as new_figure, footer_text
     from hsaudit.util.io import write_csv_atomic
 
     if figure == "fig1":
@@ -327,7 +320,7 @@ def plot_cifar_figure(
     top = 1.0 - (0.08 + 0.15 * -(-len(labels) // ncol)) / (layout.row_height * layout.nrows + 0.7)
     fig.legend(handles, labels, loc="upper center", ncol=ncol, frameon=False, bbox_to_anchor=(0.5, 1.0))
     write_csv_atomic(table.assign(scale=scale), csv_path)
-    _save(fig, pdf_path, _footer(table, scale=scale, code_version=code_version), top=top)
+    _save(fig, pdf_path, footer_text(scale=scale, **audit_facts(table), code_version=code_version), top=top)
     return pd.concat([s for s in summaries if not s.empty], ignore_index=True)
 
 
@@ -367,7 +360,7 @@ def plot_fig1(
     Raises:
         ValueError: as :func:`plot_cifar_figure` (no Housing entries is not an error: panel (c) says so).
     """
-    from hsaudit.papers.plotting import figure as new_figure
+    from hsaudit.papers.plotting import figure as new_figure, footer_text
     from hsaudit.util.io import write_csv_atomic
 
     layout = _layout("fig1")
@@ -399,11 +392,11 @@ def plot_fig1(
     axes[1][2].legend(handles, labels, loc="upper left", frameon=False, fontsize=8, title="All panels (mean ± sd)")
     both = pd.concat([table, housing], ignore_index=True)
     write_csv_atomic(both.assign(scale=scale), csv_path)
-    footer = _footer(table, scale=scale, code_version=code_version, sources=both["data_source"])
+    facts = audit_facts(table) | {"data": both["data_source"].astype(str)}
     if not housing.empty:  # the Housing panel's own R and repetitions
-        runs = "/".join(str(r) for r in sorted(set(housing["runs"].astype(int))))
-        footer += f"  ·  (c): R={runs}, reps={int(housing.groupby('adversary')['rep'].nunique().max())}"
-    _save(fig, pdf_path, footer)
+        own = audit_facts(housing)
+        facts |= {"(c) R": own["R"], "(c) reps": own["reps"]}
+    _save(fig, pdf_path, footer_text(scale=scale, **facts, code_version=code_version))
     return pd.concat([s for s in summaries if not s.empty], ignore_index=True)
 
 
@@ -441,7 +434,7 @@ def plot_fig11(
         ValueError: an entry of another adversary, model, C or period (naming it), points < 2.
     """
     from hsaudit.accounting.gaussian import gdp_delta
-    from hsaudit.papers.plotting import UPPER_BOUND_STYLE, figure as new_figure
+    from hsaudit.papers.plotting import UPPER_BOUND_STYLE, figure as new_figure, footer_text
     from hsaudit.util.io import write_csv_atomic
 
     if points < 2:
@@ -502,7 +495,7 @@ def plot_fig11(
         scale=scale,
     )
     write_csv_atomic(out, csv_path)
-    _save(fig, pdf_path, _footer(table, scale=scale, code_version=code_version))
+    _save(fig, pdf_path, footer_text(scale=scale, **audit_facts(table), code_version=code_version))
     return summary
 
 
@@ -546,7 +539,7 @@ def plot_fig6a(
     """
     from hsaudit.accounting.gaussian import gdp_tradeoff
     from hsaudit.audit.gdp import empirical_tradeoff
-    from hsaudit.papers.plotting import UPPER_BOUND_STYLE, figure as new_figure
+    from hsaudit.papers.plotting import UPPER_BOUND_STYLE, figure as new_figure, footer_text
     from hsaudit.util.io import write_csv_atomic
 
     table = cifar_table([(ref, audit)])
@@ -594,7 +587,7 @@ def plot_fig6a(
              period=int(row["period"]), clip_norm=float(row["clip_norm"]), mode=row["mode"],
              data_source=row["data_source"], scale=scale)  # fmt: skip
     write_csv_atomic(out, csv_path)
-    _save(fig, pdf_path, _footer(table, scale=scale, code_version=code_version) + f"  ·  step={step}")
+    _save(fig, pdf_path, footer_text(scale=scale, **audit_facts(table), step=step, code_version=code_version))
     return pd.DataFrame(
         [{"step": step, "mu": mu, "mu_upper": mu_upper, "epsilon": float(row["epsilon"]),
           "epsilon_upper": float(row["epsilon_upper"]), "runs": n0 + n1, "n_members": n1, "n_nonmembers": n0,
@@ -678,9 +671,8 @@ def plot_fig8(
     ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
     out = out.assign(data_source=data_source, scale=scale)
     write_csv_atomic(out, csv_path)
-    runs = "/".join(str(r) for r in sorted(set(out["runs"].astype(int))))
-    footer = footer_text(scale=scale, runs=runs, audit="none (gradient norms)", data=data_source,
-                         **({"code": code_version} if code_version else {}))  # fmt: skip
+    footer = footer_text(scale=scale, data=data_source, audit="none (gradient norms)", runs=out["runs"].astype(int),
+                         code_version=code_version)  # fmt: skip
     _save(fig, pdf_path, footer)
     return out
 
@@ -772,7 +764,7 @@ def write_table2(
     for k in keys:
         values = [(c if c != "" else "–").replace("|", "\\|") for c in cells[k]]
         lines.append(f"| {TABLE2_FIELDS.get(k, k)} | " + " | ".join(values) + " |")
-    provenance = footer_text(scale=scale, **({"code": code_version} if code_version else {}))
+    provenance = footer_text(scale=scale, code_version=code_version)
     text = "Table 2: hyper-parameters used per experiment family (generated from the configuration that ran).\n\n"
     text += "\n".join(lines) + f"\n\n{provenance}\n"
     write_text_atomic(md_path, text)

@@ -107,27 +107,22 @@ def plot_mean_sd(ax, part: pd.DataFrame, *, colour: str, label: str, linestyle: 
     )
 
 
-def figure_footer(table: pd.DataFrame, *, scale: str, code_version: str = "", **facts: Any) -> str:
-    """The provenance footer of an ε-against-step figure: scale, R, repetitions, audit mode, ``facts``, code.
+def audit_facts(table: pd.DataFrame) -> dict[str, Any]:
+    """What the footer of an ε-against-step figure says about its audits, as keyword arguments of
+    :func:`hsaudit.papers.plotting.footer_text`: R (every run count), the audit (mode, GDP, CP level), the
+    repetitions (the most of any adversary) and, where the table has the column, the data sources.
 
     Args:
-        table: a :func:`figure_table` (columns runs, adversary, rep, mode, confidence).
-        scale: the scale preset.
-        code_version: the code version, left out when empty.
-        facts: further ``name=value`` entries, after the audit (e.g. ``data="cifar10:local"``).
+        table: a :func:`figure_table` (columns runs, adversary, rep, mode, confidence; data_source optional).
     """
-    from hsaudit.papers.plotting import footer_text
-
-    runs = sorted(set(table["runs"].astype(int)))
-    reps = int(table.groupby("adversary")["rep"].nunique().max())
-    return footer_text(
-        scale=scale,
-        R="/".join(str(r) for r in runs),
-        reps=reps,
-        audit=f"{table['mode'].iloc[0]} (GDP, CP {float(table['confidence'].iloc[0]):g})",
-        **facts,
-        **({"code": code_version} if code_version else {}),
-    )
+    facts: dict[str, Any] = {
+        "R": table["runs"].astype(int),
+        "audit": f"{table['mode'].iloc[0]} (GDP, CP {float(table['confidence'].iloc[0]):g})",
+        "reps": int(table.groupby("adversary")["rep"].nunique().max()),
+    }
+    if "data_source" in table:
+        facts["data"] = table["data_source"].astype(str)
+    return facts
 
 
 def plot_housing_figure(
@@ -152,7 +147,7 @@ def plot_housing_figure(
     Returns:
         The per-step summary that was plotted (:func:`summarise`).
     """
-    from hsaudit.papers.plotting import figure as new_figure, save
+    from hsaudit.papers.plotting import figure as new_figure, footer_text, save
     from hsaudit.util.io import write_csv_atomic
 
     if table.empty:
@@ -165,7 +160,7 @@ def plot_housing_figure(
     hyper = dict(hyper or {})
     symbols = {"lr": "η", "batch_size": "B", "noise_multiplier": "σ", "clip_norm": "C", "period": "k"}
     facts = {symbols[k]: f"{v:g}" for k, v in hyper.items() if k in symbols}
-    footer = figure_footer(table, scale=scale, code_version=code_version, **facts)
+    footer = footer_text(scale=scale, **audit_facts(table), **facts, code_version=code_version)
     write_csv_atomic(table.assign(**hyper, scale=scale), csv_path)
     save(fig, pdf_path, footer=footer)
     return summary

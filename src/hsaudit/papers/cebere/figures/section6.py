@@ -65,20 +65,20 @@ def curves_table(audits: pd.DataFrame, exact: pd.DataFrame) -> pd.DataFrame:
     return merged[_CURVE_COLUMNS]
 
 
-def _footer(facts: Mapping, table: pd.DataFrame | None = None, **extra) -> str:
-    facts = dict(facts)
-    parts = {}
+def _provenance(facts: Mapping, table: pd.DataFrame | None = None) -> dict:
+    """The Section 6 facts of a footer, as keyword arguments of :func:`hsaudit.papers.plotting.footer_text`.
+
+    ``facts``: the workflow's (scale, audit_mode, confidence, delta, code_version); ``table``: R (runs per world)
+    and the number of repetitions, where it has them.
+    """
+    out: dict = {"scale": facts.get("scale", "?"), "code_version": facts.get("code_version", "")}
     if table is not None and "runs_per_world" in table:
-        runs = sorted({int(r) for r in table["runs_per_world"]})
-        parts["R"] = "/".join(f"{r:,}" for r in runs) + " per world"
+        out["R"] = "/".join(f"{r:,}" for r in sorted({int(r) for r in table["runs_per_world"]})) + " per world"
+    out["audit"] = f"GDP, {facts.get('audit_mode', 'paper')} mode, CP {facts.get('confidence', 0.95)}"
     if table is not None and "rep" in table:
-        parts["reps"] = int(table["rep"].nunique())
-    parts.update(extra)
-    parts["audit"] = f"GDP, {facts.get('audit_mode', 'paper')} mode, CP {facts.get('confidence', 0.95)}"
-    parts["δ"] = facts.get("delta", 1e-5)
-    if facts.get("code_version"):
-        parts["code"] = facts["code_version"]
-    return plotting.footer_text(scale=facts.get("scale", "?"), **parts)
+        out["reps"] = int(table["rep"].nunique())
+    out["δ"] = facts.get("delta", 1e-5)
+    return out
 
 
 def _summary(table: pd.DataFrame) -> pd.DataFrame:
@@ -190,7 +190,7 @@ def plot_fig3(
         ax.set_title(f"{rules[1]} rule (mean-reverting), σ = {float(panel_sigmas[0]):g}")
     else:
         ax.axis("off")
-    plotting.save(fig, pdf, footer=_footer(facts, table, rule=primary))
+    plotting.save(fig, pdf, footer=plotting.footer_text(**_provenance(facts, table), rule=primary))
     rows_a = table.assign(panel="a")
     rows_b = ratios.assign(panel="b")
     out = pd.concat([rows_a, rows_b], ignore_index=True, sort=False)
@@ -214,7 +214,7 @@ def plot_fig14(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> pd
         _curve_panel(flat[k], summary, rule=primary, sigma=sigma, legend=k == 0)
     for ax in flat[len(sigmas) :]:
         ax.axis("off")
-    plotting.save(fig, pdf, footer=_footer(facts, table, rule=primary))
+    plotting.save(fig, pdf, footer=plotting.footer_text(**_provenance(facts, table), rule=primary))
     write_csv_atomic(table, csv)
     return table
 
@@ -268,7 +268,7 @@ def plot_fig6b(trade: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> pd
     plotting.save(
         fig,
         pdf,
-        footer=_footer(facts, trade, σ=f"{row['sigma']:g}", t=int(row["step"])),
+        footer=plotting.footer_text(**_provenance(facts, trade), σ=row["sigma"], t=int(row["step"])),
     )
     write_csv_atomic(trade, csv)
     return trade
@@ -379,7 +379,7 @@ def plot_fig6c(search: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> p
                     ),
                 }
             )
-    plotting.save(fig, pdf, footer=_footer(facts, search))
+    plotting.save(fig, pdf, footer=plotting.footer_text(**_provenance(facts, search)))
     out = pd.concat([search, pd.DataFrame(rows)], ignore_index=True, sort=False)
     write_csv_atomic(out, csv)
     return out
@@ -456,6 +456,6 @@ def plot_fig10(land: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> pd.
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = twin.get_legend_handles_labels()
     ax.legend(h1 + h2, l1 + l2, frameon=False, fontsize=6.5, loc="lower left")
-    plotting.save(fig, pdf, footer=_footer(facts, None, σ=f"{float(land['sigma'].iloc[0]):g}"))
+    plotting.save(fig, pdf, footer=plotting.footer_text(**_provenance(facts), σ=land["sigma"].iloc[0]))
     write_csv_atomic(land, csv)
     return land
