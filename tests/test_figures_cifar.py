@@ -300,7 +300,8 @@ def test_fig8_mean_and_two_sd_per_model_and_step(tmp_path, footers, models):
                           clip_norm=1.0)  # fmt: skip
     check_pdf(tmp_path / "fig8.pdf")
     csv = pd.read_csv(tmp_path / "fig8.csv")
-    assert list(csv.columns) == ["model", "step", "runs", "mean", "sd", "lower", "upper", "data_source", "scale"]
+    assert list(csv.columns) == ["model", "step", "runs", "mean", "sd", "lower", "upper", "world", "data_source",
+                                 "scale"]  # fmt: skip
     assert (
         len(csv) == 20 * len(models) and set(csv["runs"]) == {30} and list(dict.fromkeys(csv["model"])) == list(models)
     )
@@ -312,6 +313,20 @@ def test_fig8_mean_and_two_sd_per_model_and_step(tmp_path, footers, models):
     assert out["mean"].tolist() == pytest.approx(csv["mean"].tolist())
     assert f"data={SOURCE}" in footers[-1] and "scale=paper" in footers[-1] and "runs=30" in footers[-1]
     assert ("ResNet18-GN: not run at this scale" in footers.texts) == (len(models) == 1)
+
+
+def test_fig8_plots_the_canary_runs_only(tmp_path, footers):
+    """A shard's bit-0 half never saw the canary: its norms (here shifted by +100) must not enter fig8."""
+    norms = norms_table(("convnet",), runs=30)
+    norms["bit"] = (norms["run"] % 2 == 0).astype(int)
+    norms.loc[norms["bit"] == 0, "norm"] += 100.0
+    out = cifar.plot_fig8(norms, tmp_path / "fig8.pdf", tmp_path / "fig8.csv", scale="paper", data_source=SOURCE)
+    canary = norms[(norms.bit == 1) & (norms.step == 3)]["norm"]
+    row = out[out.step == 3].iloc[0]
+    assert row["runs"] == 15 and row["mean"] == pytest.approx(canary.mean()) and set(out["world"]) == {"canary"}
+    assert "runs=15" in footers[-1] and "canary runs only" in footers[-1]
+    with pytest.raises(ValueError, match="canary runs"):
+        cifar.plot_fig8(norms[norms.bit == 0], tmp_path / "f.pdf", tmp_path / "f.csv", scale="s", data_source=SOURCE)
 
 
 def test_fig8_refuses_a_table_without_norms(tmp_path):

@@ -25,7 +25,7 @@ def test_paper_scale_dag_asks_for_gpus(workflow_copy):
     assert counts["audit_epsilon"] == 26 + 15
     assert counts["craft_adversary"] == 28 + 15
     assert counts["extract_features"] == 1 and counts["write_cebere_table2"] == 1
-    # ConvNet shards of 500, ResNet18-GN shards of 50 (model_shard_sizes), fig8's 30 runs in one shard each
+    # ConvNet shards of 500, ResNet18-GN shards of 50 (model_shard_sizes), fig8's 60 runs in two shards of 30 each
     assert counts["train_shard"] > 1000
     train_jobs = [block for block in proc.stdout.split("\nrule ") if block.startswith("train_shard:")]
     cifar = [b for b in train_jobs if "results/cifar10/" in b]

@@ -615,10 +615,14 @@ def plot_fig8(
     norm C when given (a canary gradient below C enters the sum unclipped, so smaller than the crafted C·e_d).
     Claim: the canary's gradient norm varies along the optimisation path and between architectures.
 
+    Only the runs that trained with the canary (``bit == 1``) are plotted: a shard's other half never saw it, so
+    its norms describe a different optimisation path. (The paper's 30 runs are therefore 60 at paper scale.)
+
     Args:
-        norms: columns model, run, step, norm (the paper: 30 runs, k = 1, T = 250).
+        norms: columns model, run, step, norm, and bit (1 = the canary was inserted; a table without the column
+            is taken as canary runs only).
         pdf_path, csv_path: the outputs; the CSV has model, step, runs, mean, sd, lower (mean − 2 sd),
-            upper (mean + 2 sd), data_source, scale: every plotted number.
+            upper (mean + 2 sd), world (canary), data_source, scale: every plotted number.
         scale: the scale preset; data_source: e.g. "cifar10:local" (footer and CSV).
         clip_norm: C, drawn as a reference line when given.
         code_version: the code version (footer), left out when empty.
@@ -636,8 +640,10 @@ def plot_fig8(
     missing = [c for c in ("model", "run", "step", "norm") if c not in norms.columns]
     if missing:
         raise ValueError(f"norms needs column {missing[0]!r}")
+    if "bit" in norms.columns:
+        norms = norms[norms["bit"].astype(int) == 1]
     if norms.empty:
-        raise ValueError("plot_fig8 needs a non-empty norms table")
+        raise ValueError("plot_fig8 needs a non-empty norms table (with canary runs, bit = 1)")
     unknown = sorted(set(norms["model"]) - set(MODEL_LABELS))
     if unknown:
         raise ValueError(f"unknown model {unknown[0]!r} (known: {', '.join(MODEL_LABELS)})")
@@ -669,9 +675,10 @@ def plot_fig8(
     ax.set_title("A_L canary gradient norm along training")
     ax.set_ylim(bottom=0)
     ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
-    out = out.assign(data_source=data_source, scale=scale)
+    out = out.assign(world="canary", data_source=data_source, scale=scale)
     write_csv_atomic(out, csv_path)
     footer = footer_text(scale=scale, data=data_source, audit="none (gradient norms)", runs=out["runs"].astype(int),
+                         world="canary runs only",
                          code_version=code_version)  # fmt: skip
     _save(fig, pdf_path, footer)
     return out
