@@ -15,7 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 _COPIED = ("Snakefile", "workflow", "config", "profiles", "envs")
@@ -116,3 +119,45 @@ def check_footer_inside(fig) -> None:
     above += [legend.get_window_extent(renderer) for legend in fig.legends]
     for other in above:
         assert other.y0 >= box.y1 - 0.5, f"{other} overlaps the footer {box}"
+
+
+# ------------------------------------------------------------------ Housing-format data for the workflow tests
+
+
+def synthetic_housing(n: int = 101, seed: int = 0) -> pd.DataFrame:
+    """A Housing-format frame with plausible ranges (not the real data)."""
+    from hsaudit.data.datasets import HOUSING_COLUMNS
+
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(
+        {
+            "MedInc": rng.lognormal(1.2, 0.5, n),
+            "HouseAge": rng.integers(1, 53, n).astype(float),
+            "AveRooms": rng.lognormal(1.6, 0.3, n),
+            "AveBedrms": rng.lognormal(0.05, 0.1, n),
+            "Population": rng.integers(3, 5000, n).astype(float),
+            "AveOccup": rng.lognormal(1.0, 0.3, n),
+            "Latitude": rng.uniform(32.5, 42.0, n),
+            "Longitude": rng.uniform(-124.3, -114.3, n),
+            "MedHouseVal": rng.uniform(0.15, 5.0, n),
+        }
+    )
+    return frame[list(HOUSING_COLUMNS)]
+
+
+def write_synthetic_csv(path: Path, n: int = 240) -> None:
+    synthetic_housing(n=n, seed=1).to_csv(path, index=False)
+
+
+def configure_housing(workdir: Path, **smoke_housing) -> None:
+    """Set the private copy's config: smoke scale, the synthetic file, and extra smoke overrides."""
+    path = workdir / "config" / "config.yaml"
+    config = yaml.safe_load(path.read_text())
+    config["scale"] = "smoke"
+    config["housing"]["data"]["path"] = str(workdir / "housing.csv")
+    for key, value in smoke_housing.items():
+        if key == "figures":
+            config["housing"]["figures"] = value
+        else:
+            config["scales"]["smoke"]["housing"][key] = value
+    path.write_text(yaml.safe_dump(config, sort_keys=False))

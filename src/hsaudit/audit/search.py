@@ -18,7 +18,7 @@ would:
 Ties go to the lowest threshold, as in a scan in increasing order. Used by :func:`hsaudit.audit.audit_scores`
 (paper mode, R ≥ 10⁵) and :func:`hsaudit.audit.gdp_audit_two_sample` (the Section 6 experiments); the tests
 check it against the sorted search of :mod:`hsaudit.audit.gdp` and a naive scan of every midpoint
-(``tests/test_audit.py``, ``tests/test_section6.py``). numpy only.
+(``tests/audit/test_audit.py``, ``tests/papers/cebere/test_section6.py``). numpy only.
 """
 
 from __future__ import annotations

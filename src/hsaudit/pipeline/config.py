@@ -142,7 +142,7 @@ def inferred_choices(config_path: str) -> list[tuple[str, str, str]]:
 
     Returns:
         ``(dotted key, default as written, comment)`` for every such key, in file order. docs/decisions.md is
-        generated from this list (``tests/test_config.py`` checks that it is up to date).
+        generated from this list (``tests/pipeline/test_config.py`` checks that it is up to date).
     """
     import re
     from pathlib import Path

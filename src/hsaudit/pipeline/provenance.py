@@ -6,7 +6,7 @@ Two uses:
   passes ``code_version=script_version(...)`` (``workflow/rules/common.smk``): a SHA-256 of its script and of
   exactly the package modules that script imports, transitively. Editing an estimator therefore reruns the audit
   and figure jobs that import it and never a training job; editing ``hsaudit/papers/cebere/section6/exact.py``
-  reruns Section 6 jobs only. ``tests/test_provenance.py`` holds this for every rule family.
+  reruns Section 6 jobs only. ``tests/pipeline/test_provenance.py`` holds this for every rule family.
 
   What counts as "imported": a module named in an ``import`` or ``from … import`` (at top level or inside a
   function) and what it imports in turn. A parent package's ``__init__.py`` runs first on import, so its text is

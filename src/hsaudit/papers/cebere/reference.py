@@ -14,7 +14,7 @@ like any sample; the normaliser stays the nominal B.
 Full-batch DP-SGD (Yoon et al., docs/yoon.md: B = |D|, no sampling, D′ = D ∪ {canary}) needs no mode of its own:
 a schedule whose every row is all of D (:func:`hsaudit.papers.yoon.populations.full_batch_schedule`), ``batch_size = n``, period 1
 and a canary :class:`~hsaudit.papers.cebere.adversaries.Crafted` (``label_flip``) appends the canary to every step's batch and
-divides by |D| (tests/test_full_batch.py).
+divides by |D| (tests/engine/test_full_batch.py).
 """
 
 from __future__ import annotations

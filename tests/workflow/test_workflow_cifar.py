@@ -35,7 +35,7 @@ def test_paper_scale_dag_asks_for_gpus(workflow_copy):
 
 @pytest.mark.slow
 def test_smoke_every_cifar_target_end_to_end(workflow_copy):
-    from test_workflow_housing import write_synthetic_csv
+    from conftest import write_synthetic_csv
 
     workdir: Path = workflow_copy
     write_synthetic_csv(workdir / "housing.csv")

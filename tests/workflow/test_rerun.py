@@ -1,6 +1,6 @@
 """Partial reruns: what Snakemake redoes after a parameter change, a package-code change, or an interruption.
 
-Code versions themselves are tested in tests/test_provenance.py; the workflow tests here run
+Code versions themselves are tested in tests/pipeline/test_provenance.py; the workflow tests here run
 the Section 6 fig3 target at smoke scale in a private copy of the workflow and assert on `snakemake -n` output.
 The package-code test imports the package from a private copy (PYTHONPATH) so it can edit a module safely.
 """
@@ -182,7 +182,7 @@ def test_an_estimator_edit_never_retrains(tmp_path, monkeypatch):
     """Build a trained-model figure (Housing fig1c, smoke), append a comment to audit/gdp.py: audits and plots
     rerun, nothing that prepares data or trains; an edit to the DP-SGD engine then retrains (the reverse)."""
     from conftest import _COPIED
-    from test_workflow_housing import configure, write_synthetic_csv
+    from conftest import configure_housing as configure, write_synthetic_csv
 
     work = tmp_path / "work"
     work.mkdir()

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import REPO, synthetic_housing
 from hsaudit.data import datasets as hdata
 from hsaudit.data.datasets import (
     HOUSING_COLUMNS,
@@ -19,26 +20,6 @@ from hsaudit.data.datasets import (
     save_dataset,
 )
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def synthetic_housing(n: int = 101, seed: int = 0) -> pd.DataFrame:
-    """A Housing-format frame with plausible ranges (not the real data)."""
-    rng = np.random.default_rng(seed)
-    frame = pd.DataFrame(
-        {
-            "MedInc": rng.lognormal(1.2, 0.5, n),
-            "HouseAge": rng.integers(1, 53, n).astype(float),
-            "AveRooms": rng.lognormal(1.6, 0.3, n),
-            "AveBedrms": rng.lognormal(0.05, 0.1, n),
-            "Population": rng.integers(3, 5000, n).astype(float),
-            "AveOccup": rng.lognormal(1.0, 0.3, n),
-            "Latitude": rng.uniform(32.5, 42.0, n),
-            "Longitude": rng.uniform(-124.3, -114.3, n),
-            "MedHouseVal": rng.uniform(0.15, 5.0, n),
-        }
-    )
-    return frame[list(HOUSING_COLUMNS)]
 
 
 @pytest.fixture

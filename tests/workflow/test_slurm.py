@@ -26,7 +26,7 @@ RUN_LIMIT_S = 420
 
 EXTRA_RULES = """
 
-# Test-only rules (tests/test_slurm.py): one that succeeds, one that fails on the compute node.
+# Test-only rules (tests/workflow/test_slurm.py): one that succeeds, one that fails on the compute node.
 rule ok_on_purpose:
     output:
         "results/ok.txt",

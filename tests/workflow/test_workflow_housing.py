@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO, job_counts, run_snakemake
+from conftest import REPO, configure_housing as configure, job_counts, run_snakemake, write_synthetic_csv
 from hsaudit.pipeline.config import resolve_scale
 from hsaudit.papers.cebere.figures.housing import figure_table, plot_housing_figure, summarise
 from hsaudit.papers.cebere.plan import (
@@ -234,26 +234,6 @@ def test_figure_csv_holds_every_plotted_number(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------ end to end
-
-
-def write_synthetic_csv(path: Path, n: int = 240) -> None:
-    from test_data import synthetic_housing
-
-    synthetic_housing(n=n, seed=1).to_csv(path, index=False)
-
-
-def configure(workdir: Path, **smoke_housing) -> None:
-    """Set the private copy's config: smoke scale, the synthetic file, and extra smoke overrides."""
-    path = workdir / "config" / "config.yaml"
-    config = yaml.safe_load(path.read_text())
-    config["scale"] = "smoke"
-    config["housing"]["data"]["path"] = str(workdir / "housing.csv")
-    for key, value in smoke_housing.items():
-        if key == "figures":
-            config["housing"]["figures"] = value
-        else:
-            config["scales"]["smoke"]["housing"][key] = value
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
 
 
 TARGETS = ("results/fig1c.pdf", "results/fig4.pdf", "results/fig7.pdf")
