@@ -1,5 +1,6 @@
 """Snakemake adapter: one run of a Yoon et al. point: θ0 (θ_avg, or θ_worst pre-trained), the canary, and two
-independent populations of N + N full-batch DP-SGD models (crafting and audit) (hsaudit.papers.yoon)."""
+independent populations of full-batch DP-SGD models (crafting: N_craft + N_craft, audit: N + N, and a validation
+population where asked) (hsaudit.papers.yoon)."""
 
 import numpy as np
 import torch
@@ -33,15 +34,25 @@ canary = yoon.make_canary(
 )
 sigma = float(snakemake.params.noise_multiplier)  # σ(ε) from the plan (hsaudit.papers.yoon.plan)
 log.info("%s, ε = %g: σ = %.4f, canary %s (label %d, %s)", model, spec["epsilon"], sigma, canary.kind, canary.y, canary.source)
+# The crafting and audit populations (and a validation population where asked), each with its own noise.
+sizes = {
+    "craft": spec.get("craft_models_per_world") or spec["models_per_world"],
+    "audit": spec["models_per_world"],
+    "validation": spec.get("validation_models_per_world", 0),
+}
 populations = {}
-for role in ("craft", "audit"):
-    theta, members = yoon.train_worlds(
+for role, size in sizes.items():
+    if not size:
+        continue
+    theta, bits = yoon.train_worlds(
         model=model, theta0=theta0, X=data["X"], y=data["y"], canary=canary,
-        models_per_world=spec["models_per_world"], steps=spec["steps"], lr=spec["lr"], clip_norm=spec["clip_norm"],
+        models_per_world=size, steps=spec["steps"], lr=spec["lr"], clip_norm=spec["clip_norm"],
         sigma=sigma, noise_key=derive_seed(seed, "yoon-noise", snakemake.wildcards.population, run, role),
         device=snakemake.params.device, progress=True,
     )
     populations[f"{role}_theta"] = theta
+    populations[f"{role}_members"] = bits
+members = populations.pop("audit_members")
 atomic_savez(
     snakemake.output.models,
     {

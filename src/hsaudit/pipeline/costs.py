@@ -281,13 +281,15 @@ def yoon_populations(config: Mapping[str, Any]) -> list[Population]:
         pop = plan.populations[key]
         d = int(plan.data[pop["data"]]["d_size"])
         n = int(pop["models_per_world"])
+        # Crafting (N_craft per world), audit (N) and validation populations, two worlds each.
+        per_run = 2 * (int(pop.get("craft_models_per_world") or n) + n + int(pop.get("validation_models_per_world", 0)))
         out.append(
             Population(
                 figures=tuple(figs),
                 section="yoon",
                 adversary="full-batch DP-SGD",
                 model=pop["model"],
-                models=4 * n * runs[key],
+                models=per_run * runs[key],
                 steps=int(pop["steps"]),
                 batch=d + 1,
                 device=device,
@@ -301,7 +303,8 @@ def yoon_populations(config: Mapping[str, Any]) -> list[Population]:
         if aud["access"] != "black":
             continue
         pop = plan.populations[aud["population"]]
-        d, n, s = int(plan.data[pop["data"]]["d_size"]), int(pop["models_per_world"]), aud["surrogate"]
+        d, s = int(plan.data[pop["data"]]["d_size"]), aud["surrogate"]
+        n = int(pop.get("craft_models_per_world") or pop["models_per_world"])  # one surrogate per crafting model
         batch = int(s["batch_size"])
         out.append(
             Population(

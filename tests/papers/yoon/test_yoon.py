@@ -15,6 +15,7 @@ import torch
 import yaml
 
 from conftest import REPO
+from hsaudit.papers.yoon.plan import CraftRecipe
 from hsaudit.papers.yoon import crafting, populations
 from hsaudit.papers.yoon import plan as yoon_plan
 from hsaudit.accounting import gdp_epsilon
@@ -245,7 +246,8 @@ def noisy_population(data, theta0):
 @pytest.mark.parametrize("adversary", ["a_ude", "a_ade"])
 def test_crafting_lowers_its_objective(noisy_population, adversary):
     theta, members = noisy_population
-    kw = dict(model=MNIST, theta=theta, members=members, canary=blank(), margin=0.2, steps=10, lr=0.05, device="cpu")
+    kw = dict(model=MNIST, theta=theta, members=members, canary=blank(), margin=0.2,
+              recipe=CraftRecipe(steps=10, lr=0.05), device="cpu")  # fmt: skip
     a = crafting.craft_sample(adversary, **kw)
     assert a.objective_end < a.objective_start or (adversary == "a_ade" and a.objective_end == 0.0)
     assert a.y == 9 and a.x.shape == SHAPE and not np.array_equal(a.x, blank().x)
@@ -269,7 +271,18 @@ def test_craft_validates(noisy_population):
     with pytest.raises(ValueError, match="adversary must be one of"):
         crafting.craft_sample("a_x", model=MNIST, theta=theta, members=members, canary=blank())
     with pytest.raises(ValueError, match="both worlds"):
-        crafting.craft_sample("a_ude", model=MNIST, theta=theta, members=np.zeros(len(theta)), canary=blank(), steps=1)
+        crafting.craft_sample("a_ude", model=MNIST, theta=theta, members=np.zeros(len(theta)), canary=blank(),
+                              recipe=CraftRecipe(steps=1))  # fmt: skip
+    with pytest.raises(ValueError, match="validation population"):
+        crafting.craft_sample("a_ude", model=MNIST, theta=theta, members=members, canary=blank(),
+                              recipe=CraftRecipe(stop_on_validation=True))  # fmt: skip
+    with pytest.raises(ValueError, match="pixel bounds"):
+        crafting.craft_sample("a_ude", model=MNIST, theta=theta, members=members, canary=blank(),
+                              recipe=CraftRecipe(pixel_range=True))  # fmt: skip
+    for bad, needle in (({"optimizer": "lbfgs"}, "optimizer"), ({"budget_norm": "l1", "budget": 1.0}, "budget_norm"),
+                        ({"budget_norm": "l2"}, "budget > 0"), ({"steps": 0}, "steps >= 1"), ({"stepz": 3}, "stepz")):
+        with pytest.raises(ValueError, match=needle):
+            CraftRecipe.from_config(bad)
     with pytest.raises(ValueError, match="crafting objective"):
         crafting.objective("a_c", torch.zeros(1), torch.zeros(1), margin=0.2)
 
@@ -281,21 +294,90 @@ def test_objectives_closed_form():
     assert float(crafting.objective("a_ade", out, inn, margin=0.2)) == pytest.approx(0.35)
 
 
-def test_held_out_crafting_finds_no_leakage_where_there_is_none(data, theta0):
-    """Both halves trained on D only (no canary): a sample crafted on one population must not separate the
-    halves of a fresh one (ε̂ ≈ 0), whereas on its own models it may fit their noise (the paper's "same")."""
-    N = 16
-    kw = dict(models_per_world=N, steps=3, sigma=0.5, insert=False)
-    craft_theta, bits = worlds(data, theta0, noise_key=21, **kw)
-    audit_theta, _ = worlds(data, theta0, noise_key=22, **kw)
-    a = crafting.craft_sample("a_ade", model=MNIST, theta=craft_theta, members=bits, canary=blank(), steps=30, lr=0.05,
-                   device="cpu")
+RECIPES = {
+    "paper (adam)": CraftRecipe(steps=30, lr=0.05),
+    "sgd": CraftRecipe(optimizer="sgd", steps=30, lr=0.5),
+    "sign_sgd + pixel range": CraftRecipe(optimizer="sign_sgd", steps=30, lr=0.05, pixel_range=True),
+    "adam + l2 budget": CraftRecipe(steps=30, lr=0.05, budget_norm="l2", budget=2.0),
+    "adam + linf budget + validation stop": CraftRecipe(steps=30, lr=0.05, budget_norm="linf", budget=0.3,
+                                                        stop_on_validation=True, check_every=5),
+}
+
+
+@pytest.fixture(scope="module")
+def null_populations(data, theta0):
+    """Crafting, audit and validation populations whose halves all trained on D (the canary is never inserted)."""
+    kw = dict(models_per_world=16, steps=3, sigma=0.5, insert=False)
+    return {role: worlds(data, theta0, noise_key=key, **kw) for role, key in (("craft", 21), ("audit", 22), ("val", 23))}
+
+
+@pytest.mark.parametrize("name", list(RECIPES))
+def test_held_out_crafting_finds_no_leakage_where_there_is_none(null_populations, name):
+    """Both halves trained on D only (no canary): a sample crafted on one population, with any recipe, must not
+    separate the halves of a fresh one (ε̂ ≈ 0), whereas on its own models it may fit their noise (the paper's
+    "same")."""
+    craft_theta, bits = null_populations["craft"]
+    audit_theta, _ = null_populations["audit"]
+    recipe = RECIPES[name]
+    a = crafting.craft_sample("a_ade", model=MNIST, theta=craft_theta, members=bits, canary=blank(), recipe=recipe,
+                              pixel_bounds=((0 - MEAN) / STD, (1 - MEAN) / STD), validation=null_populations["val"],
+                              device="cpu")  # fmt: skip
+    N = len(bits) // 2
     audit = dict(model=MNIST, members=bits, sample=a, delta=1e-5, confidence=0.95, mode="paper", seed=0,
                  device="cpu")
     same, _ = crafting.audit_sample(theta=craft_theta, **audit)
     held_out, _ = crafting.audit_sample(theta=audit_theta, **audit)
-    print(f"null population, N = {N}: same ε̂ = {same['epsilon']:.3f}, held-out ε̂ = {held_out['epsilon']:.3f}")
+    print(f"{name}, null population, N = {N}: same ε̂ = {same['epsilon']:.3f}, held-out {held_out['epsilon']:.3f}")
     assert held_out["epsilon"] <= 0.5
+
+
+def test_recipe_constraints_hold_after_crafting(noisy_population):
+    theta, members = noisy_population
+    lo, hi = (0 - MEAN) / STD, (1 - MEAN) / STD
+    kw = dict(model=MNIST, theta=theta, members=members, canary=blank(), device="cpu")
+    a = crafting.craft_sample("a_ude", recipe=CraftRecipe(steps=10, lr=0.5, pixel_range=True), pixel_bounds=(lo, hi), **kw)
+    assert (a.x >= lo - 1e-6).all() and (a.x <= hi + 1e-6).all() and not np.array_equal(a.x, blank().x)
+    b = crafting.craft_sample("a_ude", recipe=CraftRecipe(steps=10, lr=0.5, budget_norm="l2", budget=0.5), **kw)
+    assert np.linalg.norm(b.x - blank().x) <= 0.5 + 1e-5
+    c = crafting.craft_sample("a_ude", recipe=CraftRecipe(optimizer="sign_sgd", steps=3, lr=0.01, budget_norm="linf",
+                                                          budget=0.02), **kw)  # fmt: skip
+    assert np.abs(c.x - blank().x).max() <= 0.02 + 1e-6
+    # sign-SGD without constraints moves every pixel by exactly lr per step (or not at all where ∇ = 0)
+    d = crafting.craft_sample("a_ude", recipe=CraftRecipe(optimizer="sign_sgd", steps=1, lr=0.01), **kw)
+    moved = np.abs(d.x - blank().x)
+    assert np.allclose(moved[moved > 0], 0.01, atol=1e-6)
+
+
+def test_validation_stop_keeps_the_canary_when_crafting_never_helps(noisy_population):
+    """On a validation population whose halves are identical (bits are labels only), no checkpoint beats the
+    canary by much, and the kept checkpoint's μ̂ is the best of those evaluated."""
+    theta, members = noisy_population
+    recipe = CraftRecipe(steps=6, lr=0.05, stop_on_validation=True, check_every=2)
+    flipped = (theta, ~members.astype(bool))  # the same models, worlds swapped: crafting moves μ̂ the wrong way
+    a = crafting.craft_sample("a_ude", model=MNIST, theta=theta, members=members, canary=blank(), recipe=recipe,
+                              validation=flipped, device="cpu")  # fmt: skip
+    assert a.selected_step == 0 and np.array_equal(a.x, blank().x)
+    b = crafting.craft_sample("a_ude", model=MNIST, theta=theta, members=members, canary=blank(), recipe=recipe,
+                              validation=(theta, members), device="cpu")  # fmt: skip
+    assert b.selected_step in (0, 2, 4, 6) and b.validation_mu >= crafting.moment_mu(
+        -torch.from_numpy(crafting.sample_losses(MNIST, theta, blank().x, 9, device="cpu")), torch.as_tensor(members.astype(bool)))
+
+
+def test_moment_mu_closed_form():
+    s = torch.tensor([1.0, 3.0, 0.0, 2.0])
+    bits = torch.tensor([True, True, False, False])
+    # means 2 and 1, variances 2 and 2 (ddof 1): μ̂ = 1/√2
+    assert crafting.moment_mu(s, bits) == pytest.approx(1 / math.sqrt(2))
+
+
+def test_craft_key_keeps_the_paper_recipe_keys():
+    from hsaudit.papers.yoon.plan import craft_key
+
+    assert craft_key({"steps": 100, "lr": 0.01}) == {"steps": 100, "lr": 0.01}
+    full = {"optimizer": "adam", "steps": 100, "lr": 0.01, "pixel_range": False, "budget_norm": None, "budget": 0.0,
+            "stop_on_validation": False, "check_every": 10}
+    assert craft_key(full) == {"steps": 100, "lr": 0.01}
+    assert craft_key({**full, "optimizer": "sgd"}) == {"steps": 100, "lr": 0.01, "optimizer": "sgd"}
 
 
 # --------------------------------------------------------------------------------------------- black box

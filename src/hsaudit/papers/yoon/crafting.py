@@ -19,6 +19,7 @@ from hsaudit.audit.gdp import audit_scores
 from hsaudit.engine.psg import population
 from hsaudit.util.seeding import derive_seed
 from hsaudit.engine.dpsgd import init_theta0, pick_device
+from hsaudit.papers.yoon.plan import PAPER_RECIPE, CraftRecipe
 from hsaudit.papers.yoon.populations import Canary
 
 ADVERSARIES = ("a_c", "a_ude", "a_ade")
@@ -56,9 +57,41 @@ def objective(name: str, loss_out: torch.Tensor, loss_in: torch.Tensor, *, margi
     raise ValueError(f"crafting objective must be 'a_ude' or 'a_ade', got {name!r}")
 
 
+
+
+def project(x: torch.Tensor, start: torch.Tensor, recipe: CraftRecipe, bounds=None) -> torch.Tensor:
+    """x projected onto the recipe's constraints: the distance ball around ``start``, then the pixel box ``bounds``
+    (``(lo, hi)`` tensors broadcastable to x; the box is applied last, so a point is always a valid image).
+
+    >>> import torch
+    >>> r = CraftRecipe(budget_norm="l2", budget=1.0)
+    >>> project(torch.tensor([3.0, 4.0]), torch.zeros(2), r).tolist()
+    [0.6000000238418579, 0.800000011920929]
+    """
+    if recipe.budget_norm == "linf":
+        x = start + (x - start).clamp(-recipe.budget, recipe.budget)
+    elif recipe.budget_norm == "l2":
+        delta = x - start
+        norm = float(delta.norm())
+        if norm > recipe.budget:
+            x = start + delta * (recipe.budget / norm)
+    if recipe.pixel_range and bounds is not None:
+        x = torch.maximum(torch.minimum(x, bounds[1]), bounds[0])
+    return x
+
+
+def moment_mu(scores: torch.Tensor, members: torch.Tensor) -> float:
+    """(mean s_in − mean s_out) / pooled sd: a moment estimate of the GDP μ that separates the two worlds."""
+    s_in, s_out = scores[members].double(), scores[~members].double()
+    sd = float(torch.sqrt((s_in.var() + s_out.var()) / 2)) if min(s_in.numel(), s_out.numel()) > 1 else 0.0
+    return float((s_in.mean() - s_out.mean()) / sd) if sd > 0 else 0.0
+
+
 @dataclass(frozen=True)
 class CraftedSample:
-    """An audit sample: x_a, its fixed label and the objective along the optimisation (first and last value)."""
+    """An audit sample: x_a, its fixed label, the objective along the optimisation (first and last value), and
+    the step that was kept (``steps`` unless a validation population chose an earlier checkpoint; 0 = the canary)
+    with its validation μ̂ (NaN without one)."""
 
     adversary: str
     x: np.ndarray
@@ -66,6 +99,15 @@ class CraftedSample:
     margin: float
     objective_start: float
     objective_end: float
+    selected_step: int = 0
+    validation_mu: float = float("nan")
+
+
+def _members(members: npt.ArrayLike, n: int, device) -> torch.Tensor:
+    bits = torch.as_tensor(np.asarray(members).astype(bool), device=device)
+    if bits.shape != (n,) or bits.all() or not bits.any():
+        raise ValueError("members must hold one bit per model, with both worlds present")
+    return bits
 
 
 def craft_sample(
@@ -76,43 +118,78 @@ def craft_sample(
     members: npt.ArrayLike,
     canary: Canary,
     margin: float = 0.2,
-    steps: int = 100,
-    lr: float = 0.01,
+    recipe: CraftRecipe = PAPER_RECIPE,
+    pixel_bounds: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
+    validation: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
     device: str | None = None,
 ) -> CraftedSample:
     """Craft the audit sample of ``adversary`` (:data:`ADVERSARIES`) on the models ``theta`` ``[m, p]``.
 
-    ``a_c`` returns the canary. ``a_ude`` / ``a_ade`` run ``steps`` Adam steps (learning rate ``lr``) on every
-    pixel of x_a from x_c, the label fixed to y_c, each step on the whole population [inferred: the paper gives
-    no optimiser; Adam, lr 0.01]. Deterministic given its inputs.
+    ``a_c`` returns the canary. ``a_ude`` / ``a_ade`` optimise every pixel of x_a from x_c (label fixed to y_c), each
+    step on the whole crafting population, as the :class:`CraftRecipe` says; :data:`PAPER_RECIPE` is the paper's
+    reading (Adam, lr 0.01, 100 steps) [inferred: the paper gives no optimiser]. Deterministic given its inputs.
+
+    Args:
+        pixel_bounds: ``(lo, hi)`` of the data's pixels in the normalised space (needed by ``recipe.pixel_range``).
+        validation: ``(theta_v, members_v)`` of a validation population (needed by ``recipe.stop_on_validation``).
     """
     if adversary not in ADVERSARIES:
         raise ValueError(f"adversary must be one of {ADVERSARIES}, got {adversary!r}")
     if adversary == "a_c":
         return CraftedSample("a_c", canary.x, canary.y, float("nan"), float("nan"), float("nan"))
-    if steps < 1 or not lr > 0:
-        raise ValueError(f"crafting needs steps >= 1 and lr > 0, got steps={steps}, lr={lr}")
+    if recipe.pixel_range and pixel_bounds is None:
+        raise ValueError("craft.pixel_range needs the data's pixel bounds")
+    if recipe.stop_on_validation and validation is None:
+        raise ValueError("craft.stop_on_validation needs a validation population (yoon.validation_models_per_world)")
     dev = pick_device(device)
     engine = func_engine(model, dev)
     th = torch.as_tensor(np.asarray(theta, np.float32), device=dev)
-    bits = torch.as_tensor(np.asarray(members).astype(bool), device=dev)
-    if bits.shape != (th.shape[0],) or bits.all() or not bits.any():
-        raise ValueError("members must hold one bit per model, with both worlds present")
-    x = torch.tensor(np.asarray(canary.x, np.float32)[None], device=dev, requires_grad=True)
+    bits = _members(members, th.shape[0], dev)
+    start = torch.tensor(np.asarray(canary.x, np.float32)[None], device=dev)
+    bounds = None
+    if pixel_bounds is not None:
+        bounds = tuple(torch.as_tensor(np.asarray(b, np.float32), device=dev) for b in pixel_bounds)
     y = torch.tensor([int(canary.y)], device=dev)
-    opt = torch.optim.Adam([x], lr=lr)
+    check = None
+    if recipe.stop_on_validation:
+        th_v = torch.as_tensor(np.asarray(validation[0], np.float32), device=dev)
+        bits_v = _members(validation[1], th_v.shape[0], dev)
+
+        def check(x: torch.Tensor) -> float:
+            with torch.no_grad():
+                return moment_mu(-engine.loss(th_v, x, y)[:, 0], bits_v)
+
+    x = start.clone().requires_grad_(True)
+    opt = torch.optim.Adam([x], lr=recipe.lr) if recipe.optimizer == "adam" else None
     values = []
-    for _ in range(int(steps)):
-        opt.zero_grad()
+    best = (check(start), 0, start.clone()) if check else None
+    for step in range(1, int(recipe.steps) + 1):
         losses = engine.loss(th, x, y)[:, 0]
         value = objective(adversary, losses[~bits], losses[bits], margin=margin)
         values.append(value.item())
-        value.backward()
-        opt.step()
+        if opt is not None:
+            opt.zero_grad()
+            value.backward()
+            opt.step()
+        else:
+            (grad,) = torch.autograd.grad(value, x)
+            with torch.no_grad():
+                x -= recipe.lr * (grad.sign() if recipe.optimizer == "sign_sgd" else grad)
+        if recipe.budget_norm is not None or (recipe.pixel_range and bounds is not None):
+            with torch.no_grad():
+                x.copy_(project(x, start, recipe, bounds))
+        if check and (step % int(recipe.check_every) == 0 or step == int(recipe.steps)):
+            mu = check(x.detach())
+            if mu > best[0]:
+                best = (mu, step, x.detach().clone())
+    chosen, selected, mu_v = x.detach(), int(recipe.steps), float("nan")
+    if best is not None:
+        mu_v, selected, chosen = best
     with torch.no_grad():
-        losses = engine.loss(th, x, y)[:, 0]
+        losses = engine.loss(th, chosen, y)[:, 0]
         final = float(objective(adversary, losses[~bits], losses[bits], margin=margin))
-    return CraftedSample(adversary, x.detach()[0].cpu().numpy(), int(canary.y), float(margin), values[0], final)
+    return CraftedSample(adversary, chosen[0].cpu().numpy(), int(canary.y), float(margin), values[0], final,
+                         selected_step=selected, validation_mu=float(mu_v))  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------- black box

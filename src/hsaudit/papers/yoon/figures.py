@@ -54,13 +54,17 @@ from hsaudit.util.io import write_text_atomic
 from hsaudit.papers.plotting import PALETTE, UPPER_BOUND_STYLE, figure, footer_text, reserve_footer, save
 from hsaudit.util.io import write_csv_atomic
 
-FIGURES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8")
+FIGURES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "crafting")
 ADVERSARIES = ("a_c", "a_ude", "a_ade")
 SPLITS = ("held-out", "same")
-SETTING = ("dataset", "canary", "init", "clip_norm", "access", "epsilon_theory")
+SETTING = ("dataset", "canary", "init", "clip_norm", "access", "epsilon_theory", "recipe")
+PAPER_SETTING = SETTING[:-1]
+"""The setting of the paper's printed values (they hold for its recipe, whichever ours is: shown beside every recipe)."""
 SERIES = (*SETTING, "adversary", "margin", "split")
 """The columns that name one plotted series (the rows of every figure's CSV)."""
 REQUIRED = (*SERIES, "run", "epsilon", "mu", "models_per_world", "data_source", "mode")
+UNNAMED_RECIPE = "adam lr=0.01 T=100"
+"""The recipe of audit tables that do not name theirs (the paper's reading, the only one before the options)."""
 MAIN_MARGIN = 0.2
 """The ADE margin α of the figures (the paper's default); table1 shows every margin."""
 
@@ -122,6 +126,8 @@ PAPER = _paper_rows()
 
 def _check(table: pd.DataFrame) -> pd.DataFrame:
     """The audit rows with typed columns; raises ValueError on a missing column or an unknown adversary/split."""
+    if "recipe" not in table.columns:  # audit tables written before crafting recipes were options
+        table = table.assign(recipe=UNNAMED_RECIPE)
     missing = [c for c in REQUIRED if c not in table.columns]
     if missing:
         raise ValueError(f"the audit table has no column {missing[0]!r}")
@@ -182,7 +188,7 @@ def summarise(table: pd.DataFrame) -> pd.DataFrame:
 def _with_paper(summary: pd.DataFrame, figure_name: str) -> pd.DataFrame:
     """``summary`` with the paper's value of each series' setting (``epsilon_paper``, NaN where none)."""
     paper = PAPER[PAPER["figure"] == figure_name].drop(columns="figure")
-    keys = [*SETTING, "adversary", "_margin"]
+    keys = [*PAPER_SETTING, "adversary", "_margin"]
 
     def keyed(frame: pd.DataFrame) -> pd.DataFrame:
         return frame.assign(_margin=frame["margin"].round(9).fillna(-1.0))
@@ -257,6 +263,7 @@ def _panel_title(part: pd.DataFrame, columns: Sequence[str]) -> str:
         "init": lambda v: INIT_LABELS.get(v, v),
         "clip_norm": lambda v: f"C = {v:g}",
         "epsilon_theory": lambda v: f"ε = {v:g}",
+        "recipe": lambda v: f"crafted by {v}",
     }
     return ", ".join(words[c](part[c].iloc[0]) for c in columns if part[c].nunique(dropna=False) == 1)
 
@@ -317,6 +324,8 @@ SPECS = {
     "fig6": _Spec(group_by="canary", setting=("dataset", "access", "init", "clip_norm", "epsilon_theory")),
     "fig7": _Spec(series=_WORST, setting=("dataset", "access", "canary", "clip_norm")),
     "fig8": _Spec(group_by="clip_norm", setting=("dataset", "access", "canary", "init", "epsilon_theory")),
+    # The crafting study (issue: does a valid recipe make x_a beat the canary?): one group per recipe.
+    "crafting": _Spec(group_by="recipe", setting=("dataset", "access", "canary", "init", "clip_norm", "epsilon_theory")),
 }
 
 
@@ -406,7 +415,8 @@ def _curves_panel(ax, part: pd.DataFrame, paper: pd.DataFrame, spec: _Spec, marg
         ax.plot(x, rows["epsilon"], linestyle=SPLIT_LINES[split], markersize=4, linewidth=1.2, zorder=4,
                 label=s.label(margin), **style)  # fmt: skip
         _error_bars(ax, x, rows, style["color"], style["alpha"])
-    ref = paper.merge(part[list(SETTING[:-1])].drop_duplicates(), on=list(SETTING[:-1]))
+    shared = [c for c in PAPER_SETTING if c != "epsilon_theory"]
+    ref = paper.merge(part[shared].drop_duplicates(), on=shared)
     ref = ref[ref["epsilon_theory"] <= top * 1.001]
     stars = len(combos) / 2 + 1  # the paper's stars right of the series, side by side
     for j, (s, rows) in enumerate(_paper_points(ref, spec)):
@@ -463,13 +473,17 @@ def _epsilon_figure(figure_name: str, table: pd.DataFrame, pdf, csv, draw_panel:
 
 
 def _group_label(column: str, value: Any) -> str:
-    return CANARY_LABELS.get(value, str(value)) if column == "canary" else f"C = {float(value):g}"
+    if column == "canary":
+        return CANARY_LABELS.get(value, str(value))
+    if column == "recipe":
+        return str(value).replace(", ", "\n")
+    return f"C = {float(value):g}"
 
 
 def _bars_panel(ax, part: pd.DataFrame, paper: pd.DataFrame, spec: _Spec, margin: float | None) -> None:
     """Grouped bars: one group per ``spec.group_by`` value, one bar per series × split, ± sd, the paper's stars."""
     column = spec.group_by
-    setting = [c for c in SETTING if c != column]
+    setting = [c for c in PAPER_SETTING if c != column]
     paper = paper.merge(part[setting].drop_duplicates(), on=setting)
     order = list(CANARY_LABELS) if column == "canary" else sorted(part[column].unique())
     groups = [g for g in order if (part[column] == g).any()]
@@ -505,7 +519,9 @@ def _bars_panel(ax, part: pd.DataFrame, paper: pd.DataFrame, spec: _Spec, margin
                     ax.text(xi, 0.02, "0" if h == 0 else "n/a", rotation=90 if h != 0 else 0, ha="center",
                             va="bottom", fontsize=6, color="0.35")  # fmt: skip
             _error_bars(ax, x, rows, "0.15", 1.0)
-    for s, rows in _paper_points(paper[paper[column].isin(groups)], spec):
+    # (The paper's values are per setting; a study over our own options, e.g. recipes, has none of its own.)
+    quoted = paper[paper[column].isin(groups)] if column in paper.columns else paper.iloc[:0]
+    for s, rows in _paper_points(quoted, spec):
         j = next(i for i, p in enumerate(present) if p == s) if s in present else None
         if j is not None:
             _draw_paper(ax, [x_of(g, 2 * j + 0.5) for g in rows[column]], rows["epsilon_paper"], s.style()["color"])
@@ -662,7 +678,7 @@ def write_table1(
     summary = _with_paper(summarise(table), "table1")
     varying = [c for c in SETTING if summary[c].nunique(dropna=False) > 1]
     words = {"dataset": "dataset", "canary": "canary", "init": "init", "clip_norm": "C", "access": "access",
-             "epsilon_theory": "ε"}  # fmt: skip
+             "epsilon_theory": "ε", "recipe": "recipe"}  # fmt: skip
     head = [words[c] for c in varying] + ["α", "ε̂ held-out", "ε̂ same", "paper (same models)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for _, part in summary.groupby([*varying, "margin"], sort=False, dropna=False):

@@ -27,7 +27,7 @@ from hsaudit.data.datasets import DATASETS, configured_identity
 from hsaudit.accounting.gaussian import calibrate_noise
 from hsaudit.util.mapping import deep_merge, grid_points, key_of
 
-FIGURES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "table1")
+FIGURES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "table1", "crafting")
 """The Yoon et al. targets (``results/yoon/{figure}.pdf``; table1 is ``results/yoon/table1.md``)."""
 NOT_VALUES = ("data", "resources", "figures", "datasets")
 PRETRAIN_DATASET = {"cifar10": "cifar100"}
@@ -126,10 +126,105 @@ def _population_params(values: Mapping[str, Any], data_key: str, pre_key: str | 
     }
     if values["canary"] == "mislabeled":
         params["mislabeled_ood"] = values["mislabeled_ood"]
+    # Population sizes beyond the paper's design enter the key only when set (existing populations keep theirs).
+    if values.get("craft_models_per_world") is not None:
+        params["craft_models_per_world"] = int(values["craft_models_per_world"])
+    if int(values.get("validation_models_per_world") or 0) > 0:
+        params["validation_models_per_world"] = int(values["validation_models_per_world"])
     if init == "worst":
         params["worst"] = dict(values["worst"])
         params["pretrain_data"] = pre_key
     return params
+
+
+OPTIMIZERS = ("adam", "sgd", "sign_sgd")
+BUDGET_NORMS = ("l2", "linf")
+
+
+@dataclass(frozen=True)
+class CraftRecipe:
+    """How x_a is crafted from the canary (Yoon et al. give the objectives, not the optimisation).
+
+    Attributes:
+        optimizer: ``adam`` (per-coordinate normalised steps), ``sgd`` (plain gradient steps) or ``sign_sgd``
+            (x ← x − lr·sign(∇), an L∞ steepest-descent step).
+        lr: step size.
+        steps: optimisation steps (the budget; with ``stop_on_validation`` the best checkpoint is kept).
+        pixel_range: keep every pixel inside the data's range (a projection after every step; needs the
+            ``pixel_range`` bounds at crafting time).
+        budget_norm, budget: keep ‖x_a − x_c‖ ≤ ``budget`` in ``budget_norm`` (``l2`` or ``linf``; None: unbounded),
+            in the normalised input space.
+        stop_on_validation: choose the checkpoint (step 0 = the canary itself, then every ``check_every`` steps)
+            whose moment estimate of μ on a validation population (fresh noise, never the audited one) is highest.
+        check_every: steps between validation checkpoints.
+
+    The paper's reading is :data:`PAPER_RECIPE` (Adam, lr 0.01, 100 steps, unconstrained) [inferred].
+    """
+
+    optimizer: str = "adam"
+    lr: float = 0.01
+    steps: int = 100
+    pixel_range: bool = False
+    budget_norm: str | None = None
+    budget: float = 0.0
+    stop_on_validation: bool = False
+    check_every: int = 10
+
+    def __post_init__(self) -> None:
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"craft.optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        if int(self.steps) < 1 or not float(self.lr) > 0:
+            raise ValueError(f"crafting needs steps >= 1 and lr > 0, got steps={self.steps}, lr={self.lr}")
+        if self.budget_norm is not None and (self.budget_norm not in BUDGET_NORMS or not float(self.budget) > 0):
+            raise ValueError(f"craft.budget_norm must be one of {BUDGET_NORMS} with budget > 0, got "
+                             f"{self.budget_norm!r}, {self.budget!r}")  # fmt: skip
+        if int(self.check_every) < 1:
+            raise ValueError(f"craft.check_every must be >= 1, got {self.check_every}")
+
+    @classmethod
+    def from_config(cls, values) -> CraftRecipe:
+        """From the config's ``yoon.craft`` mapping (unknown keys are an error, naming them)."""
+        values = dict(values or {})
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"yoon.craft has unknown keys {unknown} (known: {sorted(known)})")
+        return cls(**values)
+
+
+PAPER_RECIPE = CraftRecipe()
+
+
+def craft_key(craft: Mapping[str, Any]) -> dict[str, Any]:
+    """The crafting recipe as it enters an audit's key: steps and lr always, every other option only where it
+    differs from the paper's reading (:data:`PAPER_RECIPE`), so that the audits
+    crafted with the paper's recipe keep the keys they had before the recipe grew options."""
+    recipe = CraftRecipe.from_config(craft)
+    paper = CraftRecipe()
+    out = {"steps": int(recipe.steps), "lr": float(recipe.lr)}
+    for name in CraftRecipe.__dataclass_fields__:
+        if name not in out and getattr(recipe, name) != getattr(paper, name):
+            out[name] = getattr(recipe, name)
+    return out
+
+
+def recipe_label(craft: Mapping[str, Any]) -> str:
+    """A short name of a crafting recipe for tables and legends, e.g. ``"adam lr=0.01 T=100, pixels in range"``.
+
+    >>> recipe_label({"steps": 100, "lr": 0.01})
+    'adam lr=0.01 T=100'
+    >>> recipe_label({"optimizer": "sign_sgd", "steps": 50, "lr": 0.005, "budget_norm": "linf", "budget": 0.5})
+    'sign_sgd lr=0.005 T=50, L∞ ≤ 0.5'
+    """
+    r = CraftRecipe.from_config(craft)
+    parts = [f"{r.optimizer} lr={r.lr:g} T={r.steps}"]
+    if r.pixel_range:
+        parts.append("pixels in range")
+    if r.budget_norm:
+        parts.append(f"{'L2' if r.budget_norm == 'l2' else 'L∞'} ≤ {r.budget:g}")
+    if r.stop_on_validation:
+        parts.append(f"validation stop/{r.check_every}")
+    return ", ".join(parts)
 
 
 def _audit_params(values: Mapping[str, Any], population_key: str, audit: Mapping[str, Any]) -> dict[str, Any]:
@@ -137,7 +232,7 @@ def _audit_params(values: Mapping[str, Any], population_key: str, audit: Mapping
         "population": population_key,
         "access": values["access"],
         "margins": [float(m) for m in values["margins"]],
-        "craft": dict(values["craft"]),
+        "craft": craft_key(values["craft"]),
         "mode": audit["mode"],
         "confidence": float(audit["confidence"]),
         "delta": float(audit["delta"]),
