@@ -9,7 +9,7 @@ Where the experiments come from:
   the very plan the training rules run (:func:`hsaudit.papers.cebere.plan.plan_experiments` of the ``housing:`` and
   ``cifar10:`` sections, after the scale preset), so the estimate follows the config. Audits that several figures
   share are counted once in totals.
-- **Yoon et al.** (``yoon/fig2`` … ``yoon/fig8``, ``yoon/table1``): the plan of its rules
+- **Yoon et al.** (``yoon/fig2`` … ``yoon/fig8``, ``yoon/table1``, ``yoon/crafting``): the plan of its rules
   (:func:`hsaudit.papers.yoon.plan.plan_yoon`), one row per population (4N models per run: crafting and held-out
   populations of N + N) with full-batch steps of |D| + 1 examples, plus the black-box surrogates (:func:`yoon_populations`).
 - Analytic / 1-D experiments (Section 6 process, Steinke, Annamalai): no training; listed as simulations.
@@ -328,7 +328,7 @@ def all_populations(config: Mapping[str, Any]) -> list[Population]:
     return trained_populations(config) + yoon_populations(config)
 
 
-_TARGET_RE = re.compile(r"^(?:results/)?(?:archive/)?(?P<fig>(?:[a-z0-9_]+/)?(?:fig|table)[0-9a-z_]+)"
+_TARGET_RE = re.compile(r"^(?:results/)?(?:archive/)?(?P<fig>(?:[a-z0-9_]+/)?[a-z][0-9a-z_]*)"
                         r"(?:\.pdf|\.csv|\.tar\.gz|\.md)?$")
 
 
