@@ -12,7 +12,11 @@ auditor knows:
 * the PLD trade-off-curve audit of Annamalai (2024, Algorithm 2): the first ε̂ of a grid whose PLD curve
   (from a calibration table, :class:`hsaudit.accounting.PldTable`) lies below every point — :func:`audit_pld`.
 
-Like every max-over-thresholds audit these are not strictly valid 95% bounds (docs/audit.md). The curves
+With every threshold's point (``select="all"``, the papers' audits) they are max-over-thresholds audits and
+not valid 95 % bounds (docs/audit.md: at paper scale the Clopper–Pearson variant overshoots the true ε on
+average). ``select="held_out"`` is the valid rule: the threshold is chosen on a random selection split of each
+world (:func:`held_out_point`) and only that one Clopper–Pearson-bounded point, from the other scores, constrains
+the family; the true mechanism is then consistent with it whenever both one-sided bounds hold. The curves
 themselves are accounting-side (:mod:`hsaudit.accounting`; the last-iterate curve and the PLDs of composed
 subsampled Gaussians in :mod:`hsaudit.accounting.last_iterate`).
 """
@@ -24,6 +28,7 @@ import warnings
 
 import numpy as np
 import numpy.typing as npt
+from scipy import stats
 
 from hsaudit.accounting import last_iterate as H
 from hsaudit.accounting.gaussian import PldTable, default_epsilon_grid, pld_tradeoff, sigma_for_epsilon, tradeoff_from_deltas
@@ -31,11 +36,13 @@ from hsaudit.audit.gdp import clopper_pearson_upper, observed_rates
 from hsaudit.accounting.last_iterate import delta_curve, last_iterate_tradeoff
 
 __all__ = [
+    "SELECT_RULES",
     "SIGMA_FAMILIES",
     "audit_pld",
     "audit_pld_sigma",
     "clopper_pearson_points",
     "epsilon_grid_audit",
+    "held_out_point",
     "lower_hull",
     "pld_sigma_audit",
     "sigma_hat_from_points",
@@ -82,6 +89,65 @@ def clopper_pearson_points(
         clopper_pearson_upper(np.round(alpha * n0), n0, confidence=confidence),
         clopper_pearson_upper(np.round(beta * n1), n1, confidence=confidence),
     )
+
+
+SELECT_RULES = ("all", "held_out")
+"""Which (FPR, FNR) points constrain a known-family audit: every threshold's (the papers'; not a valid bound)
+or one threshold chosen on a held-out selection split (valid)."""
+
+
+def held_out_point(
+    scores_out: npt.ArrayLike,
+    scores_in: npt.ArrayLike,
+    *,
+    confidence: float,
+    selection_fraction: float = 0.5,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The one Clopper–Pearson-bounded (FPR, FNR) point of a valid known-family audit.
+
+    Each world is split at random (``selection_fraction`` of its scores, at least one on each side); on the
+    selection scores the threshold with the largest Φ⁻¹(1 − ᾱ) − Φ⁻¹(β̄) of its CP upper bounds ᾱ, β̄ is chosen
+    (the most revealing point for Gaussian-like curves); on the other scores the one-sided CP upper bounds
+    at that threshold are returned (arrays of length 1). Since the estimation scores are independent of the choice,
+    the true point lies below both bounds with probability ≥ 1 − 2(1 − confidence) (each bound's level).
+    """
+    o0, o1 = np.asarray(scores_out, dtype=float), np.asarray(scores_in, dtype=float)
+    if o0.size < 2 or o1.size < 2:
+        raise ValueError("a held-out split needs at least two scores per world")
+    if not 0.0 < selection_fraction < 1.0:
+        raise ValueError(f"selection_fraction must be in (0, 1), got {selection_fraction}")
+    rng = np.random.default_rng(seed)
+    parts = []
+    for o in (o0, o1):
+        perm = rng.permutation(o.size)
+        h = min(max(int(round(o.size * selection_fraction)), 1), o.size - 1)
+        parts.append((o[perm[:h]], o[perm[h:]]))
+    (sel0, est0), (sel1, est1) = parts
+    taus = np.unique(np.concatenate([sel0, sel1]))
+    s0, s1 = np.sort(sel0), np.sort(sel1)
+    alpha = (s0.size - np.searchsorted(s0, taus, side="left")) / s0.size
+    beta = np.searchsorted(s1, taus, side="left") / s1.size
+    # Rank thresholds by the μ of their selection-set CP bounds (as the GDP audit does): raw rates would favour
+    # the extremes, where a rate of 0 or 1 is mostly luck.
+    a = clopper_pearson_upper(np.round(alpha * s0.size), s0.size, confidence=confidence)
+    b = clopper_pearson_upper(np.round(beta * s1.size), s1.size, confidence=confidence)
+    tau = taus[int(np.argmax(stats.norm.isf(a) - stats.norm.ppf(b)))]
+    fp = np.count_nonzero(est0 >= tau)
+    fn = np.count_nonzero(est1 < tau)
+    return (
+        np.atleast_1d(clopper_pearson_upper(fp, est0.size, confidence=confidence)),
+        np.atleast_1d(clopper_pearson_upper(fn, est1.size, confidence=confidence)),
+    )
+
+
+def _bounded_points(o_out, o_in, confidence: float, select: str, selection_fraction: float, seed: int):
+    """The CP-bounded points a known-family audit is checked against under ``select`` (:data:`SELECT_RULES`)."""
+    if select == "all":
+        return clopper_pearson_points(o_out, o_in, confidence)
+    if select == "held_out":
+        return held_out_point(o_out, o_in, confidence=confidence, selection_fraction=selection_fraction, seed=seed)
+    raise ValueError(f"select must be one of {SELECT_RULES}, got {select!r}")
 
 
 def _lowest_beta_per_alpha(alpha: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -194,18 +260,22 @@ def pld_sigma_audit(
     confidence: float = 0.95,
     family: str = "last_iterate",
     iterations: int = 14,
+    select: str = "all",
+    selection_fraction: float = 0.5,
+    seed: int = 0,
 ) -> dict[str, float]:
     """The paper's audit (§3.1, "PLD approach with Clopper–Pearson intervals" of Nasr et al. 2023): the adversary
     knows q and T and estimates σ; ε_lb is derived from σ̂.
 
-    One-sided CP upper bounds (``confidence``) on FPR and FNR at every threshold (higher score ⇒ canary present),
-    then :func:`sigma_hat_from_points` with the assumed ``family`` (``iterations`` bisection steps). Like every max-over-thresholds audit it is not a
-    strictly valid 95% bound (docs/audit.md).
+    One-sided CP upper bounds (``confidence``) on FPR and FNR (higher score ⇒ canary present), then
+    :func:`sigma_hat_from_points` with the assumed ``family`` (``iterations`` bisection steps). ``select="all"``
+    (the paper's) bounds every threshold: a max over thresholds, not a strictly valid 95 % bound (docs/audit.md);
+    ``select="held_out"`` bounds one threshold chosen on a selection split (:func:`held_out_point`): valid.
 
     Returns:
         ``{"sigma_hat": σ̂, "epsilon": ε_lb}``.
     """
-    a, b = clopper_pearson_points(scores_out, scores_in, confidence)
+    a, b = _bounded_points(scores_out, scores_in, confidence, select, selection_fraction, seed)
     return sigma_hat_from_points(
         a,
         b,
@@ -231,6 +301,9 @@ def audit_pld(
     tail_floor: float = 0.0,
     confidence: float | None = None,
     grid: npt.ArrayLike | None = None,
+    select: str = "all",
+    selection_fraction: float = 0.5,
+    seed: int = 0,
 ) -> float:
     """ε_emp of Algorithm 2: the first ε̂ ∈ Υ whose PLD trade-off curve lies below every observed (α, β).
 
@@ -243,12 +316,14 @@ def audit_pld(
         confidence: None for the paper's audit (raw rates, no confidence intervals); a level such as 0.95 for
             the Clopper–Pearson variant, which replaces (α, β) by their one-sided upper bounds (no floor needed).
         grid: Υ (default 0.5, 0.6, …, 20).
+        select, selection_fraction, seed: with a ``confidence``, ``"all"`` bounds every threshold (a max over
+            thresholds: not a valid bound), ``"held_out"`` one threshold chosen on a selection split (valid).
 
     Returns:
         ε_emp; ``inf`` when every ε̂ of the grid is violated.
     """
     if confidence is not None:
-        alpha, beta = clopper_pearson_points(o_out, o_in, confidence)
+        alpha, beta = _bounded_points(o_out, o_in, confidence, select, selection_fraction, seed)
     else:
         alpha, beta = observed_rates(o_out, o_in)
         keep = (alpha > tail_floor) & (beta > tail_floor)
@@ -288,6 +363,9 @@ def audit_pld_sigma(
     iterations: int = 14,
     epsilon_grid: npt.ArrayLike | None = None,
     value_discretization_interval: float = 1e-3,
+    select: str = "all",
+    selection_fraction: float = 0.5,
+    seed: int = 0,
 ) -> dict[str, float]:
     """Known-(q, T) σ̂ audit with the all-iterates family (Steinke et al. 2024 §3.1; Nasr et al. 2023), as Annamalai (2024) runs it: the largest σ̂ whose composed Poisson-subsampled
     Gaussian mechanism is consistent with every Clopper–Pearson-bounded (FPR, FNR) point, and ε_lb = ε_{σ̂}(δ).
@@ -298,10 +376,14 @@ def audit_pld_sigma(
     Consistency (every point on or above the PLD trade-off curve at σ) holds for all σ up to a boundary σ̂ (a
     smaller σ gives a lower curve), so σ̂ is found by bisection in log σ, one PLD per step (no table needed).
 
+    ``select`` as in :func:`pld_sigma_audit` (``"held_out"``: valid).
+
     Returns:
         ``{"sigma_hat": σ̂, "epsilon": ε_lb}``; σ̂ is clamped to ``sigma_range``.
     """
-    a_ub, b_ub = _lowest_beta_per_alpha(*clopper_pearson_points(o_out, o_in, confidence))
+    a_ub, b_ub = _lowest_beta_per_alpha(
+        *_bounded_points(o_out, o_in, confidence, select, selection_fraction, seed)
+    )
     eg = default_epsilon_grid() if epsilon_grid is None else np.asarray(epsilon_grid, dtype=float)
 
     def consistent(sig: float) -> bool:

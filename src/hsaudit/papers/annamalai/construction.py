@@ -357,7 +357,8 @@ def audit_many(
     ideal_reference: bool = False,
     key: tuple = (),
 ) -> pd.DataFrame:
-    """Repeat the audit: per repetition, the paper's audit at every tail floor and the Clopper–Pearson one.
+    """Repeat the audit: per repetition, the paper's audit at every tail floor, the Clopper–Pearson one over every
+    threshold (``clopper_pearson``: not a valid bound) and the valid held-out one (``clopper_pearson_held_out``).
 
     Every row also carries the encoding base P, its rule, and the wrap rates of that repetition (fraction of runs
     on D and on D′ in which some step's value left the decoding window ±P/2; :func:`simulate_statistics`).
@@ -392,9 +393,20 @@ def audit_many(
         rows.append(
             {
                 "repetition": r,
-                "method": "clopper_pearson",
+                "method": "clopper_pearson",  # every threshold's CP point: a max over thresholds, not valid
                 "tail_floor": math.nan,
                 "epsilon_emp": audit_pld(o, o1, table, confidence=confidence),
+                **wraps,
+            }
+        )
+        # The valid rule (issue 17 §1): one threshold chosen on half of the runs, its CP point from the others.
+        rows.append(
+            {
+                "repetition": r,
+                "method": "clopper_pearson_held_out",
+                "tail_floor": math.nan,
+                "epsilon_emp": audit_pld(o, o1, table, confidence=confidence, select="held_out",
+                                         seed=derive_seed(seed, "annamalai-select", *key, steps, r)),  # fmt: skip
                 **wraps,
             }
         )

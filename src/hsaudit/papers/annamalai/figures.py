@@ -114,8 +114,22 @@ def plot_fig2(
             linestyle=":",
             color=col,
             alpha=0.8,
-            label=f"{tag}: Clopper–Pearson variant",
+            label=f"{tag}: Clopper–Pearson, all thresholds (not a valid bound)",
         )
+        held = summ[default & (summ["method"] == "clopper_pearson_held_out")].sort_values("epsilon")
+        if not held.empty:
+            ax.errorbar(
+                held["epsilon"] * 0.97,
+                held["mean"],
+                yerr=2 * held["sd"],
+                marker="x",
+                markersize=4,
+                capsize=2,
+                linestyle="-.",
+                color=col,
+                alpha=0.9,
+                label=f"{tag}: Clopper–Pearson, held-out threshold (valid)",
+            )
         other = summ[sel & (summ["update"] == "ascent") & (summ["base_rule"] != base_rule) & paper].sort_values(
             "epsilon"
         )

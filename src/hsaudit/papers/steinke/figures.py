@@ -112,11 +112,15 @@ def _fig3_style(method: str, *, primary: bool) -> dict:
     """Line style of a fig3 series: the configured audit solid and bold, the others thin and dashed."""
     if method in ("standard", "heuristic"):
         return dict(_METHOD_STYLE[method], markersize=4)
+    held_out = method.endswith("_held_out")
+    method = method.removesuffix("_held_out")
     label = {
         "empirical_gdp": "empirical, GDP audit (Nasr et al. 2023)",
         "empirical_sigma_last_iterate": "empirical, σ̂ audit, last-iterate family (§3.1)",
         "empirical_sigma_all_iterates": "empirical, σ̂ audit, all-iterates family",
     }.get(method, method)
+    if method.startswith("empirical_sigma_"):
+        label += ", held-out threshold (valid)" if held_out else ", all thresholds (not a valid bound)"
     colour = {
         "empirical_gdp": PALETTE[1],
         "empirical_sigma_last_iterate": PALETTE[5],
@@ -125,6 +129,8 @@ def _fig3_style(method: str, *, primary: bool) -> dict:
     marker = {"empirical_gdp": "^", "empirical_sigma_last_iterate": "D", "empirical_sigma_all_iterates": "v"}.get(
         method, "."
     )
+    if held_out:
+        marker = "x"
     if primary:
         return dict(color=colour, marker=marker, markersize=4, linewidth=1.6, label=label)
     return dict(color=colour, marker=marker, markersize=3, linewidth=0.9, linestyle="--", alpha=0.8, label=label)

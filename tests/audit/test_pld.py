@@ -1,0 +1,51 @@
+"""Known-family audits (hsaudit.audit.pld): the valid held-out threshold rule against a known Gaussian mechanism."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from hsaudit.audit.gdp import clopper_pearson_upper
+from hsaudit.audit.pld import held_out_point, pld_sigma_audit
+
+
+def test_held_out_point_bounds_the_estimation_rates_at_the_chosen_threshold():
+    rng = np.random.default_rng(3)
+    out, inn = rng.normal(0, 1, 400), rng.normal(2, 1, 400)
+    a, b = held_out_point(out, inn, confidence=0.95, selection_fraction=0.5, seed=7)
+    assert a.shape == b.shape == (1,)
+    # Each is a CP upper bound of a count out of the 200 estimation scores of its world: some count k reproduces it.
+    for value in (a[0], b[0]):
+        assert any(np.isclose(value, clopper_pearson_upper(k, 200, confidence=0.95)) for k in range(201))
+    # The threshold is a good one: far better than chance (α + β ≪ 1) on a pair with μ = 2.
+    assert a[0] + b[0] < 0.6
+    # Deterministic in its seed, and another seed splits differently.
+    assert held_out_point(out, inn, confidence=0.95, seed=7) == (a, b)
+
+
+def test_held_out_point_rejects_bad_input():
+    with pytest.raises(ValueError, match="two scores"):
+        held_out_point([1.0], [0.0, 1.0], confidence=0.95)
+    with pytest.raises(ValueError, match="selection_fraction"):
+        held_out_point([0.0, 1.0], [0.0, 1.0], confidence=0.95, selection_fraction=1.0)
+    with pytest.raises(ValueError, match="select must be one of"):
+        pld_sigma_audit([0.0, 1.0], [0.0, 1.0], steps=1, sampling_rate=1.0, noise_multiplier=1.0, delta=1e-5,
+                        select="best")  # fmt: skip
+
+
+def test_held_out_sigma_hat_audit_is_valid_on_the_gaussian_mechanism():
+    """T = 1, q = 1: the last-iterate family is the Gaussian mechanism N(1, σ²) vs N(0, σ²), i.e. scores
+    N(1/σ, 1) vs N(0, 1). A valid 95 % rule (each bound at 0.95: level ≥ 0.90) may put σ̂ below the true σ (an ε
+    above the truth) in at most ~10 % of the repetitions; the counted failures must stay well inside that."""
+    sigma, runs, reps = 0.5, 1000, 40
+    failures = 0
+    for r in range(reps):
+        rng = np.random.default_rng(100 + r)
+        out, inn = rng.normal(0, 1, runs), rng.normal(1 / sigma, 1, runs)
+        aud = pld_sigma_audit(out, inn, steps=1, sampling_rate=1.0, noise_multiplier=sigma, delta=1e-5,
+                              select="held_out", seed=r, iterations=12)  # fmt: skip
+        failures += aud["sigma_hat"] < sigma * (1 - 1e-3)
+    # P[Binomial(40, 0.10) ≥ 9] ≈ 0.04: a rule at its nominal level passes; one that overshoots half the time fails.
+    assert failures <= 8, failures
+    assert stats.binom.sf(8, reps, 0.10) < 0.05
