@@ -371,6 +371,7 @@ for _figure in ("fig2", "fig5", "fig11", "fig12", "fig13"):
         input:
             tables=audit_table_paths(CIFAR10, _figure),
             datasets=cifar_datasets(_figure),
+            crafted=cifar_crafted(_figure),
         output:
             pdf=report(
                 register_figure(f"results/{_figure}.pdf", kind="gpu"),

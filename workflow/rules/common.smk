@@ -112,6 +112,7 @@ from hsaudit.papers.cebere.plan import (
     scores_paths,
     setup_path,
     shard_paths,
+    stream_key,
 )
 from hsaudit.util.seeding import derive_seed
 
@@ -121,6 +122,11 @@ PLANS = {
 }
 HOUSING = PLANS["housing"]
 CIFAR10 = PLANS["cifar10"]
+
+
+def craft_seed(wc):
+    """The adversary's seed of an audit: from its stream key, so audits that differ only in θ0 craft the same d."""
+    return derive_seed(SEED, f"{wc.family}-craft", stream_key(PLANS[wc.family].audits[wc.audit]))
 
 
 def family_resources(key):
@@ -159,6 +165,13 @@ def setup_dataset(wc):
 def cifar_refs(figure):
     """The audit references of a CIFAR-10 figure as dicts, each with its dataset's data_source filled in."""
     return [vars(ref) for ref in CIFAR10.figures[figure]]
+
+
+def cifar_crafted(figure):
+    """The adversaries' crafted objects behind fig12 (its CSV names the crafted coordinate d); none elsewhere."""
+    if figure != "fig12":
+        return []
+    return [f"results/cifar10/audits/{ref.key}/crafted.npz" for ref in CIFAR10.figures[figure]]
 
 
 def cifar_datasets(figure):

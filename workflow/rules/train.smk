@@ -49,7 +49,7 @@ rule craft_adversary:
         gpu=crafting_resources("gpu", 0),
     params:
         spec=lambda wc: PLANS[wc.family].audits[wc.audit],
-        seed=lambda wc: derive_seed(SEED, f"{wc.family}-craft", wc.audit),
+        seed=craft_seed,
         device=lambda wc: config[wc.family]["device"],
         code_version=script_version("craft_adversary"),
     script:

@@ -17,6 +17,7 @@ setup = make_setup(
     n_train=data.n,
     config=DPSGDConfig(**spec["dpsgd"]),
     seed=snakemake.params.seed,
+    theta0_init=spec.get("theta0_init", "default"),
 )
 save_setup(setup, snakemake.output.setup)
 write_params_json(spec, snakemake.output.params_json, key=snakemake.wildcards.setup, derived_seed=snakemake.params.seed)

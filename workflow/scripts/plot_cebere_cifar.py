@@ -8,6 +8,7 @@ import pandas as pd
 
 from hsaudit.data.datasets import dataset_source
 from hsaudit.papers.cebere.tables import norms_table
+from hsaudit.papers.cebere.adversaries import crafted_coordinate
 from hsaudit.papers.cebere.figures import cifar
 from hsaudit.pipeline.logs import script_logging
 
@@ -41,5 +42,10 @@ else:
     elif figure == "fig11":
         summary = cifar.plot_fig11(entries, out.pdf, out.csv, periods=sorted({r["period"] for r in refs}), **common)
     else:
+        if inp.get("crafted"):  # fig12: which coordinate d (and layer) each audit's adversary crafted
+            entries = [
+                ({**ref, **crafted_coordinate(path, ref["model"])}, table)
+                for (ref, table), path in zip(entries, inp.crafted, strict=True)
+            ]
         summary = cifar.plot_cifar_figure(entries, out.pdf, out.csv, figure=figure, **common)
 log.info("%s (%s):\n%s", figure, ", ".join(sorted(set(sources.values()))), summary.to_string(max_rows=40))

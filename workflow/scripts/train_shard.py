@@ -10,7 +10,16 @@ import torch
 
 from hsaudit.papers.cebere.adversaries import load_crafted
 from hsaudit.data.datasets import load_dataset
-from hsaudit.papers.cebere.plan import insertion_steps, noise_key, save_shard, shard_bits, theta0_key
+from hsaudit.papers.cebere.plan import (
+    insertion_steps,
+    noise_key,
+    save_shard,
+    shard_bits,
+    stream_key,
+    theta0_key,
+    theta0_known,
+    theta0_shared,
+)
 from hsaudit.papers.cebere.shards import train_shard
 from hsaudit.engine.dpsgd import DPSGDConfig, load_setup, population_theta0
 from hsaudit.pipeline.logs import script_logging
@@ -21,17 +30,23 @@ spec = snakemake.params.spec
 family = snakemake.wildcards.family
 setup_spec = spec["setup"]
 key, size, index = snakemake.wildcards.audit, int(snakemake.wildcards.size), int(snakemake.wildcards.index)
+# Audits that differ only in their θ0 reading share bits, noise and per-run θ0 draws (plan.stream_key).
+stream = stream_key(spec)
 seed = snakemake.params.master_seed
-bits = shard_bits(seed=seed, key=key, shard_size=size, index=index, family=family)
+bits = shard_bits(seed=seed, key=stream, shard_size=size, index=index, family=family)
 data = load_dataset(snakemake.input.data)
 first = index * size
+reading = spec.get("theta0", "known")
 theta0 = None
-if spec.get("theta0", "known") != "known":
+if not theta0_shared(reading):
+    # Per-run θ0 with the setup's scheme; Xavier-normal where the setup keeps PyTorch's default (the paper's
+    # "unknown θ0" is Xavier).
+    scheme = setup_spec.get("theta0_init", "default")
     theta0 = population_theta0(
         setup_spec["model"],
         setup_spec["model_kwargs"],
-        scheme="xavier_normal",
-        key=theta0_key(seed=seed, key=key, family=family),
+        scheme="xavier_normal" if scheme == "default" else scheme,
+        key=theta0_key(seed=seed, key=stream, family=family),
         models=range(first, first + size),
     )
 obs = train_shard(
@@ -43,10 +58,10 @@ obs = train_shard(
     config=DPSGDConfig(**setup_spec["dpsgd"]),
     crafted=load_crafted(snakemake.input.crafted),
     bits=bits,
-    noise_key=noise_key(seed=seed, key=key, family=family),
+    noise_key=noise_key(seed=seed, key=stream, family=family),
     first_model=first,
     theta0=theta0,
-    known_theta0=theta0 is None,
+    known_theta0=theta0_known(reading),
     canary_norms=bool(spec.get("canary_norms")),
     device=snakemake.params.device,
     progress=False,

@@ -107,8 +107,11 @@ class Setup:
             raise ValueError(f"batches must be 2-D [steps, batch_size], got shape {np.shape(self.batches)}")
 
 
-def make_setup(*, model: str, model_kwargs: dict, n_train: int, config: DPSGDConfig, seed: int) -> Setup:
-    """Draw θ0 (PyTorch's default initialisation) and the fixed minibatch schedule of an audit.
+def make_setup(
+    *, model: str, model_kwargs: dict, n_train: int, config: DPSGDConfig, seed: int, theta0_init: str = "default"
+) -> Setup:
+    """Draw θ0 (``theta0_init``: PyTorch's default initialisation, or ``"xavier_normal"`` as :func:`init_theta0`)
+    and the fixed minibatch schedule of an audit.
 
     The schedule is a sequence of epochs; each epoch is a fresh random permutation of the ``n_train`` indices cut
     into ``n_train // batch_size`` batches (the remainder is dropped, so no index repeats inside a batch).
@@ -120,10 +123,13 @@ def make_setup(*, model: str, model_kwargs: dict, n_train: int, config: DPSGDCon
     n_train = int(n_train)
     if n_train < config.batch_size:
         raise ValueError(f"n_train must be >= batch_size={config.batch_size}, got {n_train}")
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(derive_seed(seed, "theta0"))
-        net = build_model(model, **model_kwargs)
-    theta0 = flat_parameters(net).numpy().astype(np.float32)
+    if theta0_init == "default":
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(derive_seed(seed, "theta0"))
+            net = build_model(model, **model_kwargs)
+        theta0 = flat_parameters(net).numpy().astype(np.float32)
+    else:
+        theta0 = init_theta0(model, model_kwargs, scheme=theta0_init, seed=derive_seed(seed, "theta0"))
     rng = rng_for(seed, "batches")
     per_epoch = n_train // config.batch_size
     rows: list[np.ndarray] = []

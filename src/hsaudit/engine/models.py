@@ -24,6 +24,7 @@ with each weight ``[out, in]`` row-major.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -250,6 +251,21 @@ def per_sample_loss(kind: str, logits: torch.Tensor, y: torch.Tensor) -> torch.T
     if kind == "ce":
         return nn.functional.cross_entropy(logits, y.long(), reduction="none")
     raise ValueError(f"loss kind must be 'bce' or 'ce', got {kind!r}")
+
+
+def parameter_at(model: nn.Module, index: int) -> tuple[str, tuple[int, ...]]:
+    """The parameter that holds coordinate ``index`` of the flat vector (:func:`flat_parameters` order): its name
+    and the position inside it, e.g. ``("conv1.weight", (3, 0, 1, 2))``.
+
+    >>> parameter_at(nn.Linear(2, 3), 7)
+    ('bias', (1,))
+    """
+    offset = 0
+    for name, param in model.named_parameters():
+        if index < offset + param.numel():
+            return name, tuple(int(i) for i in np.unravel_index(index - offset, tuple(param.shape)))
+        offset += param.numel()
+    raise ValueError(f"coordinate {index} is beyond the model's {offset} parameters")
 
 
 def flat_parameters(model: nn.Module) -> torch.Tensor:

@@ -146,3 +146,31 @@ def test_craft_rejects_bad_input(task):
         _craft("gc_s", task, simulations=0)
     with pytest.raises(ValueError, match="adversary"):
         _craft("canary", task)
+
+
+def test_theta0_readings_share_d_bits_and_noise_and_differ_only_in_theta0():
+    """fig12 compares θ0 readings fairly: the four audits of a repetition share the stream key (crafting seed,
+    membership bits, noise, per-run θ0 draws) and the setup, and differ in their own keys only by the reading."""
+    import yaml
+
+    from conftest import REPO
+    from hsaudit.papers.cebere.plan import plan_experiments, stream_key, theta0_known, theta0_shared
+    from hsaudit.pipeline.config import resolve_scale
+
+    config = resolve_scale(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
+    plan = plan_experiments(config["cifar10"], seed=config["seed"], family="cifar10")
+    refs = plan.figures["fig12"]
+    assert {r.theta0 for r in refs} == {"known", "shared_unknown", "per_run_known", "unknown"}
+    assert len({r.rep for r in refs}) >= 5, "several coordinates d, one per repetition"
+    for rep in {r.rep for r in refs}:
+        audits = [plan.audits[r.key] for r in refs if r.rep == rep]
+        assert len({r.key for r in refs if r.rep == rep}) == 4
+        assert len({stream_key(a) for a in audits}) == 1 and len({a["setup_key"] for a in audits}) == 1
+        assert {a["setup"].get("theta0_init") for a in audits} == {"xavier_normal"}
+    # a known-θ0 audit's stream key is its own key: no existing audit's seeds moved
+    known = next(r for r in refs if r.theta0 == "known")
+    assert stream_key(plan.audits[known.key]) == known.key
+    assert [(theta0_shared(t), theta0_known(t)) for t in ("known", "shared_unknown", "per_run_known", "unknown")] == [
+        (True, True), (True, False), (False, True), (False, False)]
+    with pytest.raises(ValueError, match="theta0 must be one of"):
+        theta0_known("maybe")

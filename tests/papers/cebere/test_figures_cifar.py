@@ -155,6 +155,21 @@ def test_epsilon_figures_hold_their_audits(tmp_path, footers, figure, specs, pan
     assert f"data={SOURCE}" in footers[-1] and "scale=laptop" in footers[-1] and "paper" in footers[-1]
 
 
+def test_fig12_draws_every_theta0_reading_and_names_the_crafted_coordinate(tmp_path, footers):
+    readings = ("known", "shared_unknown", "per_run_known", "unknown")
+    entries = []
+    for i, t in enumerate(readings):
+        for rep in range(2):
+            ref, audit = entry(i, theta0=t, rep=rep)
+            entries.append(({**ref, "coordinate": 100 + rep, "layer": "conv1.weight"}, audit))
+    summary = cifar.plot_cifar_figure(entries, tmp_path / "f.pdf", tmp_path / "f.csv", figure="fig12", scale="laptop")
+    csv = pd.read_csv(tmp_path / "f.csv")
+    assert set(summary["theta0"]) == set(readings) and "not run at this scale" not in " ".join(footers.texts)
+    # every reading of a repetition names the same coordinate (the fair comparison) and its layer
+    assert csv.groupby("rep")["coordinate"].nunique().eq(1).all() and set(csv["layer"]) == {"conv1.weight"}
+    assert set(csv.groupby("rep")["coordinate"].first()) == {100, 101}
+
+
 @pytest.fixture
 def kept(monkeypatch):
     """The figures that :func:`plotting.save` writes, kept open (not closed) so that a test can measure them."""

@@ -29,7 +29,7 @@ import numpy.typing as npt
 import torch
 
 from hsaudit.util.io import atomic_savez
-from hsaudit.engine.models import build_model, count_parameters, num_classes
+from hsaudit.engine.models import build_model, count_parameters, num_classes, parameter_at
 from hsaudit.engine.noise import CounterNoise
 from hsaudit.engine.psg import population
 from hsaudit.util.seeding import derive_seed, rng_for
@@ -238,6 +238,16 @@ def save_crafted(crafted: Crafted, path: str | os.PathLike) -> None:
         if value is not None:
             arrays[key] = np.asarray(value)
     atomic_savez(path, arrays)
+
+
+def crafted_coordinate(path: str | os.PathLike, model: str, model_kwargs: dict | None = None) -> dict[str, object]:
+    """``{"coordinate": d, "layer": name}`` of the crafted object at ``path`` (d = None for an adversary
+    without one): the parameter of ``model`` that holds the coordinate the canary gradient points along."""
+    crafted = load_crafted(path)
+    if crafted.dim is None:
+        return {"coordinate": None, "layer": None}
+    name, _ = parameter_at(build_model(model, **dict(model_kwargs or {})), int(crafted.dim))
+    return {"coordinate": int(crafted.dim), "layer": name}
 
 
 def load_crafted(path: str | os.PathLike) -> Crafted:

@@ -146,7 +146,7 @@ def setup_params(
     values: Mapping[str, Any], *, data: Mapping[str, Any], seed: int, rep: int, family: str = "housing"
 ) -> dict[str, Any]:
     """Parameters of one setup (θ0 and the minibatch schedule, shared by all adversaries of a repetition)."""
-    return {
+    params = {
         "data": data_identity(data, family=family, model=values["model"]),
         "model": values["model"],
         "model_kwargs": model_kwargs(values),
@@ -154,6 +154,10 @@ def setup_params(
         "seed": int(seed),
         "rep": int(rep) if values["resample_setup"] else "shared",
     }
+    # θ0's initialisation scheme enters the key only when it is not PyTorch's default (existing setups keep theirs).
+    if values.get("theta0_init", "default") != "default":
+        params["theta0_init"] = values["theta0_init"]
+    return params
 
 
 def dpsgd_values(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -357,6 +361,38 @@ def shard_bits(*, seed: int, key: str, shard_size: int, index: int, family: str 
         raise ValueError(f"shard index must be >= 0, got {index}")
     half = np.repeat(np.array([0, 1], dtype=np.int64), shard_size // 2)
     return rng_for(seed, f"{family}-bits", key, shard_size, index).permutation(half)
+
+
+THETA0_READINGS = ("known", "unknown", "shared_unknown", "per_run_known")
+"""How θ0 relates to the runs and the scorer (Cebere et al. Fig. 12 and its readings):
+``known``: one θ0 (the setup's) for every run, known to the scorer (θ_T − θ0); ``unknown``: θ0 re-drawn for every
+run, unknown (the score reads θ_T); ``shared_unknown``: the setup's one θ0, unknown; ``per_run_known``: θ0
+re-drawn for every run and known."""
+
+
+def theta0_shared(reading: str) -> bool:
+    """Whether every run starts from the setup's one θ0 (else each run draws its own)."""
+    if reading not in THETA0_READINGS:
+        raise ValueError(f"theta0 must be one of {THETA0_READINGS}, got {reading!r}")
+    return reading in ("known", "shared_unknown")
+
+
+def theta0_known(reading: str) -> bool:
+    """Whether the scorer subtracts the run's θ0."""
+    if reading not in THETA0_READINGS:
+        raise ValueError(f"theta0 must be one of {THETA0_READINGS}, got {reading!r}")
+    return reading in ("known", "per_run_known")
+
+
+def stream_key(params: Mapping[str, Any]) -> str:
+    """The key that seeds an audit's random streams (crafting, membership bits, DP noise, per-run θ0): its key
+    without the θ0 reading, so that audits that differ only in θ0 share d, the bits and the noise (a fair fig12).
+    For θ0 known (no ``theta0`` entry) it is the audit key itself, so no existing audit's streams change.
+
+    >>> stream_key({"adversary": "gc_r", "theta0": "unknown"}) == stream_key({"adversary": "gc_r"}) == key_of({"adversary": "gc_r"})
+    True
+    """
+    return key_of({k: v for k, v in params.items() if k != "theta0"})
 
 
 def noise_key(*, seed: int, key: str, family: str = "housing") -> int:

@@ -55,7 +55,16 @@ from hsaudit.util.io import write_text_atomic
 FIGURES = ("fig1", "fig2", "fig5", "fig6a", "fig8", "fig11", "fig12", "fig13")
 ADVERSARIES = ("gc_r", "gc_s", "label_flip")
 MODEL_LABELS = {"convnet": "ConvNet", "resnet18_gn": "ResNet18-GN", "alexnet_head": "AlexNet (last layer)"}
-THETA0_LABELS = {"known": "known θ0", "unknown": "unknown θ0 (drawn per run)"}
+THETA0_LABELS = {
+    "known": "θ0 shared, known",
+    "shared_unknown": "θ0 shared, unknown",
+    "per_run_known": "θ0 per run, known",
+    "unknown": "θ0 per run, unknown (paper)",
+}
+# fig12 tells its θ0 readings apart by colour and line style (one adversary, four readings).
+THETA0_COLOURS = {"known": "#332288", "shared_unknown": "#44AA99", "per_run_known": "#DDCC77", "unknown": "#CC6677"}
+# fig12's CSV also names the crafted coordinate d of every audit and the layer that holds it.
+CRAFTED_COLUMNS = ("coordinate", "layer")
 LABELS = {**ADVERSARY_LABELS, "gc_s": "A_GC-S"}
 # The reference fields every CIFAR-10 figure table carries as columns (beside adversary, label, rep, key).
 REF_COLUMNS = ("model", "clip_norm", "period", "theta0", "data_source")
@@ -71,19 +80,23 @@ NOT_RUN = "not run at this scale"
 # ------------------------------------------------------------------------------------------------- tables
 
 
-def cifar_table(entries: Sequence[tuple[AuditRef | Mapping[str, Any], pd.DataFrame]]) -> pd.DataFrame:
+def cifar_table(
+    entries: Sequence[tuple[AuditRef | Mapping[str, Any], pd.DataFrame]], *, extra_columns: Sequence[str] = ()
+) -> pd.DataFrame:
     """Stack CIFAR-10 audits into one tidy table (:func:`hsaudit.papers.cebere.figures.housing.figure_table` + :data:`REF_COLUMNS`).
 
     Args:
         entries: pairs (audit reference, audit table), see the module docstring.
+        extra_columns: more reference fields to carry (fig12: :data:`CRAFTED_COLUMNS`).
 
     Returns:
-        Columns adversary, label, rep, key, model, clip_norm, period, theta0, data_source, then the audit table's.
+        Columns adversary, label, rep, key, model, clip_norm, period, theta0, data_source, the extra columns, then
+        the audit table's.
 
     Raises:
         ValueError: no entries, a reference field missing, or an unknown model, adversary or θ0 (naming it).
     """
-    table = figure_table(entries, ref_columns=REF_COLUMNS)
+    table = figure_table(entries, ref_columns=(*REF_COLUMNS, *extra_columns))
     for column, known in (("model", MODEL_LABELS), ("adversary", ADVERSARIES), ("theta0", THETA0_LABELS)):
         unknown = sorted(set(table[column]) - set(known))
         if unknown:
@@ -149,8 +162,8 @@ def _layout(figure: str) -> _Layout:
         return _Layout(2, 2, tuple(panels), width=6.4)
     if figure == "fig12":
         where = (("model", "convnet"), ("period", 1), ("clip_norm", 1))
-        panel = _Panel(0, 0, "ConvNet, A_GC-R, k = 1, C = 1", where, (("gc_r", "known"), ("gc_r", "unknown")))
-        return _Layout(1, 1, (panel,), style_by="theta0", width=4.8, row_height=3.0)
+        panel = _Panel(0, 0, "ConvNet, A_GC-R, k = 1, C = 1", where, tuple(("gc_r", t) for t in THETA0_LABELS))
+        return _Layout(1, 1, (panel,), style_by="theta0", width=5.2, row_height=3.2)
     if figure == "fig13":
         panels = [
             _Panel(0, c, f"{_ab(c)}{MODEL_LABELS[m]}, A_GC-R, k = 1", (("model", m), ("period", 1)), (("gc_r", None),))
@@ -178,6 +191,10 @@ def _assign_panels(table: pd.DataFrame, layout: _Layout, figure: str) -> pd.Data
             f"clip_norm={row['clip_norm']:g}, period={row['period']}, theta0={row['theta0']})"
         )
     return table.assign(panel=panel)
+
+
+def _has_fields(ref: AuditRef | Mapping[str, Any], fields: Sequence[str]) -> bool:
+    return all((f in ref) if isinstance(ref, Mapping) else hasattr(ref, f) for f in fields)
 
 
 def _series_label(adversary: str, style_by: str | None, value: Any) -> str:
@@ -214,7 +231,8 @@ def _epsilon_panel(ax, table: pd.DataFrame, panel: _Panel, style_by: str | None)
             missing.append(label)
             continue
         style = _STYLES[i % len(_STYLES)] if style_by is not None else _ADVERSARY_STYLES.get(adversary, "-")
-        plot_mean_sd(ax, summary[rows], colour=adversary_colour(adversary, i), label=label, linestyle=style)
+        colour = THETA0_COLOURS.get(value) if style_by == "theta0" else adversary_colour(adversary, i)
+        plot_mean_sd(ax, summary[rows], colour=colour, label=label, linestyle=style)
     if missing:
         _note(ax, "\n".join(f"{m}: {NOT_RUN}" for m in missing))
     return summary.assign(panel=panel.title)
@@ -282,8 +300,10 @@ def plot_cifar_figure(
     - fig2: columns (a) k = 5, T = 1250 and (b) k = 25, T = 6250; rows ConvNet, ResNet18-GN; C = 1;
       A_GC-R vs A_L. Claim: A_GC beats A_L by far but stays under the bound, the gap growing with k.
     - fig5: columns k = 1, 5; rows ConvNet, ResNet18-GN; C = 1; A_GC-S vs A_GC-R. Claim: equivalent there.
-    - fig12: one panel, ConvNet, A_GC-R, k = 1, C = 1; known θ0 (solid) vs unknown θ0 (dash-dot).
-      Claim: no meaningful difference.
+    - fig12: one panel, ConvNet, A_GC-R, k = 1, C = 1; the four θ0 readings (shared or per run, known to the
+      scorer or not; :data:`THETA0_LABELS`), each a colour and line style, mean ± sd over repetitions, every
+      reading with the same crafted coordinate d and noise in a repetition (its CSV has ``coordinate`` and
+      ``layer`` when the references carry them). Claim: unknown θ0 makes no meaningful difference.
     - fig13: A_GC-R, k = 1; panels (a) AlexNet, last layer fine-tuned, and (b) ConvNet from scratch, side by side
       (each is claimed tight against its own bound; overlaid, two tight curves of one colour would hide each other).
       Claim: tight.
@@ -309,7 +329,8 @@ def plot_cifar_figure(
     if figure == "fig11":
         raise ValueError("figure 'fig11' is a privacy profile: use plot_fig11")
     layout = _layout(figure)
-    table = _assign_panels(cifar_table(entries), layout, figure)
+    extra = CRAFTED_COLUMNS if figure == "fig12" and entries and _has_fields(entries[0][0], CRAFTED_COLUMNS) else ()
+    table = _assign_panels(cifar_table(entries, extra_columns=extra), layout, figure)
     fig, axes = new_figure(
         layout.ncols, layout.nrows, width=layout.width, height=layout.row_height * layout.nrows + 0.7
     )
