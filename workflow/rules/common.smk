@@ -126,7 +126,9 @@ CIFAR10 = PLANS["cifar10"]
 
 def craft_seed(wc):
     """The adversary's seed of an audit: from its stream key, so audits that differ only in θ0 craft the same d."""
-    return derive_seed(SEED, f"{wc.family}-craft", stream_key(PLANS[wc.family].audits[wc.audit]))
+    return derive_seed(
+        SEED, f"{wc.family}-craft", stream_key(PLANS[wc.family].audits[wc.audit])
+    )
 
 
 def family_resources(key):
@@ -171,7 +173,10 @@ def cifar_crafted(figure):
     """The adversaries' crafted objects behind fig12 (its CSV names the crafted coordinate d); none elsewhere."""
     if figure != "fig12":
         return []
-    return [f"results/cifar10/audits/{ref.key}/crafted.npz" for ref in CIFAR10.figures[figure]]
+    return [
+        f"results/cifar10/audits/{ref.key}/crafted.npz"
+        for ref in CIFAR10.figures[figure]
+    ]
 
 
 def cifar_datasets(figure):
