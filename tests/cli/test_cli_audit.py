@@ -193,3 +193,25 @@ def test_bench_lists_its_benchmarks_without_loading_them(capsys):
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert all(name in out for name in ("audit", "train", "section6"))
+
+
+def test_one_run_cli(capsys, tmp_path):
+    """`hsaudit one-run`: the library's bound on the same CSV; a Bonferroni search over several k; bad k, exit 2."""
+    import math
+
+    from hsaudit.audit.one_run import one_run_audit
+
+    rng = np.random.default_rng(4)
+    included = rng.random(1000) < 0.5
+    truthful = rng.random(1000) < math.exp(2) / (1 + math.exp(2))
+    scores = np.where(truthful, included, ~included) + 0.01 * rng.random(1000)
+    path = tmp_path / "canaries.csv"
+    path.write_text("score,member\n" + "".join(f"{s!r},{int(b)}\n" for s, b in zip(scores, included)))
+    rc, out, err = _run(capsys, "one-run", str(path), "--k", "100", "--json")
+    assert rc == 0 and err == ""
+    got = json.loads(out)
+    assert got["epsilon"] == one_run_audit(scores, included, k_plus=100, k_minus=100, delta=1e-5).epsilon > 0.5
+    rc, out, _ = _run(capsys, "one-run", str(path), "--k", "50,100:80", "--json")
+    assert rc == 0 and json.loads(out)["method"] == "steinke2023, best of 2 (Bonferroni)"
+    rc, _, err = _run(capsys, "one-run", str(path), "--k", "900")
+    assert rc == 2 and "k_plus + k_minus <= canaries" in err
