@@ -206,7 +206,7 @@ def test_one_run_cli(capsys, tmp_path):
     truthful = rng.random(1000) < math.exp(2) / (1 + math.exp(2))
     scores = np.where(truthful, included, ~included) + 0.01 * rng.random(1000)
     path = tmp_path / "canaries.csv"
-    path.write_text("score,member\n" + "".join(f"{s!r},{int(b)}\n" for s, b in zip(scores, included)))
+    path.write_text("score,member\n" + "".join(f"{float(s)!r},{int(b)}\n" for s, b in zip(scores, included)))
     rc, out, err = _run(capsys, "one-run", str(path), "--k", "100", "--json")
     assert rc == 0 and err == ""
     got = json.loads(out)
