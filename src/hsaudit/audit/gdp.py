@@ -115,7 +115,8 @@ class AuditResult:
 
     Attributes:
         epsilon: ε̂ at ``delta`` from μ̂ (0 when μ̂ ≤ 0).
-        mu: μ̂ = Φ⁻¹(1 − FPR_ub) − Φ⁻¹(FNR_ub) at the chosen threshold (−inf if no threshold separates).
+        mu: μ̂ = Φ⁻¹(1 − FPR_ub) − Φ⁻¹(FNR_ub) at the chosen threshold (−inf if no threshold separates);
+            in the crossing/rays modes the inverted test's lower bound (:mod:`hsaudit.audit.crossing`).
         threshold: τ; "member" iff score > τ (NaN when no threshold has finite μ).
             In the crossing/rays modes: a threshold at the crossing of FPR = FNR.
         fpr_upper: one-sided Clopper–Pearson upper bound on the FPR at τ (NaN in the crossing/rays modes,

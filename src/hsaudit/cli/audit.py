@@ -51,7 +51,7 @@ def register(sub) -> None:
         help="threshold selection: paper (same scores, the papers' method, not a valid bound), "
         "held-out (valid), grid (valid, Bonferroni over a few candidates), crossing (exact joint test where the "
         "empirical curve crosses FPR = FNR; valid for any scores, no split), rays (Monte Carlo exact test on 9 "
-        "rays around FPR = FNR; valid for any scores, the tightest valid mode) (default paper)",
+        "rays around FPR = FNR; valid for any scores, the tightest on Gaussian-like scores) (default paper)",
     )
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of the held-out/grid split and the rays simulations (default 0)"
