@@ -3,6 +3,9 @@
 - :mod:`hsaudit.audit.gdp` — one-sided Clopper–Pearson bounds, the GDP audit of Nasr et al. (2023) as Cebere et
   al. (2025) run it (paper / held-out / grid threshold selection), the assumption-free (ε, δ) bound, the slow
   reference loop, empirical trade-off curves and observed rates.
+- :mod:`hsaudit.audit.crossing` — exact lower confidence bounds on μ where the empirical trade-off curve crosses
+  rays around FPR = FNR, calibrated on the least-favourable Gaussian pair (the crossing / rays modes: valid for
+  any scores, no split).
 - :mod:`hsaudit.audit.search` — the exact histogram-pruned threshold search behind the paper-mode audit of
   large populations.
 - :mod:`hsaudit.audit.two_sample` — the same audit of two score samples with precomputed Clopper–Pearson tables
@@ -17,11 +20,26 @@ PLD curves of :mod:`hsaudit.accounting.last_iterate` for the known-family audits
 
 from __future__ import annotations
 
+from hsaudit.audit.crossing import (
+    DEFAULT_CALIBRATION_DRAWS,
+    DEFAULT_RAYS,
+    Crossing,
+    RayPath,
+    crossing_cdf,
+    crossing_mu_lower,
+    first_crossing,
+    minimum_calibration_draws,
+    ray_path,
+    ray_statistic,
+    rays_mu_lower,
+)
 from hsaudit.audit.gdp import (
     AUDIT_MODES,
     DEFAULT_GRID_SIZE,
     DEFAULT_SELECTION_FRACTION,
     MODE_DESCRIPTIONS,
+    SPLIT_MODES,
+    TEST_MODES,
     AuditResult,
     assumption_free_epsilon,
     audit_scores,
@@ -48,12 +66,18 @@ from hsaudit.audit.two_sample import GdpTables, StepAudit, cp_upper_table, gdp_a
 
 __all__ = [
     "AUDIT_MODES",
+    "DEFAULT_CALIBRATION_DRAWS",
     "DEFAULT_GRID_SIZE",
+    "DEFAULT_RAYS",
     "DEFAULT_SELECTION_FRACTION",
     "MODE_DESCRIPTIONS",
     "SIGMA_FAMILIES",
+    "SPLIT_MODES",
+    "TEST_MODES",
     "AuditResult",
+    "Crossing",
     "GdpTables",
+    "RayPath",
     "StepAudit",
     "ThresholdMax",
     "assumption_free_epsilon",
@@ -65,15 +89,22 @@ __all__ = [
     "clopper_pearson_points",
     "clopper_pearson_upper",
     "cp_upper_table",
+    "crossing_cdf",
+    "crossing_mu_lower",
     "describe_mode",
     "empirical_tradeoff",
     "epsilon_grid_audit",
+    "first_crossing",
     "gdp_audit_two_sample",
     "gdp_tables",
     "lower_hull",
     "max_over_thresholds",
+    "minimum_calibration_draws",
     "observed_rates",
     "pld_sigma_audit",
+    "ray_path",
+    "ray_statistic",
+    "rays_mu_lower",
     "reference_audit",
     "sigma_hat_from_points",
 ]

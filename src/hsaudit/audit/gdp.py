@@ -19,7 +19,10 @@ lower bound (on exact Gaussian pairs it exceeds the true ε in ~20–30% of tria
 bounds the error rates at that single τ on the other scores: a valid lower bound at the stated confidence
 (per error rate, as in the paper), but looser. ``mode="grid"`` chooses a few candidate thresholds on the
 selection set and evaluates all of them on the others with Bonferroni-corrected CP bounds (valid; see
-:func:`audit_scores`).
+:func:`audit_scores`). ``mode="crossing"`` and ``mode="rays"`` need no split: they test μ-GDP at the points
+where the empirical trade-off curve crosses fixed rays around FPR = FNR, calibrated exactly on the
+least-favourable Gaussian pair, which makes them valid lower bounds on μ at ``confidence`` *jointly* for any
+score distributions (:mod:`hsaudit.audit.crossing`; docs/audit.md "Tight valid bounds").
 
 The GDP conversion assumes the mechanism's trade-off curve is Gaussian; for other mechanisms it can exceed
 the true ε. The assumption-free (ε, δ) bound from the same CP bounds (Kairouz et al. 2015, Theorem 2.1;
@@ -53,10 +56,23 @@ import numpy.typing as npt
 from scipy import special
 
 from hsaudit.accounting.gaussian import gdp_epsilon
+from hsaudit.audit.crossing import (
+    CROSSING_RAYS,
+    DEFAULT_CALIBRATION_DRAWS,
+    DEFAULT_RAYS,
+    Crossing,
+    crossing_mu_lower,
+    first_crossing,
+    minimum_calibration_draws,
+    ray_path,
+    rays_mu_lower,
+)
 from hsaudit.audit.search import max_over_thresholds
 
 __all__ = [
     "AUDIT_MODES",
+    "SPLIT_MODES",
+    "TEST_MODES",
     "AuditResult",
     "assumption_free_epsilon",
     "audit_scores",
@@ -67,7 +83,13 @@ __all__ = [
 ]
 
 #: Threshold-selection modes of :func:`audit_scores`.
-AUDIT_MODES = ("paper", "held-out", "grid")
+AUDIT_MODES = ("paper", "held-out", "grid", "crossing", "rays")
+
+#: Modes that split the scores into a selection set and an evaluation set (``selection_fraction``).
+SPLIT_MODES = ("held-out", "grid")
+
+#: Modes whose bound holds jointly at ``confidence`` for any score distributions (no Clopper–Pearson pair).
+TEST_MODES = ("crossing", "rays")
 
 #: Default number of candidate thresholds of ``mode="grid"``.
 DEFAULT_GRID_SIZE = 4
@@ -80,6 +102,10 @@ MODE_DESCRIPTIONS = {
     "paper": "threshold chosen on the same scores (Cebere et al.; not a valid confidence bound)",
     "held-out": "threshold chosen on a random selection set, bounds on the other scores (valid)",
     "grid": "candidate thresholds chosen on a random selection set, Bonferroni CP bounds on the others (valid)",
+    "crossing": "exact test of mu-GDP where the empirical curve crosses FPR = FNR, all scores, no split (valid for "
+    "any scores, joint confidence)",
+    "rays": "Monte Carlo exact test of mu-GDP on the mean crossing of 9 rays around FPR = FNR, all scores (valid "
+    "for any scores, joint confidence; seeded)",
 }
 
 
@@ -89,18 +115,22 @@ class AuditResult:
 
     Attributes:
         epsilon: ε̂ at ``delta`` from μ̂ (0 when μ̂ ≤ 0).
-        mu: μ̂ = Φ⁻¹(1 − FPR_ub) − Φ⁻¹(FNR_ub) at the chosen threshold (−inf if no threshold separates).
+        mu: μ̂ = Φ⁻¹(1 − FPR_ub) − Φ⁻¹(FNR_ub) at the chosen threshold (−inf if no threshold separates);
+            in the crossing/rays modes the inverted test's lower bound (:mod:`hsaudit.audit.crossing`).
         threshold: τ; "member" iff score > τ (NaN when no threshold has finite μ).
-        fpr_upper: one-sided Clopper–Pearson upper bound on the FPR at τ.
-        fnr_upper: one-sided Clopper–Pearson upper bound on the FNR at τ.
+            In the crossing/rays modes: a threshold at the crossing of FPR = FNR.
+        fpr_upper: one-sided Clopper–Pearson upper bound on the FPR at τ (NaN in the crossing/rays modes,
+            which bound μ directly).
+        fnr_upper: one-sided Clopper–Pearson upper bound on the FNR at τ (NaN in the crossing/rays modes).
         fpr: empirical FPR at τ (on the scores the bounds were computed on).
         fnr: empirical FNR at τ.
-        epsilon_assumption_free: ε of the (ε, δ) bound from the same CP bounds, no GDP assumption.
+        epsilon_assumption_free: ε of the (ε, δ) bound from the same CP bounds, no GDP assumption (NaN in
+            the crossing/rays modes).
         n_members: members (b = 1) the CP bounds were computed on (half of them in held-out/grid mode).
         n_nonmembers: non-members the CP bounds were computed on.
-        confidence: confidence of each one-sided CP bound.
+        confidence: confidence of each one-sided CP bound; in the crossing/rays modes, of the bound on μ.
         delta: δ.
-        mode: "paper", "held-out" or "grid".
+        mode: one of :data:`AUDIT_MODES`.
     """
 
     epsilon: float
@@ -177,6 +207,20 @@ def _as_members(members: npt.ArrayLike, n: int) -> np.ndarray:
         bad = np.unique(m[~ok])[:5]
         raise ValueError(f"members must be 0/1 labels (1 = member), found {bad.tolist()}")
     return mf == 1
+
+
+def _check_draws(draws: int, confidence: float) -> int:
+    need = minimum_calibration_draws(confidence)
+    try:
+        k = int(draws)
+    except (TypeError, ValueError):
+        k = None
+    if k is None or k != draws or k < need:
+        raise ValueError(
+            f"calibration_draws must be an integer >= {need} at confidence {confidence:g} "
+            f"(fewer cannot reject at that level), got {draws!r}"
+        )
+    return k
 
 
 def _check_classes(n0: int, n1: int, minimum: int = 1) -> None:
@@ -563,6 +607,47 @@ def _grid_result(
     )
 
 
+def _test_result(
+    n0: int, n1: int, cross: Crossing, *, mu: float, delta: float, confidence: float, mode: str
+) -> AuditResult:
+    """AuditResult of the crossing/rays modes: μ̂ and, for orientation, the crossing of FPR = FNR."""
+    return AuditResult(
+        epsilon=gdp_epsilon(mu=mu, delta=delta),
+        mu=float(mu),
+        threshold=float(cross.threshold),
+        fpr_upper=math.nan,
+        fnr_upper=math.nan,
+        fpr=cross.fp / n0,
+        fnr=cross.fn / n1,
+        epsilon_assumption_free=math.nan,
+        n_members=int(n1),
+        n_nonmembers=int(n0),
+        confidence=float(confidence),
+        delta=float(delta),
+        mode=mode,
+    )
+
+
+def _crossing_result(x0: np.ndarray, x1: np.ndarray, *, delta: float, confidence: float) -> AuditResult:
+    """Mode "crossing": the exact one-crossing bound (:func:`hsaudit.audit.crossing.crossing_mu_lower`)."""
+    s0 = np.sort(x0.astype(np.float64))
+    s1 = np.sort(x1.astype(np.float64))
+    cross = first_crossing(s0, s1, ray_path(s0.size, s1.size, CROSSING_RAYS))[0]
+    mu = crossing_mu_lower(k0=cross.k0, k1=cross.k1, n0=s0.size, n1=s1.size, confidence=confidence)
+    return _test_result(s0.size, s1.size, cross, mu=mu, delta=delta, confidence=confidence, mode="crossing")
+
+
+def _rays_result(
+    x0: np.ndarray, x1: np.ndarray, *, delta: float, confidence: float, rng: np.random.Generator, draws: int
+) -> AuditResult:
+    """Mode "rays": the Monte Carlo bound on the mean crossing of :data:`DEFAULT_RAYS`."""
+    s0 = np.sort(x0.astype(np.float64))
+    s1 = np.sort(x1.astype(np.float64))
+    mu, _ = rays_mu_lower(s0, s1, confidence=confidence, rng=rng, draws=draws, rays=DEFAULT_RAYS)
+    cross = first_crossing(s0, s1, ray_path(s0.size, s1.size, CROSSING_RAYS))[0]
+    return _test_result(s0.size, s1.size, cross, mu=mu, delta=delta, confidence=confidence, mode="rays")
+
+
 def _rng(rng: np.random.Generator | int | None) -> np.random.Generator:
     if isinstance(rng, np.random.Generator):
         return rng
@@ -587,6 +672,7 @@ def audit_scores(
     rng: np.random.Generator | int | None = None,
     selection_fraction: float = DEFAULT_SELECTION_FRACTION,
     grid_size: int = DEFAULT_GRID_SIZE,
+    calibration_draws: int = DEFAULT_CALIBRATION_DRAWS,
 ) -> AuditResult:
     """GDP audit of one population of scores (Nasr et al. 2023; Cebere et al. Algorithm 4, Appendix A).
 
@@ -606,16 +692,27 @@ def audit_scores(
         scores with CP bounds at confidence 1 − (1 − c)/g (Bonferroni over the g candidates) and the best
         μ is kept. Valid with the same per-rate guarantee; on Gaussian pairs it is not tighter than
         held-out (docs/audit.md), it is offered for mechanisms whose best threshold is poorly located.
+        ``"crossing"``: no split. The first point where the empirical trade-off curve crosses the diagonal
+        FPR = FNR admits FP ≤ k₀ and FN ≤ k₁ at some threshold; μ̂ is the largest μ for which the Gaussian
+        pair N(0, 1) vs N(μ, 1) does so with probability at most 1 − ``confidence`` (an exact law of two
+        order statistics). Valid jointly at ``confidence`` for *any* scores whose trade-off curve is μ-GDP:
+        that pair is the least favourable one (:mod:`hsaudit.audit.crossing`). Deterministic.
+        ``"rays"``: as crossing, with the mean μ over 9 rays FNR = ρ·FPR (ρ ∈ [1/4, 4]) as the statistic,
+        calibrated by ``calibration_draws`` simulated Gaussian pairs drawn from ``rng`` (an exact Monte Carlo
+        test). The tightest valid mode on Gaussian pairs (docs/audit.md, "Tight valid bounds").
 
     Args:
         scores: R finite scores.
         members: R membership labels, 0/1 or bool (1 = member).
         delta: δ in (0, 1) at which ε is reported.
-        confidence: confidence of each one-sided CP bound, in (0, 1).
-        mode: "paper", "held-out" or "grid".
-        rng: Generator or seed for the split of held-out/grid modes (None: seed 0, deterministic).
+        confidence: confidence of each one-sided CP bound, in (0, 1); in the crossing/rays modes the
+            confidence of the bound on μ.
+        mode: one of :data:`AUDIT_MODES`.
+        rng: Generator or seed for the split of held-out/grid modes and the simulations of rays mode
+            (None: seed 0, deterministic).
         selection_fraction: share of each class used to choose the threshold (held-out/grid), in (0, 1).
         grid_size: number of candidate thresholds of grid mode (≥ 1).
+        calibration_draws: simulated Gaussian pairs of rays mode (≥ ⌈1/(1 − confidence)⌉ − 1).
 
     Returns:
         An :class:`AuditResult` (its ``mode`` says which estimator it is; in held-out/grid modes its
@@ -623,7 +720,8 @@ def audit_scores(
 
     Raises:
         ValueError: NaN/infinite scores, labels other than 0/1, an empty class (fewer than 2 per class in
-            held-out/grid modes), δ, confidence or selection_fraction outside (0, 1), an unknown mode.
+            held-out/grid modes), δ, confidence or selection_fraction outside (0, 1), an unknown mode, too
+            few calibration_draws.
     """
     d = _check_unit("delta", delta)
     c = _check_unit("confidence", confidence)
@@ -635,6 +733,13 @@ def audit_scores(
     if mode == "paper":
         _check_classes(n0, n1)
         return _paper_result(s[~m], s[m], delta=d, confidence=c)
+    if mode == "crossing":
+        _check_classes(n0, n1)
+        return _crossing_result(s[~m], s[m], delta=d, confidence=c)
+    if mode == "rays":
+        _check_classes(n0, n1)
+        draws = _check_draws(calibration_draws, c)
+        return _rays_result(s[~m], s[m], delta=d, confidence=c, rng=_rng(rng), draws=draws)
     f = _check_unit("selection_fraction", selection_fraction)
     _check_classes(n0, n1, minimum=2)
     if mode == "held-out":
@@ -655,6 +760,7 @@ def audit_steps(
     rng: np.random.Generator | int | None = None,
     selection_fraction: float = DEFAULT_SELECTION_FRACTION,
     grid_size: int = DEFAULT_GRID_SIZE,
+    calibration_draws: int = DEFAULT_CALIBRATION_DRAWS,
     threads: int = 1,
 ) -> list[AuditResult]:
     """One audit per row of a [n_steps, n_runs] score matrix (e.g. one row per training step).
@@ -662,17 +768,19 @@ def audit_steps(
     The membership labels are shared by all rows (shape [n_runs]) or given per row ([n_steps, n_runs]).
     In paper mode with shared labels, the classes are split once and sorted row-wise; the Clopper–Pearson
     tables are shared by all rows. ``threads > 1`` audits rows concurrently (numpy sorts release the GIL).
-    In held-out/grid modes every row uses its own split drawn from ``rng`` in row order.
+    In held-out/grid modes every row uses its own split drawn from ``rng`` in row order (rays mode: its own
+    simulations).
 
     Args:
         scores: [n_steps, n_runs] finite scores (higher ⇒ member).
         members: [n_runs] or [n_steps, n_runs] 0/1 labels.
         delta: δ in (0, 1).
         confidence: CP confidence in (0, 1).
-        mode: "paper", "held-out" or "grid".
-        rng: Generator or seed for held-out/grid splits (None: seed 0).
+        mode: one of :data:`AUDIT_MODES`.
+        rng: Generator or seed for held-out/grid splits and rays simulations (None: seed 0).
         selection_fraction: selection share of held-out/grid modes.
         grid_size: candidates of grid mode.
+        calibration_draws: simulated pairs of rays mode.
         threads: worker threads (≥ 1).
 
     Returns:
@@ -711,6 +819,7 @@ def audit_steps(
                     rng=gen,
                     selection_fraction=selection_fraction,
                     grid_size=grid_size,
+                    calibration_draws=calibration_draws,
                 )
             )
         return out

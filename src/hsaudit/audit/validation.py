@@ -1,25 +1,48 @@
-"""Coverage study of the audit estimators on exact Gaussian pairs (docs/audit.md, "Coverage study").
+"""Coverage study of the audit estimators on score pairs of known μ (docs/audit.md, "Coverage study").
 
 Non-member scores N(0, 1) and member scores N(μ, 1) (an exact half split of R runs) are the scores of the
 optimal test between the two worlds of a μ-GDP Gaussian mechanism, whose true ε at δ is
-:func:`hsaudit.accounting.gdp_epsilon`. A valid lower bound at confidence c should exceed the true ε in at
-most about 1 − c of the trials (here the per-rate confidence c applies to each of the two CP bounds, so up
-to ~2(1 − c) by the union bound, less in practice). Each trial draws its scores from its own seed
-(:func:`hsaudit.util.seeding.derive_seed`), so the study is repeatable and independent of the order of trials.
+:func:`hsaudit.accounting.gdp_epsilon`. The heavier-tailed location families (:data:`SCORE_FAMILIES`)
+draw non-members from F and members from F(· − θ) with θ chosen so that their trade-off curve is μ-GDP and no
+better: sup_τ Φ⁻¹(F(τ)) − Φ⁻¹(F(τ − θ)) = μ, attained at τ = θ/2 (:func:`family_shift`). Their likelihood ratio is
+non-decreasing in the score, so thresholds of the score are the optimal tests and the mechanism "release the
+score" is exactly μ-GDP; the truth is the same ε(μ) as for the Gaussian pair (it upper-bounds the family's own
+(ε, δ) profile: an audit that assumes a Gaussian curve is compared with the tightest GDP curve). Unlike the
+Gaussian pair, these curves touch G_μ at one point only, so they test estimators that pool thresholds.
+
+A valid lower bound at confidence c should exceed the true ε in at most about 1 − c of the trials (for the
+Clopper–Pearson modes the per-rate confidence c applies to each of the two bounds, so up to ~2(1 − c) by the
+union bound, less in practice; the crossing/rays modes hold jointly at c). Each trial draws its scores from
+its own seed (:func:`hsaudit.util.seeding.derive_seed`), so the study is repeatable and independent of the
+order of trials.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from scipy import special
 
 from hsaudit.accounting.gaussian import gdp_epsilon
-from hsaudit.audit.gdp import AUDIT_MODES, DEFAULT_SELECTION_FRACTION, audit_scores
+from hsaudit.audit.crossing import DEFAULT_CALIBRATION_DRAWS
+from hsaudit.audit.gdp import AUDIT_MODES, DEFAULT_SELECTION_FRACTION, SPLIT_MODES, audit_scores
 from hsaudit.util.seeding import derive_seed
 
-__all__ = ["CoverageRow", "coverage_study", "gaussian_pair_scores", "parse_mode"]
+__all__ = [
+    "SCORE_FAMILIES",
+    "CoverageRow",
+    "coverage_study",
+    "family_shift",
+    "gaussian_pair_scores",
+    "pair_scores",
+    "parse_mode",
+]
+
+#: Score families of the coverage study: the Gaussian pair and two heavier-tailed location families.
+SCORE_FAMILIES = ("gaussian", "logistic", "laplace")
 
 
 def parse_mode(spec: str) -> tuple[str, float]:
@@ -27,15 +50,16 @@ def parse_mode(spec: str) -> tuple[str, float]:
     10% of each class selecting the threshold) into (mode, selection_fraction).
 
     Raises:
-        ValueError: unknown mode, or a fraction outside (0, 1), or a fraction given for paper mode.
+        ValueError: unknown mode, or a fraction outside (0, 1), or a fraction given for a mode without a
+            split (paper, crossing, rays).
     """
     name, _, frac = str(spec).partition("@")
     if name not in AUDIT_MODES:
         raise ValueError(f"unknown audit mode {name!r} in {spec!r}; choose from {', '.join(AUDIT_MODES)}")
     if not frac:
         return name, DEFAULT_SELECTION_FRACTION
-    if name == "paper":
-        raise ValueError(f"paper mode has no selection fraction: {spec!r}")
+    if name not in SPLIT_MODES:
+        raise ValueError(f"{name} mode has no selection fraction: {spec!r}")
     try:
         f = float(frac)
     except ValueError:
@@ -51,20 +75,24 @@ class CoverageRow:
 
     Attributes:
         mode: estimator spec, ``MODE`` or ``MODE@FRACTION`` (see :func:`parse_mode`).
-        mu: true μ of the Gaussian pair.
-        true_epsilon: ε of μ-GDP at ``delta``.
+        family: score family (:data:`SCORE_FAMILIES`).
+        mu: true μ of the pair.
+        true_epsilon: ε of μ-GDP at ``delta`` (0 at μ = 0).
         trials: number of seeded trials.
         runs: R, scores per trial (half members).
-        exceed_fraction: fraction of trials with ε̂ > true ε (a valid 95% bound keeps this ≲ 5–10%).
+        exceed_fraction: fraction of trials with ε̂ > true ε (a valid 95% bound keeps this ≲ 5–10%); one minus
+            it is the coverage.
         median_epsilon: median ε̂.
-        median_ratio: median ε̂ / true ε.
+        median_ratio: median ε̂ / true ε (NaN at μ = 0).
         mean_epsilon: mean ε̂.
+        mean_ratio: mean ε̂ / true ε (NaN at μ = 0).
         sd_epsilon: standard deviation of ε̂.
         delta: δ.
-        confidence: per-rate CP confidence.
+        confidence: per-rate CP confidence (crossing/rays: confidence of the bound).
     """
 
     mode: str
+    family: str
     mu: float
     true_epsilon: float
     trials: int
@@ -73,12 +101,75 @@ class CoverageRow:
     median_epsilon: float
     median_ratio: float
     mean_epsilon: float
+    mean_ratio: float
     sd_epsilon: float
     delta: float
     confidence: float
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def family_shift(family: str, mu: float) -> float:
+    """Location shift θ of ``family`` whose pair F vs F(· − θ) is exactly μ-GDP (module docstring).
+
+    Gaussian: θ = μ. Logistic (F(x) = 1/(1 + e^{−x})): θ = 2 logit Φ(μ/2). Laplace (F(x) = ½e^{x}, x < 0):
+    θ = −2 log(2Φ(−μ/2)). Both are symmetric, so Φ⁻¹(F(τ)) − Φ⁻¹(F(τ − θ)) is largest at τ = θ/2, where it
+    equals 2Φ⁻¹(F(θ/2)) = μ (checked numerically over τ in tests/audit/test_crossing.py).
+
+    Args:
+        family: one of :data:`SCORE_FAMILIES`.
+        mu: μ ≥ 0.
+
+    Returns:
+        θ ≥ 0.
+
+    Raises:
+        ValueError: unknown family, μ negative or not finite.
+    """
+    m = float(mu)
+    if not (m >= 0 and math.isfinite(m)):
+        raise ValueError(f"mu must be a finite number >= 0, got {mu!r}")
+    if family == "gaussian":
+        return m
+    if family == "logistic":
+        return float(2.0 * special.logit(special.ndtr(m / 2.0)))
+    if family == "laplace":
+        return float(-2.0 * math.log(2.0 * special.ndtr(-m / 2.0)))
+    raise ValueError(f"unknown score family {family!r}; choose from {', '.join(SCORE_FAMILIES)}")
+
+
+def pair_scores(*, family: str, mu: float, runs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """R scores of an exact half split from ``family`` at GDP parameter μ: ⌊R/2⌋ non-members F, the rest
+    members F(· − θ) with θ = :func:`family_shift` (family, μ). The Gaussian family draws exactly as
+    :func:`gaussian_pair_scores`.
+
+    Args:
+        family: one of :data:`SCORE_FAMILIES`.
+        mu: μ ≥ 0.
+        runs: R ≥ 2.
+        seed: seed of the draw.
+
+    Returns:
+        (scores, members) with members 0/1 (1 = member, higher score ⇒ member).
+
+    Raises:
+        ValueError: unknown family, bad μ or R.
+    """
+    theta = family_shift(family, mu)
+    r = int(runs)
+    if r < 2 or r != runs:
+        raise ValueError(f"runs must be an integer >= 2, got {runs!r}")
+    rng = np.random.default_rng(seed)
+    members = np.zeros(r, dtype=np.int8)
+    members[r // 2 :] = 1
+    if family == "gaussian":
+        noise = rng.standard_normal(r)
+    elif family == "logistic":
+        noise = rng.logistic(size=r)
+    else:
+        noise = rng.laplace(size=r)
+    return noise + theta * members, members
 
 
 def gaussian_pair_scores(*, mu: float, runs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -109,34 +200,39 @@ def coverage_study(
     trials: int = 200,
     runs: int = 5000,
     modes: Sequence[str] = ("paper", "held-out"),
+    families: Sequence[str] = ("gaussian",),
     delta: float = 1e-5,
     confidence: float = 0.95,
+    calibration_draws: int = DEFAULT_CALIBRATION_DRAWS,
     seed: int = 0,
 ) -> list[CoverageRow]:
-    """Run the coverage study: for each μ, ``trials`` seeded Gaussian pairs audited by every mode.
+    """Run the coverage study: for each family and μ, ``trials`` seeded score pairs audited by every mode.
 
-    The same scores are audited by every mode (paired comparison); held-out/grid splits are seeded from
-    the trial's seed too.
+    The same scores are audited by every mode (paired comparison); held-out/grid splits and the simulations
+    of rays mode are seeded from the trial's seed too. Gaussian trials draw the same scores as before the
+    families existed (seed key without the family).
 
     Args:
-        mus: true μ values (> 0).
+        mus: true μ values (≥ 0; μ = 0 is the null: any ε̂ > 0 exceeds the truth).
         trials: trials per μ (≥ 1).
         runs: R per trial (≥ 4).
-        modes: estimator specs to compare: ``paper``, ``held-out``, ``grid``, optionally with a
-            selection fraction, e.g. ``held-out@0.1``.
+        modes: estimator specs to compare: any of :data:`hsaudit.audit.gdp.AUDIT_MODES`, the split modes
+            optionally with a selection fraction, e.g. ``held-out@0.1``.
+        families: score families (:data:`SCORE_FAMILIES`).
         delta: δ in (0, 1).
-        confidence: CP confidence in (0, 1).
+        confidence: CP confidence in (0, 1) (crossing/rays: of the bound).
+        calibration_draws: simulated pairs of rays mode.
         seed: master seed.
 
     Returns:
-        One :class:`CoverageRow` per (μ, mode), μ-major.
+        One :class:`CoverageRow` per (family, μ, mode), family-major then μ.
 
     Raises:
-        ValueError: bad μ, counts, modes, δ or confidence.
+        ValueError: bad μ, counts, modes, families, δ or confidence.
     """
     mus = [float(m) for m in mus]
-    if not mus or any(not (m > 0 and np.isfinite(m)) for m in mus):
-        raise ValueError(f"mus must be positive finite numbers, got {mus}")
+    if not mus or any(not (m >= 0 and np.isfinite(m)) for m in mus):
+        raise ValueError(f"mus must be finite numbers >= 0, got {mus}")
     if int(trials) < 1 or int(trials) != trials:
         raise ValueError(f"trials must be a positive integer, got {trials!r}")
     if int(runs) < 4 or int(runs) != runs:
@@ -144,42 +240,52 @@ def coverage_study(
     modes = list(modes)
     if not modes:
         raise ValueError("modes must name at least one audit mode")
+    families = list(families)
+    if not families:
+        raise ValueError("families must name at least one score family")
+    for family in families:
+        family_shift(family, 0.0)  # unknown names raise here, before any trial runs
     parsed = {mode: parse_mode(mode) for mode in modes}
     rows: list[CoverageRow] = []
-    for mu in mus:
-        truth = gdp_epsilon(mu=mu, delta=delta)
-        eps = {mode: np.empty(int(trials)) for mode in modes}
-        for t in range(int(trials)):
-            trial_seed = derive_seed(seed, "coverage", mu, runs, t)
-            scores, members = gaussian_pair_scores(mu=mu, runs=int(runs), seed=trial_seed)
+    for family in families:
+        for mu in mus:
+            truth = gdp_epsilon(mu=mu, delta=delta)
+            eps = {mode: np.empty(int(trials)) for mode in modes}
+            for t in range(int(trials)):
+                key = ("coverage", mu, runs, t) if family == "gaussian" else ("coverage", family, mu, runs, t)
+                trial_seed = derive_seed(seed, *key)
+                scores, members = pair_scores(family=family, mu=mu, runs=int(runs), seed=trial_seed)
+                for mode in modes:
+                    name, fraction = parsed[mode]
+                    res = audit_scores(
+                        scores,
+                        members,
+                        delta=delta,
+                        confidence=confidence,
+                        mode=name,
+                        rng=derive_seed(trial_seed, "split"),
+                        selection_fraction=fraction,
+                        calibration_draws=calibration_draws,
+                    )
+                    eps[mode][t] = res.epsilon
             for mode in modes:
-                name, fraction = parsed[mode]
-                res = audit_scores(
-                    scores,
-                    members,
-                    delta=delta,
-                    confidence=confidence,
-                    mode=name,
-                    rng=derive_seed(trial_seed, "split"),
-                    selection_fraction=fraction,
+                e = eps[mode]
+                rows.append(
+                    CoverageRow(
+                        mode=mode,
+                        family=family,
+                        mu=mu,
+                        true_epsilon=truth,
+                        trials=int(trials),
+                        runs=int(runs),
+                        exceed_fraction=float(np.mean(e > truth)),
+                        median_epsilon=float(np.median(e)),
+                        median_ratio=float(np.median(e) / truth) if truth > 0 else math.nan,
+                        mean_epsilon=float(np.mean(e)),
+                        mean_ratio=float(np.mean(e) / truth) if truth > 0 else math.nan,
+                        sd_epsilon=float(np.std(e, ddof=1)) if e.size > 1 else 0.0,
+                        delta=float(delta),
+                        confidence=float(confidence),
+                    )
                 )
-                eps[mode][t] = res.epsilon
-        for mode in modes:
-            e = eps[mode]
-            rows.append(
-                CoverageRow(
-                    mode=mode,
-                    mu=mu,
-                    true_epsilon=truth,
-                    trials=int(trials),
-                    runs=int(runs),
-                    exceed_fraction=float(np.mean(e > truth)),
-                    median_epsilon=float(np.median(e)),
-                    median_ratio=float(np.median(e) / truth),
-                    mean_epsilon=float(np.mean(e)),
-                    sd_epsilon=float(np.std(e, ddof=1)) if e.size > 1 else 0.0,
-                    delta=float(delta),
-                    confidence=float(confidence),
-                )
-            )
     return rows

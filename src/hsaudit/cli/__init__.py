@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "validate-audit": (
         "hsaudit.cli.validate",
-        "coverage study: how often each audit mode's ε̂ exceeds the true ε on Gaussian pairs",
+        "coverage study: how often each audit mode's ε̂ exceeds the true ε, and how tight it is",
     ),
     "bench": ("hsaudit.cli.bench", "run a benchmark and print its timings"),
     "plan": ("hsaudit.cli.plan", "estimate models, steps and CPU/GPU-hours of targets before launching"),

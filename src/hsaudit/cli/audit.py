@@ -13,7 +13,17 @@ from pathlib import Path
 
 import numpy as np
 
-from hsaudit.audit.gdp import AUDIT_MODES, DEFAULT_GRID_SIZE, DEFAULT_SELECTION_FRACTION, MODE_DESCRIPTIONS, AuditResult, audit_scores
+from hsaudit.audit.crossing import DEFAULT_CALIBRATION_DRAWS
+from hsaudit.audit.gdp import (
+    AUDIT_MODES,
+    DEFAULT_GRID_SIZE,
+    DEFAULT_SELECTION_FRACTION,
+    MODE_DESCRIPTIONS,
+    SPLIT_MODES,
+    TEST_MODES,
+    AuditResult,
+    audit_scores,
+)
 
 
 def register(sub) -> None:
@@ -38,9 +48,13 @@ def register(sub) -> None:
         choices=AUDIT_MODES,
         default="paper",
         help="threshold selection: paper (same scores, the papers' method, not a valid bound), "
-        "held-out (valid), grid (valid, Bonferroni over a few candidates) (default paper)",
+        "held-out (valid), grid (valid, Bonferroni over a few candidates), crossing (exact joint test where the "
+        "empirical curve crosses FPR = FNR; valid for any scores, no split), rays (Monte Carlo exact test on 9 "
+        "rays around FPR = FNR; valid for any scores, the tightest on Gaussian-like scores) (default paper)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the held-out/grid split (default 0)")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the held-out/grid split and the rays simulations (default 0)"
+    )
     parser.add_argument(
         "--selection-fraction",
         type=float,
@@ -49,6 +63,13 @@ def register(sub) -> None:
         "tighter on Gaussian pairs, see docs/audit.md)",
     )
     parser.add_argument("--grid-size", type=int, default=DEFAULT_GRID_SIZE, help="candidate thresholds of --mode grid")
+    parser.add_argument(
+        "--calibration-draws",
+        type=int,
+        default=DEFAULT_CALIBRATION_DRAWS,
+        help=f"simulated Gaussian pairs of --mode rays (default {DEFAULT_CALIBRATION_DRAWS}; at least "
+        "1/(1 - confidence) - 1)",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     parser.set_defaults(func=run)
 
@@ -105,6 +126,18 @@ def _jsonable(d: dict) -> dict:
 
 def summary(res: AuditResult, source: str = "") -> str:
     """Readable multi-line summary of an audit result."""
+    if res.mode in TEST_MODES:
+        return "\n".join(
+            [
+                f"GDP audit{f' of {source}' if source else ''}",
+                f"  mode:        {res.mode} — {MODE_DESCRIPTIONS[res.mode]}",
+                f"  runs:        {res.n_members} members, {res.n_nonmembers} non-members (all used)",
+                f"  crossing of FPR = FNR: threshold {res.threshold:.6g}, FPR {res.fpr:.6g}, FNR {res.fnr:.6g}",
+                f"  confidence:  {res.confidence:g} for the lower bound on mu (joint, any score distribution)",
+                f"  mu:          {res.mu:.6g}",
+                f"  epsilon:     {res.epsilon:.6g} at delta = {res.delta:g} (epsilon of the mu-GDP curve)",
+            ]
+        )
     lines = [
         f"GDP audit{f' of {source}' if source else ''}",
         f"  mode:        {res.mode} — {MODE_DESCRIPTIONS[res.mode]}",
@@ -131,11 +164,13 @@ def run(args: argparse.Namespace) -> int:
         rng=args.seed,
         selection_fraction=args.selection_fraction,
         grid_size=args.grid_size,
+        calibration_draws=args.calibration_draws,
     )
     if args.json:
         out = res.to_dict()
-        out["seed"] = args.seed if args.mode != "paper" else None
-        out["selection_fraction"] = args.selection_fraction if args.mode != "paper" else None
+        out["seed"] = args.seed if args.mode in SPLIT_MODES or args.mode == "rays" else None
+        out["selection_fraction"] = args.selection_fraction if args.mode in SPLIT_MODES else None
+        out["calibration_draws"] = args.calibration_draws if args.mode == "rays" else None
         out["mode_description"] = MODE_DESCRIPTIONS[res.mode]
         print(json.dumps(_jsonable(out), indent=2))
     else:
