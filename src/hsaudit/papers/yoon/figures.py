@@ -475,8 +475,9 @@ def _epsilon_figure(figure_name: str, table: pd.DataFrame, pdf, csv, draw_panel:
 def _group_label(column: str, value: Any) -> str:
     if column == "canary":
         return CANARY_LABELS.get(value, str(value))
-    if column == "recipe":
-        return str(value).replace(", ", "\n")
+    if column == "recipe":  # "adam lr=0.01 T=100, pixels in range" -> one short fact per line
+        head, *rest = str(value).split(", ")
+        return "\n".join([*head.split(" ", 1), *rest])
     return f"C = {float(value):g}"
 
 
@@ -528,7 +529,8 @@ def _bars_panel(ax, part: pd.DataFrame, paper: pd.DataFrame, spec: _Spec, margin
     eps = part["epsilon_theory"].dropna().unique()
     for e in eps:
         ax.axhline(e, **UPPER_BOUND_STYLE, zorder=2)
-    ax.set_xticks(range(len(groups)), [_group_label(column, g) for g in groups])
+    ax.set_xticks(range(len(groups)), [_group_label(column, g) for g in groups],
+                  fontsize=6.5 if column == "recipe" else None)  # fmt: skip
     ax.set_xlim(-0.6, len(groups) - 0.4)
     ax.set_ylabel("empirical ε̂ (mean ± sd over runs)")
     ax.set_ylim(0, 1.1 * max([*eps, *part["epsilon"].dropna(), *paper["epsilon_paper"], 1.0]))
