@@ -56,7 +56,11 @@ def test_smoke_every_cifar_target_end_to_end(workflow_copy):
     fig1 = pd.read_csv(results / "fig1.csv")
     assert {"convnet", "fcnn"} <= set(fig1["model"]) and set(fig1["data_source"]) >= {"cifar10:synthetic"}
     fig12 = pd.read_csv(results / "fig12.csv")
-    assert set(fig12["theta0"]) == {"known", "unknown"}
+    # every θ0 reading of the config's grid, each audit naming its crafted coordinate and the layer holding it
+    assert set(fig12["theta0"]) == {"known", "shared_unknown", "per_run_known", "unknown"}
+    assert {"coordinate", "layer"} <= set(fig12.columns) and fig12["layer"].notna().all()
+    # the readings of one repetition craft the same coordinate (only θ0 differs between them)
+    assert (fig12.groupby("rep")["coordinate"].nunique() == 1).all()
     fig13 = pd.read_csv(results / "fig13.csv")
     assert set(fig13["model"]) == {"alexnet_head", "convnet"}
     assert any("alexnet-random" in s for s in fig13["data_source"])
