@@ -347,16 +347,6 @@ def test_selection_fraction_split_sizes_and_validation():
         audit_scores(s, m, mode="grid", grid_size=0)
 
 
-def test_parse_mode():
-    from hsaudit.audit.validation import parse_mode
-
-    assert parse_mode("paper") == ("paper", 0.5)
-    assert parse_mode("held-out@0.1") == ("held-out", 0.1)
-    for bad in ("best", "held-out@2", "paper@0.1", "grid@x"):
-        with pytest.raises(ValueError):
-            parse_mode(bad)
-
-
 @pytest.mark.parametrize("seed", range(6))
 def test_binned_search_equals_sorted_search(monkeypatch, seed):
     """The binned search of large populations returns exactly the sorted search's μ, counts and threshold

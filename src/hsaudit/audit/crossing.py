@@ -329,6 +329,7 @@ def _term_quantile(k: int, n: int, p: float) -> float:
     return float(-special.ndtri(special.betaincinv(k + 1.0, n - k, 1.0 - p)))
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function of counts: coverage studies revisit the same ones
 def crossing_mu_lower(*, k0: int, k1: int, n0: int, n1: int, confidence: float) -> float:
     """Lower confidence bound on μ from one crossing: sup{μ : :func:`crossing_cdf` (μ) ≤ 1 − confidence}.
 

@@ -19,7 +19,9 @@ lower bound (on exact Gaussian pairs it exceeds the true ε in ~20–30% of tria
 bounds the error rates at that single τ on the other scores: a valid lower bound at the stated confidence
 (per error rate, as in the paper), but looser. ``mode="grid"`` chooses a few candidate thresholds on the
 selection set and evaluates all of them on the others with Bonferroni-corrected CP bounds (valid; see
-:func:`audit_scores`). ``mode="crossing"`` and ``mode="rays"`` need no split: they test μ-GDP at the points
+:func:`audit_scores`). ``mode="bonferroni"`` keeps the paper's search over every threshold of all scores but pays
+for it: each CP bound at 1 − (1 − c)/(2n) for n candidate thresholds (valid jointly, no split, loose).
+``mode="crossing"`` and ``mode="rays"`` need no split: they test μ-GDP at the points
 where the empirical trade-off curve crosses fixed rays around FPR = FNR, calibrated exactly on the
 least-favourable Gaussian pair, which makes them valid lower bounds on μ at ``confidence`` *jointly* for any
 score distributions (:mod:`hsaudit.audit.crossing`; docs/audit.md "Tight valid bounds").
@@ -77,13 +79,14 @@ __all__ = [
     "assumption_free_epsilon",
     "audit_scores",
     "audit_steps",
+    "bonferroni_confidence",
     "clopper_pearson_upper",
     "empirical_tradeoff",
     "reference_audit",
 ]
 
 #: Threshold-selection modes of :func:`audit_scores`.
-AUDIT_MODES = ("paper", "held-out", "grid", "crossing", "rays")
+AUDIT_MODES = ("paper", "held-out", "grid", "bonferroni", "crossing", "rays")
 
 #: Modes that split the scores into a selection set and an evaluation set (``selection_fraction``).
 SPLIT_MODES = ("held-out", "grid")
@@ -102,6 +105,8 @@ MODE_DESCRIPTIONS = {
     "paper": "threshold chosen on the same scores (Cebere et al.; not a valid confidence bound)",
     "held-out": "threshold chosen on a random selection set, bounds on the other scores (valid)",
     "grid": "candidate thresholds chosen on a random selection set, Bonferroni CP bounds on the others (valid)",
+    "bonferroni": "best threshold on all scores with every CP bound at 1 - (1 - c)/(2n), n candidate thresholds "
+    "(valid jointly, no split; loose)",
     "crossing": "exact test of mu-GDP where the empirical curve crosses FPR = FNR, all scores, no split (valid for "
     "any scores, joint confidence)",
     "rays": "Monte Carlo exact test of mu-GDP on the mean crossing of 9 rays around FPR = FNR, all scores (valid "
@@ -128,7 +133,8 @@ class AuditResult:
             the crossing/rays modes).
         n_members: members (b = 1) the CP bounds were computed on (half of them in held-out/grid mode).
         n_nonmembers: non-members the CP bounds were computed on.
-        confidence: confidence of each one-sided CP bound; in the crossing/rays modes, of the bound on μ.
+        confidence: confidence of each one-sided CP bound; in the crossing/rays modes, of the bound on μ; in the
+            bonferroni mode, the joint confidence of every bound (each at :func:`bonferroni_confidence`).
         delta: δ.
         mode: one of :data:`AUDIT_MODES`.
     """
@@ -495,6 +501,26 @@ def _paper_result(x0: np.ndarray, x1: np.ndarray, *, delta: float, confidence: f
     )
 
 
+def bonferroni_confidence(x0: np.ndarray, x1: np.ndarray, confidence: float) -> float:
+    """The per-bound confidence 1 − (1 − c)/(2n) of the bonferroni mode: n = (distinct scores) + 1 candidate
+    thresholds, two one-sided bounds each, so that every bound of every threshold holds jointly with probability
+    ≥ ``confidence`` (a union bound; thresholds between the same pair of scores are counted once)."""
+    n = np.unique(np.concatenate([x0, x1])).size + 1
+    return 1.0 - (1.0 - confidence) / (2 * n)
+
+
+def _bonferroni_result(x0: np.ndarray, x1: np.ndarray, *, delta: float, confidence: float) -> AuditResult:
+    """Mode "bonferroni": the paper-mode search over every threshold, each CP bound at
+    :func:`bonferroni_confidence`; the result states the joint ``confidence``."""
+    each = bonferroni_confidence(x0, x1, confidence)
+    best = _best_threshold(x0, x1, each)
+    res = _result(
+        fp=best.fp, fn=best.fn, n0=x0.size, n1=x1.size, threshold=best.threshold, delta=delta, confidence=each,
+        mode="bonferroni",
+    )
+    return dataclasses.replace(res, confidence=float(confidence))
+
+
 def _split(rng: np.random.Generator, s: np.ndarray, m: np.ndarray, fraction: float) -> tuple[np.ndarray, ...]:
     """Stratified random split: (sel0, sel1, ev0, ev1), the selection set holding ``fraction`` of each
     class (rounded, at least one score of each class on each side)."""
@@ -692,6 +718,10 @@ def audit_scores(
         scores with CP bounds at confidence 1 − (1 − c)/g (Bonferroni over the g candidates) and the best
         μ is kept. Valid with the same per-rate guarantee; on Gaussian pairs it is not tighter than
         held-out (docs/audit.md), it is offered for mechanisms whose best threshold is poorly located.
+        ``"bonferroni"``: no split. τ maximises μ over every threshold of all scores, as in paper mode, but
+        each CP bound is taken at 1 − (1 − c)/(2n) for the n candidate thresholds
+        (:func:`bonferroni_confidence`), so that all of them hold jointly with probability ≥ ``confidence``:
+        valid for any scores, and loose (the price of the union bound).
         ``"crossing"``: no split. The first point where the empirical trade-off curve crosses the diagonal
         FPR = FNR admits FP ≤ k₀ and FN ≤ k₁ at some threshold; μ̂ is the largest μ for which the Gaussian
         pair N(0, 1) vs N(μ, 1) does so with probability at most 1 − ``confidence`` (an exact law of two
@@ -733,6 +763,9 @@ def audit_scores(
     if mode == "paper":
         _check_classes(n0, n1)
         return _paper_result(s[~m], s[m], delta=d, confidence=c)
+    if mode == "bonferroni":
+        _check_classes(n0, n1)
+        return _bonferroni_result(s[~m], s[m], delta=d, confidence=c)
     if mode == "crossing":
         _check_classes(n0, n1)
         return _crossing_result(s[~m], s[m], delta=d, confidence=c)

@@ -14,7 +14,8 @@ auditor knows:
 
 With every threshold's point (``select="all"``, the papers' audits) they are max-over-thresholds audits and
 not valid 95 % bounds (docs/audit.md: at paper scale the Clopper–Pearson variant overshoots the true ε on
-average). ``select="held_out"`` is the valid rule: the threshold is chosen on a random selection split of each
+average). ``select="bonferroni"`` keeps every point but bounds each at 1 − (1 − c)/(2n) (valid jointly, loose).
+``select="held_out"`` is the tighter valid rule: the threshold is chosen on a random selection split of each
 world (:func:`held_out_point`) and only that one Clopper–Pearson-bounded point, from the other scores, constrains
 the family; the true mechanism is then consistent with it whenever both one-sided bounds hold. The curves
 themselves are accounting-side (:mod:`hsaudit.accounting`; the last-iterate curve and the PLDs of composed
@@ -91,9 +92,10 @@ def clopper_pearson_points(
     )
 
 
-SELECT_RULES = ("all", "held_out")
-"""Which (FPR, FNR) points constrain a known-family audit: every threshold's (the papers'; not a valid bound)
-or one threshold chosen on a held-out selection split (valid)."""
+SELECT_RULES = ("all", "held_out", "bonferroni")
+"""Which (FPR, FNR) points constrain a known-family audit: every threshold's (the papers'; not a valid bound),
+one threshold chosen on a held-out selection split (valid), or every threshold's with each bound at
+1 − (1 − c)/(2n) for n thresholds (valid jointly, loose)."""
 
 
 def held_out_point(
@@ -147,6 +149,9 @@ def _bounded_points(o_out, o_in, confidence: float, select: str, selection_fract
         return clopper_pearson_points(o_out, o_in, confidence)
     if select == "held_out":
         return held_out_point(o_out, o_in, confidence=confidence, selection_fraction=selection_fraction, seed=seed)
+    if select == "bonferroni":
+        n = observed_rates(o_out, o_in)[0].size
+        return clopper_pearson_points(o_out, o_in, 1.0 - (1.0 - confidence) / (2 * n))
     raise ValueError(f"select must be one of {SELECT_RULES}, got {select!r}")
 
 

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 from scipy import special
 
 from hsaudit.accounting.gaussian import gdp_epsilon
 from hsaudit.audit.crossing import DEFAULT_CALIBRATION_DRAWS
-from hsaudit.audit.gdp import AUDIT_MODES, DEFAULT_SELECTION_FRACTION, SPLIT_MODES, audit_scores
+from hsaudit.audit.auditor import Auditor, parse_rule
 from hsaudit.util.seeding import derive_seed
 
 __all__ = [
@@ -38,35 +38,10 @@ __all__ = [
     "family_shift",
     "gaussian_pair_scores",
     "pair_scores",
-    "parse_mode",
 ]
 
 #: Score families of the coverage study: the Gaussian pair and two heavier-tailed location families.
 SCORE_FAMILIES = ("gaussian", "logistic", "laplace")
-
-
-def parse_mode(spec: str) -> tuple[str, float]:
-    """Parse an estimator spec ``MODE`` or ``MODE@FRACTION`` (e.g. ``held-out@0.1``: held-out mode with
-    10% of each class selecting the threshold) into (mode, selection_fraction).
-
-    Raises:
-        ValueError: unknown mode, or a fraction outside (0, 1), or a fraction given for a mode without a
-            split (paper, crossing, rays).
-    """
-    name, _, frac = str(spec).partition("@")
-    if name not in AUDIT_MODES:
-        raise ValueError(f"unknown audit mode {name!r} in {spec!r}; choose from {', '.join(AUDIT_MODES)}")
-    if not frac:
-        return name, DEFAULT_SELECTION_FRACTION
-    if name not in SPLIT_MODES:
-        raise ValueError(f"{name} mode has no selection fraction: {spec!r}")
-    try:
-        f = float(frac)
-    except ValueError:
-        raise ValueError(f"selection fraction must be a number, got {frac!r} in {spec!r}") from None
-    if not 0.0 < f < 1.0:
-        raise ValueError(f"selection fraction must be in (0, 1), got {f} in {spec!r}")
-    return name, f
 
 
 @dataclass(frozen=True)
@@ -74,7 +49,7 @@ class CoverageRow:
     """Summary of one (μ, mode) cell of the coverage study.
 
     Attributes:
-        mode: estimator spec, ``MODE`` or ``MODE@FRACTION`` (see :func:`parse_mode`).
+        mode: estimator spec, ``MODE`` or ``MODE@FRACTION`` (see :func:`hsaudit.audit.auditor.parse_rule`).
         family: score family (:data:`SCORE_FAMILIES`).
         mu: true μ of the pair.
         true_epsilon: ε of μ-GDP at ``delta`` (0 at μ = 0).
@@ -245,7 +220,7 @@ def coverage_study(
         raise ValueError("families must name at least one score family")
     for family in families:
         family_shift(family, 0.0)  # unknown names raise here, before any trial runs
-    parsed = {mode: parse_mode(mode) for mode in modes}
+    rules = {mode: parse_rule(mode) for mode in modes}  # bad specs raise here, before any trial runs
     rows: list[CoverageRow] = []
     for family in families:
         for mu in mus:
@@ -255,19 +230,15 @@ def coverage_study(
                 key = ("coverage", mu, runs, t) if family == "gaussian" else ("coverage", family, mu, runs, t)
                 trial_seed = derive_seed(seed, *key)
                 scores, members = pair_scores(family=family, mu=mu, runs=int(runs), seed=trial_seed)
+                inserted = members.astype(bool)
                 for mode in modes:
-                    name, fraction = parsed[mode]
-                    res = audit_scores(
-                        scores,
-                        members,
-                        delta=delta,
-                        confidence=confidence,
-                        mode=name,
-                        rng=derive_seed(trial_seed, "split"),
-                        selection_fraction=fraction,
-                        calibration_draws=calibration_draws,
-                    )
-                    eps[mode][t] = res.epsilon
+                    rule = rules[mode]
+                    if hasattr(rule, "seed"):  # the split (held-out, grid) or simulations (rays) of this trial
+                        rule = replace(rule, seed=derive_seed(trial_seed, "split"))
+                    if hasattr(rule, "draws"):
+                        rule = replace(rule, draws=calibration_draws)
+                    auditor = Auditor(delta=delta, confidence=confidence, rule=rule)
+                    eps[mode][t] = auditor.gdp(scores[~inserted], scores[inserted]).epsilon
             for mode in modes:
                 e = eps[mode]
                 rows.append(

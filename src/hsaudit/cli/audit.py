@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hsaudit.audit.auditor import DEFAULT_FPR_LEVELS, DIRECTIONS, AuditReport, Auditor, rule_from_mode
 from hsaudit.audit.crossing import DEFAULT_CALIBRATION_DRAWS
 from hsaudit.audit.gdp import (
     AUDIT_MODES,
@@ -21,8 +22,6 @@ from hsaudit.audit.gdp import (
     MODE_DESCRIPTIONS,
     SPLIT_MODES,
     TEST_MODES,
-    AuditResult,
-    audit_scores,
 )
 
 
@@ -48,7 +47,8 @@ def register(sub) -> None:
         choices=AUDIT_MODES,
         default="paper",
         help="threshold selection: paper (same scores, the papers' method, not a valid bound), "
-        "held-out (valid), grid (valid, Bonferroni over a few candidates), crossing (exact joint test where the "
+        "held-out (valid), grid (valid, Bonferroni over a few candidates), bonferroni (every threshold, each "
+        "bound at 1 - (1 - c)/(2n); valid, no split, loose), crossing (exact joint test where the "
         "empirical curve crosses FPR = FNR; valid for any scores, no split), rays (Monte Carlo exact test on 9 "
         "rays around FPR = FNR; valid for any scores, the tightest on Gaussian-like scores) (default paper)",
     )
@@ -70,8 +70,38 @@ def register(sub) -> None:
         help=f"simulated Gaussian pairs of --mode rays (default {DEFAULT_CALIBRATION_DRAWS}; at least "
         "1/(1 - confidence) - 1)",
     )
+    parser.add_argument(
+        "--directions",
+        choices=DIRECTIONS,
+        default="one",
+        help="one: higher score = member (default); both: also try lower score = member, each direction at "
+        "confidence 1 - (1 - c)/2, so that the search over both is paid for",
+    )
+    parser.add_argument(
+        "--fpr-levels",
+        type=_levels,
+        default=DEFAULT_FPR_LEVELS,
+        help="FPRs at which the TPR is reported, comma-separated (default 0.001,0.01)",
+    )
+    parser.add_argument(
+        "--bootstrap",
+        type=int,
+        default=0,
+        help="stratified bootstrap resamples for intervals on the point estimates (AUROC, its mu, TPR at FPR) at "
+        "--confidence (default 0: none; 1000 is usual)",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     parser.set_defaults(func=run)
+
+
+def _levels(text: str) -> tuple[float, ...]:
+    try:
+        levels = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers in (0, 1), got {text!r}") from None
+    if not levels or any(not 0.0 < f < 1.0 for f in levels):
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers in (0, 1), got {text!r}")
+    return levels
 
 
 def read_scores_csv(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
@@ -124,55 +154,91 @@ def _jsonable(d: dict) -> dict:
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
 
 
-def summary(res: AuditResult, source: str = "") -> str:
-    """Readable multi-line summary of an audit result."""
+def _estimates(report: AuditReport) -> list[str]:
+    """The point estimates (not bounds), with their bootstrap intervals when there are any."""
+
+    def fmt(name: str) -> str:
+        lo_hi = report.intervals.get(name)
+        ci = f" [{lo_hi[0]:.4g}, {lo_hi[1]:.4g}]" if lo_hi else ""
+        return f"{report.estimates[name]:.4g}{ci}"
+
+    tprs = ", ".join(f"{name.removeprefix('tpr_at_fpr_')}: {fmt(name)}" for name in report.estimates
+                     if name.startswith("tpr_at_fpr_"))  # fmt: skip
+    how = f" ({report.bootstrap} bootstrap resamples, {report.confidence:g} intervals)" if report.bootstrap else ""
+    return [
+        f"  point estimates (not bounds){how}:",
+        f"    AUROC {fmt('auroc')}, its Gaussian mu {fmt('mu_auroc')}",
+        f"    TPR at FPR {tprs}",
+    ]
+
+
+def summary(report: AuditReport, source: str = "") -> str:
+    """Readable multi-line summary of an audit report."""
+    res = report.gdp
+    head = f"GDP audit{f' of {source}' if source else ''}"
+    if report.directions == "both":
+        side = "higher" if report.direction == "higher" else "lower"
+        head += (f"\n  directions:  both tried, each at confidence {res.confidence:g}; the {side} scores are "
+                 f"members (member iff score {'>' if side == 'higher' else '<'} threshold)")  # fmt: skip
     if res.mode in TEST_MODES:
         return "\n".join(
             [
-                f"GDP audit{f' of {source}' if source else ''}",
+                head,
                 f"  mode:        {res.mode} — {MODE_DESCRIPTIONS[res.mode]}",
                 f"  runs:        {res.n_members} members, {res.n_nonmembers} non-members (all used)",
                 f"  crossing of FPR = FNR: threshold {res.threshold:.6g}, FPR {res.fpr:.6g}, FNR {res.fnr:.6g}",
                 f"  confidence:  {res.confidence:g} for the lower bound on mu (joint, any score distribution)",
                 f"  mu:          {res.mu:.6g}",
                 f"  epsilon:     {res.epsilon:.6g} at delta = {res.delta:g} (epsilon of the mu-GDP curve)",
+                *_estimates(report),
             ]
         )
+    per_bound = "jointly for every bound" if res.mode == "bonferroni" else "per one-sided Clopper-Pearson bound"
     lines = [
-        f"GDP audit{f' of {source}' if source else ''}",
+        head,
         f"  mode:        {res.mode} — {MODE_DESCRIPTIONS[res.mode]}",
         f"  runs:        {res.n_members} members, {res.n_nonmembers} non-members (used for the bounds)",
-        f"  threshold:   {res.threshold:.6g} (member iff score > threshold)",
+        f"  threshold:   {res.threshold:.6g} (member iff score {'<' if report.direction == 'lower' else '>'} "
+        "threshold)",
         f"  FPR:         {res.fpr:.6g} (upper bound {res.fpr_upper:.6g})",
         f"  FNR:         {res.fnr:.6g} (upper bound {res.fnr_upper:.6g})",
-        f"  confidence:  {res.confidence:g} per one-sided Clopper-Pearson bound",
+        f"  confidence:  {res.confidence:g} {per_bound}",
         f"  mu:          {res.mu:.6g}",
         f"  epsilon:     {res.epsilon:.6g} at delta = {res.delta:g} (assumes a Gaussian trade-off curve)",
         f"  epsilon (assumption-free (eps, delta) bound): {res.epsilon_assumption_free:.6g}",
+        *_estimates(report),
     ]
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
     scores, members = read_scores_csv(args.scores)
-    res = audit_scores(
-        scores,
-        members,
-        delta=args.delta,
-        confidence=args.confidence,
-        mode=args.mode,
-        rng=args.seed,
+    rule = rule_from_mode(
+        args.mode,
         selection_fraction=args.selection_fraction,
         grid_size=args.grid_size,
+        seed=args.seed,
         calibration_draws=args.calibration_draws,
     )
+    auditor = Auditor(
+        delta=args.delta,
+        confidence=args.confidence,
+        rule=rule,
+        directions=args.directions,
+        fpr_levels=args.fpr_levels,
+        bootstrap=args.bootstrap,
+        bootstrap_seed=args.seed,
+    )
+    inserted = members.astype(bool)
+    report = auditor.report(scores[~inserted], scores[inserted])
+    res = report.gdp
     if args.json:
-        out = res.to_dict()
+        out = report.to_dict()
         out["seed"] = args.seed if args.mode in SPLIT_MODES or args.mode == "rays" else None
         out["selection_fraction"] = args.selection_fraction if args.mode in SPLIT_MODES else None
         out["calibration_draws"] = args.calibration_draws if args.mode == "rays" else None
         out["mode_description"] = MODE_DESCRIPTIONS[res.mode]
         print(json.dumps(_jsonable(out), indent=2))
     else:
-        print(summary(res, source=str(args.scores)))
+        print(summary(report, source=str(args.scores)))
     return 0

@@ -8,7 +8,8 @@ import math
 import time
 
 from hsaudit.audit.crossing import DEFAULT_CALIBRATION_DRAWS
-from hsaudit.audit.validation import SCORE_FAMILIES, coverage_study, parse_mode
+from hsaudit.audit.auditor import parse_rule
+from hsaudit.audit.validation import SCORE_FAMILIES, coverage_study
 
 
 def _floats(text: str) -> list[float]:
@@ -24,7 +25,7 @@ def _modes(text: str) -> list[str]:
         raise argparse.ArgumentTypeError(f"expected comma-separated audit modes, got {text!r}")
     for m in modes:
         try:
-            parse_mode(m)
+            parse_rule(m)
         except ValueError as err:
             raise argparse.ArgumentTypeError(str(err)) from None
     return modes

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from hsaudit.accounting.gaussian import PldTable, sigma_for_epsilon
-from hsaudit.audit.pld import audit_pld_sigma
+from hsaudit.audit.pld import audit_pld, audit_pld_sigma
 from hsaudit.papers.annamalai import construction as A
 from hsaudit.accounting import last_iterate as H
 from hsaudit.accounting import tradeoff_from_deltas
@@ -255,20 +255,20 @@ def test_audit_recovers_epsilon_and_literal_fails(small_table):
     c = A.Construction(noise_multiplier=sig, sampling_rate=0.1)
     rng = np.random.default_rng(4)
     o0, o1 = A.simulate_statistics(rng, steps=20, runs=4000, construction=c)
-    paper = A.audit_pld(o0, o1, small_table, tail_floor=0.01)
-    cp = A.audit_pld(o0, o1, small_table, confidence=0.95)
+    paper = audit_pld(o0, o1, small_table, tail_floor=0.01)
+    cp = audit_pld(o0, o1, small_table, confidence=0.95)
     assert 0.6 * eps <= paper <= 1.5 * eps
     assert cp <= paper
     lo0, lo1 = A.simulate_statistics(rng, steps=20, runs=4000, construction=c, update="descent")
-    assert A.audit_pld(lo0, lo1, small_table, tail_floor=0.01) < 0.5 * eps
+    assert audit_pld(lo0, lo1, small_table, tail_floor=0.01) < 0.5 * eps
 
 
 def test_audit_tail_zero_violates_everything(small_table):
     """A point with α = 0 < β < 1 violates every curve: with no floor rule and no CI the audit is ∞."""
     o0 = np.array([0.0, 0.1, 0.2, 0.3])
     o1 = np.array([0.05, 0.15, 5.0, 6.0])
-    assert A.audit_pld(o0, o1, small_table, tail_floor=-1.0) == math.inf
-    assert A.audit_pld(o0, o1, small_table, tail_floor=0.0) < math.inf
+    assert audit_pld(o0, o1, small_table, tail_floor=-1.0) == math.inf
+    assert audit_pld(o0, o1, small_table, tail_floor=0.0) < math.inf
 
 
 def test_sigma_hat_audit_on_a_gaussian_mechanism():

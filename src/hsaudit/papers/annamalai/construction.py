@@ -14,7 +14,9 @@ therefore carries o = Σ_k round(λ(v_k), 2): the all-iterates likelihood-ratio 
   (:class:`hsaudit.accounting.PldTable`, :func:`hsaudit.accounting.sigma_for_epsilon`,
   :func:`hsaudit.accounting.pld_tradeoff`) are accounting-side.
 * :func:`audit_many` — repetitions of the paper's audit (Algorithm 2; no confidence intervals) and its
-  Clopper–Pearson variant, :func:`hsaudit.audit.audit_pld`; the σ̂ audit is :func:`hsaudit.audit.audit_pld_sigma`.
+  Clopper–Pearson variants (every threshold, and the valid held-out rule), through the one auditor
+  (:meth:`hsaudit.audit.auditor.Auditor.pld_curve`, i.e. :func:`hsaudit.audit.audit_pld`); the σ̂ audit is
+  :func:`hsaudit.audit.audit_pld_sigma`.
   The linear-loss curve they are compared with is :func:`hsaudit.accounting.last_iterate.linear_tradeoff` (Steinke et al.'s
   mixture of Gaussians).
 
@@ -38,7 +40,7 @@ from hsaudit.accounting import last_iterate as H
 from hsaudit.accounting.gaussian import PldTable
 from hsaudit.accounting.gaussian import default_epsilon_grid, tradeoff_from_deltas
 from hsaudit.audit.gdp import observed_rates
-from hsaudit.audit.pld import audit_pld
+from hsaudit.audit.auditor import Auditor, HeldOut
 from hsaudit.accounting.last_iterate import delta_curve, linear_tradeoff
 
 # Re-exported: the audits live in hsaudit.audit.pld and the PLD table's curves in hsaudit.accounting.
@@ -376,6 +378,7 @@ def audit_many(
         base_sigmas=base_sigmas,
     )
     rows = []
+    paper = Auditor(confidence=confidence)  # every threshold's CP point: a max over thresholds, not valid
     for r in range(repetitions):
         rng = np.random.default_rng(derive_seed(seed, "annamalai", *key, steps, sampling_rate, noise_multiplier, r))
         wraps: dict = {}
@@ -386,7 +389,7 @@ def audit_many(
                     "repetition": r,
                     "method": "paper",
                     "tail_floor": fl,
-                    "epsilon_emp": audit_pld(o, o1, table, tail_floor=fl),
+                    "epsilon_emp": paper.pld_curve(o, o1, table, bounded=False, tail_floor=fl),
                     **wraps,
                 }
             )
@@ -395,7 +398,7 @@ def audit_many(
                 "repetition": r,
                 "method": "clopper_pearson",  # every threshold's CP point: a max over thresholds, not valid
                 "tail_floor": math.nan,
-                "epsilon_emp": audit_pld(o, o1, table, confidence=confidence),
+                "epsilon_emp": paper.pld_curve(o, o1, table),
                 **wraps,
             }
         )
@@ -405,8 +408,8 @@ def audit_many(
                 "repetition": r,
                 "method": "clopper_pearson_held_out",
                 "tail_floor": math.nan,
-                "epsilon_emp": audit_pld(o, o1, table, confidence=confidence, select="held_out",
-                                         seed=derive_seed(seed, "annamalai-select", *key, steps, r)),  # fmt: skip
+                "epsilon_emp": Auditor(confidence=confidence, rule=HeldOut(seed=derive_seed(
+                    seed, "annamalai-select", *key, steps, r))).pld_curve(o, o1, table),  # fmt: skip
                 **wraps,
             }
         )
@@ -421,7 +424,7 @@ def audit_many(
                     "repetition": r,
                     "method": "paper_ideal",
                     "tail_floor": tail_floors[0],
-                    "epsilon_emp": audit_pld(i0, i1, table, tail_floor=tail_floors[0]),
+                    "epsilon_emp": paper.pld_curve(i0, i1, table, bounded=False, tail_floor=tail_floors[0]),
                 }
             )
     out = pd.DataFrame(rows)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from hsaudit.accounting.gaussian import gdp_epsilon, gdp_mu
-from hsaudit.audit.gdp import audit_steps
+from hsaudit.audit.auditor import Auditor, rule_from_mode
 
 
 
@@ -102,7 +102,7 @@ def audit_table(
 
     Args:
         table: a :func:`scores_table` (higher score ⇒ inserted).
-        delta, confidence, mode: the audit (:func:`hsaudit.audit.gdp.audit_steps`).
+        delta, confidence, mode: the audit (:meth:`hsaudit.audit.auditor.Auditor.gdp_steps` under the mode's rule).
         noise_multiplier, period: σ and k of the audited training, for the upper bound.
         seed: seed of the held-out split (unused in paper mode).
 
@@ -113,9 +113,8 @@ def audit_table(
         al. §1 "Upper bound"), mode, confidence, delta.
     """
     steps, scores, members = scores_matrix(table)
-    results = audit_steps(
-        scores, members, delta=delta, confidence=confidence, mode=mode, selection_fraction=selection_fraction, rng=seed
-    )
+    rule = rule_from_mode(mode, selection_fraction=selection_fraction, seed=seed)
+    results = Auditor(delta=delta, confidence=confidence, rule=rule).gdp_steps(scores, members)
     rows = []
     for step, res in zip(steps, results, strict=True):
         insertions = int(step) // int(period)

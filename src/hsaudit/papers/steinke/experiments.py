@@ -6,8 +6,8 @@ All of them are analytic or one-dimensional simulations (no training):
 * :func:`simulate_linear_canary` and :func:`fig3_table` — the gradient-space canary with an adversarial
   all-zero "dataset", which reduces exactly to Σ_t Bern(q) + N(0, Tσ²) vs N(0, Tσ²) (Section 3.1, Figure 3),
   audited empirically beside the heuristic: the paper's known-(q, T) σ̂ audit
-  (:func:`hsaudit.audit.pld_sigma_audit`) and the GDP audit of Nasr et al. 2023 (:func:`gdp_audit`, through
-  :func:`hsaudit.audit.audit_scores`), with each audit's infinite-run limit (:func:`population_audits`).
+  and the GDP audit of Nasr et al. 2023 (:func:`gdp_audit`), both through the one auditor
+  (:class:`hsaudit.audit.auditor.Auditor`), with each audit's infinite-run limit (:func:`population_audits`).
 * :func:`quadratic_mixture`, :func:`quadratic_epsilon` and :func:`fig5_table` — linear loss plus quadratic
   regulariser r(m) = αm²/2 (Section 4.2, Figure 5) with the paper's rounding upper bound.
 * :func:`zeroing_regulariser_epsilon` — the counterexample of Section 4.1.
@@ -28,9 +28,8 @@ import pandas as pd
 from scipy import stats
 
 from hsaudit.accounting import last_iterate as H
-from hsaudit.audit.pld import SIGMA_FAMILIES, pld_sigma_audit, sigma_hat_from_points
-
-# Re-exported: the σ̂ audit lives in hsaudit.audit.pld and the last-iterate curve in hsaudit.accounting.last_iterate.
+from hsaudit.audit.auditor import Auditor, HeldOut, KnownFamily, rule_from_mode
+from hsaudit.audit.pld import SIGMA_FAMILIES, sigma_hat_from_points
 
 # --------------------------------------------------------------------------------------------- audit
 
@@ -43,7 +42,7 @@ def gdp_audit(
     delta: float = 1e-5,
     mode: str = "paper",
 ) -> dict[str, float]:
-    """GDP audit of Nasr et al. (2023) via :func:`hsaudit.audit.audit_scores` (higher score ⇒ canary present).
+    """GDP audit of Nasr et al. (2023) by :class:`hsaudit.audit.auditor.Auditor` (higher score ⇒ canary present).
 
     For each threshold τ, one-sided CP upper bounds on FPR and FNR give μ_τ = Φ⁻¹(1 − FPR_ub) − Φ⁻¹(FNR_ub);
     μ̂ = max_τ μ_τ (``mode="paper"``: chosen on the same scores) and ε̂ = ε_{μ̂-GDP}(δ).
@@ -51,19 +50,11 @@ def gdp_audit(
     Returns:
         ``{"mu": μ̂, "epsilon": ε̂, "threshold": τ̂, "epsilon_assumption_free": ...}``.
     """
-    from hsaudit.audit.gdp import audit_scores
-
     out = np.asarray(scores_out, dtype=float)
     inn = np.asarray(scores_in, dtype=float)
     if out.size == 0 or inn.size == 0:
         raise ValueError(f"both score sets must be non-empty, got {out.size} and {inn.size}")
-    res = audit_scores(
-        np.concatenate([out, inn]),
-        np.concatenate([np.zeros(out.size, dtype=int), np.ones(inn.size, dtype=int)]),
-        delta=delta,
-        confidence=confidence,
-        mode=mode,
-    )
+    res = Auditor(delta=delta, confidence=confidence, rule=rule_from_mode(mode)).gdp(out, inn)
     return {
         "mu": max(float(res.mu), 0.0),
         "epsilon": float(res.epsilon),
@@ -218,7 +209,7 @@ def fig3_table(
 ) -> pd.DataFrame:
     """Figure 3: per (q, T), σ calibrated so standard ε = target; heuristic ε and the empirical audits of one set of
     scores: the paper's known-(q, T) σ̂ audit for every family in ``sigma_families`` (``empirical_sigma_<family>``,
-    CP bounds, :func:`pld_sigma_audit`) and the GDP audit (``empirical_gdp``, threshold selection ``mode``); with
+    CP bounds, :meth:`hsaudit.audit.auditor.Auditor.known_family`) and the GDP audit (``empirical_gdp``, threshold selection ``mode``); with
     ``population`` also what each audit gives with infinitely many runs (``population_*``,
     :func:`population_audits`).
 
@@ -261,7 +252,8 @@ def fig3_table(
                 row("heuristic", H.heuristic_epsilon(delta, **kw)),
             ]
             for fam in sigma_families:
-                aud = pld_sigma_audit(out, inn, delta=delta, confidence=confidence, family=fam, **kw)
+                known = KnownFamily(family=fam, **kw)
+                aud = Auditor(delta=delta, confidence=confidence).known_family(out, inn, known)
                 rows.append(
                     row(
                         f"empirical_sigma_{fam}",
@@ -271,8 +263,8 @@ def fig3_table(
                     )
                 )
                 # The valid rule beside the paper's: one threshold chosen on half of the runs (issue 17 §1).
-                held = pld_sigma_audit(out, inn, delta=delta, confidence=confidence, family=fam, select="held_out",
-                                       seed=_seed(seed, "steinke-fig3-select", q, t), **kw)  # fmt: skip
+                rule = HeldOut(seed=_seed(seed, "steinke-fig3-select", q, t))
+                held = Auditor(delta=delta, confidence=confidence, rule=rule).known_family(out, inn, known)
                 rows.append(
                     row(
                         f"empirical_sigma_{fam}_held_out",
@@ -667,9 +659,8 @@ def fig6_table(
         def sigma_audit(o0, o1):
             # The known-(q, T) σ̂ audit with the all-iterates family (= hsaudit.audit.audit_pld_sigma, on the
             # lower hull of the CP points, which gives the same σ̂ faster).
-            return pld_sigma_audit(
-                o0, o1, family="all_iterates", delta=delta, confidence=confidence, iterations=10, **kw
-            )
+            known = KnownFamily(family="all_iterates", iterations=10, **kw)
+            return Auditor(delta=delta, confidence=confidence).known_family(o0, o1, known)
 
         pld_aud = sigma_audit(s0, s1)
         # References under the same R: the linear-loss canary (last iterate, Section 3.1) and the all-iterates

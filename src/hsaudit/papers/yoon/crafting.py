@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from hsaudit.audit.gdp import audit_scores
+from hsaudit.audit.auditor import Auditor, rule_from_mode
 from hsaudit.engine.psg import population
 from hsaudit.util.seeding import derive_seed
 from hsaudit.engine.dpsgd import init_theta0, pick_device
@@ -269,7 +269,7 @@ def audit_sample(
 ) -> tuple[dict[str, float], np.ndarray]:
     """Score every model by −ℓ(model(x_a), y) and run the GDP audit; return (the audit's fields, scores ``[m]``)."""
     scores = -sample_losses(model, theta, sample.x, sample.y, device=device)
-    result = audit_scores(
-        scores, members, delta=delta, confidence=confidence, mode=mode, rng=seed, selection_fraction=selection_fraction
-    )
+    inserted = np.asarray(members).astype(bool)
+    rule = rule_from_mode(mode, selection_fraction=selection_fraction, seed=seed)
+    result = Auditor(delta=delta, confidence=confidence, rule=rule).gdp(scores[~inserted], scores[inserted])
     return result.to_dict(), scores

@@ -8,14 +8,15 @@ every candidate beside it (docs/section6.md).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
 from scipy import special
 
 from hsaudit.accounting.gaussian import gdp_epsilon
-from hsaudit.audit.gdp import audit_scores
-from hsaudit.audit.two_sample import GdpTables, gdp_audit_two_sample, gdp_tables
+from hsaudit.audit.auditor import Auditor, rule_from_mode
+from hsaudit.audit.two_sample import GdpTables, gdp_tables
 from hsaudit.papers.cebere.section6.exact import exact_epsilon_curve
 from hsaudit.papers.cebere.section6.process import Process, check_runs, iter_scores, world_rng
 
@@ -38,7 +39,8 @@ def audit_process(
 
     Each repetition draws R = ``runs_per_world`` runs per world (an exact half split of 2R runs, b = 1 for the
     inserted world) from streams keyed by ``(*key, rep, world)``. In ``mode="paper"`` the fast exact audit
-    :func:`gdp_audit_two_sample` is used; other modes go through :func:`hsaudit.audit.audit_scores`.
+    :meth:`hsaudit.audit.auditor.Auditor.gdp_two_sample` is used; other modes go through
+    :meth:`hsaudit.audit.auditor.Auditor.gdp` under the mode's rule.
 
     Args:
         process: the process.
@@ -67,6 +69,7 @@ def audit_process(
         tables = gdp_tables(runs, runs, confidence=confidence, delta=delta)
     if mode == "paper" and (tables.n0, tables.n1, tables.confidence, tables.delta) != (runs, runs, confidence, delta):
         raise ValueError("tables were built for other (n0, n1, confidence, delta)")
+    auditor = Auditor(delta=delta, confidence=confidence)
     records = []
     for rep in range(int(repetitions)):
         worlds = [iter_scores(process, runs=runs, inserted=bool(b), rng=world_rng(seed, *key, rep, b)) for b in (0, 1)]
@@ -74,17 +77,11 @@ def audit_process(
             if step not in wanted:
                 continue
             if mode == "paper":
-                res = gdp_audit_two_sample(s, m, tables)
+                res = auditor.gdp_two_sample(s, m, tables)
             else:
-                res = audit_scores(
-                    np.concatenate([s, m]),
-                    np.repeat([False, True], runs),
-                    delta=delta,
-                    confidence=confidence,
-                    mode=mode,
-                    selection_fraction=selection_fraction,
-                    rng=world_rng(seed, *key, rep, "split", step),
-                )
+                split = world_rng(seed, *key, rep, "split", step)
+                rule = rule_from_mode(mode, selection_fraction=selection_fraction, seed=split)
+                res = replace(auditor, rule=rule).gdp(s, m)
             row = {
                 "epsilon_audit": res.epsilon,
                 "mu": res.mu,

@@ -13,7 +13,8 @@ import numpy as np
 
 from hsaudit.accounting.gaussian import gdp_epsilon, gdp_tradeoff
 from hsaudit.audit.gdp import empirical_tradeoff
-from hsaudit.audit.two_sample import GdpTables, gdp_audit_two_sample, gdp_tables
+from hsaudit.audit.auditor import Auditor
+from hsaudit.audit.two_sample import GdpTables, gdp_tables
 from hsaudit.papers.cebere.section6.exact import exact_epsilon, exact_epsilon_curve, exact_laws, exact_tradeoff, upper_bound_epsilon
 from hsaudit.papers.cebere.section6.experiments import audit_process
 from hsaudit.papers.cebere.section6.process import Process, simulate_scores, world_rng
@@ -158,9 +159,8 @@ def tradeoff_records(
             simulate_scores(proc, runs=runs_per_world, inserted=bool(w), rng=world_rng(seed, *key, 0, w))[-1]
             for w in (0, 1)
         ]
-        audit = gdp_audit_two_sample(
-            worlds[0], worlds[1], gdp_tables(runs_per_world, runs_per_world, confidence=confidence, delta=delta)
-        )
+        tables = gdp_tables(runs_per_world, runs_per_world, confidence=confidence, delta=delta)
+        audit = Auditor(delta=delta, confidence=confidence).gdp_two_sample(worlds[0], worlds[1], tables)
         scores = np.concatenate(worlds)
         members = np.repeat([False, True], runs_per_world)
         full_fpr, full_fnr = empirical_tradeoff(scores, members)
