@@ -5,7 +5,7 @@ The package is cut in layers; each imports only the layers below it (``tests/tes
 ==============  =====================================================================================
 ``util``        atomic writes, seeds, key hashing, dict merging (imports nothing of the package)
 ``accounting``  upper bounds and curves: μ-GDP, PLD, mixtures, the last-iterate heuristic   (maths)
-``audit``       every estimator: GDP audit, Clopper–Pearson, two-sample, σ̂/PLD, validation   (maths)
+``audit``       every estimator: GDP, Clopper–Pearson, two-sample, σ̂/PLD, one-run, validation (maths)
 ``engine``      the paper-neutral DP-SGD layer: per-sample gradients, noise, models          (torch)
 ``data``        the dataset registry: Housing, CIFAR-10/100, MNIST, AlexNet features
 ``papers``      one package per paper, shaped alike (plan and keys, science, figures):

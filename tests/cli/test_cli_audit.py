@@ -215,3 +215,34 @@ def test_one_run_cli(capsys, tmp_path):
     assert rc == 0 and json.loads(out)["method"] == "steinke2023, best of 2 (Bonferroni)"
     rc, _, err = _run(capsys, "one-run", str(path), "--k", "900")
     assert rc == 2 and "k_plus + k_minus <= canaries" in err
+
+
+def test_one_run_cli_fdp_method(capsys, tmp_path):
+    """`hsaudit one-run --method fdp`: Mahloujifar et al.'s bound, μ̂ and its ε in the JSON, the method named;
+    the default stays the counting bound with its output unchanged (no mu key); bad input exits 2 with a message."""
+    from hsaudit.audit.one_run_fdp import one_run_fdp_audit
+
+    rng = np.random.default_rng(11)
+    included = rng.random(2000) < 0.5
+    scores = rng.standard_normal(2000) + 2.0 * included  # 2-GDP canaries
+    path = tmp_path / "canaries.csv"
+    path.write_text("score,member\n" + "".join(f"{float(s)!r},{int(b)}\n" for s, b in zip(scores, included)))
+    rc, out, err = _run(capsys, "one-run", str(path), "--k", "100", "--method", "fdp", "--json")
+    assert rc == 0 and err == ""
+    got = json.loads(out)
+    expected = one_run_fdp_audit(scores, included, k_plus=100, k_minus=100, delta=1e-5)
+    assert got["method"] == "mahloujifar2024 (GDP)" and got["mu"] == expected.mu > 0.5
+    assert got["epsilon"] == expected.epsilon
+    rc, out, _ = _run(capsys, "one-run", str(path), "--k", "100", "--json")
+    default = json.loads(out)
+    assert rc == 0 and default["method"] == "steinke2023" and "mu" not in default
+    assert default["epsilon"] < got["epsilon"]
+    rc, out, _ = _run(capsys, "one-run", str(path), "--k", "50,100", "--method", "fdp", "--json")
+    assert rc == 0 and json.loads(out)["method"] == "mahloujifar2024 (GDP), best of 2 (Bonferroni)"
+    rc, out, _ = _run(capsys, "one-run", str(path), "--k", "100", "--method", "fdp")
+    assert rc == 0 and "mahloujifar2024" in out and "mu:" in out
+    rc, _, err = _run(capsys, "one-run", str(path), "--method", "fdp", "--delta", "0")
+    assert rc == 2 and "delta must be in (0, 1)" in err
+    with pytest.raises(SystemExit) as exit_:
+        main(["one-run", str(path), "--method", "counting"])
+    assert exit_.value.code == 2 and "invalid choice: 'counting'" in capsys.readouterr().err

@@ -10,6 +10,8 @@
   large populations.
 - :mod:`hsaudit.audit.two_sample` — the same audit of two score samples with precomputed Clopper–Pearson tables
   and the assumption-free bound maximised over thresholds (what the Section 6 experiments run).
+- :mod:`hsaudit.audit.one_run` — audits in one training run: the counting bound of Steinke, Nasr & Jagielski
+  (2023) for (ε, δ)-DP; :mod:`hsaudit.audit.one_run_fdp` — the f-DP / μ-GDP bound of Mahloujifar et al. (2024).
 - :mod:`hsaudit.audit.pld` — audits against a known mechanism family: the σ̂ audit (largest σ consistent with
   every Clopper–Pearson-bounded point; Nasr et al. 2023, Steinke et al. 2024 §3.1) and the PLD trade-off-curve
   audit of Annamalai (2024, Algorithm 2).
@@ -51,6 +53,20 @@ from hsaudit.audit.gdp import (
     observed_rates,
     reference_audit,
 )
+from hsaudit.audit.one_run import (
+    OneRunResult,
+    one_run_audit,
+    one_run_audit_search,
+    one_run_epsilon,
+    one_run_guesses,
+    one_run_p_value,
+)
+from hsaudit.audit.one_run_fdp import (
+    one_run_fdp_audit,
+    one_run_fdp_epsilon,
+    one_run_fdp_mu,
+    one_run_fdp_p_value,
+)
 from hsaudit.audit.pld import (
     SIGMA_FAMILIES,
     audit_pld,
@@ -71,6 +87,7 @@ __all__ = [
     "DEFAULT_RAYS",
     "DEFAULT_SELECTION_FRACTION",
     "MODE_DESCRIPTIONS",
+    "OneRunResult",
     "SIGMA_FAMILIES",
     "SPLIT_MODES",
     "TEST_MODES",
@@ -101,6 +118,15 @@ __all__ = [
     "max_over_thresholds",
     "minimum_calibration_draws",
     "observed_rates",
+    "one_run_audit",
+    "one_run_audit_search",
+    "one_run_epsilon",
+    "one_run_fdp_audit",
+    "one_run_fdp_epsilon",
+    "one_run_fdp_mu",
+    "one_run_fdp_p_value",
+    "one_run_guesses",
+    "one_run_p_value",
     "pld_sigma_audit",
     "ray_path",
     "ray_statistic",

@@ -21,8 +21,8 @@ bound holds for any auditor. Choosing k after seeing the scores costs a union bo
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -132,7 +132,11 @@ def one_run_guesses(scores: npt.ArrayLike, included: npt.ArrayLike, *, k_plus: i
 
 @dataclass(frozen=True)
 class OneRunResult:
-    """A one-run audit: ε lower bound at ``delta`` and ``confidence``, from ``correct`` of ``guesses`` right."""
+    """A one-run audit: ε lower bound at ``delta`` and ``confidence``, from ``correct`` of ``guesses`` right.
+
+    ``mu`` is the audited μ̂ of the f-DP bound (:mod:`hsaudit.audit.one_run_fdp`, whose ε is that of μ̂-GDP at
+    ``delta``); None for the counting bound, which tests (ε, δ)-DP directly (and then absent from :meth:`to_dict`).
+    """
 
     epsilon: float
     canaries: int
@@ -143,9 +147,13 @@ class OneRunResult:
     delta: float
     confidence: float
     method: str = "steinke2023"
+    mu: float | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        if out["mu"] is None:
+            del out["mu"]
+        return out
 
 
 def one_run_audit(
@@ -172,15 +180,19 @@ def one_run_audit_search(
     ks: Sequence[tuple[int, int]],
     delta: float,
     confidence: float = 0.95,
+    audit: Callable[..., OneRunResult] = one_run_audit,
 ) -> OneRunResult:
     """The best of several (k_plus, k_minus) choices, each tested at confidence 1 − (1 − confidence)/len(ks)
     (Bonferroni), so that the maximum is still a valid bound at ``confidence``; the result records the level each
-    try used and ``method = "steinke2023, best of N (Bonferroni)"``."""
+    try used and ``method = "<the audit's method>, best of N (Bonferroni)"``.
+
+    ``audit`` is the one-choice audit to repeat: :func:`one_run_audit` (Steinke et al., the default) or
+    :func:`hsaudit.audit.one_run_fdp.one_run_fdp_audit` (Mahloujifar et al.)."""
     if not ks:
         raise ValueError("ks must name at least one (k_plus, k_minus)")
     level = 1.0 - (1.0 - _check_confidence(confidence)) / len(ks)
     best = max(
-        (one_run_audit(scores, included, k_plus=kp, k_minus=km, delta=delta, confidence=level) for kp, km in ks),
+        (audit(scores, included, k_plus=kp, k_minus=km, delta=delta, confidence=level) for kp, km in ks),
         key=lambda res: res.epsilon,
     )
-    return OneRunResult(**{**best.to_dict(), "method": f"steinke2023, best of {len(ks)} (Bonferroni)"})
+    return replace(best, method=f"{best.method}, best of {len(ks)} (Bonferroni)")

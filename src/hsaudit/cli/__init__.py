@@ -20,7 +20,10 @@ from collections.abc import Mapping, Sequence
 # command -> (module, the one line `hsaudit --help` shows), in the order it lists them.
 COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("hsaudit.cli.audit", "GDP audit (ε lower bound) of membership scores in a CSV"),
-    "one-run": ("hsaudit.cli.one_run", "one-training-run audit of canary scores (Steinke, Nasr & Jagielski 2023)"),
+    "one-run": (
+        "hsaudit.cli.one_run",
+        "one-training-run audit of canary scores (Steinke et al. 2023; --method fdp: Mahloujifar et al. 2024)",
+    ),
     "bound": ("hsaudit.cli.bound", "upper bound ε of DP-SGD (PLD accountant; μ-GDP closed form when q = 1)"),
     "heuristic": (
         "hsaudit.cli.heuristic",
