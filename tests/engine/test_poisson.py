@@ -17,7 +17,7 @@ from scipy import stats
 from conftest import housing_like
 from hsaudit.engine.dpsgd import DPSGDConfig, model_noise, train_population
 from hsaudit.engine.models import build_model, flat_parameters, load_flat_parameters, loss_name, per_sample_loss
-from hsaudit.engine.noise import counter_bernoulli, reference_bernoulli
+from hsaudit.engine.noise import counter_bernoulli, counter_geometric, reference_bernoulli, reference_geometric
 from hsaudit.engine.psg import population
 from hsaudit.engine.sampling import Poisson, PoissonSampler, poisson_schedule
 
@@ -114,7 +114,10 @@ def _engine_vs_opacus(model, backend, X, y, *, config, m, insertion, weight_deca
 
 @pytest.mark.parametrize("backend", ["mlp", "func"])
 @pytest.mark.parametrize("insertion", ["gradient", "input"])
-def test_engine_equals_opacus_fcnn(backend, insertion):
+def test_engine_equals_opacus_fcnn(backend, insertion, monkeypatch):
+    import hsaudit.engine.dpsgd as dpsgd
+
+    monkeypatch.setattr(dpsgd, "_POISSON_CHUNK", 3)  # 4 models: two chunks sorted by batch size
     X, y = housing_like(80, 0)
     X, y = torch.as_tensor(X), torch.as_tensor(y)
     q = 0.2
@@ -135,11 +138,34 @@ def test_engine_equals_opacus_convnet_hooks(insertion):
     _engine_vs_opacus("convnet", "hooks", X, y, config=config, m=2, insertion=insertion, weight_decay=0.1)
 
 
-def test_bernoulli_draws_equal_the_slow_reference():
+def test_bernoulli_and_geometric_draws_equal_the_slow_reference():
     draws = counter_bernoulli(123, torch.tensor([0, 7, 2**40]), 9, 300, 0.37)
     for row, model in zip(draws, [0, 7, 2**40]):
         np.testing.assert_array_equal(row.numpy(), reference_bernoulli(123, model, 9, 300, 0.37))
     assert counter_bernoulli(1, range(2), 1, 50, 1.0).all() and not counter_bernoulli(1, range(2), 1, 50, 0.0).any()
+    gaps = counter_geometric(123, torch.tensor([0, 7, 2**40]), 9, 200, 0.05, start=17)
+    for row, model in zip(gaps, [0, 7, 2**40]):
+        np.testing.assert_array_equal(row.numpy(), reference_geometric(123, model, 9, 200, 0.05, start=17))
+    assert not counter_geometric(1, range(2), 1, 5, 1.0).any()
+    # the gaps' law: mean (1 − q)/q
+    q = 0.05
+    mean = counter_geometric(5, range(200), 1, 500, q).double().mean().item()
+    assert abs(mean - (1 - q) / q) < 4 * np.sqrt((1 - q) / q**2 / 1e5)
+
+
+def test_batches_are_the_bernoulli_process_and_extend_past_the_first_draw():
+    """Positions are strictly increasing and cover N; a sampler that needs more gaps than its first draw gives the
+    same batches as one that does not."""
+    n, q = 400, 0.3
+    sampler = PoissonSampler(9, range(50), n=n, rate=q)
+    for t in (1, 2):
+        pos = sampler.positions(t)
+        assert (pos.diff(dim=1) > 0).all() and (pos[:, -1] >= n).all()
+        small = PoissonSampler(9, range(50), n=n, rate=q)
+        small.k0 = 3  # forces the extension loop
+        b, s = sampler(t), small(t)
+        np.testing.assert_array_equal(b.index.numpy(), s.index.numpy())
+        assert b.counts == s.counts
 
 
 def _binomial_chi2(counts: np.ndarray, n: int, q: float) -> float:
@@ -181,8 +207,7 @@ def test_canary_inclusion_rate_is_q_and_independent_of_the_shard():
         last = b.index[torch.arange(m), torch.as_tensor(b.counts) - 1]
         np.testing.assert_array_equal((last == n).numpy(), b.canary.numpy())
     # the same model index gets the same batches and canary draws in another shard, chunking and order
-    other = PoissonSampler(4, [999, 17, 250], n=n, rate=q, mask=torch.ones(3), canary_in_batch=True, budget=1)
-    assert other.chunk == 1
+    other = PoissonSampler(4, [999, 17, 250], n=n, rate=q, mask=torch.ones(3), canary_in_batch=True)
     for t in (1, 7, 100):
         b, o = batches[t - 1], other(t)
         for j, i in enumerate([999, 17, 250]):
@@ -195,7 +220,13 @@ def test_canary_inclusion_rate_is_q_and_independent_of_the_shard():
     assert not half(2).canary[0::2].any() and not half(3).canary.any() and half(2).canary[1::2].any()
 
 
-def test_population_results_do_not_depend_on_the_shard():
+@pytest.mark.parametrize("chunk", [64, 2])
+def test_population_results_do_not_depend_on_the_shard(chunk, monkeypatch):
+    """The same models give the same results in another shard, and whether the population is cut into chunks of
+    models sorted by batch size or not (``_POISSON_CHUNK``)."""
+    import hsaudit.engine.dpsgd as dpsgd
+
+    monkeypatch.setattr(dpsgd, "_POISSON_CHUNK", chunk)
     X, y = housing_like(60, 1)
     X, y = torch.as_tensor(X), torch.as_tensor(y)
     config = DPSGDConfig(steps=4, batch_size=12, lr=0.3, clip_norm=1.0, noise_multiplier=1.0, sampling=Poisson(0.2))
@@ -206,6 +237,9 @@ def test_population_results_do_not_depend_on_the_shard():
     whole = train_population(models=range(6), **kw).theta
     part = train_population(models=[4, 1], **kw).theta
     np.testing.assert_allclose(part, whole[[4, 1]], rtol=1e-6, atol=1e-7)
+    monkeypatch.setattr(dpsgd, "_POISSON_CHUNK", 64)
+    single = np.concatenate([train_population(models=[i], **kw).theta for i in range(6)])
+    np.testing.assert_allclose(whole, single, rtol=1e-6, atol=1e-7)
     assert not np.allclose(whole[0], whole[1])
 
 

@@ -1,11 +1,13 @@
 """Poisson subsampling of DP-SGD populations (Steinke, Nasr et al. 2025, Algorithm 1), drawn on the device.
 
 At step t every training example is in model i's batch B_t independently with probability q, and so is the canary
-(an input canary ``(x*, y*)`` or a gradient canary ∇*) for an inserted model at an insertion step. The draws are
-:func:`hsaudit.engine.noise.counter_bernoulli` keyed by (sampling key, global model index i, step t): draw 0 is
-the canary's, draw 1 + j is example j's. A model's batches and canary inclusions are therefore a pure function of
-its own index, whatever the shard size, the chunking or the order of work (like the noise), and the canary's draw
-does not depend on the training set size.
+(an input canary ``(x*, y*)`` or a gradient canary ∇*) for an inserted model at an insertion step. Every draw is
+keyed by (sampling key, global model index i, step t): the batch is the Bernoulli(q) process over the examples
+0..N−1 written as its geometric gaps (:func:`hsaudit.engine.noise.counter_geometric`: members at
+``cumsum(G + 1) − 1``, so a step costs O(qN) per model, not O(N)), the canary's inclusion is draw 0 of
+:func:`hsaudit.engine.noise.counter_bernoulli`. A model's batches and canary inclusions are therefore a pure
+function of its own index, whatever the shard size, the chunking or the order of work (like the noise), and the
+canary's draw does not depend on the training set size.
 
 :class:`PoissonSampler` packs every model's batch into one padded index tensor ``[m, B_max]`` (the model's examples
 first, in increasing order, then padding with weight 0), so that the DP-SGD layer hands per-model batches to the
@@ -22,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from hsaudit.engine.noise import counter_bernoulli
+from hsaudit.engine.noise import counter_bernoulli, counter_geometric
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,6 @@ class PoissonSampler:
             for a gradient canary (only ``canary`` is reported).
         period: k; the canary may be included only at steps with ``t % k == 0``.
         device: where to draw.
-        budget: bytes of int64 temporaries per chunk of models.
     """
 
     def __init__(
@@ -89,7 +90,6 @@ class PoissonSampler:
         canary_in_batch: bool = False,
         period: int = 1,
         device: torch.device | str = "cpu",
-        budget: int = 64 * 2**20,
     ) -> None:
         if isinstance(models, range):
             models = torch.arange(models.start, models.stop, models.step or 1, dtype=torch.int64)
@@ -97,38 +97,41 @@ class PoissonSampler:
         self.models = torch.as_tensor(models, dtype=torch.int64, device=device).reshape(-1)
         self.mask = None if mask is None else mask.to(device=device).bool()
         self.canary_in_batch = bool(canary_in_batch) and mask is not None
-        self.chunk = max(1, budget // (8 * (self.n + 1)))
+        mean = self.rate * self.n
+        # gaps drawn at first: the batch size's mean + 6 sd + 8, so that one draw covers the N examples of every
+        # model but with probability ≈ 10⁻⁹ per model; more are drawn (same streams, later counters) when not
+        self.k0 = int(math.ceil(mean + 6.0 * math.sqrt(mean * (1.0 - self.rate)) + 8.0))
 
-    def draws(self, t: int) -> torch.Tensor:
-        """bool ``[m, 1 + n]``: column 0 the canary's draw (before the mask and the period), 1 + j example j's."""
-        m = self.models.numel()
-        if self.chunk >= m:
-            return counter_bernoulli(self.key, self.models, t, self.n + 1, self.rate)
-        return torch.cat(
-            [
-                counter_bernoulli(self.key, self.models[m0 : m0 + self.chunk], t, self.n + 1, self.rate)
-                for m0 in range(0, m, self.chunk)
-            ]
-        )
+    def positions(self, t: int) -> torch.Tensor:
+        """int64 ``[m, K]``: increasing positions of every model's Bernoulli(q) process at step t, the last ≥ n
+        (members of the batch: the positions < n)."""
+        pos = counter_geometric(self.key, self.models, t, self.k0, self.rate).add_(1).cumsum_(1).sub_(1)
+        while bool((pos[:, -1] < self.n).any()):  # rare: extend every row with the next counters
+            more = counter_geometric(self.key, self.models, t, self.k0, self.rate, start=pos.shape[1])
+            pos = torch.cat([pos, more.add_(1).cumsum_(1).add_(pos[:, -1:])], dim=1)
+        return pos
+
+    def canary_draws(self, t: int) -> torch.Tensor:
+        """bool ``[m]``: the canary's Bernoulli(q) draws at step t (before the mask and the period)."""
+        return counter_bernoulli(self.key, self.models, t, 1, self.rate)[:, 0]
 
     def __call__(self, t: int) -> PoissonBatch:
-        draws = self.draws(t)
-        canary = draws[:, 0]
+        canary = self.canary_draws(t)
         if self.mask is None or t % self.period != 0:
             canary = torch.zeros_like(canary)
         else:
             canary = canary & self.mask
-        member = draws[:, 1:]
-        if self.canary_in_batch:
-            member = torch.cat([member, canary[:, None]], dim=1)  # the canary is example n
-        counts_t = member.sum(1)
-        counts = counts_t.tolist()  # the one host synchronisation of a step: B_max sizes the padded batch
-        b_max = max(1, max(counts, default=0))
-        rows, cols = member.nonzero(as_tuple=True)  # row-major: each row's examples in increasing order
-        pos = member.cumsum(1).sub_(1)[rows, cols]
-        index = torch.zeros((member.shape[0], b_max), dtype=torch.int64, device=member.device)
-        index[rows, pos] = cols
-        weight = (torch.arange(b_max, device=member.device)[None, :] < counts_t[:, None]).to(torch.float32)
+        pos = self.positions(t)
+        counts_t = (pos < self.n).sum(1)
+        total = counts_t + canary if self.canary_in_batch else counts_t
+        counts = total.tolist()  # the host synchronisation of a step: B_max sizes the padded batch
+        b_max = max(1, max(counts, default=0))  # ≤ K: the last position is ≥ n
+        slot = torch.arange(b_max, device=pos.device)[None, :]
+        index = torch.where(slot < counts_t[:, None], pos[:, :b_max], 0)
+        if self.canary_in_batch:  # the canary is example n, after the model's examples
+            rows = canary.nonzero()[:, 0]
+            index[rows, counts_t[rows]] = self.n
+        weight = (slot < total[:, None]).to(torch.float32)
         return PoissonBatch(index=index, weight=weight, counts=counts, canary=canary)
 
 
@@ -140,9 +143,10 @@ def poisson_schedule(
 
     The same draws as :class:`PoissonSampler` (exposed so that a reference trainer replays them).
     """
+    sampler = PoissonSampler(key, [int(model)], n=n, rate=rate)
     batches, canary = [], np.zeros(steps, dtype=bool)
     for t in range(1, steps + 1):
-        draws = counter_bernoulli(key, torch.tensor([int(model)]), t, int(n) + 1, rate)[0].numpy()
-        batches.append(np.flatnonzero(draws[1:]))
-        canary[t - 1] = bool(inserted) and t % period == 0 and bool(draws[0])
+        pos = sampler.positions(t)[0].numpy()
+        batches.append(pos[pos < n])
+        canary[t - 1] = bool(inserted) and t % period == 0 and bool(sampler.canary_draws(t)[0])
     return batches, canary
