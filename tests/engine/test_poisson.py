@@ -282,3 +282,22 @@ def test_poisson_config_and_input_validation():
         train_population(config=fixed, sampling_key=1, **kw)
     with pytest.warns(UserWarning, match="expected batch size"):
         train_population(config=DPSGDConfig(**{**cfg.__dict__, "batch_size": 9}), sampling_key=1, **kw)
+
+
+@pytest.mark.parametrize("model", ["fcnn", "convnet"])
+def test_bench_train_poisson_cli(model, capsys):
+    """``hsaudit bench train --sampling poisson`` times the Poisson engine beside fixed batches of B = round(qN)."""
+    import json
+
+    from hsaudit.cli import main
+
+    argv = ["bench", "train", "--model", model, "--models", "2", "--opacus-models", "1", "--steps", "1",
+            "--n-train", "40", "--sampling", "poisson", "--sampling-rate", "0.2", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["sampling_rate"] == 0.2 and out["batch_size"] == 8 and out["n_train"] == 40
+    row = out["populations"][0]
+    for key in ("poisson_seconds_per_model_step", "poisson_over_fixed", "poisson_over_floor",
+                "poisson_speedup_vs_opacus"):
+        assert row[key] > 0
+    assert main([*argv[:4], "--sampling-rate", "0.2"]) == 2  # a rate without --sampling poisson
