@@ -280,6 +280,8 @@ def test_poisson_config_and_input_validation():
     fixed = DPSGDConfig(steps=1, batch_size=4, lr=1, clip_norm=1, noise_multiplier=0)
     with pytest.raises(ValueError, match="Poisson"):
         train_population(config=fixed, sampling_key=1, **kw)
+    with pytest.raises(ValueError, match="batches must be None"):
+        train_population(config=cfg, sampling_key=1, **{**kw, "batches": np.zeros((1, 4), dtype=np.int64)})
     with pytest.warns(UserWarning, match="expected batch size"):
         train_population(config=DPSGDConfig(**{**cfg.__dict__, "batch_size": 9}), sampling_key=1, **kw)
 

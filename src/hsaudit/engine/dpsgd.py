@@ -547,6 +547,8 @@ def train_population(
         raise ValueError("Poisson sampling needs a sampling_key")
     if poisson is None and batches is None:
         raise ValueError("a fixed schedule needs batches")
+    if poisson is not None and batches is not None:
+        raise ValueError("batches must be None under Poisson sampling (every model draws its own)")
     n_obs = config.steps // config.period
     scores = torch.empty((m, n_obs), dtype=torch.float64, device=dev) if observe is not None else None
     norms = torch.empty((m, config.steps), dtype=torch.float64, device=dev) if canary_norms else None
