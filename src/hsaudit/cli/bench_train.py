@@ -17,6 +17,14 @@ model-step for :func:`hsaudit.pipeline.costs.calibration`.
 (default 1,000), so B = |D| for the engine, Opacus and the floor alike; half of the engine's population trains on
 D ∪ {canary} (a blank image, label 9, appended to every step's batch, normaliser |D|), as an audit's M′ do.
 
+``--sampling poisson [--sampling-rate q]`` (Steinke et al.'s DP-SGD, :func:`hsaudit.engine.dpsgd.run_poisson`; any
+model of the engine, ``fcnn`` included): beside every engine row, the same population trained with Poisson
+subsampling at rate q (default B / ``--n-train``) through :class:`hsaudit.engine.sampling.PoissonSampler` (the keyed
+draws, the per-model padded batches and the host synchronisation of a step included in the time), while the
+fixed-batch engine, Opacus and the floor use batches of the expected size B = round(q·N). Reported per population:
+the Poisson engine's seconds per model-step and its ratios to the fixed-batch engine (≤ 1.1 is the goal), to the
+floor and to Opacus.
+
 ``--model fcnn`` (default) keeps the Housing benchmark of issue 3 (:func:`measure`): both trainers run in this
 process on the same Housing-like task (Cebere et al. §5: 8 standardised features,
 binary label, FCNN with 68 parameters, T = 250, batch 400, η = 0.1, C = 1, σ = 4, k = 1): a population of
@@ -50,12 +58,14 @@ from hsaudit.engine.models import (
     input_shape,
     load_flat_parameters,
     loss_name,
+    num_classes,
     per_sample_loss,
 )
+from hsaudit.engine.sampling import PoissonSampler
 from hsaudit.engine.psg import auto_backend, population
 from hsaudit.util.io import write_text_atomic
 from hsaudit.papers.cebere.shards import train_shard
-from hsaudit.engine.dpsgd import DPSGDConfig, make_setup, model_noise, pick_device, run_population
+from hsaudit.engine.dpsgd import DPSGDConfig, make_setup, model_noise, pick_device, run_poisson, run_population
 
 ENGINE_MODELS = ("convnet", "resnet18_gn", "alexnet_head", "mnist_cnn", "cifar_cnn")
 DEFAULT_CALIBRATION = "config/calibration.json"
@@ -98,6 +108,15 @@ def register(sub) -> None:
         action="store_true",
         help="full-batch DP-SGD (Yoon et al.): every step is all of the --n-train samples, half the population "
         "with a canary (engine models only)",
+    )
+    parser.add_argument(
+        "--sampling",
+        default="fixed",
+        choices=("fixed", "poisson"),
+        help="poisson: also time the engine under Poisson subsampling beside fixed batches of the expected size",
+    )
+    parser.add_argument(
+        "--sampling-rate", type=float, default=None, help="q of --sampling poisson (default: B / --n-train)"
     )
     parser.add_argument("--backend", default="auto", help="engine backend: auto, mlp, hooks or func")
     parser.add_argument(
@@ -246,13 +265,13 @@ def _device_peak_mb(dev: torch.device) -> float | None:
 
 def synthetic_task(model: str, n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """Synthetic inputs of ``model``'s shape (CIFAR-like 3×32×32 or MNIST-like 1×28×28 images; 32×32 where any
-    size works), or 4096-d post-ReLU AlexNet features."""
+    size works; the FCNN's 8 features), or 4096-d post-ReLU AlexNet features; labels uniform over the classes."""
     gen = torch.Generator().manual_seed(seed)
     if model == "alexnet_head":
         X = torch.randn(n, 4096, generator=gen).relu_()
     else:
         X = torch.randn(n, *(32 if s is None else s for s in input_shape(model)), generator=gen)
-    return X, torch.randint(0, 10, (n,), generator=gen)
+    return X, torch.randint(0, num_classes(model), (n,), generator=gen)
 
 
 def _time_engine(engine, theta0, X, y, batches, *, m, lr, batch_size, clip, sigma, dev, canary=None) -> float:
@@ -270,6 +289,22 @@ def _time_engine(engine, theta0, X, y, batches, *, m, lr, batch_size, clip, sigm
         _sync(dev)
         t0 = time.perf_counter()
         run_population(engine, theta, X, y, batches[1:], **kw)
+        _sync(dev)
+    return time.perf_counter() - t0
+
+
+def _time_poisson(engine, theta0, X, y, *, m, rate, steps, lr, batch_size, clip, sigma, dev, seed) -> float:
+    """Seconds of ``steps`` Poisson-subsampled DP-SGD steps of ``m`` models (after one untimed warm-up step),
+    the sampler's keyed draws and batch packing included; noise preallocated as in :func:`_time_engine`."""
+    theta = theta0[None].expand(m, -1).contiguous()
+    z = torch.randn(m, theta.shape[1], device=dev)
+    sampler = PoissonSampler(seed, range(m), n=X.shape[0], rate=rate, device=dev)
+    kw = dict(lr=lr, batch_size=batch_size, clip=clip, sigma=sigma, noise=lambda t: z)
+    with torch.no_grad():
+        theta = run_poisson(engine, theta, X, y, sampler, steps=1, **kw)
+        _sync(dev)
+        t0 = time.perf_counter()
+        run_poisson(engine, theta, X, y, sampler, steps=steps, **kw)
         _sync(dev)
     return time.perf_counter() - t0
 
@@ -344,6 +379,7 @@ def measure_engine(
     seed: int = 0,
     full_batch: bool = False,
     n_train: int | None = None,
+    sampling_rate: float | None = None,
 ) -> dict:
     """The engine at each population size, Opacus and the floor, side by side in this process (module docstring).
 
@@ -359,6 +395,8 @@ def measure_engine(
         full_batch: Yoon et al.'s full-batch DP-SGD: every step is all ``n_train`` samples; every other model of
             the engine's population also gets a canary (blank image, label 9) appended to every step.
         n_train: rows of the synthetic training set (default: max(4 B, 512); with ``full_batch`` 1,000).
+        sampling_rate: q: also time the engine with Poisson subsampling at rate q (:func:`_time_poisson`) beside
+            every population, and use B = round(q·n_train) for the fixed batches, Opacus and the floor.
 
     Returns:
         A JSON-able dict: machine and load, ``opacus`` and ``floor`` rows and one ``populations`` row per size.
@@ -366,10 +404,18 @@ def measure_engine(
     Raises:
         ValueError: an unknown model, or non-positive sizes/steps/batch.
     """
-    if model not in ENGINE_MODELS:
-        raise ValueError(f"model must be one of {ENGINE_MODELS}, got {model!r}")
+    if model not in ENGINE_MODELS and not (model == "fcnn" and sampling_rate is not None):
+        raise ValueError(f"model must be one of {ENGINE_MODELS} (or fcnn with a sampling rate), got {model!r}")
     if full_batch:
+        if sampling_rate is not None:
+            raise ValueError("full_batch and sampling_rate exclude each other")
         n_train = batch_size = _FULL_BATCH_N if n_train is None else n_train
+    if sampling_rate is not None:
+        if not 0 < sampling_rate <= 1:
+            raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate}")
+        if n_train is None:
+            n_train = max(4 * batch_size, 512)
+        batch_size = max(1, round(sampling_rate * n_train))
     if not models or min(models) < 1 or steps < 1 or batch_size < 1 or opacus_models < 0:
         raise ValueError(
             f"models, steps, batch_size and n_train must be >= 1 and opacus_models >= 0, got {models}, {steps}, "
@@ -407,6 +453,7 @@ def measure_engine(
         "full_batch": full_batch,
         "n_train": n_train,
         "steps": steps,
+        "sampling_rate": sampling_rate,
         "threads": torch.get_num_threads(),
         "load_average_start": os.getloadavg(),
     }
@@ -456,11 +503,24 @@ def measure_engine(
             "peak_device_mb": _device_peak_mb(dev),
             "load_average": os.getloadavg()[0],
         }
+        if sampling_rate is not None:
+            _device_peak_start(dev)
+            poisson = _time_poisson(
+                engine, theta0, X, y, m=m, rate=sampling_rate, steps=steps, lr=lr, batch_size=batch_size,
+                clip=clip, sigma=sigma, dev=dev, seed=seed,
+            ) / (m * steps)
+            row.update(
+                poisson_seconds_per_model_step=poisson,
+                poisson_over_fixed=poisson / per,  # ≤ 1.1 is the goal
+                poisson_peak_device_mb=_device_peak_mb(dev),
+            )
         # The floor is re-timed after every population, and each ratio uses the floors just before and after it,
         # so that the shared machine's changing load shows up in both sides of the ratio.
         floors.append(_time_floor(model, kwargs, theta0, X, y, batches, lr=lr, dev=dev) / steps)
         row["floor_seconds_per_model_step"] = (floors[-2] + floors[-1]) / 2
         row["engine_over_floor"] = per / row["floor_seconds_per_model_step"]  # ≤ 2 is the goal
+        if sampling_rate is not None:
+            row["poisson_over_floor"] = row["poisson_seconds_per_model_step"] / row["floor_seconds_per_model_step"]
         rows.append(row)
     floor = sum(floors) / len(floors)
     out["floor"].update(seconds_per_model_step=floor, model_steps_per_s=1.0 / floor, repeats=floors)
@@ -481,6 +541,8 @@ def measure_engine(
     for row in rows:
         if opacus is not None:
             row["speedup_vs_opacus"] = opacus / row["seconds_per_model_step"]  # ≥ 1.6 is the goal
+            if "poisson_seconds_per_model_step" in row:
+                row["poisson_speedup_vs_opacus"] = opacus / row["poisson_seconds_per_model_step"]
     out["populations"] = rows
     out["load_average_end"] = os.getloadavg()
     out["cpu_count"] = os.cpu_count()
@@ -536,22 +598,35 @@ def run(args: argparse.Namespace) -> int:
         if args.threads < 1:
             raise ValueError(f"--threads must be >= 1, got {args.threads}")
         torch.set_num_threads(args.threads)
+    poisson = args.sampling == "poisson"
+    if args.sampling_rate is not None and not poisson:
+        raise ValueError("--sampling-rate needs --sampling poisson")
+    if poisson and args.full_batch:
+        raise ValueError("--sampling poisson and --full-batch exclude each other")
     if args.full_batch and args.model == "fcnn":
         raise ValueError(f"--full-batch needs an image model ({', '.join(ENGINE_MODELS)}), got --model fcnn")
     if args.full_batch and args.batch_size is not None:
         raise ValueError("--full-batch uses B = --n-train; drop --batch-size")
-    if args.model != "fcnn":
+    if args.model != "fcnn" or poisson:
+        batch = args.batch_size or (400 if args.model == "fcnn" else 128)
+        n_train = args.n_train or (20640 if args.model == "fcnn" else None)
+        rate = None
+        if poisson:
+            rate = args.sampling_rate or batch / (n_train or max(4 * batch, 512))
         result = measure_engine(
             model=args.model,
-            models=_sizes(args.models, _FULL_BATCH_SIZES if args.full_batch else _DEFAULT_SIZES[args.model]),
-            steps=args.steps or _DEFAULT_STEPS[args.model],
-            batch_size=args.batch_size or 128,
+            models=_sizes(
+                args.models, _FULL_BATCH_SIZES if args.full_batch else _DEFAULT_SIZES.get(args.model, "1000")
+            ),
+            steps=args.steps or _DEFAULT_STEPS.get(args.model, 5),
+            batch_size=batch,
             opacus_models=1 if args.opacus_models is None else args.opacus_models,
             backend=args.backend,
             device=args.device,
             seed=args.seed,
             full_batch=args.full_batch,
-            n_train=args.n_train,
+            n_train=n_train,
+            sampling_rate=rate,
         )
     else:
         results = [
@@ -597,6 +672,8 @@ def format_engine(result: dict) -> str:
     opacus_text = ""
     if opacus is not None:
         opacus_text = f"; Opacus (one model): {opacus * 1e3:.1f} ms/model-step = {1 / opacus:.2f} model-steps/s"
+    if result.get("sampling_rate") is not None:
+        batch += f" (= round(qN), Poisson q = {result['sampling_rate']:.4g}, N = {result['n_train']})"
     lines = [
         f"{result['model']} ({result['parameters']:,} parameters) on {result['device']} ({result['device_name']}), "
         f"{batch}, {result['steps']} timed steps, {result['threads']} thread(s), backend "
@@ -614,4 +691,15 @@ def format_engine(result: dict) -> str:
             f"{vs:>10} {r['peak_rss_mb']:>8.0f} "
             f"{r['load_average']:>5.2f}"
         )
+    if result.get("sampling_rate") is not None:
+        lines.append(
+            f"Poisson (q = {result['sampling_rate']:.4g}):\n{'models':>7} {'ms/model-step':>14} {'x fixed':>8} "
+            f"{'x floor':>8} {'vs Opacus':>10}"
+        )
+        for r in result["populations"]:
+            vs = f"{r['poisson_speedup_vs_opacus']:.2f}x" if "poisson_speedup_vs_opacus" in r else "-"
+            lines.append(
+                f"{r['models']:>7} {r['poisson_seconds_per_model_step'] * 1e3:>14.2f} {r['poisson_over_fixed']:>8.2f} "
+                f"{r['poisson_over_floor']:>8.2f} {vs:>10}"
+            )
     return "\n".join(lines)

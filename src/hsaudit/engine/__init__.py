@@ -3,6 +3,7 @@
 - :mod:`~hsaudit.engine.dpsgd` — vectorised DP-SGD over a population of models (clipping, insertion, noise, update,
   observations), its config and setup values;
 - :mod:`~hsaudit.engine.psg` — per-sample gradients (hand-derived for MLPs, torch.func otherwise);
-- :mod:`~hsaudit.engine.noise` — counter-based Gaussian noise keyed by (audit, model, step);
+- :mod:`~hsaudit.engine.noise` — counter-based Gaussian noise (and Bernoulli draws) keyed by (audit, model, step);
+- :mod:`~hsaudit.engine.sampling` — Poisson subsampling of populations (Steinke et al. Alg. 1), keyed likewise;
 - :mod:`~hsaudit.engine.models` — the model registry (ConvNet, ResNet18-GN, MLPs, the MNIST/CIFAR CNNs, …).
 """

@@ -18,6 +18,11 @@ This module knows nothing of datasets, figures or particular adversaries. It is 
 - observers: functions ``θ [m, p] -> [m]`` evaluated after every insertion step (the adversary's score), and
   optionally the unclipped gradient norm of the canary at every step (Cebere et al. Fig. 8).
 
+With ``DPSGDConfig(sampling=Poisson(q))`` the schedule is replaced by Poisson subsampling (Steinke, Nasr et al. 2025,
+Alg. 1; :func:`run_poisson`): every model draws its own batch at every step, the canary of an inserted model is
+drawn with probability q, the update is normalised by the expected batch size B = qN as Opacus does, and an
+optional regulariser gradient is added unclipped.
+
 :func:`train_population` keeps everything on the device: the parameters ``[m, p]`` are updated in place, the
 observations are written into preallocated device tensors and copied to the host once, at the end. Adversaries
 (:mod:`hsaudit.papers.cebere.adversaries`) build the insertion and the scorer; :mod:`hsaudit.papers.cebere.shards` trains one shard.
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -37,6 +43,7 @@ import torch
 from hsaudit.util.io import atomic_savez
 from hsaudit.engine.models import build_model, flat_parameters, input_shape, num_classes
 from hsaudit.engine.noise import CounterNoise, counter_normals
+from hsaudit.engine.sampling import Poisson, PoissonSampler
 from hsaudit.util.seeding import derive_seed, rng_for
 
 THETA0_SCHEMES = ("default", "xavier_normal")
@@ -59,6 +66,10 @@ class DPSGDConfig:
         clip_norm: C, per-sample clipping norm.
         noise_multiplier: σ; the noise is N(0, σ²C²I).
         period: k; insertion at steps t (1-based) with ``t % k == 0`` (T // k insertions).
+        sampling: ``None`` (default): the fixed schedule of a :class:`Setup`; :class:`~hsaudit.engine.sampling.Poisson`:
+            Poisson subsampling with rate q (Steinke et al. Alg. 1; :func:`run_poisson`), where ``batch_size`` is
+            the expected batch size qN that normalises the update (Opacus' ``expected_batch_size``) and the canary
+            is inserted at a step ``t % k == 0`` with probability q.
     """
 
     steps: int
@@ -67,6 +78,7 @@ class DPSGDConfig:
     clip_norm: float
     noise_multiplier: float
     period: int = 1
+    sampling: Poisson | None = None
 
     def __post_init__(self) -> None:
         if int(self.steps) != self.steps or self.steps < 1:
@@ -81,6 +93,8 @@ class DPSGDConfig:
             raise ValueError(f"noise_multiplier must be >= 0, got {self.noise_multiplier}")
         if int(self.period) != self.period or not 1 <= self.period <= self.steps:
             raise ValueError(f"period must be an integer in [1, steps={self.steps}], got {self.period}")
+        if self.sampling is not None and not isinstance(self.sampling, Poisson):
+            raise ValueError(f"sampling must be None (fixed batches) or a Poisson value, got {self.sampling!r}")
 
     @property
     def insertion_steps(self) -> np.ndarray:
@@ -326,6 +340,130 @@ def run_population(
     return theta
 
 
+_GATHER_BUDGET = 256 * 2**20  # bytes of gathered per-model batches [chunk, B_max, ...] per backend call
+_POISSON_CHUNK = 64  # models per backend call under Poisson sampling, sorted by batch size (padding ≈ spread)
+
+
+def run_poisson(
+    engine,
+    theta0: torch.Tensor,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    sampler: PoissonSampler,
+    *,
+    steps: int,
+    lr: float,
+    batch_size: float,
+    clip: float | None,
+    sigma: float,
+    gradient: torch.Tensor | None = None,
+    canary: tuple[torch.Tensor, torch.Tensor] | None = None,
+    noise: Callable[[int], torch.Tensor] | None = None,
+    regulariser: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    included: torch.Tensor | None = None,
+    on_step: Callable[[int, torch.Tensor, torch.Tensor], None] | None = None,
+    before_step: Callable[[int, torch.Tensor], None] | None = None,
+    progress: bool = False,
+    desc: str = "DP-SGD (Poisson)",
+) -> torch.Tensor:
+    """DP-SGD with Poisson subsampling (Steinke, Nasr et al. 2025, Alg. 1), in place on one ``[models, p]`` tensor.
+
+    Every model i follows, with B_t^i its own Poisson batch (``sampler``) and c_t^i ∈ {0, 1} its canary draw,
+
+        θ_t = θ_{t−1} − η [ (Σ_{x∈B_t^i} clip(∇ℓ(θ_{t−1}; x), C) + c_t^i ∇* + σ C ξ_t) / B + ∇r(θ_{t−1}) ],
+
+    B the expected batch size qN. The clipped sum and the noise are normalised by B exactly as Opacus' DPOptimizer
+    with ``expected_batch_size = B`` does; the regulariser's gradient is neither clipped nor normalised: it is
+    what ``torch.optim.SGD`` adds after Opacus has normalised the gradient (for r(θ) = α‖θ‖²/2, ∇r = αθ is
+    ``SGD(weight_decay=α)``). Steinke et al.'s unnormalised update (step size η_S, regulariser r_S) is the case
+    η = η_S·B, ∇r = ∇r_S / B. An input canary (x*, y*) is one more sample of the batch when drawn, clipped like any
+    other; a gradient canary ∇* is added unclipped.
+
+    Every model has its own batch, so the backends get per-model batches ``[models, B_max, ...]`` padded with weight
+    0 (``engine.clipped_sum_per_model``). The models are sorted by batch size and cut into chunks of at most
+    :data:`_POISSON_CHUNK` (fewer where the gathered inputs would exceed :data:`_GATHER_BUDGET`), each padded only
+    to its own largest batch: with m models the padding is the spread of neighbouring batch sizes, not
+    max − mean (≈ 3√(qN) for 1,000 models).
+
+    Args:
+        engine: a per-sample gradient backend (:func:`hsaudit.engine.psg.population`).
+        theta0: ``[models, p]`` starting parameters (not modified).
+        X, y: training set on the engine's device (the sampler's ``n`` examples).
+        sampler: the models' Poisson batches (:class:`hsaudit.engine.sampling.PoissonSampler`); with an input
+            canary it must pack the canary as example ``n`` (``canary_in_batch=True``).
+        steps: T.
+        lr, batch_size: η and the normaliser B.
+        clip: C, or ``None`` for no clipping.
+        sigma: noise multiplier (noise ``sigma * C * noise(t)``).
+        gradient: ∇* ``[p]``, added where the sampler's canary draw is 1.
+        canary: ``(x*, y*)`` (batch of one), in the batch where the sampler's canary draw is 1.
+        noise: ``t -> [models, p]`` standard normals (required when ``sigma > 0``).
+        regulariser: ``θ [models, p] -> ∇r(θ) [models, p]``, evaluated at θ_{t−1}, not clipped.
+        included: optional bool ``[models, steps]`` (device) filled with the canary draws c_t.
+        on_step, before_step, progress, desc: as :func:`run_population`.
+
+    Returns:
+        θ_T, ``[models, p]`` (a new tensor).
+    """
+    theta = theta0.clone()
+    scale = float(sigma) * (1.0 if clip is None else float(clip))
+    if scale > 0 and noise is None:
+        raise ValueError("noise is required when sigma > 0")
+    if gradient is not None and canary is not None:
+        raise ValueError("give a gradient canary or an input canary, not both")
+    if sampler.n != X.shape[0]:
+        raise ValueError(f"the sampler draws from n = {sampler.n} examples, X has {X.shape[0]}")
+    if canary is not None:
+        if not sampler.canary_in_batch:
+            raise ValueError("an input canary needs a sampler with canary_in_batch=True and a mask")
+        X, y = torch.cat([X, canary[0]]), torch.cat([y, canary[1]])
+    m = theta.shape[0]
+    sample_bytes = X[:1].numel() * X.element_size()
+    iterator = range(1, int(steps) + 1)
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(iterator, desc=desc, unit="step", leave=False)
+    factor = -float(lr) / float(batch_size)
+    for t in iterator:
+        if before_step is not None:
+            before_step(t, theta)
+        batch = sampler(t)
+        b_max = batch.index.shape[1]
+        chunk = max(1, min(m, _POISSON_CHUNK, _GATHER_BUDGET // (b_max * sample_bytes)))
+        weight = batch.weight.to(theta.dtype)
+        if chunk >= m:
+            g = engine.clipped_sum_per_model(theta, X[batch.index], y[batch.index], clip, weight, batch.counts)
+        else:
+            g = torch.empty_like(theta)
+            order = sorted(range(m), key=batch.counts.__getitem__)
+            for m0 in range(0, m, chunk):
+                part = order[m0 : m0 + chunk]
+                counts = [batch.counts[i] for i in part]
+                width = max(1, counts[-1])
+                rows = torch.as_tensor(part, device=theta.device)
+                idx = batch.index[rows, :width]
+                g[rows] = engine.clipped_sum_per_model(
+                    theta[rows], X[idx], y[idx], clip, weight[rows, :width], counts
+                )
+        if gradient is not None:
+            g.addr_(batch.canary.to(g.dtype), gradient)
+        if scale > 0:
+            g.add_(noise(t), alpha=scale)
+        g.mul_(factor)
+        if regulariser is not None:
+            reg = regulariser(theta)
+            if reg.shape != theta.shape:
+                raise ValueError(f"regulariser must return {tuple(theta.shape)}, got {tuple(reg.shape)}")
+            g.sub_(reg, alpha=float(lr))
+        theta.add_(g)
+        if included is not None:
+            included[:, t - 1] = batch.canary
+        if on_step is not None:
+            on_step(t, theta, g)
+    return theta
+
+
 @dataclass(frozen=True)
 class Observations:
     """What :func:`train_population` recorded, on the host.
@@ -335,11 +473,14 @@ class Observations:
         grad_norms: float64 ``[models, T]``, the canary's unclipped gradient norm at θ_t before step t
             (``None`` unless asked).
         theta: float32 ``[models, p]``, the final models (``None`` unless asked).
+        canary_steps: bool ``[models, T]``, whether the canary was in model i's batch at step t (Poisson sampling
+            with an insertion only, else ``None``).
     """
 
     scores: np.ndarray | None
     grad_norms: np.ndarray | None = None
     theta: np.ndarray | None = None
+    canary_steps: np.ndarray | None = None
 
 
 def train_population(
@@ -348,13 +489,15 @@ def train_population(
     theta0: torch.Tensor,
     X: torch.Tensor,
     y: torch.Tensor,
-    batches: np.ndarray,
+    batches: np.ndarray | None,
     config: DPSGDConfig,
     noise_key: int,
     models: range | npt.ArrayLike,
     mask: torch.Tensor | None = None,
     gradient: torch.Tensor | None = None,
     canary: tuple[torch.Tensor, torch.Tensor] | None = None,
+    sampling_key: int | None = None,
+    regulariser: Callable[[torch.Tensor], torch.Tensor] | None = None,
     observe: Callable[[torch.Tensor], torch.Tensor] | None = None,
     canary_norms: bool = False,
     keep_final: bool = False,
@@ -367,11 +510,17 @@ def train_population(
         engine: per-sample gradient backend (:func:`hsaudit.engine.psg.population`) on the models' device.
         theta0: ``[p]`` (shared θ0) or ``[models, p]`` (per-model θ0), on the device.
         X, y: training set on the device.
-        batches: the fixed schedule ``[T, B]``.
-        config: DP-SGD hyper-parameters.
+        batches: the fixed schedule ``[T, B]`` (``None`` under Poisson sampling).
+        config: DP-SGD hyper-parameters; ``config.sampling`` chooses the fixed schedule (:func:`run_population`)
+            or Poisson subsampling (:func:`run_poisson`).
         noise_key: key of the counter-based noise (:mod:`hsaudit.engine.noise`).
-        models: the global indices of the models (their noise streams), e.g. ``range(first, first + m)``.
-        mask, gradient, canary: the insertion (see :func:`run_population`).
+        models: the global indices of the models (their noise and sampling streams), e.g.
+            ``range(first, first + m)``.
+        mask, gradient, canary: the insertion (see :func:`run_population`; under Poisson sampling the canary of
+            an inserted model is drawn with probability q at every insertion step, :func:`run_poisson`).
+        sampling_key: key of the Poisson draws (:mod:`hsaudit.engine.sampling`); required under Poisson sampling,
+            and should differ from ``noise_key`` (the streams are domain-separated anyway).
+        regulariser: ``θ [m, p] -> ∇r(θ) [m, p]``, unclipped (Poisson sampling only; :func:`run_poisson`).
         observe: ``θ [m, p] -> [m]``, evaluated after every insertion step (the adversary's score).
         canary_norms: record ``engine.grad_norms`` of the canary at every step (needs ``canary``).
         keep_final: also return θ_T.
@@ -391,6 +540,15 @@ def train_population(
         raise ValueError(f"mask must have shape ({m},), got {tuple(mask.shape)}")
     if canary_norms and canary is None:
         raise ValueError("canary_norms needs a canary")
+    poisson = config.sampling
+    if poisson is None and (regulariser is not None or sampling_key is not None):
+        raise ValueError("regulariser and sampling_key need config.sampling = Poisson(q)")
+    if poisson is not None and sampling_key is None:
+        raise ValueError("Poisson sampling needs a sampling_key")
+    if poisson is None and batches is None:
+        raise ValueError("a fixed schedule needs batches")
+    if poisson is not None and batches is not None:
+        raise ValueError("batches must be None under Poisson sampling (every model draws its own)")
     n_obs = config.steps // config.period
     scores = torch.empty((m, n_obs), dtype=torch.float64, device=dev) if observe is not None else None
     norms = torch.empty((m, config.steps), dtype=torch.float64, device=dev) if canary_norms else None
@@ -405,6 +563,55 @@ def train_population(
     noise = None
     if config.noise_multiplier > 0:
         noise = CounterNoise(noise_key, idx.to(dev), engine.p, dev)
+    if poisson is not None:
+        n = X.shape[0]
+        if abs(poisson.expected_batch_size(n) - config.batch_size) >= 1:
+            warnings.warn(
+                f"batch_size = {config.batch_size} normalises the update, but the expected batch size is "
+                f"qN = {poisson.expected_batch_size(n):.6g}",
+                stacklevel=2,
+            )
+        inserting = gradient is not None or canary is not None
+        if inserting and mask is None:
+            raise ValueError("mask is required with an insertion (gradient or canary)")
+        sampler = PoissonSampler(
+            sampling_key,
+            idx.to(dev),
+            n=n,
+            rate=poisson.rate,
+            mask=mask if inserting else None,
+            canary_in_batch=canary is not None,
+            period=config.period,
+            device=dev,
+        )
+        included = torch.zeros((m, config.steps), dtype=torch.bool, device=dev) if inserting else None
+        final = run_poisson(
+            engine,
+            theta0,
+            X,
+            y,
+            sampler,
+            steps=config.steps,
+            lr=config.lr,
+            batch_size=config.batch_size,
+            clip=config.clip_norm,
+            sigma=config.noise_multiplier,
+            gradient=gradient,
+            canary=canary,
+            noise=noise,
+            regulariser=regulariser,
+            included=included,
+            on_step=record if observe is not None else None,
+            before_step=record_norm if canary_norms else None,
+            progress=progress,
+            desc=desc,
+        )
+        return Observations(
+            scores=None if scores is None else scores.cpu().numpy(),
+            grad_norms=None if norms is None else norms.cpu().numpy(),
+            theta=final.cpu().numpy() if keep_final else None,
+            canary_steps=None if included is None else included.cpu().numpy(),
+        )
     final = run_population(
         engine,
         theta0,

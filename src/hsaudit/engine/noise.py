@@ -17,6 +17,15 @@ to the device every step. This module needs only int64 tensor arithmetic, which 
 
 The uniforms are ``(k + 0.5) / 2³²`` for 32-bit integers k, so |z| ≤ √(2 ln 2³³) ≈ 6.8 (a tail of probability
 ≈ 10⁻¹¹ is cut), computed in float32.
+
+Bernoulli draws (:func:`counter_bernoulli`, Poisson subsampling) use the same construction on a separate domain
+(the key is offset by a constant, so that a sampling key equal to a noise key still gives unrelated streams):
+draw j of model i at step t is ``U_j < q`` with ``U_j = ⌊w_j / 2¹¹⌋ / 2⁵³`` the top 53 bits of the word w_j. The
+comparison is made in integers (``⌊w_j / 2¹¹⌋ < ⌈q·2⁵³⌉``), so it is exact and identical on every device.
+Geometric draws (:func:`counter_geometric`, the gaps between the examples of a Poisson batch) use a third domain:
+G_j = ⌊ln U_j / ln(1 − q)⌋ with U_j = (⌊w_j / 2¹¹⌋ + ½) / 2⁵³ ∈ (0, 1), in float64 (P(G = g) = (1 − q)^g q; CPU and
+CUDA may round the logarithm differently in the last ulp, which moves a draw across an integer with probability
+≈ 10⁻¹⁶).
 """
 
 from __future__ import annotations
@@ -118,6 +127,106 @@ def reference_normals(key: int, model: int, step: int, dim: int) -> np.ndarray:
         r = math.sqrt(-2.0 * math.log(u1))
         out[2 * u], out[2 * u + 1] = r * math.cos(2 * math.pi * u2), r * math.sin(2 * math.pi * u2)
     return out[:dim]
+
+
+_BERNOULLI_DOMAIN = 0xB3A7_11E5_5A3D_0C2F  # added to the key: Bernoulli streams never coincide with noise streams
+
+
+def _bernoulli_threshold(rate: float) -> int:
+    """⌈q·2⁵³⌉: a draw is 1 iff its top 53 bits are below it (probability q up to 2⁻⁵³)."""
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError(f"rate must be in [0, 1], got {rate}")
+    return math.ceil(float(rate) * 2.0**53)
+
+
+def counter_bernoulli(
+    key: int,
+    models: torch.Tensor | range | np.ndarray,
+    step: int,
+    n: int,
+    rate: float,
+    *,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
+    """Independent Bernoulli(``rate``) draws ``[len(models), n]`` (bool) of step ``step``, a pure function of
+    (key, global model index, step, draw index) (module docstring).
+
+    Args:
+        key: the sampling key, any integer (taken mod 2⁶⁴).
+        models: global model indices.
+        step: the 1-based DP-SGD step t.
+        n: draws per model (e.g. 1 + the training set size: the canary's draw and one per example).
+        rate: q in [0, 1].
+        device: where to draw (default: the device of ``models`` if a tensor, else the CPU).
+
+    Returns:
+        bool ``[m, n]`` on ``device``.
+    """
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    threshold = _bernoulli_threshold(rate)
+    if isinstance(models, range):
+        models = torch.arange(models.start, models.stop, models.step or 1, dtype=torch.int64)
+    if device is None:
+        device = models.device if isinstance(models, torch.Tensor) else "cpu"
+    idx = torch.as_tensor(models, dtype=torch.int64, device=device).reshape(-1)
+    s = stream_keys(int(key) + _BERNOULLI_DOMAIN, idx, step)  # [m]
+    u = torch.arange(1, n + 1, dtype=torch.int64, device=idx.device) * GAMMA  # [n]
+    if threshold >= 1 << 53:  # q = 1: every draw is 1 (the comparison below would need 2⁵³ + 1 states)
+        return torch.ones((idx.numel(), n), dtype=torch.bool, device=idx.device)
+    return _shr(mix64(s[:, None] + u[None, :]), 11) < threshold
+
+
+_GEOMETRIC_DOMAIN = 0x6E0D_5A4C_91F3_2B77  # added to the key: the gaps' streams
+
+
+def counter_geometric(
+    key: int,
+    models: torch.Tensor | range | np.ndarray,
+    step: int,
+    k: int,
+    rate: float,
+    *,
+    start: int = 0,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
+    """Geometric(``rate``) draws ``[len(models), k]`` (int64, values g ≥ 0 with probability (1 − q)^g q): draws
+    ``start .. start + k − 1`` of (key, global model index, step), a pure function of those (module docstring).
+
+    The gaps between consecutive members of a Poisson batch: positions ``cumsum(G + 1) − 1`` are a Bernoulli(q)
+    process over the examples, drawn in O(qN) instead of O(N) per model and step.
+    """
+    if k < 0 or start < 0:
+        raise ValueError(f"k and start must be >= 0, got {k}, {start}")
+    if not 0.0 < rate <= 1.0:
+        raise ValueError(f"rate must be in (0, 1], got {rate}")
+    if isinstance(models, range):
+        models = torch.arange(models.start, models.stop, models.step or 1, dtype=torch.int64)
+    if device is None:
+        device = models.device if isinstance(models, torch.Tensor) else "cpu"
+    idx = torch.as_tensor(models, dtype=torch.int64, device=device).reshape(-1)
+    if rate == 1.0:
+        return torch.zeros((idx.numel(), k), dtype=torch.int64, device=idx.device)
+    s = stream_keys(int(key) + _GEOMETRIC_DOMAIN, idx, step)
+    u = torch.arange(start + 1, start + k + 1, dtype=torch.int64, device=idx.device) * GAMMA
+    uniform = _shr(mix64(s[:, None] + u[None, :]), 11).to(torch.float64).add_(0.5).mul_(2.0**-53)
+    return uniform.log_().div_(math.log1p(-float(rate))).floor_().to(torch.int64)
+
+
+def reference_geometric(key: int, model: int, step: int, k: int, rate: float, *, start: int = 0) -> np.ndarray:
+    """Slow pure-Python reference of :func:`counter_geometric` for one model (int64 ``[k]``)."""
+    if rate == 1.0:
+        return np.zeros(k, dtype=np.int64)
+    s = mix64_int(mix64_int(int(key) + _GEOMETRIC_DOMAIN + int(model) * _GAMMA) + int(step) * _GAMMA)
+    words = [mix64_int(s + (j + 1) * _GAMMA) >> 11 for j in range(start, start + k)]
+    return np.array([math.floor(math.log((w + 0.5) * 2.0**-53) / math.log1p(-rate)) for w in words], dtype=np.int64)
+
+
+def reference_bernoulli(key: int, model: int, step: int, n: int, rate: float) -> np.ndarray:
+    """Slow pure-Python reference of :func:`counter_bernoulli` for one model (bool ``[n]``)."""
+    threshold = _bernoulli_threshold(rate)
+    s = mix64_int(mix64_int(int(key) + _BERNOULLI_DOMAIN + int(model) * _GAMMA) + int(step) * _GAMMA)
+    return np.array([(mix64_int(s + (j + 1) * _GAMMA) >> 11) < threshold for j in range(n)], dtype=bool)
 
 
 class CounterNoise:

@@ -4,6 +4,10 @@ A backend ("engine") holds one architecture and computes, for a whole population
 
 - ``clipped_sum(theta, x, y, clip, weights)``: Σ_x w_x · clip(∇ℓ(θ_m; x), C) for every model m, ``[models, p]``,
   with Opacus' clip factor min(1, C / (‖g‖ + 10⁻⁶)) (``clip=None``: no clipping);
+- ``clipped_sum_per_model(theta, x, y, clip, weights, counts)``: the same with a batch of its own per model,
+  ``x [models, B, ...]``, ``y``/``weights`` ``[models, B]`` (Poisson subsampling, :mod:`hsaudit.engine.sampling`);
+  ``counts`` (optional, host ints): model m's samples are its first ``counts[m]``, the rest is padding of weight 0
+  that backends working model by model skip;
 - ``grad_norms(theta, x, y)``: the unclipped per-sample gradient norms ‖∇ℓ(θ_m; x)‖, ``[models, n]``;
 - ``loss(theta, x, y)``: per-sample losses ``[models, n]``;
 - ``p``: the number of parameters (flat order = ``model.parameters()``).
@@ -70,6 +74,17 @@ def _feature_major(x: torch.Tensor) -> torch.Tensor:
     return x.T.contiguous() if x.shape[1] <= 64 else x.T
 
 
+def _clipped_sum_model_by_model(engine, theta, x, y, clip, weights, counts) -> torch.Tensor:
+    """``clipped_sum_per_model`` of a backend that works model after model: each model's exact batch
+    (``x[m, :counts[m]]``) through its ``clipped_sum``."""
+    total = torch.zeros_like(theta)
+    for i in range(theta.shape[0]):
+        c = x.shape[1] if counts is None else int(counts[i])
+        if c > 0:
+            total[i : i + 1] = engine.clipped_sum(theta[i : i + 1], x[i, :c], y[i, :c], clip, weights[i : i + 1, :c])
+    return total
+
+
 class MLPPopulation:
     """Hand-derived per-sample gradients of a ReLU MLP population (FCNN, ``alexnet_head``), ``[models, p]``."""
 
@@ -95,7 +110,10 @@ class MLPPopulation:
         """
         m = params[0][0].shape[0]
         w0, b0 = params[0]
-        h = torch.addmm(b0.reshape(-1, 1), w0.reshape(-1, w0.shape[-1]), xT).view(m, w0.shape[1], -1)
+        if xT.dim() == 3:  # a batch of its own per model, [m, features, n]
+            h = torch.baddbmm(b0[:, :, None], w0, xT)
+        else:
+            h = torch.addmm(b0.reshape(-1, 1), w0.reshape(-1, w0.shape[-1]), xT).view(m, w0.shape[1], -1)
         zs = [xT]
         for w, b in params[1:]:
             h = h.relu_()  # in place: a pre-activation is not needed again (z > 0 ⇔ a > 0)
@@ -136,6 +154,31 @@ class MLPPopulation:
             out[m0 : m0 + chunk] = self._clipped_sum(theta[m0 : m0 + chunk], xT, y, clip, w)
         return out
 
+    def clipped_sum_per_model(
+        self,
+        theta: torch.Tensor,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        clip: float | None,
+        weights: torch.Tensor,
+        counts: list[int] | None = None,
+    ) -> torch.Tensor:
+        """Σ_x w_{m,x} · clip(∇ℓ(θ_m; x), C) over model m's own batch ``x[m]`` (``[models, B, features]``).
+
+        The padded batch is processed whole (batched matmuls over models, padding weighted 0); ``counts`` is
+        not needed.
+        """
+        del counts
+        m, n = theta.shape[0], x.shape[1]
+        chunk = self._chunk(m, n)
+        out = torch.empty_like(theta)
+        for m0 in range(0, m, chunk):
+            xs = x[m0 : m0 + chunk].transpose(1, 2)  # [c, features, n]
+            xs = xs.contiguous() if x.shape[2] <= 64 else xs  # as _feature_major
+            out[m0 : m0 + chunk] = self._clipped_sum(theta[m0 : m0 + chunk], xs, y[m0 : m0 + chunk], clip,
+                                                     weights[m0 : m0 + chunk])
+        return out
+
     def grad_norms(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Unclipped per-sample gradient norms ``[models, n]``."""
         m, n = theta.shape[0], x.shape[0]
@@ -147,13 +190,19 @@ class MLPPopulation:
         return out
 
     def _backprop(self, params, xT, y) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
-        """Layer inputs z, output gradients δ ``[m, width, n]`` and squared per-sample norms ``[m, n]``."""
+        """Layer inputs z, output gradients δ ``[m, width, n]`` and squared per-sample norms ``[m, n]``.
+
+        ``xT``: ``[features, n]`` shared by all models with ``y`` ``[n]``, or ``[m, features, n]`` with ``y``
+        ``[m, n]`` (a batch per model)."""
         zs, out = self._forward(params, xT)
+        per_model = xT.dim() == 3
         if self.kind == "bce":
-            delta = torch.sigmoid(out).sub_(y.to(out.dtype)[None, None, :])
+            target = y.to(out.dtype)
+            delta = torch.sigmoid(out).sub_(target[:, None, :] if per_model else target[None, None, :])
         else:
             delta = torch.softmax(out, dim=1)
-            delta.sub_(torch.nn.functional.one_hot(y.long(), out.shape[1]).T.to(out.dtype)[None])
+            onehot = torch.nn.functional.one_hot(y.long(), out.shape[1]).to(out.dtype)
+            delta.sub_(onehot.transpose(1, 2) if per_model else onehot.T[None])
         last = len(params) - 1
         deltas: list[torch.Tensor] = [delta] * len(params)
         sq = None
@@ -161,7 +210,7 @@ class MLPPopulation:
             deltas[li] = delta
             z = zs[li]
             # ‖z‖² + 1 (the bias' input); the input's without a [features, n] temporary (4096-d features)
-            zsq = torch.linalg.vector_norm(z, dim=0).square_() if li == 0 else (z * z).sum(1)
+            zsq = torch.linalg.vector_norm(z, dim=0).square_() if li == 0 and not per_model else (z * z).sum(1)
             zsq = zsq.add_(1.0)
             term = (delta * delta).sum(1).mul_(zsq)
             sq = term if sq is None else sq.add_(term)
@@ -179,7 +228,7 @@ class MLPPopulation:
         pieces = []
         for li, d in enumerate(deltas):
             sd = d.mul_(factor[:, None, :])
-            if li == 0:  # shared input: one GEMM for all models
+            if li == 0 and zs[0].dim() == 2:  # shared input: one GEMM for all models
                 pieces.append(torch.mm(sd.reshape(-1, sd.shape[-1]), zs[0].T).view(m, -1))
             else:
                 pieces.append(torch.bmm(sd, zs[li].transpose(1, 2)).flatten(1))
@@ -463,6 +512,19 @@ class HookPopulation:
                     total[i, off : off + numel] += piece.reshape(-1)
         return total
 
+    def clipped_sum_per_model(
+        self,
+        theta: torch.Tensor,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        clip: float | None,
+        weights: torch.Tensor,
+        counts: list[int] | None = None,
+    ) -> torch.Tensor:
+        """:meth:`clipped_sum` with a batch per model ``x [models, B, ...]``, model by model on its first
+        ``counts[m]`` samples (the padding is skipped)."""
+        return _clipped_sum_model_by_model(self, theta, x, y, clip, weights, counts)
+
 
 class FuncPopulation:
     """Per-sample gradients of any module via ``torch.func`` (vmap over models of vmap(grad) over samples)."""
@@ -523,6 +585,19 @@ class FuncPopulation:
             factor = _clip_factor(_sq_norm(g), clip, w)
             total[m0 : m0 + mc] += torch.einsum("ms,msp->mp", factor, g)
         return total
+
+    def clipped_sum_per_model(
+        self,
+        theta: torch.Tensor,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        clip: float | None,
+        weights: torch.Tensor,
+        counts: list[int] | None = None,
+    ) -> torch.Tensor:
+        """:meth:`clipped_sum` with a batch per model ``x [models, B, ...]``, model by model on its first
+        ``counts[m]`` samples (the padding is skipped)."""
+        return _clipped_sum_model_by_model(self, theta, x, y, clip, weights, counts)
 
 
 def auto_backend(model: str, device: torch.device | str = "cpu") -> str:
