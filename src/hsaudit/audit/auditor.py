@@ -38,13 +38,12 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Union
+from typing import TYPE_CHECKING, ClassVar, Union
 
 import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from hsaudit.accounting.gaussian import PldTable
 from hsaudit.audit.crossing import DEFAULT_CALIBRATION_DRAWS
 from hsaudit.audit.gdp import (
     AUDIT_MODES,
@@ -55,8 +54,10 @@ from hsaudit.audit.gdp import (
     audit_scores,
     audit_steps,
 )
-from hsaudit.audit.pld import audit_pld, pld_sigma_audit
 from hsaudit.audit.two_sample import GdpTables, StepAudit, gdp_audit_two_sample
+
+if TYPE_CHECKING:
+    from hsaudit.accounting.gaussian import PldTable
 
 __all__ = [
     "DEFAULT_FPR_LEVELS",
@@ -476,6 +477,8 @@ class Auditor:
         """The σ̂ audit (largest σ consistent with the rule's CP-bounded points; ε_lb = ε_σ̂(δ)) for a
         :class:`KnownFamily`: ``{"sigma_hat", "epsilon"}``. Rules: paper (every point: not valid), held-out,
         bonferroni (valid)."""
+        from hsaudit.audit.pld import pld_sigma_audit  # the PLD machinery loads only when a family is audited
+
         return pld_sigma_audit(
             scores_out,
             scores_in,
@@ -496,6 +499,8 @@ class Auditor:
         """Annamalai's (2024) Algorithm 2: the first ε̂ of a grid whose PLD trade-off curve lies below the rule's
         points. ``bounded=False`` is the paper's audit on raw rates (no confidence; ``tail_floor`` drops the
         points with a rate ≤ floor), which no rule can make valid."""
+        from hsaudit.audit.pld import audit_pld
+
         if not bounded:
             return audit_pld(scores_out, scores_in, table, tail_floor=tail_floor, grid=grid)
         return audit_pld(scores_out, scores_in, table, confidence=self.confidence, grid=grid, **self.rule.select())
