@@ -445,10 +445,10 @@ def hyperparameters(plan: ExperimentPlan, *, audit: Mapping[str, Any]) -> list[d
     """The hyper-parameters that a plan's audits run with, one mapping per model (Cebere et al. Table 2).
 
     Values that differ between the model's series (e.g. C ∈ {1, 2, 4}, k ∈ {1, 5, 25}) are listed; ``audit`` is
-    the config's ``audit`` section (δ, confidence, mode). Generated from the plan, never typed.
+    the config's ``audit`` section (δ, confidence, mode). Generated from the plan, never typed. Each mapping
+    carries ``model_kwargs``, which :func:`with_model_facts` turns into the parameter count and loss: that needs
+    torch and the model built, so the Table 2 job does it, not the workflow's parse (which it cost 2 s).
     """
-    from hsaudit.engine.models import build_model, count_parameters, loss_name
-
     by_model: dict[str, dict[str, Any]] = {}
     for figure, series in plan.values.items():
         for values in series:
@@ -466,12 +466,27 @@ def hyperparameters(plan: ExperimentPlan, *, audit: Mapping[str, Any]) -> list[d
             "dataset": row["dataset"],
             "model": model,
             "figures": row["figures"],
-            "trainable_params": count_parameters(build_model(model, **kwargs)),
-            "loss": {"bce": "binary cross-entropy", "ce": "cross-entropy"}[loss_name(model, **kwargs)],
+            "model_kwargs": kwargs,
         }
         for name, seen in row["_v"].items():
             distinct = sorted(set(seen))
             entry[name] = distinct[0] if len(distinct) == 1 else distinct
         entry.update({"delta": audit["delta"], "confidence": audit["confidence"], "audit_mode": audit["mode"]})
         out.append(entry)
+    return out
+
+
+def with_model_facts(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A :func:`hyperparameters` mapping with ``model_kwargs`` replaced, in place, by the model's trainable
+    parameter count and its loss (the model is built: this imports torch)."""
+    from hsaudit.engine.models import build_model, count_parameters, loss_name
+
+    out: dict[str, Any] = {}
+    for key, value in entry.items():
+        if key != "model_kwargs":
+            out[key] = value
+            continue
+        model = entry["model"]
+        out["trainable_params"] = count_parameters(build_model(model, **value))
+        out["loss"] = {"bce": "binary cross-entropy", "ce": "cross-entropy"}[loss_name(model, **value)]
     return out
