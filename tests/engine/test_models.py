@@ -12,6 +12,7 @@ from torch import nn
 from hsaudit.engine.dpsgd import init_theta0
 from hsaudit.engine.models import (
     MODELS,
+    WSConv2d,
     build_model,
     count_parameters,
     flat_parameters,
@@ -20,6 +21,7 @@ from hsaudit.engine.models import (
     loss_name,
     num_classes,
     per_sample_loss,
+    wrn_parameter_count,
 )
 
 
@@ -33,10 +35,46 @@ from hsaudit.engine.models import (
         ("alexnet_head", {}, 40_970),  # Linear(4096 -> 10): 40,960 + 10 (Cebere et al. Fig. 13)
         ("mnist_cnn", {}, 25_386),  # Yoon et al.: 416 + 8,224 + 16,416 + 330 (specs/yoon.md)
         ("cifar_cnn", {}, 550_570),  # 896 + 9,248 + 18,496 + 36,928 + 73,856 + 147,584 + 262,272 + 1,290
+        # De et al.'s WRN-16-4 ("2.7M"): hand count in the test below, closed form wrn_parameter_count
+        ("wrn16_4", {}, 2_753_818),
+        ("wrn16_4", {"depth": 10, "width": 1}, 78_938),
     ],
 )
 def test_parameter_counts(name, kwargs, expected):
     assert count_parameters(build_model(name, **kwargs)) == expected
+
+
+def test_wrn16_4_parameter_count_by_hand():
+    """WRN-16-4 counted layer by layer (weight-standardised convs: k²ab weights + b biases + b gains; GroupNorm 2c)."""
+
+    def conv(k, a, b):
+        return k * k * a * b + 2 * b
+
+    stem = conv(3, 3, 16)  # 464
+    group1 = (2 * 16 + conv(1, 16, 64)) + (2 * 16 + conv(3, 16, 64)) + (2 * 64 + conv(3, 64, 64))  # first block
+    group1 += 2 * (2 * 64 + conv(3, 64, 64))  # second block
+    group2 = (2 * 64 + conv(1, 64, 128)) + (2 * 64 + conv(3, 64, 128)) + (2 * 128 + conv(3, 128, 128))
+    group2 += 2 * (2 * 128 + conv(3, 128, 128))
+    group3 = (2 * 128 + conv(1, 128, 256)) + (2 * 128 + conv(3, 128, 256)) + (2 * 256 + conv(3, 256, 256))
+    group3 += 2 * (2 * 256 + conv(3, 256, 256))
+    head = 2 * 256 + 256 * 10 + 10
+    assert stem + group1 + group2 + group3 + head == 2_753_818 == wrn_parameter_count(16, 4)
+    for depth, width in ((10, 1), (16, 1), (22, 2)):
+        assert count_parameters(build_model("wrn16_4", depth=depth, width=width)) == wrn_parameter_count(depth, width)
+    with pytest.raises(ValueError, match="6n"):
+        build_model("wrn16_4", depth=15)
+
+
+def test_ws_conv_standardises_its_kernel():
+    """Every output channel's effective kernel has mean 0 and fan_in·var = gain² (scaled WS, De et al. 2022)."""
+    torch.manual_seed(0)
+    conv = WSConv2d(4, 3, 3)
+    with torch.no_grad():
+        conv.weight.mul_(7.0).add_(2.0)
+        conv.gain.copy_(torch.tensor([1.0, 2.0, 0.5]))
+    w = conv.standardised_weight()
+    torch.testing.assert_close(w.mean(dim=(1, 2, 3)), torch.zeros(3), atol=1e-6, rtol=0)
+    torch.testing.assert_close(w.var(dim=(1, 2, 3), unbiased=False) * 36, conv.gain.detach() ** 2, rtol=1e-4, atol=0)
 
 
 def test_forward_shapes():
@@ -48,6 +86,7 @@ def test_forward_shapes():
     assert input_shape("alexnet_head") == (4096,)
     assert build_model("mnist_cnn")(torch.zeros(2, *input_shape("mnist_cnn"))).shape == (2, 10)
     assert build_model("cifar_cnn")(torch.zeros(2, *input_shape("cifar_cnn"))).shape == (2, 10)
+    assert build_model("wrn16_4", depth=10, width=1)(torch.zeros(2, 3, 32, 32)).shape == (2, 10)
 
 
 def test_loss_kinds():
@@ -105,6 +144,8 @@ def test_xavier_theta0_on_every_registry_model(name, bias):
     pooled: list[torch.Tensor] = []
     for module in net.modules():
         params = dict(module.named_parameters(recurse=False))
+        if isinstance(module, WSConv2d):  # its gain is a scale: 1, like a norm's
+            assert torch.all(params.pop("gain") == 1.0), f"{name}: {module} gain"
         if isinstance(module, _NORMS):
             norms += 1
             assert torch.all(params["weight"] == 1.0), f"{name}: {module} scale"
@@ -125,7 +166,8 @@ def test_xavier_theta0_on_every_registry_model(name, bias):
     assert abs(z.std().item() - 1) < 5 / math.sqrt(2 * z.numel())
     assert abs(z.mean().item()) < 5 / math.sqrt(z.numel())
     assert weights >= 1
-    assert norms == (20 if name == "resnet18_gn" else 0)  # stem + 2 per block x 8 + 3 shortcuts
+    # ResNet18-GN: stem + 2 per block x 8 + 3 shortcuts; WRN-16-4: 2 per block x 6 + 3 skip paths + the final one
+    assert norms == {"resnet18_gn": 20, "wrn16_4": 16}.get(name, 0)
 
 
 def test_xavier_theta0_resnet_shortcut_groupnorm_scales_are_one():

@@ -22,6 +22,8 @@ CASES = {
     "alexnet_head": ("alexnet_head", {}, (4096,)),
     "convnet": ("convnet", {}, (3, 32, 32)),
     "resnet18_gn": ("resnet18_gn", {}, (3, 8, 8)),
+    # De et al.'s WideResNet at depth 10, width 1 (same layer types as WRN-16-4: weight-standardised convs, GroupNorm)
+    "wrn": ("wrn16_4", {"depth": 10, "width": 1}, (3, 8, 8)),
 }
 BACKENDS = {
     "fcnn": ("mlp", "hooks", "func"),
@@ -29,6 +31,7 @@ BACKENDS = {
     "alexnet_head": ("mlp", "hooks", "func"),
     "convnet": ("hooks", "func"),
     "resnet18_gn": ("hooks", "func"),
+    "wrn": ("func",),  # hooks refuses weight standardisation (test_hooks_refuses_weight_standardisation)
 }
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 N_SAMPLES = {"resnet18_gn": 3}
@@ -156,6 +159,15 @@ def test_hooks_sample_chunking_does_not_change_results(monkeypatch):
     monkeypatch.setattr("hsaudit.engine.psg.MEMORY_BUDGET", 1)  # one sample per chunk everywhere
     torch.testing.assert_close(engine.clipped_sum(theta, x, y, 0.5, None), want, rtol=1e-5, atol=1e-7)
     torch.testing.assert_close(engine.grad_norms(theta, x, y), norms, rtol=1e-4, atol=1e-6)
+
+
+def test_hooks_refuses_weight_standardisation():
+    """WS couples a channel's weights: the hooks backend's per-layer formulas would be wrong, so it refuses, and
+    ``auto`` picks ``func`` for the WideResNet (whose per-sample gradients the tests above check)."""
+    with pytest.raises(ValueError, match="WSConv2d.*func"):
+        population("wrn16_4", {"depth": 10, "width": 1}, backend="hooks")
+    assert auto_backend("wrn16_4") == "func"
+    assert isinstance(population("wrn16_4", {"depth": 10, "width": 1}), FuncPopulation)
 
 
 def test_bad_backends():

@@ -287,3 +287,16 @@ def test_yoon_cli_table(capsys, monkeypatch):
     assert main(["plan", "results/yoon/fig3.pdf", "--scale", "laptop"]) == 0
     out = capsys.readouterr().out
     assert "yoon/fig3" in out and "mnist_cnn" in out and "cifar_cnn" in out and "scale=laptop" in out
+
+
+def test_steinke_fig2_plan_follows_the_paper(config):
+    """Steinke et al. App. D: 1,000 + 1,000 models; trained once to the largest T (2,468, De et al.'s batch 4,096)."""
+    p = P.plan(["results/steinke/fig2.pdf"], config)
+    (row,) = p.populations
+    assert (row.model, row.models, row.steps, row.batch, row.device) == ("wrn16_4", 2000, 2468, 4096, "gpu")
+    assert p.gpu_sized and "steinke/fig2" in P.known_figures(config)
+    cal = P.calibration("wrn16_4", "gpu")
+    assert row.hours("gpu") == pytest.approx(2000 * 2468 * cal.seconds_per_model_step * 4096 / cal.batch / 3600)
+    raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    laptop = P.plan(["results/steinke/fig2.pdf"], resolve_scale({**raw, "scale": "laptop"}))
+    assert laptop.populations[0].device == "cpu" and laptop.model_steps == 200 * 50

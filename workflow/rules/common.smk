@@ -278,6 +278,25 @@ ST_FACTS = dict(scale=SCALE)
 ST_FIG3_Q = list(range(len(ST["fig3"]["sampling_rates"])))
 ST_FIG5_PANELS = list(range(len(ST["fig5"]["one_step_epsilons"])))
 ST_FIG6_STEPS = [int(t) for t in ST["fig6"]["steps"]]
+# fig2 (trained models): the plan its rules run (hsaudit.papers.steinke.trained.plan_fig2), keyed by every value
+# that changes a shard; the data file is keyed by the data's identity only.
+from hsaudit.data.datasets import configured_identity as _configured_identity
+from hsaudit.papers.steinke.trained import plan_fig2 as _plan_fig2
+from hsaudit.util.mapping import key_of as _key_of
+
+ST_FIG2_DATA = {k: v for k, v in ST["fig2"]["data"].items() if k != "dataset"}
+ST_FIG2_DATASET = ST["fig2"]["data"]["dataset"]
+ST_FIG2_DATA_ID = _configured_identity(ST_FIG2_DATASET, ST_FIG2_DATA)
+ST_FIG2_DATA_KEY = _key_of({"dataset": ST_FIG2_DATASET, **ST_FIG2_DATA_ID})
+ST_FIG2 = _plan_fig2(ST["fig2"], seed=SEED, data_identity=ST_FIG2_DATA_ID)
+# What the footer says the figure was trained with, beside the paper's WRN-16-4 on all of CIFAR-10.
+ST_FIG2_FACTS = dict(
+    scale=SCALE,
+    setup=f"{ST['fig2']['model']} on {ST['fig2']['data']['subset'] or 'all'} {ST_FIG2_DATASET} images, "
+    f"B={ST['fig2']['batch_size']}, {ST['fig2']['background']} background"
+    + ("" if ST["fig2"]["model"] == "wrn16_4" and ST_FIG2_DATASET == "cifar10" and not ST["fig2"]["data"]["subset"]
+       else " (paper: WRN-16-4, all of CIFAR-10)"),
+)
 
 
 # ---- Annamalai (workflow/rules/annamalai.smk, docs/annamalai.md)

@@ -1,5 +1,113 @@
 # Steinke, Nasr et al., "The Last Iterate Advantage" (fig1, fig3, fig5, fig6): analytic accounting and 1-D
-# simulations -> plot. No training. See docs/steinke.md.
+# simulations -> plot. fig2 trains models (Poisson DP-SGD with the Dirac gradient canary; the plan ST_FIG2 is built
+# in common.smk): data -> one GPU job per shard at paper scale -> audit table -> plot. See docs/steinke.md.
+
+
+rule prepare_steinke_data:
+    output:
+        data="results/steinke/data/{data_key}.npz",
+    log:
+        log_path("steinke/prepare_data_{data_key}"),
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=8000,
+        runtime=30,
+    params:
+        dataset=ST_FIG2_DATASET,
+        section=ST_FIG2_DATA,
+        code_version=script_version("prepare_steinke_data"),
+    script:
+        "../scripts/prepare_steinke_data.py"
+
+
+rule train_steinke_fig2:
+    input:
+        data=f"results/steinke/data/{ST_FIG2_DATA_KEY}.npz",
+    output:
+        shard="results/steinke/fig2/{key}/shard{shard}.npz",
+    log:
+        log_path("steinke/train_fig2_{key}_shard{shard}"),
+    benchmark:
+        bench_path("steinke/train_fig2_{key}_shard{shard}")
+    wildcard_constraints:
+        shard=r"\d+",
+    conda:
+        "../../envs/torch.yaml"
+    threads: ST["fig2"]["resources"]["threads"]
+    resources:
+        mem_mb=ST["fig2"]["resources"]["mem_mb"],
+        runtime=ST["fig2"]["resources"]["runtime"],
+        gpu=ST["fig2"]["resources"]["gpu"],
+    params:
+        spec=ST_FIG2["train"],
+        device=ST["fig2"]["device"],
+        code_version=script_version("train_steinke_fig2"),
+    script:
+        "../scripts/train_steinke_fig2.py"
+
+
+rule audit_steinke_fig2:
+    input:
+        shards=expand(
+            "results/steinke/fig2/{key}/shard{shard}.npz",
+            key=ST_FIG2["key"],
+            shard=ST_FIG2["shards"],
+        ),
+        data=f"results/steinke/data/{ST_FIG2_DATA_KEY}.npz",
+    output:
+        table="results/steinke/fig2/audit.csv",
+    log:
+        log_path("steinke/audit_fig2"),
+    benchmark:
+        bench_path("steinke/audit_fig2")
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    params:
+        steps=ST_FIG2["steps"],
+        noise_multiplier=ST["fig2"]["noise_multiplier"],
+        delta=ST["fig2"]["delta"],
+        confidence=AUDIT["confidence"],
+        mode=AUDIT["mode"],
+        seed=SEED,
+        model=ST["fig2"]["model"],
+        background=ST["fig2"]["background"],
+        value_discretization_interval=ST["value_discretization_interval"],
+        code_version=script_version("audit_steinke_fig2"),
+    script:
+        "../scripts/audit_steinke_fig2.py"
+
+
+rule plot_steinke_fig2:
+    input:
+        tables=[rules.audit_steinke_fig2.output.table],
+    output:
+        pdf=report(
+            register_figure("results/steinke/fig2.pdf", kind="gpu"),
+            caption="../report/steinke_fig2.rst",
+            category="Steinke",
+        ),
+        csv="results/steinke/fig2.csv",
+    log:
+        log_path("steinke/plot_fig2"),
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        code_version=script_version("plot_steinke"),
+        figure="fig2",
+        delta=ST["fig2"]["delta"],
+        facts=ST_FIG2_FACTS,
+    script:
+        "../scripts/plot_steinke.py"
 
 
 rule compute_steinke_fig1:

@@ -1,4 +1,4 @@
-"""Snakemake adapter: one Steinke et al. figure (fig1, fig3, fig5 or fig6) via hsaudit.papers.steinke.figures."""
+"""Snakemake adapter: one Steinke et al. figure (fig1, fig2, fig3, fig5 or fig6) via hsaudit.papers.steinke.figures."""
 
 import pandas as pd
 
@@ -11,6 +11,8 @@ table = pd.concat([pd.read_csv(f) for f in snakemake.input.tables], ignore_index
 out = dict(pdf=snakemake.output.pdf, csv=snakemake.output.csv, facts=dict(p.facts, code_version=p.code_version))
 if p.figure == "fig1":
     steinke.plot_fig1(table, delta=p.delta, **out)
+elif p.figure == "fig2":
+    steinke.plot_fig2(table, **out)
 elif p.figure == "fig3":
     steinke.plot_fig3(table, audit=p.audit, sigma_family=p.sigma_family, **out)
 elif p.figure == "fig5":

@@ -41,7 +41,7 @@ import numpy.typing as npt
 import torch
 
 from hsaudit.util.io import atomic_savez
-from hsaudit.engine.models import build_model, flat_parameters, input_shape, num_classes
+from hsaudit.engine.models import WSConv2d, build_model, flat_parameters, input_shape, num_classes
 from hsaudit.engine.noise import CounterNoise, counter_normals
 from hsaudit.engine.sampling import Poisson, PoissonSampler
 from hsaudit.util.seeding import derive_seed, rng_for
@@ -187,9 +187,9 @@ def init_theta0(
             norm_params = {
                 id(param)
                 for module in net.modules()
-                if isinstance(module, _NORM_LAYERS)
                 for pname, param in module.named_parameters(recurse=False)
-                if pname == "weight"
+                if (isinstance(module, _NORM_LAYERS) and pname == "weight")
+                or (isinstance(module, WSConv2d) and pname == "gain")  # a weight-standardised conv's scale
             }
             with torch.no_grad():
                 for param in net.parameters():  # model.parameters() order, as before: the same Xavier draws

@@ -16,6 +16,16 @@ Registry (:func:`build_model`):
   Conv(1→16,5) MaxPool2 tanh, Conv(16→32,4) MaxPool2 tanh, FC 512→32 tanh, FC 32→10 (docs/yoon.md).
 - ``"cifar_cnn"`` — the CIFAR-10 ConvNet of Yoon et al., 550,570 parameters: 3×3 convolutions (padding 1, tanh)
   32, 32, MaxPool2, 64, 64, MaxPool2, 128, 128, MaxPool2, then FC 2048→128 tanh, FC 128→10.
+- ``"wrn16_4"`` — the WideResNet-16-4 of De et al. (2022), the model of Steinke, Nasr et al.'s CIFAR-10 audits,
+  2,753,818 parameters (:func:`wrn_parameter_count`; De et al. quote 2.7M): as DeepMind's ``jax_privacy`` CIFAR WideResNet — a 3×3 stem
+  of 16 channels, three groups of (depth − 4) / 6 pre-activation blocks (ReLU → GroupNorm(16 groups) →
+  convolution, twice; widths 16·w, 32·w, 64·w; stride 2 at the first block of groups 2 and 3; a ReLU → GroupNorm →
+  1×1 convolution on the skip path of each group's first block), then ReLU → GroupNorm → global mean → Linear.
+  Every convolution is *scaled weight-standardised* with a gain and a bias per output channel
+  (:class:`WSConv2d`: W ↦ gain · (W − mean) / sqrt(max(fan_in · var, 1e-4)), as ``jax_privacy``'s ``WSConv2D``).
+  ``depth`` and ``width`` are options (``depth`` = 6n + 4), so the tests can build tiny ones. No dropout, no
+  skip-init; augmentation multiplicity and parameter averaging are training options of De et al., not part of
+  the architecture, and are not implemented (docs/steinke.md).
 
 The flat parameter vector used everywhere in :mod:`hsaudit.engine.dpsgd` is ``torch.cat([p.flatten() for p in
 model.parameters()])`` — i.e. the order of ``model.parameters()``; for the FCNN that is ``W1, b1, W2, b2, ...``
@@ -28,7 +38,9 @@ import numpy as np
 import torch
 from torch import nn
 
-MODELS = ("fcnn", "convnet", "resnet18_gn", "alexnet_head", "mnist_cnn", "cifar_cnn")
+MODELS = ("fcnn", "convnet", "resnet18_gn", "alexnet_head", "mnist_cnn", "cifar_cnn", "wrn16_4")
+# Models whose layers the per-sample-gradient `hooks` backend cannot differentiate (weight standardisation).
+WEIGHT_STANDARDISED = ("wrn16_4",)
 DEFAULT_FCNN_VARIANT = "8-3-8-1"
 
 
@@ -168,6 +180,106 @@ class _ResNet18GN(nn.Module):
         return self.fc(out)
 
 
+class WSConv2d(nn.Conv2d):
+    """Scaled weight-standardised 2-D convolution with a gain and a bias per output channel (Qiao et al. 2019;
+    Brock et al. 2021; De et al. 2022 — ``jax_privacy``'s ``WSConv2D``).
+
+    The effective kernel is Ŵ = gain · (W − mean(W)) / sqrt(max(fan_in · var(W), 1e-4)), mean and (biased)
+    variance over each output channel's fan-in. Parameters in ``parameters()`` order: ``weight``, ``bias``,
+    ``gain``. The standardisation couples a channel's weights, so a per-sample gradient of W is *not* the
+    ordinary convolution weight gradient: the ``hooks`` backend refuses this module and ``auto`` picks ``func``.
+    """
+
+    def __init__(self, n_in: int, n_out: int, kernel_size: int, stride: int = 1, padding: int = 0) -> None:
+        super().__init__(n_in, n_out, kernel_size, stride=stride, padding=padding, bias=True)
+        self.gain = nn.Parameter(torch.ones(n_out))
+        with torch.no_grad():  # fan-in variance scaling (the standardisation makes the scale irrelevant)
+            nn.init.normal_(self.weight, 0.0, (n_in * kernel_size * kernel_size) ** -0.5)
+            self.bias.zero_()
+
+    def standardised_weight(self) -> torch.Tensor:
+        w = self.weight
+        fan_in = w[0].numel()
+        mean = w.mean(dim=(1, 2, 3), keepdim=True)
+        var = w.var(dim=(1, 2, 3), unbiased=False, keepdim=True)
+        scale = torch.rsqrt(torch.clamp(var * fan_in, min=1e-4)) * self.gain.view(-1, 1, 1, 1)
+        return (w - mean) * scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return nn.functional.conv2d(x, self.standardised_weight(), self.bias, self.stride, self.padding)
+
+
+class _WRNBlock(nn.Module):
+    """Pre-activation residual block of ``jax_privacy``'s WideResNet: x + conv(norm(relu(conv(norm(relu(x))))))."""
+
+    def __init__(self, n_in: int, n_out: int, stride: int, groups: int, project: bool) -> None:
+        super().__init__()
+        self.norm1 = nn.GroupNorm(min(groups, n_in), n_in)
+        self.conv1 = WSConv2d(n_in, n_out, 3, stride=stride, padding=1)
+        self.norm2 = nn.GroupNorm(min(groups, n_out), n_out)
+        self.conv2 = WSConv2d(n_out, n_out, 3, padding=1)
+        self.skip_norm = nn.GroupNorm(min(groups, n_in), n_in) if project else None
+        self.skip_conv = WSConv2d(n_in, n_out, 1, stride=stride) if project else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        skip = x
+        if self.skip_conv is not None:
+            skip = self.skip_conv(self.skip_norm(torch.relu(x)))
+        out = self.conv1(self.norm1(torch.relu(x)))
+        out = self.conv2(self.norm2(torch.relu(out)))
+        return out + skip
+
+
+class _WideResNet(nn.Module):
+    def __init__(self, num_classes: int = 10, depth: int = 16, width: int = 4, groups: int = 16) -> None:
+        super().__init__()
+        if depth < 10 or (depth - 4) % 6:
+            raise ValueError(f"WideResNet depth must be 6n + 4 with n >= 1, got {depth}")
+        if width < 1 or groups < 1:
+            raise ValueError(f"WideResNet width and groups must be >= 1, got {width}, {groups}")
+        blocks: list[nn.Module] = []
+        self.stem = WSConv2d(3, 16, 3, padding=1)
+        n_in = 16
+        for channels, stride in ((16, 1), (32, 2), (64, 2)):
+            for b in range((depth - 4) // 6):
+                first = b == 0
+                blocks.append(_WRNBlock(n_in, channels * width, stride if first else 1, groups, project=first))
+                n_in = channels * width
+        self.blocks = nn.Sequential(*blocks)
+        self.norm = nn.GroupNorm(min(groups, n_in), n_in)
+        self.fc = nn.Linear(n_in, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.blocks(self.stem(x))
+        out = self.norm(torch.relu(out)).mean(dim=(2, 3))
+        return self.fc(out)
+
+
+def wrn_parameter_count(depth: int = 16, width: int = 4, num_classes: int = 10, in_channels: int = 3) -> int:
+    """Closed-form parameter count of :func:`build_model` ``("wrn16_4", depth=..., width=...)``, by hand.
+
+    A weight-standardised k×k convolution a → b has k²ab weights + b biases + b gains; a GroupNorm over c channels
+    2c. Per group g (channels c_g, input c_{g−1}): the first block has norms over c_{g−1} (residual and skip),
+    a 3×3 c_{g−1} → c_g and a 1×1 c_{g−1} → c_g convolution, a norm over c_g and a 3×3 c_g → c_g; each further block
+    two norms over c_g and two 3×3 c_g → c_g. Plus the stem (3×3, in → 16), the final norm and the Linear layer.
+
+    >>> wrn_parameter_count()
+    2753818
+    """
+
+    def conv(k: int, a: int, b: int) -> int:
+        return k * k * a * b + 2 * b
+
+    n = (depth - 4) // 6
+    total = conv(3, in_channels, 16)
+    c_prev = 16
+    for c in (16 * width, 32 * width, 64 * width):
+        total += 2 * (2 * c_prev) + conv(3, c_prev, c) + conv(1, c_prev, c) + 2 * c + conv(3, c, c)
+        total += (n - 1) * (2 * (2 * c) + 2 * conv(3, c, c))
+        c_prev = c
+    return total + 2 * c_prev + c_prev * num_classes + num_classes
+
+
 def build_model(name: str, **kwargs) -> nn.Module:
     """Build an architecture of the registry with PyTorch's default initialisation (from the global RNG).
 
@@ -177,7 +289,8 @@ def build_model(name: str, **kwargs) -> nn.Module:
             ``num_classes`` (10); ``resnet18_gn``: ``num_classes`` (10), ``groups`` (GroupNorm groups per layer,
             ``min(groups, channels)``; 32 [inferred], the parameter count does not depend on it);
             ``alexnet_head``: ``features`` (4096), ``num_classes`` (10); ``mnist_cnn``, ``cifar_cnn``:
-            ``num_classes`` (10).
+            ``num_classes`` (10); ``wrn16_4``: ``num_classes`` (10), ``depth`` (16), ``width`` (4), ``groups``
+            (GroupNorm groups, 16 as De et al.).
 
     Raises:
         ValueError: unknown ``name`` or keyword.
@@ -189,6 +302,7 @@ def build_model(name: str, **kwargs) -> nn.Module:
         "alexnet_head": _alexnet_head,
         "mnist_cnn": _mnist_cnn,
         "cifar_cnn": _cifar_cnn,
+        "wrn16_4": _WideResNet,
     }
     if name not in builders:
         raise ValueError(f"model must be one of {MODELS}, got {name!r}")
@@ -207,7 +321,7 @@ def num_outputs(name: str, **kwargs) -> int:
     """Number of logits of the model (1 for a single-logit binary classifier)."""
     if name in ("fcnn", "alexnet_head"):
         return mlp_sizes(name, **kwargs)[-1]
-    if name in ("convnet", "resnet18_gn", "mnist_cnn", "cifar_cnn"):
+    if name in ("convnet", "resnet18_gn", "mnist_cnn", "cifar_cnn", "wrn16_4"):
         return int(kwargs.get("num_classes", 10))
     raise ValueError(f"model must be one of {MODELS}, got {name!r}")
 
@@ -221,7 +335,7 @@ def input_shape(name: str, **kwargs) -> tuple[int | None, ...]:
     """Shape of one input sample (without the batch axis); ``None`` where any size works.
 
     The ConvNet needs 3×32×32 (its FC layer has 400 inputs); ResNet18-GN pools adaptively, so any spatial size
-    (CIFAR: 32×32; the tests use smaller images to stay fast on a CPU).
+    (CIFAR: 32×32; so does the WideResNet; the tests use smaller images to stay fast on a CPU).
     """
     if name in ("fcnn", "alexnet_head"):
         return (mlp_sizes(name, **kwargs)[0],)
@@ -229,7 +343,7 @@ def input_shape(name: str, **kwargs) -> tuple[int | None, ...]:
         return (3, 32, 32)
     if name == "mnist_cnn":
         return (1, 28, 28)
-    if name == "resnet18_gn":
+    if name in ("resnet18_gn", "wrn16_4"):
         return (3, None, None)
     raise ValueError(f"model must be one of {MODELS}, got {name!r}")
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from hsaudit.engine.models import build_model, loss_name, mlp_sizes, per_sample_loss
+from hsaudit.engine.models import WEIGHT_STANDARDISED, build_model, loss_name, mlp_sizes, per_sample_loss
 
 CLIP_EPS = 1e-6  # Opacus' DPOptimizer: clip factor = C / (‖g‖ + 1e-6), capped at 1.
 MEMORY_BUDGET = 512 * 2**20  # bytes for per-sample gradient chunks on the CPU
@@ -301,6 +301,12 @@ class HookPopulation:
         elif type(mod) is nn.GroupNorm:
             if not mod.affine:
                 raise ValueError(f"hooks backend: GroupNorm {name!r} has no parameters to train")
+        elif isinstance(mod, nn.Conv2d) and type(mod) is not nn.Conv2d:
+            # e.g. a weight-standardised convolution: its per-sample gradient is the standardisation's Jacobian
+            # applied to the ordinary one, which the taped layer inputs and output gradients do not give.
+            raise ValueError(
+                f"hooks backend: {type(mod).__name__} {name!r} transforms its weight in forward(); use backend 'func'"
+            )
         elif type(mod) is not nn.Linear:
             raise ValueError(f"hooks backend supports Linear, Conv2d and GroupNorm layers, got {type(mod).__name__}")
 
@@ -601,13 +607,16 @@ class FuncPopulation:
 
 
 def auto_backend(model: str, device: torch.device | str = "cpu") -> str:
-    """The backend ``backend="auto"`` uses: ``"mlp"`` for the MLPs (FCNN, ``alexnet_head``), else ``"hooks"``.
+    """The backend ``backend="auto"`` uses: ``"mlp"`` for the MLPs (FCNN, ``alexnet_head``), ``"func"`` for the
+    weight-standardised WideResNet (``wrn16_4``, which ``hooks`` refuses), else ``"hooks"``.
 
     The choice depends on the model only (not on the population size, so results never change with the shard
     size); it is the measured winner on the CPU (docs/trainer.md). On CUDA the same choice is an untested
     default (no GPU was available to measure).
     """
     del device  # same winner on both devices as far as measured; kept for a future per-device table
+    if model in WEIGHT_STANDARDISED:  # hooks cannot differentiate through the standardisation (HookPopulation)
+        return "func"
     return "mlp" if mlp_sizes(model) is not None else "hooks"
 
 

@@ -98,6 +98,12 @@ CALIBRATION: tuple[Calibration, ...] = (
     # 651,720; MNIST ConvNet 910,656: x1.40; CIFAR-10 ConvNet 38,896,896: x59.7). Not measured (no GPU here).
     Calibration("mnist_cnn", "gpu", 128, 2.54e-4, "derived: ConvNet GPU row x multiply-adds ratio 1.40 (estimate)"),
     Calibration("cifar_cnn", "gpu", 128, 1.09e-2, "derived: ConvNet GPU row x multiply-adds ratio 59.7 (estimate)"),
+    # De et al.'s WRN-16-4 (Steinke et al. fig2): ≈ 392M forward multiply-adds per 32x32 image (convolutions; hand
+    # count in docs/steinke.md), x602 the ConvNet's; CPU row the ResNet18-GN CPU row x 392/556 (its multiply-adds).
+    # Neither is measured, and the WRN trains through the `func` backend (weight standardisation), which was 3.5x
+    # slower than `hooks` on the ResNet18 on the CPU: these rows are lower estimates.
+    Calibration("wrn16_4", "gpu", 128, 0.110, "derived: ConvNet GPU row x multiply-adds ratio 602 (estimate)"),
+    Calibration("wrn16_4", "cpu", 128, 13.3, "derived: ResNet18-GN CPU row x multiply-adds ratio 0.705 (estimate)"),
 )
 
 PAPER_GPU_HOURS = 3500.0
@@ -323,9 +329,39 @@ def yoon_populations(config: Mapping[str, Any]) -> list[Population]:
     return out
 
 
+def steinke_populations(config: Mapping[str, Any]) -> list[Population]:
+    """Steinke, Nasr et al. fig2 (:func:`hsaudit.papers.steinke.trained.plan_fig2`, the plan its rules run): one
+    population of 2R models (both worlds) trained for the largest T (every plotted T is read off the same models),
+    Poisson batches of expected size B (priced at B per-sample gradients per model-step)."""
+    section = (config.get("steinke") or {}).get("fig2")
+    if not section:
+        return []
+    from hsaudit.papers.steinke.trained import plan_fig2
+
+    plan = plan_fig2(section, seed=int(config.get("seed", 0)), data_identity=section.get("data", {}))
+    spec = plan["train"]
+    device = "gpu" if int((section.get("resources") or {}).get("gpu", 0) or 0) > 0 else "cpu"
+    r = int(section["models_per_world"])
+    return [
+        Population(
+            figures=("steinke/fig2",),
+            section="steinke",
+            adversary=f"Dirac gradient canary ({spec['background']} background)",
+            model=spec["model"],
+            models=2 * r,
+            steps=int(spec["steps"]),
+            batch=int(spec["batch_size"]),
+            device=device,
+            key=("steinke", plan["key"]),
+            detail=f"q=B/N B={spec['batch_size']} sigma={spec['noise_multiplier']:g} R={r}/world "
+            f"{len(plan['shards'])} shards",
+        )
+    ]
+
+
 def all_populations(config: Mapping[str, Any]) -> list[Population]:
-    """Every trained population the config describes (Housing, CIFAR-10 and Yoon et al.)."""
-    return trained_populations(config) + yoon_populations(config)
+    """Every trained population the config describes (Housing, CIFAR-10, Yoon et al. and Steinke et al. fig2)."""
+    return trained_populations(config) + yoon_populations(config) + steinke_populations(config)
 
 
 _TARGET_RE = re.compile(r"^(?:results/)?(?:archive/)?(?P<fig>(?:[a-z0-9_]+/)?[a-z][0-9a-z_]*)"

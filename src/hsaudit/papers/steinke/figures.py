@@ -223,3 +223,39 @@ def plot_fig6(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
             **facts, R=f"{runs}/world", audit=f"σ̂ all_iterates + GDP ({mode.iloc[0] if len(mode) else '?'})", CP=conf
         ),
     )
+
+
+def plot_fig2(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
+    """Figure 2: the Dirac gradient canary in trained models; ε vs T (fixed q, σ) for the σ̂ audit (the paper's rule,
+    solid; held-out threshold, valid), the GDP audit, the heuristic and standard accounting.
+
+    ``table``: :func:`hsaudit.papers.steinke.trained_audit.fig2_table`. The footer names the scale, R, the model, the
+    background, the data source and the audits; ``facts`` as the other figures (``scale``, ``code_version``, and
+    e.g. ``substitute`` where the scale trains something other than the paper's model).
+    """
+    main = "empirical_sigma_last_iterate"
+    fig, axes = figure(ncols=1, width=5.5, height=4.4)
+    ax = axes[0][0]
+    for method in ("standard", "heuristic", main, f"{main}_held_out", "empirical_gdp"):
+        d = table[table["method"] == method].sort_values("steps")
+        if not d.empty:
+            ax.plot(d["steps"], d["epsilon"], **_fig3_style(method, primary=method == main))
+    q, s = float(table["sampling_rate"].iloc[0]), float(table["noise_multiplier"].iloc[0])
+    ax.set_xscale("log")
+    ax.set_title(f"Dirac gradient canary, {table['background'].iloc[0]} background (q = {q:.3g}, σ = {s:g})",
+                 fontsize=8)
+    ax.set_xlabel("iterations T")
+    ax.set_ylabel(f"ε at δ = {float(table['delta'].iloc[0]):g}")
+    gdp_mode = table.loc[table["method"] == "empirical_gdp", "audit_mode"]
+    footer = footer_text(
+        **facts,
+        R=f"{int(table['runs_per_world'].min())}/world",
+        data=table["data_source"].iloc[0],
+        audit=f"σ̂ last_iterate (all thresholds; held-out) + GDP ({gdp_mode.iloc[0] if len(gdp_mode) else '?'})",
+        CP=float(table["confidence"].iloc[0]),
+        model=table["model"].iloc[0],
+        d=int(table["canary_dim"].iloc[0]),
+    )
+    _legend_below(fig, ax, ncol=1, footer=footer, space=0.24)
+    write_csv_atomic(table, csv)
+    save(fig, pdf, footer=footer, tight=False)

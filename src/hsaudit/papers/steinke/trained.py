@@ -1,0 +1,231 @@
+"""Steinke, Nasr et al. §3.1, Figure 2: the Dirac gradient canary in trained models (the training side).
+
+Two worlds of R models each are trained with Poisson-subsampled DP-SGD (Alg. 1, :func:`hsaudit.engine.dpsgd.train_population`
+with ``sampling=Poisson(q)``); in world 1 the "Dirac" canary — the one-hot gradient C·e_d on coordinate d, added
+unclipped — is in a step's batch with probability q, independently of the other examples. The distinguisher sees
+the last iterate only and scores it by the dot product with the canary gradient (§3.1), here
+
+    s = −⟨θ_T − θ_0, e_d⟩ · B / (ηC)        (higher ⇒ canary present),
+
+θ_0 shared and known, B = qN the update's normaliser, η the learning rate: with a shared θ_0 this is an affine map of
+the paper's ⟨m_T, g⟩ that is the same in both worlds, so every audit gives the same ε̂; the scaling puts s in units
+of "canary inclusions". Backgrounds (``background``):
+
+* ``natural`` — the other examples are the training data (Figure 2);
+* ``zero`` — the adversarial all-zero-gradient dataset (Figure 3's setting): every example's gradient is 0, so
+  s = Σ_t c_t + σ Σ_t ξ_t exactly — Binomial(T, q) + N(0, Tσ²) with the canary, N(0, Tσ²) without — which checks the
+  one-dimensional reduction of :func:`hsaudit.papers.steinke.experiments.simulate_linear_canary` on the engine.
+
+One population trained to T_max records s after *every* step: with a constant learning rate, no schedule and no
+regulariser, the first t steps of a T_max run are a t-step run, so the scores at step t have exactly the law of a
+t-step experiment and one training serves every T of the figure (the paper trains each T separately; our points
+share their models, so they are correlated across T, not biased).
+
+This module imports the engine and ``util`` only (a training job's code version must not cover the audit layer);
+the audit table is :mod:`hsaudit.papers.steinke.trained_audit`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from hsaudit.engine.dpsgd import DPSGDConfig, init_theta0, pick_device, train_population
+from hsaudit.engine.models import input_shape
+from hsaudit.engine.psg import population
+from hsaudit.engine.sampling import Poisson
+from hsaudit.util.mapping import key_of
+from hsaudit.util.seeding import derive_seed
+
+BACKGROUNDS = ("natural", "zero")
+# The keys of `steinke.fig2` that change what a training job computes (its key); the others (steps plotted, audit
+# settings, R) only select or add shards.
+TRAINING_KEYS = (
+    "model",
+    "model_kwargs",
+    "background",
+    "batch_size",
+    "lr",
+    "clip_norm",
+    "noise_multiplier",
+    "canary_dim",
+    "shard_size",
+    "backend",
+)
+
+
+def plan_fig2(section: Mapping[str, Any], *, seed: int, data_identity: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan of Figure 2 from the config section ``steinke.fig2``: its key, training spec and shards.
+
+    Args:
+        section: ``steinke.fig2`` (``steps``, ``models_per_world``, ``shard_size`` and :data:`TRAINING_KEYS`).
+        seed: the master seed.
+        data_identity: what identifies the prepared training set
+            (:func:`hsaudit.data.datasets.configured_identity`); part of the key.
+
+    Returns:
+        ``{"key", "train": spec of every shard's job, "shards": [0, ..., n − 1], "steps": the plotted T}``; the key
+        hashes every value that changes a shard's content (the largest T included), so changing one of them
+        retrains, raising R adds shards and changing the plotted T below the largest retrains nothing.
+
+    Raises:
+        ValueError: a bad value, named.
+    """
+    steps = sorted({int(t) for t in section["steps"]})
+    if not steps or steps[0] < 1:
+        raise ValueError(f"steinke.fig2.steps must be positive integers, got {section['steps']!r}")
+    r, size = int(section["models_per_world"]), int(section["shard_size"])
+    if r < 1 or size < 2 or size % 2:
+        raise ValueError(f"models_per_world must be >= 1 and shard_size even and >= 2, got {r}, {size}")
+    if (2 * r) % size:
+        raise ValueError(
+            f"2 * models_per_world ({2 * r}) must be a multiple of shard_size ({size}), so that raising R only adds shards"
+        )
+    if section["background"] not in BACKGROUNDS:
+        raise ValueError(f"steinke.fig2.background must be one of {BACKGROUNDS}, got {section['background']!r}")
+    train = {k: section[k] for k in TRAINING_KEYS}
+    train.update(steps=steps[-1], seed=int(seed), data=dict(data_identity))
+    key = key_of(train)
+    train["key"] = key
+    return {"key": key, "train": train, "shards": list(range(2 * r // size)), "steps": steps}
+
+
+def shard_models(spec: Mapping[str, Any], shard: int) -> tuple[range, np.ndarray]:
+    """Global model indices of ``shard`` and their bits: model i is in world i mod 2 (both worlds in every shard)."""
+    size = int(spec["shard_size"])
+    models = range(shard * size, (shard + 1) * size)
+    return models, np.arange(models.start, models.stop) % 2
+
+
+def canary_coordinate(spec: Mapping[str, Any], p: int) -> int:
+    """The canary's coordinate d: ``spec["canary_dim"]`` if set, else one drawn uniformly from the p parameters
+    with a seed derived from the plan's seed [inferred: the paper names no coordinate].
+
+    Raises:
+        ValueError: a coordinate outside [0, p).
+    """
+    d = spec["canary_dim"]
+    if d is None:
+        return int(np.random.default_rng(derive_seed(spec["seed"], "steinke-fig2-dim")).integers(p))
+    if not 0 <= int(d) < p:
+        raise ValueError(f"canary_dim must be in [0, {p}), got {d}")
+    return int(d)
+
+
+def dirac_score(theta: torch.Tensor, theta0: torch.Tensor, *, dim: int, lr: float, batch_size: int, clip: float):
+    """s = −(θ_T − θ_0)[d] · B / (ηC) for a population ``theta [m, p]``: the Dirac canary's score in units of
+    inclusions (higher ⇒ canary present; an affine map of the paper's ⟨m_T, g⟩ shared by both worlds)."""
+    return -(theta[:, dim] - theta0[dim]) * (float(batch_size) / (float(lr) * float(clip)))
+
+
+class _ZeroGradients:
+    """A per-sample gradient engine of the adversarial all-zero-gradient dataset: every clipped sum is 0."""
+
+    def __init__(self, engine) -> None:
+        self.p = engine.p
+
+    def clipped_sum_per_model(self, theta, x, y, clip, weights, counts=None) -> torch.Tensor:
+        del x, y, clip, weights, counts
+        return torch.zeros_like(theta)
+
+
+def train_fig2_shard(
+    spec: Mapping[str, Any],
+    shard: int,
+    *,
+    X: np.ndarray,
+    y: np.ndarray,
+    device: str | None = None,
+    progress: bool = False,
+) -> dict[str, np.ndarray]:
+    """Train one shard of Figure 2 (both worlds) and return its scores after every step.
+
+    Args:
+        spec: ``plan_fig2(...)["train"]``.
+        shard: the shard index (models ``shard·S .. shard·S + S − 1``).
+        X, y: the training set (``N`` examples); q = B / N with B = ``spec["batch_size"]``.
+        device: ``None``/``"auto"`` (CUDA when present), ``"cpu"`` or ``"cuda"``.
+        progress: a tqdm bar over the steps.
+
+    Returns:
+        ``bits [S]``, ``scores`` float64 ``[S, T_max]`` (after every step), ``canary_steps`` bool ``[S, T_max]``,
+        ``canary_dim``, ``sampling_rate``, ``batch_size``, ``n_train`` and ``parameters`` (p).
+    """
+    dev = pick_device(device)
+    model, kwargs = spec["model"], dict(spec["model_kwargs"] or {})
+    shape = input_shape(model, **kwargs)
+    if X.ndim != len(shape) + 1 or any(s is not None and s != x for s, x in zip(shape, X.shape[1:])):
+        raise ValueError(f"{model} takes inputs of shape {shape}, the data has {X.shape[1:]}")
+    n = int(X.shape[0])
+    batch = int(spec["batch_size"])
+    if not 1 <= batch <= n:
+        raise ValueError(f"batch_size must be in [1, N = {n}], got {batch}")
+    q = batch / n
+    engine = population(model, kwargs, dev, backend=spec["backend"])
+    if spec["background"] == "zero":
+        engine = _ZeroGradients(engine)
+    dim = canary_coordinate(spec, engine.p)
+    theta0 = torch.as_tensor(
+        init_theta0(model, kwargs, scheme="default", seed=derive_seed(spec["seed"], "steinke-fig2-theta0")), device=dev
+    )
+    gradient = torch.zeros(engine.p, device=dev)
+    gradient[dim] = float(spec["clip_norm"])
+    models, bits = shard_models(spec, shard)
+    config = DPSGDConfig(
+        steps=int(spec["steps"]),
+        batch_size=batch,
+        lr=float(spec["lr"]),
+        clip_norm=float(spec["clip_norm"]),
+        noise_multiplier=float(spec["noise_multiplier"]),
+        sampling=Poisson(q),
+    )
+    obs = train_population(
+        engine=engine,
+        theta0=theta0,
+        X=torch.as_tensor(X, dtype=torch.float32, device=dev),
+        y=torch.as_tensor(y, dtype=torch.int64, device=dev),
+        batches=None,
+        config=config,
+        noise_key=derive_seed(spec["seed"], "steinke-fig2-noise", spec["key"]),
+        sampling_key=derive_seed(spec["seed"], "steinke-fig2-sampling", spec["key"]),
+        models=models,
+        mask=torch.as_tensor(bits, dtype=torch.bool, device=dev),
+        gradient=gradient,
+        observe=lambda theta: dirac_score(
+            theta, theta0, dim=dim, lr=config.lr, batch_size=batch, clip=config.clip_norm
+        ),
+        progress=progress,
+        desc=f"fig2 shard {shard}",
+    )
+    return {
+        "bits": bits.astype(np.int64),
+        "scores": obs.scores,
+        "canary_steps": obs.canary_steps,
+        "canary_dim": np.int64(dim),
+        "sampling_rate": np.float64(q),
+        "batch_size": np.int64(batch),
+        "n_train": np.int64(n),
+        "parameters": np.int64(engine.p),
+    }
+
+
+def zero_background_moments(*, steps: int, sampling_rate: float, noise_multiplier: float) -> dict[str, float]:
+    """Mean and variance of the score in each world under the all-zero background (Figure 3's law):
+    out N(0, Tσ²); in Binomial(T, q) + N(0, Tσ²)."""
+    t, q, s = int(steps), float(sampling_rate), float(noise_multiplier)
+    return {"mean_out": 0.0, "var_out": t * s * s, "mean_in": t * q, "var_in": t * q * (1 - q) + t * s * s}
+
+
+__all__ = [
+    "BACKGROUNDS",
+    "TRAINING_KEYS",
+    "canary_coordinate",
+    "dirac_score",
+    "plan_fig2",
+    "shard_models",
+    "train_fig2_shard",
+    "zero_background_moments",
+]
