@@ -287,3 +287,15 @@ def test_yoon_cli_table(capsys, monkeypatch):
     assert main(["plan", "results/yoon/fig3.pdf", "--scale", "laptop"]) == 0
     out = capsys.readouterr().out
     assert "yoon/fig3" in out and "mnist_cnn" in out and "cifar_cnn" in out and "scale=laptop" in out
+
+
+def test_one_run_figure_is_planned_and_shares_fig1c_population(config):
+    """results/one_run/fig1.pdf: the one-run models plus the A_GC-R population, which is fig1c's first gc_r
+    repetition (the same key) and counted once."""
+    plan = P.plan(["results/one_run/fig1.pdf"], config)
+    one = [a for a in plan.populations if a.section == "one_run"]
+    assert len(one) == 1 and one[0].models == max(config["one_run"]["housing"]["models"])
+    pop = [a for a in plan.populations if a.section == "housing"]
+    assert len(pop) == 1 and pop[0].models == config["housing"]["runs"] and "fig1c" in pop[0].figures
+    both = P.plan(["results/one_run/fig1.pdf", "results/fig1c.pdf"], config)
+    assert both.models == P.plan(["results/fig1c.pdf"], config).models + one[0].models

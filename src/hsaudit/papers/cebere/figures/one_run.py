@@ -66,7 +66,7 @@ def plot_one_run_figure(
         m, steps = int(part["canaries_per_model"].iloc[0]), int(part["steps"].iloc[0])
         ax.set_title(f"{PANEL_TITLES.get(family, family)}: m = {m} canaries/model, T = {steps}", fontsize=9)
         ax.set_ylim(bottom=0, top=max(upper, float(part["epsilon"].max())) * 1.1 + 1e-9)
-    axes[0][0].legend(frameon=False, fontsize=7, loc="upper left")
+    axes[0][0].legend(frameon=False, fontsize=7, loc="center left")
     pop = table[table["method"].isin([METHODS["population_gdp"], METHODS["population_free"]])]
     one = table[table["method"].isin([METHODS["counting"], METHODS["fdp"]])]
     rule = pop["bound"].iloc[0].split(",")[1].strip() if not pop.empty else None
