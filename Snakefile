@@ -25,6 +25,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/scores.smk"
 include: "workflow/rules/audit.smk"
+include: "workflow/rules/one_run.smk"
 include: "workflow/rules/yoon.smk"
 include: "workflow/rules/archive.smk"
 

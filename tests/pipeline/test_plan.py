@@ -300,3 +300,15 @@ def test_steinke_fig2_plan_follows_the_paper(config):
     raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     laptop = P.plan(["results/steinke/fig2.pdf"], resolve_scale({**raw, "scale": "laptop"}))
     assert laptop.populations[0].device == "cpu" and laptop.model_steps == 200 * 50
+
+
+def test_one_run_figure_is_planned_and_shares_fig1c_population(config):
+    """results/one_run/fig1.pdf: the one-run models plus the A_GC-R population, which is fig1c's first gc_r
+    repetition (the same key) and counted once."""
+    plan = P.plan(["results/one_run/fig1.pdf"], config)
+    one = [a for a in plan.populations if a.section == "one_run"]
+    assert len(one) == 1 and one[0].models == max(config["one_run"]["housing"]["models"])
+    pop = [a for a in plan.populations if a.section == "housing"]
+    assert len(pop) == 1 and pop[0].models == config["housing"]["runs"] and "fig1c" in pop[0].figures
+    both = P.plan(["results/one_run/fig1.pdf", "results/fig1c.pdf"], config)
+    assert both.models == P.plan(["results/fig1c.pdf"], config).models + one[0].models

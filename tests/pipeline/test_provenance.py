@@ -21,11 +21,13 @@ NAMES = [s.stem for s in SCRIPTS]
 
 # Rule families by script (workflow/rules/*.smk name each script once).
 TRAINING = ["prepare_data", "extract_features", "make_setup", "craft_adversary", "train_shard", "prepare_yoon_data",
-            "train_yoon_models", "prepare_steinke_data", "train_steinke_fig2"]
+            "train_yoon_models", "prepare_steinke_data", "train_steinke_fig2", "craft_one_run_canaries",
+            "train_one_run_shard"]
 AUDITS = ["extract_scores", "audit_epsilon", "audit_yoon_run", "audit_cebere_process", "tabulate_cebere_cp",
           "compute_cebere_exact_law", "compute_cebere_tradeoff_curves", "search_cebere_threshold",
           "compute_steinke_fig1", "audit_steinke_fig3", "compute_steinke_fig5", "attack_steinke_fig6",
-          "tabulate_annamalai_pld", "audit_annamalai", "simulate_annamalai_fig1", "audit_steinke_fig2"]
+          "tabulate_annamalai_pld", "audit_annamalai", "simulate_annamalai_fig1", "audit_steinke_fig2",
+          "audit_one_run_canaries"]
 SECTION6 = ["audit_cebere_process", "tabulate_cebere_cp", "compute_cebere_exact_law",
             "compute_cebere_tradeoff_curves", "search_cebere_threshold", "plot_cebere_section6"]
 
@@ -62,7 +64,8 @@ def test_audit_and_accounting_edits_leave_training_alone(package_copy):
     changed = changed_by(package_copy, *edited)
     assert not changed & set(TRAINING), sorted(changed & set(TRAINING))
     # ... and they do rerun the audits that use them.
-    assert {"audit_epsilon", "audit_yoon_run", "audit_cebere_process", "audit_steinke_fig3"} <= changed
+    assert {"audit_epsilon", "audit_yoon_run", "audit_cebere_process", "audit_steinke_fig3",
+            "audit_one_run_canaries"} <= changed
 
 
 def test_figure_edits_leave_audits_and_training_alone(package_copy):
@@ -72,7 +75,7 @@ def test_figure_edits_leave_audits_and_training_alone(package_copy):
     changed = changed_by(package_copy, *edited)
     assert not changed & (set(AUDITS) | set(TRAINING)), sorted(changed & (set(AUDITS) | set(TRAINING)))
     assert {"plot_cebere_housing", "plot_cebere_cifar", "plot_cebere_section6", "plot_steinke", "plot_annamalai",
-            "plot_yoon"} <= changed
+            "plot_yoon", "plot_one_run_fig1"} <= changed
 
 
 def test_section6_edit_stays_in_section6(package_copy):
@@ -83,7 +86,8 @@ def test_section6_edit_stays_in_section6(package_copy):
 def test_engine_edits_retrain(package_copy):
     for module in ("engine/dpsgd.py", "engine/psg.py", "engine/noise.py"):
         changed = changed_by(package_copy, module)
-        assert {"train_shard", "train_yoon_models", "craft_adversary", "train_steinke_fig2"} <= changed, (module, changed)
+        assert {"train_shard", "train_yoon_models", "craft_adversary", "train_steinke_fig2",
+                "train_one_run_shard"} <= changed, (module, changed)
         assert not changed & {"audit_epsilon", "extract_scores", "plot_yoon", "prepare_data"}, (module, changed)
 
 

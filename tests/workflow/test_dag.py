@@ -23,6 +23,7 @@ FIGURES = [
     "results/steinke/fig6.pdf",
     "results/annamalai/fig1.pdf",
     "results/annamalai/fig2.pdf",
+    "results/one_run/fig1.pdf",
 ]
 
 

@@ -187,6 +187,76 @@ def cifar_datasets(figure):
     ]
 
 
+# ---- Audits in one training run (workflow/rules/one_run.smk, docs/one_run.md): per family, the one-run audit
+# (m canaries per model, keyed by hsaudit.papers.cebere.one_run.plan_one_run) and the A_GC-R population audit of
+# the same configuration, registered in the family's plan so that the shared train/scores/audit rules build it
+# (for Housing it is fig1c's first gc_r repetition: the same key, the same files).
+from hsaudit.papers.cebere.one_run import (
+    one_run_shard_paths,
+    plan_one_run,
+    population_table_paths,
+)
+from hsaudit.papers.cebere.one_run import craft_seed as one_run_craft_seed
+
+ONE_RUN = plan_one_run(
+    config["one_run"], {family: config[family] for family in FAMILIES}, seed=SEED
+)
+for _spec in ONE_RUN.values():
+    PLANS[_spec.family].audits.setdefault(_spec.population_key, _spec.population_params)
+    PLANS[_spec.family].setups.setdefault(
+        _spec.population_params["setup_key"], _spec.population_params["setup"]
+    )
+ONE_RUN_KEYS = "|".join(spec.key for spec in ONE_RUN.values()) or "^$"
+# The figure is GPU-sized when one of its families trains on a GPU (CIFAR-10 at scale=paper).
+ONE_RUN_KIND = (
+    "gpu"
+    if any(config[f]["resources"]["gpu"] for f in config["one_run"]["families"])
+    else "cpu"
+)
+
+
+def one_run_spec(wc):
+    """The one-run audit of wc.family (its key must be wc.key)."""
+    spec = ONE_RUN[wc.family]
+    if spec.key != wc.key:
+        raise ValueError(
+            f"results/one_run/{wc.family}/{wc.key}: the one-run audit of {wc.family} is {spec.key}"
+        )
+    return spec
+
+
+def one_run_job(wc):
+    """What the one-run scripts need of an audit: its parameters (setup, m, coordinate rule)."""
+    return one_run_spec(wc).params
+
+
+def one_run_dataset(wc):
+    """results/data/<dataset>.npz of a one-run audit."""
+    return (
+        f"results/data/{dataset_name(wc.family, one_run_spec(wc).values['model'])}.npz"
+    )
+
+
+def one_run_setup(wc):
+    """The setup (θ0, batches) a one-run audit shares with its population audit."""
+    return (
+        f"results/{wc.family}/setups/{one_run_spec(wc).params['setup_key']}/setup.npz"
+    )
+
+
+def one_run_tables():
+    """The per-family one-run tables behind results/one_run/fig1.pdf, in config order."""
+    return [f"{spec.root}/table.csv" for spec in ONE_RUN.values()]
+
+
+def one_run_datasets():
+    """The prepared datasets of the families of results/one_run/fig1.pdf (for their data_source)."""
+    return [
+        f"results/data/{dataset_name(spec.family, spec.values['model'])}.npz"
+        for spec in ONE_RUN.values()
+    ]
+
+
 # ---- Yoon et al. (workflow/rules/yoon.smk, docs/yoon.md): data, populations and audits keyed by
 # hsaudit.papers.yoon.plan; every figure is GPU-sized at paper scale.
 from hsaudit.papers.yoon.plan import FIGURES as YOON_FIGURES

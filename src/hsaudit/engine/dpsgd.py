@@ -12,7 +12,8 @@ batch at insertion steps of inserted runs (clipped like any sample) instead of �
 This module knows nothing of datasets, figures or particular adversaries. It is given
 
 - a per-sample gradient backend (:func:`hsaudit.engine.psg.population`: ``clipped_sum``, ``loss``, ``grad_norms``),
-- the insertion: a crafted gradient ∇* ``[p]`` or a canary sample ``(x*, y*)``, and the membership mask ``[m]``,
+- the insertion: a crafted gradient ∇* ``[p]`` or a canary sample ``(x*, y*)``, and the membership mask ``[m]``;
+  or a per-model inserted gradient ``[m, p]`` (several gradient canaries per model, each with its own bit),
 - the noise: standard normals keyed by (noise key, global model index, step) from :mod:`hsaudit.engine.noise`, drawn
   on the models' device, so a model's noise never depends on the shard size, the chunking or the order of work,
 - observers: functions ``θ [m, p] -> [m]`` evaluated after every insertion step (the adversary's score), and
@@ -286,8 +287,12 @@ def run_population(
         clip: C, or ``None`` for no clipping (the noiseless simulation of A_GC-S).
         sigma: noise multiplier; the noise added to the clipped sum is ``sigma * C * noise(t)``.
         period: k; insertion at steps with ``t % k == 0``.
-        mask: ``[models]`` float, 1 where the run is inserted (b = 1); required with an insertion.
-        gradient: ∇* ``[p]`` added to the clipped sum of inserted runs at insertion steps.
+        mask: ``[models]`` float, 1 where the run is inserted (b = 1); required with a canary or a ``[p]``
+            gradient, and must be ``None`` with a per-model ``[models, p]`` gradient.
+        gradient: ∇* ``[p]`` added to the clipped sum of inserted runs (``mask``) at insertion steps; or a
+            per-model inserted gradient ``[models, p]`` added as it is (row i to model i) at insertion steps, e.g.
+            Σ_j b_ij ∇*_j for m gradient canaries per model with their own bits (audits in one training run,
+            :mod:`hsaudit.papers.cebere.one_run`). The ``[p]`` path is unchanged (``addr_``).
         canary: ``(x*, y*)`` (batch of one) appended to the batch of inserted runs at insertion steps.
         noise: ``t -> [models, p]`` standard normals (required when ``sigma > 0``), e.g.
             :class:`hsaudit.engine.noise.CounterNoise`.
@@ -304,7 +309,13 @@ def run_population(
     scale = float(sigma) * (1.0 if clip is None else float(clip))
     if scale > 0 and noise is None:
         raise ValueError("noise is required when sigma > 0")
-    if (gradient is not None or canary is not None) and mask is None:
+    per_model = gradient is not None and gradient.dim() == 2
+    if per_model:
+        if gradient.shape != theta.shape:
+            raise ValueError(f"a per-model gradient must have shape {tuple(theta.shape)}, got {tuple(gradient.shape)}")
+        if mask is not None or canary is not None:
+            raise ValueError("a per-model gradient [models, p] carries its own bits: give no mask and no canary")
+    elif (gradient is not None or canary is not None) and mask is None:
         raise ValueError("mask is required with an insertion (gradient or canary)")
     m = theta.shape[0]
     weights_canary = None
@@ -330,7 +341,10 @@ def run_population(
             weights = weights_canary
         g = engine.clipped_sum(theta, xb, yb, clip, weights)
         if gradient is not None and inserting:
-            g.addr_(mask.to(g.dtype), gradient)
+            if per_model:
+                g.add_(gradient)
+            else:
+                g.addr_(mask.to(g.dtype), gradient)
         if scale > 0:
             g.add_(noise(t), alpha=scale)
         g.mul_(factor)
@@ -517,7 +531,9 @@ def train_population(
         models: the global indices of the models (their noise and sampling streams), e.g.
             ``range(first, first + m)``.
         mask, gradient, canary: the insertion (see :func:`run_population`; under Poisson sampling the canary of
-            an inserted model is drawn with probability q at every insertion step, :func:`run_poisson`).
+            an inserted model is drawn with probability q at every insertion step, :func:`run_poisson`). A
+            per-model gradient ``[models, p]`` (m gradient canaries per model, mask ``None``) needs the fixed
+            schedule.
         sampling_key: key of the Poisson draws (:mod:`hsaudit.engine.sampling`); required under Poisson sampling,
             and should differ from ``noise_key`` (the streams are domain-separated anyway).
         regulariser: ``θ [m, p] -> ∇r(θ) [m, p]``, unclipped (Poisson sampling only; :func:`run_poisson`).
@@ -538,6 +554,8 @@ def train_population(
         raise ValueError(f"theta0 has {theta0.shape[0]} rows for {m} models")
     if mask is not None and mask.shape != (m,):
         raise ValueError(f"mask must have shape ({m},), got {tuple(mask.shape)}")
+    if gradient is not None and gradient.dim() == 2 and config.sampling is not None:
+        raise ValueError("a per-model gradient [models, p] needs the fixed schedule (config.sampling = None)")
     if canary_norms and canary is None:
         raise ValueError("canary_norms needs a canary")
     poisson = config.sampling

@@ -28,7 +28,7 @@ import re
 import time
 from pathlib import Path
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -359,9 +359,50 @@ def steinke_populations(config: Mapping[str, Any]) -> list[Population]:
     ]
 
 
+def one_run_populations(config: Mapping[str, Any]) -> list[Population]:
+    """The populations of ``results/one_run/fig1.pdf``, from the plan its rules run
+    (:func:`hsaudit.papers.cebere.one_run.plan_one_run`): per audited family, the one-run models (the largest M,
+    rounded up to whole shards; m canaries each, same cost per model-step) and the A_GC-R population of the same
+    configuration (the largest R; for Housing the population of fig1c's first repetition, counted once with it).
+    """
+    section = config.get("one_run")
+    if not section:
+        return []
+    from hsaudit.papers.cebere.one_run import FIGURE, plan_one_run
+    from hsaudit.papers.cebere.plan import FAMILIES
+
+    plans = plan_one_run(section, {f: config[f] for f in FAMILIES if f in config}, seed=int(config.get("seed", 0)))
+    out: list[Population] = []
+    for spec in plans.values():
+        family = config[spec.family]
+        device = "gpu" if int((family.get("resources") or {}).get("gpu", 0) or 0) > 0 else "cpu"
+        dpsgd = spec.params["setup"]["dpsgd"]
+        common = dict(figures=(FIGURE,), model=spec.values["model"], steps=int(dpsgd["steps"]),
+                      batch=int(dpsgd["batch_size"]), device=device)
+        out.append(Population(section="one_run", adversary=f"one run, m={spec.canaries}",
+                              models=spec.shards * spec.shard_size, key=("one_run", spec.family, spec.key),
+                              detail=f"{spec.family} C={dpsgd['clip_norm']:g} k={dpsgd['period']} "
+                                     f"{spec.params['coordinates']}", **common))
+        out.append(Population(section=spec.family, adversary=spec.population_params["adversary"],
+                              models=max(spec.population_runs), key=(spec.family, spec.population_key),
+                              detail=f"C={dpsgd['clip_norm']:g} k={dpsgd['period']} rep=0", **common))
+    return out
+
+
 def all_populations(config: Mapping[str, Any]) -> list[Population]:
-    """Every trained population the config describes (Housing, CIFAR-10, Yoon et al. and Steinke et al. fig2)."""
-    return trained_populations(config) + yoon_populations(config) + steinke_populations(config)
+    """Every trained population the config describes (Housing, CIFAR-10, the one-run study, Yoon et al. and Steinke
+    et al. fig2); a population that several experiments share (same key) is listed once, with all their figures and
+    the largest R."""
+    merged: dict[tuple, Population] = {}
+    for pop in (trained_populations(config) + one_run_populations(config) + yoon_populations(config)
+                + steinke_populations(config)):
+        seen = merged.get(pop.key) if pop.key else None
+        if seen is None:
+            merged[pop.key or (id(pop),)] = pop
+            continue
+        figures = seen.figures + tuple(f for f in pop.figures if f not in seen.figures)
+        merged[pop.key] = replace(seen, figures=figures, models=max(seen.models, pop.models))
+    return list(merged.values())
 
 
 _TARGET_RE = re.compile(r"^(?:results/)?(?:archive/)?(?P<fig>(?:[a-z0-9_]+/)?[a-z][0-9a-z_]*)"

@@ -1,0 +1,26 @@
+"""Snakemake adapter: one family's one-run and population points (hsaudit.papers.cebere.one_run_tables.one_run_table)."""
+
+import pandas as pd
+
+from hsaudit.papers.cebere.one_run_tables import load_one_run_shards, one_run_table, summary_lines
+from hsaudit.pipeline.logs import script_logging
+from hsaudit.util.io import write_csv_atomic
+
+log = script_logging(snakemake)
+params = snakemake.params
+bits, scores = load_one_run_shards(snakemake.input.shards)
+table = one_run_table(
+    family=snakemake.wildcards.family,
+    bits=bits,
+    scores=scores,
+    population=[pd.read_csv(path) for path in snakemake.input.population],
+    models=params.models,
+    steps=params.steps,
+    guess_fractions=params.guess_fractions,
+    delta=params.delta,
+    confidence=params.confidence,
+    coordinates=params.coordinates,
+)
+write_csv_atomic(table, snakemake.output.table)
+for line in summary_lines(table):
+    log.info("%s", line)
