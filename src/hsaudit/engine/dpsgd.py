@@ -358,6 +358,11 @@ _GATHER_BUDGET = 256 * 2**20  # bytes of gathered per-model batches [chunk, B_ma
 _POISSON_CHUNK = 64  # models per backend call under Poisson sampling, sorted by batch size (padding ≈ spread)
 
 
+def _gather(values: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``values[index]`` (rows of ``values`` at a 2-D index) as one ``index_select`` of the flattened index."""
+    return values.index_select(0, index.reshape(-1)).view(*index.shape, *values.shape[1:])
+
+
 def run_poisson(
     engine,
     theta0: torch.Tensor,
@@ -447,19 +452,25 @@ def run_poisson(
         chunk = max(1, min(m, _POISSON_CHUNK, _GATHER_BUDGET // (b_max * sample_bytes)))
         weight = batch.weight.to(theta.dtype)
         if chunk >= m:
-            g = engine.clipped_sum_per_model(theta, X[batch.index], y[batch.index], clip, weight, batch.counts)
+            g = engine.clipped_sum_per_model(
+                theta, _gather(X, batch.index), _gather(y, batch.index), clip, weight, batch.counts
+            )
         else:
-            g = torch.empty_like(theta)
+            # the models sorted by batch size (a stable sort: ties keep the model order), permuted once; every
+            # chunk is then a contiguous block of rows, gathered with index_select (3-4× faster than X[idx])
             order = sorted(range(m), key=batch.counts.__getitem__)
+            perm = torch.as_tensor(order, device=theta.device)
+            index, weight, theta_s = batch.index[perm], weight[perm], theta[perm]
+            g_s = torch.empty_like(theta)
             for m0 in range(0, m, chunk):
-                part = order[m0 : m0 + chunk]
-                counts = [batch.counts[i] for i in part]
+                counts = [batch.counts[i] for i in order[m0 : m0 + chunk]]
                 width = max(1, counts[-1])
-                rows = torch.as_tensor(part, device=theta.device)
-                idx = batch.index[rows, :width]
-                g[rows] = engine.clipped_sum_per_model(
-                    theta[rows], X[idx], y[idx], clip, weight[rows, :width], counts
+                idx = index[m0 : m0 + chunk, :width]
+                g_s[m0 : m0 + chunk] = engine.clipped_sum_per_model(
+                    theta_s[m0 : m0 + chunk], _gather(X, idx), _gather(y, idx), clip, weight[m0 : m0 + chunk, :width],
+                    counts,
                 )
+            g = torch.empty_like(theta).index_copy_(0, perm, g_s)
         if gradient is not None:
             g.addr_(batch.canary.to(g.dtype), gradient)
         if scale > 0:
