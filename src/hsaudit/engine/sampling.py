@@ -53,15 +53,19 @@ class PoissonBatch:
     Attributes:
         index: int64 ``[m, B_max]``; row i holds model i's examples (indices into the sampler's ``n`` examples,
             increasing; with an input canary, index ``n`` is the canary) and then padding (index 0).
-        weight: float32 ``[m, B_max]``, 1 on the model's examples, 0 on padding.
         counts: the batch sizes ``[m]`` on the host (canary included), for backends that work model by model.
         canary: bool ``[m]``, whether the canary is in model i's batch (already ANDed with the membership mask).
     """
 
     index: torch.Tensor
-    weight: torch.Tensor
     counts: list[int]
     canary: torch.Tensor
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """float32 ``[m, B_max]``, 1 on the model's examples (its first ``counts[i]`` slots), 0 on padding; built
+        on request (:func:`hsaudit.engine.dpsgd.run_poisson` builds its chunks' own from ``counts``)."""
+        return _slot_mask(self.counts, self.index.shape[1], self.index.device)
 
 
 class PoissonSampler:
@@ -98,11 +102,13 @@ class PoissonSampler:
         self.mask = None if mask is None else mask.to(device=device).bool()
         self.canary_in_batch = bool(canary_in_batch) and mask is not None
         mean = self.rate * self.n
-        # gaps drawn at first: the batch size's mean + 3 sd + 8, so that one draw covers the N examples of a model
-        # but with probability ≈ 10⁻³ (≈ 3·10⁻⁴ at qN = 400); the few rows that need more draw them (same streams,
-        # later counters). The draws are the sampler's main cost (O(k0) per model-step): 6 sd cost 11 % more at
-        # qN = 400 to spare a per-row fallback that is cheap.
-        self.k0 = int(math.ceil(mean + 3.0 * math.sqrt(mean * (1.0 - self.rate)) + 8.0))
+        sd = math.sqrt(mean * (1.0 - self.rate))
+        # gaps drawn at first: the batch size's mean + 4 sd + 8, so that one draw covers the N examples of a model
+        # but with probability ≈ 10⁻⁵; the rare rows that need more draw them, ``k_more`` at a time (same streams,
+        # later counters). The draws are the sampler's main cost (O(k0) per model-step): 6 sd drew 8 % more at
+        # qN = 400; 3 sd left a row short in a quarter of the steps of 1,000 models (each a wider copy of the batch).
+        self.k0 = int(math.ceil(mean + 4.0 * sd + 8.0))
+        self.k_more = int(math.ceil(sd + 8.0))
 
     def positions(self, t: int) -> torch.Tensor:
         """int64 ``[m, K]``: strictly increasing positions of every model's Bernoulli(q) process at step t, the last
@@ -114,7 +120,7 @@ class PoissonSampler:
         # rare: extend the rows that have not reached n with their next counters, the others with filler ≥ n
         ext = pos[short]
         while True:
-            more = counter_geometric(self.key, self.models[short], t, self.k0, self.rate, start=ext.shape[1])
+            more = counter_geometric(self.key, self.models[short], t, self.k_more, self.rate, start=ext.shape[1])
             ext = torch.cat([ext, more.add_(1).cumsum_(1).add_(ext[:, -1:])], dim=1)
             if not bool((ext[:, -1] < self.n).any()):
                 break
@@ -135,7 +141,8 @@ class PoissonSampler:
         else:
             canary = canary & self.mask
         pos = self.positions(t)
-        counts_t = (pos < self.n).sum(1)
+        bound = torch.full((pos.shape[0], 1), self.n, dtype=pos.dtype, device=pos.device)
+        counts_t = torch.searchsorted(pos, bound)[:, 0]  # the positions < n (rows increase): O(m log K), not O(mK)
         total = counts_t + canary if self.canary_in_batch else counts_t
         counts = total.tolist()  # the host synchronisation of a step: B_max sizes the padded batch
         b_max = max(1, max(counts, default=0))  # ≤ K: the last position is ≥ n
@@ -144,8 +151,13 @@ class PoissonSampler:
         if self.canary_in_batch:  # the canary is example n, after the model's examples
             rows = canary.nonzero()[:, 0]
             index[rows, counts_t[rows]] = self.n
-        weight = (slot < total[:, None]).to(torch.float32)
-        return PoissonBatch(index=index, weight=weight, counts=counts, canary=canary)
+        return PoissonBatch(index=index, counts=counts, canary=canary)
+
+
+def _slot_mask(counts: list[int], width: int, device: torch.device | str) -> torch.Tensor:
+    """float32 ``[len(counts), width]``: 1 in the first ``counts[i]`` slots of row i, 0 after."""
+    bound = torch.as_tensor(counts, dtype=torch.int64, device=device)[:, None]
+    return (torch.arange(width, device=device)[None, :] < bound).to(torch.float32)
 
 
 def poisson_schedule(
