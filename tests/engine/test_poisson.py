@@ -294,11 +294,12 @@ def test_bench_train_poisson_cli(model, capsys):
     from hsaudit.cli import main
 
     argv = ["bench", "train", "--model", model, "--models", "2", "--opacus-models", "1", "--steps", "1",
-            "--n-train", "40", "--sampling", "poisson", "--sampling-rate", "0.2", "--json"]
+            "--n-train", "40", "--sampling", "poisson", "--sampling-rate", "0.2", "--repeats", "2", "--json"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["sampling_rate"] == 0.2 and out["batch_size"] == 8 and out["n_train"] == 40
     row = out["populations"][0]
+    assert row["repeats"] == 2 and len(row["poisson_over_fixed_runs"]) == 2  # fixed and Poisson alternated
     for key in ("poisson_seconds_per_model_step", "poisson_over_fixed", "poisson_over_floor",
                 "poisson_speedup_vs_opacus"):
         assert row[key] > 0
