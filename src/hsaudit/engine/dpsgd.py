@@ -44,7 +44,7 @@ import torch
 from hsaudit.util.io import atomic_savez
 from hsaudit.engine.models import WSConv2d, build_model, flat_parameters, input_shape, num_classes
 from hsaudit.engine.noise import CounterNoise, counter_normals
-from hsaudit.engine.sampling import Poisson, PoissonSampler, _slot_mask
+from hsaudit.engine.sampling import Poisson, PoissonSampler, slot_weights
 from hsaudit.util.seeding import derive_seed, rng_for
 
 THETA0_SCHEMES = ("default", "xavier_normal")
@@ -476,7 +476,7 @@ def run_poisson(
                 counts = [batch.counts[i] for i in order[m0 : m0 + chunk]]
                 width = max(1, counts[-1])
                 idx = index[m0 : m0 + chunk, :width]
-                weight = _slot_mask(counts, width, theta.device).to(theta.dtype)  # batch.weight's rows
+                weight = slot_weights(counts, width, theta.device).to(theta.dtype)  # batch.weight's rows
                 g_s[m0 : m0 + chunk] = engine.clipped_sum_per_model(
                     theta_s[m0 : m0 + chunk], _gather(X, idx, x_rows), _gather(y, idx), clip, weight, counts
                 )

@@ -10,7 +10,7 @@ function of its own index, whatever the shard size, the chunking or the order of
 canary's draw does not depend on the training set size.
 
 :class:`PoissonSampler` packs every model's batch into one padded index tensor ``[m, B_max]`` (the model's examples
-first, in increasing order, then padding with weight 0), so that the DP-SGD layer hands per-model batches to the
+first, in increasing order, then padding with weight 0, :func:`slot_weights`), so that the DP-SGD layer hands per-model batches to the
 backends' ``clipped_sum_per_model`` without a Python loop over models. :func:`poisson_schedule` replays one model's
 batches on the host (for the Opacus reference).
 """
@@ -65,7 +65,7 @@ class PoissonBatch:
     def weight(self) -> torch.Tensor:
         """float32 ``[m, B_max]``, 1 on the model's examples (its first ``counts[i]`` slots), 0 on padding; built
         on request (:func:`hsaudit.engine.dpsgd.run_poisson` builds its chunks' own from ``counts``)."""
-        return _slot_mask(self.counts, self.index.shape[1], self.index.device)
+        return slot_weights(self.counts, self.index.shape[1], self.index.device)
 
 
 class PoissonSampler:
@@ -154,8 +154,9 @@ class PoissonSampler:
         return PoissonBatch(index=index, counts=counts, canary=canary)
 
 
-def _slot_mask(counts: list[int], width: int, device: torch.device | str) -> torch.Tensor:
-    """float32 ``[len(counts), width]``: 1 in the first ``counts[i]`` slots of row i, 0 after."""
+def slot_weights(counts: list[int], width: int, device: torch.device | str) -> torch.Tensor:
+    """float32 ``[len(counts), width]``: 1 in the first ``counts[i]`` slots of row i, 0 after (the weights of
+    padded batches whose row i holds ``counts[i]`` samples: :attr:`PoissonBatch.weight`, or a block of its rows)."""
     bound = torch.as_tensor(counts, dtype=torch.int64, device=device)[:, None]
     return (torch.arange(width, device=device)[None, :] < bound).to(torch.float32)
 
