@@ -138,7 +138,7 @@ def test_engine_equals_opacus_convnet_hooks(insertion):
     _engine_vs_opacus("convnet", "hooks", X, y, config=config, m=2, insertion=insertion, weight_decay=0.1)
 
 
-def test_bernoulli_and_geometric_draws_equal_the_slow_reference():
+def test_bernoulli_and_geometric_draws_equal_the_slow_reference(monkeypatch):
     draws = counter_bernoulli(123, torch.tensor([0, 7, 2**40]), 9, 300, 0.37)
     for row, model in zip(draws, [0, 7, 2**40]):
         np.testing.assert_array_equal(row.numpy(), reference_bernoulli(123, model, 9, 300, 0.37))
@@ -147,6 +147,13 @@ def test_bernoulli_and_geometric_draws_equal_the_slow_reference():
     for row, model in zip(gaps, [0, 7, 2**40]):
         np.testing.assert_array_equal(row.numpy(), reference_geometric(123, model, 9, 200, 0.05, start=17))
     assert not counter_geometric(1, range(2), 1, 5, 1.0).any()
+    # drawn in blocks of rows on the CPU: a block size that cuts the rows unevenly gives the same draws
+    import hsaudit.engine.noise as noise
+
+    whole = counter_geometric(123, torch.arange(7), 9, 30, 0.05)
+    monkeypatch.setattr(noise, "_GEOMETRIC_BLOCK", 64)  # 2 rows of 30 draws per block
+    np.testing.assert_array_equal(counter_geometric(123, torch.arange(7), 9, 30, 0.05).numpy(), whole.numpy())
+    assert counter_geometric(123, torch.arange(0), 9, 30, 0.05).shape == (0, 30)
     # the gaps' law: mean (1 − q)/q
     q = 0.05
     mean = counter_geometric(5, range(200), 1, 500, q).double().mean().item()
@@ -294,11 +301,12 @@ def test_bench_train_poisson_cli(model, capsys):
     from hsaudit.cli import main
 
     argv = ["bench", "train", "--model", model, "--models", "2", "--opacus-models", "1", "--steps", "1",
-            "--n-train", "40", "--sampling", "poisson", "--sampling-rate", "0.2", "--json"]
+            "--n-train", "40", "--sampling", "poisson", "--sampling-rate", "0.2", "--repeats", "2", "--json"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["sampling_rate"] == 0.2 and out["batch_size"] == 8 and out["n_train"] == 40
     row = out["populations"][0]
+    assert row["repeats"] == 2 and len(row["poisson_over_fixed_runs"]) == 2  # fixed and Poisson alternated
     for key in ("poisson_seconds_per_model_step", "poisson_over_fixed", "poisson_over_floor",
                 "poisson_speedup_vs_opacus"):
         assert row[key] > 0

@@ -21,9 +21,10 @@ D ∪ {canary} (a blank image, label 9, appended to every step's batch, normalis
 model of the engine, ``fcnn`` included): beside every engine row, the same population trained with Poisson
 subsampling at rate q (default B / ``--n-train``) through :class:`hsaudit.engine.sampling.PoissonSampler` (the keyed
 draws, the per-model padded batches and the host synchronisation of a step included in the time), while the
-fixed-batch engine, Opacus and the floor use batches of the expected size B = round(q·N). Reported per population:
-the Poisson engine's seconds per model-step and its ratios to the fixed-batch engine (≤ 1.1 is the goal), to the
-floor and to Opacus.
+fixed-batch engine, Opacus and the floor use batches of the expected size B = round(q·N). The fixed-batch and the
+Poisson engine are timed alternately ``--repeats`` times (default 5) per population. Reported per population: the
+medians of both engines' seconds per model-step, the median of the pairwise ratios Poisson : fixed (≤ 1.1 is the
+goal), and the Poisson engine's ratios to the floor and to Opacus.
 
 ``--model fcnn`` (default) keeps the Housing benchmark of issue 3 (:func:`measure`): both trainers run in this
 process on the same Housing-like task (Cebere et al. §5: 8 standardised features,
@@ -117,6 +118,12 @@ def register(sub) -> None:
     )
     parser.add_argument(
         "--sampling-rate", type=float, default=None, help="q of --sampling poisson (default: B / --n-train)"
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=5,
+        help="--sampling poisson: fixed and Poisson timed alternately this many times, medians (default 5)",
     )
     parser.add_argument("--backend", default="auto", help="engine backend: auto, mlp, hooks or func")
     parser.add_argument(
@@ -380,6 +387,7 @@ def measure_engine(
     full_batch: bool = False,
     n_train: int | None = None,
     sampling_rate: float | None = None,
+    repeats: int = 5,
 ) -> dict:
     """The engine at each population size, Opacus and the floor, side by side in this process (module docstring).
 
@@ -397,6 +405,9 @@ def measure_engine(
         n_train: rows of the synthetic training set (default: max(4 B, 512); with ``full_batch`` 1,000).
         sampling_rate: q: also time the engine with Poisson subsampling at rate q (:func:`_time_poisson`) beside
             every population, and use B = round(q·n_train) for the fixed batches, Opacus and the floor.
+        repeats: with ``sampling_rate``, the fixed-batch and the Poisson engine are timed alternately this many
+            times per population; their seconds are the medians and ``poisson_over_fixed`` the median of the
+            pairwise ratios (one reading each varied by up to 2× on the shared machine).
 
     Returns:
         A JSON-able dict: machine and load, ``opacus`` and ``floor`` rows and one ``populations`` row per size.
@@ -416,6 +427,8 @@ def measure_engine(
         if n_train is None:
             n_train = max(4 * batch_size, 512)
         batch_size = max(1, round(sampling_rate * n_train))
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
     if not models or min(models) < 1 or steps < 1 or batch_size < 1 or opacus_models < 0:
         raise ValueError(
             f"models, steps, batch_size and n_train must be >= 1 and opacus_models >= 0, got {models}, {steps}, "
@@ -478,20 +491,37 @@ def measure_engine(
     rows = []
     for m in models:
         _device_peak_start(dev)
-        seconds = _time_engine(
-            engine,
-            theta0,
-            X,
-            y,
-            batches_np,
-            m=m,
-            lr=lr,
-            batch_size=batch_size,
-            clip=clip,
-            sigma=sigma,
-            dev=dev,
-            canary=canary,
-        )
+
+        def time_fixed() -> float:
+            return _time_engine(
+                engine,
+                theta0,
+                X,
+                y,
+                batches_np,
+                m=m,
+                lr=lr,
+                batch_size=batch_size,
+                clip=clip,
+                sigma=sigma,
+                dev=dev,
+                canary=canary,
+            )
+
+        def time_poisson() -> float:
+            return _time_poisson(
+                engine, theta0, X, y, m=m, rate=sampling_rate, steps=steps, lr=lr, batch_size=batch_size,
+                clip=clip, sigma=sigma, dev=dev, seed=seed,
+            )
+
+        if sampling_rate is None:
+            seconds = time_fixed()
+        else:  # alternated, so that a change of the shared machine's load falls on both sides of the ratio
+            pairs = []
+            for _ in range(repeats):
+                fixed_s = time_fixed()
+                pairs.append((fixed_s, time_poisson()))
+            seconds = float(np.median([f for f, _ in pairs]))
         per = seconds / (m * steps)
         row = {
             "models": m,
@@ -504,15 +534,12 @@ def measure_engine(
             "load_average": os.getloadavg()[0],
         }
         if sampling_rate is not None:
-            _device_peak_start(dev)
-            poisson = _time_poisson(
-                engine, theta0, X, y, m=m, rate=sampling_rate, steps=steps, lr=lr, batch_size=batch_size,
-                clip=clip, sigma=sigma, dev=dev, seed=seed,
-            ) / (m * steps)
             row.update(
-                poisson_seconds_per_model_step=poisson,
-                poisson_over_fixed=poisson / per,  # ≤ 1.1 is the goal
-                poisson_peak_device_mb=_device_peak_mb(dev),
+                poisson_seconds_per_model_step=float(np.median([p for _, p in pairs])) / (m * steps),
+                poisson_over_fixed=float(np.median([p / f for f, p in pairs])),  # ≤ 1.1 is the goal
+                poisson_over_fixed_runs=[p / f for f, p in pairs],
+                repeats=repeats,
+                poisson_peak_device_mb=_device_peak_mb(dev),  # (fixed and Poisson together)
             )
         # The floor is re-timed after every population, and each ratio uses the floors just before and after it,
         # so that the shared machine's changing load shows up in both sides of the ratio.
@@ -627,6 +654,7 @@ def run(args: argparse.Namespace) -> int:
             full_batch=args.full_batch,
             n_train=n_train,
             sampling_rate=rate,
+            repeats=args.repeats,
         )
     else:
         results = [
@@ -693,13 +721,15 @@ def format_engine(result: dict) -> str:
         )
     if result.get("sampling_rate") is not None:
         lines.append(
-            f"Poisson (q = {result['sampling_rate']:.4g}):\n{'models':>7} {'ms/model-step':>14} {'x fixed':>8} "
-            f"{'x floor':>8} {'vs Opacus':>10}"
+            f"Poisson (q = {result['sampling_rate']:.4g}; fixed and Poisson timed alternately, medians of "
+            f"{result['populations'][0].get('repeats', 1)}):\n{'models':>7} {'fixed ms':>10} {'ms/model-step':>14} "
+            f"{'x fixed':>8} {'x floor':>8} {'vs Opacus':>10}"
         )
         for r in result["populations"]:
             vs = f"{r['poisson_speedup_vs_opacus']:.2f}x" if "poisson_speedup_vs_opacus" in r else "-"
             lines.append(
-                f"{r['models']:>7} {r['poisson_seconds_per_model_step'] * 1e3:>14.2f} {r['poisson_over_fixed']:>8.2f} "
+                f"{r['models']:>7} {r['seconds_per_model_step'] * 1e3:>10.4g} "
+                f"{r['poisson_seconds_per_model_step'] * 1e3:>14.4g} {r['poisson_over_fixed']:>8.2f} "
                 f"{r['poisson_over_floor']:>8.2f} {vs:>10}"
             )
     return "\n".join(lines)

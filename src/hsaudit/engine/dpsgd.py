@@ -44,7 +44,7 @@ import torch
 from hsaudit.util.io import atomic_savez
 from hsaudit.engine.models import WSConv2d, build_model, flat_parameters, input_shape, num_classes
 from hsaudit.engine.noise import CounterNoise, counter_normals
-from hsaudit.engine.sampling import Poisson, PoissonSampler
+from hsaudit.engine.sampling import Poisson, PoissonSampler, slot_weights
 from hsaudit.util.seeding import derive_seed, rng_for
 
 THETA0_SCHEMES = ("default", "xavier_normal")
@@ -358,6 +358,16 @@ _GATHER_BUDGET = 256 * 2**20  # bytes of gathered per-model batches [chunk, B_ma
 _POISSON_CHUNK = 64  # models per backend call under Poisson sampling, sorted by batch size (padding ≈ spread)
 
 
+def _gather(values: torch.Tensor, index: torch.Tensor, transposed: torch.Tensor | None = None) -> torch.Tensor:
+    """``values[index]`` (rows of ``values`` at a 2-D index) as one ``index_select`` of the flattened index; with
+    ``transposed`` (= ``values.T.contiguous()``, 2-D values) gathered from its rows, the same values as a view
+    ``[*index.shape, features]`` of a ``[features, *index.shape]`` tensor."""
+    flat = index.reshape(-1)
+    if transposed is not None:
+        return transposed.index_select(1, flat).view(transposed.shape[0], *index.shape).permute(1, 2, 0)
+    return values.index_select(0, flat).view(*index.shape, *values.shape[1:])
+
+
 def run_poisson(
     engine,
     theta0: torch.Tensor,
@@ -433,6 +443,11 @@ def run_poisson(
         X, y = torch.cat([X, canary[0]]), torch.cat([y, canary[1]])
     m = theta.shape[0]
     sample_bytes = X[:1].numel() * X.element_size()
+    # for a backend that computes feature-major (mlp), narrow tabular inputs are gathered from the rows of X.T:
+    # the batches reach it as a [models, B, features] view of a [features, models, B] tensor, so that it copies
+    # contiguous rows instead of transposing [models, B, 8] (FCNN: ~3 ms of a 1,000-model step); the same values
+    feature_major = getattr(engine, "feature_major_batches", False) and X.dim() == 2 and X.shape[1] <= 64
+    x_rows = X.T.contiguous() if feature_major else None
     iterator = range(1, int(steps) + 1)
     if progress:
         from tqdm.auto import tqdm
@@ -445,21 +460,27 @@ def run_poisson(
         batch = sampler(t)
         b_max = batch.index.shape[1]
         chunk = max(1, min(m, _POISSON_CHUNK, _GATHER_BUDGET // (b_max * sample_bytes)))
-        weight = batch.weight.to(theta.dtype)
         if chunk >= m:
-            g = engine.clipped_sum_per_model(theta, X[batch.index], y[batch.index], clip, weight, batch.counts)
+            weight = batch.weight.to(theta.dtype)
+            g = engine.clipped_sum_per_model(
+                theta, _gather(X, batch.index, x_rows), _gather(y, batch.index), clip, weight, batch.counts
+            )
         else:
-            g = torch.empty_like(theta)
+            # the models sorted by batch size (a stable sort: ties keep the model order), permuted once; every
+            # chunk is then a contiguous block of rows, gathered with index_select (3-4× faster than X[idx])
             order = sorted(range(m), key=batch.counts.__getitem__)
+            perm = torch.as_tensor(order, device=theta.device)
+            index, theta_s = batch.index.index_select(0, perm), theta.index_select(0, perm)
+            g_s = torch.empty_like(theta)
             for m0 in range(0, m, chunk):
-                part = order[m0 : m0 + chunk]
-                counts = [batch.counts[i] for i in part]
+                counts = [batch.counts[i] for i in order[m0 : m0 + chunk]]
                 width = max(1, counts[-1])
-                rows = torch.as_tensor(part, device=theta.device)
-                idx = batch.index[rows, :width]
-                g[rows] = engine.clipped_sum_per_model(
-                    theta[rows], X[idx], y[idx], clip, weight[rows, :width], counts
+                idx = index[m0 : m0 + chunk, :width]
+                weight = slot_weights(counts, width, theta.device).to(theta.dtype)  # batch.weight's rows
+                g_s[m0 : m0 + chunk] = engine.clipped_sum_per_model(
+                    theta_s[m0 : m0 + chunk], _gather(X, idx, x_rows), _gather(y, idx), clip, weight, counts
                 )
+            g = torch.empty_like(theta).index_copy_(0, perm, g_s)
         if gradient is not None:
             g.addr_(batch.canary.to(g.dtype), gradient)
         if scale > 0:

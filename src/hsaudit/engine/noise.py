@@ -56,10 +56,23 @@ def _shr(z: torch.Tensor, s: int) -> torch.Tensor:
 
 
 def mix64(z: torch.Tensor) -> torch.Tensor:
-    """SplitMix64's finaliser on int64 tensors (two's-complement wrap-around multiplication)."""
-    z = (z ^ _shr(z, 30)) * M1
-    z = (z ^ _shr(z, 27)) * M2
-    return z ^ _shr(z, 31)
+    """SplitMix64's finaliser on int64 tensors (two's-complement wrap-around multiplication); a new tensor."""
+    return mix64_(z.clone())
+
+
+def mix64_(z: torch.Tensor, tmp: torch.Tensor | None = None) -> torch.Tensor:
+    """:func:`mix64` in place on ``z`` (``tmp``: an int64 scratch tensor of ``z``'s shape, or ``None``).
+
+    The same bits as the expression ``((z ^ (z >>> 30)) · M1 ...`` written out of place, with two tensors instead
+    of eleven: on the CPU a fresh multi-megabyte tensor per operation cost more than the arithmetic (page faults).
+    """
+    tmp = torch.empty_like(z) if tmp is None else tmp
+    for shift, mult in ((30, M1), (27, M2), (31, None)):
+        torch.bitwise_right_shift(z, shift, out=tmp)
+        z.bitwise_xor_(tmp.bitwise_and_((1 << (64 - shift)) - 1))  # logical shift: arithmetic one, masked
+        if mult is not None:
+            z.mul_(mult)
+    return z
 
 
 def mix64_int(z: int) -> int:
@@ -73,8 +86,8 @@ def mix64_int(z: int) -> int:
 def stream_keys(key: int, models: torch.Tensor, step: int) -> torch.Tensor:
     """The per-(model, step) stream words s ``[m]`` (int64) for global model indices ``models``."""
     k = torch.full_like(models, _signed(int(key)))
-    s = mix64(k + models * GAMMA)
-    return mix64(s + _signed(int(step) * _GAMMA))
+    s = mix64_(k + models * GAMMA)
+    return mix64_(s + _signed(int(step) * _GAMMA))
 
 
 def counter_normals(
@@ -102,7 +115,7 @@ def counter_normals(
     s = stream_keys(key, idx, step)  # [m]
     pairs = (dim + 1) // 2
     u = torch.arange(1, pairs + 1, dtype=torch.int64, device=idx.device) * GAMMA  # [pairs]
-    w = mix64(s[:, None] + u[None, :])  # [m, pairs]
+    w = mix64_(s[:, None] + u[None, :])  # [m, pairs]
     hi = _shr(w, 32).to(torch.float32)
     lo = (w & 0xFFFFFFFF).to(torch.float32)
     del w
@@ -174,10 +187,11 @@ def counter_bernoulli(
     u = torch.arange(1, n + 1, dtype=torch.int64, device=idx.device) * GAMMA  # [n]
     if threshold >= 1 << 53:  # q = 1: every draw is 1 (the comparison below would need 2⁵³ + 1 states)
         return torch.ones((idx.numel(), n), dtype=torch.bool, device=idx.device)
-    return _shr(mix64(s[:, None] + u[None, :]), 11) < threshold
+    return _shr(mix64_(s[:, None] + u[None, :]), 11) < threshold
 
 
 _GEOMETRIC_DOMAIN = 0x6E0D_5A4C_91F3_2B77  # added to the key: the gaps' streams
+_GEOMETRIC_BLOCK = 1 << 16  # draws per block of rows on the CPU (two scratch tensors of 512 KiB stay in cache)
 
 
 def counter_geometric(
@@ -209,8 +223,23 @@ def counter_geometric(
         return torch.zeros((idx.numel(), k), dtype=torch.int64, device=idx.device)
     s = stream_keys(int(key) + _GEOMETRIC_DOMAIN, idx, step)
     u = torch.arange(start + 1, start + k + 1, dtype=torch.int64, device=idx.device) * GAMMA
-    uniform = _shr(mix64(s[:, None] + u[None, :]), 11).to(torch.float64).add_(0.5).mul_(2.0**-53)
-    return uniform.log_().div_(math.log1p(-float(rate))).floor_().to(torch.int64)
+    out = torch.empty((idx.numel(), k), dtype=torch.int64, device=idx.device)
+    # in place, in blocks of rows of ≈ 2¹⁶ draws, with two scratch tensors reused: fresh multi-megabyte
+    # temporaries per operation cost more than the arithmetic on the CPU (measured 2.8 against 8.9 ms for
+    # 1,000 × 468 draws, one thread); the block size does not change a draw
+    rows = max(1, idx.numel() if idx.device.type != "cpu" else _GEOMETRIC_BLOCK // max(1, k))
+    scratch = torch.empty((min(rows, idx.numel()), k), dtype=torch.int64, device=idx.device)
+    uniform = torch.empty((min(rows, idx.numel()), k), dtype=torch.float64, device=idx.device)
+    log_q = math.log1p(-float(rate))
+    for r0 in range(0, idx.numel(), rows):
+        words = out[r0 : r0 + rows]
+        c = words.shape[0]
+        torch.add(s[r0 : r0 + rows, None], u[None, :], out=words)
+        mix64_(words, scratch[:c])
+        bits = torch.bitwise_right_shift(words, 11, out=scratch[:c]).bitwise_and_((1 << 53) - 1)  # top 53 bits
+        g = uniform[:c].copy_(bits).add_(0.5).mul_(2.0**-53).log_().div_(log_q).floor_()
+        words.copy_(g)
+    return out
 
 
 def reference_geometric(key: int, model: int, step: int, k: int, rate: float, *, start: int = 0) -> np.ndarray:

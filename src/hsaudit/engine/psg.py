@@ -88,6 +88,10 @@ def _clipped_sum_model_by_model(engine, theta, x, y, clip, weights, counts) -> t
 class MLPPopulation:
     """Hand-derived per-sample gradients of a ReLU MLP population (FCNN, ``alexnet_head``), ``[models, p]``."""
 
+    # clipped_sum_per_model computes on [models, features, B]: a caller may hand x [models, B, features] as a view of
+    # a feature-major tensor (hsaudit.engine.dpsgd.run_poisson does for narrow inputs), copied without a transpose
+    feature_major_batches = True
+
     def __init__(self, sizes: tuple[int, ...], kind: str) -> None:
         self.sizes, self.kind = sizes, kind
         self.layers: list[tuple[int, int, int, int]] = []  # (offset W, offset b, out, in)
