@@ -623,46 +623,12 @@ def train_population(
             period=config.period,
             device=dev,
         )
-        included = torch.zeros((m, config.steps), dtype=torch.bool, device=dev) if inserting else None
-        final = run_poisson(
-            engine,
-            theta0,
-            X,
-            y,
-            sampler,
-            steps=config.steps,
-            lr=config.lr,
-            batch_size=config.batch_size,
-            clip=config.clip_norm,
-            sigma=config.noise_multiplier,
-            gradient=gradient,
-            canary=canary,
-            noise=noise,
-            regulariser=regulariser,
-            included=included,
-            on_step=record if observe is not None else None,
-            before_step=record_norm if canary_norms else None,
-            progress=progress,
-            desc=desc,
-        )
-        return Observations(
-            scores=None if scores is None else scores.cpu().numpy(),
-            grad_norms=None if norms is None else norms.cpu().numpy(),
-            theta=final.cpu().numpy() if keep_final else None,
-            canary_steps=None if included is None else included.cpu().numpy(),
-        )
-    final = run_population(
-        engine,
-        theta0,
-        X,
-        y,
-        batches,
+    # What both loops take alike; they differ in how batches are formed (a fixed schedule or each model's draws).
+    common = dict(
         lr=config.lr,
         batch_size=config.batch_size,
         clip=config.clip_norm,
         sigma=config.noise_multiplier,
-        period=config.period,
-        mask=mask,
         gradient=gradient,
         canary=canary,
         noise=noise,
@@ -671,8 +637,17 @@ def train_population(
         progress=progress,
         desc=desc,
     )
+    included = None
+    if poisson is not None:
+        included = torch.zeros((m, config.steps), dtype=torch.bool, device=dev) if inserting else None
+        final = run_poisson(
+            engine, theta0, X, y, sampler, steps=config.steps, regulariser=regulariser, included=included, **common
+        )
+    else:
+        final = run_population(engine, theta0, X, y, batches, period=config.period, mask=mask, **common)
     return Observations(
         scores=None if scores is None else scores.cpu().numpy(),
         grad_norms=None if norms is None else norms.cpu().numpy(),
         theta=final.cpu().numpy() if keep_final else None,
+        canary_steps=None if included is None else included.cpu().numpy(),
     )
