@@ -270,7 +270,7 @@ def plot_fig4(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
     """
     main = "empirical_sigma_last_iterate"
     order = [b for b in ("blank", "natural") if b in set(table["background"])]
-    fig, axes = figure(ncols=len(order), width=4.2 * len(order), height=4.4, sharey=True)
+    fig, axes = figure(ncols=len(order), width=4.2 * len(order), height=3.8, sharey=True)
     titles = {"blank": "(a) blank images", "natural": "(b) natural data"}
     for ax, background in zip(axes[0], order):
         part = table[table["background"] == background]
@@ -298,6 +298,6 @@ def plot_fig4(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
         y_star=int(table["canary_label"].iloc[0]),
         test_accuracy=accuracy,
     )
-    _legend_below(fig, axes[0][0], ncol=len(order) + 1, footer=footer, space=0.26)
+    _legend_below(fig, axes[0][0], ncol=len(order) + 1, footer=footer, space=0.12)
     write_csv_atomic(table, csv)
     save(fig, pdf, footer=footer, tight=False)
