@@ -312,3 +312,16 @@ def test_one_run_figure_is_planned_and_shares_fig1c_population(config):
     assert len(pop) == 1 and pop[0].models == config["housing"]["runs"] and "fig1c" in pop[0].figures
     both = P.plan(["results/one_run/fig1.pdf", "results/fig1c.pdf"], config)
     assert both.models == P.plan(["results/fig1c.pdf"], config).models + one[0].models
+
+
+def test_steinke_fig4_and_table2_plans(config):
+    """fig4: one GPU population per background; table2: one per batch size (T = 2468·4096/B), the 4,096 row being
+    fig2's population (listed once, with both figures)."""
+    p = P.plan(["results/steinke/fig4.pdf", "results/steinke/table2.md", "results/steinke/fig2.pdf"], config)
+    rows = {(r.figures, r.batch, r.steps) for r in p.populations}
+    assert rows == {(("steinke/fig2", "steinke/table2"), 4096, 2468), (("steinke/fig4",), 4096, 2468),
+                    (("steinke/table2",), 512, 19744), (("steinke/table2",), 256, 39488)} | {
+        (("steinke/fig4",), 4096, 2468)}
+    assert len(p.populations) == 5 and all(r.device == "gpu" and r.models == 2000 for r in p.populations)
+    assert {"steinke/fig4", "steinke/table2"} <= set(P.known_figures(config))
+    assert len(P.plan(["results/steinke/table2.md"], config).populations) == 3

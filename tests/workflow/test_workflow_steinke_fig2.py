@@ -1,5 +1,6 @@
-"""Steinke et al. fig2 through the workflow: the paper-scale DAG (shards, GPU requests, no audit import in training)
-and a smoke run of the target on synthetic CIFAR-format data (the smoke preset's `steinke.fig2.data.source`)."""
+"""Steinke et al. fig2, fig4 and table2 through the workflow: the paper-scale DAGs (shards, GPU requests, shared
+populations) and one smoke run of the three targets on synthetic CIFAR-format data (the smoke preset's
+`steinke.fig2.data.source`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from conftest import job_counts, run_snakemake
 
 TARGET = "results/steinke/fig2.pdf"
+FIG4, TABLE2 = "results/steinke/fig4.pdf", "results/steinke/table2.md"
 
 
 def job_blocks(output: str, rule: str) -> list[str]:
@@ -18,24 +20,40 @@ def job_blocks(output: str, rule: str) -> list[str]:
     return [block for block in re.split(r"\n(?=(?:local)?rule \w+:)", output) if block.startswith(f"rule {rule}:")]
 
 
+def job_inputs(block: str) -> set[str]:
+    """The input paths of one dry-run job block."""
+    m = re.search(r"^\s*input: (.*)$", block, re.MULTILINE)
+    return set(m.group(1).split(", ")) if m else set()
+
+
 def test_paper_scale_dag_asks_for_gpus(workflow_copy):
-    """Paper scale: 1,000 + 1,000 WRN-16-4 models in shards of 100 = 20 training jobs, each asking for a GPU; one
-    data job, one audit, one plot (which ask for none)."""
-    proc = run_snakemake(workflow_copy, "-n", TARGET)
+    """Paper scale, fig2 + fig4 + table2 in one dry run: fig2 trains 1,000 + 1,000 WRN-16-4 models in shards of 100
+    (20 jobs); fig4 20 per background (label-flip canary); table2 20 per batch size, of which the 4,096 row *is*
+    fig2's population (its 20 shards feed both). Every training job asks for a GPU; the two data jobs (training set,
+    test split for the models' accuracy), audits, plots and the table ask for none."""
+    proc = run_snakemake(workflow_copy, "-n", TARGET, FIG4, TABLE2)
     counts = job_counts(proc.stdout)
-    assert counts == {"prepare_steinke_data": 1, "train_steinke_fig2": 20, "audit_steinke_fig2": 1,
-                      "plot_steinke_fig2": 1}
-    train = job_blocks(proc.stdout, "train_steinke_fig2")
-    assert len(train) == 20 and all(re.search(r"\bgpu=1\b", b) for b in train)
-    for rule in ("audit_steinke_fig2", "plot_steinke_fig2", "prepare_steinke_data"):
+    assert counts == {"prepare_steinke_data": 2, "train_steinke_fig2": 60, "train_steinke_fig4": 40,
+                      "audit_steinke_fig2": 1, "audit_steinke_fig4": 1, "plot_steinke_fig2": 1,
+                      "plot_steinke_fig4": 1, "tabulate_steinke_table2": 1}
+    for rule, n in (("train_steinke_fig2", 60), ("train_steinke_fig4", 40)):
+        blocks = job_blocks(proc.stdout, rule)
+        assert len(blocks) == n and all(re.search(r"\bgpu=1\b", b) for b in blocks), rule
+    for rule in ("audit_steinke_fig2", "plot_steinke_fig2", "prepare_steinke_data", "audit_steinke_fig4",
+                 "plot_steinke_fig4", "tabulate_steinke_table2"):
         assert not any(re.search(r"\bgpu=[1-9]", b) for b in job_blocks(proc.stdout, rule)), rule
+    (fig2_audit,) = job_blocks(proc.stdout, "audit_steinke_fig2")
+    (table,) = job_blocks(proc.stdout, "tabulate_steinke_table2")
+    fig2_shards = {f for f in job_inputs(fig2_audit) if "/shard" in f}
+    assert len(fig2_shards) == 20 and fig2_shards < job_inputs(table) and len(job_inputs(table)) == 60
     # fig2 is GPU-sized: `rule all` leaves it out
     assert "train_steinke_fig2" not in job_counts(run_snakemake(workflow_copy, "-n").stdout)
 
 
 @pytest.mark.slow
 def test_smoke_fig2(workflow_copy):
-    run_snakemake(workflow_copy, TARGET, "--config", "scale=smoke")
+    """fig2, fig4 and table2 at smoke size in one run (fig4 and table2 add ≈ 10 s)."""
+    run_snakemake(workflow_copy, TARGET, FIG4, TABLE2, "--config", "scale=smoke")
     pdf = workflow_copy / TARGET
     assert pdf.stat().st_size > 1000
     table = pd.read_csv(pdf.with_suffix(".csv"))
@@ -43,6 +61,16 @@ def test_smoke_fig2(workflow_copy):
     assert {"heuristic", "standard", "empirical_sigma_last_iterate", "empirical_sigma_last_iterate_held_out",
             "empirical_gdp"} == set(table["method"])
     assert set(table["data_source"]) == {"cifar10:synthetic"} and set(table["model"]) == {"convnet"}
+    fig4 = pd.read_csv(workflow_copy / "results/steinke/fig4.csv")
+    assert (workflow_copy / FIG4).stat().st_size > 1000
+    assert set(fig4["background"]) == {"blank", "natural"} and set(fig4["steps"]) == {1, 3}
+    assert set(fig4["runs_per_world"]) == {4} and fig4["test_accuracy_mean"].between(0, 1).all()
+    t2 = pd.read_csv(workflow_copy / "results/steinke/table2.csv")
+    assert t2["batch_size"].tolist() == [10, 5, 2] and t2["test_accuracy_mean"].between(0, 1).all()
+    assert t2["runs_per_world"].tolist() == [4, 4, 4]  # row 1 reads 4 + 4 of fig2's shared models
+    assert (t2["heuristic"] - t2["heuristic"].iloc[0]).abs().max() < 0.01  # σ calibrated to one heuristic
+    md = (workflow_copy / TABLE2).read_text()
+    assert md.count("\n| ") == 4 and "scale=smoke" in md
     # a second request trains nothing again
-    again = run_snakemake(workflow_copy, TARGET, "--config", "scale=smoke", "-n")
+    again = run_snakemake(workflow_copy, TARGET, FIG4, TABLE2, "--config", "scale=smoke", "-n")
     assert "Nothing to be done" in again.stdout + again.stderr

@@ -1,6 +1,8 @@
 # Steinke, Nasr et al., "The Last Iterate Advantage" (fig1, fig3, fig5, fig6): analytic accounting and 1-D
-# simulations -> plot. fig2 trains models (Poisson DP-SGD with the Dirac gradient canary; the plan ST_FIG2 is built
-# in common.smk): data -> one GPU job per shard at paper scale -> audit table -> plot. See docs/steinke.md.
+# simulations -> plot. fig2, fig4 and table2 train models (Poisson DP-SGD with the Dirac gradient canary, or the
+# label-flipped input canary for fig4; the plans ST_FIG2, ST_FIG4, ST_TABLE2 are built in common.smk): data -> one GPU
+# job per shard at paper scale (which also evaluates the models' test accuracy) -> audit table -> plot / table.
+# See docs/steinke.md.
 
 
 rule prepare_steinke_data:
@@ -8,6 +10,8 @@ rule prepare_steinke_data:
         data="results/steinke/data/{data_key}.npz",
     log:
         log_path("steinke/prepare_data_{data_key}"),
+    wildcard_constraints:
+        data_key="|".join(ST_DATA),
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -16,7 +20,7 @@ rule prepare_steinke_data:
         runtime=30,
     params:
         dataset=ST_FIG2_DATASET,
-        section=ST_FIG2_DATA,
+        section=lambda w: ST_DATA[w.data_key],
         code_version=script_version("prepare_steinke_data"),
     script:
         "../scripts/prepare_steinke_data.py"
@@ -25,6 +29,7 @@ rule prepare_steinke_data:
 rule train_steinke_fig2:
     input:
         data=f"results/steinke/data/{ST_FIG2_DATA_KEY}.npz",
+        test=f"results/steinke/data/{ST_TEST_DATA_KEY}.npz",
     output:
         shard="results/steinke/fig2/{key}/shard{shard}.npz",
     log:
@@ -33,15 +38,16 @@ rule train_steinke_fig2:
         bench_path("steinke/train_fig2_{key}_shard{shard}")
     wildcard_constraints:
         shard=r"\d+",
+        key="|".join(ST_DIRAC),
     conda:
         "../../envs/torch.yaml"
-    threads: ST["fig2"]["resources"]["threads"]
+    threads: max(r["threads"] for r in ST_DIRAC_RESOURCES.values())
     resources:
-        mem_mb=ST["fig2"]["resources"]["mem_mb"],
-        runtime=ST["fig2"]["resources"]["runtime"],
-        gpu=ST["fig2"]["resources"]["gpu"],
+        mem_mb=lambda w: ST_DIRAC_RESOURCES[w.key]["mem_mb"],
+        runtime=lambda w: ST_DIRAC_RESOURCES[w.key]["runtime"],
+        gpu=lambda w: ST_DIRAC_RESOURCES[w.key]["gpu"],
     params:
-        spec=ST_FIG2["train"],
+        spec=lambda w: ST_DIRAC[w.key],
         device=ST["fig2"]["device"],
         code_version=script_version("train_steinke_fig2"),
     script:
@@ -108,6 +114,141 @@ rule plot_steinke_fig2:
         facts=ST_FIG2_FACTS,
     script:
         "../scripts/plot_steinke.py"
+
+
+rule train_steinke_fig4:
+    input:
+        data=f"results/steinke/data/{ST_FIG2_DATA_KEY}.npz",
+        test=f"results/steinke/data/{ST_TEST_DATA_KEY}.npz",
+    output:
+        shard="results/steinke/fig4/{key}/shard{shard}.npz",
+    log:
+        log_path("steinke/train_fig4_{key}_shard{shard}"),
+    benchmark:
+        bench_path("steinke/train_fig4_{key}_shard{shard}")
+    wildcard_constraints:
+        shard=r"\d+",
+        key="|".join(ST_LABEL_FLIP),
+    conda:
+        "../../envs/torch.yaml"
+    threads: ST["fig4"]["resources"]["threads"]
+    resources:
+        mem_mb=ST["fig4"]["resources"]["mem_mb"],
+        runtime=ST["fig4"]["resources"]["runtime"],
+        gpu=ST["fig4"]["resources"]["gpu"],
+    params:
+        spec=lambda w: ST_LABEL_FLIP[w.key],
+        device=ST["fig4"]["device"],
+        code_version=script_version("train_steinke_fig4"),
+    script:
+        "../scripts/train_steinke_fig4.py"
+
+
+rule audit_steinke_fig4:
+    input:
+        shards=[
+            f"results/steinke/fig4/{plan['key']}/shard{shard}.npz"
+            for plan in ST_FIG4.values()
+            for shard in plan["shards"]
+        ],
+    output:
+        table="results/steinke/fig4/audit.csv",
+    log:
+        log_path("steinke/audit_fig4"),
+    benchmark:
+        bench_path("steinke/audit_fig4")
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    params:
+        panels={b: len(plan["shards"]) for b, plan in ST_FIG4.items()},
+        steps=sorted({int(t) for t in ST["fig4"]["steps"]}),
+        noise_multiplier=ST["fig4"]["noise_multiplier"],
+        delta=ST["fig4"]["delta"],
+        confidence=AUDIT["confidence"],
+        mode=AUDIT["mode"],
+        seed=SEED,
+        model=ST["fig4"]["model"],
+        value_discretization_interval=ST["value_discretization_interval"],
+        code_version=script_version("audit_steinke_fig4"),
+    script:
+        "../scripts/audit_steinke_fig4.py"
+
+
+rule plot_steinke_fig4:
+    input:
+        tables=[rules.audit_steinke_fig4.output.table],
+    output:
+        pdf=report(
+            register_figure("results/steinke/fig4.pdf", kind="gpu"),
+            caption="../report/steinke_fig4.rst",
+            category="Steinke",
+        ),
+        csv="results/steinke/fig4.csv",
+    log:
+        log_path("steinke/plot_fig4"),
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        code_version=script_version("plot_steinke"),
+        figure="fig4",
+        delta=ST["fig4"]["delta"],
+        facts=ST_FIG4_FACTS,
+    script:
+        "../scripts/plot_steinke.py"
+
+
+rule tabulate_steinke_table2:
+    input:
+        shards=[
+            f"results/steinke/fig2/{plan['key']}/shard{shard}.npz"
+            for plan in ST_TABLE2
+            for shard in plan["shards"]
+        ],
+    output:
+        md=report(
+            register_figure("results/steinke/table2.md", kind="gpu"),
+            caption="../report/steinke_table2.rst",
+            category="Steinke",
+        ),
+        csv="results/steinke/table2.csv",
+    log:
+        log_path("steinke/tabulate_table2"),
+    benchmark:
+        bench_path("steinke/tabulate_table2")
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    params:
+        rows=[
+            {
+                "shards": len(plan["shards"]),
+                "steps": row["steps"],
+                "noise_multiplier": row["noise_multiplier"],
+                "paper": row.get("paper"),
+            }
+            for plan, row in zip(ST_TABLE2, ST["table2"]["rows"])
+        ],
+        delta=ST["table2"]["delta"],
+        confidence=AUDIT["confidence"],
+        mode=AUDIT["mode"],
+        seed=SEED,
+        model=ST["table2"]["model"],
+        value_discretization_interval=ST["value_discretization_interval"],
+        facts=ST_TABLE2_FACTS,
+        code_version=script_version("tabulate_steinke_table2"),
+    script:
+        "../scripts/tabulate_steinke_table2.py"
 
 
 rule compute_steinke_fig1:

@@ -1,4 +1,4 @@
-"""Snakemake adapter: one Steinke et al. figure (fig1, fig2, fig3, fig5 or fig6) via hsaudit.papers.steinke.figures."""
+"""Snakemake adapter: one Steinke et al. figure (fig1, fig2, fig3, fig4, fig5 or fig6) via hsaudit.papers.steinke.figures."""
 
 import pandas as pd
 
@@ -13,6 +13,8 @@ if p.figure == "fig1":
     steinke.plot_fig1(table, delta=p.delta, **out)
 elif p.figure == "fig2":
     steinke.plot_fig2(table, **out)
+elif p.figure == "fig4":
+    steinke.plot_fig4(table, **out)
 elif p.figure == "fig3":
     steinke.plot_fig3(table, audit=p.audit, sigma_family=p.sigma_family, **out)
 elif p.figure == "fig5":

@@ -1,5 +1,6 @@
-"""Snakemake adapter: one shard of Steinke et al. fig2 (both worlds; Poisson DP-SGD with the Dirac gradient canary;
-scores after every step) via hsaudit.papers.steinke.trained. Imports no audit code (docs/cluster.md)."""
+"""Snakemake adapter: one shard of Steinke et al. fig2 / table2 (both worlds; Poisson DP-SGD with the Dirac gradient
+canary; scores after every step; the final models' test accuracy) via hsaudit.papers.steinke.trained. Imports no
+audit code (docs/cluster.md)."""
 
 import numpy as np
 import torch
@@ -13,7 +14,10 @@ torch.set_num_threads(snakemake.threads)
 spec, shard = snakemake.params.spec, int(snakemake.wildcards.shard)
 with np.load(snakemake.input.data) as f:
     X, y, source = f["X"], f["y"], str(f["data_source"])
-out = train_fig2_shard(spec, shard, X=X, y=y, device=snakemake.params.device, progress=True)
+with np.load(snakemake.input.test) as f:
+    test = (f["X"], f["y"])
+out = train_fig2_shard(spec, shard, X=X, y=y, test=test, device=snakemake.params.device, progress=True)
 atomic_savez(snakemake.output.shard, {**out, "data_source": np.array(source)})
-log.info("shard %d: %d models x %d steps, d = %d, q = %.4g (%s)", shard, len(out["bits"]), out["scores"].shape[1],
-         int(out["canary_dim"]), float(out["sampling_rate"]), source)
+log.info("shard %d: %d models x %d steps, d = %d, q = %.4g (%s), test accuracy %.4f", shard, len(out["bits"]),
+         out["scores"].shape[1], int(out["canary_dim"]), float(out["sampling_rate"]), source,
+         float(out["test_accuracy"].mean()))

@@ -330,32 +330,63 @@ def yoon_populations(config: Mapping[str, Any]) -> list[Population]:
 
 
 def steinke_populations(config: Mapping[str, Any]) -> list[Population]:
-    """Steinke, Nasr et al. fig2 (:func:`hsaudit.papers.steinke.trained.plan_fig2`, the plan its rules run): one
-    population of 2R models (both worlds) trained for the largest T (every plotted T is read off the same models),
-    Poisson batches of expected size B (priced at B per-sample gradients per model-step)."""
-    section = (config.get("steinke") or {}).get("fig2")
-    if not section:
+    """Steinke, Nasr et al. fig2, fig4 and table2 (:mod:`hsaudit.papers.steinke.trained`, the plans their rules run,
+    built as ``workflow/rules/common.smk`` builds them): one population of 2R models (both worlds) per plan, trained
+    for its largest T (every plotted T is read off the same models); fig4 has one per background, table2 one per
+    row, and a table2 row with fig2's values is fig2's population (listed once, with both). Poisson batches of
+    expected size B are priced at B per-sample gradients per model-step."""
+    section = config.get("steinke") or {}
+    if not section.get("fig2"):
         return []
-    from hsaudit.papers.steinke.trained import plan_fig2
+    from hsaudit.papers.steinke.trained import plan_fig2, plan_fig4
 
-    plan = plan_fig2(section, seed=int(config.get("seed", 0)), data_identity=section.get("data", {}))
-    spec = plan["train"]
-    device = "gpu" if int((section.get("resources") or {}).get("gpu", 0) or 0) > 0 else "cpu"
-    r = int(section["models_per_world"])
+    seed = int(config.get("seed", 0))
+    data = section["fig2"].get("data", {})
+    test = {**data, "train": False, "subset": data.get("test_subset")}
+    entries = []  # (figure, plan, section that holds R and resources, adversary)
+    fig2 = section["fig2"]
+    entries.append(("steinke/fig2", plan_fig2(fig2, seed=seed, data_identity=data, test_identity=test), fig2,
+                    f"Dirac gradient canary ({fig2['background']} background)"))
+    if section.get("fig4"):
+        fig4 = section["fig4"]
+        for background, plan in plan_fig4(fig4, seed=seed, data_identity=data, test_identity=test).items():
+            entries.append(("steinke/fig4", plan, fig4, f"label-flip input canary ({background} background)"))
+    if section.get("table2"):
+        t2 = section["table2"]
+        for row in t2["rows"]:
+            values = {**{k: t2[k] for k in ("model", "model_kwargs", "backend", "lr", "clip_norm", "canary_dim",
+                                             "models_per_world", "shard_size")},
+                      "background": "natural", "batch_size": row["batch_size"],
+                      "noise_multiplier": row["noise_multiplier"], "steps": [row["steps"]],
+                      "lr": row.get("lr", t2["lr"])}
+            plan = plan_fig2(values, seed=seed, data_identity=data, test_identity=test)
+            entries.append(("steinke/table2", plan, t2, "Dirac gradient canary (natural background)"))
+    rows: dict[str, dict[str, Any]] = {}
+    for figure, plan, sec, adversary in entries:
+        spec = plan["train"]
+        gpu = int((sec.get("resources") or {}).get("gpu", 0) or 0) > 0
+        r = int(sec["models_per_world"])
+        row = rows.setdefault(plan["key"], {"figures": [], "spec": spec, "gpu": gpu, "r": r, "adversary": adversary,
+                                            "shards": len(plan["shards"])})
+        if figure not in row["figures"]:
+            row["figures"].append(figure)
+        row["gpu"] |= gpu
+        row["r"], row["shards"] = max(row["r"], r), max(row["shards"], len(plan["shards"]))
     return [
         Population(
-            figures=("steinke/fig2",),
+            figures=tuple(row["figures"]),
             section="steinke",
-            adversary=f"Dirac gradient canary ({spec['background']} background)",
-            model=spec["model"],
-            models=2 * r,
-            steps=int(spec["steps"]),
-            batch=int(spec["batch_size"]),
-            device=device,
-            key=("steinke", plan["key"]),
-            detail=f"q=B/N B={spec['batch_size']} sigma={spec['noise_multiplier']:g} R={r}/world "
-            f"{len(plan['shards'])} shards",
+            adversary=row["adversary"],
+            model=row["spec"]["model"],
+            models=2 * row["r"],
+            steps=int(row["spec"]["steps"]),
+            batch=int(row["spec"]["batch_size"]),
+            device="gpu" if row["gpu"] else "cpu",
+            key=("steinke", key),
+            detail=f"q=B/N B={row['spec']['batch_size']} sigma={row['spec']['noise_multiplier']:g} "
+            f"R={row['r']}/world {row['shards']} shards",
         )
+        for key, row in rows.items()
     ]
 
 
@@ -390,9 +421,9 @@ def one_run_populations(config: Mapping[str, Any]) -> list[Population]:
 
 
 def all_populations(config: Mapping[str, Any]) -> list[Population]:
-    """Every trained population the config describes (Housing, CIFAR-10, the one-run study, Yoon et al. and Steinke
-    et al. fig2); a population that several experiments share (same key) is listed once, with all their figures and
-    the largest R."""
+    """Every trained population the config describes (Housing, CIFAR-10, the one-run study, Yoon et al., and
+    Steinke et al. fig2, fig4 and table2); a population that several experiments share (same key) is listed once,
+    with all their figures and the largest R."""
     merged: dict[tuple, Population] = {}
     for pop in (trained_populations(config) + one_run_populations(config) + yoon_populations(config)
                 + steinke_populations(config)):

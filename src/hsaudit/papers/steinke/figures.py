@@ -259,3 +259,45 @@ def plot_fig2(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
     _legend_below(fig, ax, ncol=1, footer=footer, space=0.24)
     write_csv_atomic(table, csv)
     save(fig, pdf, footer=footer, tight=False)
+
+
+def plot_fig4(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
+    """Figure 4: the label-flipped input canary (score −ℓ(θ_T; x*, y*)); ε vs T, one panel per background —
+    (a) blank images, (b) the data — with the same audits and bounds as Figure 2.
+
+    ``table``: :func:`hsaudit.papers.steinke.trained_audit.fig4_table`. The footer names the scale, R, the model,
+    the data source, the audits, the canary's label and the models' mean test accuracy per background.
+    """
+    main = "empirical_sigma_last_iterate"
+    order = [b for b in ("blank", "natural") if b in set(table["background"])]
+    fig, axes = figure(ncols=len(order), width=4.2 * len(order), height=3.8, sharey=True)
+    titles = {"blank": "(a) blank images", "natural": "(b) natural data"}
+    for ax, background in zip(axes[0], order):
+        part = table[table["background"] == background]
+        for method in ("standard", "heuristic", main, f"{main}_held_out", "empirical_gdp"):
+            d = part[part["method"] == method].sort_values("steps")
+            if not d.empty:
+                ax.plot(d["steps"], d["epsilon"], **_fig3_style(method, primary=method == main))
+        q, s = float(part["sampling_rate"].iloc[0]), float(part["noise_multiplier"].iloc[0])
+        ax.set_xscale("log")
+        ax.set_title(f"{titles[background]}: label-flip canary (q = {q:.3g}, σ = {s:g})", fontsize=8)
+        ax.set_xlabel("iterations T")
+    axes[0][0].set_ylabel(f"ε at δ = {float(table['delta'].iloc[0]):g}")
+    gdp_mode = table.loc[table["method"] == "empirical_gdp", "audit_mode"]
+    accuracy = "; ".join(
+        f"{b} {table.loc[table['background'] == b, 'test_accuracy_mean'].iloc[0]:.3f}" for b in order
+    )
+    footer = footer_text(
+        **facts,
+        R=f"{int(table['runs_per_world'].min())}/world",
+        data=table["data_source"].iloc[0],
+        audit=f"σ̂ last_iterate (all thresholds; held-out) + GDP ({gdp_mode.iloc[0] if len(gdp_mode) else '?'})",
+        CP=float(table["confidence"].iloc[0]),
+        model=table["model"].iloc[0],
+        score="-loss(x*, y*)",
+        y_star=int(table["canary_label"].iloc[0]),
+        test_accuracy=accuracy,
+    )
+    _legend_below(fig, axes[0][0], ncol=len(order) + 1, footer=footer, space=0.12)
+    write_csv_atomic(table, csv)
+    save(fig, pdf, footer=footer, tight=False)

@@ -57,10 +57,18 @@ COLUMNS = (
     "var_in",
     "inclusions_in",
 )
+# Figure 4's table: the canary is a label-flipped image (its label, not a coordinate), scores are −ℓ(θ_T; x*, y*),
+# and the final models' test accuracy (both worlds) is recorded.
+FIG4_COLUMNS = tuple(c for c in COLUMNS if c != "canary_dim") + ("canary_label", "test_accuracy_mean",
+                                                                  "test_accuracy_sd", "n_test")
+
+
+_SCALARS = ("canary_dim", "canary_label", "sampling_rate", "batch_size", "n_train", "n_test")
 
 
 def merge_shards(shards: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Concatenate shards (``bits``, ``scores [m, T]``, ``canary_steps``); the scalars must agree.
+    """Concatenate shards (``bits``, ``scores [m, T]``, ``canary_steps``, ``test_accuracy`` when evaluated); the
+    scalars must agree.
 
     Raises:
         ValueError: no shards, or shards of different runs (canary coordinate, q, steps).
@@ -69,14 +77,25 @@ def merge_shards(shards: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.nda
         raise ValueError("no shards to merge")
     first = shards[0]
     for s in shards[1:]:
-        for k in ("canary_dim", "sampling_rate", "batch_size", "n_train"):
-            if float(s[k]) != float(first[k]):
+        for k in _SCALARS:
+            if (k in s) != (k in first) or (k in s and float(s[k]) != float(first[k])):
                 raise ValueError(f"shards disagree on {k}: {s[k]} vs {first[k]}")
         if s["scores"].shape[1] != first["scores"].shape[1]:
             raise ValueError("shards disagree on the number of steps")
-    out = {k: np.concatenate([s[k] for s in shards]) for k in ("bits", "scores", "canary_steps")}
-    out.update({k: first[k] for k in ("canary_dim", "sampling_rate", "batch_size", "n_train", "parameters")})
+    arrays = ("bits", "scores", "canary_steps") + (("test_accuracy",) if "test_accuracy" in first else ())
+    out = {k: np.concatenate([s[k] for s in shards]) for k in arrays}
+    out.update({k: first[k] for k in (*_SCALARS, "parameters") if k in first})
     return out
+
+
+def accuracy_summary(data: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """Mean and sd (ddof 1) of the models' test accuracy (both worlds) and n_test; NaN without an evaluation."""
+    if "test_accuracy" not in data:
+        return {"test_accuracy_mean": math.nan, "test_accuracy_sd": math.nan, "n_test": math.nan}
+    acc = np.asarray(data["test_accuracy"], dtype=np.float64)
+    return {"test_accuracy_mean": float(acc.mean()),
+            "test_accuracy_sd": float(acc.std(ddof=1)) if acc.size > 1 else math.nan,
+            "n_test": float(data["n_test"]) if "n_test" in data else math.nan}
 
 
 def fig2_table(
@@ -92,6 +111,8 @@ def fig2_table(
     background: str = "natural",
     data_source: str = "",
     value_discretization_interval: float = 1e-3,
+    columns: Sequence[str] = COLUMNS,
+    select_label: str = "steinke-fig2-select",
 ) -> pd.DataFrame:
     """Figure 2's table: per T (≤ the shards' T_max), the accounting and the empirical audits (module docstring).
 
@@ -104,9 +125,11 @@ def fig2_table(
         seed: seeds the held-out splits.
         model, background, data_source: recorded in every row (the figure's footer names them).
         value_discretization_interval: of the standard accounting's PLD.
+        columns: the columns kept (:data:`COLUMNS`; :data:`FIG4_COLUMNS` for Figure 4's shards).
+        select_label: domain of the held-out splits' seeds.
 
     Returns:
-        One row per (T, method) with :data:`COLUMNS`; higher score ⇒ canary present throughout.
+        One row per (T, method) with ``columns``; higher score ⇒ canary present throughout.
 
     Raises:
         ValueError: a T beyond the trained steps, or a world without runs.
@@ -132,7 +155,8 @@ def fig2_table(
             "model": model,
             "background": background,
             "data_source": data_source,
-            "canary_dim": int(data["canary_dim"]),
+            **{k: int(data[k]) for k in ("canary_dim", "canary_label") if k in data},
+            **accuracy_summary(data),
             "mean_out": float(out.mean()),
             "var_out": float(out.var(ddof=1)) if out.size > 1 else nan,
             "mean_in": float(inn.mean()),
@@ -151,13 +175,152 @@ def fig2_table(
         paper = Auditor(delta=delta, confidence=confidence).known_family(out, inn, known)
         rows.append(row("empirical_sigma_last_iterate", paper["epsilon"], sigma_hat=paper["sigma_hat"],
                         audit_mode="all_thresholds"))
-        rule = HeldOut(seed=derive_seed(seed, "steinke-fig2-select", t))
+        rule = HeldOut(seed=derive_seed(seed, select_label, t))
         held = Auditor(delta=delta, confidence=confidence, rule=rule).known_family(out, inn, known)
         rows.append(row("empirical_sigma_last_iterate_held_out", held["epsilon"], sigma_hat=held["sigma_hat"],
                         audit_mode="held_out"))
         gdp = Auditor(delta=delta, confidence=confidence, rule=rule_from_mode(mode)).gdp(out, inn)
         rows.append(row("empirical_gdp", gdp.epsilon, mu=max(float(gdp.mu), 0.0), audit_mode=mode))
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+    return pd.DataFrame(rows, columns=list(columns))
 
 
-__all__ = ["COLUMNS", "METHODS", "fig2_table", "merge_shards"]
+def fig4_table(
+    panels: Mapping[str, Sequence[Mapping[str, np.ndarray]]], *, seed: int, **kwargs
+) -> pd.DataFrame:
+    """Figure 4's table: :func:`fig2_table`'s audits of the label-flip canary's scores −ℓ(θ_T; x*, y*), one block
+    per background (``panels``: background → its shards), with :data:`FIG4_COLUMNS`.
+
+    Args:
+        panels: ``{"blank": shards, "natural": shards}`` (:func:`hsaudit.papers.steinke.trained.train_fig4_shard`).
+        seed: seeds the held-out splits (per background).
+        **kwargs: :func:`fig2_table`'s other arguments (``steps``, ``noise_multiplier``, ``delta``, ...).
+    """
+    tables = [
+        fig2_table(shards, seed=derive_seed(seed, "steinke-fig4", background), background=background,
+                   columns=FIG4_COLUMNS, select_label="steinke-fig4-select", **kwargs)
+        for background, shards in panels.items()
+    ]
+    return pd.concat(tables, ignore_index=True)
+
+
+TABLE2_COLUMNS = (
+    "batch_size",
+    "sampling_rate",
+    "noise_multiplier",
+    "steps",
+    "heuristic",
+    "standard",
+    "test_accuracy_mean",
+    "test_accuracy_sd",
+    "empirical_sigma_last_iterate",
+    "empirical_sigma_last_iterate_held_out",
+    "empirical_gdp",
+    "delta",
+    "confidence",
+    "gdp_mode",
+    "runs_per_world",
+    "n_test",
+    "model",
+    "data_source",
+    "paper_heuristic",
+    "paper_standard",
+    "paper_accuracy",
+    "paper_empirical",
+)
+
+
+def table2(
+    rows: Sequence[Mapping[str, object]],
+    *,
+    delta: float,
+    confidence: float,
+    mode: str = "paper",
+    seed: int,
+    model: str = "",
+    value_discretization_interval: float = 1e-3,
+) -> pd.DataFrame:
+    """Table 2 of Steinke, Nasr et al.: per batch size, heuristic and standard ε, test accuracy (mean ± sd over the
+    2R models of both worlds) and the empirical ε of the Dirac gradient canary at the row's T (σ̂ last-iterate audit
+    under the paper's rule and held out, and the GDP audit; :func:`fig2_table`).
+
+    Args:
+        rows: one mapping per table row: ``shards`` (:func:`hsaudit.papers.steinke.trained.train_fig2_shard` with a
+            test set), ``steps`` (T), ``noise_multiplier`` (σ) and optionally the paper's printed values
+            ``paper`` = ``{heuristic, standard, accuracy, empirical}`` (NaN where absent).
+        delta, confidence, mode, seed, model, value_discretization_interval: as :func:`fig2_table`.
+
+    Returns:
+        One row per input row with :data:`TABLE2_COLUMNS`.
+
+    Raises:
+        ValueError: a row's shards without test accuracy.
+    """
+    out = []
+    for i, row in enumerate(rows):
+        data = merge_shards(row["shards"])
+        if "test_accuracy" not in data:
+            raise ValueError(f"table2 row {i}: the shards carry no test accuracy (train them with a test set)")
+        t = int(row["steps"])
+        audit = fig2_table(
+            row["shards"], steps=[t], noise_multiplier=float(row["noise_multiplier"]), delta=delta,
+            confidence=confidence, mode=mode, seed=derive_seed(seed, "steinke-table2", i), model=model,
+            data_source=str(row.get("data_source", "")), value_discretization_interval=value_discretization_interval,
+            select_label="steinke-table2-select",
+        )
+        eps = dict(zip(audit["method"], audit["epsilon"]))
+        paper = dict(row.get("paper") or {})
+        out.append({
+            "batch_size": int(data["batch_size"]),
+            "sampling_rate": float(data["sampling_rate"]),
+            "noise_multiplier": float(row["noise_multiplier"]),
+            "steps": t,
+            **{m: float(eps[m]) for m in METHODS},
+            **accuracy_summary(data),
+            "delta": delta,
+            "confidence": confidence,
+            "gdp_mode": mode,
+            "runs_per_world": int(audit["runs_per_world"].iloc[0]),
+            "model": model,
+            "data_source": str(row.get("data_source", "")),
+            **{f"paper_{k}": float(paper[k]) if paper.get(k) is not None else math.nan
+               for k in ("heuristic", "standard", "accuracy", "empirical")},
+        })
+    return pd.DataFrame(out, columns=list(TABLE2_COLUMNS))
+
+
+def table2_markdown(table: pd.DataFrame, *, footer: str) -> str:
+    """Table 2 as Markdown: the paper's columns (batch size, heuristic ε, standard ε, accuracy, empirical ε) with
+    the paper's printed values in parentheses where given, then ``footer`` (scale, setup, audits)."""
+
+    def paper(value: float, fmt: str) -> str:
+        return "" if math.isnan(value) else f" ({fmt.format(value)})"
+
+    lines = [
+        "| Batch size | q | σ | T | Heuristic ε (paper) | Standard ε (paper) | Test accuracy, mean ± sd (paper) "
+        "| Empirical ε: σ̂ audit, paper rule / held-out (paper) | Empirical ε: GDP audit |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in table.itertuples(index=False):
+        lines.append(
+            f"| {r.batch_size} | {r.sampling_rate:.4g} | {r.noise_multiplier:g} | {r.steps} "
+            f"| {r.heuristic:.2f}{paper(r.paper_heuristic, '{:.2f}')} "
+            f"| {r.standard:.2f}{paper(r.paper_standard, '{:g}')} "
+            f"| {100 * r.test_accuracy_mean:.1f}% ± {100 * r.test_accuracy_sd:.1f}{paper(r.paper_accuracy, '{:.1%}')} "
+            f"| {r.empirical_sigma_last_iterate:.2f} / {r.empirical_sigma_last_iterate_held_out:.2f}"
+            f"{paper(r.paper_empirical, '{:g}')} | {r.empirical_gdp:.2f} |"
+        )
+    return "\n".join(lines) + f"\n\n{footer}\n"
+
+
+__all__ = [
+    "COLUMNS",
+    "FIG4_COLUMNS",
+    "METHODS",
+    "TABLE2_COLUMNS",
+    "accuracy_summary",
+    "fig2_table",
+    "fig4_table",
+    "merge_shards",
+    "table2",
+    "table2_markdown",
+]

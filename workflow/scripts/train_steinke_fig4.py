@@ -1,0 +1,24 @@
+"""Snakemake adapter: one shard of Steinke et al. fig4 (both worlds; Poisson DP-SGD with the label-flipped input
+canary; scores −loss after every step; the final models' test accuracy) via hsaudit.papers.steinke.trained. Imports
+no audit code (docs/cluster.md)."""
+
+import numpy as np
+import torch
+
+from hsaudit.papers.steinke.trained import fig4_canary, train_fig4_shard
+from hsaudit.pipeline.logs import script_logging
+from hsaudit.util.io import atomic_savez
+
+log = script_logging(snakemake)
+torch.set_num_threads(snakemake.threads)
+spec, shard = snakemake.params.spec, int(snakemake.wildcards.shard)
+with np.load(snakemake.input.data) as f:
+    X, y, source = f["X"], f["y"], str(f["data_source"])
+with np.load(snakemake.input.test) as f:
+    test = (f["X"], f["y"])
+canary = fig4_canary(spec, train=(X, y), test=test)
+out = train_fig4_shard(spec, shard, X=X, y=y, canary=canary, test=test, device=snakemake.params.device, progress=True)
+atomic_savez(snakemake.output.shard, {**out, "data_source": np.array(source)})
+log.info("shard %d (%s background): %d models x %d steps, y* = %d, q = %.4g (%s), test accuracy %.4f", shard,
+         spec["background"], len(out["bits"]), out["scores"].shape[1], int(out["canary_label"]),
+         float(out["sampling_rate"]), source, float(out["test_accuracy"].mean()))
