@@ -1,17 +1,12 @@
 """Snakemake adapter: Steinke et al. fig2's audit table (σ̂ and GDP audits, heuristic, standard per T) from the shards."""
 
-import numpy as np
-
-from hsaudit.papers.steinke.trained_audit import fig2_table
+from hsaudit.papers.steinke.trained_audit import fig2_table, load_shards
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic
 
 log = script_logging(snakemake)
 p = snakemake.params
-shards = []
-for path in snakemake.input.shards:
-    with np.load(path) as f:
-        shards.append({k: f[k] for k in f.files})
+shards = load_shards(snakemake.input.shards)
 table = fig2_table(
     shards,
     steps=list(p.steps),

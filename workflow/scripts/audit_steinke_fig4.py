@@ -1,21 +1,15 @@
 """Snakemake adapter: Steinke et al. fig4's audit table (σ̂ and GDP audits, heuristic, standard per T and background)
 from the shards, via hsaudit.papers.steinke.trained_audit.fig4_table."""
 
-import numpy as np
-
-from hsaudit.papers.steinke.trained_audit import fig4_table
+from hsaudit.papers.steinke.trained_audit import fig4_table, load_shards
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic
 
 log = script_logging(snakemake)
 p = snakemake.params
-paths = iter(snakemake.input.shards)
-panels = {}
-for background, count in p.panels.items():  # the input lists each background's shards in turn
-    panels[background] = []
-    for _ in range(int(count)):
-        with np.load(next(paths)) as f:
-            panels[background].append({k: f[k] for k in f.files})
+shards = iter(load_shards(snakemake.input.shards))
+# the input lists each background's shards in turn
+panels = {background: [next(shards) for _ in range(int(count))] for background, count in p.panels.items()}
 first = next(iter(panels.values()))[0]
 table = fig4_table(
     panels,

@@ -1,22 +1,17 @@
 """Snakemake adapter: Steinke et al. Table 2 (heuristic, standard ε, test accuracy, empirical ε per batch size) from
 the rows' shards, via hsaudit.papers.steinke.trained_audit.table2 -> table2.csv + table2.md."""
 
-import numpy as np
-
 from hsaudit.papers.plotting import footer_text
-from hsaudit.papers.steinke.trained_audit import table2, table2_markdown
+from hsaudit.papers.steinke.trained_audit import load_shards, table2, table2_markdown
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_text_atomic, write_csv_atomic
 
 log = script_logging(snakemake)
 p = snakemake.params
-paths = iter(snakemake.input.shards)
+loaded = iter(load_shards(snakemake.input.shards))
 rows = []
 for row in p.rows:  # the input lists each row's shards in turn
-    shards = []
-    for _ in range(int(row["shards"])):
-        with np.load(next(paths)) as f:
-            shards.append({k: f[k] for k in f.files})
+    shards = [next(loaded) for _ in range(int(row["shards"]))]
     rows.append({**row, "shards": shards, "data_source": str(shards[0]["data_source"])})
 table = table2(rows, delta=float(p.delta), confidence=float(p.confidence), mode=p.mode, seed=int(p.seed),
                model=p.model, value_discretization_interval=float(p.value_discretization_interval))

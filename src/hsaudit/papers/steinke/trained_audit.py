@@ -66,6 +66,15 @@ FIG4_COLUMNS = tuple(c for c in COLUMNS if c != "canary_dim") + ("canary_label",
 _SCALARS = ("canary_dim", "canary_label", "sampling_rate", "batch_size", "n_train", "n_test")
 
 
+def load_shards(paths: Sequence[str]) -> list[dict[str, np.ndarray]]:
+    """The arrays of each training shard's ``.npz`` (what the fig2/fig4 training jobs write), in ``paths`` order."""
+    out = []
+    for path in paths:
+        with np.load(path) as f:
+            out.append({k: f[k] for k in f.files})
+    return out
+
+
 def merge_shards(shards: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
     """Concatenate shards (``bits``, ``scores [m, T]``, ``canary_steps``, ``test_accuracy`` when evaluated); the
     scalars must agree.
@@ -313,6 +322,7 @@ def table2_markdown(table: pd.DataFrame, *, footer: str) -> str:
 
 
 __all__ = [
+    "load_shards",
     "COLUMNS",
     "FIG4_COLUMNS",
     "METHODS",
