@@ -78,6 +78,12 @@ def test_figure_edits_leave_audits_and_training_alone(package_copy):
             "plot_yoon", "plot_one_run_fig1"} <= changed
 
 
+def test_table2_edit_reruns_only_table2(package_copy):
+    """Cebere's Table 2 is generated apart from the plan that the training jobs import: editing it retrains
+    nothing."""
+    assert changed_by(package_copy, "papers/cebere/table2.py") == {"write_cebere_table2"}
+
+
 def test_section6_edit_stays_in_section6(package_copy):
     changed = changed_by(package_copy, "papers/cebere/section6/exact.py")
     assert changed == set(SECTION6)

@@ -102,12 +102,12 @@ def gpu_preflight_warning(workflow):
 # docs/cifar10.md). The plan (hsaudit.papers.cebere.plan.plan_experiments) turns a config section into setups, audits and
 # figure entries; every audit is keyed by a hash of the parameters that change its result and lives under
 # results/{family}/.
+from hsaudit.papers.cebere.table2 import hyperparameters
 from hsaudit.papers.cebere.plan import (
     FAMILIES,
     audit_table_paths,
     dataset_name,
     figure_shard_paths,
-    hyperparameters,
     plan_experiments,
     scores_paths,
     setup_path,
