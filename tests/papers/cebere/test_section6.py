@@ -14,6 +14,7 @@ from scipy import special, stats
 from hsaudit.accounting import gdp_epsilon
 from hsaudit.audit import audit_scores
 from hsaudit.papers.cebere.section6.experiments import check_section6_config
+from hsaudit.util.normals import Normals
 from hsaudit.papers.cebere.section6 import (
     Process,
     alpha_grid,
@@ -104,10 +105,10 @@ def test_one_step_of_each_rule_matches_its_definition():
         it = iter_scores(proc, runs=runs, inserted=True, rng=rng)
         first = next(it).copy()
         second = next(it).copy()
-        ref = world_rng(3, rule)
-        z1 = np.concatenate([ref.standard_normal(n, dtype=np.float32) for n in _chunks(runs)])
+        ref = Normals(world_rng(3, rule))
+        z1 = np.concatenate([ref.fill(np.empty(n, dtype=np.float32)) for n in _chunks(runs)])
         np.testing.assert_array_equal(first, z1 * np.float32(3.0) + np.float32(2.0))
-        z2 = np.concatenate([ref.standard_normal(n, dtype=np.float32) for n in _chunks(runs)])
+        z2 = np.concatenate([ref.fill(np.empty(n, dtype=np.float32)) for n in _chunks(runs)])
         drift = np.where(first > np.float32(0.5), sign * 2.0, -sign * 2.0)
         np.testing.assert_allclose(second, first + drift - z2 * (1.5 * 2.0 / 3), rtol=0, atol=1e-5)
 
@@ -208,6 +209,7 @@ def test_exact_tradeoff_curve_is_monotone_and_spans_the_square():
 
 def _naive_audit(s, m, tables):
     """Every midpoint threshold (and below/above all), counts by sorting: the definition."""
+    s, m = np.asarray(s, dtype=float), np.asarray(m, dtype=float)  # float64 midpoints of float32 neighbours
     values = np.unique(np.concatenate([s, m]))
     th = np.concatenate([[values[0] - 1], (values[1:] + values[:-1]) / 2, [values[-1] + 1]])
     fp = s.size - np.searchsorted(np.sort(s), th, side="right")
@@ -235,6 +237,39 @@ def test_fast_audit_equals_the_scan_of_every_midpoint(n):
         assert (got.fp, got.fn) == (ref[0][2], ref[0][3])
         assert got.threshold == pytest.approx(ref[0][1], abs=1e-6)
         assert got.epsilon_assumption_free_max == pytest.approx(max(0.0, ref[1][0], ref[2][0]), abs=1e-12)
+
+
+def test_fast_audit_is_exact_far_from_zero_and_with_spread_kept_bins():
+    # Scores near 1e4 in float32: a value window's bounds round by more than a bin, so the exact bin check (and
+    # its full-pass fallback) decides; wide tails put the bins each objective keeps far apart.
+    rng = np.random.default_rng(21)
+    n = 3000
+    tables = gdp_tables(n, n, confidence=0.95, delta=DELTA)
+    for spread, offset in ((0.05, 1e4), (1.0, 1e4), (1.0, -3e3), (1.0, 0.0)):
+        s = (offset + spread * rng.standard_t(3, n)).astype(np.float32)
+        m = (offset + spread * (rng.standard_t(3, n) + 1.5)).astype(np.float32)
+        got = gdp_audit_two_sample(s, m, tables)
+        ref = _naive_audit(s, m, tables)
+        assert got.mu == pytest.approx(ref[0][0], abs=1e-12)
+        assert (got.fp, got.fn) == (ref[0][2], ref[0][3])
+        assert got.threshold == pytest.approx(ref[0][1], rel=1e-6)
+        assert got.epsilon_assumption_free_max == pytest.approx(max(0.0, ref[1][0], ref[2][0]), abs=1e-12)
+
+
+def test_binned_selection_falls_back_to_every_score_when_the_window_misses():
+    from hsaudit.audit.search import _Binner
+
+    x = np.float32(1e4) + np.random.default_rng(2).standard_normal(5000).astype(np.float32) * np.float32(0.01)
+    lo = x.min()
+    binner = _Binner(lo, np.float32(1023 / (float(x.max()) - float(lo))), 1024)
+    need = np.zeros(1024, dtype=bool)
+    need[[3, 500, 501, 900]] = True
+    idx = binner.index(x)
+    want = np.flatnonzero(need[idx])
+    for expected in (want.size, want.size + 1):  # a wrong count forces the full pass: the same answer
+        val, bins = binner.select(x, need, expected)
+        np.testing.assert_array_equal(val, x[want])
+        np.testing.assert_array_equal(bins, idx[want])
 
 
 def test_fast_audit_agrees_with_the_audit_core():
