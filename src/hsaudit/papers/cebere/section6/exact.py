@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy import optimize, signal, special
+from scipy import optimize, special
 
 from hsaudit.accounting.gaussian import gdp_epsilon
 from hsaudit.papers.cebere.section6.process import Process
@@ -87,6 +87,8 @@ def exact_laws(
     shift_up = k if process.rule == "divergent" else -k  # cells above h move by +C (divergent) or −C
     p = np.empty((steps, n))
     pbar = np.empty((steps, n))
+    from scipy import signal  # here, not at module level: it costs every Monte Carlo audit job 0.5 s to import
+
     lost = np.zeros(steps)
     for world, start in ((p, 0.0), (pbar, c)):
         cur = _gauss_cell_masses(edges, start, sigma * c)
