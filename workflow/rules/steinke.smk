@@ -346,7 +346,7 @@ rule tabulate_steinke_table1:
         ],
     output:
         md=report(
-            register_figure("results/steinke/table1.md", kind="gpu"),
+            steinke_table1_target("results/steinke/table1.md"),
             caption="../report/steinke_table1.rst",
             category="Steinke",
         ),
