@@ -463,6 +463,52 @@ ST_TABLE2_FACTS = dict(
 )
 
 
+# Table 1 (the causal LM by path; hsaudit.papers.steinke.language.plan_table1): one data job, one calibration job
+# (σ per row once N is known), one training job per row and shard. Optional: without `model` and `data` a request
+# for it stops before any job with ST_TABLE1_MISSING's message; every other target is unaffected.
+from snakemake.exceptions import WorkflowError
+from hsaudit.papers.steinke.language import LM_EXTRA as _LM_EXTRA
+from hsaudit.papers.steinke.language import plan_table1 as _plan_table1
+
+ST_T1 = ST["table1"]
+ST_TABLE1 = _plan_table1(ST_T1, seed=SEED)
+ST_TABLE1_ROWS = {row["key"]: i for i, row in enumerate(ST_TABLE1["rows"])}
+ST_TABLE1_MISSING = (
+    "results/steinke/table1.md is an optional target: it needs a causal language model and PersonaChat text, "
+    "given by path. Missing: "
+    + ", ".join(f"steinke.table1.{k}" for k in ("model", "data") if not ST_T1[k])
+    + ". Set steinke.table1.model to a Hugging Face model directory (config.json, weights, tokenizer; the paper's "
+    "is Gemma 2) and steinke.table1.data to a PersonaChat file (.txt, .jsonl or .json), e.g. in a --configfile, "
+    f"and install the language-model extra: {_LM_EXTRA}. See docs/steinke.md, 'table1'."
+    if not (ST_T1["model"] and ST_T1["data"])
+    else ""
+)
+ST_TABLE1_FACTS = dict(
+    scale=SCALE,
+    setup=f"{ST_T1['model']} fine-tuned on {ST_T1['data']}, blocks of {ST_T1['block_size']} tokens, "
+    f"{ST_T1['epochs']} epochs, {ST_T1['canary_tokens']} unused canary tokens",
+)
+
+
+def steinke_table1_sources(wc):
+    """Table 1's model config and data file (inputs of its data job); stops the DAG when a path is missing."""
+    if ST_TABLE1_MISSING:
+        raise WorkflowError(ST_TABLE1_MISSING)
+    return {"model": f"{ST_T1['model']}/config.json", "data": ST_T1["data"]}
+
+
+def steinke_table1_target(path):
+    """Table 1's Markdown path, registered as a (GPU-sized) figure only when its paths are given, so that
+    `archive_all` and `hsaudit plan` never reach for an optional target that cannot run.
+    """
+    return path if ST_TABLE1_MISSING else register_figure(path, kind="gpu")
+
+
+def steinke_table1_data_source():
+    """What the table's footer and CSV name as the data."""
+    return f"{ST_T1['data']} (tokenizer of {ST_T1['model']})"
+
+
 # ---- Annamalai (workflow/rules/annamalai.smk, docs/annamalai.md)
 AN = config["annamalai"]
 AN_FACTS = dict(scale=SCALE)

@@ -251,6 +251,134 @@ rule tabulate_steinke_table2:
         "../scripts/tabulate_steinke_table2.py"
 
 
+rule prepare_steinke_table1_data:
+    input:
+        unpack(steinke_table1_sources),
+    output:
+        data=f"results/steinke/table1/data/{ST_TABLE1['data_key']}.npz",
+    log:
+        log_path("steinke/prepare_table1_data"),
+    conda:
+        "../../envs/torch.yaml"
+    threads: 1
+    resources:
+        mem_mb=8000,
+        runtime=60,
+    params:
+        data={
+            **{k: ST_T1[k] for k in ("model", "data", "block_size", "eval_fraction")},
+            "max_dialogues": ST_T1["max_dialogues"],
+            "canary_tokens": ST_T1["canary_tokens"],
+            "seed": SEED,
+        },
+        code_version=script_version("prepare_steinke_table1_data"),
+    script:
+        "../scripts/prepare_steinke_table1_data.py"
+
+
+rule calibrate_steinke_table1:
+    input:
+        data=rules.prepare_steinke_table1_data.output.data,
+    output:
+        privacy=f"results/steinke/table1/data/{ST_TABLE1['data_key']}_privacy.json",
+    log:
+        log_path("steinke/calibrate_table1"),
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        rows=[
+            {
+                k: row.get(k)
+                for k in ("batch_size", "noise_multiplier", "heuristic_epsilon")
+            }
+            for row in ST_T1["rows"]
+        ],
+        epochs=ST_T1["epochs"],
+        delta=ST_T1["delta"],
+        code_version=script_version("calibrate_steinke_table1"),
+    script:
+        "../scripts/calibrate_steinke_table1.py"
+
+
+# The calibration is ancient(): an accounting edit reruns it but not the fine-tuning (the row's B, σ or heuristic
+# target, δ and epochs are in the training job's spec, so a change of them does retrain).
+rule train_steinke_table1:
+    input:
+        data=rules.prepare_steinke_table1_data.output.data,
+        privacy=ancient(rules.calibrate_steinke_table1.output.privacy),
+    output:
+        shard="results/steinke/table1/{key}/shard{shard}.npz",
+    log:
+        log_path("steinke/train_table1_{key}_shard{shard}"),
+    benchmark:
+        bench_path("steinke/train_table1_{key}_shard{shard}")
+    wildcard_constraints:
+        shard=r"\d+",
+        key="|".join(ST_TABLE1_ROWS) or "^$",
+    conda:
+        "../../envs/torch.yaml"
+    threads: ST_T1["resources"]["threads"]
+    resources:
+        mem_mb=ST_T1["resources"]["mem_mb"],
+        runtime=ST_T1["resources"]["runtime"],
+        gpu=ST_T1["resources"]["gpu"],
+    params:
+        spec=lambda w: ST_TABLE1["rows"][ST_TABLE1_ROWS[w.key]]["train"],
+        row=lambda w: ST_TABLE1_ROWS[w.key],
+        model=ST_T1["model"],
+        data_source=steinke_table1_data_source(),
+        device=ST_T1["device"],
+        code_version=script_version("train_steinke_table1"),
+    script:
+        "../scripts/train_steinke_table1.py"
+
+
+rule tabulate_steinke_table1:
+    input:
+        shards=[
+            f"results/steinke/table1/{row['key']}/shard{shard}.npz"
+            for row in ST_TABLE1["rows"]
+            for shard in row["shards"]
+        ],
+    output:
+        md=report(
+            steinke_table1_target("results/steinke/table1.md"),
+            caption="../report/steinke_table1.rst",
+            category="Steinke",
+        ),
+        csv="results/steinke/table1.csv",
+    log:
+        log_path("steinke/tabulate_table1"),
+    benchmark:
+        bench_path("steinke/tabulate_table1")
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    params:
+        rows=[
+            {"shards": len(row["shards"]), "paper": spec.get("paper")}
+            for row, spec in zip(ST_TABLE1["rows"], ST_T1["rows"])
+        ],
+        delta=ST_T1["delta"],
+        confidence=AUDIT["confidence"],
+        mode=AUDIT["mode"],
+        seed=SEED,
+        model=ST_T1["model"] or "",
+        score=ST_T1["score"],
+        value_discretization_interval=ST["value_discretization_interval"],
+        facts=ST_TABLE1_FACTS,
+        code_version=script_version("tabulate_steinke_table1"),
+    script:
+        "../scripts/tabulate_steinke_table1.py"
+
+
 rule compute_steinke_fig1:
     output:
         "results/steinke/fig1_data.csv",

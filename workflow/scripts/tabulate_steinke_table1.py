@@ -1,0 +1,32 @@
+"""Snakemake adapter: Steinke et al. Table 1 (heuristic, standard ε, perplexity, empirical ε per batch size) from the
+rows' shards, via hsaudit.papers.steinke.language_audit.table1 -> table1.csv + table1.md."""
+
+from hsaudit.papers.plotting import footer_text
+from hsaudit.papers.steinke.language_audit import table1, table1_markdown
+from hsaudit.papers.steinke.trained_audit import load_shards
+from hsaudit.pipeline.logs import script_logging
+from hsaudit.util.io import write_csv_atomic, write_text_atomic
+
+log = script_logging(snakemake)
+p = snakemake.params
+loaded = iter(load_shards(snakemake.input.shards))
+rows = []
+for row in p.rows:  # the input lists each row's shards in turn
+    shards = [next(loaded) for _ in range(int(row["shards"]))]
+    rows.append({"shards": shards, "noise_multiplier": float(shards[0]["noise_multiplier"]),
+                 "steps": int(shards[0]["scores"].shape[1]), "paper": row.get("paper"),
+                 "data_source": str(shards[0]["data_source"])})
+table = table1(rows, delta=float(p.delta), confidence=float(p.confidence), mode=p.mode, seed=int(p.seed),
+               model=p.model, score=p.score, value_discretization_interval=float(p.value_discretization_interval))
+footer = footer_text(
+    **dict(p.facts, code_version=p.code_version),
+    R=f"{int(table['runs_per_world'].min())}/world",
+    data=table["data_source"].iloc[0],
+    audit=f"unused-token canary, score {p.score}: σ̂ last_iterate (all thresholds / held-out) + GDP ({p.mode})",
+    CP=float(p.confidence),
+    delta=float(p.delta),
+    perplexity=f"mean ± sd over both worlds' final models on {int(table['n_eval'].iloc[0])} held-out blocks",
+)
+write_csv_atomic(table, snakemake.output.csv)
+write_text_atomic(snakemake.output.md, "# Steinke, Nasr et al., Table 1\n\n" + table1_markdown(table, footer=footer))
+log.info("wrote %d rows", len(table))
