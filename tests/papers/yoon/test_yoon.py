@@ -510,7 +510,11 @@ def test_plan_shares_populations_across_figures(raw_config):
     assert (cifar["model"], cifar["lr"], cifar["steps"]) == ("cifar_cnn", 2.0, 200)
     mnist = plan.populations[fig3_mnist10.population]
     assert (mnist["model"], mnist["lr"], mnist["steps"], mnist["models_per_world"]) == ("mnist_cnn", 4.0, 100, 128)
-    assert mnist["validation_models_per_world"] == 64  # the default recipe's validation population
+    assert mnist["validation_models_per_world"] == 64  # the default recipe's validation population: null = N // 2
+    laptop = yplan(raw_config, scale="laptop")
+    sizes = {(p["dataset"], p["models_per_world"], p["validation_models_per_world"])
+             for k, p in laptop.populations.items() if k in {q.population for q in laptop.figures["fig3"]}}  # fmt: skip
+    assert sizes == {("mnist", 32, 16), ("cifar10", 8, 4)}
 
 
 def test_plan_named_recipes(raw_config):

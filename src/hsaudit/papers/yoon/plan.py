@@ -92,7 +92,7 @@ def _with_recipe(values: dict[str, Any], section: Mapping[str, Any], figure: str
     if name not in recipes:
         raise ValueError(f"yoon.figures.{figure}: craft_recipe {name!r} is not in yoon.craft_recipes ({sorted(recipes)})")
     values["craft"] = deep_merge(values["craft"], recipes[name] or {})
-    if values["craft"].get("stop_on_validation") and not int(values.get("validation_models_per_world") or 0):
+    if values["craft"].get("stop_on_validation") and not validation_size(values):
         raise ValueError(f"yoon.figures.{figure}: recipe {name!r} stops on validation, which needs "
                          "yoon.validation_models_per_world > 0")  # fmt: skip
     return values
@@ -120,6 +120,12 @@ def _data_params(section: Mapping[str, Any], dataset: str, *, role: str, values:
     return params
 
 
+def validation_size(values: Mapping[str, Any]) -> int:
+    """N_v, models per world of the validation population: ``validation_models_per_world``, null = N // 2."""
+    n_v = values.get("validation_models_per_world")
+    return int(values["models_per_world"]) // 2 if n_v is None else int(n_v)
+
+
 def _population_params(values: Mapping[str, Any], data_key: str, pre_key: str | None) -> dict[str, Any]:
     init = values["init"]
     params = {
@@ -144,8 +150,8 @@ def _population_params(values: Mapping[str, Any], data_key: str, pre_key: str | 
     # Population sizes beyond the paper's design enter the key only when set (existing populations keep theirs).
     if values.get("craft_models_per_world") is not None:
         params["craft_models_per_world"] = int(values["craft_models_per_world"])
-    if int(values.get("validation_models_per_world") or 0) > 0:
-        params["validation_models_per_world"] = int(values["validation_models_per_world"])
+    if validation_size(values) > 0:
+        params["validation_models_per_world"] = validation_size(values)
     if init == "worst":
         params["worst"] = dict(values["worst"])
         params["pretrain_data"] = pre_key
