@@ -495,7 +495,8 @@ def _epsilon_figure(figure_name: str, table: pd.DataFrame, pdf, csv, draw_panel:
                 continue
             draw_panel(ax, part, paper, spec, margin)
             # With several named recipes, each row says which one crafted its samples (the footer gives the options).
-            ax.set_title(_panel_title(part, spec.setting) + (f"\nx_a crafted by recipe '{recipe}'" if len(rows) > 1 else ""))
+            named = f"\nx_a crafted by recipe '{recipe}'" if len(rows) > 1 else ""
+            ax.set_title(_panel_title(part, spec.setting) + named)
     _legend(fig, axes.ravel(), spec, margin, bars=spec.group_by is not None)
     _save(fig, pdf, footer_text(scale=scale, **_provenance(table), code_version=code_version), legend_rows=2)
     return _write_csv(summary, csv, figure_name=figure_name, scale=scale)
