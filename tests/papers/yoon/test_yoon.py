@@ -525,7 +525,8 @@ def test_plan_named_recipes(raw_config):
                  for r in ("valid", "paper")}  # fmt: skip
     assert by_recipe == {"valid": {"steps": 100, "lr": 0.01, "pixel_range": True, "stop_on_validation": True},
                          "paper": {"steps": 100, "lr": 0.01}}  # fmt: skip
-    assert {p.values["craft_recipe"] for f in ("fig2", "fig5", "fig6", "fig7", "fig8", "table1") for p in plan.figures[f]} == {"valid"}
+    others = ("fig2", "fig5", "fig6", "fig7", "fig8", "table1")
+    assert {p.values["craft_recipe"] for f in others for p in plan.figures[f]} == {"valid"}
     # the recipe study's grid entries are given over the paper's reading
     study = {plan.audits[p.audit]["craft"].get("stop_on_validation", False) for p in plan.figures["crafting"]}
     assert study == {False, True}

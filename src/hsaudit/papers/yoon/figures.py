@@ -2,8 +2,8 @@
 
 Input (the contract with ``workflow/scripts/plot_yoon.py``): the concatenation of the per-run audit CSVs
 (``results/yoon/audits/<key>/run<r>.csv``). Every row is one audit of one run: a setting (dataset, canary, init,
-clip_norm C, access, epsilon_theory ε, the crafting recipe's name ``craft_recipe`` and options ``recipe``) × adversary (``a_c``: the canary itself; ``a_ude`` / ``a_ade``: a sample
-crafted from it, ``a_ade`` at margin α) × split (``held-out``: x_a crafted on one population and scored on a fresh
+clip_norm C, access, epsilon_theory ε, the crafting recipe's name ``craft_recipe`` and options ``recipe``) ×
+adversary (``a_c``: the canary itself; ``a_ude`` / ``a_ade``: a sample crafted from it, ``a_ade`` at margin α) × split (``held-out``: x_a crafted on one population and scored on a fresh
 one, a valid audit; ``same``: crafted and scored on the same models, the paper's reading), with ε̂ (``epsilon``,
 at δ), μ̂ (``mu``) and the provenance columns (models_per_world, data_source, mode, confidence, delta). fig2 also
 takes the per-model scores (run, adversary, margin, split, model_index, member, score; score = −loss; member = 1
@@ -14,18 +14,19 @@ Figure kinds, one function each (:func:`plot_yoon_figure` dispatches):
 - :func:`plot_loss_histograms` (fig2): the loss of x_a on M vs M′, one panel per adversary, held-out row and
   same row.
 - :func:`plot_epsilon_curves` (fig3, fig4, fig5, fig7): ε̂ against the theoretical ε, one panel per dataset
-  (and one row of panels per named recipe: fig3 shows the default and the paper's), mean ± sd over runs, held-out solid and same dashed, the diagonal ε̂ = ε as the upper bound.
+  (and one row of panels per named recipe: fig3 shows the default and the paper's), mean ± sd over runs, held-out
+  solid and same dashed, the diagonal ε̂ = ε as the upper bound.
 - :func:`plot_epsilon_bars` (fig6, fig8): ε̂ at one ε as grouped bars (canary type or C) × adversary, held-out
   plain and same hatched.
 - :func:`write_table1` (table1): a_ade's ε̂ for every margin α (Markdown and CSV).
 
 Every figure works with whatever subset of the settings exists (a missing series is left out; one run has no
 error bar; a NaN ε̂ is left out of the mean and counted apart in ``runs_finite``), is 7 in wide, and carries the
-house footer (scale, N per world, runs, data source, audit mode, the named recipes' options, craft/audit split). Its CSV holds every plotted
-number: one row per series (dataset, canary, init, clip_norm, access, epsilon_theory, craft_recipe, recipe,
-adversary, margin, split)
-with ``epsilon`` (mean ε̂ over the runs), ``epsilon_sd`` (ddof = 1; 0 for one run), ``mu`` (mean μ̂), ``runs``,
-``runs_finite`` and ``epsilon_paper`` (the value the paper reports for that setting, NaN where it gives none).
+house footer (scale, N per world, runs, data source, audit mode, the named recipes' options, craft/audit split).
+Its CSV holds every plotted number: one row per series (dataset, canary, init, clip_norm, access, epsilon_theory,
+craft_recipe, recipe, adversary, margin, split) with ``epsilon`` (mean ε̂ over the runs), ``epsilon_sd`` (ddof = 1;
+0 for one run), ``mu`` (mean μ̂), ``runs``, ``runs_finite`` and ``epsilon_paper`` (the value the paper reports for
+that setting, NaN where it gives none).
 
 The paper's values (:data:`PAPER`) are drawn only as reference markers labelled "paper". They come from the text
 of Yoon, Jeung & No (``shared/papers/yoon-adversarial-sample-auditing.txt``), all at ε = 10, δ = 1e−5, blank

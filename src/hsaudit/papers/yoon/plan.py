@@ -90,7 +90,8 @@ def _with_recipe(values: dict[str, Any], section: Mapping[str, Any], figure: str
     recipes = section.get("craft_recipes") or {"paper": {}}
     name = values.setdefault("craft_recipe", "paper")
     if name not in recipes:
-        raise ValueError(f"yoon.figures.{figure}: craft_recipe {name!r} is not in yoon.craft_recipes ({sorted(recipes)})")
+        raise ValueError(f"yoon.figures.{figure}: craft_recipe {name!r} is not in yoon.craft_recipes "
+                         f"({sorted(recipes)})")  # fmt: skip
     values["craft"] = deep_merge(values["craft"], recipes[name] or {})
     if values["craft"].get("stop_on_validation") and not validation_size(values):
         raise ValueError(f"yoon.figures.{figure}: recipe {name!r} stops on validation, which needs "
