@@ -220,15 +220,16 @@ def test_yoon_targets_are_known_figures(config):
 
 
 def test_yoon_fig3_plan_follows_the_paper(config):
-    """specs/yoon.md: 2N = 256 models per population, two populations per run (crafting and held-out audit),
-    10 runs, 4 ε per dataset; full batch (|D| = 30,000 MNIST / 25,000 CIFAR-10, + the canary), T = 100 / 200."""
+    """specs/yoon.md: 2N = 256 models per population, two populations per run (crafting and held-out audit) and
+    the default recipe's validation population of 2 × 64, 10 runs, 4 ε per dataset; full batch (|D| = 30,000
+    MNIST / 25,000 CIFAR-10, + the canary), T = 100 / 200."""
     rows = yoon_rows(config, "results/yoon/fig3.pdf")
     assert len(rows) == 8 and {a.section for a in rows} == {"yoon"} and {a.device for a in rows} == {"gpu"}
-    assert {a.models for a in rows} == {4 * 128 * 10}
+    assert {a.models for a in rows} == {(4 * 128 + 2 * 64) * 10}
     by_model = {(a.model, a.steps, a.batch) for a in rows}
     assert by_model == {("mnist_cnn", 100, 30_001), ("cifar_cnn", 200, 25_001)}
     p = P.plan(["results/yoon/fig3.pdf"], config)
-    assert p.models == 8 * 5120 and p.model_steps == 4 * 5120 * 100 + 4 * 5120 * 200
+    assert p.models == 8 * 6400 and p.model_steps == 4 * 6400 * 100 + 4 * 6400 * 200
     assert p.gpu_sized
 
 
@@ -261,7 +262,7 @@ def test_yoon_shared_populations_are_counted_once(config):
 
 def test_yoon_gpu_warning(config):
     msg = P.gpu_warning(["results/yoon/fig3.pdf"], config, has_gpu=False)
-    assert msg is not None and "yoon/fig3" in msg and "40,960 models" in msg
+    assert msg is not None and "yoon/fig3" in msg and "51,200 models" in msg
     assert P.gpu_warning(["results/yoon/table1.md"], config, has_gpu=False) is not None
     assert P.gpu_warning(["results/yoon/fig3.pdf"], config, has_gpu=True) is None
     raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())

@@ -78,6 +78,14 @@ def test_figure_edits_leave_audits_and_training_alone(package_copy):
             "plot_yoon", "plot_one_run_fig1"} <= changed
 
 
+def test_yoon_crafting_and_plan_edits_leave_its_training_alone(package_copy):
+    """The Yoon recipes live in the plan and the crafting module, which the training job does not import: a recipe
+    change reruns the audits, not the populations (only a change of what is trained re-keys those)."""
+    changed = changed_by(package_copy, "papers/yoon/plan.py", "papers/yoon/crafting.py")
+    assert not changed & {"train_yoon_models", "prepare_yoon_data"}, sorted(changed)
+    assert "audit_yoon_run" in changed
+
+
 def test_table2_edit_reruns_only_table2(package_copy):
     """Cebere's Table 2 is generated apart from the plan that the training jobs import: editing it retrains
     nothing."""

@@ -25,13 +25,14 @@ def job_blocks(output: str, rule: str) -> list[str]:
 
 def test_paper_scale_dag(workflow_copy):
     """Populations: fig3 8, fig5 4, fig6 +2 (ID and blank at ε = 10 are fig5's / fig3's), fig7 +8 (θ_worst),
-    fig8 +2 (C = 0.1, 10), fig2/fig4/table1 +0 (fig3's) = 24 × 10 runs. Audits: one per population + fig4's 4
-    black-box ones + table1's (5 margins in one) = 29 × 10 runs. Data: MNIST, CIFAR-10, CIFAR-100."""
+    fig8 +2 (C = 0.1, 10), fig2/fig4/table1 +0 (fig3's) = 24 × 10 runs. Audits: one per population + fig3's 8
+    with the paper's recipe (the default recipe is the valid one) + fig4's 4 black-box ones + table1's (5 margins
+    in one) = 37 × 10 runs. Data: MNIST, CIFAR-10, CIFAR-100."""
     proc = run_snakemake(workflow_copy, "-n", *TARGETS)
     counts = job_counts(proc.stdout)
     assert counts["prepare_yoon_data"] == 3
     assert counts["train_yoon_models"] == 24 * 10
-    assert counts["audit_yoon_run"] == 29 * 10
+    assert counts["audit_yoon_run"] == 37 * 10
     assert all(counts[f"plot_yoon_{f}"] == 1 for f in (*FIGURES, "table1"))
     train = job_blocks(proc.stdout, "train_yoon_models")
     assert len(train) == 240 and all(re.search(r"\bgpu=1\b", b) for b in train)
@@ -40,8 +41,8 @@ def test_paper_scale_dag(workflow_copy):
     assert len(gpu_audits) == 4 * 10  # only the black-box audits (surrogate distillation) ask for a GPU
 
     fig3 = job_counts(run_snakemake(workflow_copy, "-n", "results/yoon/fig3.pdf").stdout)
-    # 2 datasets × 4 ε = 8 points × 10 runs
-    assert fig3 == {"prepare_yoon_data": 2, "train_yoon_models": 80, "audit_yoon_run": 80, "plot_yoon_fig3": 1}
+    # 2 datasets × 4 ε = 8 populations × 10 runs, each audited with both recipes
+    assert fig3 == {"prepare_yoon_data": 2, "train_yoon_models": 80, "audit_yoon_run": 160, "plot_yoon_fig3": 1}
 
 
 def test_rule_all_leaves_the_gpu_sized_yoon_targets_out(workflow_copy):
@@ -69,8 +70,11 @@ def test_smoke_every_yoon_target_end_to_end(workflow_copy):
         assert np.isfinite(csv["epsilon"]).all() and (csv["epsilon"] >= 0).all(), figure
         runs = pd.read_csv(results / f"{figure}_runs.csv")  # every run's audit row (the issue's columns)
         columns = {"epsilon_theory", "adversary", "canary", "init", "clip_norm", "margin", "run", "epsilon", "mu"}
-        assert columns | {"split", "data_source"} <= set(runs.columns), figure
-    assert set(pd.read_csv(results / "fig3.csv")["dataset"]) == {"mnist", "cifar10"}
+        assert columns | {"split", "data_source", "craft_recipe", "recipe"} <= set(runs.columns), figure
+        assert {"craft_recipe", "recipe"} <= set(csv.columns), figure
+    fig3 = pd.read_csv(results / "fig3.csv")
+    assert set(fig3["dataset"]) == {"mnist", "cifar10"} and set(fig3["craft_recipe"]) == {"valid", "paper"}
+    assert set(pd.read_csv(results / "fig7.csv")["craft_recipe"]) == {"valid"}  # the default recipe
     assert set(pd.read_csv(results / "fig4.csv")["access"]) == {"black"}
     assert set(pd.read_csv(results / "fig6.csv")["canary"]) == {"in_distribution", "blank", "mislabeled", "clipbkd"}
     assert set(pd.read_csv(results / "fig7.csv")["init"]) == {"avg", "worst"}
@@ -80,7 +84,7 @@ def test_smoke_every_yoon_target_end_to_end(workflow_copy):
     assert "| α |" in (results / "table1.md").read_text()
     # every audit row says where its data came from (synthetic files in the real formats at smoke scale)
     audits = [pd.read_csv(p) for p in (results / "audits").glob("*/run*.csv") if not p.stem.endswith("_scores")]
-    assert len(audits) == 13  # smoke: 11 populations (one run each) + fig4 black box + table1
+    assert len(audits) == 17  # smoke: 11 populations (one run each) + fig3's paper recipe (4) + fig4 + table1
     sources = set(pd.concat(audits)["data_source"])
     assert sources == {"mnist:synthetic", "cifar10:synthetic"}, sources
     # fig2's scores: one per model of both populations, for every sample
@@ -92,7 +96,7 @@ def test_smoke_every_yoon_target_end_to_end(workflow_copy):
     overlay.write_text(yaml.safe_dump({"scales": {"smoke": {"yoon": {"craft": {"steps": 4}}}}}))
     # (--configfile takes several files: it goes after the targets)
     counts = job_counts(run_snakemake(workdir, "-n", *TARGETS, "--configfile", str(overlay)).stdout)
-    assert counts.get("audit_yoon_run") == 13 and "train_yoon_models" not in counts, counts
+    assert counts.get("audit_yoon_run") == 17 and "train_yoon_models" not in counts, counts
     assert "prepare_yoon_data" not in counts
     # and with nothing changed, nothing is left to do
     assert job_counts(run_snakemake(workdir, "-n", *TARGETS).stdout) == {}

@@ -11,7 +11,9 @@ params, inp, out = snakemake.params, snakemake.input, snakemake.output
 frames, start = [], 0
 for point in params.points:
     for path in inp.tables[start : start + point["runs"]]:
-        frames.append(pd.read_csv(path).assign(figure=params.figure, point_audit=point["audit"]))
+        # The recipe's name (the audit rows hold its options, in `recipe`).
+        frames.append(pd.read_csv(path).assign(figure=params.figure, point_audit=point["audit"],
+                                               craft_recipe=point["values"].get("craft_recipe", "paper")))
     start += point["runs"]
 table = pd.concat(frames, ignore_index=True)
 write_csv_atomic(table, out.runs)

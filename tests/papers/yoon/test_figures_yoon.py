@@ -115,6 +115,42 @@ def test_fig3_two_datasets_mean_sd_paper_and_footer(tmp_path, footers):
         assert fact in footers[-1], (fact, footers[-1])
 
 
+VALID_LABEL = "adam lr=0.01 T=100, pixels in range, validation stop/10"
+
+
+def test_fig3_shows_both_named_recipes_in_rows_of_panels(tmp_path, footers, monkeypatch):
+    """fig3's default grid crafts with the valid recipe and the paper's: one row of panels per recipe (valid
+    first), the CSV names each series' recipe (name and options), the footer says which options each name has."""
+    valid = audit_rows(epsilons=(4.0, 10.0), datasets=("mnist", "cifar10")).assign(craft_recipe="valid",
+                                                                                  recipe=VALID_LABEL)  # fmt: skip
+    paper = audit_rows(epsilons=(4.0, 10.0), datasets=("mnist", "cifar10"), seed=1).assign(
+        craft_recipe="paper", recipe=yoon.UNNAMED_RECIPE)
+    table = pd.concat([paper, valid], ignore_index=True)  # the paper's rows first: the figure orders them
+    grids = []
+    original = yoon.figure
+    monkeypatch.setattr(yoon, "figure", lambda **kw: grids.append(kw) or original(**kw))
+    yoon.plot_yoon_figure("fig3", table, tmp_path / "fig3.pdf", tmp_path / "fig3.csv", scale="smoke")
+    check_pdf(tmp_path / "fig3.pdf")
+    assert (grids[-1]["nrows"], grids[-1]["ncols"]) == (2, 2)  # recipes × datasets
+    csv = pd.read_csv(tmp_path / "fig3.csv")
+    assert list(dict.fromkeys(csv["craft_recipe"])) == ["valid", "paper"]
+    assert dict(csv[["craft_recipe", "recipe"]].drop_duplicates().values) == {"valid": VALID_LABEL,
+                                                                             "paper": yoon.UNNAMED_RECIPE}  # fmt: skip
+    assert len(csv) == 2 * 2 * 2 * 3 * 2  # recipes × datasets × ε × adversaries × splits
+    for recipe, rows in (("valid", valid), ("paper", paper)):
+        check_series(csv, rows, craft_recipe=recipe, dataset="cifar10", adversary="a_ade", split="held-out",
+                     epsilon_theory=10.0)  # fmt: skip
+    # the paper's values sit beside both recipes (they are the paper's, whichever recipe we use)
+    assert set(csv[csv.epsilon_paper.notna()]["craft_recipe"]) == {"valid", "paper"}
+    assert f"recipe=valid = {VALID_LABEL}; paper = {yoon.UNNAMED_RECIPE}" in footers[-1], footers[-1]
+
+
+def test_tables_without_recipe_names_were_crafted_over_the_paper_reading(tmp_path):
+    table = audit_rows()
+    yoon.plot_yoon_figure("fig3", table, tmp_path / "fig3.pdf", tmp_path / "fig3.csv", scale="smoke")
+    assert set(pd.read_csv(tmp_path / "fig3.csv")["craft_recipe"]) == {"paper"}
+
+
 @pytest.mark.parametrize("figure", ["fig4", "fig5"])
 def test_single_panel_figures_one_run_and_nan(tmp_path, figure):
     """One run (sd 0, no error bar), a NaN ε̂ in one run of another point: left out of the mean, counted."""

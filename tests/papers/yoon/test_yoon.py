@@ -493,21 +493,68 @@ def test_plan_shares_populations_across_figures(raw_config):
     plan = yplan(raw_config)
     fig2 = plan.figures["fig2"]
     assert len(fig2) == 1
-    (fig3_mnist10,) = points(plan, "fig3", dataset="mnist", epsilon=10.0)
+    (fig3_mnist10,) = points(plan, "fig3", dataset="mnist", epsilon=10.0, craft_recipe="valid")
     assert fig2[0].population == fig3_mnist10.population and fig2[0].audit == fig3_mnist10.audit
-    fig3_mnist = {p.values["epsilon"]: p for p in points(plan, "fig3", dataset="mnist")}
+    fig3_mnist = {p.values["epsilon"]: p for p in points(plan, "fig3", dataset="mnist", craft_recipe="valid")}
     fig4 = {p.values["epsilon"]: p for p in plan.figures["fig4"]}
     assert set(fig4) == set(fig3_mnist) == {1.0, 2.0, 4.0, 10.0}
     for eps, point in fig4.items():
         assert point.population == fig3_mnist[eps].population  # black box: same targets
         assert point.audit != fig3_mnist[eps].audit
         assert plan.audits[point.audit]["access"] == "black"
-    # fig3: 2 datasets × 4 ε, 10 runs each; the CIFAR series use the CIFAR ConvNet, η = 2, T = 200
-    assert len(plan.figures["fig3"]) == 8 and all(p.runs == 10 for p in plan.figures["fig3"])
+    # fig3: 2 datasets × 2 recipes × 4 ε, 10 runs each, both recipes on the same populations; the CIFAR series
+    # use the CIFAR ConvNet, η = 2, T = 200
+    assert len(plan.figures["fig3"]) == 16 and all(p.runs == 10 for p in plan.figures["fig3"])
+    assert len({p.population for p in plan.figures["fig3"]}) == 8 and len({p.audit for p in plan.figures["fig3"]}) == 16
     cifar = plan.populations[points(plan, "fig3", dataset="cifar10")[0].population]
     assert (cifar["model"], cifar["lr"], cifar["steps"]) == ("cifar_cnn", 2.0, 200)
     mnist = plan.populations[fig3_mnist10.population]
     assert (mnist["model"], mnist["lr"], mnist["steps"], mnist["models_per_world"]) == ("mnist_cnn", 4.0, 100, 128)
+    assert mnist["validation_models_per_world"] == 64  # the default recipe's validation population: null = N // 2
+    laptop = yplan(raw_config, scale="laptop")
+    sizes = {(p["dataset"], p["models_per_world"], p["validation_models_per_world"])
+             for k, p in laptop.populations.items() if k in {q.population for q in laptop.figures["fig3"]}}  # fmt: skip
+    assert sizes == {("mnist", 32, 16), ("cifar10", 8, 4)}
+
+
+def test_plan_named_recipes(raw_config):
+    """craft_recipe names an entry of craft_recipes, merged over craft: the default (valid) adds pixels in range
+    and the validation stop; the paper's keeps the audit key it had before recipes had names (steps and lr only)."""
+    plan = yplan(raw_config)
+    by_recipe = {r: plan.audits[points(plan, "fig3", dataset="mnist", epsilon=10.0, craft_recipe=r)[0].audit]["craft"]
+                 for r in ("valid", "paper")}  # fmt: skip
+    assert by_recipe == {"valid": {"steps": 100, "lr": 0.01, "pixel_range": True, "stop_on_validation": True},
+                         "paper": {"steps": 100, "lr": 0.01}}  # fmt: skip
+    others = ("fig2", "fig5", "fig6", "fig7", "fig8", "table1")
+    assert {p.values["craft_recipe"] for f in others for p in plan.figures[f]} == {"valid"}
+    # the recipe study's grid entries are given over the paper's reading
+    study = {plan.audits[p.audit]["craft"].get("stop_on_validation", False) for p in plan.figures["crafting"]}
+    assert study == {False, True}
+
+    def smaller_steps(section):  # a craft option applies to every recipe
+        section["craft"]["steps"] = 7
+
+    plan7 = yplan(raw_config, edit=smaller_steps)
+    assert {plan7.audits[p.audit]["craft"]["steps"] for p in plan7.figures["fig3"]} == {7}
+
+    def recipe_wins(section):
+        section["craft"]["stop_on_validation"] = False
+
+    assert yplan(raw_config, edit=recipe_wins).audits == plan.audits
+
+
+def test_plan_recipe_errors(raw_config):
+    def unknown(section):
+        section["craft_recipe"] = "best"
+
+    with pytest.raises(ValueError, match="craft_recipe 'best' is not in yoon.craft_recipes"):
+        yplan(raw_config, edit=unknown)
+
+    def no_validation(section):
+        section["validation_models_per_world"] = 0
+
+    with pytest.raises(ValueError, match="recipe 'valid' stops on validation"):
+        yplan(raw_config, edit=no_validation)
 
 
 def test_plan_table1_crafts_every_margin_in_one_audit(raw_config):

@@ -2,8 +2,8 @@
 
 Input (the contract with ``workflow/scripts/plot_yoon.py``): the concatenation of the per-run audit CSVs
 (``results/yoon/audits/<key>/run<r>.csv``). Every row is one audit of one run: a setting (dataset, canary, init,
-clip_norm C, access, epsilon_theory ε) × adversary (``a_c``: the canary itself; ``a_ude`` / ``a_ade``: a sample
-crafted from it, ``a_ade`` at margin α) × split (``held-out``: x_a crafted on one population and scored on a fresh
+clip_norm C, access, epsilon_theory ε, the crafting recipe's name ``craft_recipe`` and options ``recipe``) ×
+adversary (``a_c``: the canary itself; ``a_ude`` / ``a_ade``: a sample crafted from it, ``a_ade`` at margin α) × split (``held-out``: x_a crafted on one population and scored on a fresh
 one, a valid audit; ``same``: crafted and scored on the same models, the paper's reading), with ε̂ (``epsilon``,
 at δ), μ̂ (``mu``) and the provenance columns (models_per_world, data_source, mode, confidence, delta). fig2 also
 takes the per-model scores (run, adversary, margin, split, model_index, member, score; score = −loss; member = 1
@@ -13,18 +13,20 @@ Figure kinds, one function each (:func:`plot_yoon_figure` dispatches):
 
 - :func:`plot_loss_histograms` (fig2): the loss of x_a on M vs M′, one panel per adversary, held-out row and
   same row.
-- :func:`plot_epsilon_curves` (fig3, fig4, fig5, fig7): ε̂ against the theoretical ε, one panel per dataset,
-  mean ± sd over runs, held-out solid and same dashed, the diagonal ε̂ = ε as the upper bound.
+- :func:`plot_epsilon_curves` (fig3, fig4, fig5, fig7): ε̂ against the theoretical ε, one panel per dataset
+  (and one row of panels per named recipe: fig3 shows the default and the paper's), mean ± sd over runs, held-out
+  solid and same dashed, the diagonal ε̂ = ε as the upper bound.
 - :func:`plot_epsilon_bars` (fig6, fig8): ε̂ at one ε as grouped bars (canary type or C) × adversary, held-out
   plain and same hatched.
 - :func:`write_table1` (table1): a_ade's ε̂ for every margin α (Markdown and CSV).
 
 Every figure works with whatever subset of the settings exists (a missing series is left out; one run has no
 error bar; a NaN ε̂ is left out of the mean and counted apart in ``runs_finite``), is 7 in wide, and carries the
-house footer (scale, N per world, runs, data source, audit mode, craft/audit split). Its CSV holds every plotted
-number: one row per series (dataset, canary, init, clip_norm, access, epsilon_theory, adversary, margin, split)
-with ``epsilon`` (mean ε̂ over the runs), ``epsilon_sd`` (ddof = 1; 0 for one run), ``mu`` (mean μ̂), ``runs``,
-``runs_finite`` and ``epsilon_paper`` (the value the paper reports for that setting, NaN where it gives none).
+house footer (scale, N per world, runs, data source, audit mode, the named recipes' options, craft/audit split).
+Its CSV holds every plotted number: one row per series (dataset, canary, init, clip_norm, access, epsilon_theory,
+craft_recipe, recipe, adversary, margin, split) with ``epsilon`` (mean ε̂ over the runs), ``epsilon_sd`` (ddof = 1;
+0 for one run), ``mu`` (mean μ̂), ``runs``, ``runs_finite`` and ``epsilon_paper`` (the value the paper reports for
+that setting, NaN where it gives none).
 
 The paper's values (:data:`PAPER`) are drawn only as reference markers labelled "paper". They come from the text
 of Yoon, Jeung & No (``shared/papers/yoon-adversarial-sample-auditing.txt``), all at ε = 10, δ = 1e−5, blank
@@ -57,14 +59,18 @@ from hsaudit.util.io import write_csv_atomic
 FIGURES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "crafting")
 ADVERSARIES = ("a_c", "a_ude", "a_ade")
 SPLITS = ("held-out", "same")
-SETTING = ("dataset", "canary", "init", "clip_norm", "access", "epsilon_theory", "recipe")
-PAPER_SETTING = SETTING[:-1]
+SETTING = ("dataset", "canary", "init", "clip_norm", "access", "epsilon_theory", "craft_recipe", "recipe")
+"""A series' setting; ``craft_recipe`` is the recipe's name (``yoon.craft_recipes``), ``recipe`` its options."""
+PAPER_SETTING = SETTING[:-2]
 """The setting of the paper's printed values (they hold for its recipe, whichever ours is: shown beside every recipe)."""
 SERIES = (*SETTING, "adversary", "margin", "split")
 """The columns that name one plotted series (the rows of every figure's CSV)."""
 REQUIRED = (*SERIES, "run", "epsilon", "mu", "models_per_world", "data_source", "mode")
 UNNAMED_RECIPE = "adam lr=0.01 T=100"
 """The recipe of audit tables that do not name theirs (the paper's reading, the only one before the options)."""
+RECIPE_NAMES = ("valid", "paper")
+"""The named recipes of the config (``yoon.craft_recipes``), in the order figures show them; tables that do not
+name theirs were crafted over the paper's reading (``paper``)."""
 MAIN_MARGIN = 0.2
 """The ADE margin α of the figures (the paper's default); table1 shows every margin."""
 
@@ -128,6 +134,8 @@ def _check(table: pd.DataFrame) -> pd.DataFrame:
     """The audit rows with typed columns; raises ValueError on a missing column or an unknown adversary/split."""
     if "recipe" not in table.columns:  # audit tables written before crafting recipes were options
         table = table.assign(recipe=UNNAMED_RECIPE)
+    if "craft_recipe" not in table.columns:  # ... and before recipes had names
+        table = table.assign(craft_recipe="paper")
     missing = [c for c in REQUIRED if c not in table.columns]
     if missing:
         raise ValueError(f"the audit table has no column {missing[0]!r}")
@@ -147,7 +155,7 @@ def _check(table: pd.DataFrame) -> pd.DataFrame:
 def _order(frame: pd.DataFrame) -> pd.DataFrame:
     """Rows in the figures' order: dataset, canary, init, C, access, ε, adversary, α, split (known values first)."""
     known = {"dataset": tuple(DATASET_LABELS), "canary": tuple(CANARY_LABELS), "init": tuple(INIT_LABELS),
-             "adversary": ADVERSARIES, "split": SPLITS}  # fmt: skip
+             "adversary": ADVERSARIES, "split": SPLITS, "craft_recipe": RECIPE_NAMES}  # fmt: skip
 
     def rank(column: pd.Series) -> pd.Series:
         if column.name not in known:
@@ -228,15 +236,28 @@ def _unique(table: pd.DataFrame, column: str, fmt: Callable[[Any], str] = str) -
     return "/".join(dict.fromkeys(fmt(v) for v in table[column].dropna()))
 
 
+def _recipes(table: pd.DataFrame) -> str | None:
+    """"valid = adam lr=0.01 T=100, pixels in range, validation stop/10; paper = adam lr=0.01 T=100": each named
+    recipe and its options, when every name has one set of options (None otherwise: a study over recipes names
+    each one where it is drawn)."""
+    pairs = table[["craft_recipe", "recipe"]].drop_duplicates()
+    if pairs["craft_recipe"].duplicated().any():
+        return None
+    order = {n: i for i, n in enumerate(RECIPE_NAMES)}
+    pairs = pairs.sort_values("craft_recipe", key=lambda c: c.map(lambda v: (order.get(v, len(order)), str(v))))
+    return "; ".join(f"{name} = {label}" for name, label in pairs.itertuples(index=False))
+
+
 def _provenance(table: pd.DataFrame) -> dict[str, Any]:
     """The Yoon facts of a footer, as keyword arguments of :func:`hsaudit.papers.plotting.footer_text`: data
-    source, audit mode, N (models per world), runs per series and the craft/audit split."""
+    source, audit mode, N (models per world), runs per series, the crafting recipes and the craft/audit split."""
     confidence = f", CP {_unique(table, 'confidence', lambda v: f'{float(v):g}')}" if "confidence" in table else ""
     return {
         "data": table["data_source"].dropna(),
         "audit": f"{_unique(table, 'mode')} (GDP{confidence})",
         "N": f"{_unique(table, 'models_per_world', lambda v: str(int(v)))} per world",
         "runs": table.groupby(list(SERIES), dropna=False).size(),
+        "recipe": _recipes(table),
         "craft/audit split": "held-out (main) and same (paper's reading)",
     }
 
@@ -263,6 +284,7 @@ def _panel_title(part: pd.DataFrame, columns: Sequence[str]) -> str:
         "init": lambda v: INIT_LABELS.get(v, v),
         "clip_norm": lambda v: f"C = {v:g}",
         "epsilon_theory": lambda v: f"ε = {v:g}",
+        "craft_recipe": lambda v: f"{v} recipe",
         "recipe": lambda v: f"crafted by {v}",
     }
     return ", ".join(words[c](part[c].iloc[0]) for c in columns if part[c].nunique(dropna=False) == 1)
@@ -337,11 +359,18 @@ def _series_rows(summary: pd.DataFrame, spec: _Spec) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else summary.iloc[:0].assign(series=pd.Series(dtype=str))
 
 
-def _panels(summary: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """One panel per dataset (MNIST first)."""
-    datasets = [d for d in DATASET_LABELS if d in set(summary["dataset"])]
-    datasets += [d for d in dict.fromkeys(summary["dataset"]) if d not in datasets]
-    return [(d, summary[summary["dataset"] == d]) for d in datasets]
+def _known_first(values: pd.Series, known: Sequence[str]) -> list[Any]:
+    present = list(dict.fromkeys(values))
+    return [v for v in known if v in present] + [v for v in present if v not in known]
+
+
+def _panels(summary: pd.DataFrame) -> list[list[tuple[str, pd.DataFrame]]]:
+    """Rows of panels: one row per named recipe (the default, valid, first), one panel per dataset (MNIST
+    first); a row's panels are ``(recipe name, rows)``."""
+    datasets = _known_first(summary["dataset"], tuple(DATASET_LABELS))
+    recipes = _known_first(summary["craft_recipe"], RECIPE_NAMES)
+    return [[(r, summary[(summary["craft_recipe"] == r) & (summary["dataset"] == d)]) for d in datasets]
+            for r in recipes]  # fmt: skip
 
 
 def _legend(fig, axes, spec: _Spec, margin: float | None, *, bars: bool) -> None:
@@ -433,7 +462,8 @@ def plot_epsilon_curves(
     figure_name: str, table: pd.DataFrame, pdf: str | os.PathLike, csv: str | os.PathLike, *, scale: str,
     code_version: str = "",
 ) -> pd.DataFrame:  # fmt: skip
-    """fig3, fig4, fig5, fig7: ε̂ against the theoretical ε, one panel per dataset.
+    """fig3, fig4, fig5, fig7: ε̂ against the theoretical ε, one panel per dataset, one row of panels per named
+    crafting recipe (fig3: the default ``valid`` recipe above, the paper's below; the footer gives their options).
 
     Every series (fig3–5: a_c, a_ude, a_ade at α = 0.2; fig7: a_c at θ_avg, a_c and a_ade at θ_worst, a_ude at
     θ_worst lighter) is drawn held-out solid and same dashed, mean ± sd over runs (no bar with one run), with the
@@ -456,15 +486,19 @@ def _epsilon_figure(figure_name: str, table: pd.DataFrame, pdf, csv, draw_panel:
     margin = _main_margin(table)
     summary = _series_rows(_with_paper(summarise(table), figure_name), spec)
     paper = PAPER[PAPER["figure"] == figure_name]
-    panels = _panels(summary) or [("", summary)]
-    fig, axes = figure(ncols=len(panels), width=7.0, height=3.5)
-    for ax, (_, part) in zip(axes[0], panels, strict=True):
-        if part.empty:
-            _note(ax, "no audit of this figure's series")
-            continue
-        draw_panel(ax, part, paper, spec, margin)
-        ax.set_title(_panel_title(part, spec.setting))
-    _legend(fig, axes[0], spec, margin, bars=spec.group_by is not None)
+    rows = _panels(summary) or [[("", summary)]]
+    height = 3.5 if len(rows) == 1 else 3.0 * len(rows) + 0.5
+    fig, axes = figure(ncols=len(rows[0]), nrows=len(rows), width=7.0, height=height)
+    for ax_row, panels in zip(axes, rows, strict=True):
+        for ax, (recipe, part) in zip(ax_row, panels, strict=True):
+            if part.empty:
+                _note(ax, "no audit of this figure's series")
+                continue
+            draw_panel(ax, part, paper, spec, margin)
+            # With several named recipes, each row says which one crafted its samples (the footer gives the options).
+            named = f"\nx_a crafted by recipe '{recipe}'" if len(rows) > 1 else ""
+            ax.set_title(_panel_title(part, spec.setting) + named)
+    _legend(fig, axes.ravel(), spec, margin, bars=spec.group_by is not None)
     _save(fig, pdf, footer_text(scale=scale, **_provenance(table), code_version=code_version), legend_rows=2)
     return _write_csv(summary, csv, figure_name=figure_name, scale=scale)
 
@@ -680,7 +714,7 @@ def write_table1(
     summary = _with_paper(summarise(table), "table1")
     varying = [c for c in SETTING if summary[c].nunique(dropna=False) > 1]
     words = {"dataset": "dataset", "canary": "canary", "init": "init", "clip_norm": "C", "access": "access",
-             "epsilon_theory": "ε", "recipe": "recipe"}  # fmt: skip
+             "epsilon_theory": "ε", "craft_recipe": "recipe name", "recipe": "recipe"}  # fmt: skip
     head = [words[c] for c in varying] + ["α", "ε̂ held-out", "ε̂ same", "paper (same models)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for _, part in summary.groupby([*varying, "margin"], sort=False, dropna=False):

@@ -29,7 +29,7 @@ from hsaudit.util.mapping import deep_merge, grid_points, key_of
 
 FIGURES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "table1", "crafting")
 """The Yoon et al. targets (``results/yoon/{figure}.pdf``; table1 is ``results/yoon/table1.md``)."""
-NOT_VALUES = ("data", "resources", "figures", "datasets")
+NOT_VALUES = ("data", "resources", "figures", "datasets", "craft_recipes")
 PRETRAIN_DATASET = {"cifar10": "cifar100"}
 """θ_worst of a dataset is pre-trained on this dataset first (then fine-tuned on the auxiliary half)."""
 
@@ -57,10 +57,12 @@ class YoonPlan:
 
 def figure_values(section: Mapping[str, Any], figure: str) -> list[dict[str, Any]]:
     """The values of every series of ``figure``, merged in this order: the section's values, the series'
-    dataset entry (``datasets.<name>``, its null values skipped), the figure's overrides, the grid cell.
+    dataset entry (``datasets.<name>``, its null values skipped), the figure's overrides, the grid cell; then the
+    named recipe ``craft_recipe`` (an entry of ``craft_recipes``) is merged over ``craft``.
 
     Raises:
-        ValueError: an unknown figure or dataset, or a grid key that is not a value of the section.
+        ValueError: an unknown figure, dataset or recipe, a grid key that is not a value of the section, or a
+            validation-stopped recipe without a validation population.
     """
     figures = section.get("figures", {})
     if figure not in figures:
@@ -79,8 +81,22 @@ def figure_values(section: Mapping[str, Any], figure: str) -> list[dict[str, Any
         unknown = sorted(set(grid) - set(values))
         if unknown:
             raise ValueError(f"yoon.figures.{figure}.grid: unknown keys {unknown}")
-        out.append(deep_merge(deep_merge(values, entry), cell))
+        out.append(_with_recipe(deep_merge(deep_merge(values, entry), cell), section, figure))
     return out
+
+
+def _with_recipe(values: dict[str, Any], section: Mapping[str, Any], figure: str) -> dict[str, Any]:
+    """``values`` with its named recipe's options merged over ``craft`` (the recipe's options win)."""
+    recipes = section.get("craft_recipes") or {"paper": {}}
+    name = values.setdefault("craft_recipe", "paper")
+    if name not in recipes:
+        raise ValueError(f"yoon.figures.{figure}: craft_recipe {name!r} is not in yoon.craft_recipes "
+                         f"({sorted(recipes)})")  # fmt: skip
+    values["craft"] = deep_merge(values["craft"], recipes[name] or {})
+    if values["craft"].get("stop_on_validation") and not validation_size(values):
+        raise ValueError(f"yoon.figures.{figure}: recipe {name!r} stops on validation, which needs "
+                         "yoon.validation_models_per_world > 0")  # fmt: skip
+    return values
 
 
 def _data_params(section: Mapping[str, Any], dataset: str, *, role: str, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -103,6 +119,12 @@ def _data_params(section: Mapping[str, Any], dataset: str, *, role: str, values:
     else:  # a pre-training set: a prefix of its own permutation
         params["size"] = min(n_train, int(values["pretrain_size"] or n_train))
     return params
+
+
+def validation_size(values: Mapping[str, Any]) -> int:
+    """N_v, models per world of the validation population: ``validation_models_per_world``, null = N // 2."""
+    n_v = values.get("validation_models_per_world")
+    return int(values["models_per_world"]) // 2 if n_v is None else int(n_v)
 
 
 def _population_params(values: Mapping[str, Any], data_key: str, pre_key: str | None) -> dict[str, Any]:
@@ -129,8 +151,8 @@ def _population_params(values: Mapping[str, Any], data_key: str, pre_key: str | 
     # Population sizes beyond the paper's design enter the key only when set (existing populations keep theirs).
     if values.get("craft_models_per_world") is not None:
         params["craft_models_per_world"] = int(values["craft_models_per_world"])
-    if int(values.get("validation_models_per_world") or 0) > 0:
-        params["validation_models_per_world"] = int(values["validation_models_per_world"])
+    if validation_size(values) > 0:
+        params["validation_models_per_world"] = validation_size(values)
     if init == "worst":
         params["worst"] = dict(values["worst"])
         params["pretrain_data"] = pre_key
@@ -276,7 +298,8 @@ def plan_yoon(section: Mapping[str, Any], *, seed: int, audit: Mapping[str, Any]
                 aud = _audit_params(values, pop_key, audit)
                 aud_key = key_of(aud)
                 audits.setdefault(aud_key, aud)
-                label = {k: values[k] for k in ("dataset", "canary", "init", "clip_norm", "access", "epsilon")}
+                label = {k: values[k] for k in ("dataset", "canary", "init", "clip_norm", "access", "epsilon",
+                                                "craft_recipe")}  # fmt: skip
                 points.append(Point(figure, aud_key, pop_key, int(values["runs"]), label))
         figures[figure] = points
     return YoonPlan(data=data, populations=populations, audits=audits, figures=figures)
