@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from hsaudit.accounting import last_iterate as H
-from hsaudit.papers.steinke.trained_audit import METHODS, fig2_table, merge_shards
+from hsaudit.papers.steinke.trained_audit import METHODS, fig2_table, merge_shards, paper_value
 from hsaudit.util.seeding import derive_seed
 
 TABLE1_COLUMNS = (
@@ -148,9 +148,7 @@ def table1_markdown(table: pd.DataFrame, *, footer: str) -> str:
     """Table 1 as Markdown: the paper's columns (batch size, heuristic ε, standard ε, perplexity, empirical ε) with
     its printed values in parentheses where given, then ``footer``."""
 
-    def paper(value: float, fmt: str) -> str:
-        return "" if math.isnan(value) else f" ({fmt.format(value)})"
-
+    paper = paper_value
     lines = [
         "| Batch size | q | σ | T | Heuristic ε (paper) | Standard ε (paper) | Perplexity, mean ± sd (paper) "
         "| Empirical ε: σ̂ audit, paper rule / held-out (paper) | Empirical ε: GDP audit |",

@@ -297,13 +297,16 @@ def table2(
     return pd.DataFrame(out, columns=list(TABLE2_COLUMNS))
 
 
+def paper_value(value: float, fmt: str) -> str:
+    """`` (value)`` formatted with ``fmt``, the paper's printed value beside ours in a table; empty for NaN."""
+    return "" if math.isnan(value) else f" ({fmt.format(value)})"
+
+
 def table2_markdown(table: pd.DataFrame, *, footer: str) -> str:
     """Table 2 as Markdown: the paper's columns (batch size, heuristic ε, standard ε, accuracy, empirical ε) with
     the paper's printed values in parentheses where given, then ``footer`` (scale, setup, audits)."""
 
-    def paper(value: float, fmt: str) -> str:
-        return "" if math.isnan(value) else f" ({fmt.format(value)})"
-
+    paper = paper_value
     lines = [
         "| Batch size | q | σ | T | Heuristic ε (paper) | Standard ε (paper) | Test accuracy, mean ± sd (paper) "
         "| Empirical ε: σ̂ audit, paper rule / held-out (paper) | Empirical ε: GDP audit |",
@@ -323,6 +326,7 @@ def table2_markdown(table: pd.DataFrame, *, footer: str) -> str:
 
 __all__ = [
     "load_shards",
+    "paper_value",
     "COLUMNS",
     "FIG4_COLUMNS",
     "METHODS",
