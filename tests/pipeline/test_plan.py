@@ -315,6 +315,21 @@ def test_one_run_figure_is_planned_and_shares_fig1c_population(config):
     assert both.models == P.plan(["results/fig1c.pdf"], config).models + one[0].models
 
 
+def test_steinke_table1_plan_prices_the_assumed_lm(config):
+    """Table 1: one GPU population of 2R = 256 fine-tunings per row, T = round(2·N/B) at the assumed N = 16,000;
+    the causal-LM rows cost per example 2.0e12 FLOPs at 50 TFLOP/s for 2.6e9 parameters and 128-token blocks, so
+    the three rows come to ≈ 274 GPU-h (docs/steinke.md's estimate), and twice the parameters cost twice as much."""
+    p = P.plan(["results/steinke/table1.md"], config)
+    assert [(r.batch, r.steps, r.models, r.device) for r in p.populations] == [
+        (2048, 16, 256, "gpu"), (1024, 31, 256, "gpu"), (512, 62, 256, "gpu")]
+    want = sum(256 * t * 0.04 * b for b, t in ((2048, 16), (1024, 31), (512, 62))) / 3600
+    assert p.hours("gpu") == pytest.approx(want) and 270 < want < 280
+    bigger = {**config, "steinke": {**config["steinke"], "table1": {
+        **config["steinke"]["table1"], "plan": {"examples": 16000, "parameters": 5.2e9}}}}
+    assert P.plan(["results/steinke/table1.md"], bigger).hours("gpu") == pytest.approx(2 * want)
+    assert "steinke/table1" in P.known_figures(config)
+
+
 def test_steinke_fig4_and_table2_plans(config):
     """fig4: one GPU population per background; table2: one per batch size (T = 2468·4096/B), the 4,096 row being
     fig2's population (listed once, with both figures)."""

@@ -104,7 +104,18 @@ CALIBRATION: tuple[Calibration, ...] = (
     # slower than `hooks` on the ResNet18 on the CPU: these rows are lower estimates.
     Calibration("wrn16_4", "gpu", 128, 0.110, "derived: ConvNet GPU row x multiply-adds ratio 602 (estimate)"),
     Calibration("wrn16_4", "cpu", 128, 13.3, "derived: ResNet18-GN CPU row x multiply-adds ratio 0.705 (estimate)"),
+    # Steinke et al. Table 1's causal LM, per example (batch 1) of LM_REFERENCE_TOKENS tokens for a model of
+    # LM_REFERENCE_PARAMETERS parameters (Gemma 2 2B); a population scales it by its parameters x block size
+    # (Population.cost_factor). FLOPs 6 x 2.6e9 x 128 = 2.0e12 per example (forward + backward). Not measured.
+    Calibration("causal_lm", "gpu", 1, 0.04, "derived: 2.0e12 FLOPs per example at an effective 50 TFLOP/s (estimate; "
+                "one backward pass per example in float32 is likely several times slower, docs/steinke.md)"),
+    Calibration("causal_lm", "cpu", 1, 40.0, "derived: 2.0e12 FLOPs per example at 50 GFLOP/s on one core (estimate)"),
 )
+
+LM_REFERENCE_PARAMETERS = 2.6e9
+"""Parameters of the model the ``causal_lm`` calibration rows are for (Gemma 2 2B)."""
+LM_REFERENCE_TOKENS = 128
+"""Tokens per example of the ``causal_lm`` calibration rows."""
 
 PAPER_GPU_HOURS = 3500.0
 """Cebere et al., Appendix D: "totaling approximately 3500 GPU hours" (ConvNet + ResNet, T = 250/1250/6250)."""
@@ -182,6 +193,7 @@ class Population:
     device: str
     key: tuple = field(compare=False, default=())
     detail: str = ""
+    cost_factor: float = 1.0  # the model's cost per example relative to its calibration row's (e.g. LM size)
 
     @property
     def model_steps(self) -> int:
@@ -190,7 +202,8 @@ class Population:
     def hours(self, device: str) -> float:
         """Estimated hours on ``device`` (``"cpu"``: CPU core-hours at 1 thread per job; ``"gpu"``: GPU-hours)."""
         cal = calibration(self.model, device)
-        return self.model_steps * cal.seconds_per_model_step * (self.batch / cal.batch) / 3600.0
+        per_step = cal.seconds_per_model_step * (self.batch / cal.batch) * self.cost_factor
+        return self.model_steps * per_step / 3600.0
 
 
 # Figures without trained models (simulate → audit → plot), by config section.
@@ -390,6 +403,37 @@ def steinke_populations(config: Mapping[str, Any]) -> list[Population]:
     ]
 
 
+def steinke_lm_populations(config: Mapping[str, Any]) -> list[Population]:
+    """Steinke et al. Table 1 (:func:`hsaudit.papers.steinke.language.plan_table1`, the plan its rules run): one
+    population of 2R models per row, T = round(epochs·N/B) steps of expected batch B. N and the model's size are
+    known only once the data are tokenised and the model read, so the plan takes them from
+    ``steinke.table1.plan`` (examples, parameters), and the ``causal_lm`` calibration rows are scaled by
+    parameters × block size (:data:`LM_REFERENCE_PARAMETERS`, :data:`LM_REFERENCE_TOKENS`)."""
+    section = (config.get("steinke") or {}).get("table1")
+    if not section:
+        return []
+    from hsaudit.papers.steinke.language import plan_table1
+    from hsaudit.papers.steinke.language_audit import training_steps
+
+    assumed = section.get("plan") or {}
+    n, parameters = int(assumed.get("examples", 16000)), float(assumed.get("parameters", LM_REFERENCE_PARAMETERS))
+    block = int(section["block_size"])
+    factor = parameters / LM_REFERENCE_PARAMETERS * block / LM_REFERENCE_TOKENS
+    gpu = int((section.get("resources") or {}).get("gpu", 0) or 0) > 0
+    out = []
+    for row in plan_table1(section, seed=int(config.get("seed", 0)))["rows"]:
+        b = int(row["train"]["batch_size"])
+        out.append(Population(
+            figures=("steinke/table1",), section="steinke", adversary="unused tokens", model="causal_lm",
+            models=2 * int(section["models_per_world"]),
+            steps=training_steps(epochs=section["epochs"], n_train=n, batch_size=b), batch=b,
+            device="gpu" if gpu else "cpu", key=("steinke-lm", row["key"]),
+            detail=f"B={b} N={n} {parameters:.2g} params {block}-token blocks (assumed: steinke.table1.plan)",
+            cost_factor=factor,
+        ))
+    return out
+
+
 def one_run_populations(config: Mapping[str, Any]) -> list[Population]:
     """The populations of ``results/one_run/fig1.pdf``, from the plan its rules run
     (:func:`hsaudit.papers.cebere.one_run.plan_one_run`): per audited family, the one-run models (the largest M,
@@ -422,11 +466,11 @@ def one_run_populations(config: Mapping[str, Any]) -> list[Population]:
 
 def all_populations(config: Mapping[str, Any]) -> list[Population]:
     """Every trained population the config describes (Housing, CIFAR-10, the one-run study, Yoon et al., and
-    Steinke et al. fig2, fig4 and table2); a population that several experiments share (same key) is listed once,
+    Steinke et al. fig2, fig4, table2 and table1); a population that several experiments share (same key) is listed once,
     with all their figures and the largest R."""
     merged: dict[tuple, Population] = {}
     for pop in (trained_populations(config) + one_run_populations(config) + yoon_populations(config)
-                + steinke_populations(config)):
+                + steinke_populations(config) + steinke_lm_populations(config)):
         seen = merged.get(pop.key) if pop.key else None
         if seen is None:
             merged[pop.key or (id(pop),)] = pop

@@ -47,6 +47,11 @@ TABLE1_COLUMNS = (
 )
 
 
+def training_steps(*, epochs: float, n_train: int, batch_size: int) -> int:
+    """T = max(1, round(epochs · N / B)): the steps of ``epochs`` passes over N examples at expected batch B."""
+    return max(1, int(round(float(epochs) * int(n_train) / int(batch_size))))
+
+
 def privacy_plan(
     rows: Sequence[Mapping[str, object]], *, n_train: int, epochs: float, delta: float
 ) -> list[dict[str, float]]:
@@ -66,7 +71,7 @@ def privacy_plan(
         b = int(row["batch_size"])
         if not 1 <= b <= n_train:
             raise ValueError(f"table1 row {i}: batch_size must be in [1, N = {n_train}], got {b}")
-        q, steps = b / n_train, max(1, int(round(float(epochs) * n_train / b)))
+        q, steps = b / n_train, training_steps(epochs=epochs, n_train=n_train, batch_size=b)
         kw = dict(steps=steps, sampling_rate=q)
         if row.get("noise_multiplier") is not None:
             sigma = float(row["noise_multiplier"])
@@ -166,4 +171,4 @@ def table1_markdown(table: pd.DataFrame, *, footer: str) -> str:
     return "\n".join(lines) + f"\n\n{footer}\n"
 
 
-__all__ = ["TABLE1_COLUMNS", "privacy_plan", "table1", "table1_markdown"]
+__all__ = ["TABLE1_COLUMNS", "privacy_plan", "table1", "table1_markdown", "training_steps"]
