@@ -22,7 +22,8 @@ V, D = 24, 8
 
 class TinyCausalLM(torch.nn.Module):
     """A bigram model (causal by construction) with the interface the module uses: ``get_input_embeddings()`` and
-    ``forward(input_ids=..., use_cache=...) -> .logits``; untied input/output embeddings."""
+    ``forward(input_ids=..., attention_mask=..., use_cache=...) -> .logits``; untied input/output embeddings (a
+    bigram model needs no attention mask: position t sees only token t)."""
 
     def __init__(self, seed: int = 0) -> None:
         super().__init__()
@@ -34,7 +35,7 @@ class TinyCausalLM(torch.nn.Module):
     def get_input_embeddings(self) -> torch.nn.Embedding:
         return self.embed
 
-    def forward(self, input_ids, use_cache=False):
+    def forward(self, input_ids, attention_mask=None, use_cache=False):
         return SimpleNamespace(logits=self.head(torch.tanh(self.hidden(self.embed(input_ids)))))
 
 
@@ -73,6 +74,35 @@ def test_tokenised_data_and_its_unused_tokens():
     assert unused.tolist() == [1, 8, 9, 10]  # w0 (id 1) and w7, w8, w9; EOS (id 0) is special
     with pytest.raises(ValueError, match="eval_fraction"):
         L.tokenise_blocks(texts, tok, block_size=3, eval_fraction=1.0)
+
+
+def test_records_are_one_example_each_truncated_and_padded():
+    words = [f"w{i}" for i in range(10)]
+    texts = ["w1 w2 w3", "w2 w3 w4 w1 w7", "w5", "w6 w6", "w1 w2"]
+    tok = WordTokenizer(words)
+    out = L.tokenise_blocks(texts, tok, block_size=4, eval_fraction=0.2, examples="records")
+    P = L.PAD
+    # one row per training record (+ EOS id 0), cut at 4 tokens, right-padded; "w5" + EOS still predicts one token
+    assert out["train"].tolist() == [[2, 3, 4, 0], [3, 4, 5, 2], [6, 0, P, P], [7, 7, 0, P]]
+    assert out["eval"].tolist() == [[2, 3, 0, P]]
+    assert 8 in out["seen"]  # w7, truncated away, still counts as used
+    with pytest.raises(ValueError, match="examples"):
+        L.tokenise_blocks(texts, tok, block_size=4, eval_fraction=0.2, examples="turns")
+
+
+def test_padding_is_never_predicted_nor_seen():
+    module = TinyCausalLM(seed=2)
+    P = L.PAD
+    padded = torch.tensor([[3, 5, 7, P, P], [4, 4, 9, 1, 2]])
+    with torch.no_grad():
+        nll = L.next_token_nll(module, padded)
+        alone = L.next_token_nll(module, torch.tensor([[3, 5, 7]]))
+        full = L.next_token_nll(module, padded[1:])
+        # the token mean over valid predictions: 2 of the first record, 4 of the second
+        sums = L.next_token_nll(module, padded, reduce="sum")
+    assert float(nll[0]) == pytest.approx(float(alone[0]), rel=1e-6) and float(nll[1]) == pytest.approx(float(full[0]))
+    assert float(sums[0]) == pytest.approx(2 * float(alone[0]), rel=1e-6)
+    assert L.perplexity(module, padded, batch=1) == pytest.approx(math.exp(float(sums.sum()) / 6), rel=1e-6)
 
 
 def test_canary_is_drawn_from_unused_tokens_and_fills_a_block():
@@ -121,19 +151,22 @@ def test_perplexity_against_a_hand_computation():
     assert L.perplexity(module, blocks) == pytest.approx(V, rel=1e-6)
 
 
-def _data(n=12, block=5, seed=0):
+def _data(n=12, block=5, seed=0, padded=False):
     rng = np.random.default_rng(seed)
     canary_tokens = np.array([20, 21, 22])
-    return {"train": rng.integers(1, 16, size=(n, block)), "eval": rng.integers(1, 16, size=(4, block)),
-            "canary_tokens": canary_tokens, "canary": np.resize(canary_tokens, block)}
+    train, held = rng.integers(1, 16, size=(n, block)), rng.integers(1, 16, size=(4, block))
+    if padded:  # `examples: records`: right padding in every other example
+        train[::2, -2:] = L.PAD
+        held[0, -1] = L.PAD
+    return {"train": train, "eval": held, "canary_tokens": canary_tokens, "canary": np.resize(canary_tokens, block)}
 
 
-@pytest.mark.parametrize("score", ["gradient", "norm"])
-def test_zero_noise_moves_the_canary_rows_only_with_the_canary(score):
+@pytest.mark.parametrize("score,padded", [("gradient", False), ("norm", False), ("gradient", True)])
+def test_zero_noise_moves_the_canary_rows_only_with_the_canary(score, padded):
     """σ = 0, untied embeddings, canary tokens absent from the data: the canary's embedding rows stay exactly at θ_0
     (score 0) in every model whose batches never held the canary — all of world 0 — and move (score > 0) in each
-    model that drew it."""
-    data = _data()
+    model that drew it (also with padded records)."""
+    data = _data(padded=padded)
     module = TinyCausalLM()
     theta0 = torch.nn.utils.parameters_to_vector(module.parameters()).detach().clone()
     spec = {"key": "k", "seed": 3, "shard_size": 8, "batch_size": 4, "lr": 0.1, "clip_norm": 1.0, "score": score}
@@ -182,6 +215,11 @@ def test_plan_needs_one_of_sigma_and_heuristic():
         L.plan_table1({**section, "rows": [{"batch_size": 8}]}, seed=0)
     with pytest.raises(ValueError, match="score"):
         L.plan_table1({**section, "score": "loss"}, seed=0)
+    records = L.plan_table1({**section, "examples": "records"}, seed=0)
+    assert records["data"]["examples"] == "records" and records["data_key"] != plan["data_key"]
+    assert "examples" not in plan["data"]  # the default keeps the keys it had before the option
+    with pytest.raises(ValueError, match="examples"):
+        L.plan_table1({**section, "examples": "turns"}, seed=0)
 
 
 def test_table_audits_the_shards():
@@ -217,3 +255,15 @@ def test_transformers_loading_path(tmp_path):
     module = L.load_causal_lm(tmp_path / "m")
     assert L.embedding_index(module, data["canary_tokens"].tolist()).numel() == 4 * 32
     assert 1 < L.perplexity(module, torch.as_tensor(data["eval"])) < 10 * int(data["vocab_size"])
+    # one example per record: GPT-2 with right padding masked gives each record the loss it has alone
+    records = L.prepare_table1_data(model=str(tmp_path / "m"), data=str(tmp_path / "d.jsonl"), block_size=16,
+                                    eval_fraction=0.2, canary_tokens=4, seed=0, examples="records")
+    padded = torch.as_tensor(records["train"])
+    assert (padded == L.PAD).any()  # 7-15 tokens per record in blocks of 16
+    row = int(torch.nonzero((padded == L.PAD).any(1))[0])
+    length = int((padded[row] != L.PAD).sum())
+    with torch.no_grad():
+        together = L.next_token_nll(module, padded[row : row + 1])
+        alone = L.next_token_nll(module, padded[row : row + 1, :length])
+    assert float(together[0]) == pytest.approx(float(alone[0]), rel=1e-5)
+    assert 1 < L.perplexity(module, torch.as_tensor(records["eval"])) < 10 * int(data["vocab_size"])

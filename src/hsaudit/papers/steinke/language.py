@@ -13,7 +13,9 @@ Here:
   ``.jsonl`` / ``.json`` records with a ``text`` field or ParlAI/HF ``personachat`` records with ``personality``
   and ``utterances[-1].history`` + the last candidate, the true reply). The last ``eval_fraction`` of the dialogues
   is held out (perplexity); each split is tokenised, joined with the EOS token and cut into blocks of
-  ``block_size`` tokens (:func:`tokenise_blocks`): one block is one example of DP-SGD [inferred].
+  ``block_size`` tokens (:func:`tokenise_blocks`, ``examples: blocks``): one block is one example of DP-SGD
+  [inferred]; or each record is one example, truncated to ``block_size`` tokens and padded (``examples: records``;
+  the paper's accounting implies about one example per PersonaChat record, docs/steinke.md).
 * **Canary** — ``canary_tokens`` vocabulary ids that occur nowhere in the tokenised data and are not special
   tokens (:func:`unused_tokens`), drawn with the seed, cycled to one block (:func:`build_canary`).
 * **Training** — the engine's Poisson DP-SGD (:func:`hsaudit.engine.dpsgd.train_population` with
@@ -58,7 +60,9 @@ LM_EXTRA = "pip install -e '.[lm]' (the `lm` extra: transformers)"
 # Keys of `steinke.table1` that change what a training job computes (with the row's batch size and σ).
 TRAINING_KEYS = ("lr", "clip_norm", "epochs", "score", "shard_size")
 # Keys that change the prepared data (the tokenised blocks and the canary).
-DATA_KEYS = ("model", "data", "block_size", "eval_fraction", "max_dialogues", "canary_tokens")
+DATA_KEYS = ("model", "data", "examples", "block_size", "eval_fraction", "max_dialogues", "canary_tokens")
+EXAMPLES = ("blocks", "records")
+PAD = -1  # token id of padding in the arrays of `examples: records` (masked out of the loss and the attention)
 
 
 def _transformers():
@@ -150,18 +154,34 @@ def _blocks(texts: Sequence[str], tokenizer, block_size: int) -> tuple[np.ndarra
     return np.asarray(ids[: n * block_size], dtype=np.int64).reshape(n, block_size), set(ids)
 
 
+def _records(texts: Sequence[str], tokenizer, block_size: int) -> tuple[np.ndarray, set[int]]:
+    eos = tokenizer.eos_token_id
+    rows, seen = [], set()
+    for text in texts:
+        ids = list(tokenizer(text, add_special_tokens=False)["input_ids"]) + ([int(eos)] if eos is not None else [])
+        seen.update(ids)
+        if len(ids) >= 2:  # at least one next-token prediction
+            rows.append(ids[:block_size] + [PAD] * max(0, block_size - len(ids)))
+    return np.asarray(rows, dtype=np.int64).reshape(len(rows), block_size), seen
+
+
 def tokenise_blocks(
-    texts: Sequence[str], tokenizer, *, block_size: int, eval_fraction: float
+    texts: Sequence[str], tokenizer, *, block_size: int, eval_fraction: float, examples: str = "blocks"
 ) -> dict[str, Any]:
-    """Split the dialogues (the last ``eval_fraction`` held out), tokenise each split, join with EOS and cut into
-    blocks of ``block_size`` tokens (the remainder dropped).
+    """Split the dialogues (the last ``eval_fraction`` held out) and tokenise each split into examples of
+    ``block_size`` tokens: ``examples="blocks"`` joins the split's dialogues with EOS and cuts blocks (the remainder
+    dropped); ``"records"`` makes one example per dialogue (with its EOS), truncated to ``block_size`` and padded with
+    :data:`PAD` (records of fewer than two tokens dropped).
 
     Returns:
-        ``{"train": int64 [N, L], "eval": int64 [M, L], "seen": set of every token id of both splits}``.
+        ``{"train": int64 [N, L], "eval": int64 [M, L], "seen": set of every token id of both splits}`` (with
+        ``records``, ``seen`` includes the tokens truncated away).
 
     Raises:
-        ValueError: a bad size or fraction, or a split without a whole block.
+        ValueError: a bad size, fraction or ``examples``, or a split without an example.
     """
+    if examples not in EXAMPLES:
+        raise ValueError(f"examples must be one of {EXAMPLES}, got {examples!r}")
     if int(block_size) != block_size or block_size < 2:
         raise ValueError(f"block_size must be an integer >= 2, got {block_size}")
     if not 0.0 < float(eval_fraction) < 1.0:
@@ -169,11 +189,12 @@ def tokenise_blocks(
     n_eval = max(1, int(round(len(texts) * float(eval_fraction))))
     if n_eval >= len(texts):
         raise ValueError(f"{len(texts)} dialogues leave none for training at eval_fraction = {eval_fraction}")
-    train, seen_train = _blocks(texts[:-n_eval], tokenizer, int(block_size))
-    held, seen_eval = _blocks(texts[-n_eval:], tokenizer, int(block_size))
+    make = _blocks if examples == "blocks" else _records
+    train, seen_train = make(texts[:-n_eval], tokenizer, int(block_size))
+    held, seen_eval = make(texts[-n_eval:], tokenizer, int(block_size))
     for name, blocks in (("training", train), ("held-out", held)):
         if len(blocks) == 0:
-            raise ValueError(f"the {name} split has fewer than block_size = {block_size} tokens")
+            raise ValueError(f"the {name} split has no example of block_size = {block_size} tokens ({examples})")
     return {"train": train, "eval": held, "seen": seen_train | seen_eval}
 
 
@@ -213,13 +234,13 @@ def build_canary(unused: np.ndarray, *, num_tokens: int, block_size: int, seed: 
 
 def prepare_table1_data(
     *, model: str, data: str, block_size: int, eval_fraction: float, canary_tokens: int, seed: int,
-    max_dialogues: int | None = None,
+    max_dialogues: int | None = None, examples: str = "blocks",
 ) -> dict[str, np.ndarray]:
     """Tokenise the data with the model's tokenizer, find the unused tokens and build the canary (the arrays of
     rule ``prepare_steinke_table1_data``)."""
     tokenizer = load_tokenizer(model)
     texts = read_dialogues(data, limit=max_dialogues)
-    blocks = tokenise_blocks(texts, tokenizer, block_size=block_size, eval_fraction=eval_fraction)
+    blocks = tokenise_blocks(texts, tokenizer, block_size=block_size, eval_fraction=eval_fraction, examples=examples)
     vocab = len(tokenizer)
     unused = unused_tokens(blocks["seen"], vocab_size=vocab, special_ids=tokenizer.all_special_ids)
     tokens, sequence = build_canary(unused, num_tokens=canary_tokens, block_size=block_size, seed=seed)
@@ -227,20 +248,29 @@ def prepare_table1_data(
             "n_unused": np.int64(unused.size), "vocab_size": np.int64(vocab), "n_dialogues": np.int64(len(texts))}
 
 
-def next_token_nll(module: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
-    """Per-sequence mean next-token cross-entropy ``[n]`` of token blocks ``ids [n, L]`` (predictions 2..L)."""
-    logits = module(input_ids=ids, use_cache=False).logits
-    return torch.nn.functional.cross_entropy(
-        logits[:, :-1].flatten(0, 1).float(), ids[:, 1:].flatten(), reduction="none"
-    ).view(ids.shape[0], -1).mean(1)
+def next_token_nll(module: torch.nn.Module, ids: torch.Tensor, *, reduce: str = "mean") -> torch.Tensor:
+    """Per-sequence next-token cross-entropy ``[n]`` of token blocks ``ids [n, L]``: the mean (``reduce="mean"``)
+    or the sum (``"sum"``) over its predictions. :data:`PAD` positions (right padding of ``examples: records``) are
+    masked out of the attention and are never predicted."""
+    valid = ids != PAD
+    inputs = ids.clamp(min=0)
+    logits = module(input_ids=inputs, attention_mask=valid.long(), use_cache=False).logits
+    targets = ids[:, 1:].masked_fill(~valid[:, 1:], -100)
+    nll = torch.nn.functional.cross_entropy(
+        logits[:, :-1].flatten(0, 1).float(), targets.flatten(), reduction="none", ignore_index=-100
+    ).view(ids.shape[0], -1).sum(1)
+    return nll if reduce == "sum" else nll / valid[:, 1:].sum(1).clamp(min=1)
 
 
 def perplexity(module: torch.nn.Module, blocks: torch.Tensor, *, batch: int = 16) -> float:
-    """exp(mean next-token cross-entropy) over every predicted token of ``blocks [n, L]`` (all blocks have L − 1
-    predictions, so the mean of the per-block means is the token mean)."""
+    """exp(mean next-token cross-entropy) over every predicted token of ``blocks [n, L]`` (padding excluded)."""
+    total, count = 0.0, 0
     with torch.no_grad():
-        nll = torch.cat([next_token_nll(module, blocks[i : i + batch]) for i in range(0, blocks.shape[0], batch)])
-    return float(torch.exp(nll.double().mean()))
+        for i in range(0, blocks.shape[0], batch):
+            part = blocks[i : i + batch]
+            total += float(next_token_nll(module, part, reduce="sum").double().sum())
+            count += int((part[:, 1:] != PAD).sum())
+    return float(np.exp(total / max(count, 1)))
 
 
 class CausalLMPopulation:
@@ -349,7 +379,13 @@ def plan_table1(section: Mapping[str, Any], *, seed: int) -> dict[str, Any]:
         raise ValueError(
             f"steinke.table1: models_per_world must be >= 1, shard_size even and 2R a multiple of it, got {r}, {size}"
         )
-    data = {k: section[k] for k in DATA_KEYS}
+    examples = section.get("examples", "blocks")
+    if examples not in EXAMPLES:
+        raise ValueError(f"steinke.table1.examples must be one of {EXAMPLES}, got {examples!r}")
+    # `examples` enters the data's key only when it is not the default, so blocks keep the keys they had before
+    data = {k: section[k] for k in DATA_KEYS if k != "examples"}
+    if examples != "blocks":
+        data["examples"] = examples
     data["seed"] = int(seed)
     data_key = key_of(data)
     rows = []
@@ -470,6 +506,8 @@ __all__ = [
     "prepare_table1_data",
     "read_dialogues",
     "tokenise_blocks",
+    "EXAMPLES",
+    "PAD",
     "train_table1_shard",
     "unused_tokens",
 ]
