@@ -1,15 +1,13 @@
 """Snakemake adapter: Steinke et al. fig4's audit table (σ̂ and GDP audits, heuristic, standard per T and background)
 from the shards, via hsaudit.papers.steinke.trained_audit.fig4_table."""
 
-from hsaudit.papers.steinke.trained_audit import fig4_table, load_shards
+from hsaudit.papers.steinke.trained_audit import fig4_table, load_shards, split_shards
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic
 
 log = script_logging(snakemake)
 p = snakemake.params
-shards = iter(load_shards(snakemake.input.shards))
-# the input lists each background's shards in turn
-panels = {background: [next(shards) for _ in range(int(count))] for background, count in p.panels.items()}
+panels = dict(zip(p.panels, split_shards(load_shards(snakemake.input.shards), list(p.panels.values()))))
 first = next(iter(panels.values()))[0]
 table = fig4_table(
     panels,

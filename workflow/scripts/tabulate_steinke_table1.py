@@ -3,19 +3,16 @@ rows' shards, via hsaudit.papers.steinke.language_audit.table1 -> table1.csv + t
 
 from hsaudit.papers.plotting import footer_text
 from hsaudit.papers.steinke.language_audit import table1, table1_markdown
-from hsaudit.papers.steinke.trained_audit import load_shards
+from hsaudit.papers.steinke.trained_audit import load_shards, split_shards
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic, write_text_atomic
 
 log = script_logging(snakemake)
 p = snakemake.params
-loaded = iter(load_shards(snakemake.input.shards))
-rows = []
-for row in p.rows:  # the input lists each row's shards in turn
-    shards = [next(loaded) for _ in range(int(row["shards"]))]
-    rows.append({"shards": shards, "noise_multiplier": float(shards[0]["noise_multiplier"]),
-                 "steps": int(shards[0]["scores"].shape[1]), "paper": row.get("paper"),
-                 "data_source": str(shards[0]["data_source"])})
+groups = split_shards(load_shards(snakemake.input.shards), [row["shards"] for row in p.rows])
+rows = [{"shards": shards, "noise_multiplier": float(shards[0]["noise_multiplier"]),
+         "steps": int(shards[0]["scores"].shape[1]), "paper": row.get("paper"),
+         "data_source": str(shards[0]["data_source"])} for row, shards in zip(p.rows, groups)]
 table = table1(rows, delta=float(p.delta), confidence=float(p.confidence), mode=p.mode, seed=int(p.seed),
                model=p.model, score=p.score, value_discretization_interval=float(p.value_discretization_interval))
 footer = footer_text(

@@ -2,17 +2,14 @@
 the rows' shards, via hsaudit.papers.steinke.trained_audit.table2 -> table2.csv + table2.md."""
 
 from hsaudit.papers.plotting import footer_text
-from hsaudit.papers.steinke.trained_audit import load_shards, table2, table2_markdown
+from hsaudit.papers.steinke.trained_audit import load_shards, split_shards, table2, table2_markdown
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_text_atomic, write_csv_atomic
 
 log = script_logging(snakemake)
 p = snakemake.params
-loaded = iter(load_shards(snakemake.input.shards))
-rows = []
-for row in p.rows:  # the input lists each row's shards in turn
-    shards = [next(loaded) for _ in range(int(row["shards"]))]
-    rows.append({**row, "shards": shards, "data_source": str(shards[0]["data_source"])})
+groups = split_shards(load_shards(snakemake.input.shards), [row["shards"] for row in p.rows])
+rows = [{**row, "shards": shards, "data_source": str(shards[0]["data_source"])} for row, shards in zip(p.rows, groups)]
 table = table2(rows, delta=float(p.delta), confidence=float(p.confidence), mode=p.mode, seed=int(p.seed),
                model=p.model, value_discretization_interval=float(p.value_discretization_interval))
 footer = footer_text(

@@ -134,3 +134,11 @@ def test_training_module_does_not_import_the_audit_layer():
     names = {p.relative_to(provenance.package_dir()).as_posix() for p in provenance.module_files("hsaudit.papers.steinke.trained")}
     assert not any(n.startswith(("audit/", "accounting/")) for n in names), sorted(names)
     assert "papers/steinke/experiments.py" not in names
+
+
+def test_split_shards_cuts_consecutive_groups():
+    from hsaudit.papers.steinke.trained_audit import split_shards
+
+    assert split_shards(list("abcdef"), [1, 3, 2]) == [["a"], ["b", "c", "d"], ["e", "f"]]
+    with pytest.raises(ValueError, match="cannot be split"):
+        split_shards(list("abc"), [1, 1])

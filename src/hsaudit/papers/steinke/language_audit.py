@@ -17,8 +17,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from hsaudit.accounting import last_iterate as H
-from hsaudit.papers.steinke.trained_audit import METHODS, fig2_table, merge_shards, paper_value
-from hsaudit.util.seeding import derive_seed
+from hsaudit.papers.steinke.trained_audit import METHODS, paper_value, table_row
 
 TABLE1_COLUMNS = (
     "batch_size",
@@ -111,40 +110,22 @@ def table1(
     """
     out = []
     for i, row in enumerate(rows):
-        data = merge_shards(row["shards"])
-        t = int(row["steps"])
-        audit = fig2_table(
-            row["shards"], steps=[t], noise_multiplier=float(row["noise_multiplier"]), delta=delta,
-            confidence=confidence, mode=mode, seed=derive_seed(seed, "steinke-table1", i), model=model,
-            data_source=str(row.get("data_source", "")), value_discretization_interval=value_discretization_interval,
-            select_label="steinke-table1-select",
-        )
-        eps = dict(zip(audit["method"], audit["epsilon"]))
+        data, audit, common = table_row(row, i, table="table1", delta=delta, confidence=confidence, mode=mode,
+                                        seed=seed, model=model, paper_keys=("heuristic", "standard", "perplexity",
+                                                                            "empirical"),
+                                        value_discretization_interval=value_discretization_interval)
         ppl = [float(v) for s in row["shards"] for v in s["perplexity"]]
-        paper = dict(row.get("paper") or {})
         first = audit.iloc[0]
         out.append({
-            "batch_size": int(data["batch_size"]),
-            "sampling_rate": float(data["sampling_rate"]),
-            "noise_multiplier": float(row["noise_multiplier"]),
-            "steps": t,
-            **{m: float(eps[m]) for m in METHODS},
+            **common,
             "perplexity_mean": float(pd.Series(ppl).mean()),
             "perplexity_sd": float(pd.Series(ppl).std(ddof=1)) if len(ppl) > 1 else math.nan,
             "n_train": int(data["n_train"]),
             "n_eval": int(row["shards"][0]["n_eval"]),
-            "delta": delta,
-            "confidence": confidence,
-            "gdp_mode": mode,
-            "runs_per_world": int(first["runs_per_world"]),
             "score": score,
-            "model": model,
-            "data_source": str(row.get("data_source", "")),
             "mean_out": float(first["mean_out"]),
             "mean_in": float(first["mean_in"]),
             "inclusions_in": float(first["inclusions_in"]),
-            **{f"paper_{k}": float(paper[k]) if paper.get(k) is not None else math.nan
-               for k in ("heuristic", "standard", "perplexity", "empirical")},
         })
     return pd.DataFrame(out, columns=list(TABLE1_COLUMNS))
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -73,6 +74,20 @@ def load_shards(paths: Sequence[str]) -> list[dict[str, np.ndarray]]:
         with np.load(path) as f:
             out.append({k: f[k] for k in f.files})
     return out
+
+
+def split_shards(shards: Sequence[Mapping[str, np.ndarray]], counts: Sequence[int]) -> list[list]:
+    """Cut a flat list of shards into consecutive groups of ``counts[i]`` (a rule's input lists each row's, or
+    each background's, shards in turn).
+
+    Raises:
+        ValueError: the counts do not add up to the number of shards.
+    """
+    counts = [int(c) for c in counts]
+    if sum(counts) != len(shards):
+        raise ValueError(f"{len(shards)} shards cannot be split into groups of {counts}")
+    ends = np.cumsum([0, *counts])
+    return [list(shards[a:b]) for a, b in zip(ends[:-1], ends[1:])]
 
 
 def merge_shards(shards: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
@@ -238,6 +253,54 @@ TABLE2_COLUMNS = (
 )
 
 
+def table_row(
+    row: Mapping[str, Any],
+    index: int,
+    *,
+    table: str,
+    delta: float,
+    confidence: float,
+    mode: str,
+    seed: int,
+    model: str,
+    paper_keys: Sequence[str],
+    value_discretization_interval: float,
+) -> tuple[dict[str, np.ndarray], pd.DataFrame, dict[str, Any]]:
+    """What every row of a trained-model table (Table 1, Table 2) computes alike: the row's shards merged,
+    :func:`fig2_table`'s audits at its T (seeded by ``(seed, "steinke-<table>", index)``) and the columns the tables
+    share (batch size, q, σ, T, each audit's ε, δ, confidence, GDP mode, R, model, data source and the paper's
+    printed ``paper_keys``, NaN where absent).
+
+    Returns:
+        ``(merged shards, the audit table, the shared columns)``.
+    """
+    data = merge_shards(row["shards"])
+    t = int(row["steps"])
+    audit = fig2_table(
+        row["shards"], steps=[t], noise_multiplier=float(row["noise_multiplier"]), delta=delta,
+        confidence=confidence, mode=mode, seed=derive_seed(seed, f"steinke-{table}", index), model=model,
+        data_source=str(row.get("data_source", "")), value_discretization_interval=value_discretization_interval,
+        select_label=f"steinke-{table}-select",
+    )
+    eps = dict(zip(audit["method"], audit["epsilon"]))
+    paper = dict(row.get("paper") or {})
+    common = {
+        "batch_size": int(data["batch_size"]),
+        "sampling_rate": float(data["sampling_rate"]),
+        "noise_multiplier": float(row["noise_multiplier"]),
+        "steps": t,
+        **{m: float(eps[m]) for m in METHODS},
+        "delta": delta,
+        "confidence": confidence,
+        "gdp_mode": mode,
+        "runs_per_world": int(audit["runs_per_world"].iloc[0]),
+        "model": model,
+        "data_source": str(row.get("data_source", "")),
+        **{f"paper_{k}": float(paper[k]) if paper.get(k) is not None else math.nan for k in paper_keys},
+    }
+    return data, audit, common
+
+
 def table2(
     rows: Sequence[Mapping[str, object]],
     *,
@@ -266,34 +329,13 @@ def table2(
     """
     out = []
     for i, row in enumerate(rows):
-        data = merge_shards(row["shards"])
+        data, audit, common = table_row(row, i, table="table2", delta=delta, confidence=confidence, mode=mode,
+                                        seed=seed, model=model, paper_keys=("heuristic", "standard", "accuracy",
+                                                                            "empirical"),
+                                        value_discretization_interval=value_discretization_interval)
         if "test_accuracy" not in data:
             raise ValueError(f"table2 row {i}: the shards carry no test accuracy (train them with a test set)")
-        t = int(row["steps"])
-        audit = fig2_table(
-            row["shards"], steps=[t], noise_multiplier=float(row["noise_multiplier"]), delta=delta,
-            confidence=confidence, mode=mode, seed=derive_seed(seed, "steinke-table2", i), model=model,
-            data_source=str(row.get("data_source", "")), value_discretization_interval=value_discretization_interval,
-            select_label="steinke-table2-select",
-        )
-        eps = dict(zip(audit["method"], audit["epsilon"]))
-        paper = dict(row.get("paper") or {})
-        out.append({
-            "batch_size": int(data["batch_size"]),
-            "sampling_rate": float(data["sampling_rate"]),
-            "noise_multiplier": float(row["noise_multiplier"]),
-            "steps": t,
-            **{m: float(eps[m]) for m in METHODS},
-            **accuracy_summary(data),
-            "delta": delta,
-            "confidence": confidence,
-            "gdp_mode": mode,
-            "runs_per_world": int(audit["runs_per_world"].iloc[0]),
-            "model": model,
-            "data_source": str(row.get("data_source", "")),
-            **{f"paper_{k}": float(paper[k]) if paper.get(k) is not None else math.nan
-               for k in ("heuristic", "standard", "accuracy", "empirical")},
-        })
+        out.append({**common, **accuracy_summary(data)})
     return pd.DataFrame(out, columns=list(TABLE2_COLUMNS))
 
 
@@ -326,6 +368,8 @@ def table2_markdown(table: pd.DataFrame, *, footer: str) -> str:
 
 __all__ = [
     "load_shards",
+    "split_shards",
+    "table_row",
     "paper_value",
     "COLUMNS",
     "FIG4_COLUMNS",
