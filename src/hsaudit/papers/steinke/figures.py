@@ -225,6 +225,25 @@ def plot_fig6(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
     )
 
 
+_TRAINED_MAIN = "empirical_sigma_last_iterate"
+
+
+def _trained_curves(ax, table: pd.DataFrame) -> None:
+    """ε vs T of every method of a trained-model audit table (fig2, fig4): accounting, the σ̂ audit (solid) and
+    held out, and the GDP audit."""
+    main = _TRAINED_MAIN
+    for method in ("standard", "heuristic", main, f"{main}_held_out", "empirical_gdp"):
+        d = table[table["method"] == method].sort_values("steps")
+        if not d.empty:
+            ax.plot(d["steps"], d["epsilon"], **_fig3_style(method, primary=method == main))
+
+
+def _trained_audit_label(table: pd.DataFrame) -> str:
+    """The footer's audit entry of fig2 and fig4 (the GDP audit's threshold rule read off the table)."""
+    gdp_mode = table.loc[table["method"] == "empirical_gdp", "audit_mode"]
+    return f"σ̂ last_iterate (all thresholds; held-out) + GDP ({gdp_mode.iloc[0] if len(gdp_mode) else '?'})"
+
+
 def plot_fig2(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
     """Figure 2: the Dirac gradient canary in trained models; ε vs T (fixed q, σ) for the σ̂ audit (the paper's rule,
     solid; held-out threshold, valid), the GDP audit, the heuristic and standard accounting.
@@ -233,25 +252,20 @@ def plot_fig2(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
     background, the data source and the audits; ``facts`` as the other figures (``scale``, ``code_version``, and
     e.g. ``substitute`` where the scale trains something other than the paper's model).
     """
-    main = "empirical_sigma_last_iterate"
     fig, axes = figure(ncols=1, width=5.5, height=4.4)
     ax = axes[0][0]
-    for method in ("standard", "heuristic", main, f"{main}_held_out", "empirical_gdp"):
-        d = table[table["method"] == method].sort_values("steps")
-        if not d.empty:
-            ax.plot(d["steps"], d["epsilon"], **_fig3_style(method, primary=method == main))
+    _trained_curves(ax, table)
     q, s = float(table["sampling_rate"].iloc[0]), float(table["noise_multiplier"].iloc[0])
     ax.set_xscale("log")
     ax.set_title(f"Dirac gradient canary, {table['background'].iloc[0]} background (q = {q:.3g}, σ = {s:g})",
                  fontsize=8)
     ax.set_xlabel("iterations T")
     ax.set_ylabel(f"ε at δ = {float(table['delta'].iloc[0]):g}")
-    gdp_mode = table.loc[table["method"] == "empirical_gdp", "audit_mode"]
     footer = footer_text(
         **facts,
         R=f"{int(table['runs_per_world'].min())}/world",
         data=table["data_source"].iloc[0],
-        audit=f"σ̂ last_iterate (all thresholds; held-out) + GDP ({gdp_mode.iloc[0] if len(gdp_mode) else '?'})",
+        audit=_trained_audit_label(table),
         CP=float(table["confidence"].iloc[0]),
         model=table["model"].iloc[0],
         d=int(table["canary_dim"].iloc[0]),
@@ -268,22 +282,17 @@ def plot_fig4(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
     ``table``: :func:`hsaudit.papers.steinke.trained_audit.fig4_table`. The footer names the scale, R, the model,
     the data source, the audits, the canary's label and the models' mean test accuracy per background.
     """
-    main = "empirical_sigma_last_iterate"
     order = [b for b in ("blank", "natural") if b in set(table["background"])]
     fig, axes = figure(ncols=len(order), width=4.2 * len(order), height=3.8, sharey=True)
     titles = {"blank": "(a) blank images", "natural": "(b) natural data"}
     for ax, background in zip(axes[0], order):
         part = table[table["background"] == background]
-        for method in ("standard", "heuristic", main, f"{main}_held_out", "empirical_gdp"):
-            d = part[part["method"] == method].sort_values("steps")
-            if not d.empty:
-                ax.plot(d["steps"], d["epsilon"], **_fig3_style(method, primary=method == main))
+        _trained_curves(ax, part)
         q, s = float(part["sampling_rate"].iloc[0]), float(part["noise_multiplier"].iloc[0])
         ax.set_xscale("log")
         ax.set_title(f"{titles[background]}: label-flip canary (q = {q:.3g}, σ = {s:g})", fontsize=8)
         ax.set_xlabel("iterations T")
     axes[0][0].set_ylabel(f"ε at δ = {float(table['delta'].iloc[0]):g}")
-    gdp_mode = table.loc[table["method"] == "empirical_gdp", "audit_mode"]
     accuracy = "; ".join(
         f"{b} {table.loc[table['background'] == b, 'test_accuracy_mean'].iloc[0]:.3f}" for b in order
     )
@@ -291,7 +300,7 @@ def plot_fig4(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
         **facts,
         R=f"{int(table['runs_per_world'].min())}/world",
         data=table["data_source"].iloc[0],
-        audit=f"σ̂ last_iterate (all thresholds; held-out) + GDP ({gdp_mode.iloc[0] if len(gdp_mode) else '?'})",
+        audit=_trained_audit_label(table),
         CP=float(table["confidence"].iloc[0]),
         model=table["model"].iloc[0],
         score="-loss(x*, y*)",
