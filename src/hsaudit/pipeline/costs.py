@@ -415,8 +415,7 @@ def steinke_lm_populations(config: Mapping[str, Any]) -> list[Population]:
     from hsaudit.papers.steinke.language import plan_table1
     from hsaudit.papers.steinke.language_audit import training_steps
 
-    assumed = section.get("plan") or {}
-    n, parameters = int(assumed.get("examples", 16000)), float(assumed.get("parameters", LM_REFERENCE_PARAMETERS))
+    n, parameters = int(section["plan"]["examples"]), float(section["plan"]["parameters"])
     block = int(section["block_size"])
     factor = parameters / LM_REFERENCE_PARAMETERS * block / LM_REFERENCE_TOKENS
     gpu = int((section.get("resources") or {}).get("gpu", 0) or 0) > 0
