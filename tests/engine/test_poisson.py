@@ -27,7 +27,8 @@ NOISE_KEY, SAMPLING_KEY = 11, 12
 
 
 def opacus_poisson(
-    model, theta0, X, y, *, batches, canary_steps, config, noise, gradient=None, canary=None, weight_decay=0.0
+    model, theta0, X, y, *, batches, canary_steps, config, noise, gradient=None, canary=None, weight_decay=0.0,
+    kwargs=None,
 ):
     """One model trained by Opacus on replayed Poisson batches: ``GradSampleModule`` + ``DPOptimizer`` with mean
     reduction and ``expected_batch_size = B`` (Opacus' Poisson normalisation), the explicit noise and gradient
@@ -36,7 +37,7 @@ def opacus_poisson(
     from opacus import GradSampleModule
     from opacus.optimizers import DPOptimizer
 
-    net = build_model(model)
+    net = build_model(model, **(kwargs or {}))
     load_flat_parameters(net, torch.as_tensor(theta0))
     gsm = GradSampleModule(net, loss_reduction="mean")
     params = [p for p in gsm.parameters() if p.requires_grad]
@@ -47,7 +48,7 @@ def opacus_poisson(
         expected_batch_size=config.batch_size,
         loss_reduction="mean",
     )
-    kind = loss_name(model)
+    kind = loss_name(model, **(kwargs or {}))
     noise = torch.as_tensor(noise)
     for t in range(1, config.steps + 1):
         idx = torch.as_tensor(batches[t - 1])
@@ -73,10 +74,12 @@ def opacus_poisson(
     return torch.cat([p.detach().reshape(-1) for p in params]).numpy()
 
 
-def _engine_vs_opacus(model, backend, X, y, *, config, m, insertion, weight_decay=0.0, rtol=1e-4, atol=1e-5):
+def _engine_vs_opacus(
+    model, backend, X, y, *, config, m, insertion, weight_decay=0.0, rtol=1e-4, atol=1e-5, kwargs=None
+):
     torch.manual_seed(0)
-    theta0 = flat_parameters(build_model(model))
-    engine = population(model, {}, "cpu", backend=backend)
+    theta0 = flat_parameters(build_model(model, **(kwargs or {})))
+    engine = population(model, kwargs or {}, "cpu", backend=backend)
     mask = (torch.arange(m) % 2 == 0).float()  # models 0, 2, ... inserted
     p = theta0.numel()
     gradient = canary = None
@@ -106,7 +109,7 @@ def _engine_vs_opacus(model, backend, X, y, *, config, m, insertion, weight_deca
         ref = opacus_poisson(
             model, theta0.numpy(), X, y, batches=batches, canary_steps=steps, config=config,
             noise=model_noise(NOISE_KEY, i, config.steps, p), gradient=gradient, canary=canary,
-            weight_decay=weight_decay,
+            weight_decay=weight_decay, kwargs=kwargs,
         )
         np.testing.assert_allclose(obs.theta[j], ref, rtol=rtol, atol=atol)
     return obs
@@ -136,6 +139,22 @@ def test_engine_equals_opacus_convnet_hooks(insertion):
         steps=3, batch_size=10, lr=0.2, clip_norm=1.0, noise_multiplier=0.5, sampling=Poisson(0.25)
     )  # qN = 10
     _engine_vs_opacus("convnet", "hooks", X, y, config=config, m=2, insertion=insertion, weight_decay=0.1)
+
+
+@pytest.mark.parametrize("insertion", ["gradient", "input"])
+def test_engine_equals_opacus_wrn_func(insertion):
+    """Steinke et al.'s model: a (small) weight-standardised WideResNet through the ``func`` backend, against
+    Opacus, whose hooks do not know ``WSConv2d`` and fall back to per-layer ``torch.func`` gradients of it."""
+    gen = torch.Generator().manual_seed(1)
+    X = torch.randn(24, 3, 8, 8, generator=gen)
+    y = torch.randint(0, 10, (24,), generator=gen)
+    config = DPSGDConfig(
+        steps=3, batch_size=6, lr=0.2, clip_norm=1.0, noise_multiplier=0.5, sampling=Poisson(0.25)
+    )  # qN = 6
+    _engine_vs_opacus(
+        "wrn16_4", "func", X, y, config=config, m=2, insertion=insertion, weight_decay=0.1,
+        kwargs={"depth": 10, "width": 1},
+    )
 
 
 def test_bernoulli_and_geometric_draws_equal_the_slow_reference(monkeypatch):
@@ -293,14 +312,16 @@ def test_poisson_config_and_input_validation():
         train_population(config=DPSGDConfig(**{**cfg.__dict__, "batch_size": 9}), sampling_key=1, **kw)
 
 
-@pytest.mark.parametrize("model", ["fcnn", "convnet"])
+@pytest.mark.parametrize("model", ["fcnn", "convnet", "wrn16_4"])
 def test_bench_train_poisson_cli(model, capsys):
-    """``hsaudit bench train --sampling poisson`` times the Poisson engine beside fixed batches of B = round(qN)."""
+    """``hsaudit bench train --sampling poisson`` times the Poisson engine beside fixed batches of B = round(qN),
+    with every repeat on other draws, and the per-example ratio uses the examples those draws hold."""
     import json
 
     from hsaudit.cli import main
 
-    argv = ["bench", "train", "--model", model, "--models", "2", "--opacus-models", "1", "--steps", "1",
+    models = "1" if model == "wrn16_4" else "2"  # the issue's model: 2.75M parameters at 32×32, one model
+    argv = ["bench", "train", "--model", model, "--models", models, "--opacus-models", "1", "--steps", "1",
             "--n-train", "40", "--sampling", "poisson", "--sampling-rate", "0.2", "--repeats", "2", "--json"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
@@ -308,6 +329,9 @@ def test_bench_train_poisson_cli(model, capsys):
     row = out["populations"][0]
     assert row["repeats"] == 2 and len(row["poisson_over_fixed_runs"]) == 2  # fixed and Poisson alternated
     for key in ("poisson_seconds_per_model_step", "poisson_over_fixed", "poisson_over_floor",
-                "poisson_speedup_vs_opacus"):
+                "poisson_speedup_vs_opacus", "poisson_over_fixed_per_example"):
         assert row[key] > 0
+    m = int(models)
+    drawn = [sum(PoissonSampler(r, range(m), n=40, rate=0.2)(1).counts) for r in range(2)]
+    assert row["poisson_batch_mean"] == pytest.approx(np.mean(drawn) / m)  # the draws of seeds 0 and 1
     assert main([*argv[:4], "--sampling-rate", "0.2"]) == 2  # a rate without --sampling poisson

@@ -1,6 +1,6 @@
 """``hsaudit bench train``: the population engine against the Opacus one-model loop and the non-private floor.
 
-``--model convnet|resnet18_gn|alexnet_head|mnist_cnn|cifar_cnn`` (:func:`measure_engine`): in one process, side by
+``--model convnet|resnet18_gn|alexnet_head|mnist_cnn|cifar_cnn|wrn16_4`` (:func:`measure_engine`): in one process, side by
 side, on synthetic data of the right shape (CIFAR-10: 3×32×32, MNIST: 1×28×28, 10 classes; ``alexnet_head``:
 4096-d non-negative features) and batch 128, (a) the population engine doing full DP-SGD steps through :func:`hsaudit.engine.dpsgd.run_population` for
 every population size of ``--models N[,N...]`` (noise = a preallocated standard-normal tensor, so the gradient
@@ -24,7 +24,9 @@ draws, the per-model padded batches and the host synchronisation of a step inclu
 fixed-batch engine, Opacus and the floor use batches of the expected size B = round(q·N). The fixed-batch and the
 Poisson engine are timed alternately ``--repeats`` times (default 5) per population. Reported per population: the
 medians of both engines' seconds per model-step, the median of the pairwise ratios Poisson : fixed (≤ 1.1 is the
-goal), and the Poisson engine's ratios to the floor and to Opacus.
+goal), the same ratio per example drawn (``x fixed/ex``: a model whose step costs ∝ |B| pays for the luck of its
+draws in a short run; every repeat draws other batches, seed + r, and the mean drawn batch is printed), and the
+Poisson engine's ratios to the floor and to Opacus.
 
 ``--model fcnn`` (default) keeps the Housing benchmark of issue 3 (:func:`measure`): both trainers run in this
 process on the same Housing-like task (Cebere et al. §5: 8 standardised features,
@@ -68,7 +70,7 @@ from hsaudit.util.io import write_text_atomic
 from hsaudit.papers.cebere.shards import train_shard
 from hsaudit.engine.dpsgd import DPSGDConfig, make_setup, model_noise, pick_device, run_poisson, run_population
 
-ENGINE_MODELS = ("convnet", "resnet18_gn", "alexnet_head", "mnist_cnn", "cifar_cnn")
+ENGINE_MODELS = ("convnet", "resnet18_gn", "alexnet_head", "mnist_cnn", "cifar_cnn", "wrn16_4")
 DEFAULT_CALIBRATION = "config/calibration.json"
 _DEFAULT_SIZES = {
     "convnet": "1,8,64,256",
@@ -76,8 +78,9 @@ _DEFAULT_SIZES = {
     "alexnet_head": "1,8,64,256",
     "mnist_cnn": "1,8,64",
     "cifar_cnn": "1,8",
+    "wrn16_4": "1",
 }
-_DEFAULT_STEPS = {"convnet": 3, "resnet18_gn": 2, "alexnet_head": 5, "mnist_cnn": 3, "cifar_cnn": 3}
+_DEFAULT_STEPS = {"convnet": 3, "resnet18_gn": 2, "alexnet_head": 5, "mnist_cnn": 3, "cifar_cnn": 3, "wrn16_4": 2}
 _FULL_BATCH_SIZES = "16"  # --full-batch: the population (--models) by default
 _FULL_BATCH_N = 1000  # --full-batch: |D| (--n-train) by default
 _OPACUS_BUDGET = 2 * 2**30  # bytes of Opacus per-sample gradients per physical batch
@@ -91,7 +94,7 @@ def register(sub) -> None:
     parser.add_argument(
         "--models",
         default=None,
-        help="population size(s), N[,N...] (fcnn: 1000; convnet/alexnet_head: 1,8,64,256; resnet18_gn: 1; "
+        help="population size(s), N[,N...] (fcnn: 1000; convnet/alexnet_head: 1,8,64,256; resnet18_gn, wrn16_4: 1; "
         "mnist_cnn: 1,8,64; cifar_cnn: 1,8; with --full-batch: 16)",
     )
     parser.add_argument(
@@ -101,7 +104,8 @@ def register(sub) -> None:
         "--steps",
         type=int,
         default=None,
-        help="T (fcnn: 250; timed steps otherwise: convnet, mnist_cnn, cifar_cnn 3, resnet18_gn 2, alexnet_head 5)",
+        help="T (fcnn: 250; timed steps otherwise: convnet, mnist_cnn, cifar_cnn 3, resnet18_gn, wrn16_4 2, "
+        "alexnet_head 5)",
     )
     parser.add_argument("--batch-size", type=int, default=None, help="B (fcnn: 400, others: 128)")
     parser.add_argument(
@@ -300,9 +304,12 @@ def _time_engine(engine, theta0, X, y, batches, *, m, lr, batch_size, clip, sigm
     return time.perf_counter() - t0
 
 
-def _time_poisson(engine, theta0, X, y, *, m, rate, steps, lr, batch_size, clip, sigma, dev, seed) -> float:
+def _time_poisson(
+    engine, theta0, X, y, *, m, rate, steps, lr, batch_size, clip, sigma, dev, seed
+) -> tuple[float, int]:
     """Seconds of ``steps`` Poisson-subsampled DP-SGD steps of ``m`` models (after one untimed warm-up step),
-    the sampler's keyed draws and batch packing included; noise preallocated as in :func:`_time_engine`."""
+    the sampler's keyed draws and batch packing included, noise preallocated as in :func:`_time_engine`; and the
+    number of examples the timed steps drew (Σ over models and steps of |B_t^i|; padding not counted)."""
     theta = theta0[None].expand(m, -1).contiguous()
     z = torch.randn(m, theta.shape[1], device=dev)
     sampler = PoissonSampler(seed, range(m), n=X.shape[0], rate=rate, device=dev)
@@ -313,7 +320,8 @@ def _time_poisson(engine, theta0, X, y, *, m, rate, steps, lr, batch_size, clip,
         t0 = time.perf_counter()
         run_poisson(engine, theta, X, y, sampler, steps=steps, **kw)
         _sync(dev)
-    return time.perf_counter() - t0
+    seconds = time.perf_counter() - t0
+    return seconds, sum(sum(sampler(t).counts) for t in range(1, steps + 1))
 
 
 def _time_floor(model, kwargs, theta0, X, y, batches, *, lr, dev) -> float:
@@ -508,19 +516,21 @@ def measure_engine(
                 canary=canary,
             )
 
-        def time_poisson() -> float:
+        def time_poisson(repeat: int) -> tuple[float, int]:
             return _time_poisson(
                 engine, theta0, X, y, m=m, rate=sampling_rate, steps=steps, lr=lr, batch_size=batch_size,
-                clip=clip, sigma=sigma, dev=dev, seed=seed,
+                clip=clip, sigma=sigma, dev=dev, seed=seed + repeat,
             )
 
         if sampling_rate is None:
             seconds = time_fixed()
         else:  # alternated, so that a change of the shared machine's load falls on both sides of the ratio
-            pairs = []
-            for _ in range(repeats):
+            pairs, drawn = [], []
+            for r in range(repeats):  # every repeat draws other batches (seed + r): the ratio averages the draws
                 fixed_s = time_fixed()
-                pairs.append((fixed_s, time_poisson()))
+                poisson_s, n_drawn = time_poisson(r)
+                pairs.append((fixed_s, poisson_s))
+                drawn.append(n_drawn)
             seconds = float(np.median([f for f, _ in pairs]))
         per = seconds / (m * steps)
         row = {
@@ -538,6 +548,13 @@ def measure_engine(
                 poisson_seconds_per_model_step=float(np.median([p for _, p in pairs])) / (m * steps),
                 poisson_over_fixed=float(np.median([p / f for f, p in pairs])),  # ≤ 1.1 is the goal
                 poisson_over_fixed_runs=[p / f for f, p in pairs],
+                # per example drawn: the cost ratio at equal work, without the luck of the draw (a model whose
+                # step costs ∝ |B| pays (|B_t| / qN)× for a large batch; E|B_t| = qN, so over many steps the two
+                # ratios agree, and the difference of a short run is the draws, not the engine)
+                poisson_batch_mean=float(np.mean(drawn)) / (m * steps),
+                poisson_over_fixed_per_example=float(
+                    np.median([(p / d) / (f / (m * steps * batch_size)) for (f, p), d in zip(pairs, drawn)])
+                ),
                 repeats=repeats,
                 poisson_peak_device_mb=_device_peak_mb(dev),  # (fixed and Poisson together)
             )
@@ -723,13 +740,14 @@ def format_engine(result: dict) -> str:
         lines.append(
             f"Poisson (q = {result['sampling_rate']:.4g}; fixed and Poisson timed alternately, medians of "
             f"{result['populations'][0].get('repeats', 1)}):\n{'models':>7} {'fixed ms':>10} {'ms/model-step':>14} "
-            f"{'x fixed':>8} {'x floor':>8} {'vs Opacus':>10}"
+            f"{'x fixed':>8} {'mean |B|':>9} {'x fixed/ex':>10} {'x floor':>8} {'vs Opacus':>10}"
         )
         for r in result["populations"]:
             vs = f"{r['poisson_speedup_vs_opacus']:.2f}x" if "poisson_speedup_vs_opacus" in r else "-"
             lines.append(
                 f"{r['models']:>7} {r['seconds_per_model_step'] * 1e3:>10.4g} "
                 f"{r['poisson_seconds_per_model_step'] * 1e3:>14.4g} {r['poisson_over_fixed']:>8.2f} "
+                f"{r['poisson_batch_mean']:>9.1f} {r['poisson_over_fixed_per_example']:>10.2f} "
                 f"{r['poisson_over_floor']:>8.2f} {vs:>10}"
             )
     return "\n".join(lines)

@@ -99,11 +99,16 @@ CALIBRATION: tuple[Calibration, ...] = (
     Calibration("mnist_cnn", "gpu", 128, 2.54e-4, "derived: ConvNet GPU row x multiply-adds ratio 1.40 (estimate)"),
     Calibration("cifar_cnn", "gpu", 128, 1.09e-2, "derived: ConvNet GPU row x multiply-adds ratio 59.7 (estimate)"),
     # De et al.'s WRN-16-4 (Steinke et al. fig2): ≈ 392M forward multiply-adds per 32x32 image (convolutions; hand
-    # count in docs/steinke.md), x602 the ConvNet's; CPU row the ResNet18-GN CPU row x 392/556 (its multiply-adds).
-    # Neither is measured, and the WRN trains through the `func` backend (weight standardisation), which was 3.5x
-    # slower than `hooks` on the ResNet18 on the CPU: these rows are lower estimates.
+    # count in docs/steinke.md), x602 the ConvNet's. The GPU row is not measured, and the WRN trains through the
+    # `func` backend (weight standardisation), which was 3.5x slower than `hooks` on the ResNet18 on the CPU: a
+    # lower estimate. The CPU row is measured (2026-11-25, idle; the earlier derived 13.3 s, ResNet18-GN CPU row x
+    # 392/556, was 2.9x too high).
     Calibration("wrn16_4", "gpu", 128, 0.110, "derived: ConvNet GPU row x multiply-adds ratio 602 (estimate)"),
-    Calibration("wrn16_4", "cpu", 128, 13.3, "derived: ResNet18-GN CPU row x multiply-adds ratio 0.705 (estimate)"),
+    Calibration(
+        "wrn16_4", "cpu", 128, 4.65,
+        "measured: hsaudit bench train --model wrn16_4 --sampling poisson --n-train 1560 --batch-size 128 --models 4 "
+        "--opacus-models 0 --steps 1 --repeats 3 --threads 1 (2026-11-25; population 4; load 0.8-1.0)", "measured",
+    ),
     # Steinke et al. Table 1's causal LM, per example (batch 1) of LM_REFERENCE_TOKENS tokens for a model of
     # LM_REFERENCE_PARAMETERS parameters (Gemma 2 2B); a population scales it by its parameters x block size
     # (Population.cost_factor). FLOPs 6 x 2.6e9 x 128 = 2.0e12 per example (forward + backward). Not measured.
