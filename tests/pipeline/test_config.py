@@ -8,7 +8,7 @@ from conftest import run_snakemake
 import yaml
 
 from conftest import REPO
-from hsaudit.pipeline.config import deep_merge, explicit_values, preset_overrides, resolve_scale
+from hsaudit.pipeline.config import deep_merge, explicit_values, preset_overrides, resolve_scale, user_values
 
 
 def test_deep_merge_overrides_only_named_keys():
@@ -58,12 +58,47 @@ def test_a_value_equal_to_the_default_leaves_the_preset_in_charge():
     assert resolve_scale(given, explicit=explicit) == resolve_scale(given)
 
 
+def test_an_overlay_value_equal_to_the_papers_wins_over_the_preset(tmp_path):
+    """An overlay's every value is the user's, even the paper's own: ``models_per_world: 1000`` in an overlay at
+    ``scale=laptop`` trains 1,000 models per world (before, it equalled config/config.yaml's value, so the laptop
+    preset's 100 silently won); a full copy of the config counts only where it differs; --config wins over files."""
+    raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    paper_r = raw["steinke"]["fig2"]["models_per_world"]
+    assert raw["scales"]["laptop"]["steinke"]["fig2"]["models_per_world"] != paper_r  # the preset changes it
+    overlay = tmp_path / "mine.yaml"
+    overlay.write_text(f"steinke:\n  fig2:\n    models_per_world: {paper_r}\n")
+    full = tmp_path / "copy.yaml"
+    edited = deep_merge(raw, {"steinke": {"fig2": {"lr": 0.25}}})
+    full.write_text(yaml.safe_dump(edited))
+    config_yaml = REPO / "config" / "config.yaml"
+    explicit = user_values([config_yaml, overlay], {"scale": "laptop"}, raw)
+    assert explicit == {"steinke": {"fig2": {"models_per_world": paper_r}}, "scale": "laptop"}
+    given = deep_merge(raw, explicit)
+    assert resolve_scale(given, explicit=explicit)["steinke"]["fig2"]["models_per_world"] == paper_r
+    assert resolve_scale(given)["steinke"]["fig2"]["models_per_world"] != paper_r  # the preset, without it
+    assert user_values([full], {}, raw) == {"steinke": {"fig2": {"lr": 0.25}}}  # a copy: only its edit
+    assert user_values([config_yaml], {"scale": "smoke"}, raw) == {"scale": "smoke"}  # README's form
+    assert user_values([overlay], {"steinke": {"fig2": {"models_per_world": 7}}}, raw)["steinke"]["fig2"] == {
+        "models_per_world": 7
+    }
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- a list\n")
+    with pytest.raises(ValueError, match="mapping"):
+        user_values([bad], {}, raw)
+
+
 def test_workflow_names_the_values_that_beat_the_preset(workflow_copy):
     mine = workflow_copy / "my.yaml"
-    mine.write_text("cifar10:\n  data:\n    source: local\n    path: /data/cifar-10-batches-py\n")
-    proc = run_snakemake(workflow_copy, "-n", "--config", "scale=smoke", "--configfile", str(mine), check=False)
+    mine.write_text(
+        "cifar10:\n  data:\n    source: local\n    path: /data/cifar-10-batches-py\n"
+        "steinke:\n  fig2:\n    models_per_world: 1000\n"  # the paper's value, which the smoke preset changes
+    )
+    proc = run_snakemake(
+        workflow_copy, "-n", "--config", "scale=smoke", "--configfile", "config/config.yaml", str(mine), check=False
+    )
     out = proc.stdout + proc.stderr
     assert "your value wins over the preset: cifar10.data.source: 'local'" in out, out
+    assert "your value wins over the preset: steinke.fig2.models_per_world: 1000" in out, out
 
 
 @pytest.mark.parametrize(

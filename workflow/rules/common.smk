@@ -7,18 +7,21 @@ import yaml
 
 from hsaudit.pipeline.config import (
     check_config,
-    explicit_values,
     preset_overrides,
     resolve_scale,
+    user_values,
 )
 from hsaudit.pipeline.provenance import script_version as _script_version
 
-# The scale preset's overrides are merged in, then the values the user set explicitly (--configfile/--config,
-# where they differ from config/config.yaml) over them; the merged config is validated again so that an
-# override with a bad value is caught as well (precedence: hsaudit.pipeline.config).
+# The scale preset's overrides are merged in, then the values the user set explicitly (--config, overlay
+# --configfiles whole, a full copy of the config where it differs from config/config.yaml) over them; the merged
+# config is validated again so that an override with a bad value is caught as well (precedence:
+# hsaudit.pipeline.config).
 with open(f"{workflow.basedir}/config/config.yaml") as _fh:
-    _EXPLICIT = explicit_values(
-        workflow.config_settings.overwrite_config, yaml.safe_load(_fh)
+    _EXPLICIT = user_values(
+        workflow.config_settings.configfiles,
+        workflow.config_settings.config,
+        yaml.safe_load(_fh),
     )
 for _line in preset_overrides(config, _EXPLICIT):
     print(f"config: your value wins over the preset: {_line}", file=sys.stderr)

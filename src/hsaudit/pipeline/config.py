@@ -6,16 +6,23 @@ of them, so a preset changes only what it names. :func:`resolve_scale` does that
 
 **Precedence.** A value the user sets explicitly (in a ``--configfile`` or with ``--config``) wins over the
 preset: ``--config scale=smoke --configfile my.yaml`` with ``cifar10.data.source: local`` in ``my.yaml`` keeps the
-local copy although the smoke preset says ``synthetic``. "Explicitly" means: different from the value in
-``config/config.yaml`` (:func:`explicit_values`), so that passing ``--configfile config/config.yaml`` again, as
-README's examples do, does not undo the preset. Highest first: your values, the preset, ``config/config.yaml``.
-The workflow prints each key where your value overrode the preset's (:func:`preset_overrides`).
+local copy although the smoke preset says ``synthetic``. "Explicitly" (:func:`user_values`) means: every value of
+``--config`` and of an overlay file (a ``--configfile`` without a ``scales:`` section), even one equal to the
+paper's (``models_per_world: 1000`` in an overlay at ``scale=laptop`` trains 1,000 models per world); from a full
+copy of the config (a file with ``scales:``, e.g. ``config/config.yaml`` itself, which README's examples pass
+again) only the values that differ from ``config/config.yaml`` (:func:`explicit_values`), so that passing it does
+not undo the preset. Highest first: your values, the preset, ``config/config.yaml``. The workflow prints each key
+where your value overrode the preset's (:func:`preset_overrides`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from hsaudit.util.mapping import deep_merge
 
@@ -40,6 +47,32 @@ def explicit_values(given: Mapping[str, Any], defaults: Mapping[str, Any]) -> di
         elif key not in defaults or value != default:
             out[key] = value
     return out
+
+
+def user_values(
+    configfiles: Sequence[str | os.PathLike], config: Mapping[str, Any], defaults: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The values the user set explicitly, which win over the scale preset (module docstring, "Precedence").
+
+    Args:
+        configfiles: the ``--configfile`` paths, in order (later files win, as in Snakemake).
+        config: the ``--config`` values (win over every file).
+        defaults: ``config/config.yaml``'s values.
+
+    Returns:
+        The overlays' values whole, a full copy's (a file with a ``scales:`` section) where they differ from
+        ``defaults``, then ``config``, merged in that order.
+
+    >>> user_values([], {"scale": "laptop"}, {"scale": "paper"})
+    {'scale': 'laptop'}
+    """
+    out: dict[str, Any] = {}
+    for path in configfiles:
+        given = yaml.safe_load(Path(path).read_text()) or {}
+        if not isinstance(given, Mapping):
+            raise ValueError(f"{path}: a config file must hold a mapping, got {type(given).__name__}")
+        out = deep_merge(out, explicit_values(given, defaults) if "scales" in given else given)
+    return deep_merge(out, config)
 
 
 def _leaves(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -70,7 +103,7 @@ def resolve_scale(config: Mapping[str, Any], *, explicit: Mapping[str, Any] | No
 
     Args:
         config: the raw config, with keys ``scale`` and (optionally) ``scales``.
-        explicit: the values the user set explicitly (:func:`explicit_values`); they win over the preset.
+        explicit: the values the user set explicitly (:func:`user_values`); they win over the preset.
 
     Returns:
         A new config with ``scales[scale]`` merged in; ``scales`` itself is kept for provenance.
