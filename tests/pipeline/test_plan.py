@@ -150,6 +150,24 @@ def test_cli_table_and_json(capsys, monkeypatch):
     assert data["total"]["models"] == sum(a["models"] for a in data["audits"])
 
 
+def test_cli_merges_overlays_as_the_workflow_does(tmp_path, capsys, monkeypatch):
+    """``--configfile config/config.yaml my.yaml`` as snakemake takes it: the overlay's values, even the paper's
+    own R, win over the laptop preset (hsaudit.pipeline.config.user_values)."""
+    monkeypatch.chdir(REPO)
+    mine = tmp_path / "my.yaml"
+    mine.write_text("steinke:\n  fig2:\n    models_per_world: 1000\n")
+
+    def models(*configfiles):
+        extra = ["--configfile", *configfiles] if configfiles else []
+        assert main(["plan", "results/steinke/fig2.pdf", "--scale", "laptop", "--json", *extra]) == 0
+        return json.loads(capsys.readouterr().out)["total"]["models"]
+
+    laptop = models()
+    assert laptop < 2000
+    assert models("config/config.yaml", str(mine)) == models(str(mine)) == 2000
+    assert models("config/config.yaml") == laptop  # README's form keeps the preset
+
+
 def test_cli_errors_are_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(REPO)
     assert main(["plan", "results/fig99.pdf"]) == 2

@@ -4,6 +4,7 @@
     hsaudit plan all --scale laptop --json
     hsaudit plan --calibrate convnet --steps 5           # measure seconds per model-step here
     hsaudit plan results/yoon/fig3.pdf --scale laptop    # Yoon et al. (full-batch DP-SGD)
+    hsaudit plan results/steinke/fig2.pdf --scale laptop --configfile config/config.yaml my.yaml   # as snakemake
 
 See :mod:`hsaudit.pipeline.costs` and docs/cluster.md ("Cost estimates").
 """
@@ -14,7 +15,10 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from hsaudit.pipeline.config import SCALES, resolve_scale
+from hsaudit.pipeline.config import SCALES, resolve_scale, user_values
+from hsaudit.util.mapping import deep_merge
+
+DEFAULT_CONFIG = "config/config.yaml"
 
 
 def register(sub) -> None:
@@ -23,7 +27,14 @@ def register(sub) -> None:
         description="Estimate the number of trained models, DP-SGD steps and CPU/GPU-hours behind figure targets.",
     )
     parser.add_argument("targets", nargs="*", help="figure targets, e.g. results/fig4.pdf, or 'all'")
-    parser.add_argument("--configfile", default="config/config.yaml", help="workflow config (default: %(default)s)")
+    parser.add_argument(
+        "--configfile",
+        nargs="+",
+        default=[DEFAULT_CONFIG],
+        metavar="FILE",
+        help="workflow config file(s), merged in order as snakemake's --configfile (default: %(default)s); an "
+        "overlay (a file without scales:) is merged over config/config.yaml and its values win over the preset",
+    )
     parser.add_argument("--scale", choices=SCALES, help="scale preset (default: the config's `scale`)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     cal = parser.add_argument_group("calibration (measure seconds per model-step on this machine)")
@@ -36,16 +47,25 @@ def register(sub) -> None:
     parser.set_defaults(func=_run)
 
 
-def _load_config(path: str, scale: str | None) -> dict:
+def _load_config(paths: str | list[str], scale: str | None) -> dict:
+    """The config the workflow would see for ``snakemake --configfile PATHS [--config scale=SCALE]``: the files
+    merged over config/config.yaml in order, the preset applied, the user's values over it
+    (:func:`hsaudit.pipeline.config.user_values`)."""
     import yaml
 
-    file = Path(path)
-    if not file.is_file():
-        raise FileNotFoundError(f"config file {path!r} not found (run from the repository root or pass --configfile)")
-    config = yaml.safe_load(file.read_text()) or {}
-    if scale:
-        config["scale"] = scale
-    return resolve_scale(config)
+    paths = [paths] if isinstance(paths, str) else list(paths)
+    for path in paths:
+        if not Path(path).is_file():
+            raise FileNotFoundError(
+                f"config file {path!r} not found (run from the repository root or pass --configfile)"
+            )
+    base = Path(DEFAULT_CONFIG) if Path(DEFAULT_CONFIG).is_file() else Path(paths[0])
+    defaults = yaml.safe_load(base.read_text()) or {}
+    config = defaults
+    for path in paths:
+        config = deep_merge(config, yaml.safe_load(Path(path).read_text()) or {})
+    cli = {"scale": scale} if scale else {}
+    return resolve_scale(deep_merge(config, cli), explicit=user_values(paths, cli, defaults))
 
 
 def _run(args) -> int:
