@@ -131,30 +131,23 @@ def test_engine_equals_opacus_fcnn(backend, insertion, monkeypatch):
 
 
 @pytest.mark.parametrize("insertion", ["gradient", "input"])
-def test_engine_equals_opacus_convnet_hooks(insertion):
+@pytest.mark.parametrize(
+    ("model", "backend", "kwargs", "size", "n"),
+    [
+        ("convnet", "hooks", None, 32, 40),
+        # Steinke et al.'s model, small: a weight-standardised WideResNet through `func`, against Opacus, whose
+        # hooks do not know WSConv2d and fall back to per-layer torch.func gradients of it
+        ("wrn16_4", "func", {"depth": 10, "width": 1}, 8, 24),
+    ],
+)
+def test_engine_equals_opacus_images(model, backend, kwargs, size, n, insertion):
     gen = torch.Generator().manual_seed(0)
-    X = torch.randn(40, 3, 32, 32, generator=gen)
-    y = torch.randint(0, 10, (40,), generator=gen)
+    X = torch.randn(n, 3, size, size, generator=gen)
+    y = torch.randint(0, 10, (n,), generator=gen)
     config = DPSGDConfig(
-        steps=3, batch_size=10, lr=0.2, clip_norm=1.0, noise_multiplier=0.5, sampling=Poisson(0.25)
-    )  # qN = 10
-    _engine_vs_opacus("convnet", "hooks", X, y, config=config, m=2, insertion=insertion, weight_decay=0.1)
-
-
-@pytest.mark.parametrize("insertion", ["gradient", "input"])
-def test_engine_equals_opacus_wrn_func(insertion):
-    """Steinke et al.'s model: a (small) weight-standardised WideResNet through the ``func`` backend, against
-    Opacus, whose hooks do not know ``WSConv2d`` and fall back to per-layer ``torch.func`` gradients of it."""
-    gen = torch.Generator().manual_seed(1)
-    X = torch.randn(24, 3, 8, 8, generator=gen)
-    y = torch.randint(0, 10, (24,), generator=gen)
-    config = DPSGDConfig(
-        steps=3, batch_size=6, lr=0.2, clip_norm=1.0, noise_multiplier=0.5, sampling=Poisson(0.25)
-    )  # qN = 6
-    _engine_vs_opacus(
-        "wrn16_4", "func", X, y, config=config, m=2, insertion=insertion, weight_decay=0.1,
-        kwargs={"depth": 10, "width": 1},
-    )
+        steps=3, batch_size=n // 4, lr=0.2, clip_norm=1.0, noise_multiplier=0.5, sampling=Poisson(0.25)
+    )  # qN = n / 4
+    _engine_vs_opacus(model, backend, X, y, config=config, m=2, insertion=insertion, weight_decay=0.1, kwargs=kwargs)
 
 
 def test_bernoulli_and_geometric_draws_equal_the_slow_reference(monkeypatch):
