@@ -47,23 +47,23 @@ def register(sub) -> None:
     parser.set_defaults(func=_run)
 
 
-def _load_config(paths: str | list[str], scale: str | None) -> dict:
+def _load_config(paths: list[str], scale: str | None) -> dict:
     """The config the workflow would see for ``snakemake --configfile PATHS [--config scale=SCALE]``: the files
     merged over config/config.yaml in order, the preset applied, the user's values over it
     (:func:`hsaudit.pipeline.config.user_values`)."""
     import yaml
 
-    paths = [paths] if isinstance(paths, str) else list(paths)
+    texts = []
     for path in paths:
         if not Path(path).is_file():
             raise FileNotFoundError(
                 f"config file {path!r} not found (run from the repository root or pass --configfile)"
             )
-    base = Path(DEFAULT_CONFIG) if Path(DEFAULT_CONFIG).is_file() else Path(paths[0])
-    defaults = yaml.safe_load(base.read_text()) or {}
+        texts.append(yaml.safe_load(Path(path).read_text()) or {})
+    defaults = yaml.safe_load(Path(DEFAULT_CONFIG).read_text()) if Path(DEFAULT_CONFIG).is_file() else texts[0]
     config = defaults
-    for path in paths:
-        config = deep_merge(config, yaml.safe_load(Path(path).read_text()) or {})
+    for text in texts:
+        config = deep_merge(config, text)
     cli = {"scale": scale} if scale else {}
     return resolve_scale(deep_merge(config, cli), explicit=user_values(paths, cli, defaults))
 
