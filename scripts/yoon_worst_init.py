@@ -26,8 +26,8 @@ import pandas as pd
 import torch
 
 from hsaudit.data.datasets import configured_dataset
-from hsaudit.papers.yoon import crafting, populations
-from hsaudit.papers.yoon.plan import noise_multiplier
+from hsaudit.experiments.yoon import crafting, populations
+from hsaudit.experiments.yoon.plan import noise_multiplier
 from hsaudit.util.seeding import derive_seed
 
 MODEL = "mnist_cnn"

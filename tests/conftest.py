@@ -105,9 +105,9 @@ def images_like(n: int, shape: tuple[int, ...], seed: int = 0, classes: int = 10
 
 
 def check_footer_inside(fig) -> None:
-    """The footer of ``fig`` (drawn by :func:`hsaudit.papers.plotting.add_footer`) lies inside the figure, left,
+    """The footer of ``fig`` (drawn by :func:`hsaudit.experiments.plotting.add_footer`) lies inside the figure, left,
     right and bottom edges included, and below every panel (with its labels) and every figure legend."""
-    from hsaudit.papers.plotting import FOOTER_GID
+    from hsaudit.experiments.plotting import FOOTER_GID
 
     renderer = fig.canvas.get_renderer()
     footers = [t for t in fig.texts if t.get_gid() == FOOTER_GID]

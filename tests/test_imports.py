@@ -98,7 +98,7 @@ def test_the_checks_can_fail(tmp_path, monkeypatch):
 
 # The layers of the package, bottom first (src/hsaudit/__init__.py): a module may import its own layer and the
 # layers below it, never one above; a paper's package never imports another paper's.
-LAYERS = ("util", "accounting", "audit", "engine", "data", "papers", "pipeline", "cli")
+LAYERS = ("util", "accounting", "audit", "engine", "data", "experiments", "pipeline", "cli")
 
 
 def _layer(module: str) -> tuple[int, str]:
@@ -112,7 +112,7 @@ def _layer(module: str) -> tuple[int, str]:
         return -1, ""
     if len(parts) < 2 or parts[1] not in LAYERS:
         return len(LAYERS), ""
-    paper = parts[2] if parts[1] == "papers" and len(parts) > 2 and parts[2] != "plotting" else ""
+    paper = parts[2] if parts[1] == "experiments" and len(parts) > 2 and parts[2] != "plotting" else ""
     return LAYERS.index(parts[1]), paper
 
 
@@ -136,9 +136,9 @@ def test_layers_import_downwards_only():
 def test_the_layer_check_can_fail():
     graph = {
         "hsaudit.audit.gdp": {"hsaudit.engine.dpsgd"},
-        "hsaudit.papers.yoon.plan": {"hsaudit.papers.cebere.plan", "hsaudit.papers.plotting", "hsaudit.util.io"},
+        "hsaudit.experiments.yoon.plan": {"hsaudit.experiments.cebere.plan", "hsaudit.experiments.plotting", "hsaudit.util.io"},
     }
     assert _layer_violations(graph) == [
         "hsaudit.audit.gdp (audit) imports hsaudit.engine.dpsgd from above",
-        "hsaudit.papers.yoon.plan imports another paper's hsaudit.papers.cebere.plan",
+        "hsaudit.experiments.yoon.plan imports another paper's hsaudit.experiments.cebere.plan",
     ]

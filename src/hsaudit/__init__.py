@@ -8,13 +8,13 @@ The package is cut in layers; each imports only the layers below it (``tests/tes
 ``audit``       every estimator: GDP, Clopper–Pearson, two-sample, σ̂/PLD, one-run, validation (maths)
 ``engine``      the paper-neutral DP-SGD layer: per-sample gradients, noise, models          (torch)
 ``data``        the dataset registry: Housing, CIFAR-10/100, MNIST, AlexNet features
-``papers``      one package per paper, shaped alike (plan and keys, science, figures):
+``experiments`` one package per paper or study, shaped alike (plan and keys, science, figures):
                 ``cebere`` (with ``section6``), ``steinke``, ``annamalai``, ``yoon``; ``plotting`` is shared
 ``pipeline``    what the workflow needs around the science: config, provenance, archives, cost plans, logs
 ``cli``         the ``hsaudit`` command
 ==============  =====================================================================================
 
-A fifth paper is a package under ``papers/`` plus one rules file in ``workflow/rules/``; a new model is an entry
+A fifth paper is a package under ``experiments/`` plus one rules file in ``workflow/rules/``; a new model is an entry
 of ``engine.models``; a new dataset an entry of ``data.datasets``; a new estimator a module of ``audit/``.
 
 This file imports nothing eagerly, so that importing any module of the package runs no other layer's code (the

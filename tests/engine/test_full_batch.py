@@ -3,7 +3,7 @@
 Every step uses all of D (B = |D|, no sampling): θ ← θ − (η/|D|)(Σ_x clip(∇ℓ(θ; x), C) + N(0, (Cσ)²I)); the models
 M′ trained on D ∪ {canary} append the canary to every step's batch (clipped like any sample) and keep the
 normaliser |D|. The reference trainer needs no mode of its own for this: a schedule whose every row is all of D,
-``batch_size = |D|``, period k = 1 and the canary insertion of A_L is exactly that step (hsaudit.papers.cebere.reference).
+``batch_size = |D|``, period k = 1 and the canary insertion of A_L is exactly that step (hsaudit.experiments.cebere.reference).
 Both trainers get the same θ0 (Yoon's Xavier-normal θ_avg, bias 0.01) and the same noise (model_noise), so their
 final models must agree to float32 tolerance (STYLE.md rule 17).
 """
@@ -15,12 +15,12 @@ import pytest
 import torch
 
 from conftest import images_like
-from hsaudit.papers.cebere.adversaries import Crafted
+from hsaudit.experiments.cebere.adversaries import Crafted
 from hsaudit.engine.models import input_shape
 from hsaudit.engine.psg import population
-from hsaudit.papers.cebere.reference import train_reference
+from hsaudit.experiments.cebere.reference import train_reference
 from hsaudit.engine.dpsgd import DPSGDConfig, Setup, init_theta0, model_noise, train_population
-from hsaudit.papers.yoon.populations import full_batch_schedule
+from hsaudit.experiments.yoon.populations import full_batch_schedule
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

@@ -47,7 +47,7 @@ def test_unknown_figure_names_the_known_ones(config):
 
 def test_housing_populations_match_the_training_rules_plan(config):
     """The plan reads the same `housing:` section as the training rules: same distinct audits, same R."""
-    from hsaudit.papers.cebere.plan import plan_housing
+    from hsaudit.experiments.cebere.plan import plan_housing
 
     h = config["housing"]
     rules_plan = plan_housing(h, seed=config["seed"])

@@ -69,9 +69,9 @@ def test_audit_and_accounting_edits_leave_training_alone(package_copy):
 
 
 def test_figure_edits_leave_audits_and_training_alone(package_copy):
-    edited = ["papers/plotting.py", "papers/steinke/figures.py", "papers/annamalai/figures.py",
-              "papers/yoon/figures.py", *(p.relative_to(package_copy).as_posix()
-                                         for p in (package_copy / "papers/cebere/figures").glob("*.py"))]
+    edited = ["experiments/plotting.py", "experiments/steinke/figures.py", "experiments/annamalai/figures.py",
+              "experiments/yoon/figures.py", *(p.relative_to(package_copy).as_posix()
+                                         for p in (package_copy / "experiments/cebere/figures").glob("*.py"))]
     changed = changed_by(package_copy, *edited)
     assert not changed & (set(AUDITS) | set(TRAINING)), sorted(changed & (set(AUDITS) | set(TRAINING)))
     assert {"plot_cebere_housing", "plot_cebere_cifar", "plot_cebere_section6", "plot_steinke", "plot_annamalai",
@@ -81,7 +81,7 @@ def test_figure_edits_leave_audits_and_training_alone(package_copy):
 def test_yoon_crafting_and_plan_edits_leave_its_training_alone(package_copy):
     """The Yoon recipes live in the plan and the crafting module, which the training job does not import: a recipe
     change reruns the audits, not the populations (only a change of what is trained re-keys those)."""
-    changed = changed_by(package_copy, "papers/yoon/plan.py", "papers/yoon/crafting.py")
+    changed = changed_by(package_copy, "experiments/yoon/plan.py", "experiments/yoon/crafting.py")
     assert not changed & {"train_yoon_models", "prepare_yoon_data"}, sorted(changed)
     assert "audit_yoon_run" in changed
 
@@ -89,20 +89,20 @@ def test_yoon_crafting_and_plan_edits_leave_its_training_alone(package_copy):
 def test_table2_edit_reruns_only_table2(package_copy):
     """Cebere's Table 2 is generated apart from the plan that the training jobs import: editing it retrains
     nothing."""
-    assert changed_by(package_copy, "papers/cebere/table2.py") == {"write_cebere_table2"}
+    assert changed_by(package_copy, "experiments/cebere/table2.py") == {"write_cebere_table2"}
 
 
 def test_table1_training_and_audit_sides_are_apart(package_copy):
     """Steinke Table 1: the language-model module reruns its data and training jobs only; its audit module
     (σ calibration, the table) retrains nothing."""
-    assert changed_by(package_copy, "papers/steinke/language.py") == {"prepare_steinke_table1_data",
+    assert changed_by(package_copy, "experiments/steinke/language.py") == {"prepare_steinke_table1_data",
                                                                        "train_steinke_table1"}
-    assert changed_by(package_copy, "papers/steinke/language_audit.py") == {"calibrate_steinke_table1",
+    assert changed_by(package_copy, "experiments/steinke/language_audit.py") == {"calibrate_steinke_table1",
                                                                              "tabulate_steinke_table1"}
 
 
 def test_section6_edit_stays_in_section6(package_copy):
-    changed = changed_by(package_copy, "papers/cebere/section6/exact.py")
+    changed = changed_by(package_copy, "experiments/cebere/section6/exact.py")
     assert changed == set(SECTION6)
 
 

@@ -125,7 +125,7 @@ def test_package_code_change_reruns_dependent_jobs(built_copy):
     work = built_copy
     # A copy of the package elsewhere has the same code version: nothing to do.
     assert planned(dry(work, TARGET, *SMOKE)) == {}
-    with open(work / "_pkg" / "hsaudit" / "papers" / "cebere" / "section6" / "process.py", "a") as fh:
+    with open(work / "_pkg" / "hsaudit" / "experiments" / "cebere" / "section6" / "process.py", "a") as fh:
         fh.write("\n# an edit that changes the source hash\n")
     out = dry(work, TARGET, *SMOKE)
     counts = planned(out)

@@ -18,14 +18,14 @@ import yaml
 
 from conftest import REPO, configure_housing as configure, job_counts, run_snakemake, write_synthetic_csv
 from hsaudit.pipeline.config import resolve_scale
-from hsaudit.papers.cebere.figures.housing import figure_table, plot_housing_figure, summarise
-from hsaudit.papers.cebere.plan import (
+from hsaudit.experiments.cebere.figures.housing import figure_table, plot_housing_figure, summarise
+from hsaudit.experiments.cebere.plan import (
     plan_housing,
     save_shard,
     shard_bits,
     noise_key,
 )
-from hsaudit.papers.cebere.tables import audit_table, scores_matrix, scores_table
+from hsaudit.experiments.cebere.tables import audit_table, scores_matrix, scores_table
 
 SEED = 2024
 
@@ -95,7 +95,7 @@ def test_per_figure_override_changes_only_that_figure(housing):
 
 
 def test_housing_keys_survive_the_generic_plan(housing):
-    """The Housing plan became the family-generic hsaudit.papers.cebere.plan (CIFAR-10
+    """The Housing plan became the family-generic hsaudit.experiments.cebere.plan (CIFAR-10
     issue): every Housing audit and setup keeps the key it had, so no finished Housing population is retrained.
     The digests below were computed with the pre-move code (commit 5476ed3) from config/config.yaml."""
     import hashlib

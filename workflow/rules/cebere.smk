@@ -5,7 +5,7 @@
 #
 # Section 6 process of Cebere et al. (fig3, fig6b, fig6c, fig10, fig14): simulate -> audit -> plot, plus the
 # exact law. One audit job per (sign rule, σ) runs every B, repetition and step; one exact job per sign rule.
-# The Clopper–Pearson table of each R is computed once and shared. Package: hsaudit.papers.cebere.section6; see
+# The Clopper–Pearson table of each R is computed once and shared. Package: hsaudit.experiments.cebere.section6; see
 # docs/section6.md. The wildcard {sign} is the sign rule of the process (config section6.rules).
 
 
@@ -99,7 +99,7 @@ rule compute_cebere_exact_law:
 
 
 # fig3 and fig14 differ only in the figure drawn from the same tables: one rule per figure, plot_cebere_fig3 and
-# plot_cebere_fig14 (hsaudit.papers.cebere.figures.section6).
+# plot_cebere_fig14 (hsaudit.experiments.cebere.figures.section6).
 for s6_figure in ("fig3", "fig14"):
 
     rule:
@@ -328,7 +328,7 @@ for _figure in ("fig1c", "fig4", "fig7"):
             "../scripts/plot_cebere_housing.py"
 
 
-# CIFAR-10 figures of Cebere et al. (§5, Appendices D–E; hsaudit.papers.cebere.figures.cifar). GPU-sized at paper scale
+# CIFAR-10 figures of Cebere et al. (§5, Appendices D–E; hsaudit.experiments.cebere.figures.cifar). GPU-sized at paper scale
 # (`hsaudit plan results/fig1.pdf`): registered with kind "gpu", so `rule all` leaves them out and a local run
 # without a GPU warns first. Each writes figN.pdf + figN.csv; table2 is generated from the config that ran.
 

@@ -102,11 +102,11 @@ def gpu_preflight_warning(workflow):
 
 
 # ---- Trained-model audits (data/train/scores/audit.smk, figures in cebere.smk): one plan per family (docs/housing.md,
-# docs/cifar10.md). The plan (hsaudit.papers.cebere.plan.plan_experiments) turns a config section into setups, audits and
+# docs/cifar10.md). The plan (hsaudit.experiments.cebere.plan.plan_experiments) turns a config section into setups, audits and
 # figure entries; every audit is keyed by a hash of the parameters that change its result and lives under
 # results/{family}/.
-from hsaudit.papers.cebere.table2 import hyperparameters
-from hsaudit.papers.cebere.plan import (
+from hsaudit.experiments.cebere.table2 import hyperparameters
+from hsaudit.experiments.cebere.plan import (
     FAMILIES,
     audit_table_paths,
     dataset_name,
@@ -191,15 +191,15 @@ def cifar_datasets(figure):
 
 
 # ---- Audits in one training run (workflow/rules/one_run.smk, docs/one_run.md): per family, the one-run audit
-# (m canaries per model, keyed by hsaudit.papers.cebere.one_run.plan_one_run) and the A_GC-R population audit of
+# (m canaries per model, keyed by hsaudit.experiments.cebere.one_run.plan_one_run) and the A_GC-R population audit of
 # the same configuration, registered in the family's plan so that the shared train/scores/audit rules build it
 # (for Housing it is fig1c's first gc_r repetition: the same key, the same files).
-from hsaudit.papers.cebere.one_run import (
+from hsaudit.experiments.cebere.one_run import (
     one_run_shard_paths,
     plan_one_run,
     population_table_paths,
 )
-from hsaudit.papers.cebere.one_run import craft_seed as one_run_craft_seed
+from hsaudit.experiments.cebere.one_run import craft_seed as one_run_craft_seed
 
 ONE_RUN = plan_one_run(
     config["one_run"], {family: config[family] for family in FAMILIES}, seed=SEED
@@ -261,9 +261,9 @@ def one_run_datasets():
 
 
 # ---- Yoon et al. (workflow/rules/yoon.smk, docs/yoon.md): data, populations and audits keyed by
-# hsaudit.papers.yoon.plan; every figure is GPU-sized at paper scale.
-from hsaudit.papers.yoon.plan import FIGURES as YOON_FIGURES
-from hsaudit.papers.yoon.plan import (
+# hsaudit.experiments.yoon.plan; every figure is GPU-sized at paper scale.
+from hsaudit.experiments.yoon.plan import FIGURES as YOON_FIGURES
+from hsaudit.experiments.yoon.plan import (
     figure_audit_paths,
     figure_outputs,
     noise_multiplier,
@@ -305,7 +305,7 @@ def yoon_scores_paths(figure):
 
 
 # ---- Cebere et al. Section 6 (workflow/rules/cebere.smk, docs/section6.md)
-from hsaudit.papers.cebere.section6.experiments import check_section6_config
+from hsaudit.experiments.cebere.section6.experiments import check_section6_config
 
 S6 = config["section6"]
 check_section6_config(S6)
@@ -351,11 +351,11 @@ ST_FACTS = dict(scale=SCALE)
 ST_FIG3_Q = list(range(len(ST["fig3"]["sampling_rates"])))
 ST_FIG5_PANELS = list(range(len(ST["fig5"]["one_step_epsilons"])))
 ST_FIG6_STEPS = [int(t) for t in ST["fig6"]["steps"]]
-# fig2 (trained models): the plan its rules run (hsaudit.papers.steinke.trained.plan_fig2), keyed by every value
+# fig2 (trained models): the plan its rules run (hsaudit.experiments.steinke.trained.plan_fig2), keyed by every value
 # that changes a shard; the data file is keyed by the data's identity only.
 from hsaudit.data.datasets import configured_identity as _configured_identity
-from hsaudit.papers.steinke.trained import plan_fig2 as _plan_fig2
-from hsaudit.papers.steinke.trained import plan_fig4 as _plan_fig4
+from hsaudit.experiments.steinke.trained import plan_fig2 as _plan_fig2
+from hsaudit.experiments.steinke.trained import plan_fig4 as _plan_fig4
 from hsaudit.util.mapping import key_of as _key_of
 
 ST_FIG2_DATA = {
@@ -466,12 +466,12 @@ ST_TABLE2_FACTS = dict(
 )
 
 
-# Table 1 (the causal LM by path; hsaudit.papers.steinke.language.plan_table1): one data job, one calibration job
+# Table 1 (the causal LM by path; hsaudit.experiments.steinke.language.plan_table1): one data job, one calibration job
 # (σ per row once N is known), one training job per row and shard. Optional: without `model` and `data` a request
 # for it stops before any job with ST_TABLE1_MISSING's message; every other target is unaffected.
 from snakemake.exceptions import WorkflowError
-from hsaudit.papers.steinke.language import LM_EXTRA as _LM_EXTRA
-from hsaudit.papers.steinke.language import plan_table1 as _plan_table1
+from hsaudit.experiments.steinke.language import LM_EXTRA as _LM_EXTRA
+from hsaudit.experiments.steinke.language import plan_table1 as _plan_table1
 
 ST_T1 = ST["table1"]
 ST_TABLE1 = _plan_table1(ST_T1, seed=SEED)

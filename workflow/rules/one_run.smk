@@ -1,5 +1,5 @@
 # Audits in one training run (Steinke, Nasr & Jagielski 2023; Mahloujifar et al. 2024) against population
-# audits of the same DP-SGD configuration: results/one_run/fig1.pdf (hsaudit.papers.cebere.one_run,
+# audits of the same DP-SGD configuration: results/one_run/fig1.pdf (hsaudit.experiments.cebere.one_run,
 # one_run_tables, figures.one_run; docs/one_run.md). Per family: craft the m canary coordinates, train the
 # one-run models shard by shard (m canaries each, their own bits), audit the pooled canaries of the first M
 # models for every M beside the population audit's per-step tables (built by train/scores/audit.smk), plot.

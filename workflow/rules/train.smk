@@ -1,6 +1,6 @@
 # Trained-model audits, training side, for every family (housing, cifar10): the shared setup (θ0 + fixed
 # minibatch schedule), the adversary's crafted object, and populations of DP-SGD models trained shard by shard
-# (hsaudit.engine.dpsgd, hsaudit.papers.cebere.shards, hsaudit.papers.cebere.adversaries).
+# (hsaudit.engine.dpsgd, hsaudit.experiments.cebere.shards, hsaudit.experiments.cebere.adversaries).
 
 
 rule make_setup:

@@ -1,5 +1,5 @@
-# Yoon, Jeung & No: adversarial-sample audits of the final model of full-batch DP-SGD (hsaudit.papers.yoon; the plan
-# hsaudit.papers.yoon.plan.plan_yoon is built in common.smk as YOON). Data → one job per run training its two
+# Yoon, Jeung & No: adversarial-sample audits of the final model of full-batch DP-SGD (hsaudit.experiments.yoon; the plan
+# hsaudit.experiments.yoon.plan.plan_yoon is built in common.smk as YOON). Data → one job per run training its two
 # populations (GPU-sized at paper scale) → one job per run crafting and auditing its samples → the figures.
 
 

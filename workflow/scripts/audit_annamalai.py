@@ -3,7 +3,7 @@
 import pandas as pd
 
 from hsaudit.accounting.gaussian import PldTable, sigma_for_epsilon
-from hsaudit.papers.annamalai.construction import audit_many
+from hsaudit.experiments.annamalai.construction import audit_many
 from hsaudit.util.io import write_csv_atomic
 from hsaudit.pipeline.logs import script_logging
 

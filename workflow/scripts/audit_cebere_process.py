@@ -5,7 +5,7 @@ import pandas as pd
 
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic
-from hsaudit.papers.cebere.section6 import audit_records, gdp_tables
+from hsaudit.experiments.cebere.section6 import audit_records, gdp_tables
 
 log = script_logging(snakemake)
 p = snakemake.params

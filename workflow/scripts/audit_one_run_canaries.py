@@ -1,8 +1,8 @@
-"""Snakemake adapter: one family's one-run and population points (hsaudit.papers.cebere.one_run_tables.one_run_table)."""
+"""Snakemake adapter: one family's one-run and population points (hsaudit.experiments.cebere.one_run_tables.one_run_table)."""
 
 import pandas as pd
 
-from hsaudit.papers.cebere.one_run_tables import load_one_run_shards, one_run_table, summary_lines
+from hsaudit.experiments.cebere.one_run_tables import load_one_run_shards, one_run_table, summary_lines
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic
 

@@ -1,6 +1,6 @@
 """Snakemake adapter: Steinke et al. fig2's audit table (σ̂ and GDP audits, heuristic, standard per T) from the shards."""
 
-from hsaudit.papers.steinke.trained_audit import fig2_table, load_shards
+from hsaudit.experiments.steinke.trained_audit import fig2_table, load_shards
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic
 

@@ -1,7 +1,7 @@
 """Snakemake adapter: Steinke et al. fig4's audit table (σ̂ and GDP audits, heuristic, standard per T and background)
-from the shards, via hsaudit.papers.steinke.trained_audit.fig4_table."""
+from the shards, via hsaudit.experiments.steinke.trained_audit.fig4_table."""
 
-from hsaudit.papers.steinke.trained_audit import fig4_table, load_shards, split_shards
+from hsaudit.experiments.steinke.trained_audit import fig4_table, load_shards, split_shards
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic
 

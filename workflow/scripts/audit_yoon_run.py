@@ -1,4 +1,4 @@
-"""Snakemake adapter: craft the audit samples of one Yoon et al. run and audit them (hsaudit.papers.yoon).
+"""Snakemake adapter: craft the audit samples of one Yoon et al. run and audit them (hsaudit.experiments.yoon).
 
 x_a is crafted on the crafting population (white box: the models; black box: surrogates distilled from their
 outputs on D′'s inputs) and scored on the crafting population (split "same", the paper's reading) and on the
@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from hsaudit.papers.yoon import crafting as yoon
-from hsaudit.papers.yoon.plan import CraftRecipe, recipe_label
-from hsaudit.papers.yoon.populations import Canary
+from hsaudit.experiments.yoon import crafting as yoon
+from hsaudit.experiments.yoon.plan import CraftRecipe, recipe_label
+from hsaudit.experiments.yoon.populations import Canary
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic
 from hsaudit.util.seeding import derive_seed

@@ -1,11 +1,11 @@
-"""Snakemake adapter: the m canary coordinates of a one-run audit (hsaudit.papers.cebere.one_run.craft_canaries)."""
+"""Snakemake adapter: the m canary coordinates of a one-run audit (hsaudit.experiments.cebere.one_run.craft_canaries)."""
 
 import torch
 
 from hsaudit.data.datasets import load_dataset
 from hsaudit.engine.dpsgd import DPSGDConfig, load_setup
-from hsaudit.papers.cebere.one_run import craft_canaries, save_canaries
-from hsaudit.papers.cebere.plan import write_params_json
+from hsaudit.experiments.cebere.one_run import craft_canaries, save_canaries
+from hsaudit.experiments.cebere.plan import write_params_json
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)

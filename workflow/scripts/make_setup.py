@@ -3,7 +3,7 @@
 import torch
 
 from hsaudit.data.datasets import load_dataset
-from hsaudit.papers.cebere.plan import write_params_json
+from hsaudit.experiments.cebere.plan import write_params_json
 from hsaudit.engine.dpsgd import DPSGDConfig, make_setup, save_setup
 from hsaudit.pipeline.logs import script_logging
 

@@ -1,8 +1,8 @@
-"""Snakemake adapter: one Annamalai figure (fig1 or fig2) via hsaudit.papers.annamalai.figures."""
+"""Snakemake adapter: one Annamalai figure (fig1 or fig2) via hsaudit.experiments.annamalai.figures."""
 
 import pandas as pd
 
-from hsaudit.papers.annamalai import figures as annamalai
+from hsaudit.experiments.annamalai import figures as annamalai
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)

@@ -1,4 +1,4 @@
-"""Snakemake adapter: one CIFAR-10 figure of Cebere et al. from its audits (hsaudit.papers.cebere.figures.cifar).
+"""Snakemake adapter: one CIFAR-10 figure of Cebere et al. from its audits (hsaudit.experiments.cebere.figures.cifar).
 
 fig1 adds the Housing panel (fig1c's audits); fig6a reads the scores of its audit; fig8 the canary's gradient
 norms from the shards; every other figure only the per-step audit tables.
@@ -7,9 +7,9 @@ norms from the shards; every other figure only the per-step audit tables.
 import pandas as pd
 
 from hsaudit.data.datasets import dataset_source
-from hsaudit.papers.cebere.tables import norms_table
-from hsaudit.papers.cebere.adversaries import crafted_coordinate
-from hsaudit.papers.cebere.figures import cifar
+from hsaudit.experiments.cebere.tables import norms_table
+from hsaudit.experiments.cebere.adversaries import crafted_coordinate
+from hsaudit.experiments.cebere.figures import cifar
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)

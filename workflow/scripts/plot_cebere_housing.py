@@ -1,8 +1,8 @@
-"""Snakemake adapter: one Housing figure (fig1c, fig4 or fig7) from its audits' tables (hsaudit.papers.cebere.figures.housing)."""
+"""Snakemake adapter: one Housing figure (fig1c, fig4 or fig7) from its audits' tables (hsaudit.experiments.cebere.figures.housing)."""
 
 import pandas as pd
 
-from hsaudit.papers.cebere.figures.housing import figure_table, plot_housing_figure
+from hsaudit.experiments.cebere.figures.housing import figure_table, plot_housing_figure
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)

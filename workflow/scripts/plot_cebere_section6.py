@@ -1,8 +1,8 @@
-"""Snakemake adapter: one Section 6 figure (fig3, fig14, fig6b, fig6c or fig10) via hsaudit.papers.cebere.figures.section6."""
+"""Snakemake adapter: one Section 6 figure (fig3, fig14, fig6b, fig6c or fig10) via hsaudit.experiments.cebere.figures.section6."""
 
 import pandas as pd
 
-from hsaudit.papers.cebere.figures import section6
+from hsaudit.experiments.cebere.figures import section6
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)

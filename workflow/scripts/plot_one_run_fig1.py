@@ -1,11 +1,11 @@
 """Snakemake adapter: results/one_run/fig1.pdf + .csv from the families' one-run tables
-(hsaudit.papers.cebere.figures.one_run.plot_one_run_figure)."""
+(hsaudit.experiments.cebere.figures.one_run.plot_one_run_figure)."""
 
 import pandas as pd
 
 from hsaudit.data.datasets import dataset_source
-from hsaudit.papers.cebere.figures.one_run import plot_one_run_figure
-from hsaudit.papers.cebere.one_run_tables import stack_tables, summary_lines
+from hsaudit.experiments.cebere.figures.one_run import plot_one_run_figure
+from hsaudit.experiments.cebere.one_run_tables import stack_tables, summary_lines
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)

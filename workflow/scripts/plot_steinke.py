@@ -1,8 +1,8 @@
-"""Snakemake adapter: one Steinke et al. figure (fig1, fig2, fig3, fig4, fig5 or fig6) via hsaudit.papers.steinke.figures."""
+"""Snakemake adapter: one Steinke et al. figure (fig1, fig2, fig3, fig4, fig5 or fig6) via hsaudit.experiments.steinke.figures."""
 
 import pandas as pd
 
-from hsaudit.papers.steinke import figures as steinke
+from hsaudit.experiments.steinke import figures as steinke
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)

@@ -1,8 +1,8 @@
-"""Snakemake adapter: one Yoon et al. figure (or table1) from its audits' CSVs (hsaudit.papers.yoon.figures)."""
+"""Snakemake adapter: one Yoon et al. figure (or table1) from its audits' CSVs (hsaudit.experiments.yoon.figures)."""
 
 import pandas as pd
 
-from hsaudit.papers.yoon import figures
+from hsaudit.experiments.yoon import figures
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic
 

@@ -1,4 +1,4 @@
-"""Snakemake adapter: one dataset of the Yoon et al. audits (hsaudit.papers.yoon.plan): D and the auxiliary half, or a
+"""Snakemake adapter: one dataset of the Yoon et al. audits (hsaudit.experiments.yoon.plan): D and the auxiliary half, or a
 pre-training set, prepared by hsaudit.data.datasets and written as one .npz."""
 
 from hsaudit.data.datasets import configured_dataset

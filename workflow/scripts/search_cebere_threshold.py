@@ -5,7 +5,7 @@ import pandas as pd
 
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic
-from hsaudit.papers.cebere.section6 import alpha_grid, gdp_tables, threshold_search
+from hsaudit.experiments.cebere.section6 import alpha_grid, gdp_tables, threshold_search
 
 log = script_logging(snakemake)
 p = snakemake.params

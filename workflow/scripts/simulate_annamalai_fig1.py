@@ -1,6 +1,6 @@
 """Snakemake adapter: Annamalai fig1 table (observed FPR/FNR, PLD curve, linear-loss curve per setting)."""
 
-from hsaudit.papers.annamalai.construction import fig1_table
+from hsaudit.experiments.annamalai.construction import fig1_table
 from hsaudit.util.io import write_csv_atomic
 from hsaudit.pipeline.logs import script_logging
 

@@ -1,6 +1,6 @@
 """Snakemake adapter: PLD calibration table ε(σ), δ(ε′) of one (q, T) (computed once, interpolated later)."""
 
-from hsaudit.papers.annamalai.construction import pld_table
+from hsaudit.experiments.annamalai.construction import pld_table
 from hsaudit.util.io import write_csv_atomic
 from hsaudit.pipeline.logs import script_logging
 

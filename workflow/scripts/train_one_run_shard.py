@@ -1,5 +1,5 @@
 """Snakemake adapter: train one shard of one-run models, each with its m gradient canaries
-(hsaudit.papers.cebere.one_run.train_one_run_shard).
+(hsaudit.experiments.cebere.one_run.train_one_run_shard).
 
 Model ``index·size + i`` draws its bits (canary_bits) and its noise (one_run_noise_key) by that global index, so a
 shard never depends on the largest M.
@@ -9,7 +9,7 @@ import torch
 
 from hsaudit.data.datasets import load_dataset
 from hsaudit.engine.dpsgd import DPSGDConfig, load_setup
-from hsaudit.papers.cebere.one_run import (
+from hsaudit.experiments.cebere.one_run import (
     canary_bits,
     load_canaries,
     one_run_noise_key,

@@ -1,16 +1,16 @@
 """Snakemake adapter: train one shard of an audit's population and record its observations
-(hsaudit.papers.cebere.shards.train_shard).
+(hsaudit.experiments.cebere.shards.train_shard).
 
 The shard's membership bits are an exact half split seeded by (audit key, shard size, shard index); model
 ``index·size + i`` of the audit draws the noise (and, with θ0 unknown, the initialisation) of that global index
-(hsaudit.papers.cebere.plan.shard_bits / noise_key / theta0_key), so a shard never depends on R.
+(hsaudit.experiments.cebere.plan.shard_bits / noise_key / theta0_key), so a shard never depends on R.
 """
 
 import torch
 
-from hsaudit.papers.cebere.adversaries import load_crafted
+from hsaudit.experiments.cebere.adversaries import load_crafted
 from hsaudit.data.datasets import load_dataset
-from hsaudit.papers.cebere.plan import (
+from hsaudit.experiments.cebere.plan import (
     insertion_steps,
     noise_key,
     save_shard,
@@ -20,7 +20,7 @@ from hsaudit.papers.cebere.plan import (
     theta0_known,
     theta0_shared,
 )
-from hsaudit.papers.cebere.shards import train_shard
+from hsaudit.experiments.cebere.shards import train_shard
 from hsaudit.engine.dpsgd import DPSGDConfig, load_setup, population_theta0
 from hsaudit.pipeline.logs import script_logging
 

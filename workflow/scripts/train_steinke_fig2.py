@@ -1,11 +1,11 @@
 """Snakemake adapter: one shard of Steinke et al. fig2 / table2 (both worlds; Poisson DP-SGD with the Dirac gradient
-canary; scores after every step; the final models' test accuracy) via hsaudit.papers.steinke.trained. Imports no
+canary; scores after every step; the final models' test accuracy) via hsaudit.experiments.steinke.trained. Imports no
 audit code (docs/cluster.md)."""
 
 import numpy as np
 import torch
 
-from hsaudit.papers.steinke.trained import train_fig2_shard
+from hsaudit.experiments.steinke.trained import train_fig2_shard
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import atomic_savez
 

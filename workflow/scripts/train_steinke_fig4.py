@@ -1,11 +1,11 @@
 """Snakemake adapter: one shard of Steinke et al. fig4 (both worlds; Poisson DP-SGD with the label-flipped input
-canary; scores −loss after every step; the final models' test accuracy) via hsaudit.papers.steinke.trained. Imports
+canary; scores −loss after every step; the final models' test accuracy) via hsaudit.experiments.steinke.trained. Imports
 no audit code (docs/cluster.md)."""
 
 import numpy as np
 import torch
 
-from hsaudit.papers.steinke.trained import fig4_canary, train_fig4_shard
+from hsaudit.experiments.steinke.trained import fig4_canary, train_fig4_shard
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import atomic_savez
 

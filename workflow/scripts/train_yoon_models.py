@@ -1,11 +1,11 @@
 """Snakemake adapter: one run of a Yoon et al. point: θ0 (θ_avg, or θ_worst pre-trained), the canary, and two
 independent populations of full-batch DP-SGD models (crafting: N_craft + N_craft, audit: N + N, and a validation
-population where asked) (hsaudit.papers.yoon)."""
+population where asked) (hsaudit.experiments.yoon)."""
 
 import numpy as np
 import torch
 
-from hsaudit.papers.yoon import populations as yoon
+from hsaudit.experiments.yoon import populations as yoon
 from hsaudit.util.io import atomic_savez
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.seeding import derive_seed
@@ -32,7 +32,7 @@ canary = yoon.make_canary(
     mean=data["mean"], std=data["std"], seed=derive_seed(seed, "yoon-canary", spec["data"], run),
     blank_label=spec["blank_label"], ood=spec.get("mislabeled_ood", "invert"),
 )
-sigma = float(snakemake.params.noise_multiplier)  # σ(ε) from the plan (hsaudit.papers.yoon.plan)
+sigma = float(snakemake.params.noise_multiplier)  # σ(ε) from the plan (hsaudit.experiments.yoon.plan)
 log.info("%s, ε = %g: σ = %.4f, canary %s (label %d, %s)", model, spec["epsilon"], sigma, canary.kind, canary.y, canary.source)
 # The crafting and audit populations (and a validation population where asked), each with its own noise.
 sizes = {

@@ -1,7 +1,7 @@
-"""Snakemake adapter: Table 2 of Cebere et al. from the resolved config (hsaudit.papers.cebere.figures.cifar.write_table2)."""
+"""Snakemake adapter: Table 2 of Cebere et al. from the resolved config (hsaudit.experiments.cebere.figures.cifar.write_table2)."""
 
-from hsaudit.papers.cebere.figures.cifar import write_table2
-from hsaudit.papers.cebere.table2 import with_model_facts
+from hsaudit.experiments.cebere.figures.cifar import write_table2
+from hsaudit.experiments.cebere.table2 import with_model_facts
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)

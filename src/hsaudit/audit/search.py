@@ -23,7 +23,7 @@ checked bin by bin (with a full pass as the fallback when float rounding makes a
 Ties go to the lowest threshold, as in a scan in increasing order. Used by :func:`hsaudit.audit.audit_scores`
 (paper mode, R ≥ 10⁵) and :func:`hsaudit.audit.gdp_audit_two_sample` (the Section 6 experiments); the tests
 check it against the sorted search of :mod:`hsaudit.audit.gdp` and a naive scan of every midpoint
-(``tests/audit/test_audit.py``, ``tests/papers/cebere/test_section6.py``). numpy only.
+(``tests/audit/test_audit.py``, ``tests/experiments/cebere/test_section6.py``). numpy only.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from hsaudit.papers.cebere import section6 as s6
+from hsaudit.experiments.cebere import section6 as s6
 
 
 def register(sub) -> None:

@@ -6,11 +6,11 @@ config (scale preset applied) and a small calibration table of seconds per model
 Where the experiments come from:
 
 - **Trained models** (Housing: fig1c, fig4, fig7; CIFAR-10: fig1, fig2, fig5, fig6a, fig8, fig11, fig12, fig13):
-  the very plan the training rules run (:func:`hsaudit.papers.cebere.plan.plan_experiments` of the ``housing:`` and
+  the very plan the training rules run (:func:`hsaudit.experiments.cebere.plan.plan_experiments` of the ``housing:`` and
   ``cifar10:`` sections, after the scale preset), so the estimate follows the config. Audits that several figures
   share are counted once in totals.
 - **Yoon et al.** (``yoon/fig2`` … ``yoon/fig8``, ``yoon/table1``, ``yoon/crafting``): the plan of its rules
-  (:func:`hsaudit.papers.yoon.plan.plan_yoon`), one row per population (4N models per run: crafting and held-out
+  (:func:`hsaudit.experiments.yoon.plan.plan_yoon`), one row per population (4N models per run: crafting and held-out
   populations of N + N) with full-batch steps of |D| + 1 examples, plus the black-box surrogates (:func:`yoon_populations`).
 - Analytic / 1-D experiments (Section 6 process, Steinke, Annamalai): no training; listed as simulations.
 
@@ -226,13 +226,13 @@ TABLES = ("table2",)
 
 def trained_populations(config: Mapping[str, Any]) -> list[Population]:
     """Every trained population of the config, from the same plan the training rules use
-    (:func:`hsaudit.papers.cebere.plan.plan_experiments`, one per family: housing, cifar10).
+    (:func:`hsaudit.experiments.cebere.plan.plan_experiments`, one per family: housing, cifar10).
 
     An audit shared by several figures is listed once with all of them. Its models are ``runs`` (per repetition:
     the plan lists repetitions as separate audits) plus, for the A_GC-S Noisy variants, the ``simulations``
     simulated trainings; a population runs on the GPU when its family's jobs ask for one.
     """
-    from hsaudit.papers.cebere.plan import FAMILIES, plan_experiments
+    from hsaudit.experiments.cebere.plan import FAMILIES, plan_experiments
 
     out: list[Population] = []
     for family in FAMILIES:
@@ -271,7 +271,7 @@ def trained_populations(config: Mapping[str, Any]) -> list[Population]:
 
 
 def yoon_populations(config: Mapping[str, Any]) -> list[Population]:
-    """The Yoon et al. populations of the config, from the plan its rules run (:func:`hsaudit.papers.yoon.plan.plan_yoon`).
+    """The Yoon et al. populations of the config, from the plan its rules run (:func:`hsaudit.experiments.yoon.plan.plan_yoon`).
 
     One row per population key (shared by figures, e.g. fig2/fig4 reuse fig3's MNIST populations, and counted
     once): every run trains two independent populations (crafting and held-out audit) of N models on D and N on
@@ -284,7 +284,7 @@ def yoon_populations(config: Mapping[str, Any]) -> list[Population]:
     section = config.get("yoon")
     if not section:
         return []
-    from hsaudit.papers.yoon.plan import plan_yoon
+    from hsaudit.experiments.yoon.plan import plan_yoon
 
     seed = int(config.get("seed", 0))
     plan = plan_yoon(section, seed=seed, audit=config.get("audit", {}))
@@ -348,7 +348,7 @@ def yoon_populations(config: Mapping[str, Any]) -> list[Population]:
 
 
 def steinke_populations(config: Mapping[str, Any]) -> list[Population]:
-    """Steinke, Nasr et al. fig2, fig4 and table2 (:mod:`hsaudit.papers.steinke.trained`, the plans their rules run,
+    """Steinke, Nasr et al. fig2, fig4 and table2 (:mod:`hsaudit.experiments.steinke.trained`, the plans their rules run,
     built as ``workflow/rules/common.smk`` builds them): one population of 2R models (both worlds) per plan, trained
     for its largest T (every plotted T is read off the same models); fig4 has one per background, table2 one per
     row, and a table2 row with fig2's values is fig2's population (listed once, with both). Poisson batches of
@@ -356,7 +356,7 @@ def steinke_populations(config: Mapping[str, Any]) -> list[Population]:
     section = config.get("steinke") or {}
     if not section.get("fig2"):
         return []
-    from hsaudit.papers.steinke.trained import plan_fig2, plan_fig4
+    from hsaudit.experiments.steinke.trained import plan_fig2, plan_fig4
 
     seed = int(config.get("seed", 0))
     data = section["fig2"].get("data", {})
@@ -409,7 +409,7 @@ def steinke_populations(config: Mapping[str, Any]) -> list[Population]:
 
 
 def steinke_lm_populations(config: Mapping[str, Any]) -> list[Population]:
-    """Steinke et al. Table 1 (:func:`hsaudit.papers.steinke.language.plan_table1`, the plan its rules run): one
+    """Steinke et al. Table 1 (:func:`hsaudit.experiments.steinke.language.plan_table1`, the plan its rules run): one
     population of 2R models per row, T = round(epochs·N/B) steps of expected batch B. N and the model's size are
     known only once the data are tokenised and the model read, so the plan takes them from
     ``steinke.table1.plan`` (examples, parameters), and the ``causal_lm`` calibration rows are scaled by
@@ -417,8 +417,8 @@ def steinke_lm_populations(config: Mapping[str, Any]) -> list[Population]:
     section = (config.get("steinke") or {}).get("table1")
     if not section:
         return []
-    from hsaudit.papers.steinke.language import plan_table1
-    from hsaudit.papers.steinke.language_audit import training_steps
+    from hsaudit.experiments.steinke.language import plan_table1
+    from hsaudit.experiments.steinke.language_audit import training_steps
 
     n, parameters = int(section["plan"]["examples"]), float(section["plan"]["parameters"])
     block = int(section["block_size"])
@@ -440,15 +440,15 @@ def steinke_lm_populations(config: Mapping[str, Any]) -> list[Population]:
 
 def one_run_populations(config: Mapping[str, Any]) -> list[Population]:
     """The populations of ``results/one_run/fig1.pdf``, from the plan its rules run
-    (:func:`hsaudit.papers.cebere.one_run.plan_one_run`): per audited family, the one-run models (the largest M,
+    (:func:`hsaudit.experiments.cebere.one_run.plan_one_run`): per audited family, the one-run models (the largest M,
     rounded up to whole shards; m canaries each, same cost per model-step) and the A_GC-R population of the same
     configuration (the largest R; for Housing the population of fig1c's first repetition, counted once with it).
     """
     section = config.get("one_run")
     if not section:
         return []
-    from hsaudit.papers.cebere.one_run import FIGURE, plan_one_run
-    from hsaudit.papers.cebere.plan import FAMILIES
+    from hsaudit.experiments.cebere.one_run import FIGURE, plan_one_run
+    from hsaudit.experiments.cebere.plan import FAMILIES
 
     plans = plan_one_run(section, {f: config[f] for f in FAMILIES if f in config}, seed=int(config.get("seed", 0)))
     out: list[Population] = []

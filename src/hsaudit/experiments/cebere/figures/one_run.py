@@ -1,0 +1,89 @@
+"""``results/one_run/fig1.pdf``: audits in one training run against population audits of the same DP-SGD
+configuration (docs/one_run.md).
+
+One panel per audited family (Housing FCNN, CIFAR-10 ConvNet): ε̂ (δ of the audit) against the compute in
+model-steps on a log axis, one series per method (:data:`hsaudit.experiments.cebere.one_run_tables.METHODS`), and the
+configuration's μ-GDP upper bound as a reference line. The CSV holds every point
+(:data:`hsaudit.experiments.cebere.one_run_tables.COLUMNS`, plus the scale and data source).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import pandas as pd
+
+from hsaudit.experiments.cebere.one_run_tables import METHODS
+
+PANEL_TITLES = {"housing": "FCNN on Housing", "cifar10": "ConvNet on CIFAR-10"}
+METHOD_STYLES = {
+    METHODS["counting"]: {"color": "#0072B2", "marker": "o", "linestyle": "-"},
+    METHODS["fdp"]: {"color": "#56B4E9", "marker": "s", "linestyle": "-"},
+    METHODS["population_gdp"]: {"color": "#D55E00", "marker": "^", "linestyle": "--"},
+    METHODS["population_free"]: {"color": "#E69F00", "marker": "v", "linestyle": "--"},
+}
+
+
+def plot_one_run_figure(
+    table: pd.DataFrame,
+    pdf_path: str | os.PathLike,
+    csv_path: str | os.PathLike,
+    *,
+    scale: str,
+    data_sources: Mapping[str, str],
+    code_version: str = "",
+) -> None:
+    """Plot ε̂ against model-steps per family and write the PDF and the CSV (both atomically).
+
+    Args:
+        table: the families' :func:`hsaudit.experiments.cebere.one_run_tables.one_run_table` stacked.
+        pdf_path, csv_path: outputs.
+        scale: the scale preset (footer, CSV).
+        data_sources: family -> data source (e.g. ``housing:local``), for the footer and the CSV.
+        code_version: the figure job's code version (footer).
+    """
+    from hsaudit.experiments.plotting import UPPER_BOUND_STYLE, footer_text, save
+    from hsaudit.experiments.plotting import figure as new_figure
+    from hsaudit.util.io import write_csv_atomic
+
+    if table.empty:
+        raise ValueError("plot_one_run_figure needs a non-empty table")
+    families = list(dict.fromkeys(table["family"]))
+    fig, axes = new_figure(len(families), 1, width=4.6 * len(families), height=3.6)
+    for ax, family in zip(axes[0], families):
+        part = table[table["family"] == family]
+        upper = float(part["epsilon_upper"].iloc[0])
+        ax.axhline(upper, label="μ-GDP upper bound (theory)", **UPPER_BOUND_STYLE)
+        for method in METHODS.values():
+            rows = part[part["method"] == method].sort_values("model_steps")
+            if rows.empty:
+                continue
+            ax.plot(rows["model_steps"], rows["epsilon"], label=method, markersize=4, **METHOD_STYLES[method])
+        ax.set_xscale("log")
+        ax.set_xlabel("compute (model-steps)")
+        ax.set_ylabel(f"ε̂ (δ = {float(part['delta'].iloc[0]):g})")
+        m, steps = int(part["canaries_per_model"].iloc[0]), int(part["steps"].iloc[0])
+        ax.set_title(f"{PANEL_TITLES.get(family, family)}: m = {m} canaries/model, T = {steps}", fontsize=9)
+        ax.set_ylim(bottom=0, top=max(upper, float(part["epsilon"].max())) * 1.1 + 1e-9)
+    axes[0][0].legend(frameon=False, fontsize=7, loc="center left")
+    pop = table[table["method"].isin([METHODS["population_gdp"], METHODS["population_free"]])]
+    one = table[table["method"].isin([METHODS["counting"], METHODS["fdp"]])]
+    rule = pop["bound"].iloc[0].split(",")[1].strip() if not pop.empty else None
+    footer = footer_text(
+        scale=scale,
+        R=[f"{int(r)} per world" for r in pop["runs_per_world"].dropna().unique()],
+        data=[data_sources.get(f, f) for f in families],
+        audit=(
+            f"one run: counting + f-DP, best of guesses (Bonferroni), confidence {one['confidence'].iloc[0]:g}; "
+            f"population: GDP ({rule})"
+        ),
+        m=[int(v) for v in table["canaries_per_model"].unique()],
+        M=[int(v) for v in one["models"].unique()],
+        coordinates=list(table["coordinates"].unique()),
+        code_version=code_version,
+    )
+    write_csv_atomic(
+        table.assign(scale=scale, data_source=table["family"].map(lambda f: data_sources.get(f, f))), csv_path
+    )
+    save(fig, pdf_path, footer=footer)

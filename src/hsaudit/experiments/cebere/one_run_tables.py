@@ -1,0 +1,218 @@
+"""The audit table of the one-run study: audits in one training run against population audits of the same DP-SGD
+configuration, with the compute of each (docs/one_run.md).
+
+For every number of models M (:class:`hsaudit.experiments.cebere.one_run.OneRunFamily`): the M·m canaries of the first
+M models are pooled (each included independently with probability ½, so the pool is one "run" of M·m canaries in
+the sense of Steinke et al. 2023) and audited with both one-run bounds — the counting bound
+(:func:`hsaudit.audit.one_run.one_run_audit`) and the f-DP (μ-GDP) bound of Mahloujifar et al. 2024
+(:func:`hsaudit.audit.one_run_fdp.one_run_fdp_audit`) — each the best of a few guess sizes paid for with Bonferroni
+(:func:`hsaudit.audit.one_run.one_run_audit_search`). Beside them, the population audit of A_GC-R (one canary,
+R models, half inserted) at its last step, from the per-step audit tables of :func:`hsaudit.experiments.cebere.tables.audit_table`
+(the project's auditor, :class:`hsaudit.audit.auditor.Auditor`, under the configured threshold rule): its GDP ε̂
+and its assumption-free (ε, δ) bound from the same Clopper–Pearson bounds.
+
+Compute is counted in model-steps: a model trained for T steps costs T, whatever its canaries (M·T for a one-run
+point, R·T for a population point; the crafting of ``least_moving`` coordinates adds one noiseless simulation, T).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from hsaudit.audit.one_run import one_run_audit, one_run_audit_search
+from hsaudit.audit.one_run_fdp import one_run_fdp_audit
+
+COLUMNS = (
+    "family", "method", "models", "runs_per_world", "model_steps", "canaries", "epsilon", "mu", "epsilon_upper",
+    "guesses", "correct", "k_plus", "k_minus", "bound", "confidence", "delta", "steps", "canaries_per_model",
+    "coordinates",
+)
+"""The columns of :func:`one_run_table` (and of the figure's CSV)."""
+
+METHODS = {
+    "counting": "one run: counting (Steinke et al. 2023)",
+    "fdp": "one run: f-DP, GDP (Mahloujifar et al. 2024)",
+    "population_gdp": "population: GDP",
+    "population_free": "population: (ε, δ), assumption-free",
+}
+"""Method labels of the table, in legend order."""
+
+
+def guess_sizes(pooled: int, fractions: Sequence[float]) -> list[tuple[int, int]]:
+    """(k_plus, k_minus) for each fraction f of the ``pooled`` canaries: k = round(f·n/2) on each side (at least 1),
+    duplicates dropped.
+
+    >>> guess_sizes(100, [0.02, 0.1, 0.5, 1.0])
+    [(1, 1), (5, 5), (25, 25), (50, 50)]
+    """
+    n = int(pooled)
+    if n < 2:
+        raise ValueError(f"need at least 2 canaries to guess on both sides, got {n}")
+    out: list[tuple[int, int]] = []
+    for f in fractions:
+        if not 0.0 < float(f) <= 1.0:
+            raise ValueError(f"guess fractions must be in (0, 1], got {f}")
+        k = min(max(1, int(round(float(f) * n / 2))), n // 2)
+        if (k, k) not in out:
+            out.append((k, k))
+    return out
+
+
+def load_one_run_shards(paths: Sequence[str | os.PathLike]) -> tuple[np.ndarray, np.ndarray]:
+    """Bits and scores ``[models, m]`` of one-run shard files, in shard order."""
+    bits, scores, coords = [], [], None
+    for path in paths:
+        with np.load(path) as f:
+            bits.append(f["bits"])
+            scores.append(f["scores"])
+            if coords is None:
+                coords = f["coordinates"]
+            elif not np.array_equal(coords, f["coordinates"]):
+                raise ValueError(f"shard {path} has other canary coordinates than the first shard")
+    if not bits:
+        raise ValueError("load_one_run_shards needs at least one shard")
+    return np.concatenate(bits), np.concatenate(scores)
+
+
+def one_run_rows(
+    bits: np.ndarray,
+    scores: np.ndarray,
+    *,
+    models: Sequence[int],
+    steps: int,
+    guess_fractions: Sequence[float],
+    delta: float,
+    confidence: float,
+) -> list[dict]:
+    """The one-run points: for each M, the two bounds on the pooled canaries of the first M models."""
+    bits, scores = np.asarray(bits), np.asarray(scores, dtype=np.float64)
+    if bits.shape != scores.shape or bits.ndim != 2:
+        raise ValueError(f"bits and scores must both be [models, m], got {bits.shape} and {scores.shape}")
+    rows = []
+    for M in models:
+        M = int(M)
+        if not 1 <= M <= bits.shape[0]:
+            raise ValueError(f"M = {M} models asked, {bits.shape[0]} trained")
+        s, b = scores[:M].ravel(), bits[:M].ravel().astype(bool)
+        ks = guess_sizes(s.size, guess_fractions)
+        for name, audit in (("counting", one_run_audit), ("fdp", one_run_fdp_audit)):
+            res = one_run_audit_search(s, b, ks=ks, delta=delta, confidence=confidence, audit=audit)
+            rows.append(
+                {
+                    "method": METHODS[name],
+                    "models": M,
+                    "runs_per_world": np.nan,
+                    "model_steps": M * int(steps),
+                    "canaries": int(s.size),
+                    "epsilon": float(res.epsilon),
+                    "mu": np.nan if res.mu is None else float(res.mu),
+                    "guesses": res.guesses,
+                    "correct": res.correct,
+                    "k_plus": res.k_plus,
+                    "k_minus": res.k_minus,
+                    "bound": res.method,
+                    "confidence": float(confidence),
+                    "delta": float(delta),
+                }
+            )
+    return rows
+
+
+def population_rows(tables: Sequence[pd.DataFrame], *, steps: int) -> list[dict]:
+    """The population points: the last step of each per-step audit table (one per R), GDP and assumption-free."""
+    rows = []
+    for table in tables:
+        last = table.loc[table["step"].idxmax()]
+        runs = int(last["runs"])
+        for name, column, mu in (("population_gdp", "epsilon", float(last["mu"])), ("population_free", "epsilon_free", np.nan)):
+            rows.append(
+                {
+                    "method": METHODS[name],
+                    "models": runs,
+                    "runs_per_world": runs // 2,
+                    "model_steps": runs * int(steps),
+                    "canaries": runs,
+                    "epsilon": float(last[column]),
+                    "mu": mu,
+                    "guesses": runs,
+                    "correct": np.nan,
+                    "k_plus": np.nan,
+                    "k_minus": np.nan,
+                    "bound": f"Auditor, rule {last['mode']}, step {int(last['step'])}",
+                    "confidence": float(last["confidence"]),
+                    "delta": float(last["delta"]),
+                    "epsilon_upper": float(last["epsilon_upper"]),
+                }
+            )
+    return rows
+
+
+def one_run_table(
+    *,
+    family: str,
+    bits: np.ndarray,
+    scores: np.ndarray,
+    population: Sequence[pd.DataFrame],
+    models: Sequence[int],
+    steps: int,
+    guess_fractions: Sequence[float],
+    delta: float,
+    confidence: float,
+    coordinates: str,
+) -> pd.DataFrame:
+    """Every point of one family: the one-run bounds for each M and the population audits for each R.
+
+    Args:
+        family: the config section audited (``housing``, ``cifar10``).
+        bits, scores: ``[models, m]`` of the one-run models (:func:`load_one_run_shards`; higher score ⇒ included).
+        population: the population audit's per-step tables (:func:`hsaudit.experiments.cebere.tables.audit_table`), one
+            per R; their ``epsilon_upper`` (the μ-GDP bound of the configuration) fills the column for every row.
+        models: the M of the one-run points.
+        steps: T.
+        guess_fractions: the guess sizes searched (:func:`guess_sizes`).
+        delta, confidence: of the one-run bounds.
+        coordinates: the coordinate rule (recorded).
+
+    Returns:
+        :data:`COLUMNS`, rows by method then compute.
+    """
+    if not population:
+        raise ValueError("one_run_table needs at least one population audit table")
+    rows = one_run_rows(bits, scores, models=models, steps=steps, guess_fractions=guess_fractions,
+                        delta=delta, confidence=confidence)
+    pop = population_rows(population, steps=steps)
+    upper = pop[0]["epsilon_upper"]
+    frame = pd.DataFrame(rows + pop)
+    frame["epsilon_upper"] = upper
+    frame["family"] = family
+    frame["steps"] = int(steps)
+    frame["canaries_per_model"] = int(np.asarray(bits).shape[1])
+    frame["coordinates"] = coordinates
+    order = {label: i for i, label in enumerate(METHODS.values())}
+    frame = frame.sort_values(["method", "model_steps"], key=lambda c: c.map(order) if c.name == "method" else c,
+                              kind="stable")
+    return frame[list(COLUMNS)].reset_index(drop=True)
+
+
+def summary_lines(table: pd.DataFrame) -> list[str]:
+    """One log line per method: its ε̂ at the least and the most compute."""
+    out = []
+    for (family, method), rows in table.groupby(["family", "method"], sort=False):
+        first, last = rows.iloc[0], rows.iloc[-1]
+        out.append(
+            f"{family} {method}: eps_hat {first['epsilon']:.3f} at {int(first['model_steps']):,} model-steps "
+            f"... {last['epsilon']:.3f} at {int(last['model_steps']):,} (upper {last['epsilon_upper']:.3f})"
+        )
+    return out
+
+
+def stack_tables(tables: Mapping[str, pd.DataFrame] | Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The figure's table: the families' tables one under the other."""
+    frames = list(tables.values()) if isinstance(tables, Mapping) else list(tables)
+    if not frames:
+        raise ValueError("stack_tables needs at least one table")
+    return pd.concat(frames, ignore_index=True)

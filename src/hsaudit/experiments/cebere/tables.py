@@ -1,0 +1,140 @@
+"""Tables of the trained-model experiments: gathered scores, per-step audits, canary gradient norms, Table 2.
+
+Cebere et al. (2025) Algorithm 4 / Appendix A audit every recorded step of a population's scores. These
+functions are what the scores, audit and table jobs run; they are apart from :mod:`hsaudit.experiments.cebere.plan`
+(what training needs) so that editing an estimator or a table never changes a training job's code version.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from hsaudit.accounting.gaussian import gdp_epsilon, gdp_mu
+from hsaudit.audit.auditor import Auditor, rule_from_mode
+
+
+
+def scores_table(shard_paths: Sequence[str | os.PathLike]) -> pd.DataFrame:
+    """Gather shard files into a tidy table with columns run, shard, bit, step, score (higher ⇒ inserted).
+
+    Runs are numbered in shard order (shard i holds runs i·n .. i·n + n − 1).
+    """
+    frames = []
+    offset = 0
+    steps_ref = None
+    for index, path in enumerate(shard_paths):
+        with np.load(path) as f:
+            bits, scores, steps = f["bits"], f["scores"], f["steps"]
+        if steps_ref is None:
+            steps_ref = steps
+        elif not np.array_equal(steps, steps_ref):
+            raise ValueError(f"shard {path} records steps {steps.tolist()}, expected {steps_ref.tolist()}")
+        n, m = scores.shape
+        frames.append(
+            pd.DataFrame(
+                {
+                    "run": np.repeat(np.arange(offset, offset + n), m),
+                    "shard": np.full(n * m, index, dtype=np.int64),
+                    "bit": np.repeat(bits, m),
+                    "step": np.tile(steps, n),
+                    "score": scores.reshape(-1),
+                }
+            )
+        )
+        offset += n
+    if not frames:
+        raise ValueError("scores_table needs at least one shard")
+    return pd.concat(frames, ignore_index=True)
+
+
+def norms_table(shard_paths: Sequence[str | os.PathLike]) -> pd.DataFrame:
+    """Gather the canary's gradient norms of shard files into a tidy table: run, shard, bit, step, norm.
+
+    Steps are 1-based (the norm at θ_t, before step t's update). Raises ``ValueError`` if a shard has none.
+    """
+    frames, offset = [], 0
+    for index, path in enumerate(shard_paths):
+        with np.load(path) as f:
+            if "grad_norms" not in f.files:
+                raise ValueError(f"shard {path} has no grad_norms (train it with canary_norms: true)")
+            bits, norms = f["bits"], f["grad_norms"]
+        n, steps = norms.shape
+        frames.append(
+            pd.DataFrame(
+                {
+                    "run": np.repeat(np.arange(offset, offset + n), steps),
+                    "shard": np.full(n * steps, index, dtype=np.int64),
+                    "bit": np.repeat(bits, steps),
+                    "step": np.tile(np.arange(1, steps + 1), n),
+                    "norm": norms.reshape(-1),
+                }
+            )
+        )
+        offset += n
+    if not frames:
+        raise ValueError("norms_table needs at least one shard")
+    return pd.concat(frames, ignore_index=True)
+
+
+def scores_matrix(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """From a :func:`scores_table`: (steps [m], scores [m, n_runs], members [n_runs] bool)."""
+    wide = table.pivot(index="step", columns="run", values="score").sort_index()
+    bits = table.drop_duplicates("run").set_index("run")["bit"].reindex(wide.columns)
+    return wide.index.to_numpy(), wide.to_numpy(dtype=np.float64), bits.to_numpy().astype(bool)
+
+
+def audit_table(
+    table: pd.DataFrame,
+    *,
+    delta: float,
+    confidence: float,
+    mode: str,
+    selection_fraction: float = 0.5,
+    noise_multiplier: float,
+    period: int,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Audit every recorded step of a scores table (Cebere et al. Algorithm 4 / Appendix A).
+
+    Args:
+        table: a :func:`scores_table` (higher score ⇒ inserted).
+        delta, confidence, mode: the audit (:meth:`hsaudit.audit.auditor.Auditor.gdp_steps` under the mode's rule).
+        noise_multiplier, period: σ and k of the audited training, for the upper bound.
+        seed: seed of the held-out split (unused in paper mode).
+
+    Returns:
+        One row per recorded step: step, insertions (⌊t/k⌋), runs, mu (μ̂), epsilon (ε̂ at ``delta`` from μ̂),
+        epsilon_free (the assumption-free (ε, δ) bound from the same Clopper–Pearson bounds), threshold,
+        fpr_upper, fnr_upper, mu_upper = √insertions / σ and epsilon_upper (the μ-GDP upper bound, Cebere et
+        al. §1 "Upper bound"), mode, confidence, delta.
+    """
+    steps, scores, members = scores_matrix(table)
+    rule = rule_from_mode(mode, selection_fraction=selection_fraction, seed=seed)
+    results = Auditor(delta=delta, confidence=confidence, rule=rule).gdp_steps(scores, members)
+    rows = []
+    for step, res in zip(steps, results, strict=True):
+        insertions = int(step) // int(period)
+        mu_upper = gdp_mu(noise_multiplier=noise_multiplier, compositions=insertions)
+        rows.append(
+            {
+                "step": int(step),
+                "insertions": insertions,
+                "runs": int(members.size),
+                "mu": float(res.mu),
+                "epsilon": float(res.epsilon),
+                "epsilon_free": float(res.epsilon_assumption_free),
+                "threshold": float(res.threshold),
+                "fpr_upper": float(res.fpr_upper),
+                "fnr_upper": float(res.fnr_upper),
+                "mu_upper": float(mu_upper),
+                "epsilon_upper": float(gdp_epsilon(mu=mu_upper, delta=delta)),
+                "mode": res.mode,
+                "confidence": float(res.confidence),
+                "delta": float(res.delta),
+            }
+        )
+    return pd.DataFrame(rows)

@@ -1,0 +1,460 @@
+"""Steinke, Nasr et al. §3.1, Figure 2: the Dirac gradient canary in trained models (the training side).
+
+Two worlds of R models each are trained with Poisson-subsampled DP-SGD (Alg. 1, :func:`hsaudit.engine.dpsgd.train_population`
+with ``sampling=Poisson(q)``); in world 1 the "Dirac" canary — the one-hot gradient C·e_d on coordinate d, added
+unclipped — is in a step's batch with probability q, independently of the other examples. The distinguisher sees
+the last iterate only and scores it by the dot product with the canary gradient (§3.1), here
+
+    s = −⟨θ_T − θ_0, e_d⟩ · B / (ηC)        (higher ⇒ canary present),
+
+θ_0 shared and known, B = qN the update's normaliser, η the learning rate: with a shared θ_0 this is an affine map of
+the paper's ⟨m_T, g⟩ that is the same in both worlds, so every audit gives the same ε̂; the scaling puts s in units
+of "canary inclusions". Backgrounds (``background``):
+
+* ``natural`` — the other examples are the training data (Figure 2);
+* ``zero`` — the adversarial all-zero-gradient dataset (Figure 3's setting): every example's gradient is 0, so
+  s = Σ_t c_t + σ Σ_t ξ_t exactly — Binomial(T, q) + N(0, Tσ²) with the canary, N(0, Tσ²) without — which checks the
+  one-dimensional reduction of :func:`hsaudit.experiments.steinke.experiments.simulate_linear_canary` on the engine.
+
+One population trained to T_max records s after *every* step: with a constant learning rate, no schedule and no
+regulariser, the first t steps of a T_max run are a t-step run, so the scores at step t have exactly the law of a
+t-step experiment and one training serves every T of the figure (the paper trains each T separately; our points
+share their models, so they are correlated across T, not biased).
+
+This module imports the engine and ``util`` only (a training job's code version must not cover the audit layer);
+the audit table is :mod:`hsaudit.experiments.steinke.trained_audit`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from hsaudit.engine.dpsgd import DPSGDConfig, init_theta0, pick_device, train_population
+from hsaudit.engine.evaluate import population_accuracy
+from hsaudit.engine.models import input_shape, num_classes
+from hsaudit.engine.psg import population
+from hsaudit.engine.sampling import Poisson
+from hsaudit.util.mapping import key_of
+from hsaudit.util.seeding import derive_seed
+
+BACKGROUNDS = ("natural", "zero")
+# Figure 4's other examples: blank (all-zero) images, panel (a), or the data, panel (b).
+FIG4_BACKGROUNDS = ("blank", "natural")
+CANARY_SOURCES = ("test", "train")
+# The keys of `steinke.fig2` that change what a training job computes (its key); the others (steps plotted, audit
+# settings, R) only select or add shards.
+TRAINING_KEYS = (
+    "model",
+    "model_kwargs",
+    "background",
+    "batch_size",
+    "lr",
+    "clip_norm",
+    "noise_multiplier",
+    "canary_dim",
+    "shard_size",
+    "backend",
+)
+# The keys of `steinke.fig4` that change a training job (besides the background, one plan per panel).
+FIG4_TRAINING_KEYS = ("model", "model_kwargs", "batch_size", "lr", "clip_norm", "noise_multiplier", "canary",
+                      "shard_size", "backend")
+
+
+def plan_fig2(
+    section: Mapping[str, Any],
+    *,
+    seed: int,
+    data_identity: Mapping[str, Any],
+    test_identity: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The plan of Figure 2 from the config section ``steinke.fig2``: its key, training spec and shards.
+
+    Args:
+        section: ``steinke.fig2`` (``steps``, ``models_per_world``, ``shard_size`` and :data:`TRAINING_KEYS`).
+        seed: the master seed.
+        data_identity: what identifies the prepared training set
+            (:func:`hsaudit.data.datasets.configured_identity`); part of the key.
+        test_identity: what identifies the test set the final models are evaluated on (their accuracy, Table 2);
+            ``None``: no evaluation. Carried in the spec but *not* in the key: it changes no score, so a Table 2 row
+            with Figure 2's values shares Figure 2's models (and keys made before the evaluation existed stay).
+
+    Returns:
+        ``{"key", "train": spec of every shard's job, "shards": [0, ..., n − 1], "steps": the plotted T}``; the key
+        hashes every value that changes a shard's content (the largest T included), so changing one of them
+        retrains, raising R adds shards and changing the plotted T below the largest retrains nothing.
+
+    Raises:
+        ValueError: a bad value, named.
+    """
+    if section["background"] not in BACKGROUNDS:
+        raise ValueError(f"steinke.fig2.background must be one of {BACKGROUNDS}, got {section['background']!r}")
+    return _plan(section, TRAINING_KEYS, seed=seed, data_identity=data_identity, test_identity=test_identity,
+                 test_in_key=False, name="steinke.fig2")
+
+
+def _plan(
+    section: Mapping[str, Any],
+    keys: tuple[str, ...],
+    *,
+    seed: int,
+    data_identity: Mapping[str, Any],
+    test_identity: Mapping[str, Any] | None,
+    test_in_key: bool,
+    name: str,
+) -> dict[str, Any]:
+    steps = sorted({int(t) for t in section["steps"]})
+    if not steps or steps[0] < 1:
+        raise ValueError(f"{name}.steps must be positive integers, got {section['steps']!r}")
+    r, size = int(section["models_per_world"]), int(section["shard_size"])
+    if r < 1 or size < 2 or size % 2:
+        raise ValueError(f"models_per_world must be >= 1 and shard_size even and >= 2, got {r}, {size}")
+    if (2 * r) % size:
+        raise ValueError(
+            f"2 * models_per_world ({2 * r}) must be a multiple of shard_size ({size}), so that raising R only adds shards"
+        )
+    train = {k: section[k] for k in keys}
+    train.update(steps=steps[-1], seed=int(seed), data=dict(data_identity))
+    if test_identity is not None and test_in_key:
+        train["test"] = dict(test_identity)
+    key = key_of(train)
+    train["key"] = key
+    if test_identity is not None:
+        train["test"] = dict(test_identity)
+    return {"key": key, "train": train, "shards": list(range(2 * r // size)), "steps": steps}
+
+
+def plan_fig4(
+    section: Mapping[str, Any],
+    *,
+    seed: int,
+    data_identity: Mapping[str, Any],
+    test_identity: Mapping[str, Any],
+) -> dict[str, dict[str, Any]]:
+    """The plans of Figure 4 from ``steinke.fig4``, one per background (panel) in ``section["backgrounds"]``.
+
+    Each is shaped as :func:`plan_fig2`'s (``key``, ``train``, ``shards``, ``steps``); ``train["canary"]`` is
+    ``{source, index, label}`` (:func:`label_flip_canary`) and ``train["test"]`` the test set's identity, part of
+    the key (the canary may come from it; the final models are evaluated on it).
+
+    Raises:
+        ValueError: a bad value, named.
+    """
+    backgrounds = list(section["backgrounds"])
+    if not backgrounds or any(b not in FIG4_BACKGROUNDS for b in backgrounds) or len(set(backgrounds)) < len(backgrounds):
+        raise ValueError(f"steinke.fig4.backgrounds must be distinct values of {FIG4_BACKGROUNDS}, got {backgrounds!r}")
+    canary = dict(section["canary"])
+    if set(canary) != {"source", "index", "label"} or canary["source"] not in CANARY_SOURCES:
+        raise ValueError(f"steinke.fig4.canary must be {{source: test|train, index, label}}, got {canary!r}")
+    plans = {}
+    for background in backgrounds:
+        values = {**section, "background": background}
+        plan = _plan(values, ("background", *FIG4_TRAINING_KEYS), seed=seed, data_identity=data_identity,
+                     test_identity=test_identity, test_in_key=True, name="steinke.fig4")
+        plans[background] = plan
+    return plans
+
+
+def fig4_canary(
+    spec: Mapping[str, Any], *, train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Figure 4's canary (x*, y*) as ``spec["canary"]`` says: image ``index`` of the ``source`` split, ``label``
+    (``None``: (y + 1) mod K)."""
+    c = spec["canary"]
+    X, y = test if c["source"] == "test" else train
+    k = num_classes(spec["model"], **dict(spec["model_kwargs"] or {}))
+    return label_flip_canary(X, y, index=int(c["index"]), label=c["label"], n_classes=k)
+
+
+def shard_models(spec: Mapping[str, Any], shard: int) -> tuple[range, np.ndarray]:
+    """Global model indices of ``shard`` and their bits: model i is in world i mod 2 (both worlds in every shard)."""
+    size = int(spec["shard_size"])
+    models = range(shard * size, (shard + 1) * size)
+    return models, np.arange(models.start, models.stop) % 2
+
+
+def canary_coordinate(spec: Mapping[str, Any], p: int) -> int:
+    """The canary's coordinate d: ``spec["canary_dim"]`` if set, else one drawn uniformly from the p parameters
+    with a seed derived from the plan's seed [inferred: the paper names no coordinate].
+
+    Raises:
+        ValueError: a coordinate outside [0, p).
+    """
+    d = spec["canary_dim"]
+    if d is None:
+        return int(np.random.default_rng(derive_seed(spec["seed"], "steinke-fig2-dim")).integers(p))
+    if not 0 <= int(d) < p:
+        raise ValueError(f"canary_dim must be in [0, {p}), got {d}")
+    return int(d)
+
+
+def dirac_score(theta: torch.Tensor, theta0: torch.Tensor, *, dim: int, lr: float, batch_size: int, clip: float):
+    """s = −(θ_T − θ_0)[d] · B / (ηC) for a population ``theta [m, p]``: the Dirac canary's score in units of
+    inclusions (higher ⇒ canary present; an affine map of the paper's ⟨m_T, g⟩ shared by both worlds)."""
+    return -(theta[:, dim] - theta0[dim]) * (float(batch_size) / (float(lr) * float(clip)))
+
+
+class _ZeroGradients:
+    """A per-sample gradient engine of the adversarial all-zero-gradient dataset: every clipped sum is 0."""
+
+    def __init__(self, engine) -> None:
+        self.p = engine.p
+
+    def clipped_sum_per_model(self, theta, x, y, clip, weights, counts=None) -> torch.Tensor:
+        del x, y, clip, weights, counts
+        return torch.zeros_like(theta)
+
+
+def _check_inputs(spec: Mapping[str, Any], X: np.ndarray) -> tuple[str, dict, int, int]:
+    model, kwargs = spec["model"], dict(spec["model_kwargs"] or {})
+    shape = input_shape(model, **kwargs)
+    if X.ndim != len(shape) + 1 or any(s is not None and s != x for s, x in zip(shape, X.shape[1:])):
+        raise ValueError(f"{model} takes inputs of shape {shape}, the data has {X.shape[1:]}")
+    n = int(X.shape[0])
+    batch = int(spec["batch_size"])
+    if not 1 <= batch <= n:
+        raise ValueError(f"batch_size must be in [1, N = {n}], got {batch}")
+    return model, kwargs, n, batch
+
+
+def _train(
+    spec: Mapping[str, Any],
+    shard: int,
+    *,
+    engine,
+    X: np.ndarray,
+    y: np.ndarray,
+    dev: torch.device,
+    insertion: dict[str, Any],
+    observe,
+    theta0: torch.Tensor,
+    test: tuple[np.ndarray, np.ndarray] | None,
+    label: str,
+    progress: bool,
+) -> dict[str, np.ndarray]:
+    """One shard of Poisson DP-SGD (both worlds) with ``insertion`` (``gradient=`` or ``canary=``), scores after
+    every step, and (``test`` given) the final models' test accuracy."""
+    model, kwargs, n, batch = _check_inputs(spec, X)
+    models, bits = shard_models(spec, shard)
+    config = DPSGDConfig(
+        steps=int(spec["steps"]),
+        batch_size=batch,
+        lr=float(spec["lr"]),
+        clip_norm=float(spec["clip_norm"]),
+        noise_multiplier=float(spec["noise_multiplier"]),
+        sampling=Poisson(batch / n),
+    )
+    obs = train_population(
+        engine=engine,
+        theta0=theta0,
+        X=torch.as_tensor(X, dtype=torch.float32, device=dev),
+        y=torch.as_tensor(y, dtype=torch.int64, device=dev),
+        batches=None,
+        config=config,
+        noise_key=derive_seed(spec["seed"], f"steinke-{label}-noise", spec["key"]),
+        sampling_key=derive_seed(spec["seed"], f"steinke-{label}-sampling", spec["key"]),
+        models=models,
+        mask=torch.as_tensor(bits, dtype=torch.bool, device=dev),
+        observe=observe,
+        keep_final=test is not None,
+        progress=progress,
+        desc=f"{label} shard {shard}",
+        **insertion,
+    )
+    out = {
+        "bits": bits.astype(np.int64),
+        "scores": obs.scores,
+        "canary_steps": obs.canary_steps,
+        "sampling_rate": np.float64(batch / n),
+        "batch_size": np.int64(batch),
+        "n_train": np.int64(n),
+        "parameters": np.int64(engine.p),
+    }
+    if test is not None:
+        theta = torch.as_tensor(obs.theta, device=dev)
+        out["test_accuracy"] = population_accuracy(model, kwargs, theta, test[0], test[1])
+        out["n_test"] = np.int64(len(test[1]))
+    return out
+
+
+def train_fig2_shard(
+    spec: Mapping[str, Any],
+    shard: int,
+    *,
+    X: np.ndarray,
+    y: np.ndarray,
+    test: tuple[np.ndarray, np.ndarray] | None = None,
+    device: str | None = None,
+    progress: bool = False,
+) -> dict[str, np.ndarray]:
+    """Train one shard of Figure 2 (both worlds) and return its scores after every step.
+
+    Args:
+        spec: ``plan_fig2(...)["train"]``.
+        shard: the shard index (models ``shard·S .. shard·S + S − 1``).
+        X, y: the training set (``N`` examples); q = B / N with B = ``spec["batch_size"]``.
+        test: ``(X_test, y_test)``: also evaluate the final models' test accuracy (Table 2); ``None``: not.
+        device: ``None``/``"auto"`` (CUDA when present), ``"cpu"`` or ``"cuda"``.
+        progress: a tqdm bar over the steps.
+
+    Returns:
+        ``bits [S]``, ``scores`` float64 ``[S, T_max]`` (after every step), ``canary_steps`` bool ``[S, T_max]``,
+        ``canary_dim``, ``sampling_rate``, ``batch_size``, ``n_train`` and ``parameters`` (p); with ``test`` also
+        ``test_accuracy [S]`` and ``n_test``.
+    """
+    dev = pick_device(device)
+    model, kwargs, _, batch = _check_inputs(spec, X)
+    engine = population(model, kwargs, dev, backend=spec["backend"])
+    if spec["background"] == "zero":
+        engine = _ZeroGradients(engine)
+    dim = canary_coordinate(spec, engine.p)
+    theta0 = torch.as_tensor(
+        init_theta0(model, kwargs, scheme="default", seed=derive_seed(spec["seed"], "steinke-fig2-theta0")), device=dev
+    )
+    gradient = torch.zeros(engine.p, device=dev)
+    gradient[dim] = float(spec["clip_norm"])
+    lr, clip = float(spec["lr"]), float(spec["clip_norm"])
+    out = _train(
+        spec,
+        shard,
+        engine=engine,
+        X=X,
+        y=y,
+        dev=dev,
+        insertion={"gradient": gradient},
+        observe=lambda theta: dirac_score(theta, theta0, dim=dim, lr=lr, batch_size=batch, clip=clip),
+        theta0=theta0,
+        test=test,
+        label="fig2",
+        progress=progress,
+    )
+    return {**out, "canary_dim": np.int64(dim)}
+
+
+def label_flip_canary(
+    X: np.ndarray, y: np.ndarray, *, index: int, label: int | None, n_classes: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The label-flipped input canary (x*, y*) of Figure 4: image ``index`` of ``(X, y)`` with a wrong label.
+
+    Args:
+        X, y: the images the canary is taken from (by default the test split, an image the models never see
+            otherwise [inferred]).
+        index: which image.
+        label: the canary's label; ``None``: (y + 1) mod K [inferred: the paper names neither image nor label].
+        n_classes: K.
+
+    Returns:
+        ``x* [1, ...]`` float32 and ``y* [1]`` int64.
+
+    Raises:
+        ValueError: an index outside the set, or a label that is not a wrong class.
+    """
+    if not 0 <= int(index) < len(y):
+        raise ValueError(f"canary index must be in [0, {len(y)}), got {index}")
+    true = int(y[int(index)])
+    flipped = (true + 1) % int(n_classes) if label is None else int(label)
+    if not 0 <= flipped < int(n_classes) or flipped == true:
+        raise ValueError(f"canary label must be a class in [0, {n_classes}) other than the image's {true}, got {label}")
+    return np.asarray(X[int(index)][None], dtype=np.float32), np.array([flipped], dtype=np.int64)
+
+
+def blank_background(X: np.ndarray) -> np.ndarray:
+    """Figure 4(a)'s other examples: all-zero images of the same shape (their labels stay those of the data)."""
+    return np.zeros_like(np.asarray(X, dtype=np.float32))
+
+
+def loss_score(engine, x: torch.Tensor, y: torch.Tensor):
+    """The observer s(θ) = −ℓ(θ; x*, y*) of a population ``θ [m, p]`` (higher ⇒ canary present, §3.1's "loss of the
+    malicious input as a distinguisher")."""
+
+    def score(theta: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return -engine.loss(theta, x, y)[:, 0]
+
+    return score
+
+
+def train_fig4_shard(
+    spec: Mapping[str, Any],
+    shard: int,
+    *,
+    X: np.ndarray,
+    y: np.ndarray,
+    canary: tuple[np.ndarray, np.ndarray],
+    test: tuple[np.ndarray, np.ndarray] | None = None,
+    device: str | None = None,
+    progress: bool = False,
+) -> dict[str, np.ndarray]:
+    """Train one shard of Figure 4 (both worlds): the label-flipped input canary (x*, y*) is one more example of
+    every world-1 model's Poisson batch with probability q, clipped like the others; the score after every step is
+    −ℓ(θ_t; x*, y*).
+
+    Args:
+        spec: ``plan_fig4(...)[background]["train"]``; ``spec["background"]`` is ``natural`` (the data) or
+            ``blank`` (every other image replaced by zeros, :func:`blank_background`; labels unchanged).
+        shard: the shard index.
+        X, y: the training set.
+        canary: ``(x* [1, ...], y* [1])`` (:func:`label_flip_canary`).
+        test, device, progress: as :func:`train_fig2_shard`.
+
+    Returns:
+        As :func:`train_fig2_shard` with ``canary_label`` instead of ``canary_dim``.
+    """
+    if spec["background"] not in FIG4_BACKGROUNDS:
+        raise ValueError(f"fig4 background must be one of {FIG4_BACKGROUNDS}, got {spec['background']!r}")
+    dev = pick_device(device)
+    model, kwargs, _, _ = _check_inputs(spec, X)
+    if spec["background"] == "blank":
+        X = blank_background(X)
+    engine = population(model, kwargs, dev, backend=spec["backend"])
+    theta0 = torch.as_tensor(
+        init_theta0(model, kwargs, scheme="default", seed=derive_seed(spec["seed"], "steinke-fig2-theta0")), device=dev
+    )
+    xc = torch.as_tensor(canary[0], dtype=torch.float32, device=dev)
+    yc = torch.as_tensor(canary[1], dtype=torch.int64, device=dev)
+    out = _train(
+        spec,
+        shard,
+        engine=engine,
+        X=X,
+        y=y,
+        dev=dev,
+        insertion={"canary": (xc, yc)},
+        observe=loss_score(engine, xc, yc),
+        theta0=theta0,
+        test=test,
+        label="fig4",
+        progress=progress,
+    )
+    return {**out, "canary_label": np.int64(int(canary[1][0]))}
+
+
+def zero_background_moments(*, steps: int, sampling_rate: float, noise_multiplier: float) -> dict[str, float]:
+    """Mean and variance of the score in each world under the all-zero background (Figure 3's law):
+    out N(0, Tσ²); in Binomial(T, q) + N(0, Tσ²)."""
+    t, q, s = int(steps), float(sampling_rate), float(noise_multiplier)
+    return {"mean_out": 0.0, "var_out": t * s * s, "mean_in": t * q, "var_in": t * q * (1 - q) + t * s * s}
+
+
+__all__ = [
+    "BACKGROUNDS",
+    "CANARY_SOURCES",
+    "FIG4_BACKGROUNDS",
+    "FIG4_TRAINING_KEYS",
+    "blank_background",
+    "fig4_canary",
+    "label_flip_canary",
+    "loss_score",
+    "plan_fig4",
+    "train_fig4_shard",
+    "TRAINING_KEYS",
+    "canary_coordinate",
+    "dirac_score",
+    "plan_fig2",
+    "shard_models",
+    "train_fig2_shard",
+    "zero_background_moments",
+]

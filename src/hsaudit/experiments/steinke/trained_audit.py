@@ -1,0 +1,384 @@
+"""Steinke, Nasr et al. Figure 2 (the audit side): ε̂ per T from the trained shards of
+:mod:`hsaudit.experiments.steinke.trained`, beside the heuristic and standard accounting.
+
+Per T, the scores after step T of the two worlds go through the one auditor (:class:`hsaudit.audit.auditor.Auditor`):
+
+* ``empirical_sigma_last_iterate`` — §3.1's audit: the adversary knows q and T and estimates σ (σ̂ = the largest σ
+  whose last-iterate pair (Theorem 1) is consistent with every CP-bounded (FPR, FNR) point; ε̂ = heuristic ε(σ̂));
+  the paper's rule (all thresholds, ``audit_mode: all_thresholds``), which is *not* a valid 95 % bound;
+* ``empirical_sigma_last_iterate_held_out`` — the same with one threshold chosen on half of the runs and its CP point
+  from the other half (valid);
+* ``empirical_gdp`` — the GDP audit of Nasr et al. 2023 (threshold rule ``mode``);
+* ``heuristic`` and ``standard`` — :func:`hsaudit.accounting.last_iterate.heuristic_epsilon` and
+  :func:`~hsaudit.accounting.last_iterate.standard_epsilon` at (T, q, σ).
+
+Score diagnostics per world (mean, variance, mean number of canary inclusions) are in every row: under the zero
+background they must match :func:`hsaudit.experiments.steinke.trained.zero_background_moments`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hsaudit.accounting import last_iterate as H
+from hsaudit.audit.auditor import Auditor, HeldOut, KnownFamily, rule_from_mode
+from hsaudit.util.seeding import derive_seed
+
+METHODS = (
+    "standard",
+    "heuristic",
+    "empirical_sigma_last_iterate",
+    "empirical_sigma_last_iterate_held_out",
+    "empirical_gdp",
+)
+COLUMNS = (
+    "steps",
+    "method",
+    "epsilon",
+    "mu",
+    "sigma_hat",
+    "audit_mode",
+    "confidence",
+    "delta",
+    "sampling_rate",
+    "noise_multiplier",
+    "runs_per_world",
+    "model",
+    "background",
+    "data_source",
+    "canary_dim",
+    "mean_out",
+    "var_out",
+    "mean_in",
+    "var_in",
+    "inclusions_in",
+)
+# Figure 4's table: the canary is a label-flipped image (its label, not a coordinate), scores are −ℓ(θ_T; x*, y*),
+# and the final models' test accuracy (both worlds) is recorded.
+FIG4_COLUMNS = tuple(c for c in COLUMNS if c != "canary_dim") + ("canary_label", "test_accuracy_mean",
+                                                                  "test_accuracy_sd", "n_test")
+
+
+_SCALARS = ("canary_dim", "canary_label", "sampling_rate", "batch_size", "n_train", "n_test")
+
+
+def load_shards(paths: Sequence[str]) -> list[dict[str, np.ndarray]]:
+    """The arrays of each training shard's ``.npz`` (what the fig2/fig4 training jobs write), in ``paths`` order."""
+    out = []
+    for path in paths:
+        with np.load(path) as f:
+            out.append({k: f[k] for k in f.files})
+    return out
+
+
+def split_shards(shards: Sequence[Mapping[str, np.ndarray]], counts: Sequence[int]) -> list[list]:
+    """Cut a flat list of shards into consecutive groups of ``counts[i]`` (a rule's input lists each row's, or
+    each background's, shards in turn).
+
+    Raises:
+        ValueError: the counts do not add up to the number of shards.
+    """
+    counts = [int(c) for c in counts]
+    if sum(counts) != len(shards):
+        raise ValueError(f"{len(shards)} shards cannot be split into groups of {counts}")
+    ends = np.cumsum([0, *counts])
+    return [list(shards[a:b]) for a, b in zip(ends[:-1], ends[1:])]
+
+
+def merge_shards(shards: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Concatenate shards (``bits``, ``scores [m, T]``, ``canary_steps``, ``test_accuracy`` when evaluated); the
+    scalars must agree.
+
+    Raises:
+        ValueError: no shards, or shards of different runs (canary coordinate, q, steps).
+    """
+    if not shards:
+        raise ValueError("no shards to merge")
+    first = shards[0]
+    for s in shards[1:]:
+        for k in _SCALARS:
+            if (k in s) != (k in first) or (k in s and float(s[k]) != float(first[k])):
+                raise ValueError(f"shards disagree on {k}: {s[k]} vs {first[k]}")
+        if s["scores"].shape[1] != first["scores"].shape[1]:
+            raise ValueError("shards disagree on the number of steps")
+    arrays = ("bits", "scores", "canary_steps") + (("test_accuracy",) if "test_accuracy" in first else ())
+    out = {k: np.concatenate([s[k] for s in shards]) for k in arrays}
+    out.update({k: first[k] for k in (*_SCALARS, "parameters") if k in first})
+    return out
+
+
+def accuracy_summary(data: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """Mean and sd (ddof 1) of the models' test accuracy (both worlds) and n_test; NaN without an evaluation."""
+    if "test_accuracy" not in data:
+        return {"test_accuracy_mean": math.nan, "test_accuracy_sd": math.nan, "n_test": math.nan}
+    acc = np.asarray(data["test_accuracy"], dtype=np.float64)
+    return {"test_accuracy_mean": float(acc.mean()),
+            "test_accuracy_sd": float(acc.std(ddof=1)) if acc.size > 1 else math.nan,
+            "n_test": float(data["n_test"]) if "n_test" in data else math.nan}
+
+
+def fig2_table(
+    shards: Sequence[Mapping[str, np.ndarray]],
+    *,
+    steps: Sequence[int],
+    noise_multiplier: float,
+    delta: float,
+    confidence: float,
+    mode: str = "paper",
+    seed: int,
+    model: str = "",
+    background: str = "natural",
+    data_source: str = "",
+    value_discretization_interval: float = 1e-3,
+    columns: Sequence[str] = COLUMNS,
+    select_label: str = "steinke-fig2-select",
+) -> pd.DataFrame:
+    """Figure 2's table: per T (≤ the shards' T_max), the accounting and the empirical audits (module docstring).
+
+    Args:
+        shards: the outputs of :func:`hsaudit.experiments.steinke.trained.train_fig2_shard` (or their saved arrays).
+        steps: the T values to audit (1-based; scores after step T).
+        noise_multiplier: σ of the training.
+        delta, confidence: δ of every ε and the one-sided CP confidence.
+        mode: the GDP audit's threshold rule (``paper``, ``held-out``, ...; :func:`hsaudit.audit.auditor.rule_from_mode`).
+        seed: seeds the held-out splits.
+        model, background, data_source: recorded in every row (the figure's footer names them).
+        value_discretization_interval: of the standard accounting's PLD.
+        columns: the columns kept (:data:`COLUMNS`; :data:`FIG4_COLUMNS` for Figure 4's shards).
+        select_label: domain of the held-out splits' seeds.
+
+    Returns:
+        One row per (T, method) with ``columns``; higher score ⇒ canary present throughout.
+
+    Raises:
+        ValueError: a T beyond the trained steps, or a world without runs.
+    """
+    data = merge_shards(shards)
+    scores, bits, included = data["scores"], data["bits"].astype(bool), data["canary_steps"]
+    q, sigma = float(data["sampling_rate"]), float(noise_multiplier)
+    if (~bits).sum() == 0 or bits.sum() == 0:
+        raise ValueError("both worlds need runs")
+    rows = []
+    nan = math.nan
+    for t in sorted({int(s) for s in steps}):
+        if not 1 <= t <= scores.shape[1]:
+            raise ValueError(f"T = {t} is outside the trained steps 1..{scores.shape[1]}")
+        out, inn = scores[~bits, t - 1], scores[bits, t - 1]
+        base = {
+            "steps": t,
+            "confidence": confidence,
+            "delta": delta,
+            "sampling_rate": q,
+            "noise_multiplier": sigma,
+            "runs_per_world": int(min(out.size, inn.size)),
+            "model": model,
+            "background": background,
+            "data_source": data_source,
+            **{k: int(data[k]) for k in ("canary_dim", "canary_label") if k in data},
+            **accuracy_summary(data),
+            "mean_out": float(out.mean()),
+            "var_out": float(out.var(ddof=1)) if out.size > 1 else nan,
+            "mean_in": float(inn.mean()),
+            "var_in": float(inn.var(ddof=1)) if inn.size > 1 else nan,
+            "inclusions_in": float(included[bits, :t].sum(axis=1).mean()),
+        }
+
+        def row(method, epsilon, *, mu=nan, sigma_hat=nan, audit_mode="none"):
+            return {**base, "method": method, "epsilon": float(epsilon), "mu": mu, "sigma_hat": sigma_hat,
+                    "audit_mode": audit_mode}
+
+        kw = dict(steps=t, sampling_rate=q, noise_multiplier=sigma)
+        rows.append(row("standard", H.standard_epsilon(delta, value_discretization_interval=value_discretization_interval, **kw)))
+        rows.append(row("heuristic", H.heuristic_epsilon(delta, **kw)))
+        known = KnownFamily(family="last_iterate", **kw)
+        paper = Auditor(delta=delta, confidence=confidence).known_family(out, inn, known)
+        rows.append(row("empirical_sigma_last_iterate", paper["epsilon"], sigma_hat=paper["sigma_hat"],
+                        audit_mode="all_thresholds"))
+        rule = HeldOut(seed=derive_seed(seed, select_label, t))
+        held = Auditor(delta=delta, confidence=confidence, rule=rule).known_family(out, inn, known)
+        rows.append(row("empirical_sigma_last_iterate_held_out", held["epsilon"], sigma_hat=held["sigma_hat"],
+                        audit_mode="held_out"))
+        gdp = Auditor(delta=delta, confidence=confidence, rule=rule_from_mode(mode)).gdp(out, inn)
+        rows.append(row("empirical_gdp", gdp.epsilon, mu=max(float(gdp.mu), 0.0), audit_mode=mode))
+    return pd.DataFrame(rows, columns=list(columns))
+
+
+def fig4_table(
+    panels: Mapping[str, Sequence[Mapping[str, np.ndarray]]], *, seed: int, **kwargs
+) -> pd.DataFrame:
+    """Figure 4's table: :func:`fig2_table`'s audits of the label-flip canary's scores −ℓ(θ_T; x*, y*), one block
+    per background (``panels``: background → its shards), with :data:`FIG4_COLUMNS`.
+
+    Args:
+        panels: ``{"blank": shards, "natural": shards}`` (:func:`hsaudit.experiments.steinke.trained.train_fig4_shard`).
+        seed: seeds the held-out splits (per background).
+        **kwargs: :func:`fig2_table`'s other arguments (``steps``, ``noise_multiplier``, ``delta``, ...).
+    """
+    tables = [
+        fig2_table(shards, seed=derive_seed(seed, "steinke-fig4", background), background=background,
+                   columns=FIG4_COLUMNS, select_label="steinke-fig4-select", **kwargs)
+        for background, shards in panels.items()
+    ]
+    return pd.concat(tables, ignore_index=True)
+
+
+TABLE2_COLUMNS = (
+    "batch_size",
+    "sampling_rate",
+    "noise_multiplier",
+    "steps",
+    "heuristic",
+    "standard",
+    "test_accuracy_mean",
+    "test_accuracy_sd",
+    "empirical_sigma_last_iterate",
+    "empirical_sigma_last_iterate_held_out",
+    "empirical_gdp",
+    "delta",
+    "confidence",
+    "gdp_mode",
+    "runs_per_world",
+    "n_test",
+    "model",
+    "data_source",
+    "paper_heuristic",
+    "paper_standard",
+    "paper_accuracy",
+    "paper_empirical",
+)
+
+
+def table_row(
+    row: Mapping[str, Any],
+    index: int,
+    *,
+    table: str,
+    delta: float,
+    confidence: float,
+    mode: str,
+    seed: int,
+    model: str,
+    paper_keys: Sequence[str],
+    value_discretization_interval: float,
+) -> tuple[dict[str, np.ndarray], pd.DataFrame, dict[str, Any]]:
+    """What every row of a trained-model table (Table 1, Table 2) computes alike: the row's shards merged,
+    :func:`fig2_table`'s audits at its T (seeded by ``(seed, "steinke-<table>", index)``) and the columns the tables
+    share (batch size, q, σ, T, each audit's ε, δ, confidence, GDP mode, R, model, data source and the paper's
+    printed ``paper_keys``, NaN where absent).
+
+    Returns:
+        ``(merged shards, the audit table, the shared columns)``.
+    """
+    data = merge_shards(row["shards"])
+    t = int(row["steps"])
+    audit = fig2_table(
+        row["shards"], steps=[t], noise_multiplier=float(row["noise_multiplier"]), delta=delta,
+        confidence=confidence, mode=mode, seed=derive_seed(seed, f"steinke-{table}", index), model=model,
+        data_source=str(row.get("data_source", "")), value_discretization_interval=value_discretization_interval,
+        select_label=f"steinke-{table}-select",
+    )
+    eps = dict(zip(audit["method"], audit["epsilon"]))
+    paper = dict(row.get("paper") or {})
+    common = {
+        "batch_size": int(data["batch_size"]),
+        "sampling_rate": float(data["sampling_rate"]),
+        "noise_multiplier": float(row["noise_multiplier"]),
+        "steps": t,
+        **{m: float(eps[m]) for m in METHODS},
+        "delta": delta,
+        "confidence": confidence,
+        "gdp_mode": mode,
+        "runs_per_world": int(audit["runs_per_world"].iloc[0]),
+        "model": model,
+        "data_source": str(row.get("data_source", "")),
+        **{f"paper_{k}": float(paper[k]) if paper.get(k) is not None else math.nan for k in paper_keys},
+    }
+    return data, audit, common
+
+
+def table2(
+    rows: Sequence[Mapping[str, object]],
+    *,
+    delta: float,
+    confidence: float,
+    mode: str = "paper",
+    seed: int,
+    model: str = "",
+    value_discretization_interval: float = 1e-3,
+) -> pd.DataFrame:
+    """Table 2 of Steinke, Nasr et al.: per batch size, heuristic and standard ε, test accuracy (mean ± sd over the
+    2R models of both worlds) and the empirical ε of the Dirac gradient canary at the row's T (σ̂ last-iterate audit
+    under the paper's rule and held out, and the GDP audit; :func:`fig2_table`).
+
+    Args:
+        rows: one mapping per table row: ``shards`` (:func:`hsaudit.experiments.steinke.trained.train_fig2_shard` with a
+            test set), ``steps`` (T), ``noise_multiplier`` (σ) and optionally the paper's printed values
+            ``paper`` = ``{heuristic, standard, accuracy, empirical}`` (NaN where absent).
+        delta, confidence, mode, seed, model, value_discretization_interval: as :func:`fig2_table`.
+
+    Returns:
+        One row per input row with :data:`TABLE2_COLUMNS`.
+
+    Raises:
+        ValueError: a row's shards without test accuracy.
+    """
+    out = []
+    for i, row in enumerate(rows):
+        data, audit, common = table_row(row, i, table="table2", delta=delta, confidence=confidence, mode=mode,
+                                        seed=seed, model=model, paper_keys=("heuristic", "standard", "accuracy",
+                                                                            "empirical"),
+                                        value_discretization_interval=value_discretization_interval)
+        if "test_accuracy" not in data:
+            raise ValueError(f"table2 row {i}: the shards carry no test accuracy (train them with a test set)")
+        out.append({**common, **accuracy_summary(data)})
+    return pd.DataFrame(out, columns=list(TABLE2_COLUMNS))
+
+
+def paper_value(value: float, fmt: str) -> str:
+    """`` (value)`` formatted with ``fmt``, the paper's printed value beside ours in a table; empty for NaN."""
+    return "" if math.isnan(value) else f" ({fmt.format(value)})"
+
+
+def table2_markdown(table: pd.DataFrame, *, footer: str) -> str:
+    """Table 2 as Markdown: the paper's columns (batch size, heuristic ε, standard ε, accuracy, empirical ε) with
+    the paper's printed values in parentheses where given, then ``footer`` (scale, setup, audits)."""
+
+    paper = paper_value
+    lines = [
+        "| Batch size | q | σ | T | Heuristic ε (paper) | Standard ε (paper) | Test accuracy, mean ± sd (paper) "
+        "| Empirical ε: σ̂ audit, paper rule / held-out (paper) | Empirical ε: GDP audit |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in table.itertuples(index=False):
+        lines.append(
+            f"| {r.batch_size} | {r.sampling_rate:.4g} | {r.noise_multiplier:g} | {r.steps} "
+            f"| {r.heuristic:.2f}{paper(r.paper_heuristic, '{:.2f}')} "
+            f"| {r.standard:.2f}{paper(r.paper_standard, '{:g}')} "
+            f"| {100 * r.test_accuracy_mean:.1f}% ± {100 * r.test_accuracy_sd:.1f}{paper(r.paper_accuracy, '{:.1%}')} "
+            f"| {r.empirical_sigma_last_iterate:.2f} / {r.empirical_sigma_last_iterate_held_out:.2f}"
+            f"{paper(r.paper_empirical, '{:g}')} | {r.empirical_gdp:.2f} |"
+        )
+    return "\n".join(lines) + f"\n\n{footer}\n"
+
+
+__all__ = [
+    "load_shards",
+    "split_shards",
+    "table_row",
+    "paper_value",
+    "COLUMNS",
+    "FIG4_COLUMNS",
+    "METHODS",
+    "TABLE2_COLUMNS",
+    "accuracy_summary",
+    "fig2_table",
+    "fig4_table",
+    "merge_shards",
+    "table2",
+    "table2_markdown",
+]

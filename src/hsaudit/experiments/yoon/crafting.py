@@ -1,0 +1,275 @@
+"""Yoon, Jeung & No (2025), auditor side: the audit samples a_c, a_ude, a_ade, black-box surrogates, the audit.
+
+x_a starts at the canary, every pixel is free, the label stays the canary's; the objectives are the paper's UDE
+and ADE (:func:`objective`), minimised with Adam on the whole crafting population (:func:`craft_sample`). In the black
+box, the models are replaced by surrogates distilled from their output probabilities (:func:`distill_surrogates`).
+A model's score is −ℓ(model(x_a), y_c); :func:`audit_sample` runs the project's GDP audit on it.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from hsaudit.audit.auditor import Auditor, rule_from_mode
+from hsaudit.engine.psg import population
+from hsaudit.util.seeding import derive_seed
+from hsaudit.engine.dpsgd import init_theta0, pick_device
+from hsaudit.experiments.yoon.plan import PAPER_RECIPE, CraftRecipe
+from hsaudit.experiments.yoon.populations import Canary
+
+ADVERSARIES = ("a_c", "a_ude", "a_ade")
+
+
+@functools.lru_cache(maxsize=8)
+def func_engine(model: str, device: torch.device):
+    """The torch.func population engine of ``model`` on ``device`` (built once: crafting and distillation call it
+    at every optimisation step); its losses and logits are differentiable in both θ and x."""
+    return population(model, {}, device, backend="func")
+
+
+# --------------------------------------------------------------------------------------- losses and crafting
+
+
+def sample_losses(model: str, theta: npt.ArrayLike | torch.Tensor, x: npt.ArrayLike, y: int, *, device=None) -> np.ndarray:
+    """ℓ(θ_i(x), y) ``[m]`` of one input for every model ``theta`` ``[m, p]`` (no gradient)."""
+    dev = pick_device(device)
+    engine = func_engine(model, dev)
+    th = torch.as_tensor(np.asarray(theta, np.float32), device=dev)
+    xt = torch.as_tensor(np.asarray(x, np.float32), device=dev)[None]
+    with torch.no_grad():
+        return engine.loss(th, xt, torch.tensor([int(y)], device=dev))[:, 0].double().cpu().numpy()
+
+
+def objective(name: str, loss_out: torch.Tensor, loss_in: torch.Tensor, *, margin: float) -> torch.Tensor:
+    """The crafting objective (to minimise) from the losses of the D models ``loss_out`` and D′ models ``loss_in``.
+
+    ``a_ude``: mean(ℓ′) − mean(ℓ); ``a_ade``: mean(ReLU(ℓ′ − mean(ℓ) + α)).
+    """
+    if name == "a_ude":
+        return loss_in.mean() - loss_out.mean()
+    if name == "a_ade":
+        return torch.relu(loss_in - loss_out.mean() + float(margin)).mean()
+    raise ValueError(f"crafting objective must be 'a_ude' or 'a_ade', got {name!r}")
+
+
+
+
+def project(x: torch.Tensor, start: torch.Tensor, recipe: CraftRecipe, bounds=None) -> torch.Tensor:
+    """x projected onto the recipe's constraints: the distance ball around ``start``, then the pixel box ``bounds``
+    (``(lo, hi)`` tensors broadcastable to x; the box is applied last, so a point is always a valid image).
+
+    >>> import torch
+    >>> r = CraftRecipe(budget_norm="l2", budget=1.0)
+    >>> project(torch.tensor([3.0, 4.0]), torch.zeros(2), r).tolist()
+    [0.6000000238418579, 0.800000011920929]
+    """
+    if recipe.budget_norm == "linf":
+        x = start + (x - start).clamp(-recipe.budget, recipe.budget)
+    elif recipe.budget_norm == "l2":
+        delta = x - start
+        norm = float(delta.norm())
+        if norm > recipe.budget:
+            x = start + delta * (recipe.budget / norm)
+    if recipe.pixel_range and bounds is not None:
+        x = torch.maximum(torch.minimum(x, bounds[1]), bounds[0])
+    return x
+
+
+def moment_mu(scores: torch.Tensor, members: torch.Tensor) -> float:
+    """(mean s_in − mean s_out) / pooled sd: a moment estimate of the GDP μ that separates the two worlds."""
+    s_in, s_out = scores[members].double(), scores[~members].double()
+    sd = float(torch.sqrt((s_in.var() + s_out.var()) / 2)) if min(s_in.numel(), s_out.numel()) > 1 else 0.0
+    return float((s_in.mean() - s_out.mean()) / sd) if sd > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class CraftedSample:
+    """An audit sample: x_a, its fixed label, the objective along the optimisation (first and last value), and
+    the step that was kept (``steps`` unless a validation population chose an earlier checkpoint; 0 = the canary)
+    with its validation μ̂ (NaN without one)."""
+
+    adversary: str
+    x: np.ndarray
+    y: int
+    margin: float
+    objective_start: float
+    objective_end: float
+    selected_step: int = 0
+    validation_mu: float = float("nan")
+
+
+def _members(members: npt.ArrayLike, n: int, device) -> torch.Tensor:
+    bits = torch.as_tensor(np.asarray(members).astype(bool), device=device)
+    if bits.shape != (n,) or bits.all() or not bits.any():
+        raise ValueError("members must hold one bit per model, with both worlds present")
+    return bits
+
+
+def craft_sample(
+    adversary: str,
+    *,
+    model: str,
+    theta: npt.ArrayLike,
+    members: npt.ArrayLike,
+    canary: Canary,
+    margin: float = 0.2,
+    recipe: CraftRecipe = PAPER_RECIPE,
+    pixel_bounds: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
+    validation: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
+    device: str | None = None,
+) -> CraftedSample:
+    """Craft the audit sample of ``adversary`` (:data:`ADVERSARIES`) on the models ``theta`` ``[m, p]``.
+
+    ``a_c`` returns the canary. ``a_ude`` / ``a_ade`` optimise every pixel of x_a from x_c (label fixed to y_c), each
+    step on the whole crafting population, as the :class:`CraftRecipe` says; :data:`PAPER_RECIPE` is the paper's
+    reading (Adam, lr 0.01, 100 steps) [inferred: the paper gives no optimiser]. Deterministic given its inputs.
+
+    Args:
+        pixel_bounds: ``(lo, hi)`` of the data's pixels in the normalised space (needed by ``recipe.pixel_range``).
+        validation: ``(theta_v, members_v)`` of a validation population (needed by ``recipe.stop_on_validation``).
+    """
+    if adversary not in ADVERSARIES:
+        raise ValueError(f"adversary must be one of {ADVERSARIES}, got {adversary!r}")
+    if adversary == "a_c":
+        return CraftedSample("a_c", canary.x, canary.y, float("nan"), float("nan"), float("nan"))
+    if recipe.pixel_range and pixel_bounds is None:
+        raise ValueError("craft.pixel_range needs the data's pixel bounds")
+    if recipe.stop_on_validation and validation is None:
+        raise ValueError("craft.stop_on_validation needs a validation population (yoon.validation_models_per_world)")
+    dev = pick_device(device)
+    engine = func_engine(model, dev)
+    th = torch.as_tensor(np.asarray(theta, np.float32), device=dev)
+    bits = _members(members, th.shape[0], dev)
+    start = torch.tensor(np.asarray(canary.x, np.float32)[None], device=dev)
+    bounds = None
+    if pixel_bounds is not None:
+        bounds = tuple(torch.as_tensor(np.asarray(b, np.float32), device=dev) for b in pixel_bounds)
+    y = torch.tensor([int(canary.y)], device=dev)
+    check = None
+    if recipe.stop_on_validation:
+        th_v = torch.as_tensor(np.asarray(validation[0], np.float32), device=dev)
+        bits_v = _members(validation[1], th_v.shape[0], dev)
+
+        def check(x: torch.Tensor) -> float:
+            with torch.no_grad():
+                return moment_mu(-engine.loss(th_v, x, y)[:, 0], bits_v)
+
+    x = start.clone().requires_grad_(True)
+    opt = torch.optim.Adam([x], lr=recipe.lr) if recipe.optimizer == "adam" else None
+    values = []
+    best = (check(start), 0, start.clone()) if check else None
+    for step in range(1, int(recipe.steps) + 1):
+        losses = engine.loss(th, x, y)[:, 0]
+        value = objective(adversary, losses[~bits], losses[bits], margin=margin)
+        values.append(value.item())
+        if opt is not None:
+            opt.zero_grad()
+            value.backward()
+            opt.step()
+        else:
+            (grad,) = torch.autograd.grad(value, x)
+            with torch.no_grad():
+                x -= recipe.lr * (grad.sign() if recipe.optimizer == "sign_sgd" else grad)
+        if recipe.budget_norm is not None or (recipe.pixel_range and bounds is not None):
+            with torch.no_grad():
+                x.copy_(project(x, start, recipe, bounds))
+        if check and (step % int(recipe.check_every) == 0 or step == int(recipe.steps)):
+            mu = check(x.detach())
+            if mu > best[0]:
+                best = (mu, step, x.detach().clone())
+    chosen, selected, mu_v = x.detach(), int(recipe.steps), float("nan")
+    if best is not None:
+        mu_v, selected, chosen = best
+    with torch.no_grad():
+        losses = engine.loss(th, chosen, y)[:, 0]
+        final = float(objective(adversary, losses[~bits], losses[bits], margin=margin))
+    return CraftedSample(adversary, chosen[0].cpu().numpy(), int(canary.y), float(margin), values[0], final,
+                         selected_step=selected, validation_mu=float(mu_v))  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------- black box
+
+
+def population_logits(model: str, theta: torch.Tensor, x: torch.Tensor, *, device=None) -> torch.Tensor:
+    """Logits ``[m, n, classes]`` of the models ``theta`` ``[m, p]`` on ``x`` (differentiable in both)."""
+    engine = func_engine(model, pick_device(device))
+
+    def one(params):
+        return engine.params.call(params, x)
+
+    return torch.func.vmap(one)(engine.params.split(theta))
+
+
+def distill_surrogates(
+    *,
+    model: str,
+    targets: npt.ArrayLike,
+    X_query: npt.ArrayLike,
+    seed: int,
+    epochs: int = 20,
+    batch_size: int = 128,
+    lr: float = 1e-3,
+    bias: float = 0.01,
+    device: str | None = None,
+) -> np.ndarray:
+    """One surrogate per target model, distilled from its output probabilities on ``X_query`` (black box).
+
+    Every surrogate has the target's architecture, its own Xavier-normal initialisation (bias ``bias``) drawn
+    from (seed, i), and minimises KL(p_target ‖ p_surrogate) over ``epochs`` passes of shuffled minibatches of
+    ``X_query`` with Adam [inferred: the paper gives no distillation details]. All surrogates train at once.
+
+    Returns:
+        float32 ``[m, p]``.
+    """
+    dev = pick_device(device)
+    targets_t = torch.as_tensor(np.asarray(targets, np.float32), device=dev)
+    Xq = torch.as_tensor(np.asarray(X_query, np.float32), device=dev)
+    m, n = targets_t.shape[0], Xq.shape[0]
+    with torch.no_grad():
+        teacher = torch.cat(
+            [torch.log_softmax(population_logits(model, targets_t, Xq[i : i + 512], device=dev), -1) for i in range(0, n, 512)],
+            dim=1,
+        )
+    start = np.stack([init_theta0(model, {}, scheme="xavier_normal", seed=derive_seed(seed, "surrogate", i), bias=bias) for i in range(m)])
+    theta = torch.tensor(start, device=dev, requires_grad=True)
+    opt = torch.optim.Adam([theta], lr=lr)
+    gen = torch.Generator().manual_seed(derive_seed(seed, "surrogate-batches") % 2**63)
+    for _ in range(int(epochs)):
+        for rows in torch.randperm(n, generator=gen).split(int(batch_size)):
+            rows = rows.to(dev)
+            opt.zero_grad()
+            log_q = torch.log_softmax(population_logits(model, theta, Xq[rows], device=dev), -1)
+            log_p = teacher[:, rows]
+            loss = (log_p.exp() * (log_p - log_q)).sum(-1).mean(-1).sum()  # Σ over surrogates of their mean KL
+            loss.backward()
+            opt.step()
+    return theta.detach().cpu().numpy()
+
+
+# ------------------------------------------------------------------------------------------------ audit
+
+
+def audit_sample(
+    *,
+    model: str,
+    theta: npt.ArrayLike,
+    members: npt.ArrayLike,
+    sample: CraftedSample,
+    delta: float,
+    confidence: float,
+    mode: str,
+    seed: int,
+    selection_fraction: float = 0.5,
+    device: str | None = None,
+) -> tuple[dict[str, float], np.ndarray]:
+    """Score every model by −ℓ(model(x_a), y) and run the GDP audit; return (the audit's fields, scores ``[m]``)."""
+    scores = -sample_losses(model, theta, sample.x, sample.y, device=device)
+    inserted = np.asarray(members).astype(bool)
+    rule = rule_from_mode(mode, selection_fraction=selection_fraction, seed=seed)
+    result = Auditor(delta=delta, confidence=confidence, rule=rule).gdp(scores[~inserted], scores[inserted])
+    return result.to_dict(), scores

@@ -1,0 +1,768 @@
+"""Figures 2–8 and Table 1 of Yoon, Jeung & No (results/yoon/fig2..fig8.pdf, table1.md) from the audits' rows.
+
+Input (the contract with ``workflow/scripts/plot_yoon.py``): the concatenation of the per-run audit CSVs
+(``results/yoon/audits/<key>/run<r>.csv``). Every row is one audit of one run: a setting (dataset, canary, init,
+clip_norm C, access, epsilon_theory ε, the crafting recipe's name ``craft_recipe`` and options ``recipe``) ×
+adversary (``a_c``: the canary itself; ``a_ude`` / ``a_ade``: a sample crafted from it, ``a_ade`` at margin α) × split (``held-out``: x_a crafted on one population and scored on a fresh
+one, a valid audit; ``same``: crafted and scored on the same models, the paper's reading), with ε̂ (``epsilon``,
+at δ), μ̂ (``mu``) and the provenance columns (models_per_world, data_source, mode, confidence, delta). fig2 also
+takes the per-model scores (run, adversary, margin, split, model_index, member, score; score = −loss; member = 1
+for the models M′ trained on D′ = D ∪ {canary}).
+
+Figure kinds, one function each (:func:`plot_yoon_figure` dispatches):
+
+- :func:`plot_loss_histograms` (fig2): the loss of x_a on M vs M′, one panel per adversary, held-out row and
+  same row.
+- :func:`plot_epsilon_curves` (fig3, fig4, fig5, fig7): ε̂ against the theoretical ε, one panel per dataset
+  (and one row of panels per named recipe: fig3 shows the default and the paper's), mean ± sd over runs, held-out
+  solid and same dashed, the diagonal ε̂ = ε as the upper bound.
+- :func:`plot_epsilon_bars` (fig6, fig8): ε̂ at one ε as grouped bars (canary type or C) × adversary, held-out
+  plain and same hatched.
+- :func:`write_table1` (table1): a_ade's ε̂ for every margin α (Markdown and CSV).
+
+Every figure works with whatever subset of the settings exists (a missing series is left out; one run has no
+error bar; a NaN ε̂ is left out of the mean and counted apart in ``runs_finite``), is 7 in wide, and carries the
+house footer (scale, N per world, runs, data source, audit mode, the named recipes' options, craft/audit split).
+Its CSV holds every plotted number: one row per series (dataset, canary, init, clip_norm, access, epsilon_theory,
+craft_recipe, recipe, adversary, margin, split) with ``epsilon`` (mean ε̂ over the runs), ``epsilon_sd`` (ddof = 1;
+0 for one run), ``mu`` (mean μ̂), ``runs``, ``runs_finite`` and ``epsilon_paper`` (the value the paper reports for
+that setting, NaN where it gives none).
+
+The paper's values (:data:`PAPER`) are drawn only as reference markers labelled "paper". They come from the text
+of Yoon, Jeung & No (``shared/experiments/yoon-adversarial-sample-auditing.txt``), all at ε = 10, δ = 1e−5, blank
+canary, θ_avg, C = 1, white box unless stated: §5.2 (Fig. 3: MNIST a_c / a_ude / a_ade = 4.11 / 5.61 / 6.68,
+CIFAR-10 0.30 / 1.05 / 4.10), §5.3 (Fig. 4, black box, MNIST: 4.11 / 4.40 / 4.51), §5.4 (Fig. 5, in-distribution
+canary, MNIST: a_c 0, a_ude 4.05, a_ade 4.33; Fig. 6, a_c / a_ade per canary: in-distribution 0.00 / 3.03,
+blank 1.29 / 3.94, mislabeled 0.93 / 3.96, ClipBKD 1.56 / 3.91), §5.5 (Fig. 7: MNIST a_c(θ_avg) 4.11,
+a_c(θ_worst) 6.83, a_ade(θ_worst) 9.9; CIFAR-10 0.41 / 5.31 / 9.93), §5.6 (Fig. 8: C = 0.1: 5.90 / 7.81 / 7.85,
+C = 10: 0.00 / 0.59 / 0.87; for C = 1 the figure repeats Fig. 3's 4.11 / 5.61 / 6.68, although the text quotes
+4.24 for a_ade there) and Table 1 (a_ade on CIFAR-10 at ε = 4, mean ± sd over 10 runs: α = 0.05, 0.1, 0.15,
+0.2, 0.25 → 1.90 ± 0.51, 1.84 ± 0.32, 1.83 ± 0.34, 1.87 ± 0.21, 2.03 ± 0.24). The paper crafts and scores on the
+same models, so its values compare with our ``same`` split. Fig. 6's setting is not documented (its a_c values
+differ from Figs. 3 and 5).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hsaudit.util.io import write_text_atomic
+from hsaudit.experiments.plotting import PALETTE, UPPER_BOUND_STYLE, figure, footer_text, reserve_footer, save
+from hsaudit.util.io import write_csv_atomic
+
+FIGURES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "crafting")
+ADVERSARIES = ("a_c", "a_ude", "a_ade")
+SPLITS = ("held-out", "same")
+SETTING = ("dataset", "canary", "init", "clip_norm", "access", "epsilon_theory", "craft_recipe", "recipe")
+"""A series' setting; ``craft_recipe`` is the recipe's name (``yoon.craft_recipes``), ``recipe`` its options."""
+PAPER_SETTING = SETTING[:-2]
+"""The setting of the paper's printed values (they hold for its recipe, whichever ours is: shown beside every recipe)."""
+SERIES = (*SETTING, "adversary", "margin", "split")
+"""The columns that name one plotted series (the rows of every figure's CSV)."""
+REQUIRED = (*SERIES, "run", "epsilon", "mu", "models_per_world", "data_source", "mode")
+UNNAMED_RECIPE = "adam lr=0.01 T=100"
+"""The recipe of audit tables that do not name theirs (the paper's reading, the only one before the options)."""
+RECIPE_NAMES = ("valid", "paper")
+"""The named recipes of the config (``yoon.craft_recipes``), in the order figures show them; tables that do not
+name theirs were crafted over the paper's reading (``paper``)."""
+MAIN_MARGIN = 0.2
+"""The ADE margin α of the figures (the paper's default); table1 shows every margin."""
+
+ADVERSARY_COLOURS = {"a_c": PALETTE[0], "a_ude": PALETTE[1], "a_ade": PALETTE[2]}
+ADVERSARY_MARKERS = {"a_c": "o", "a_ude": "s", "a_ade": "^"}
+SPLIT_LABELS = {"held-out": "held-out split", "same": "same split (paper's reading)"}
+SPLIT_LINES = {"held-out": "-", "same": "--"}
+SPLIT_HATCH = {"held-out": None, "same": "////"}
+DATASET_LABELS = {"mnist": "MNIST", "cifar10": "CIFAR-10"}
+CANARY_LABELS = {
+    "in_distribution": "in-distribution",
+    "blank": "blank",
+    "mislabeled": "mislabeled",
+    "clipbkd": "ClipBKD",
+}
+INIT_LABELS = {"avg": "θ_avg", "worst": "θ_worst"}
+WORLD_COLOURS = {0: PALETTE[2], 1: PALETTE[0]}  # the paper's green M, blue M′
+WORLD_LABELS = {0: "M: trained on D (member = 0)", 1: "M′: trained on D′ = D ∪ {canary} (member = 1)"}
+PAPER_MARKER = {"marker": "*", "markersize": 10, "markeredgecolor": "black", "markeredgewidth": 0.7, "linestyle": ""}
+
+
+def _paper_rows() -> pd.DataFrame:
+    """:data:`PAPER`, built from the values quoted in the module docstring (sources there)."""
+    rows = []
+
+    def add(figure, adversaries, values, *, dataset="mnist", canary="blank", init="avg", clip=1.0, access="white",
+            eps=10.0, margin=MAIN_MARGIN, sds=None):  # fmt: skip
+        for i, (adversary, value) in enumerate(zip(adversaries, values, strict=True)):
+            rows.append({"figure": figure, "dataset": dataset, "canary": canary, "init": init, "clip_norm": clip,
+                         "access": access, "epsilon_theory": eps, "adversary": adversary,
+                         "margin": margin if adversary == "a_ade" else np.nan, "epsilon_paper": value,
+                         "epsilon_paper_sd": np.nan if sds is None else sds[i]})  # fmt: skip
+
+    for fig in ("fig3", "fig8"):
+        add(fig, ADVERSARIES, (4.11, 5.61, 6.68))
+    add("fig3", ADVERSARIES, (0.30, 1.05, 4.10), dataset="cifar10")
+    add("fig4", ADVERSARIES, (4.11, 4.40, 4.51), access="black")
+    add("fig5", ADVERSARIES, (0.0, 4.05, 4.33), canary="in_distribution")
+    for canary, values in {"in_distribution": (0.0, 3.03), "blank": (1.29, 3.94), "mislabeled": (0.93, 3.96),
+                           "clipbkd": (1.56, 3.91)}.items():  # fmt: skip
+        add("fig6", ("a_c", "a_ade"), values, canary=canary)
+    for dataset, (avg, worst_c, worst_ade) in {"mnist": (4.11, 6.83, 9.9), "cifar10": (0.41, 5.31, 9.93)}.items():
+        add("fig7", ("a_c",), (avg,), dataset=dataset)
+        add("fig7", ("a_c", "a_ade"), (worst_c, worst_ade), dataset=dataset, init="worst")
+    add("fig8", ADVERSARIES, (5.90, 7.81, 7.85), clip=0.1)
+    add("fig8", ADVERSARIES, (0.0, 0.59, 0.87), clip=10.0)
+    margins = (0.05, 0.1, 0.15, 0.2, 0.25)
+    for margin, mean, sd in zip(margins, (1.90, 1.84, 1.83, 1.87, 2.03), (0.51, 0.32, 0.34, 0.21, 0.24), strict=True):
+        add("table1", ("a_ade",), (mean,), dataset="cifar10", eps=4.0, margin=margin, sds=(sd,))
+    return pd.DataFrame(rows)
+
+
+PAPER = _paper_rows()
+"""The values Yoon, Jeung & No report (figure, setting, adversary, margin, epsilon_paper, epsilon_paper_sd)."""
+
+
+# ------------------------------------------------------------------------------------------------- tables
+
+
+def _check(table: pd.DataFrame) -> pd.DataFrame:
+    """The audit rows with typed columns; raises ValueError on a missing column or an unknown adversary/split."""
+    if "recipe" not in table.columns:  # audit tables written before crafting recipes were options
+        table = table.assign(recipe=UNNAMED_RECIPE)
+    if "craft_recipe" not in table.columns:  # ... and before recipes had names
+        table = table.assign(craft_recipe="paper")
+    missing = [c for c in REQUIRED if c not in table.columns]
+    if missing:
+        raise ValueError(f"the audit table has no column {missing[0]!r}")
+    if table.empty:
+        raise ValueError("the audit table is empty")
+    for column, known in (("adversary", ADVERSARIES), ("split", SPLITS)):
+        unknown = sorted(set(table[column].astype(str)) - set(known))
+        if unknown:
+            raise ValueError(f"unknown {column} {unknown[0]!r} (known: {', '.join(known)})")
+    table = table.copy()
+    for column in ("clip_norm", "epsilon_theory", "margin", "epsilon", "mu"):
+        table[column] = pd.to_numeric(table[column], errors="coerce").astype(float)
+    table.loc[table["adversary"] != "a_ade", "margin"] = np.nan
+    return table
+
+
+def _order(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows in the figures' order: dataset, canary, init, C, access, ε, adversary, α, split (known values first)."""
+    known = {"dataset": tuple(DATASET_LABELS), "canary": tuple(CANARY_LABELS), "init": tuple(INIT_LABELS),
+             "adversary": ADVERSARIES, "split": SPLITS, "craft_recipe": RECIPE_NAMES}  # fmt: skip
+
+    def rank(column: pd.Series) -> pd.Series:
+        if column.name not in known:
+            return column
+        order = {v: i for i, v in enumerate(known[column.name])}
+        return column.map(lambda v: (order.get(v, len(order)), str(v)))
+
+    return frame.sort_values(list(SERIES), key=rank, na_position="first").reset_index(drop=True)
+
+
+def summarise(table: pd.DataFrame) -> pd.DataFrame:
+    """Mean ± sd of ε̂ and mean μ̂ over the runs of every series (:data:`SERIES`).
+
+    Non-finite ε̂ (NaN) are left out of the mean and sd; ``runs`` counts every run and ``runs_finite`` those
+    with a finite ε̂. The sd has ddof = 1, and is 0 with a single finite run (NaN with none).
+
+    Returns:
+        Columns :data:`SERIES`, epsilon, epsilon_sd, mu, runs, runs_finite, n_members, n_nonmembers,
+        models_per_world, data_source, mode.
+    """
+    table = _check(table)
+    finite = table["epsilon"].where(np.isfinite(table["epsilon"]))
+    grouped = table.assign(epsilon=finite).groupby(list(SERIES), sort=False, dropna=False)
+    out = grouped.agg(
+        epsilon=("epsilon", "mean"),
+        epsilon_sd=("epsilon", lambda s: float(s.std(ddof=1)) if s.count() > 1 else (0.0 if s.count() else np.nan)),
+        mu=("mu", "mean"),
+        runs=("run", "size"),
+        runs_finite=("epsilon", "count"),
+        **{c: (c, "first") for c in ("n_members", "n_nonmembers") if c in table.columns},
+        models_per_world=("models_per_world", "first"),
+        data_source=("data_source", "first"),
+        mode=("mode", "first"),
+    )
+    return _order(out.reset_index())
+
+
+def _with_paper(summary: pd.DataFrame, figure_name: str) -> pd.DataFrame:
+    """``summary`` with the paper's value of each series' setting (``epsilon_paper``, NaN where none)."""
+    paper = PAPER[PAPER["figure"] == figure_name].drop(columns="figure")
+    keys = [*PAPER_SETTING, "adversary", "_margin"]
+
+    def keyed(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame.assign(_margin=frame["margin"].round(9).fillna(-1.0))
+
+    merged = keyed(summary).merge(keyed(paper).drop(columns="margin"), on=keys, how="left", validate="many_to_one")
+    return merged.drop(columns="_margin")
+
+
+def _main_margin(table: pd.DataFrame) -> float | None:
+    """The a_ade margin the figures show: :data:`MAIN_MARGIN` if audited, else the nearest one (None: no a_ade)."""
+    margins = table.loc[table["adversary"] == "a_ade", "margin"].dropna().unique()
+    return float(margins[np.argmin(np.abs(margins - MAIN_MARGIN))]) if margins.size else None
+
+
+def _one_margin(table: pd.DataFrame) -> pd.DataFrame:
+    margin = _main_margin(table)
+    keep = (table["adversary"] != "a_ade") | np.isclose(table["margin"].fillna(-1.0), margin or -1.0)
+    return table[keep]
+
+
+def _at_one_epsilon(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows at ε = 10 if audited, else at the largest ε audited (the bar and histogram figures show one ε)."""
+    eps = table["epsilon_theory"].dropna().unique()
+    if eps.size == 0:
+        raise ValueError("the audit table has no finite epsilon_theory")
+    shown = 10.0 if np.isclose(eps, 10.0).any() else float(eps.max())
+    return table[np.isclose(table["epsilon_theory"], shown)]
+
+
+def _adversary_label(adversary: str, margin: float | None = None) -> str:
+    if adversary == "a_ade" and margin is not None and np.isfinite(margin):
+        return f"a_ade (α = {margin:g})"
+    return {"a_c": "a_c (canary)"}.get(adversary, adversary)
+
+
+def _unique(table: pd.DataFrame, column: str, fmt: Callable[[Any], str] = str) -> str:
+    return "/".join(dict.fromkeys(fmt(v) for v in table[column].dropna()))
+
+
+def _recipes(table: pd.DataFrame) -> str | None:
+    """"valid = adam lr=0.01 T=100, pixels in range, validation stop/10; paper = adam lr=0.01 T=100": each named
+    recipe and its options, when every name has one set of options (None otherwise: a study over recipes names
+    each one where it is drawn)."""
+    pairs = table[["craft_recipe", "recipe"]].drop_duplicates()
+    if pairs["craft_recipe"].duplicated().any():
+        return None
+    order = {n: i for i, n in enumerate(RECIPE_NAMES)}
+    pairs = pairs.sort_values("craft_recipe", key=lambda c: c.map(lambda v: (order.get(v, len(order)), str(v))))
+    return "; ".join(f"{name} = {label}" for name, label in pairs.itertuples(index=False))
+
+
+def _provenance(table: pd.DataFrame) -> dict[str, Any]:
+    """The Yoon facts of a footer, as keyword arguments of :func:`hsaudit.experiments.plotting.footer_text`: data
+    source, audit mode, N (models per world), runs per series, the crafting recipes and the craft/audit split."""
+    confidence = f", CP {_unique(table, 'confidence', lambda v: f'{float(v):g}')}" if "confidence" in table else ""
+    return {
+        "data": table["data_source"].dropna(),
+        "audit": f"{_unique(table, 'mode')} (GDP{confidence})",
+        "N": f"{_unique(table, 'models_per_world', lambda v: str(int(v)))} per world",
+        "runs": table.groupby(list(SERIES), dropna=False).size(),
+        "recipe": _recipes(table),
+        "craft/audit split": "held-out (main) and same (paper's reading)",
+    }
+
+
+def _write_csv(summary: pd.DataFrame, csv: str | os.PathLike, *, figure_name: str, scale: str) -> pd.DataFrame:
+    out = summary.assign(figure=figure_name, scale=scale)
+    write_csv_atomic(out, csv)
+    return out
+
+
+def _save(fig, pdf: str | os.PathLike, footer: str, *, legend_rows: int) -> None:
+    """Lay out below ``legend_rows`` rows of figure legend and above the footer's band, then save."""
+    band = reserve_footer(fig, footer)  # first: a long footer may make the figure taller
+    fig.tight_layout(rect=(0, band, 1, 1 - (0.05 + 0.2 * legend_rows) / fig.get_figheight()))
+    save(fig, pdf, footer=footer, tight=False)
+
+
+def _panel_title(part: pd.DataFrame, columns: Sequence[str]) -> str:
+    """"MNIST, white box, blank canary, θ_avg, C = 1": the setting values of a panel, those that are unique."""
+    words = {
+        "dataset": lambda v: DATASET_LABELS.get(v, v),
+        "access": lambda v: f"{v} box",
+        "canary": lambda v: f"{CANARY_LABELS.get(v, v)} canary",
+        "init": lambda v: INIT_LABELS.get(v, v),
+        "clip_norm": lambda v: f"C = {v:g}",
+        "epsilon_theory": lambda v: f"ε = {v:g}",
+        "craft_recipe": lambda v: f"{v} recipe",
+        "recipe": lambda v: f"crafted by {v}",
+    }
+    return ", ".join(words[c](part[c].iloc[0]) for c in columns if part[c].nunique(dropna=False) == 1)
+
+
+def _note(ax, text: str) -> None:
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", fontsize=7.5, color="0.3")
+
+
+# ---------------------------------------------------------------------------------------- ε̂ against ε
+
+
+@dataclass(frozen=True)
+class _Series:
+    """One coloured series of a curve or bar figure: an adversary, optionally at one initialisation."""
+
+    adversary: str
+    init: str | None = None
+    colour: str | None = None
+    alpha: float = 1.0
+    marker: str | None = None
+
+    def select(self, frame: pd.DataFrame) -> pd.Series:
+        mask = frame["adversary"] == self.adversary
+        return mask & (frame["init"] == self.init) if self.init is not None else mask
+
+    def label(self, margin: float | None) -> str:
+        text = _adversary_label(self.adversary, margin)
+        return f"{text}, {INIT_LABELS.get(self.init, self.init)}" if self.init else text
+
+    def style(self) -> dict[str, Any]:
+        return {"color": self.colour or ADVERSARY_COLOURS[self.adversary], "alpha": self.alpha,
+                "marker": self.marker or ADVERSARY_MARKERS[self.adversary]}  # fmt: skip
+
+
+_PLAIN = tuple(_Series(a) for a in ADVERSARIES)
+# fig7: a_c at θ_avg (light blue, open) against a_c, a_ade at θ_worst; a_ude at θ_worst lighter.
+_WORST = (
+    _Series("a_c", "avg", colour=PALETTE[5], marker="D"),
+    _Series("a_c", "worst"),
+    _Series("a_ade", "worst"),
+    _Series("a_ude", "worst", alpha=0.45),
+)
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """What a figure shows: its series, (bars) the column that groups the bars, the setting named in titles."""
+
+    series: tuple[_Series, ...] = _PLAIN
+    group_by: str | None = None
+    setting: tuple[str, ...] = field(default=("dataset", "access", "canary", "init", "clip_norm"))
+
+
+SPECS = {
+    "fig3": _Spec(),
+    "fig4": _Spec(),
+    "fig5": _Spec(),
+    "fig6": _Spec(group_by="canary", setting=("dataset", "access", "init", "clip_norm", "epsilon_theory")),
+    "fig7": _Spec(series=_WORST, setting=("dataset", "access", "canary", "clip_norm")),
+    "fig8": _Spec(group_by="clip_norm", setting=("dataset", "access", "canary", "init", "epsilon_theory")),
+    # The crafting study (issue: does a valid recipe make x_a beat the canary?): one group per recipe.
+    "crafting": _Spec(group_by="recipe", setting=("dataset", "access", "canary", "init", "clip_norm", "epsilon_theory")),
+}
+
+
+def _series_rows(summary: pd.DataFrame, spec: _Spec) -> pd.DataFrame:
+    """The summary rows a figure plots, with a ``series`` label column (rows of no series dropped)."""
+    margin = _main_margin(summary)
+    parts = [summary[s.select(summary)].assign(series=s.label(margin)) for s in spec.series]
+    parts = [p for p in parts if not p.empty]
+    return pd.concat(parts, ignore_index=True) if parts else summary.iloc[:0].assign(series=pd.Series(dtype=str))
+
+
+def _known_first(values: pd.Series, known: Sequence[str]) -> list[Any]:
+    present = list(dict.fromkeys(values))
+    return [v for v in known if v in present] + [v for v in present if v not in known]
+
+
+def _panels(summary: pd.DataFrame) -> list[list[tuple[str, pd.DataFrame]]]:
+    """Rows of panels: one row per named recipe (the default, valid, first), one panel per dataset (MNIST
+    first); a row's panels are ``(recipe name, rows)``."""
+    datasets = _known_first(summary["dataset"], tuple(DATASET_LABELS))
+    recipes = _known_first(summary["craft_recipe"], RECIPE_NAMES)
+    return [[(r, summary[(summary["craft_recipe"] == r) & (summary["dataset"] == d)]) for d in datasets]
+            for r in recipes]  # fmt: skip
+
+
+def _legend(fig, axes, spec: _Spec, margin: float | None, *, bars: bool) -> None:
+    """One legend above the panels: series colours, the two splits, the bound and the paper's marker."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    present = {label for ax in axes for label in ax.get_legend_handles_labels()[1]}
+    handles = []
+    n_series = sum(s.label(margin) in present for s in spec.series)
+    for s in spec.series:
+        if s.label(margin) not in present:
+            continue
+        style = s.style()
+        if bars:
+            handles.append(Patch(facecolor=style["color"], alpha=style["alpha"], label=s.label(margin)))
+        else:
+            handles.append(Line2D([], [], **style, markersize=5, label=s.label(margin)))
+    for split in SPLITS:
+        if bars:
+            handles.append(Patch(facecolor="white", edgecolor="0.3", hatch=SPLIT_HATCH[split],
+                                 label=SPLIT_LABELS[split]))  # fmt: skip
+        else:
+            handles.append(Line2D([], [], color="0.3", linestyle=SPLIT_LINES[split], label=SPLIT_LABELS[split]))
+    handles.append(Line2D([], [], **UPPER_BOUND_STYLE, label="theoretical ε (bound)"))
+    if "paper" in present:
+        handles.append(Line2D([], [], markerfacecolor="0.6", **PAPER_MARKER, label="paper"))
+    row = 0.2 / fig.get_figheight()  # one legend row, in figure fraction
+    for i, part in enumerate(p for p in (handles[:n_series], handles[n_series:]) if p):
+        fig.legend(handles=part, loc="upper center", ncol=len(part), frameon=False,
+                   bbox_to_anchor=(0.5, 1.0 - i * row), borderaxespad=0.2)  # fmt: skip
+
+
+def _draw_paper(ax, xs: Sequence[float], ys: Sequence[float], colour: str) -> None:
+    """The paper's values: stars in the series colour with a black edge, labelled "paper"."""
+    ax.plot(xs, ys, markerfacecolor=colour, label="paper", zorder=5, **PAPER_MARKER)
+
+
+def _error_bars(ax, x: np.ndarray, rows: pd.DataFrame, colour: str, alpha: float) -> None:
+    """± sd bars where there are two or more finite runs (none for one run)."""
+    show = (rows["runs_finite"] > 1).to_numpy() & np.isfinite(rows["epsilon"].to_numpy())
+    if show.any():
+        ax.errorbar(x[show], rows["epsilon"].to_numpy()[show], yerr=rows["epsilon_sd"].to_numpy()[show], fmt="none",
+                    ecolor=colour, alpha=alpha, capsize=2.5, elinewidth=0.9, zorder=3)  # fmt: skip
+
+
+def _paper_points(paper: pd.DataFrame, spec: _Spec) -> list[tuple[_Series, pd.DataFrame]]:
+    """The paper's values of each series of ``spec`` (series without any left out)."""
+    out = []
+    for s in spec.series:
+        rows = paper[s.select(paper)]
+        if not rows.empty:
+            out.append((s, rows))
+    return out
+
+
+def _curves_panel(ax, part: pd.DataFrame, paper: pd.DataFrame, spec: _Spec, margin: float | None) -> None:
+    """ε̂ (mean ± sd) against ε for every series × split of one dataset, the diagonal bound and the paper."""
+    eps = np.sort(part["epsilon_theory"].unique())
+    top = float(max(eps.max(), 1.0))
+    ax.plot([0, top * 1.04], [0, top * 1.04], **UPPER_BOUND_STYLE)
+    combos = [(s, split) for s in spec.series for split in SPLITS]
+    shift = 0.012 * top
+    for i, (s, split) in enumerate(combos):
+        rows = part[s.select(part) & (part["split"] == split)].sort_values("epsilon_theory")
+        rows = rows[np.isfinite(rows["epsilon"])]
+        if rows.empty:
+            continue
+        x = rows["epsilon_theory"].to_numpy() + (i - (len(combos) - 1) / 2) * shift
+        style = s.style()
+        ax.plot(x, rows["epsilon"], linestyle=SPLIT_LINES[split], markersize=4, linewidth=1.2, zorder=4,
+                label=s.label(margin), **style)  # fmt: skip
+        _error_bars(ax, x, rows, style["color"], style["alpha"])
+    shared = [c for c in PAPER_SETTING if c != "epsilon_theory"]
+    ref = paper.merge(part[shared].drop_duplicates(), on=shared)
+    ref = ref[ref["epsilon_theory"] <= top * 1.001]
+    stars = len(combos) / 2 + 1  # the paper's stars right of the series, side by side
+    for j, (s, rows) in enumerate(_paper_points(ref, spec)):
+        x = rows["epsilon_theory"].to_numpy() + (stars + 1.2 * j) * shift
+        _draw_paper(ax, x, rows["epsilon_paper"], s.style()["color"])
+    ax.set_xlim(0, top + (stars + 1.2 * len(spec.series) + 1) * shift)
+    ax.set_xticks(eps)
+    ax.set_xlabel("theoretical ε")
+    ax.set_ylabel("empirical ε̂ (mean ± sd over runs)")
+    ax.set_ylim(bottom=-0.025 * ax.get_ylim()[1])  # a zero ε̂ stays visible
+
+
+def plot_epsilon_curves(
+    figure_name: str, table: pd.DataFrame, pdf: str | os.PathLike, csv: str | os.PathLike, *, scale: str,
+    code_version: str = "",
+) -> pd.DataFrame:  # fmt: skip
+    """fig3, fig4, fig5, fig7: ε̂ against the theoretical ε, one panel per dataset, one row of panels per named
+    crafting recipe (fig3: the default ``valid`` recipe above, the paper's below; the footer gives their options).
+
+    Every series (fig3–5: a_c, a_ude, a_ade at α = 0.2; fig7: a_c at θ_avg, a_c and a_ade at θ_worst, a_ude at
+    θ_worst lighter) is drawn held-out solid and same dashed, mean ± sd over runs (no bar with one run), with the
+    theoretical ε as the diagonal upper bound and the paper's values at ε = 10 as black-edged stars ("paper").
+    Claims: fig3 a_ade > a_ude > a_c on both datasets; fig4 the same order, closer, in the black box; fig5 a_c ≈ 0
+    with an in-distribution canary while crafted samples audit; fig7 θ_worst with a_ade nearly reaches the bound.
+
+    Returns:
+        The CSV table: the plotted series (:func:`summarise` columns, series label, epsilon_paper, figure, scale).
+    """
+    return _epsilon_figure(figure_name, _check(table), pdf, csv, _curves_panel, scale=scale,
+                           code_version=code_version)  # fmt: skip
+
+
+def _epsilon_figure(figure_name: str, table: pd.DataFrame, pdf, csv, draw_panel: Callable, *, scale: str,
+                    code_version: str) -> pd.DataFrame:  # fmt: skip
+    """The frame shared by the curve and bar figures: one panel per dataset, legend above, footer, CSV."""
+    spec = SPECS[figure_name]
+    table = _one_margin(table)
+    margin = _main_margin(table)
+    summary = _series_rows(_with_paper(summarise(table), figure_name), spec)
+    paper = PAPER[PAPER["figure"] == figure_name]
+    rows = _panels(summary) or [[("", summary)]]
+    height = 3.5 if len(rows) == 1 else 3.0 * len(rows) + 0.5
+    fig, axes = figure(ncols=len(rows[0]), nrows=len(rows), width=7.0, height=height)
+    for ax_row, panels in zip(axes, rows, strict=True):
+        for ax, (recipe, part) in zip(ax_row, panels, strict=True):
+            if part.empty:
+                _note(ax, "no audit of this figure's series")
+                continue
+            draw_panel(ax, part, paper, spec, margin)
+            # With several named recipes, each row says which one crafted its samples (the footer gives the options).
+            named = f"\nx_a crafted by recipe '{recipe}'" if len(rows) > 1 else ""
+            ax.set_title(_panel_title(part, spec.setting) + named)
+    _legend(fig, axes.ravel(), spec, margin, bars=spec.group_by is not None)
+    _save(fig, pdf, footer_text(scale=scale, **_provenance(table), code_version=code_version), legend_rows=2)
+    return _write_csv(summary, csv, figure_name=figure_name, scale=scale)
+
+
+# ------------------------------------------------------------------------------------------- grouped bars
+
+
+def _group_label(column: str, value: Any) -> str:
+    if column == "canary":
+        return CANARY_LABELS.get(value, str(value))
+    if column == "recipe":  # "adam lr=0.01 T=100, pixels in range" -> one short fact per line
+        head, *rest = str(value).split(", ")
+        return "\n".join([*head.split(" ", 1), *rest])
+    return f"C = {float(value):g}"
+
+
+def _bars_panel(ax, part: pd.DataFrame, paper: pd.DataFrame, spec: _Spec, margin: float | None) -> None:
+    """Grouped bars: one group per ``spec.group_by`` value, one bar per series × split, ± sd, the paper's stars."""
+    column = spec.group_by
+    setting = [c for c in PAPER_SETTING if c != column]
+    paper = paper.merge(part[setting].drop_duplicates(), on=setting)
+    order = list(CANARY_LABELS) if column == "canary" else sorted(part[column].unique())
+    groups = [g for g in order if (part[column] == g).any()]
+    groups += [g for g in dict.fromkeys(part[column]) if g not in groups]
+    present = [s for s in spec.series if s.select(part).any()]
+    width = 0.8 / max(2 * len(present), 1)
+
+    def x_of(group: Any, slot: float) -> float:
+        return groups.index(group) + (slot - (2 * len(present) - 1) / 2) * width
+
+    for j, s in enumerate(present):
+        style = s.style()
+        for k, split in enumerate(SPLITS):
+            rows = part[s.select(part) & (part["split"] == split)]
+            x = np.array([x_of(g, 2 * j + k) for g in rows[column]])
+            heights = rows["epsilon"].to_numpy(dtype=float)
+            keep = np.isfinite(heights)
+            same = split == "same"
+            ax.bar(
+                x[keep],
+                heights[keep],
+                width=width * 0.95,
+                color=style["color"],
+                alpha=style["alpha"] * (0.55 if same else 1.0),
+                hatch=SPLIT_HATCH[split],
+                edgecolor="white" if same else style["color"],
+                linewidth=0.5,
+                label=s.label(margin),
+                zorder=3,
+            )
+            for xi, h in zip(x, heights, strict=True):  # say what an invisible bar is: zero or not a number
+                if not h > 1e-9:
+                    ax.text(xi, 0.02, "0" if h == 0 else "n/a", rotation=90 if h != 0 else 0, ha="center",
+                            va="bottom", fontsize=6, color="0.35")  # fmt: skip
+            _error_bars(ax, x, rows, "0.15", 1.0)
+    # (The paper's values are per setting; a study over our own options, e.g. recipes, has none of its own.)
+    quoted = paper[paper[column].isin(groups)] if column in paper.columns else paper.iloc[:0]
+    for s, rows in _paper_points(quoted, spec):
+        j = next(i for i, p in enumerate(present) if p == s) if s in present else None
+        if j is not None:
+            _draw_paper(ax, [x_of(g, 2 * j + 0.5) for g in rows[column]], rows["epsilon_paper"], s.style()["color"])
+    eps = part["epsilon_theory"].dropna().unique()
+    for e in eps:
+        ax.axhline(e, **UPPER_BOUND_STYLE, zorder=2)
+    ax.set_xticks(range(len(groups)), [_group_label(column, g) for g in groups],
+                  fontsize=6.5 if column == "recipe" else None)  # fmt: skip
+    ax.set_xlim(-0.6, len(groups) - 0.4)
+    ax.set_ylabel("empirical ε̂ (mean ± sd over runs)")
+    ax.set_ylim(0, 1.1 * max([*eps, *part["epsilon"].dropna(), *paper["epsilon_paper"], 1.0]))
+    ax.grid(axis="x", visible=False)
+
+
+def plot_epsilon_bars(
+    figure_name: str, table: pd.DataFrame, pdf: str | os.PathLike, csv: str | os.PathLike, *, scale: str,
+    code_version: str = "",
+) -> pd.DataFrame:  # fmt: skip
+    """fig6 (canary types) and fig8 (clipping norm C): ε̂ at one ε as grouped bars.
+
+    One group per canary (in-distribution, blank, mislabeled, ClipBKD) or per C (0.1, 1, 10), one bar per
+    adversary (a_c, a_ude, a_ade at α = 0.2) × split (held-out plain, same hatched), mean ± sd over runs, the
+    theoretical ε as a dashed line and the paper's values as black-edged stars between each adversary's two bars.
+    The figure shows ε = 10 if audited, else the largest ε audited (its title says which). Claims: fig6 a_ade
+    audits every canary type, a_c fails on the in-distribution one; fig8 ε̂ falls as C grows, a_ade least.
+
+    Returns:
+        The CSV table (as :func:`plot_epsilon_curves`).
+    """
+    return _epsilon_figure(figure_name, _at_one_epsilon(_check(table)), pdf, csv, _bars_panel, scale=scale,
+                           code_version=code_version)  # fmt: skip
+
+
+# -------------------------------------------------------------------------------------- loss histograms
+
+
+def _loss_bins(losses: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Shared bin edges of a panel's two worlds; log-spaced when positive losses span over two decades."""
+    losses = losses[np.isfinite(losses)]
+    count = int(np.clip(np.sqrt(losses.size) * 2, 8, 40))
+    if losses.size == 0:
+        return np.linspace(0, 1, count + 1), False
+    low, high = float(losses.min()), float(losses.max())
+    if low > 0 and high / low > 100:
+        return np.geomspace(low, high, count + 1), True
+    if high <= low:
+        low, high = low - 0.5, high + 0.5
+    return np.linspace(low, high, count + 1), False
+
+
+def plot_loss_histograms(
+    table: pd.DataFrame, scores: pd.DataFrame, pdf: str | os.PathLike, csv: str | os.PathLike, *, scale: str,
+    code_version: str = "",
+) -> pd.DataFrame:  # fmt: skip
+    """fig2: the loss of x_a (−score) on the models M trained on D (member = 0) and M′ trained on D′ (member = 1).
+
+    One panel per adversary (a_c, a_ude, a_ade at α = 0.2), the held-out split in the top row and the same split
+    (the only one the paper shows) below, for one run (the first: runs are separate populations) at ε = 10 if
+    audited (else the largest ε); each panel states that run's ε̂. Claim: a_ude spreads the two distributions,
+    a_ade separates their overlap best.
+
+    Args:
+        table: the audit rows; scores: the per-model scores (module docstring).
+
+    Returns:
+        The CSV table: one row per panel × world × bin (split, adversary, margin, member, world, bin_left,
+        bin_right, count, epsilon_run: ε̂ of the run shown) with the panel's series summary (:func:`summarise`).
+    """
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
+
+    table = _at_one_epsilon(_one_margin(_check(table)))
+    setting = table[list(SETTING)].drop_duplicates().iloc[0]
+    table = table[(table[list(SETTING)] == setting).all(axis=1)]
+    margin = _main_margin(table)
+    summary = _with_paper(summarise(table), "fig2")
+    run = int(scores["run"].min())
+    scores = scores[scores["run"] == run].assign(margin=pd.to_numeric(scores["margin"], errors="coerce"))
+    adversaries = [a for a in ADVERSARIES if (scores["adversary"] == a).any()]
+    fig, axes = figure(ncols=max(len(adversaries), 1), nrows=2, width=7.0, height=4.8)
+    rows = []
+    for r, split in enumerate(SPLITS):
+        for c, adversary in enumerate(adversaries):
+            ax = axes[r][c]
+            mask = (scores["adversary"] == adversary) & (scores["split"] == split)
+            if adversary == "a_ade":
+                mask &= np.isclose(scores["margin"].fillna(-1.0), margin if margin is not None else -1.0)
+            part = scores[mask]
+            ax.set_title(f"{_adversary_label(adversary, margin)}: {split}")
+            if part.empty:
+                _note(ax, "not audited")
+                continue
+            loss = -part["score"].to_numpy(dtype=float)
+            bins, log = _loss_bins(loss)
+            for member in (0, 1):
+                values = loss[part["member"].to_numpy() == member]
+                counts, _ = np.histogram(values, bins=bins)
+                ax.hist(values, bins=bins, color=WORLD_COLOURS[member], alpha=0.45, histtype="stepfilled",
+                        edgecolor=WORLD_COLOURS[member], linewidth=1.0)  # fmt: skip
+                rows.append(pd.DataFrame({"split": split, "adversary": adversary, "member": member,
+                                          "world": "M'" if member else "M", "bin_left": bins[:-1],
+                                          "bin_right": bins[1:], "count": counts}))  # fmt: skip
+            if log:
+                ax.set_xscale("log")
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+            hit = table[(table["run"] == run) & (table["adversary"] == adversary) & (table["split"] == split)]
+            if not hit.empty:
+                box = {"facecolor": "white", "edgecolor": "none", "alpha": 0.8}
+                ax.text(0.97, 0.95, f"ε̂ = {float(hit['epsilon'].iloc[0]):.2f}", transform=ax.transAxes, ha="right",
+                        va="top", fontsize=7.5, bbox=box)  # fmt: skip
+            if r == len(SPLITS) - 1:
+                ax.set_xlabel("loss of x_a (−score)")
+            ax.set_ylabel("models" if c else f"{SPLIT_LABELS[split]}\nmodels")
+    if not adversaries:
+        _note(axes[0][0], "no scores")
+    worlds = [Patch(facecolor=WORLD_COLOURS[m], alpha=0.5, label=WORLD_LABELS[m]) for m in (0, 1)]
+    fig.legend(handles=worlds, loc="upper center", ncol=2, frameon=False, bbox_to_anchor=(0.5, 0.995))
+    title = _panel_title(table, SETTING)
+    footer = footer_text(scale=scale, **_provenance(table), shown=f"run {run}, {title}", code_version=code_version)
+    _save(fig, pdf, footer, legend_rows=1)
+    hist = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["split", "adversary", "member"])
+    epsilon_run = table[table["run"] == run].set_index(["adversary", "split"])["epsilon"]
+    hist["epsilon_run"] = [epsilon_run.get((a, s), np.nan) for a, s in zip(hist["adversary"], hist["split"])]
+    hist["run"] = run
+    out = hist.merge(summary, on=["adversary", "split"], how="left")
+    return _write_csv(out, csv, figure_name="fig2", scale=scale)
+
+
+# ------------------------------------------------------------------------------------------------- table 1
+
+
+def _cell(mean: float, sd: float, runs: int) -> str:
+    """"1.87 ± 0.21" (two or more runs), "1.87" (one), "n/a" (no finite ε̂)."""
+    if not np.isfinite(mean):
+        return "n/a"
+    return f"{mean:.2f} ± {sd:.2f}" if runs > 1 else f"{mean:.2f}"
+
+
+def write_table1(
+    table: pd.DataFrame, md: str | os.PathLike, csv: str | os.PathLike, *, scale: str, code_version: str = ""
+) -> pd.DataFrame:
+    """Table 1: ε̂ of a_ade (mean ± sd over runs) for every margin α, held-out and same, beside the paper's.
+
+    Markdown: a caption line (the setting, runs, δ), the table (α | held-out | same | paper; settings that vary
+    get a column of their own) and the footer line. Claim: ε̂ hardly depends on α (the paper: CIFAR-10, ε = 4).
+
+    Returns:
+        The CSV table: one row per setting × margin × split (:func:`summarise` columns, epsilon_paper,
+        epsilon_paper_sd, figure, scale).
+    """
+    table = _check(table)
+    table = table[table["adversary"] == "a_ade"]
+    if table.empty:
+        raise ValueError("table1 needs a_ade audits")
+    summary = _with_paper(summarise(table), "table1")
+    varying = [c for c in SETTING if summary[c].nunique(dropna=False) > 1]
+    words = {"dataset": "dataset", "canary": "canary", "init": "init", "clip_norm": "C", "access": "access",
+             "epsilon_theory": "ε", "craft_recipe": "recipe name", "recipe": "recipe"}  # fmt: skip
+    head = [words[c] for c in varying] + ["α", "ε̂ held-out", "ε̂ same", "paper (same models)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for _, part in summary.groupby([*varying, "margin"], sort=False, dropna=False):
+        first = part.iloc[0]
+        cells = [str(first[c]) if not isinstance(first[c], float) else f"{first[c]:g}" for c in varying]
+        cells.append(f"{first['margin']:g}")
+        for split in SPLITS:
+            row = part[part["split"] == split]
+            cells.append(_cell(*row[["epsilon", "epsilon_sd", "runs_finite"]].iloc[0]) if not row.empty else "–")
+        paper = first["epsilon_paper"]
+        cells.append(f"{paper:.2f} ± {first['epsilon_paper_sd']:.2f}" if np.isfinite(paper) else "–")
+        lines.append("| " + " | ".join(cells) + " |")
+    runs = _unique(summary, "runs", lambda v: str(int(v)))
+    caption = (
+        f"Table 1: ε̂ of a_ade (mean ± sd over {runs} run(s), δ = {_unique(table, 'delta', lambda v: f'{v:g}')}) "
+        f"for each ADE margin α; {_panel_title(summary, SETTING) or 'several settings'}. Held-out: x_a scored on "
+        "models it was not crafted on; same: crafted and scored on the same models (the paper's reading). "
+        "Paper: Yoon et al., Table 1 (CIFAR-10, ε = 4, 10 runs)."
+    ) if "delta" in table else f"Table 1: ε̂ of a_ade (mean ± sd over {runs} run(s)) for each ADE margin α."
+    footer = footer_text(scale=scale, **_provenance(table), code_version=code_version)
+    text = caption + "\n\n" + "\n".join(lines) + "\n\n" + footer
+    write_text_atomic(md, text + "\n")
+    return _write_csv(summary, csv, figure_name="table1", scale=scale)
+
+
+# ---------------------------------------------------------------------------------------------- dispatch
+
+
+def plot_yoon_figure(
+    figure_name: str,
+    table: pd.DataFrame,
+    pdf: str | os.PathLike,
+    csv: str | os.PathLike,
+    *,
+    scores: pd.DataFrame | None = None,
+    scale: str,
+    code_version: str = "",
+) -> pd.DataFrame:
+    """Draw one Yoon et al. figure (:data:`FIGURES`) and write its CSV; returns the CSV table.
+
+    Raises:
+        ValueError: an unknown figure, fig2 without scores, a missing column or an unknown adversary/split.
+    """
+    if figure_name == "fig2":
+        if scores is None or scores.empty:
+            raise ValueError("fig2 needs the per-model scores")
+        return plot_loss_histograms(table, scores, pdf, csv, scale=scale, code_version=code_version)
+    if figure_name not in SPECS:
+        raise ValueError(f"figure must be one of {', '.join(FIGURES)}, got {figure_name!r}")
+    draw = plot_epsilon_bars if SPECS[figure_name].group_by else plot_epsilon_curves
+    return draw(figure_name, table, pdf, csv, scale=scale, code_version=code_version)

@@ -1,0 +1,271 @@
+"""Yoon, Jeung & No (2025), training side: full-batch DP-SGD populations of the two worlds, canaries, θ0.
+
+N models train on D (b = 0) and N on D′ = D ∪ {c} (b = 1) with the project's engine
+(:func:`hsaudit.engine.dpsgd.train_population`) and the full-batch schedule (:func:`full_batch_schedule`: every step
+uses all of D, the canary appended to the batch of the D′ models, normaliser |D| in both worlds). θ_avg is one
+Xavier-normal initialisation (bias 0.01); θ_worst is θ_avg pre-trained without privacy (:func:`pretrain`,
+Annamalai & De Cristofaro 2024). The crafting and audit side is :mod:`hsaudit.experiments.yoon.crafting`; the package
+docstring (:mod:`hsaudit.experiments.yoon`) describes the method and its validity question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from hsaudit.engine.models import build_model, count_parameters, load_flat_parameters, num_classes
+from hsaudit.engine.psg import population
+from hsaudit.util.seeding import derive_seed
+from hsaudit.engine.dpsgd import DPSGDConfig, init_theta0, pick_device, train_population
+
+CANARIES = ("blank", "in_distribution", "mislabeled", "clipbkd")
+OOD_TRANSFORMS = ("invert", "noise")
+"""How the mislabeled canary is made out of distribution (:func:`make_canary`)."""
+
+
+# ------------------------------------------------------------------------------------------------- DP-SGD
+
+
+def full_batch_schedule(n: int, steps: int) -> np.ndarray:
+    """The schedule ``[steps, n]`` of full-batch DP-SGD: every step uses every row of D, in order."""
+    if n < 1 or steps < 1:
+        raise ValueError(f"n and steps must be positive, got n={n}, steps={steps}")
+    return np.tile(np.arange(n, dtype=np.int64), (steps, 1))
+
+
+def average_theta0(model: str, *, seed: int, bias: float = 0.01) -> np.ndarray:
+    """θ_avg: Xavier-normal weights and constant biases (0.01), drawn once per run from ``seed``."""
+    return init_theta0(model, {}, scheme="xavier_normal", seed=seed, bias=bias)
+
+
+def world_members(models_per_world: int) -> np.ndarray:
+    """Membership bits of a population: the first N models are trained on D (0), the last N on D′ (1)."""
+    n = int(models_per_world)
+    if n < 1:
+        raise ValueError(f"models_per_world must be >= 1, got {models_per_world}")
+    return np.repeat(np.array([0, 1], dtype=np.int64), n)
+
+
+def train_worlds(
+    *,
+    model: str,
+    theta0: npt.ArrayLike,
+    X: npt.ArrayLike,
+    y: npt.ArrayLike,
+    canary: Canary,
+    models_per_world: int,
+    steps: int,
+    lr: float,
+    clip_norm: float,
+    sigma: float,
+    noise_key: int,
+    insert: bool = True,
+    device: str | None = None,
+    backend: str = "auto",
+    progress: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Train N models on D and N on D′ = D ∪ {canary} with full-batch DP-SGD from the shared ``theta0``.
+
+    Args:
+        insert: ``False`` trains the last N models on D as well (the canary is never inserted; the bits are then
+            labels only): a null population, on which no audit sample should separate the two halves (the
+            validity check of held-out crafting).
+
+    Returns:
+        ``(theta, members)``: the final models float32 ``[2N, p]`` and their bits (:func:`world_members`).
+        Model ``i`` draws the counter-based noise stream ``(noise_key, i)``.
+    """
+    dev = pick_device(device)
+    X = np.asarray(X, dtype=np.float32)
+    y = np.asarray(y, dtype=np.int64)
+    n = X.shape[0]
+    members = world_members(models_per_world)
+    engine = population(model, {}, dev, backend=backend)
+    start = torch.from_numpy(np.ascontiguousarray(theta0, dtype=np.float32)).to(dev)
+    if start.shape != (engine.p,):
+        raise ValueError(f"theta0 must have shape ({engine.p},), got {tuple(start.shape)}")
+    config = DPSGDConfig(steps=steps, batch_size=n, lr=lr, clip_norm=clip_norm, noise_multiplier=sigma, period=1)
+    cx = torch.from_numpy(np.asarray(canary.x, dtype=np.float32)[None]).to(dev)
+    cy = torch.tensor([int(canary.y)], dtype=torch.int64, device=dev)
+    with torch.no_grad():
+        obs = train_population(
+            engine=engine,
+            theta0=start,
+            X=torch.from_numpy(X).to(dev),
+            y=torch.from_numpy(y).to(dev),
+            batches=full_batch_schedule(n, steps),
+            config=config,
+            noise_key=noise_key,
+            models=range(members.size),
+            mask=torch.as_tensor(members if insert else np.zeros_like(members), dtype=torch.float32, device=dev),
+            canary=(cx, cy),
+            keep_final=True,
+            progress=progress,
+            desc=f"full-batch DP-SGD {model} x{members.size}",
+        )
+    return obs.theta, members
+
+
+# ------------------------------------------------------------------------------------------------ canaries
+
+
+@dataclass(frozen=True)
+class Canary:
+    """The sample c of D′ = D ∪ {c}.
+
+    Attributes:
+        kind: one of :data:`CANARIES`.
+        x: float32 input (normalised space), shape of one example of D.
+        y: its label.
+        source: where it came from (e.g. ``"aux row 17"``), for the record.
+    """
+
+    kind: str
+    x: np.ndarray
+    y: int
+    source: str
+
+
+def make_canary(
+    kind: str,
+    *,
+    model: str,
+    X: npt.ArrayLike,
+    aux_X: npt.ArrayLike,
+    aux_y: npt.ArrayLike,
+    theta0: npt.ArrayLike,
+    mean: npt.ArrayLike,
+    std: npt.ArrayLike,
+    seed: int,
+    blank_label: int = 9,
+    ood: str = "invert",
+) -> Canary:
+    """Build a canary of ``kind`` (:data:`CANARIES`) for the training set ``X``.
+
+    - ``blank``: the all-zero tensor in normalised space, label ``blank_label`` (9 [ref]).
+    - ``in_distribution``: a random example of the auxiliary half (never in D) with its true label [inferred].
+    - ``mislabeled``: an out-of-distribution image with a wrong label [inferred: the paper says only "an OOD
+      sample intentionally assigned the wrong label"]: a random auxiliary example whose pixels are inverted
+      (``ood="invert"``: p ↦ 1 − p, computed through ``mean``/``std``) or replaced by uniform noise in [0, 1]
+      (``ood="noise"``), with label y + 1 mod classes.
+    - ``clipbkd`` (Jagielski et al. 2020): the direction of least variance of D (last principal component of the
+      flattened, centred inputs), scaled to the mean norm of D's inputs, with the label of the smallest logit of
+      the initial model θ0 on it.
+
+    Raises:
+        ValueError: unknown kind.
+    """
+    if kind not in CANARIES:
+        raise ValueError(f"canary must be one of {CANARIES}, got {kind!r}")
+    X = np.asarray(X, dtype=np.float32)
+    rng = np.random.default_rng(derive_seed(seed, "canary", kind))
+    classes = num_classes(model)
+    if kind == "blank":
+        if not 0 <= blank_label < classes:
+            raise ValueError(f"blank_label must be in [0, {classes - 1}], got {blank_label}")
+        return Canary(kind, np.zeros(X.shape[1:], np.float32), int(blank_label), "zeros")
+    if kind in ("in_distribution", "mislabeled"):
+        aux_X, aux_y = np.asarray(aux_X, dtype=np.float32), np.asarray(aux_y)
+        if aux_X.shape[0] == 0:
+            raise ValueError(f"the {kind} canary needs auxiliary examples (the other half), got none")
+        row = int(rng.integers(aux_X.shape[0]))
+        x, label = aux_X[row], int(aux_y[row])
+        if kind == "in_distribution":
+            return Canary(kind, x.copy(), label, f"aux row {row}")
+        if ood not in OOD_TRANSFORMS:
+            raise ValueError(f"ood must be one of {OOD_TRANSFORMS}, got {ood!r}")
+        shape = (-1,) + (1,) * (x.ndim - 1)
+        m, s = np.asarray(mean, np.float32).reshape(shape), np.asarray(std, np.float32).reshape(shape)
+        pixels = 1.0 - (x * s + m) if ood == "invert" else rng.uniform(0.0, 1.0, x.shape)
+        ood_x = ((pixels - m) / s).astype(np.float32)
+        return Canary(kind, ood_x, (label + 1) % classes, f"aux row {row}, {ood}")
+    flat = X.reshape(X.shape[0], -1).astype(np.float64)
+    centred = flat - flat.mean(axis=0)
+    cov = centred.T @ centred / max(1, flat.shape[0] - 1)
+    _, vecs = np.linalg.eigh(cov)
+    direction = vecs[:, 0]
+    direction = direction * np.sign(direction[np.argmax(np.abs(direction))])  # a deterministic sign
+    x = (direction * np.linalg.norm(flat, axis=1).mean()).reshape(X.shape[1:]).astype(np.float32)
+    net = build_model(model)
+    load_flat_parameters(net, torch.as_tensor(np.asarray(theta0, np.float32)))
+    with torch.no_grad():
+        label = int(torch.argmin(net(torch.from_numpy(x)[None])[0]))
+    return Canary(kind, x, label, "least-variance direction of D")
+
+
+# ------------------------------------------------------------------------------------- worst-case θ0
+
+
+def sgd_train(
+    model: str,
+    theta0: npt.ArrayLike,
+    X: npt.ArrayLike,
+    y: npt.ArrayLike,
+    *,
+    epochs: int,
+    lr: float,
+    batch_size: int,
+    seed: int,
+    model_kwargs: Mapping[str, Any] | None = None,
+    progress: bool = False,
+) -> np.ndarray:
+    """Non-private minibatch SGD (cross-entropy, shuffled each epoch) from ``theta0``; returns the flat θ."""
+    net = build_model(model, **dict(model_kwargs or {}))
+    load_flat_parameters(net, torch.as_tensor(np.asarray(theta0, np.float32)))
+    Xt, yt = torch.as_tensor(np.asarray(X, np.float32)), torch.as_tensor(np.asarray(y, np.int64))
+    opt = torch.optim.SGD(net.parameters(), lr=lr)
+    gen = torch.Generator().manual_seed(derive_seed(seed, "sgd") % 2**63)
+    batches = [rows for _ in range(int(epochs)) for rows in torch.randperm(Xt.shape[0], generator=gen).split(batch_size)]
+    if progress:
+        from tqdm.auto import tqdm
+
+        batches = tqdm(batches, desc=f"pre-train {model}", unit="batch", leave=False)
+    for rows in batches:
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(net(Xt[rows]), yt[rows]).backward()
+        opt.step()
+    return torch.cat([p.detach().reshape(-1) for p in net.parameters()]).numpy().astype(np.float32)
+
+
+def pretrain(
+    model: str,
+    theta0: npt.ArrayLike,
+    X_aux: npt.ArrayLike,
+    y_aux: npt.ArrayLike,
+    *,
+    epochs: int,
+    lr: float,
+    batch_size: int,
+    seed: int,
+    X_pre: npt.ArrayLike | None = None,
+    y_pre: npt.ArrayLike | None = None,
+    pre_classes: int = 100,
+    pre_epochs: int = 0,
+    progress: bool = False,
+) -> np.ndarray:
+    """θ_worst: non-private pre-training from θ_avg ``theta0`` (Annamalai & De Cristofaro 2024).
+
+    Without ``X_pre``: SGD on the auxiliary half (MNIST: 5 epochs, lr 0.01, batch 32 [ref]). With ``X_pre``
+    (CIFAR-100 for CIFAR-10): the same network with a ``pre_classes``-way last layer is first trained on
+    ``X_pre`` for ``pre_epochs`` epochs, its last layer is reset to θ0's, then it is fine-tuned on the auxiliary
+    half for ``epochs`` epochs.
+    """
+    theta = np.asarray(theta0, np.float32).copy()
+    if X_pre is not None and pre_epochs > 0:
+        wide = build_model(model, num_classes=pre_classes)
+        p_wide, p = count_parameters(wide), theta.size
+        last = [prm.numel() for prm in wide.parameters()][-2:]  # the last Linear: weight, bias
+        body = p_wide - sum(last)
+        head = init_theta0(model, {"num_classes": pre_classes}, scheme="xavier_normal", seed=derive_seed(seed, "head"), bias=0.01)
+        start = np.concatenate([theta[:body], head[body:]])
+        trained = sgd_train(
+            model, start, X_pre, y_pre, epochs=pre_epochs, lr=lr, batch_size=batch_size, seed=derive_seed(seed, "pre"),
+            model_kwargs={"num_classes": pre_classes}, progress=progress,
+        )
+        theta = np.concatenate([trained[:body], theta[body:p]])
+    return sgd_train(model, theta, X_aux, y_aux, epochs=epochs, lr=lr, batch_size=batch_size, seed=seed, progress=progress)

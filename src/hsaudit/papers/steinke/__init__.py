@@ -1,5 +1,0 @@
-"""Steinke, Nasr et al., "The Last Iterate Advantage": the experiments of figures 1, 3, 5 and 6
-(:mod:`~hsaudit.papers.steinke.experiments`), the trained-model Figure 2 (training:
-:mod:`~hsaudit.papers.steinke.trained`; audit table: :mod:`~hsaudit.papers.steinke.trained_audit`) and the figures
-(:mod:`~hsaudit.papers.steinke.figures`). The heuristic itself is an accountant: :mod:`hsaudit.accounting.last_iterate`.
-docs/steinke.md."""

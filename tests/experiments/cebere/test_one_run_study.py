@@ -1,0 +1,178 @@
+"""Audits in one training run on Cebere et al.'s settings: plan, canaries, bits, training, table and figure."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import REPO, check_pdf, housing_like
+from hsaudit.engine.dpsgd import DPSGDConfig, make_setup
+from hsaudit.experiments.cebere.one_run import (
+    Canaries,
+    canary_bits,
+    craft_canaries,
+    plan_one_run,
+    train_one_run_shard,
+)
+from hsaudit.experiments.cebere.one_run_tables import COLUMNS, METHODS, guess_sizes, one_run_table
+from hsaudit.experiments.cebere.plan import plan_housing
+from hsaudit.pipeline.config import resolve_scale
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
+SEED = 2024
+KW = {"variant": "8-3-8-1"}
+
+
+@pytest.fixture(scope="module")
+def config() -> dict:
+    return yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+
+def test_plan_shares_the_population_audit_with_fig1c(config):
+    plans = plan_one_run(config["one_run"], {"housing": config["housing"], "cifar10": config["cifar10"]}, seed=SEED)
+    spec = plans["housing"]
+    fig1c = {r.key for r in plan_housing(config["housing"], seed=SEED).figures["fig1c"]
+             if r.adversary == "gc_r" and r.rep == 0}
+    assert fig1c == {spec.population_key}
+    assert spec.params["setup_key"] == spec.population_params["setup_key"]
+    # The key covers m and the coordinate rule, not the number of models or the population's R.
+    section = copy.deepcopy(config["one_run"])
+    section["housing"]["canaries"] = spec.canaries - 1
+    assert plan_one_run(section, {"housing": config["housing"]}, seed=SEED)["housing"].key != spec.key
+    section = copy.deepcopy(config["one_run"])
+    section["housing"]["models"] = [1, 2]
+    section["housing"]["population_runs"] = [500]
+    assert plan_one_run(section, {"housing": config["housing"]}, seed=SEED)["housing"].key == spec.key
+
+
+@pytest.mark.parametrize("scale", ["paper", "laptop", "smoke"])
+def test_every_scale_plans(config, scale):
+    resolved = resolve_scale({**config, "scale": scale})
+    plans = plan_one_run(resolved["one_run"], {f: resolved[f] for f in ("housing", "cifar10")}, seed=SEED)
+    assert set(plans) == set(resolved["one_run"]["families"])
+
+
+@pytest.mark.parametrize(
+    "change, needle",
+    [
+        ({"coordinates": "best"}, "coordinates"),
+        ({"housing": {"models": [4, 2]}}, "models"),
+        ({"housing": {"population_runs": [250]}}, "population_runs"),
+        ({"housing": {"models": [1, 3], "shard_size": 2}}, "shard_size"),
+    ],
+)
+def test_plan_refuses_bad_values_naming_the_key(config, change, needle):
+    section = copy.deepcopy(config["one_run"])
+    for k, v in change.items():
+        section[k] = {**section[k], **v} if isinstance(v, dict) else v
+    with pytest.raises(ValueError, match=needle):
+        plan_one_run(section, {"housing": config["housing"]}, seed=SEED)
+
+
+def test_bits_are_fair_independent_and_per_model():
+    bits = canary_bits(seed=SEED, key="k", models=range(400), canaries=50)
+    assert bits.shape == (400, 50)
+    # Inclusion rate ½ per canary (20,000 draws: sd 0.0035) and per model.
+    assert abs(bits.mean() - 0.5) < 0.015
+    assert np.abs(bits.mean(0) - 0.5).max() < 0.1 and np.abs(bits.mean(1) - 0.5).max() < 0.25
+    # Independent: pairwise correlations between canaries near 0 (sd 1/√400 = 0.05).
+    corr = np.corrcoef(bits.T.astype(float))
+    off = corr[~np.eye(50, dtype=bool)]
+    assert abs(off.mean()) < 0.01 and np.abs(off).max() < 0.25
+    # Model i's bits do not depend on the shard it is drawn in.
+    np.testing.assert_array_equal(bits[100:110], canary_bits(seed=SEED, key="k", models=range(100, 110), canaries=50))
+
+
+def test_canaries_gradients_and_validation():
+    c = Canaries(np.array([1, 4]), 2.0, "random")
+    g = c.gradients(np.array([[1, 0], [1, 1]]), 6)
+    np.testing.assert_array_equal(g, [[0, 2, 0, 0, 0, 0], [0, 2, 0, 0, 2, 0]])
+    with pytest.raises(ValueError, match="distinct"):
+        Canaries(np.array([1, 1]), 1.0, "random")
+    with pytest.raises(ValueError, match="bits"):
+        c.gradients(np.array([[1, 2]]), 6)
+
+
+@pytest.mark.parametrize("rule", ["random", "least_moving"])
+def test_craft_canaries_distinct_coordinates(rule):
+    X, y = housing_like(100, 0)
+    cfg = DPSGDConfig(steps=3, batch_size=10, lr=0.1, clip_norm=1.0, noise_multiplier=1.0)
+    setup = make_setup(model="fcnn", model_kwargs=KW, n_train=100, config=cfg, seed=1)
+    c = craft_canaries(rule, canaries=20, model="fcnn", model_kwargs=KW, X=X, y=y, setup=setup, config=cfg, seed=3)
+    assert c.m == 20 and np.unique(c.coordinates).size == 20 and c.coordinates.max() < 68
+    if rule == "least_moving":
+        assert c.ranking[c.coordinates].max() <= np.delete(c.ranking, c.coordinates).min()
+    with pytest.raises(ValueError, match="canaries"):
+        craft_canaries(rule, canaries=69, model="fcnn", model_kwargs=KW, X=X, y=y, setup=setup, config=cfg, seed=3)
+
+
+def test_training_scores_the_included_canaries_higher_and_splits_by_model():
+    X, y = housing_like(200, 0)
+    cfg = DPSGDConfig(steps=8, batch_size=20, lr=0.5, clip_norm=1.0, noise_multiplier=0.5)
+    setup = make_setup(model="fcnn", model_kwargs=KW, n_train=200, config=cfg, seed=1)
+    c = craft_canaries("random", canaries=30, model="fcnn", model_kwargs=KW, X=X, y=y, setup=setup, config=cfg, seed=2)
+    bits = canary_bits(seed=SEED, key="t", models=range(6), canaries=30)
+    kw = dict(model="fcnn", model_kwargs=KW, X=X, y=y, setup=setup, config=cfg, canaries=c, noise_key=9)
+    scores = train_one_run_shard(bits=bits, **kw)
+    assert scores.shape == (6, 30)
+    assert scores[bits == 1].mean() > scores[bits == 0].mean()
+    # A model's scores do not depend on the shard it is trained in (global noise index).
+    np.testing.assert_allclose(train_one_run_shard(bits=bits[4:], first_model=4, **kw), scores[4:], rtol=0, atol=1e-6)
+
+
+def _population_table(runs: int, eps: float) -> pd.DataFrame:
+    return pd.DataFrame({"step": [1, 2], "insertions": [1, 2], "runs": [runs, runs], "mu": [0.1, 0.5],
+                         "epsilon": [0.2, eps], "epsilon_free": [0.1, eps / 2], "threshold": [0, 0],
+                         "fpr_upper": [0.5, 0.4], "fnr_upper": [0.5, 0.4], "mu_upper": [1.0, 1.5],
+                         "epsilon_upper": [3.0, 4.0], "mode": ["paper"] * 2, "confidence": [0.95] * 2,
+                         "delta": [1e-5] * 2})
+
+
+def test_table_columns_methods_and_monotone_compute():
+    rng = np.random.default_rng(0)
+    bits = rng.integers(0, 2, (8, 50))
+    scores = rng.standard_normal((8, 50)) + 3.0 * bits
+    table = one_run_table(family="housing", bits=bits, scores=scores,
+                          population=[_population_table(20, 1.0), _population_table(40, 1.5)],
+                          models=[1, 2, 4, 8], steps=2, guess_fractions=[0.1, 0.5], delta=1e-5, confidence=0.95,
+                          coordinates="random")
+    assert list(table.columns) == list(COLUMNS)
+    assert list(dict.fromkeys(table["method"])) == list(METHODS.values())
+    for _, rows in table.groupby("method"):
+        assert rows["model_steps"].is_monotonic_increasing and rows["model_steps"].is_unique
+    one = table[table["method"] == METHODS["counting"]]
+    assert one["canaries"].tolist() == [50, 100, 200, 400] and one["model_steps"].tolist() == [2, 4, 8, 16]
+    pop = table[table["method"] == METHODS["population_gdp"]]
+    assert pop["runs_per_world"].tolist() == [10, 20] and pop["epsilon"].tolist() == [1.0, 1.5]
+    assert (table["epsilon_upper"] == 4.0).all()
+    # Strong separation: the one-run bounds grow with the pooled canaries, f-DP above counting.
+    fdp = table[table["method"] == METHODS["fdp"]]
+    assert one["epsilon"].iloc[-1] > one["epsilon"].iloc[0] > 0
+    assert (fdp["epsilon"].to_numpy() >= one["epsilon"].to_numpy() - 1e-9).all()
+    assert "Bonferroni" in one["bound"].iloc[0]
+
+
+def test_guess_sizes():
+    assert guess_sizes(10, [0.01, 1.0]) == [(1, 1), (5, 5)]
+    with pytest.raises(ValueError, match="fractions"):
+        guess_sizes(10, [0.0])
+
+
+def test_figure_writes_pdf_and_csv(tmp_path):
+    from hsaudit.experiments.cebere.figures.one_run import plot_one_run_figure
+
+    rng = np.random.default_rng(1)
+    bits = rng.integers(0, 2, (4, 20))
+    table = one_run_table(family="housing", bits=bits, scores=rng.standard_normal((4, 20)) + bits,
+                          population=[_population_table(20, 1.0)], models=[1, 2, 4], steps=2,
+                          guess_fractions=[0.5], delta=1e-5, confidence=0.95, coordinates="random")
+    plot_one_run_figure(table, tmp_path / "fig1.pdf", tmp_path / "fig1.csv", scale="smoke",
+                        data_sources={"housing": "housing:local"}, code_version="abc")
+    check_pdf(tmp_path / "fig1.pdf")
+    csv = pd.read_csv(tmp_path / "fig1.csv")
+    assert {"method", "models", "model_steps", "epsilon", "scale", "data_source"} <= set(csv.columns)

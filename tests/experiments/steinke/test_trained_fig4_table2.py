@@ -1,0 +1,207 @@
+"""Steinke, Nasr et al. Figure 4 (label-flipped input canary, score −loss, blank or natural background) and Table 2
+(batch sizes: heuristic, standard ε, test accuracy, empirical ε) on the engine: hsaudit.experiments.steinke.trained and
+.trained_audit."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+import hsaudit.experiments.steinke.trained as trained
+from conftest import REPO
+from hsaudit.accounting import last_iterate as H
+from hsaudit.engine.models import build_model, count_parameters, load_flat_parameters
+from hsaudit.engine.psg import population
+from hsaudit.experiments.steinke.trained import (
+    blank_background,
+    fig4_canary,
+    label_flip_canary,
+    loss_score,
+    plan_fig2,
+    plan_fig4,
+    train_fig2_shard,
+    train_fig4_shard,
+)
+from hsaudit.experiments.steinke.trained_audit import FIG4_COLUMNS, TABLE2_COLUMNS, fig4_table, table2, table2_markdown
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
+MODEL = {"features": 8, "num_classes": 3}  # alexnet_head: one Linear 8 -> 3 (mlp backend), a 3-class softmax
+FIG4 = dict(
+    backgrounds=["blank", "natural"],
+    canary={"source": "test", "index": 2, "label": None},
+    model="alexnet_head",
+    model_kwargs=MODEL,
+    backend="auto",
+    steps=[1, 10],
+    batch_size=20,
+    lr=0.5,
+    clip_norm=1.0,
+    noise_multiplier=0.5,
+    models_per_world=20,
+    shard_size=40,
+)
+DATA, TEST = {"dataset": "toy"}, {"dataset": "toy", "split": "test"}
+
+
+def _data(n=200, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, 8)).astype(np.float32), rng.integers(0, 3, n)
+
+
+def test_label_flip_canary_takes_a_wrong_label():
+    X, y = _data(10)
+    x, lab = label_flip_canary(X, y, index=4, label=None, n_classes=3)
+    assert x.shape == (1, 8) and x.dtype == np.float32 and np.array_equal(x[0], X[4])
+    assert lab.tolist() == [(y[4] + 1) % 3]
+    other = (y[4] + 2) % 3
+    assert label_flip_canary(X, y, index=4, label=other, n_classes=3)[1].tolist() == [other]
+    with pytest.raises(ValueError, match="label"):
+        label_flip_canary(X, y, index=4, label=int(y[4]), n_classes=3)
+    with pytest.raises(ValueError, match="index"):
+        label_flip_canary(X, y, index=10, label=None, n_classes=3)
+    spec = plan_fig4(FIG4, seed=1, data_identity=DATA, test_identity=TEST)["natural"]["train"]
+    train, test = _data(50, 1), _data(5, 2)
+    assert np.array_equal(fig4_canary(spec, train=train, test=test)[0][0], test[0][2])
+    spec_train = {**spec, "canary": {"source": "train", "index": 2, "label": None}}
+    assert np.array_equal(fig4_canary(spec_train, train=train, test=test)[0][0], train[0][2])
+
+
+def test_fig4_plans_one_per_background_keyed_by_the_canary_and_test_set():
+    plans = plan_fig4(FIG4, seed=1, data_identity=DATA, test_identity=TEST)
+    assert list(plans) == ["blank", "natural"] and plans["blank"]["key"] != plans["natural"]["key"]
+    assert plans["blank"]["train"]["background"] == "blank" and plans["blank"]["shards"] == [0]
+    base = plans["natural"]["key"]
+    for change in ({"canary": {"source": "test", "index": 3, "label": None}}, {"noise_multiplier": 1.0},
+                   {"batch_size": 10}, {"steps": [1, 11]}):
+        assert plan_fig4({**FIG4, **change}, seed=1, data_identity=DATA, test_identity=TEST)["natural"]["key"] != base
+    assert plan_fig4(FIG4, seed=1, data_identity=DATA, test_identity={"other": 1})["natural"]["key"] != base
+    with pytest.raises(ValueError, match="backgrounds"):
+        plan_fig4({**FIG4, "backgrounds": ["zero"]}, seed=1, data_identity=DATA, test_identity=TEST)
+    with pytest.raises(ValueError, match="canary"):
+        plan_fig4({**FIG4, "canary": {"source": "val", "index": 0, "label": None}}, seed=1, data_identity=DATA,
+                  test_identity=TEST)
+
+
+def test_fig2_key_ignores_the_test_set():
+    """Evaluating fig2's models on a test set changes no score: the key (and so the noise, the batches and every
+    fig2 number) is the one made without it, and a Table 2 row with fig2's values shares its models."""
+    section = dict(steps=[1, 5], models_per_world=10, shard_size=20, model="fcnn", model_kwargs={},
+                   background="natural", batch_size=20, lr=0.5, clip_norm=1.0, noise_multiplier=1.0, canary_dim=None,
+                   backend="auto")
+    plain = plan_fig2(section, seed=1, data_identity=DATA)
+    tested = plan_fig2(section, seed=1, data_identity=DATA, test_identity=TEST)
+    assert plain["key"] == tested["key"] and tested["train"]["test"] == TEST and "test" not in plain["train"]
+
+
+def test_score_is_minus_the_canary_loss():
+    """s(θ) = −ℓ(θ; x*, y*), against cross-entropy computed on the module loaded with each model's parameters."""
+    engine = population("alexnet_head", MODEL, "cpu")
+    module = build_model("alexnet_head", **MODEL)
+    p = count_parameters(module)
+    theta = torch.as_tensor(np.random.default_rng(3).normal(size=(4, p)), dtype=torch.float32)
+    x, y = torch.randn(1, 8, generator=torch.Generator().manual_seed(0)), torch.tensor([2])
+    got = loss_score(engine, x, y)(theta)
+    for i in range(4):
+        load_flat_parameters(module, theta[i])
+        want = -torch.nn.functional.cross_entropy(module(x), y)
+        assert float(got[i]) == pytest.approx(float(want), rel=1e-5, abs=1e-6)
+
+
+def test_blank_background_is_built_right(monkeypatch):
+    """The blank panel trains on all-zero images with the data's labels; the canary is the real image, flipped."""
+    X, y = _data()
+    blank = blank_background(X)
+    assert blank.shape == X.shape and blank.dtype == np.float32 and not blank.any()
+    seen = {}
+    real = trained.train_population
+
+    def spy(**kwargs):
+        seen.update(X=kwargs["X"].clone(), y=kwargs["y"].clone(), canary=kwargs["canary"])
+        return real(**kwargs)
+
+    monkeypatch.setattr(trained, "train_population", spy)
+    spec = plan_fig4(FIG4, seed=1, data_identity=DATA, test_identity=TEST)["blank"]["train"]
+    test = _data(20, 5)
+    canary = fig4_canary(spec, train=(X, y), test=test)
+    out = train_fig4_shard(spec, 0, X=X, y=y, canary=canary, test=test, device="cpu")
+    assert not seen["X"].any() and seen["X"].shape == X.shape
+    assert torch.equal(seen["y"], torch.as_tensor(y))
+    assert torch.equal(seen["canary"][0], torch.as_tensor(test[0][2:3])) and int(seen["canary"][1]) == (test[1][2] + 1) % 3
+    assert out["scores"].shape == (40, 10) and out["test_accuracy"].shape == (40,) and int(out["n_test"]) == 20
+    assert int(out["canary_label"]) == (test[1][2] + 1) % 3
+
+
+def test_fig4_canary_lowers_its_own_loss_and_table_columns():
+    """With the canary in its batches a model fits the flipped label (higher −loss ⇒ canary), and fig4_table audits
+    both panels with FIG4_COLUMNS (accuracy included)."""
+    X, y = _data()
+    test = _data(30, 7)
+    plans = plan_fig4({**FIG4, "noise_multiplier": 0.0, "lr": 2.0}, seed=1, data_identity=DATA, test_identity=TEST)
+    panels = {}
+    for background, plan in plans.items():
+        spec = plan["train"]
+        canary = fig4_canary(spec, train=(X, y), test=test)
+        panels[background] = [train_fig4_shard(spec, 0, X=X, y=y, canary=canary, test=test, device="cpu")]
+        shard = panels[background][0]
+        bits = shard["bits"].astype(bool)
+        assert shard["scores"][bits, -1].mean() > shard["scores"][~bits, -1].mean(), background
+    # the accounting's σ (training ran at σ = 0 so that the canary's effect is certain)
+    table = fig4_table(panels, steps=[1, 10], noise_multiplier=1.0, delta=1e-5, confidence=0.95, seed=1,
+                       model="alexnet_head", data_source="toy")
+    assert list(table.columns) == list(FIG4_COLUMNS)
+    assert set(table["background"]) == {"blank", "natural"} and len(table) == 2 * 2 * 5
+    assert table["test_accuracy_mean"].between(0, 1).all() and (table["n_test"] == 30).all()
+
+
+def test_table2_heuristic_of_de_et_al_row():
+    """Spec [derived]: q = 4096/50000, σ = 3, T = 2468, δ = 1e-5 → 6.346 (paper 6.34)."""
+    eps = H.heuristic_epsilon(1e-5, steps=2468, sampling_rate=4096 / 50000, noise_multiplier=3.0)
+    assert eps == pytest.approx(6.346, abs=1e-3)
+
+
+def test_configured_table2_rows_reproduce_the_papers_heuristic():
+    """The paper-scale rows (config/config.yaml): 4096 is De et al.'s; 512 and 256 have σ calibrated [inferred] so
+    that the heuristic is the paper's printed 7.0 / 6.7 (at 202 epochs, as 4096)."""
+    rows = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["steinke"]["table2"]["rows"]
+    assert [r["batch_size"] for r in rows] == [4096, 512, 256]
+    for r in rows:
+        q = r["batch_size"] / 50000
+        eps = H.heuristic_epsilon(1e-5, steps=r["steps"], sampling_rate=q, noise_multiplier=r["noise_multiplier"])
+        assert eps == pytest.approx(r["paper"]["heuristic"], abs=0.01), r
+        assert r["steps"] * r["batch_size"] == pytest.approx(2468 * 4096, rel=1e-3)  # same epochs
+
+
+def test_table2_columns_accuracy_and_markdown():
+    X, y = _data()
+    test = _data(25, 9)
+    section = dict(steps=[5], models_per_world=10, shard_size=20, model="alexnet_head", model_kwargs=MODEL,
+                   background="natural", batch_size=20, lr=0.5, clip_norm=1.0, noise_multiplier=1.0, canary_dim=None,
+                   backend="auto")
+    rows = []
+    for b, sigma in ((20, 1.0), (10, 0.8)):
+        spec = plan_fig2({**section, "batch_size": b, "noise_multiplier": sigma}, seed=1, data_identity=DATA,
+                         test_identity=TEST)["train"]
+        shard = train_fig2_shard(spec, 0, X=X, y=y, test=test, device="cpu")
+        rows.append({"shards": [shard], "steps": 5, "noise_multiplier": sigma, "data_source": "toy",
+                     "paper": {"heuristic": 6.34, "standard": 8.0, "accuracy": 0.795, "empirical": 1.7}})
+    table = table2(rows, delta=1e-5, confidence=0.95, seed=1, model="alexnet_head")
+    assert list(table.columns) == list(TABLE2_COLUMNS) and table["batch_size"].tolist() == [20, 10]
+    acc = rows[0]["shards"][0]["test_accuracy"]
+    assert table["test_accuracy_mean"].iloc[0] == pytest.approx(acc.mean())
+    assert table["test_accuracy_sd"].iloc[0] == pytest.approx(acc.std(ddof=1))
+    assert table["heuristic"].iloc[1] == pytest.approx(H.heuristic_epsilon(1e-5, steps=5, sampling_rate=0.05,
+                                                                            noise_multiplier=0.8))
+    assert (table["standard"] >= table["heuristic"] - 1e-9).all() and not table["empirical_gdp"].isna().any()
+    md = table2_markdown(table, footer="scale=test")
+    lines = md.splitlines()
+    assert lines[0].startswith("| Batch size |") and len([ln for ln in lines if ln.startswith("| 20 ")]) == 1
+    assert "(6.34)" in md and "(79.5%)" in md and md.rstrip().endswith("scale=test")
+    no_test = train_fig2_shard(spec, 0, X=X, y=y, device="cpu")
+    with pytest.raises(ValueError, match="test accuracy"):
+        table2([{**rows[0], "shards": [no_test]}], delta=1e-5, confidence=0.95, seed=1)
+    assert math.isfinite(table["empirical_sigma_last_iterate"].iloc[0])
