@@ -9,13 +9,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from hsaudit.accounting.gaussian import PldTable, sigma_for_epsilon
-from hsaudit.audit.pld import audit_pld, audit_pld_sigma
-from hsaudit.experiments.annamalai import construction as A
 from hsaudit.accounting import last_iterate as H
 from hsaudit.accounting import tradeoff_from_deltas
-from hsaudit.audit import observed_rates
+from hsaudit.accounting.gaussian import PldTable, default_epsilon_grid, sigma_for_epsilon
 from hsaudit.accounting.last_iterate import delta_curve, linear_tradeoff
+from hsaudit.audit import observed_rates
+from hsaudit.audit.pld import audit_pld, audit_pld_sigma
+from hsaudit.experiments.annamalai import audit as AA
+from hsaudit.experiments.annamalai import construction as A
 
 
 @pytest.mark.parametrize(("sigma", "base"), [(0.5, 10.0), (3.94, 100.0), (0.3, 1.0), (0.837, 10.0), (4.0, 100.0)])
@@ -185,7 +186,7 @@ def test_bad_input():
 def test_pld_tradeoff_is_gaussian_for_one_full_step():
     """q = 1, T = 1: the symmetric PLD trade-off equals the Gaussian one Φ(Φ⁻¹(1 − α) − 1/σ)."""
     sigma = 0.8
-    eg = A.default_epsilon_grid()
+    eg = default_epsilon_grid()
     d = delta_curve(
         steps=1, sampling_rate=1.0, noise_multiplier=sigma, epsilons=eg, value_discretization_interval=1e-4
     )
@@ -233,9 +234,13 @@ def test_sigma_calibration_derived_values():
 
 
 @pytest.fixture(scope="module")
-def small_table():
-    frame = A.pld_table(steps=20, sampling_rate=0.1, delta=1e-5, n_sigmas=12, epsilon_range=(0.3, 25.0))
-    return PldTable.from_frame(frame)
+def small_frame():
+    return AA.pld_table(steps=20, sampling_rate=0.1, delta=1e-5, n_sigmas=12, epsilon_range=(0.3, 25.0))
+
+
+@pytest.fixture(scope="module")
+def small_table(small_frame):
+    return PldTable.from_frame(small_frame)
 
 
 def test_table_interpolation(small_table):
@@ -286,10 +291,10 @@ def test_curve_gap_se():
     a = np.array([0.1, 0.2, 0.3])
     f = np.array([0.5, 0.4, 0.3])
     se = np.sqrt(f * (1 - f) / 400)
-    below, above = A.curve_gap_se(a, f - np.array([0.0, se[1], 0.0]), f, runs=400)
+    below, above = AA.curve_gap_se(a, f - np.array([0.0, se[1], 0.0]), f, runs=400)
     assert below == pytest.approx(1.0)
     assert above == pytest.approx(0.0, abs=1e-12)
-    below, above = A.curve_gap_se(a, f + 2 * se, f, runs=400)
+    below, above = AA.curve_gap_se(a, f + 2 * se, f, runs=400)
     assert below == pytest.approx(-2.0) and above == pytest.approx(2.0)
 
 
@@ -300,3 +305,22 @@ def test_ideal_statistics_orientation():
     v = np.random.default_rng(1).normal(0, 1, (20000, 10))
     ref = A.step_llr(v, noise_multiplier=1.0, sampling_rate=0.2).sum(1)
     assert stats.ks_2samp(o, ref).pvalue > 1e-3
+
+
+def test_audit_cell_calibrates_sigma_then_repeats_the_audit(small_frame, small_table):
+    """One fig2 job: σ is the table's σ for ε, every repetition audits fresh runs with each method, and the
+    paper's audit at the first floor is audit_pld on the same seeded statistics (audit_many's stream)."""
+    from hsaudit.util.seeding import derive_seed
+
+    kw = dict(steps=20, sampling_rate=0.1, runs=500, repetitions=2, tail_floors=[0.01, 0.0], confidence=0.95, seed=3,
+              dataset_size=1e10, update="ascent", base_rule="half_width", base_sigmas=6.0, ideal_reference=True)
+    out = AA.audit_cell(small_frame, epsilon=4.0, **kw)
+    sigma = sigma_for_epsilon(4.0, small_table)
+    assert (out["noise_multiplier"] == sigma).all() and (out["epsilon"] == 4.0).all()
+    per_rep = {"paper": 2, "clopper_pearson": 1, "clopper_pearson_held_out": 1, "paper_ideal": 1}
+    assert out.groupby("method").size().to_dict() == {m: 2 * n for m, n in per_rep.items()}
+    c = A.Construction(noise_multiplier=sigma, sampling_rate=0.1, base_rule="half_width")
+    rng = np.random.default_rng(derive_seed(3, "annamalai", 20, 0.1, sigma, 1))
+    o0, o1 = A.simulate_statistics(rng, steps=20, runs=500, construction=c)
+    first = out[(out.method == "paper") & (out.repetition == 1) & (out.tail_floor == 0.01)]
+    assert first["epsilon_emp"].item() == audit_pld(o0, o1, small_table, tail_floor=0.01)

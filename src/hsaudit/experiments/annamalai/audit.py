@@ -1,0 +1,329 @@
+"""Annamalai, "It's Our Loss": the audits of the construction (:mod:`hsaudit.experiments.annamalai.construction`)
+and the tables its figures draw.
+
+* :func:`pld_table` — the calibration table of the PLD trade-off curves of T composed Poisson-subsampled
+  Gaussians (all iterates released), tabulated over σ once; its array form and interpolation
+  (:class:`hsaudit.accounting.PldTable`, :func:`hsaudit.accounting.sigma_for_epsilon`,
+  :func:`hsaudit.accounting.pld_tradeoff`) are accounting-side.
+* :func:`audit_many` — repetitions of the paper's audit (Algorithm 2; no confidence intervals) and its
+  Clopper–Pearson variants (every threshold, and the valid held-out rule), through the one auditor
+  (:meth:`hsaudit.audit.auditor.Auditor.pld_curve`, i.e. :func:`hsaudit.audit.audit_pld`); the σ̂ audit is
+  :func:`hsaudit.audit.audit_pld_sigma`. :func:`audit_cell` is one audit job of fig2 (σ calibrated to ε first).
+  The linear-loss curve they are compared with is :func:`hsaudit.accounting.last_iterate.linear_tradeoff`
+  (Steinke et al.'s mixture of Gaussians).
+* :func:`fig1_table` — Figure 1's observed rates beside the PLD and linear-loss curves.
+
+This module imports the audit and accounting layers (and the construction's simulation) only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from hsaudit.accounting import last_iterate as H
+from hsaudit.accounting.gaussian import PldTable, default_epsilon_grid, sigma_for_epsilon, tradeoff_from_deltas
+from hsaudit.accounting.last_iterate import delta_curve, linear_tradeoff
+from hsaudit.audit.auditor import Auditor, HeldOut
+from hsaudit.audit.gdp import observed_rates
+from hsaudit.experiments.annamalai.construction import (
+    BaseRule,
+    Construction,
+    Update,
+    ideal_statistics,
+    simulate_statistics,
+)
+from hsaudit.util.seeding import derive_seed
+
+# ------------------------------------------------------------------------------------------ PLD table
+
+
+def pld_table(
+    *,
+    steps: int,
+    sampling_rate: float,
+    delta: float,
+    epsilon_range: tuple[float, float] = (0.3, 25.0),
+    n_sigmas: int = 60,
+    epsilon_grid: npt.ArrayLike | None = None,
+    value_discretization_interval: float = 1e-3,
+) -> pd.DataFrame:
+    """ε(σ) at δ and δ(ε′) on a grid, for σ log-spaced over the range mapping to ``epsilon_range``.
+
+    This is the calibration table (computed once per (q, T) and cached by the workflow): σ for a target ε is
+    then found by interpolation (:func:`hsaudit.accounting.gaussian.sigma_for_epsilon`) and the trade-off curve at any σ by interpolating
+    log δ(ε′) between neighbouring rows (:func:`hsaudit.accounting.gaussian.pld_tradeoff`).
+
+    Returns:
+        Tidy frame with columns sigma, epsilon_at_delta, eps_prime, delta_prime.
+    """
+    if epsilon_grid is None:
+        epsilon_grid = default_epsilon_grid()
+    eg = np.asarray(epsilon_grid, dtype=float)
+    f = lambda s: H.standard_epsilon(
+        delta,
+        steps=steps,
+        sampling_rate=sampling_rate,
+        noise_multiplier=s,  # noqa: E731
+        value_discretization_interval=value_discretization_interval,
+    )
+    s_hi = H.calibrate(f, epsilon_range[0], lo=0.1, hi=50.0, rtol=1e-4)
+    s_lo = H.calibrate(f, epsilon_range[1], lo=0.05, hi=s_hi, rtol=1e-4, start=s_hi / 4)
+    rows = []
+    for s in np.geomspace(s_lo, s_hi, n_sigmas):
+        pld = H.standard_pld(
+            steps=steps,
+            sampling_rate=sampling_rate,
+            noise_multiplier=float(s),
+            value_discretization_interval=value_discretization_interval,
+        )
+        eps_at = float(pld.get_epsilon_for_delta(delta))
+        d = np.asarray(pld.get_delta_for_epsilon(eg), dtype=float)
+        rows.append(pd.DataFrame({"sigma": float(s), "epsilon_at_delta": eps_at, "eps_prime": eg, "delta_prime": d}))
+    out = pd.concat(rows, ignore_index=True)
+    out["steps"] = steps
+    out["sampling_rate"] = sampling_rate
+    out["delta"] = delta
+    return out
+
+
+# ------------------------------------------------------------------------------------------ audit
+
+
+def audit_many(
+    *,
+    steps: int,
+    sampling_rate: float,
+    noise_multiplier: float,
+    runs: int,
+    repetitions: int,
+    table: PldTable,
+    tail_floors: list[float],
+    confidence: float,
+    seed: int,
+    dataset_size: float = 1e10,
+    update: Update = "ascent",
+    base_rule: BaseRule = "three_sigma",
+    base_sigmas: float = 6.0,
+    ideal_reference: bool = False,
+    key: tuple = (),
+) -> pd.DataFrame:
+    """Repeat the audit: per repetition, the paper's audit at every tail floor, the Clopper–Pearson one over every
+    threshold (``clopper_pearson``: not a valid bound) and the valid held-out one (``clopper_pearson_held_out``).
+
+    Every row also carries the encoding base P, its rule, and the wrap rates of that repetition (fraction of runs
+    on D and on D′ in which some step's value left the decoding window ±P/2; :func:`simulate_statistics`).
+    The random streams do not depend on ``base_rule``: both rules see the same batches and noise. With
+    ``ideal_reference`` a row ``method="paper_ideal"`` audits Σ_k λ(v_k) of freshly drawn raw per-step values
+    (:func:`ideal_statistics`) at the first tail floor, the same R.
+    """
+    c = Construction(
+        noise_multiplier=noise_multiplier,
+        sampling_rate=sampling_rate,
+        dataset_size=dataset_size,
+        base_rule=base_rule,
+        base_sigmas=base_sigmas,
+    )
+    rows = []
+    paper = Auditor(confidence=confidence)  # every threshold's CP point: a max over thresholds, not valid
+    for r in range(repetitions):
+        rng = np.random.default_rng(derive_seed(seed, "annamalai", *key, steps, sampling_rate, noise_multiplier, r))
+        wraps: dict = {}
+        o, o1 = simulate_statistics(rng, steps=steps, runs=runs, construction=c, update=update, wraps=wraps)
+        for fl in tail_floors:
+            rows.append(
+                {
+                    "repetition": r,
+                    "method": "paper",
+                    "tail_floor": fl,
+                    "epsilon_emp": paper.pld_curve(o, o1, table, bounded=False, tail_floor=fl),
+                    **wraps,
+                }
+            )
+        rows.append(
+            {
+                "repetition": r,
+                "method": "clopper_pearson",  # every threshold's CP point: a max over thresholds, not valid
+                "tail_floor": math.nan,
+                "epsilon_emp": paper.pld_curve(o, o1, table),
+                **wraps,
+            }
+        )
+        # The valid rule (issue 17 §1): one threshold chosen on half of the runs, its CP point from the others.
+        rows.append(
+            {
+                "repetition": r,
+                "method": "clopper_pearson_held_out",
+                "tail_floor": math.nan,
+                "epsilon_emp": Auditor(confidence=confidence, rule=HeldOut(seed=derive_seed(
+                    seed, "annamalai-select", *key, steps, r))).pld_curve(o, o1, table),  # fmt: skip
+                **wraps,
+            }
+        )
+        if ideal_reference:
+            # The same audit on the statistic the construction aims to carry, Σ_k λ(v_k) of the raw per-step values
+            # (no encoding, no rounding, no wraps): what the audit gives when the construction loses nothing.
+            i0, i1 = ideal_statistics(
+                rng, steps=steps, runs=runs, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier
+            )
+            rows.append(
+                {
+                    "repetition": r,
+                    "method": "paper_ideal",
+                    "tail_floor": tail_floors[0],
+                    "epsilon_emp": paper.pld_curve(i0, i1, table, bounded=False, tail_floor=tail_floors[0]),
+                }
+            )
+    out = pd.DataFrame(rows)
+    out["sampling_rate"] = sampling_rate
+    out["steps"] = steps
+    out["noise_multiplier"] = noise_multiplier
+    out["update"] = update
+    out["base_rule"] = base_rule
+    out["encoding_base"] = c.base
+    out["confidence"] = confidence
+    out["runs_per_world"] = runs
+    return out
+
+
+def audit_cell(
+    table: pd.DataFrame,
+    *,
+    epsilon: float,
+    steps: int,
+    sampling_rate: float,
+    runs: int,
+    repetitions: int,
+    tail_floors: Sequence[float],
+    confidence: float,
+    seed: int,
+    dataset_size: float,
+    update: Update,
+    base_rule: BaseRule,
+    base_sigmas: float,
+    ideal_reference: bool,
+) -> pd.DataFrame:
+    """One audit job of fig2: σ calibrated to ``epsilon`` on the (q, T) calibration table (:func:`pld_table`'s frame),
+    then :func:`audit_many` at that σ; every row carries the theoretical ``epsilon``."""
+    pld = PldTable.from_frame(table)
+    sigma = sigma_for_epsilon(float(epsilon), pld)
+    audits = audit_many(
+        steps=int(steps),
+        sampling_rate=float(sampling_rate),
+        noise_multiplier=sigma,
+        runs=int(runs),
+        repetitions=int(repetitions),
+        table=pld,
+        tail_floors=[float(f) for f in tail_floors],
+        confidence=confidence,
+        seed=seed,
+        dataset_size=float(dataset_size),
+        update=update,
+        base_rule=base_rule,
+        base_sigmas=float(base_sigmas),
+        ideal_reference=bool(ideal_reference),
+    )
+    audits["epsilon"] = float(epsilon)
+    return audits
+
+
+# ------------------------------------------------------------------------------------------ figures' tables
+
+
+def fig1_table(
+    settings: list[dict],
+    *,
+    runs: int,
+    delta: float,
+    seed: int,
+    dataset_size: float = 1e10,
+    update: Update = "ascent",
+    value_discretization_interval: float = 1e-3,
+    curve_points: int = 400,
+    base_rule: BaseRule = "three_sigma",
+    base_sigmas: float = 6.0,
+) -> pd.DataFrame:
+    """Figure 1: per setting (σ, q, T), the observed (FPR, FNR) of one audit, the PLD trade-off curve (all
+    iterates) and the exact linear-loss curve; with the ε of both at δ in columns.
+
+    Columns ``max_below_se`` / ``max_above_se`` measure how close the observations lie to the PLD curve f:
+    the largest (f(α) − β)/se and (β − f(α))/se over the observed points with 0 < f(α) < 1, in binomial standard
+    errors se = √(f(α)(1 − f(α))/R) of an FNR estimated from R runs (:func:`curve_gap_se`).
+    """
+    frames = []
+    alpha_grid = np.unique(np.concatenate([np.geomspace(1e-5, 1.0, curve_points), np.linspace(0, 1, curve_points)]))
+    eg = default_epsilon_grid()
+    for st in settings:
+        sig, q, t = float(st["noise_multiplier"]), float(st["sampling_rate"]), int(st["steps"])
+        c = Construction(
+            noise_multiplier=sig,
+            sampling_rate=q,
+            dataset_size=dataset_size,
+            base_rule=base_rule,
+            base_sigmas=base_sigmas,
+        )
+        rng = np.random.default_rng(derive_seed(seed, "annamalai-fig1", st["name"], sig, q, t))
+        o, o1 = simulate_statistics(rng, steps=t, runs=runs, construction=c, update=update)
+        a_obs, b_obs = observed_rates(o, o1)
+        deltas = delta_curve(
+            steps=t,
+            sampling_rate=q,
+            noise_multiplier=sig,
+            epsilons=eg,
+            value_discretization_interval=value_discretization_interval,
+        )
+        pld_curve = tradeoff_from_deltas(alpha_grid, eg, deltas)
+        below, above = curve_gap_se(a_obs, b_obs, tradeoff_from_deltas(a_obs, eg, deltas), runs=runs)
+        lin_curve = linear_tradeoff(alpha_grid, steps=t, sampling_rate=q, noise_multiplier=sig)
+        meta = {
+            "setting": st["name"],
+            "noise_multiplier": sig,
+            "sampling_rate": q,
+            "steps": t,
+            "epsilon_all_iterates": H.standard_epsilon(
+                delta,
+                steps=t,
+                sampling_rate=q,
+                noise_multiplier=sig,
+                value_discretization_interval=value_discretization_interval,
+            ),
+            "epsilon_linear": H.heuristic_epsilon(delta, steps=t, sampling_rate=q, noise_multiplier=sig),
+            "delta": delta,
+            "runs_per_world": runs,
+            "encoding_base": c.base,
+            "max_below_se": below,
+            "max_above_se": above,
+        }
+        frames += [
+            pd.DataFrame({**meta, "curve": "observed", "fpr": a_obs, "fnr": b_obs}),
+            pd.DataFrame({**meta, "curve": "pld_all_iterates", "fpr": alpha_grid, "fnr": pld_curve}),
+            pd.DataFrame({**meta, "curve": "linear_loss", "fpr": alpha_grid, "fnr": lin_curve}),
+        ]
+    return pd.concat(frames, ignore_index=True)
+
+
+def curve_gap_se(alpha: npt.ArrayLike, beta: npt.ArrayLike, curve: npt.ArrayLike, *, runs: int) -> tuple[float, float]:
+    """Largest gaps of observed points (α, β) below and above a trade-off curve f, in binomial standard errors.
+
+    Args:
+        alpha: observed FPRs.
+        beta: observed FNRs.
+        curve: f(α) at the same points.
+        runs: R, the number of runs each FNR is estimated from.
+
+    Returns:
+        ``(max (f(α) − β)/se, max (β − f(α))/se)`` over the points with 0 < f(α) < 1, se = √(f(α)(1 − f(α))/R);
+        NaN when no point qualifies.
+    """
+    a, b, f = (np.asarray(x, dtype=float) for x in (alpha, beta, curve))
+    if runs < 1:
+        raise ValueError(f"runs must be >= 1, got {runs}")
+    keep = (f > 0) & (f < 1) & (a > 0)
+    if not keep.any():
+        return math.nan, math.nan
+    z = (f[keep] - b[keep]) / np.sqrt(f[keep] * (1 - f[keep]) / runs)
+    return float(z.max()), float((-z).max())
