@@ -97,8 +97,10 @@ def test_the_checks_can_fail(tmp_path, monkeypatch):
 
 
 # The layers of the package, bottom first (src/hsaudit/__init__.py): a module may import its own layer and the
-# layers below it, never one above; a paper's package never imports another paper's.
+# layers below it, never one above; a paper's package never imports another paper's (the modules every experiment
+# package shares, SHARED, are no paper's).
 LAYERS = ("util", "accounting", "audit", "engine", "data", "experiments", "pipeline", "cli")
+SHARED = ("plotting", "plans")
 
 
 def _layer(module: str) -> tuple[int, str]:
@@ -112,7 +114,7 @@ def _layer(module: str) -> tuple[int, str]:
         return -1, ""
     if len(parts) < 2 or parts[1] not in LAYERS:
         return len(LAYERS), ""
-    paper = parts[2] if parts[1] == "experiments" and len(parts) > 2 and parts[2] != "plotting" else ""
+    paper = parts[2] if parts[1] == "experiments" and len(parts) > 2 and parts[2] not in SHARED else ""
     return LAYERS.index(parts[1]), paper
 
 
@@ -141,4 +143,72 @@ def test_the_layer_check_can_fail():
     assert _layer_violations(graph) == [
         "hsaudit.audit.gdp (audit) imports hsaudit.engine.dpsgd from above",
         "hsaudit.experiments.yoon.plan imports another paper's hsaudit.experiments.cebere.plan",
+    ]
+
+
+# The shape of every experiment package (hsaudit.experiments.plans): what a training job runs (a ``train`` module,
+# or the modules of a ``train`` package) imports the engine, data and util layers only; what turns scores into
+# tables (``audit``) the audit, accounting and util layers only. A module of its own package that such a module
+# imports is held to the same rule (a sibling cannot carry another layer in), and is never the package's plan,
+# figures or other side: so a plan, figure or audit edit never retrains, and an engine edit never reruns an audit.
+SIDES = {"train": ("engine", "data", "util"), "audit": ("audit", "accounting", "util")}
+
+
+def _side(module: str) -> tuple[str, str] | None:
+    """(side, package) of ``hsaudit.experiments.<package>.<side>[...]``, None for any other module."""
+    parts = module.split(".")
+    if len(parts) > 3 and parts[1] == "experiments" and parts[2] not in SHARED and parts[3] in SIDES:
+        return parts[3], ".".join(parts[:3])
+    return None
+
+
+def _side_violations(graph: dict[str, set[str]]) -> list[str]:
+    bad = set()
+    for module in graph:
+        found = _side(module)
+        if found is None:
+            continue
+        side, package = found
+        allowed = SIDES[side]
+        seen, stack = {module}, [module]
+        while stack:
+            node = stack.pop()
+            for target in graph.get(node, ()):
+                if target == "hsaudit" or target == package:
+                    continue
+                if target.startswith(package + "."):
+                    part = target[len(package) + 1 :].split(".")[0]
+                    if part in ("plan", "figures", *(s for s in SIDES if s != side)):
+                        bad.add(f"{module} ({side}) reaches {target} (via {node})")
+                    elif target not in seen:
+                        seen.add(target)
+                        stack.append(target)
+                elif target.split(".")[1] not in allowed:
+                    bad.add(f"{module} ({side}) reaches {target} (via {node}): only {', '.join(allowed)}")
+    return sorted(bad)
+
+
+def test_train_and_audit_modules_import_their_layers_only():
+    assert _side_violations(_imports(_modules())[0]) == []
+
+
+def test_the_side_check_can_fail():
+    graph = {
+        "hsaudit.experiments.yoon.train": {"hsaudit.engine.dpsgd", "hsaudit.experiments.yoon.helpers"},
+        "hsaudit.experiments.yoon.helpers": {"hsaudit.audit.auditor", "hsaudit.experiments.yoon.plan"},
+        "hsaudit.experiments.yoon.audit": {"hsaudit.audit.auditor", "hsaudit.util.seeding"},
+        "hsaudit.experiments.annamalai.audit": {"hsaudit.engine.psg", "hsaudit.experiments.plans",
+                                                "hsaudit.experiments.annamalai.train"},
+    }
+    assert _side_violations(graph) == [
+        "hsaudit.experiments.annamalai.audit (audit) reaches hsaudit.engine.psg (via hsaudit.experiments.annamalai.audit):"
+        " only audit, accounting, util",
+        "hsaudit.experiments.annamalai.audit (audit) reaches hsaudit.experiments.annamalai.train (via "
+        "hsaudit.experiments.annamalai.audit)",
+        "hsaudit.experiments.annamalai.audit (audit) reaches hsaudit.experiments.plans (via "
+        "hsaudit.experiments.annamalai.audit): only audit, accounting, util",
+        "hsaudit.experiments.yoon.train (train) reaches hsaudit.audit.auditor (via hsaudit.experiments.yoon.helpers):"
+        " only engine, data, util",
+        "hsaudit.experiments.yoon.train (train) reaches hsaudit.experiments.yoon.plan (via "
+        "hsaudit.experiments.yoon.helpers)",
     ]

@@ -12,7 +12,7 @@ For A_L the canary (x*, y*) is appended to the batch of an inserted run at inser
 like any sample; the normaliser stays the nominal B.
 
 Full-batch DP-SGD (Yoon et al., docs/yoon.md: B = |D|, no sampling, D′ = D ∪ {canary}) needs no mode of its own:
-a schedule whose every row is all of D (:func:`hsaudit.experiments.yoon.populations.full_batch_schedule`), ``batch_size = n``, period 1
+a schedule whose every row is all of D (:func:`hsaudit.experiments.yoon.train.full_batch_schedule`), ``batch_size = n``, period 1
 and a canary :class:`~hsaudit.experiments.cebere.adversaries.Crafted` (``label_flip``) appends the canary to every step's batch and
 divides by |D| (tests/engine/test_full_batch.py).
 """
