@@ -10,6 +10,7 @@ import copy
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 import yaml
@@ -233,6 +234,34 @@ def test_unknown_canary():
     with pytest.raises(ValueError, match="canary must be one of"):
         train.make_canary("gold", model=MNIST, X=np.zeros((2, *SHAPE)), aux_X=None, aux_y=None, theta0=None,
                          mean=MEAN, std=STD, seed=0)
+
+
+# ------------------------------------------------------------------------------------------- one run
+
+
+def test_train_run_trains_every_role_with_its_own_noise(data):
+    """One training job: θ0 from the run's seed, the canary, then the crafting, audit and validation populations,
+    each the engine's full-batch worlds under its own noise key (the reference: train_worlds called directly)."""
+    X, y, aux_X, aux_y = data
+    spec = dict(model=MNIST, seed=5, data="k", shared_init=True, init="avg", init_bias=0.01, canary="blank",
+                blank_label=9, clip_norm=1.0, steps=2, lr=4.0, epsilon=10.0, models_per_world=2,
+                craft_models_per_world=3, validation_models_per_world=1)  # fmt: skip
+    arrays = dict(X=X, y=y, aux_X=aux_X, aux_y=aux_y, mean=MEAN, std=STD, data_source="mnist:synthetic")
+    out = train.train_run(spec, arrays, population_key="abc", run=1, noise_multiplier=0.5, device="cpu",
+                          progress=False)  # fmt: skip
+    theta0 = train.average_theta0(MNIST, seed=derive_seed(5, "yoon-theta0", "k", MNIST, "shared"), bias=0.01)
+    np.testing.assert_array_equal(out["theta0"], theta0)
+    assert train.Canary.from_arrays(out) == train.Canary("blank", out["canary_x"], 9, "zeros")
+    assert float(out["noise_multiplier"]) == 0.5 and out["data_source"] == "mnist:synthetic"
+    sizes = {"craft": 3, "audit": 2, "validation": 1}
+    for role, n in sizes.items():
+        theta, bits = train.train_worlds(model=MNIST, theta0=theta0, X=X, y=y, canary=blank(), models_per_world=n,
+                                         steps=2, lr=4.0, clip_norm=1.0, sigma=0.5, device="cpu",
+                                         noise_key=derive_seed(5, "yoon-noise", "abc", 1, role))  # fmt: skip
+        np.testing.assert_array_equal(out[f"{role}_theta"], theta)
+        np.testing.assert_array_equal(out["members" if role == "audit" else f"{role}_members"], bits)
+    assert "audit_members" not in out
+    assert not np.allclose(out["craft_theta"][:2], out["audit_theta"][:2])  # fresh noise per population
 
 
 # --------------------------------------------------------------------------------------------- crafting
@@ -664,3 +693,36 @@ def test_plan_data_splits_d_from_the_auxiliary_half(raw_config, tmp_path):
     assert not (flat_d[:, None, :] == flat_aux[None, :, :]).all(-1).any()
     np.testing.assert_allclose(d.mean, MEAN)
     np.testing.assert_allclose(d.scale, STD)
+
+
+# -------------------------------------------------------------------------------------- one audit job
+
+
+def test_craft_run_scores_every_model_and_audit_table_audits_each_block(data, theta0):
+    """An audit job: a_c, a_ude and a_ade at each margin crafted on the crafting population, every model of both
+    populations scored by −ℓ(x_a); one audit row per sample × split, each the GDP audit of its own block."""
+    X = data[0]
+    craft = worlds(data, theta0, models_per_world=3, sigma=0.5, noise_key=31)
+    held = worlds(data, theta0, models_per_world=2, sigma=0.5, noise_key=32)
+    run = {"craft_theta": craft[0], "craft_members": craft[1], "audit_theta": held[0], "members": held[1],
+           **blank().arrays()}  # fmt: skip
+    spec = {"craft": {"steps": 3, "lr": 0.05}, "access": "white", "margins": [0.1, 0.2]}
+    samples, scores = crafting.craft_run(run, {"X": X, "mean": MEAN, "std": STD}, spec=spec,
+                                         population={"model": MNIST, "seed": 0}, audit_key="k", run_index=4,
+                                         device="cpu")  # fmt: skip
+    assert [(s.adversary, s.margin) for s in samples][1:] == [("a_ude", 0.0), ("a_ade", 0.1), ("a_ade", 0.2)]
+    assert len(scores) == len(samples) * (6 + 4) and set(scores["run"]) == {4}
+    kw = dict(delta=1e-5, confidence=0.95, mode="paper", seed=0)
+    table = audit.audit_table(scores, crafting.sample_table(samples), access="white", facts={"dataset": "mnist"},
+                              **kw)  # fmt: skip
+    assert list(zip(table["adversary"], table["split"])) == [(a, s) for a in ("a_c", "a_ude", "a_ade", "a_ade")
+                                                             for s in crafting.SPLITS]  # fmt: skip
+    for row, sample in zip(table.itertuples(), [s for s in samples for _ in crafting.SPLITS]):
+        theta, bits = (craft if row.split == "same" else held)
+        expected = audit.audit_scores(crafting.sample_scores(MNIST, theta, sample, device="cpu"), bits, **kw)
+        assert row.epsilon == expected["epsilon"] and row.mu == expected["mu"]
+        assert row.objective_end == sample.objective_end or math.isnan(sample.objective_end)
+    assert list(table.columns[:5]) == ["run", "adversary", "margin", "split", "access"]
+    assert table.columns[-1] == "dataset" and table["access"].eq("white").all()
+    with pytest.raises(ValueError, match="one row per"):
+        audit.audit_table(scores, pd.concat([crafting.sample_table(samples)] * 2), access="white", **kw)

@@ -66,8 +66,11 @@ def audit_table(
     """
     if scores.empty:
         raise ValueError("the run has no scores")
-    key = scores[list(KEYS)].astype(str).agg("|".join, axis=1)
-    blocks = (key != key.shift()).cumsum()
+    changed = pd.Series(False, index=scores.index)
+    for column in KEYS:
+        now, before = scores[column], scores[column].shift()
+        changed |= ~((now == before) | (now.isna() & before.isna()))
+    blocks = changed.cumsum()
     sample_of = {}
     for record in samples.to_dict("records"):
         margin = record.pop("margin")
