@@ -10,7 +10,7 @@ Where the experiments come from:
   ``cifar10:`` sections, after the scale preset), so the estimate follows the config. Audits that several figures
   share are counted once in totals.
 - **Yoon et al.** (``yoon/fig2`` … ``yoon/fig8``, ``yoon/table1``, ``yoon/crafting``): the populations of the plan
-  its rules read (:attr:`hsaudit.experiments.yoon.plan.YoonPlan.populations`): one row per population (crafting,
+  its rules read (``populations`` of :class:`hsaudit.experiments.yoon.plan.YoonPlan`): one row per population (crafting,
   held-out and validation populations of every run) with full-batch steps of |D| + 1 examples, plus the black-box
   surrogates (:func:`yoon_populations`).
 - Analytic / 1-D experiments (Section 6 process, Steinke, Annamalai): no training; listed as simulations
@@ -304,7 +304,7 @@ def from_plan(population: plans.Population, *, section: str) -> Population:
 
 def yoon_populations(config: Mapping[str, Any]) -> list[Population]:
     """The Yoon et al. populations of the config: those of the plan its rules read
-    (:attr:`hsaudit.experiments.yoon.plan.YoonPlan.populations`; every figure of the section, shared populations
+    (``populations`` of :class:`hsaudit.experiments.yoon.plan.YoonPlan`; every figure of the section, shared populations
     once)."""
     if not config.get("yoon"):
         return []

@@ -3,7 +3,7 @@
 Every figure function has the signature ``fn(table, *, pdf, csv, facts)`` and is listed in :data:`FIGURES`; each
 writes ``X.pdf`` (with the provenance footer) and ``X.csv`` (every plotted number, tidy). ``facts``: the keyword
 arguments of :func:`hsaudit.experiments.plotting.footer_text` (``scale``, ``code_version``), and for fig2 its
-options ``tail_floor`` and ``base_rule`` (:attr:`hsaudit.experiments.annamalai.plan.AnnamalaiPlan.figures`)."""
+options ``tail_floor`` and ``base_rule`` (``figures`` of :class:`hsaudit.experiments.annamalai.plan.AnnamalaiPlan`)."""
 
 from __future__ import annotations
 

@@ -2,11 +2,11 @@
 surrogates, and the scores of every model.
 
 x_a starts at the canary, every pixel is free, the label stays the canary's; the objectives are the paper's UDE
-and ADE (:func:`objective`), minimised on the whole crafting population as a :class:`~hsaudit.experiments.yoon.recipe.CraftRecipe`
-says (:func:`craft_sample`). In the black box, the models are replaced by surrogates distilled from their output
-probabilities (:func:`distill_surrogates`). A model's score is −ℓ(model(x_a), y_c) (:func:`sample_scores`; higher ⇒
-trained on D′). :func:`craft_run` is what an audit job runs before :mod:`hsaudit.experiments.yoon.audit` audits the
-scores.
+and ADE (:func:`objective`), minimised on the whole crafting population as a
+:class:`~hsaudit.experiments.yoon.recipe.CraftRecipe` says (:func:`craft_sample`). In the black box, the models are
+replaced by surrogates distilled from their output probabilities (:func:`distill_surrogates`). A model's score is
+−ℓ(model(x_a), y_c) (:func:`sample_scores`; higher ⇒ trained on D′). :func:`craft_run` is what an audit job runs
+before :mod:`hsaudit.experiments.yoon.audit` audits the scores.
 
 A module of its own, beside :mod:`hsaudit.experiments.yoon.train`: it imports the engine (losses and gradients of
 the models) but no training job imports it, so editing the crafting reruns the audits and never a population.
@@ -261,7 +261,7 @@ def distill_surrogates(
 
 
 def sample_scores(model: str, theta: npt.ArrayLike, sample: CraftedSample, *, device=None) -> np.ndarray:
-    """The score of every model ``theta`` ``[m, p]``: −ℓ(model(x_a), y) (higher ⇒ trained on D′), float64 ``[m]``."""
+    """The score of every model ``theta`` ``[m, p]``: −ℓ(model(x_a), y) (higher ⇒ trained on D′), float64."""
     return -sample_losses(model, theta, sample.x, sample.y, device=device)
 
 
@@ -288,7 +288,7 @@ def craft_run(
     Args:
         run: the run's arrays (:func:`hsaudit.experiments.yoon.train.train_run`).
         data: the prepared data (``X``, ``mean``, ``std``).
-        spec: the audit's values (:attr:`hsaudit.experiments.yoon.plan.YoonPlan.audits`); population: its
+        spec: the audit's values (``audits`` of :class:`hsaudit.experiments.yoon.plan.YoonPlan`); population: its
             population's training values.
         audit_key: the audit's key and ``run_index`` the run's index (they seed the surrogates).
 
@@ -334,8 +334,9 @@ def craft_run(
         for split in SPLITS:
             key, bits = scored[split]
             s = sample_scores(model, run[key], sample, device=device)
-            frames.append(pd.DataFrame({"run": run_index, "adversary": sample.adversary, "margin": margin, "split": split,
-                                        "model_index": np.arange(s.size), "member": bits, "score": s}))  # fmt: skip
+            frames.append(pd.DataFrame({"run": run_index, "adversary": sample.adversary, "margin": margin,
+                                        "split": split, "model_index": np.arange(s.size), "member": bits,
+                                        "score": s}))  # fmt: skip
     return samples, pd.concat(frames, ignore_index=True)
 
 

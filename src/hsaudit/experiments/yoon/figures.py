@@ -4,7 +4,8 @@ Input (the contract with ``workflow/scripts/plot_yoon.py``): the concatenation o
 (``results/yoon/audits/<key>/run<r>.csv``, :func:`runs_table`). Every row is one audit of one run: a setting
 (dataset, canary, init, clip_norm C, access, epsilon_theory ε, the crafting recipe's name ``craft_recipe`` and
 options ``recipe``) × adversary (``a_c``: the canary itself; ``a_ude`` / ``a_ade``: a sample crafted from it,
-``a_ade`` at margin α) × split (``held-out``: x_a crafted on one population and scored on a fresh one, a valid audit; ``same``: crafted and scored on the same models, the paper's reading), with ε̂ (``epsilon``,
+``a_ade`` at margin α) × split (``held-out``: x_a crafted on one population and scored on a fresh one, a valid
+audit; ``same``: crafted and scored on the same models, the paper's reading), with ε̂ (``epsilon``,
 at δ), μ̂ (``mu``) and the provenance columns (models_per_world, data_source, mode, confidence, delta). fig2 also
 takes the per-model scores (run, adversary, margin, split, model_index, member, score; score = −loss; member = 1
 for the models M′ trained on D′ = D ∪ {canary}), each row with its audit row's columns (:func:`with_scores`).

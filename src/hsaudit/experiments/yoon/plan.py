@@ -303,7 +303,8 @@ def _populations(data, trainings, audits, figures, *, gpu: bool) -> tuple[Popula
         n = int(pop["models_per_world"])
         per_run = 2 * (int(pop.get("craft_models_per_world") or n) + n + int(pop.get("validation_models_per_world", 0)))
         out.append(Population(
-            root=f"results/yoon/models/{key}", figures=tuple(figs), model=pop["model"], models=per_run * runs[kind, key],
+            root=f"results/yoon/models/{key}", figures=tuple(figs), model=pop["model"],
+            models=per_run * runs[kind, key],
             steps=int(pop["steps"]), batch=d + 1, gpu=gpu, role="full-batch DP-SGD",
             detail=f"{pop['dataset']} eps={pop['epsilon']:g} {pop['canary']} init={pop['init']} "
             f"C={pop['clip_norm']:g} |D|={d} N={n}",

@@ -304,10 +304,10 @@ def train_run(
     device: str | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """One run of a population: θ0 (θ_avg, or θ_worst pre-trained), the canary, and the run's populations (:data:`ROLES`).
+    """One run of a population: θ0 (θ_avg or θ_worst), the canary and the run's populations (:data:`ROLES`).
 
     Args:
-        spec: the population's training values (:attr:`hsaudit.experiments.yoon.plan.YoonPlan.trainings`).
+        spec: the population's training values (``trainings`` of :class:`hsaudit.experiments.yoon.plan.YoonPlan`).
         data: the prepared data (``X``, ``y``, ``aux_X``, ``aux_y``, ``mean``, ``std``, ``data_source``).
         population_key: the population's key (it seeds the noise); run: the run index.
         noise_multiplier: σ, calibrated by the plan (this module imports no accountant).
