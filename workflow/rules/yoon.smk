@@ -1,7 +1,7 @@
 # Yoon, Jeung & No: adversarial-sample audits of the final model of full-batch DP-SGD (hsaudit.experiments.yoon,
 # docs/yoon.md). The plan (hsaudit.experiments.yoon.plan.plan) keys every job: data → one job per run training its
 # populations (GPU-sized at paper scale) → one job per run crafting and auditing its samples → the figures.
-from hsaudit.experiments.yoon.plan import figure_outputs
+from hsaudit.experiments.yoon.plan import figure_outputs as yoon_figure_outputs
 from hsaudit.experiments.yoon.plan import plan as yoon_plan
 
 YOON = yoon_plan(config)
@@ -96,8 +96,8 @@ for _target in YOON.targets:
                 caption=f"../report/yoon_{_figure}.rst",
                 category="Yoon et al.",
             ),
-            csv=figure_outputs(_figure)[1],
-            runs=figure_outputs(_figure)[2],
+            csv=yoon_figure_outputs(_figure)[1],
+            runs=yoon_figure_outputs(_figure)[2],
         log:
             log_path(f"yoon/plot_yoon_{_figure}"),
         conda:

@@ -14,7 +14,7 @@ Where the experiments come from:
   held-out and validation populations of every run) with full-batch steps of |D| + 1 examples, plus the black-box
   surrogates (:func:`yoon_populations`).
 - Analytic / 1-D experiments (Section 6 process, Steinke, Annamalai): no training; listed as simulations
-  (Annamalai's from its plan's targets, :func:`simulation_figures`).
+  (Annamalai's: the untrained targets of its plan, :func:`hsaudit.experiments.annamalai.plan.plan`).
 
 Cost model: seconds per model-step scale linearly with the batch size from the calibration batch; a model
 trains ``steps`` DP-SGD steps with per-sample gradients, clipping and noise. Calibration rows say whether they
@@ -32,9 +32,6 @@ from pathlib import Path
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
-
-from hsaudit.experiments import plans
-
 
 DEVICES = ("cpu", "gpu")
 
@@ -215,23 +212,12 @@ class Population:
         return self.model_steps * per_step / 3600.0
 
 
-# Figures without trained models (simulate → audit → plot), by config section (and those of the plans that
-# list their own, :func:`simulation_figures`).
+# Figures without trained models (simulate → audit → plot), by config section (Annamalai's figures are targets of
+# its plan).
 SIMULATION_FIGURES = {
     "section6": ("fig3", "fig6b", "fig6c", "fig10", "fig14"),
     "steinke": ("steinke/fig1", "steinke/fig3", "steinke/fig5", "steinke/fig6"),
 }
-
-
-def simulation_figures(config: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
-    """Figures without trained models, by config section: :data:`SIMULATION_FIGURES` and the untrained targets of
-    the Annamalai plan (:func:`hsaudit.experiments.annamalai.plan.plan`)."""
-    out = dict(SIMULATION_FIGURES)
-    if config.get("annamalai"):
-        from hsaudit.experiments.annamalai.plan import plan as annamalai_plan
-
-        out["annamalai"] = tuple(t.id for t in annamalai_plan(config).targets if not t.trained)
-    return out
 
 # Figures assembled from other figures' audits: fig1 = CIFAR-10 panels (a, b) + the Housing panel (c).
 ASSEMBLED = {"fig1": ("fig1c",)}
@@ -285,21 +271,31 @@ def trained_populations(config: Mapping[str, Any]) -> list[Population]:
     return out
 
 
-def from_plan(population: plans.Population, *, section: str) -> Population:
-    """The priced row of a plan's population (:class:`hsaudit.experiments.plans.Population`), keyed by its root."""
+def _from_plan(pop: Any) -> Population:
+    """A plan's :class:`hsaudit.experiments.plans.Population` as a row of this table (its section is the directory
+    below ``results/`` its root lives in; its key, the root)."""
     return Population(
-        figures=population.figures,
-        section=section,
-        adversary=population.role,
-        model=population.model,
-        models=int(population.models),
-        steps=int(population.steps),
-        batch=int(population.batch),
-        device="gpu" if population.gpu else "cpu",
-        key=(population.root,),
-        detail=population.detail,
-        cost_factor=population.cost_factor,
+        figures=tuple(pop.figures),
+        section=pop.root.split("/")[1],
+        adversary=pop.role,
+        model=pop.model,
+        models=int(pop.models),
+        steps=int(pop.steps),
+        batch=int(pop.batch),
+        device="gpu" if pop.gpu else "cpu",
+        key=(pop.root,),
+        detail=pop.detail,
+        cost_factor=float(pop.cost_factor),
     )
+
+
+def _plan_targets(config: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The targets of the plans that list theirs (Annamalai)."""
+    if not config.get("annamalai"):
+        return ()
+    from hsaudit.experiments.annamalai.plan import plan as annamalai_plan
+
+    return annamalai_plan(config).targets
 
 
 def yoon_populations(config: Mapping[str, Any]) -> list[Population]:
@@ -310,7 +306,7 @@ def yoon_populations(config: Mapping[str, Any]) -> list[Population]:
         return []
     from hsaudit.experiments.yoon.plan import plan as yoon_plan
 
-    return [from_plan(pop, section="yoon") for pop in yoon_plan(config).populations]
+    return [_from_plan(pop) for pop in yoon_plan(config).populations]
 
 
 def steinke_populations(config: Mapping[str, Any]) -> list[Population]:
@@ -469,7 +465,8 @@ def figure_id(target: str) -> str:
 def known_figures(config: Mapping[str, Any]) -> list[str]:
     """Every figure (and table) id that :func:`plan` accepts."""
     figs = {f for a in all_populations(config) for f in a.figures}
-    figs.update(f for group in simulation_figures(config).values() for f in group)
+    figs.update(f for group in SIMULATION_FIGURES.values() for f in group)
+    figs.update(t.id for t in _plan_targets(config))
     figs.update(ASSEMBLED)
     figs.update(TABLES)
     return sorted(figs)
@@ -519,9 +516,9 @@ def plan(targets: Iterable[str], config: Mapping[str, Any]) -> CostPlan:
         wanted.append(fig)
         wanted.extend(ASSEMBLED.get(fig, ()))
     chosen = tuple(a for a in populations if set(a.figures) & set(wanted))
-    sims = tuple(
-        f for group in simulation_figures(config).values() for f in group if f in wanted
-    )
+    planned = _plan_targets(config)
+    simulated = [t.id for t in planned if not t.trained] + [f for g in SIMULATION_FIGURES.values() for f in g]
+    sims = tuple(f for f in simulated if f in wanted)
     return CostPlan(targets=targets, populations=chosen, simulations=sims)
 
 
