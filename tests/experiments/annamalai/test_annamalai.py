@@ -307,20 +307,27 @@ def test_ideal_statistics_orientation():
     assert stats.ks_2samp(o, ref).pvalue > 1e-3
 
 
-def test_audit_cell_calibrates_sigma_then_repeats_the_audit(small_frame, small_table):
-    """One fig2 job: σ is the table's σ for ε, every repetition audits fresh runs with each method, and the
-    paper's audit at the first floor is audit_pld on the same seeded statistics (audit_many's stream)."""
+def test_repeated_audits_of_the_seeded_statistics(small_frame, small_table):
+    """One fig2 job: σ is the table's σ for ε; every repetition's statistics come from their own seeded stream (the
+    same as a direct simulation), and each method audits them: the paper's audit at every floor is audit_pld."""
     from hsaudit.util.seeding import derive_seed
 
-    kw = dict(steps=20, sampling_rate=0.1, runs=500, repetitions=2, tail_floors=[0.01, 0.0], confidence=0.95, seed=3,
-              dataset_size=1e10, update="ascent", base_rule="half_width", base_sigmas=6.0, ideal_reference=True)
-    out = AA.audit_cell(small_frame, epsilon=4.0, **kw)
-    sigma = sigma_for_epsilon(4.0, small_table)
-    assert (out["noise_multiplier"] == sigma).all() and (out["epsilon"] == 4.0).all()
-    per_rep = {"paper": 2, "clopper_pearson": 1, "clopper_pearson_held_out": 1, "paper_ideal": 1}
-    assert out.groupby("method").size().to_dict() == {m: 2 * n for m, n in per_rep.items()}
+    table, sigma = AA.calibrate(small_frame, epsilon=4.0)
+    assert sigma == sigma_for_epsilon(4.0, small_table)
     c = A.Construction(noise_multiplier=sigma, sampling_rate=0.1, base_rule="half_width")
+    reps = A.repeated_statistics(c, steps=20, runs=500, repetitions=2, seed=3, ideal_reference=True)
     rng = np.random.default_rng(derive_seed(3, "annamalai", 20, 0.1, sigma, 1))
     o0, o1 = A.simulate_statistics(rng, steps=20, runs=500, construction=c)
-    first = out[(out.method == "paper") & (out.repetition == 1) & (out.tail_floor == 0.01)]
-    assert first["epsilon_emp"].item() == audit_pld(o0, o1, small_table, tail_floor=0.01)
+    np.testing.assert_array_equal(reps[1].out, o0)
+    np.testing.assert_array_equal(reps[1].inside, o1)
+    assert reps[1].ideal is not None and set(reps[1].wraps) == {"wrap_rate_out", "wrap_rate_in"}
+    out = AA.audit_repetitions(reps, table=table, tail_floors=[0.01, 0.0], confidence=0.95, seed=3, steps=20)
+    per_rep = {"paper": 2, "clopper_pearson": 1, "clopper_pearson_held_out": 1, "paper_ideal": 1}
+    assert out.groupby("method").size().to_dict() == {m: 2 * n for m, n in per_rep.items()}
+    assert (out["noise_multiplier"] == sigma).all() and (out["encoding_base"] == c.base).all()
+    assert (out["runs_per_world"] == 500).all() and (out["base_rule"] == "half_width").all()
+    for floor in (0.01, 0.0):
+        row = out[(out.method == "paper") & (out.repetition == 1) & (out.tail_floor == floor)]
+        assert row["epsilon_emp"].item() == audit_pld(o0, o1, table, tail_floor=floor)
+    with pytest.raises(ValueError, match="at least one repetition"):
+        AA.audit_repetitions([], table=table, tail_floors=[0.01], confidence=0.95, seed=3, steps=20)

@@ -41,11 +41,13 @@ def test_plan_counts_every_job_from_the_config(raw_config, scale):
     assert p.populations == () and [t.id for t in p.targets] == ["annamalai/fig1", "annamalai/fig2"]
     assert all(t.kind == "cpu" and not t.trained for t in p.targets)
     assert list(p.figures["fig2"].inputs) == [f"results/annamalai/audit/{a}.csv" for a in p.audits]
-    # every audit job's values are audit_cell's keyword arguments; the σ of each comes from its own table
+    # every audit job simulates the (q, T) of the table it reads its σ from
     for name, job in p.audits.items():
         table = p.tables[p.audit_tables[name]]
-        assert (job["steps"], job["sampling_rate"]) == (table["steps"], table["sampling_rate"])
-        assert job["runs"] == an["runs_per_world"] and job["seed"] == config["seed"]
+        assert (job["simulation"]["steps"], job["construction"]["sampling_rate"]) == (table["steps"],
+                                                                                     table["sampling_rate"])
+        assert job["audit"]["steps"] == job["simulation"]["steps"]
+        assert job["simulation"]["runs"] == an["runs_per_world"] and job["simulation"]["seed"] == config["seed"]
 
 
 def test_fig2_variants_follow_the_switches(raw_config):
@@ -57,10 +59,10 @@ def test_fig2_variants_follow_the_switches(raw_config):
     assert variants(resolved(raw_config, show_literal=False, compare_base_rules=False)["annamalai"]) == [
         ("ascent", base)]
     p = plan(config)
-    ideal = {name for name, job in p.audits.items() if job["ideal_reference"]}
+    ideal = {name for name, job in p.audits.items() if job["simulation"]["ideal_reference"]}
     assert ideal == {name for name in p.audits if name.endswith(f"_ascent_{base}")}
     # the sensitivity floors are audited for the ascent update only
-    floors = {name: job["tail_floors"] for name, job in p.audits.items()}
+    floors = {name: job["audit"]["tail_floors"] for name, job in p.audits.items()}
     assert all(f == [config["annamalai"]["tail_floor"]] for n, f in floors.items() if "_descent_" in n)
     assert all(len(f) > 1 for n, f in floors.items() if "_ascent_" in n)
     assert p.figures["fig2"].facts == {"scale": "paper", "tail_floor": config["annamalai"]["tail_floor"],

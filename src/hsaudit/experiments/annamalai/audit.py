@@ -1,25 +1,26 @@
-"""Annamalai, "It's Our Loss": the audits of the construction (:mod:`hsaudit.experiments.annamalai.construction`)
-and the tables its figures draw.
+"""Annamalai, "It's Our Loss": the audits of the construction's simulated statistics
+(:mod:`hsaudit.experiments.annamalai.construction`) and the tables its figures draw.
 
 * :func:`pld_table` — the calibration table of the PLD trade-off curves of T composed Poisson-subsampled
   Gaussians (all iterates released), tabulated over σ once; its array form and interpolation
   (:class:`hsaudit.accounting.PldTable`, :func:`hsaudit.accounting.sigma_for_epsilon`,
   :func:`hsaudit.accounting.pld_tradeoff`) are accounting-side.
-* :func:`audit_many` — repetitions of the paper's audit (Algorithm 2; no confidence intervals) and its
+* :func:`audit_repetitions` — repetitions of the paper's audit (Algorithm 2; no confidence intervals) and its
   Clopper–Pearson variants (every threshold, and the valid held-out rule), through the one auditor
   (:meth:`hsaudit.audit.auditor.Auditor.pld_curve`, i.e. :func:`hsaudit.audit.audit_pld`); the σ̂ audit is
-  :func:`hsaudit.audit.audit_pld_sigma`. :func:`audit_cell` is one audit job of fig2 (σ calibrated to ε first).
+  :func:`hsaudit.audit.audit_pld_sigma`. :func:`calibrate` gives the σ of a fig2 job's ε.
   The linear-loss curve they are compared with is :func:`hsaudit.accounting.last_iterate.linear_tradeoff`
   (Steinke et al.'s mixture of Gaussians).
 * :func:`fig1_table` — Figure 1's observed rates beside the PLD and linear-loss curves.
 
-This module imports the audit and accounting layers (and the construction's simulation) only.
+This module imports the audit, accounting and util layers only: it takes the statistics, never simulates them.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -30,13 +31,6 @@ from hsaudit.accounting.gaussian import PldTable, default_epsilon_grid, sigma_fo
 from hsaudit.accounting.last_iterate import delta_curve, linear_tradeoff
 from hsaudit.audit.auditor import Auditor, HeldOut
 from hsaudit.audit.gdp import observed_rates
-from hsaudit.experiments.annamalai.construction import (
-    BaseRule,
-    Construction,
-    Update,
-    ideal_statistics,
-    simulate_statistics,
-)
 from hsaudit.util.seeding import derive_seed
 
 # ------------------------------------------------------------------------------------------ PLD table
@@ -94,46 +88,42 @@ def pld_table(
 # ------------------------------------------------------------------------------------------ audit
 
 
-def audit_many(
+def calibrate(frame: pd.DataFrame, *, epsilon: float) -> tuple[PldTable, float]:
+    """The (q, T) calibration table (:func:`pld_table`'s frame) as a :class:`~hsaudit.accounting.PldTable`, and the
+    σ at which the all-iterates mechanism is ``epsilon``-DP at the table's δ."""
+    table = PldTable.from_frame(frame)
+    return table, sigma_for_epsilon(float(epsilon), table)
+
+
+def audit_repetitions(
+    repetitions: Sequence[Any],
     *,
-    steps: int,
-    sampling_rate: float,
-    noise_multiplier: float,
-    runs: int,
-    repetitions: int,
     table: PldTable,
-    tail_floors: list[float],
+    tail_floors: Sequence[float],
     confidence: float,
     seed: int,
-    dataset_size: float = 1e10,
-    update: Update = "ascent",
-    base_rule: BaseRule = "three_sigma",
-    base_sigmas: float = 6.0,
-    ideal_reference: bool = False,
+    steps: int,
     key: tuple = (),
 ) -> pd.DataFrame:
     """Repeat the audit: per repetition, the paper's audit at every tail floor, the Clopper–Pearson one over every
     threshold (``clopper_pearson``: not a valid bound) and the valid held-out one (``clopper_pearson_held_out``).
 
-    Every row also carries the encoding base P, its rule, and the wrap rates of that repetition (fraction of runs
-    on D and on D′ in which some step's value left the decoding window ±P/2; :func:`simulate_statistics`).
-    The random streams do not depend on ``base_rule``: both rules see the same batches and noise. With
-    ``ideal_reference`` a row ``method="paper_ideal"`` audits Σ_k λ(v_k) of freshly drawn raw per-step values
-    (:func:`ideal_statistics`) at the first tail floor, the same R.
+    Args:
+        repetitions: the statistics of each repetition
+            (:func:`hsaudit.experiments.annamalai.construction.repeated_statistics`: ``out``, ``inside``,
+            ``setting``, ``wraps``, ``ideal``).
+        table: the (q, T) calibration table; seed, steps, key: what the held-out rule's split is seeded by.
+
+    Every row also carries the wrap rates of its repetition and the setting (q, T, σ, the update, the
+    encoding-base rule and P), the confidence and R. Where a repetition has ideal statistics, a row
+    ``method="paper_ideal"`` audits them with the paper's audit at the first tail floor.
     """
-    c = Construction(
-        noise_multiplier=noise_multiplier,
-        sampling_rate=sampling_rate,
-        dataset_size=dataset_size,
-        base_rule=base_rule,
-        base_sigmas=base_sigmas,
-    )
+    if not repetitions:
+        raise ValueError("audit_repetitions needs at least one repetition")
     rows = []
     paper = Auditor(confidence=confidence)  # every threshold's CP point: a max over thresholds, not valid
-    for r in range(repetitions):
-        rng = np.random.default_rng(derive_seed(seed, "annamalai", *key, steps, sampling_rate, noise_multiplier, r))
-        wraps: dict = {}
-        o, o1 = simulate_statistics(rng, steps=steps, runs=runs, construction=c, update=update, wraps=wraps)
+    for r, rep in enumerate(repetitions):
+        o, o1, wraps = rep.out, rep.inside, dict(rep.wraps)
         for fl in tail_floors:
             rows.append(
                 {
@@ -153,7 +143,7 @@ def audit_many(
                 **wraps,
             }
         )
-        # The valid rule (issue 17 §1): one threshold chosen on half of the runs, its CP point from the others.
+        # The valid rule: one threshold chosen on half of the runs, its CP point from the others.
         rows.append(
             {
                 "repetition": r,
@@ -164,12 +154,10 @@ def audit_many(
                 **wraps,
             }
         )
-        if ideal_reference:
+        if rep.ideal is not None:
             # The same audit on the statistic the construction aims to carry, Σ_k λ(v_k) of the raw per-step values
             # (no encoding, no rounding, no wraps): what the audit gives when the construction loses nothing.
-            i0, i1 = ideal_statistics(
-                rng, steps=steps, runs=runs, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier
-            )
+            i0, i1 = rep.ideal
             rows.append(
                 {
                     "repetition": r,
@@ -179,76 +167,29 @@ def audit_many(
                 }
             )
     out = pd.DataFrame(rows)
-    out["sampling_rate"] = sampling_rate
-    out["steps"] = steps
-    out["noise_multiplier"] = noise_multiplier
-    out["update"] = update
-    out["base_rule"] = base_rule
-    out["encoding_base"] = c.base
+    for column, value in repetitions[0].setting.items():
+        out[column] = value
     out["confidence"] = confidence
-    out["runs_per_world"] = runs
+    out["runs_per_world"] = len(repetitions[0].out)
     return out
-
-
-def audit_cell(
-    table: pd.DataFrame,
-    *,
-    epsilon: float,
-    steps: int,
-    sampling_rate: float,
-    runs: int,
-    repetitions: int,
-    tail_floors: Sequence[float],
-    confidence: float,
-    seed: int,
-    dataset_size: float,
-    update: Update,
-    base_rule: BaseRule,
-    base_sigmas: float,
-    ideal_reference: bool,
-) -> pd.DataFrame:
-    """One audit job of fig2: σ calibrated to ``epsilon`` on the (q, T) calibration table (:func:`pld_table`'s frame),
-    then :func:`audit_many` at that σ; every row carries the theoretical ``epsilon``."""
-    pld = PldTable.from_frame(table)
-    sigma = sigma_for_epsilon(float(epsilon), pld)
-    audits = audit_many(
-        steps=int(steps),
-        sampling_rate=float(sampling_rate),
-        noise_multiplier=sigma,
-        runs=int(runs),
-        repetitions=int(repetitions),
-        table=pld,
-        tail_floors=[float(f) for f in tail_floors],
-        confidence=confidence,
-        seed=seed,
-        dataset_size=float(dataset_size),
-        update=update,
-        base_rule=base_rule,
-        base_sigmas=float(base_sigmas),
-        ideal_reference=bool(ideal_reference),
-    )
-    audits["epsilon"] = float(epsilon)
-    return audits
 
 
 # ------------------------------------------------------------------------------------------ figures' tables
 
 
 def fig1_table(
-    settings: list[dict],
+    statistics: Sequence[Any],
     *,
-    runs: int,
     delta: float,
-    seed: int,
-    dataset_size: float = 1e10,
-    update: Update = "ascent",
     value_discretization_interval: float = 1e-3,
     curve_points: int = 400,
-    base_rule: BaseRule = "three_sigma",
-    base_sigmas: float = 6.0,
 ) -> pd.DataFrame:
     """Figure 1: per setting (σ, q, T), the observed (FPR, FNR) of one audit, the PLD trade-off curve (all
     iterates) and the exact linear-loss curve; with the ε of both at δ in columns.
+
+    Args:
+        statistics: one audit's statistics per setting
+            (:func:`hsaudit.experiments.annamalai.construction.setting_statistics`).
 
     Columns ``max_below_se`` / ``max_above_se`` measure how close the observations lie to the PLD curve f:
     the largest (f(α) − β)/se and (β − f(α))/se over the observed points with 0 < f(α) < 1, in binomial standard
@@ -257,17 +198,10 @@ def fig1_table(
     frames = []
     alpha_grid = np.unique(np.concatenate([np.geomspace(1e-5, 1.0, curve_points), np.linspace(0, 1, curve_points)]))
     eg = default_epsilon_grid()
-    for st in settings:
+    for stats in statistics:
+        st = stats.setting
         sig, q, t = float(st["noise_multiplier"]), float(st["sampling_rate"]), int(st["steps"])
-        c = Construction(
-            noise_multiplier=sig,
-            sampling_rate=q,
-            dataset_size=dataset_size,
-            base_rule=base_rule,
-            base_sigmas=base_sigmas,
-        )
-        rng = np.random.default_rng(derive_seed(seed, "annamalai-fig1", st["name"], sig, q, t))
-        o, o1 = simulate_statistics(rng, steps=t, runs=runs, construction=c, update=update)
+        o, o1, runs = stats.out, stats.inside, len(stats.out)
         a_obs, b_obs = observed_rates(o, o1)
         deltas = delta_curve(
             steps=t,
@@ -294,7 +228,7 @@ def fig1_table(
             "epsilon_linear": H.heuristic_epsilon(delta, steps=t, sampling_rate=q, noise_multiplier=sig),
             "delta": delta,
             "runs_per_world": runs,
-            "encoding_base": c.base,
+            "encoding_base": st["encoding_base"],
             "max_below_se": below,
             "max_above_se": above,
         }

@@ -11,9 +11,11 @@ therefore carries o = Σ_k round(λ(v_k), 2): the all-iterates likelihood-ratio 
   never built).
 * :func:`ideal_statistics` — the all-iterates likelihood-ratio statistic the construction aims to carry, drawn
   directly (no encoding, rounding or wraps).
+* :func:`repeated_statistics` (fig2's audits) and :func:`setting_statistics` (fig1) — the seeded statistics
+  (:class:`Statistics`) that :mod:`hsaudit.experiments.annamalai.audit` turns into tables.
 
-The PLD calibration table, the audits and the figures' tables are :mod:`hsaudit.experiments.annamalai.audit`. This
-module is numpy only: the simulation, apart from what audits it.
+This module is the simulation (numpy, and util's seeds), apart from what audits it: the PLD calibration table, the
+audits and the figures' tables are :mod:`hsaudit.experiments.annamalai.audit`, which never imports this module.
 
 Update sign: the paper prints the descent update θ_{k+1} = θ_k − (Σ clip(g̃) + Z), with which the encoding
 does not survive (the decoded values mix earlier steps and the statistic loses the canary's signal); the
@@ -24,11 +26,14 @@ construction works with θ_{k+1} = θ_k + Σ clip(g̃) + Z (equivalently descent
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
+
+from hsaudit.util.seeding import derive_seed
 
 Update = Literal["ascent", "descent"]
 BaseRule = Literal["three_sigma", "half_width"]
@@ -254,3 +259,87 @@ def ideal_statistics(
         o += step_llr(v0, noise_multiplier=noise_multiplier, sampling_rate=sampling_rate)
         o1 += step_llr(v1, noise_multiplier=noise_multiplier, sampling_rate=sampling_rate)
     return o, o1
+
+
+# ------------------------------------------------------------------------------------------ the audits' statistics
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """The simulated statistics of one audit (higher ⇒ D′) and what produced them.
+
+    Attributes:
+        out, inside: O of the runs on D and O′ of the runs on D′ (the same number of runs).
+        setting: what was simulated, in the order an audit table lists it: ``name`` (fig1's settings only),
+            ``sampling_rate``, ``steps``, ``noise_multiplier``, ``update``, ``base_rule``, ``encoding_base`` (P).
+        wraps: ``wrap_rate_out`` / ``wrap_rate_in``, the fraction of runs on D / D′ in which some step's value left
+            the decoding window ±P/2 (:func:`simulate_statistics`); empty where not measured.
+        ideal: Σ_k λ(v_k) of freshly drawn raw per-step values on D and D′ (:func:`ideal_statistics`), the same
+            number of runs, where asked.
+    """
+
+    out: np.ndarray
+    inside: np.ndarray
+    setting: Mapping[str, Any]
+    wraps: Mapping[str, float] = field(default_factory=dict)
+    ideal: tuple[np.ndarray, np.ndarray] | None = None
+
+
+def _setting(construction: Construction, *, steps: int, update: Update) -> dict[str, Any]:
+    return {"sampling_rate": construction.sampling_rate, "steps": steps,
+            "noise_multiplier": construction.noise_multiplier, "update": update,
+            "base_rule": construction.base_rule, "encoding_base": construction.base}  # fmt: skip
+
+
+def repeated_statistics(
+    construction: Construction,
+    *,
+    steps: int,
+    runs: int,
+    repetitions: int,
+    seed: int,
+    update: Update = "ascent",
+    ideal_reference: bool = False,
+    key: tuple = (),
+) -> list[Statistics]:
+    """The statistics of ``repetitions`` independent audits (``runs`` runs on D and on D′ each), with their wrap
+    rates and, with ``ideal_reference``, the ideal statistics Σ_k λ(v_k) of the same number of runs.
+
+    Repetition r draws from its own stream, seeded by (seed, ``key``, T, q, σ, r): it does not depend on the
+    encoding-base rule, so both rules see the same batches and noise.
+    """
+    c = construction
+    out = []
+    for r in range(int(repetitions)):
+        rng = np.random.default_rng(derive_seed(seed, "annamalai", *key, steps, c.sampling_rate, c.noise_multiplier, r))
+        wraps: dict[str, float] = {}
+        o, o1 = simulate_statistics(rng, steps=steps, runs=runs, construction=c, update=update, wraps=wraps)
+        ideal = None
+        if ideal_reference:
+            ideal = ideal_statistics(rng, steps=steps, runs=runs, sampling_rate=c.sampling_rate,
+                                     noise_multiplier=c.noise_multiplier)  # fmt: skip
+        out.append(Statistics(o, o1, _setting(c, steps=steps, update=update), wraps, ideal))
+    return out
+
+
+def setting_statistics(
+    settings: Sequence[Mapping[str, Any]],
+    *,
+    runs: int,
+    seed: int,
+    dataset_size: float = 1e10,
+    update: Update = "ascent",
+    base_rule: BaseRule = "three_sigma",
+    base_sigmas: float = 6.0,
+) -> list[Statistics]:
+    """fig1: the statistics of one audit (``runs`` runs on D and on D′) per setting (``name``, σ, q, T), each from
+    its own stream seeded by (seed, name, σ, q, T)."""
+    out = []
+    for st in settings:
+        sig, q, t = float(st["noise_multiplier"]), float(st["sampling_rate"]), int(st["steps"])
+        c = Construction(noise_multiplier=sig, sampling_rate=q, dataset_size=dataset_size, base_rule=base_rule,
+                         base_sigmas=base_sigmas)  # fmt: skip
+        rng = np.random.default_rng(derive_seed(seed, "annamalai-fig1", st["name"], sig, q, t))
+        o, o1 = simulate_statistics(rng, steps=t, runs=runs, construction=c, update=update)
+        out.append(Statistics(o, o1, {"name": st["name"], **_setting(c, steps=t, update=update)}))
+    return out

@@ -4,9 +4,14 @@ and the targets ``hsaudit plan`` lists (:func:`plan`). Nothing is trained: simul
 - **calibration tables** (``results/annamalai/pld_table/setting{i}.csv``): ε(σ) and δ(ε′) of fig2's i-th (q, T),
   computed once and shared by every audit of that setting (:func:`hsaudit.experiments.annamalai.audit.pld_table`);
 - **audits** (``results/annamalai/audit/setting{i}_eps{j}_{update}_{base}.csv``): the repeated audits of one
-  (q, T), ε, update sign and encoding-base rule (:func:`hsaudit.experiments.annamalai.audit.audit_cell`): the
-  configured pair, the literal update (``fig2.show_literal``) and the other base rule (``fig2.compare_base_rules``);
-- **fig1's simulation** (``results/annamalai/fig1_data.csv``; :func:`hsaudit.experiments.annamalai.audit.fig1_table`).
+  (q, T), ε, update sign and encoding-base rule: σ calibrated to ε on the setting's table
+  (:func:`hsaudit.experiments.annamalai.audit.calibrate`), the construction at that σ simulated
+  (:func:`hsaudit.experiments.annamalai.construction.repeated_statistics`) and audited
+  (:func:`hsaudit.experiments.annamalai.audit.audit_repetitions`): the configured pair, the literal update
+  (``fig2.show_literal``) and the other base rule (``fig2.compare_base_rules``);
+- **fig1's simulation** (``results/annamalai/fig1_data.csv``):
+  :func:`hsaudit.experiments.annamalai.construction.setting_statistics` drawn into
+  :func:`hsaudit.experiments.annamalai.audit.fig1_table`.
 
 No job imports this module: the jobs take its values as parameters.
 """
@@ -40,10 +45,14 @@ class AnnamalaiPlan:
         targets: fig1 and fig2 (CPU-sized at every scale).
         tables: calibration table id (``setting{i}``) → the keyword arguments of
             :func:`hsaudit.experiments.annamalai.audit.pld_table`.
-        audits: audit id (``setting{i}_eps{j}_{update}_{base}``) → the keyword arguments of
-            :func:`hsaudit.experiments.annamalai.audit.audit_cell`.
+        audits: audit id (``setting{i}_eps{j}_{update}_{base}``) → its ``epsilon`` and the keyword arguments of
+            its ``construction`` (:class:`hsaudit.experiments.annamalai.construction.Construction`, σ aside), its
+            ``simulation`` (:func:`hsaudit.experiments.annamalai.construction.repeated_statistics`) and its
+            ``audit`` (:func:`hsaudit.experiments.annamalai.audit.audit_repetitions`, the table aside).
         audit_tables: audit id → the id of the calibration table it reads.
-        fig1: the keyword arguments of :func:`hsaudit.experiments.annamalai.audit.fig1_table`.
+        fig1: the keyword arguments of fig1's ``simulation``
+            (:func:`hsaudit.experiments.annamalai.construction.setting_statistics`) and its ``audit``
+            (:func:`hsaudit.experiments.annamalai.audit.fig1_table`, the statistics aside).
         figures: figure id (``fig1``, ``fig2``) → its inputs and facts.
     """
 
@@ -109,31 +118,44 @@ def plan(config: Mapping[str, Any]) -> AnnamalaiPlan:
                     floors += [float(f) for f in an["tail_floors_sensitivity"]]
                 name = f"setting{si}_eps{ei}_{update}_{base}"
                 audit_tables[name] = f"setting{si}"
+                steps = int(setting["steps"])
                 audits[name] = {
                     "epsilon": float(epsilon),
-                    "steps": int(setting["steps"]),
-                    "sampling_rate": float(setting["sampling_rate"]),
-                    "runs": int(an["runs_per_world"]),
-                    "repetitions": int(an["repetitions"]),
-                    "tail_floors": list(dict.fromkeys(floors)),
-                    "confidence": config["audit"]["confidence"],
-                    "seed": seed,
-                    "dataset_size": float(an["dataset_size"]),
-                    "update": update,
-                    "base_rule": base,
-                    "base_sigmas": float(an["encoding"]["base_sigmas"]),
-                    "ideal_reference": bool(an["fig2"]["ideal_reference"] and (update, base) == configured),
+                    "construction": {
+                        "sampling_rate": float(setting["sampling_rate"]),
+                        "dataset_size": float(an["dataset_size"]),
+                        "base_rule": base,
+                        "base_sigmas": float(an["encoding"]["base_sigmas"]),
+                    },
+                    "simulation": {
+                        "steps": steps,
+                        "runs": int(an["runs_per_world"]),
+                        "repetitions": int(an["repetitions"]),
+                        "seed": seed,
+                        "update": update,
+                        "ideal_reference": bool(an["fig2"]["ideal_reference"] and (update, base) == configured),
+                    },
+                    "audit": {
+                        "tail_floors": list(dict.fromkeys(floors)),
+                        "confidence": config["audit"]["confidence"],
+                        "seed": seed,
+                        "steps": steps,
+                    },
                 }
     fig1 = {
-        "settings": [dict(s) for s in an["fig1"]["settings"]],
-        "runs": int(an["runs_per_world"]),
-        "delta": an["delta"],
-        "seed": seed,
-        "dataset_size": float(an["dataset_size"]),
-        "update": an["update"],
-        "base_rule": an["encoding"]["base_rule"],
-        "base_sigmas": float(an["encoding"]["base_sigmas"]),
-        "value_discretization_interval": float(table["value_discretization_interval"]),
+        "simulation": {
+            "settings": [dict(s) for s in an["fig1"]["settings"]],
+            "runs": int(an["runs_per_world"]),
+            "seed": seed,
+            "dataset_size": float(an["dataset_size"]),
+            "update": an["update"],
+            "base_rule": an["encoding"]["base_rule"],
+            "base_sigmas": float(an["encoding"]["base_sigmas"]),
+        },
+        "audit": {
+            "delta": an["delta"],
+            "value_discretization_interval": float(table["value_discretization_interval"]),
+        },
     }
     facts = {"scale": config["scale"]}
     figures = {
