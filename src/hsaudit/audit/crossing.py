@@ -460,6 +460,9 @@ def rays_mu_lower(
             [_draw_roots(int(s), c, path, observed, lo, hi) for s, c in zip(seeds, sizes, strict=True)]
         )
         mu = float(np.partition(roots, j - 1)[j - 1])
+        if mu >= hi and hi < 1e3:  # the bracket's upper end, not a root: widen it rather than report it
+            hi += 4.0 * (hi - lo)
+            continue
         if mu > -math.inf:
             return mu, observed
         if lo < -1e3:

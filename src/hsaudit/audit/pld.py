@@ -45,6 +45,7 @@ __all__ = [
     "epsilon_grid_audit",
     "held_out_point",
     "lower_hull",
+    "no_evidence",
     "pld_sigma_audit",
     "sigma_hat_from_points",
 ]
@@ -175,16 +176,48 @@ def _composed_tradeoff(alpha, sigma, steps, sampling_rate, epsilons, value_discr
     return tradeoff_from_deltas(alpha, epsilons, d)
 
 
+#: Absolute limits of the σ̂ search. The nominal σ only places the first bracket [σ/4, 10σ]; the bracket then grows
+#: until it holds σ̂, so the result does not depend on the nominal σ (beyond the bisection's resolution). Points
+#: consistent with every σ up to the upper limit are read as no evidence (σ̂ = ∞, ε̂ = 0); points that reject every σ
+#: down to the lower limit give σ̂ = that limit (ε̂ below the evidence: conservative, with a warning).
+SIGMA_SEARCH_LIMITS = (0.05, 1e4)
+
+
+def no_evidence(alpha: npt.ArrayLike, beta: npt.ArrayLike) -> bool:
+    """Whether every (α, β) point lies on or above β = 1 − α, the trade-off curve of σ = ∞ (the two worlds
+    identical): the points reject no mechanism of any family, and the audit's lower bound is ε̂ = 0."""
+    a = np.asarray(alpha, dtype=float)
+    b = np.asarray(beta, dtype=float)
+    return bool(np.all(b >= 1.0 - a - 1e-12))
+
+
 def _largest_consistent_sigma(consistent, lo: float, hi: float, iterations: int) -> float:
-    """Bisection in log σ for the boundary of {σ : consistent(σ)} = (0, σ̂]; clamped to [lo, hi] with a warning."""
-    llo, lhi = math.log(lo), math.log(hi)
+    """σ̂ = sup{σ : consistent(σ)}, where consistency holds on (0, σ̂] (a smaller σ has a lower curve).
+
+    [lo, hi] is the first bracket; it grows (×10 up, ÷4 down) within :data:`SIGMA_SEARCH_LIMITS` until it holds
+    σ̂, then ``iterations`` bisection steps in log σ keep the last consistent σ. Returns ``inf`` (no evidence) when
+    every σ up to the upper limit is consistent; the lower limit, with a warning, when none down to it is.
+    """
+    smin, smax = SIGMA_SEARCH_LIMITS
     if consistent(hi):
-        warnings.warn(f"points are consistent even with sigma={hi}; sigma_hat is capped there", stacklevel=3)
-        return hi
-    if not consistent(lo):
-        warnings.warn(f"points violate even sigma={lo}; epsilon is capped there", stacklevel=3)
-        return lo
-    return math.exp(_bisect_log_sigma(consistent, llo, lhi, iterations))
+        while True:
+            if hi >= smax:
+                warnings.warn(f"points are consistent with every sigma up to {hi:g}: read as no evidence (epsilon 0)",
+                              stacklevel=3)  # fmt: skip
+                return math.inf
+            lo, hi = hi, min(hi * 10.0, smax)
+            if not consistent(hi):
+                break
+    elif not consistent(lo):
+        while True:
+            if lo <= smin:
+                warnings.warn(f"points violate even sigma={lo:g}; sigma_hat is capped there (epsilon is a "
+                              "conservative lower bound)", stacklevel=3)  # fmt: skip
+                return lo
+            hi, lo = lo, max(lo / 4.0, smin)
+            if consistent(lo):
+                break
+    return math.exp(_bisect_log_sigma(consistent, math.log(lo), math.log(hi), iterations))
 
 
 def _bisect_log_sigma(consistent, llo: float, lhi: float, iterations: int) -> float:
@@ -216,7 +249,8 @@ def sigma_hat_from_points(
     Args:
         alpha, beta: (FPR, FNR) points (CP upper bounds for an audit, exact rates for its infinite-R limit).
         steps, sampling_rate: the known T and q.
-        noise_multiplier: the mechanism's σ; the search bracket is [σ/4, 10σ].
+        noise_multiplier: the nominal σ, where the search starts (bracket [σ/4, 10σ], grown until it holds σ̂
+            within :data:`SIGMA_SEARCH_LIMITS`): the result does not depend on it beyond the bisection's resolution.
         delta: δ.
         family: the mechanisms the adversary assumes. ``"last_iterate"``: Theorem 1's pair
             N(Binomial(T, q), Tσ²) vs N(0, Tσ²) — its symmetric curve (:func:`hsaudit.accounting.last_iterate.last_iterate_tradeoff`),
@@ -227,13 +261,16 @@ def sigma_hat_from_points(
         value_discretization_interval: PLD discretisation (``all_iterates``).
 
     Returns:
-        ``{"sigma_hat": σ̂, "epsilon": ε}``.
+        ``{"sigma_hat": σ̂, "epsilon": ε}``; no evidence (every point on or above β = 1 − α, :func:`no_evidence`,
+        or consistent with every σ up to the search's upper limit) is σ̂ = ∞, ε = 0 — never a bracket's end.
 
     Raises:
         ValueError: on an unknown family.
     """
     if family not in SIGMA_FAMILIES:
         raise ValueError(f"family must be one of {SIGMA_FAMILIES}, got {family!r}")
+    if no_evidence(alpha, beta):
+        return {"sigma_hat": math.inf, "epsilon": 0.0}
     a, b = lower_hull(alpha, beta)
 
     eg = np.round(np.arange(0.0, 40.0 + 1e-9, 0.05), 6)  # ε′ lines of the PLD envelope (fig6's grid)
@@ -246,6 +283,8 @@ def sigma_hat_from_points(
         return bool(np.all(b >= f - 1e-12))
 
     sig = _largest_consistent_sigma(consistent, noise_multiplier / 4, noise_multiplier * 10, iterations)
+    if math.isinf(sig):
+        return {"sigma_hat": sig, "epsilon": 0.0}
     kw = dict(steps=steps, sampling_rate=sampling_rate, noise_multiplier=sig)
     if family == "last_iterate":
         eps = H.heuristic_epsilon(delta, **kw)
@@ -325,7 +364,8 @@ def audit_pld(
             thresholds: not a valid bound), ``"held_out"`` one threshold chosen on a selection split (valid).
 
     Returns:
-        ε_emp; ``inf`` when every ε̂ of the grid is violated.
+        ε_emp; 0 when no point rejects ε = 0 (no evidence; also when the floor drops every point); ``inf`` when
+        every ε̂ of the grid is violated.
     """
     if confidence is not None:
         alpha, beta = _bounded_points(o_out, o_in, confidence, select, selection_fraction, seed)
@@ -342,7 +382,9 @@ def audit_pld(
 
     # The curves are nested (a larger ε̂ means a smaller σ̂ and a lower curve), so the first consistent ε̂ of the
     # ascending grid is found by bisection over the grid index; same answer as the paper's linear scan.
-    if alpha.size == 0 or consistent(0):
+    if alpha.size == 0 or no_evidence(alpha, beta):
+        return 0.0  # no point rejects ε = 0 (the curve β = 1 − α): no evidence, not the grid's first value
+    if consistent(0):
         return float(grid[0])
     if not consistent(len(grid) - 1):
         return math.inf
@@ -384,7 +426,8 @@ def audit_pld_sigma(
     ``select`` as in :func:`pld_sigma_audit` (``"held_out"``: valid).
 
     Returns:
-        ``{"sigma_hat": σ̂, "epsilon": ε_lb}``; σ̂ is clamped to ``sigma_range``.
+        ``{"sigma_hat": σ̂, "epsilon": ε_lb}``; ``sigma_range`` is the first bracket of the search (grown as in
+        :func:`sigma_hat_from_points`); no evidence is σ̂ = ∞, ε = 0.
     """
     a_ub, b_ub = _lowest_beta_per_alpha(
         *_bounded_points(o_out, o_in, confidence, select, selection_fraction, seed)
@@ -395,15 +438,12 @@ def audit_pld_sigma(
         f = _composed_tradeoff(a_ub, sig, steps, sampling_rate, eg, value_discretization_interval)
         return bool(np.all(b_ub >= f - 1e-12))
 
+    if no_evidence(a_ub, b_ub):
+        return {"sigma_hat": math.inf, "epsilon": 0.0}
     # A smaller σ reveals more (lower curve): consistency holds for σ ≤ σ̂ and fails above it.
-    lo, hi = math.log(sigma_range[0]), math.log(sigma_range[1])
-    if consistent(math.exp(hi)):
-        lo = hi
-    elif not consistent(math.exp(lo)):
-        warnings.warn(f"points violate even sigma={sigma_range[0]}; epsilon is capped there", stacklevel=2)
-    else:
-        lo = _bisect_log_sigma(consistent, lo, hi, iterations)
-    sig = math.exp(lo)
+    sig = _largest_consistent_sigma(consistent, sigma_range[0], sigma_range[1], iterations)
+    if math.isinf(sig):
+        return {"sigma_hat": sig, "epsilon": 0.0}
     eps = H.standard_epsilon(
         delta,
         steps=steps,
