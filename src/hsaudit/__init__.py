@@ -52,18 +52,11 @@ _LAZY = {
         ),
         "hsaudit.accounting.gaussian",
     ),
-    **dict.fromkeys(
-        (
-            "AuditResult",
-            "assumption_free_epsilon",
-            "audit_scores",
-            "audit_steps",
-            "clopper_pearson_upper",
-            "empirical_tradeoff",
-            "reference_audit",
-        ),
-        "hsaudit.audit.gdp",
-    ),
+    **dict.fromkeys(("audit_scores", "audit_steps"), "hsaudit.audit.auditor"),
+    **dict.fromkeys(("assumption_free_epsilon", "clopper_pearson_upper"), "hsaudit.audit.bounds"),
+    "AuditResult": "hsaudit.audit.gdp",
+    "empirical_tradeoff": "hsaudit.audit.tradeoff",
+    "reference_audit": "hsaudit.audit.reference",
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -17,12 +18,12 @@ from scipy import stats
 from hsaudit.accounting import last_iterate as H
 from hsaudit.accounting.gaussian import PldTable
 from hsaudit.accounting.last_iterate import delta_curve
-from hsaudit.audit.gdp import audit_scores
-from hsaudit.audit.pld import audit_pld, audit_pld_sigma, no_evidence, pld_sigma_audit, sigma_hat_from_points
+from hsaudit.audit.auditor import Auditor, KnownFamily, audit_scores
+from hsaudit.audit.pld import audit_pld, no_evidence, pld_sigma_audit, sigma_hat_from_points
+from hsaudit.audit.rules import Bonferroni, Crossing, Grid, HeldOut, Paper, Rays
 
-VALID_GDP = [dict(mode="held-out"), dict(mode="grid"), dict(mode="bonferroni"), dict(mode="crossing"),
-             dict(mode="rays", calibration_draws=99)]  # fmt: skip
-VALID_POINTS = [dict(select="held_out"), dict(select="bonferroni")]
+VALID_GDP = [HeldOut(), Grid(), Bonferroni(), Crossing(), Rays(draws=99)]
+VALID_POINTS = [HeldOut(), Bonferroni()]
 FAMILY = dict(steps=20, sampling_rate=0.05, noise_multiplier=1.0, delta=1e-5)
 
 
@@ -34,25 +35,28 @@ def _identical_worlds(seed: int, n: int = 400) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.mark.parametrize("seed", range(3))
-@pytest.mark.parametrize("kw", VALID_GDP, ids=lambda kw: kw["mode"])
-def test_identical_worlds_give_zero_under_every_valid_gdp_rule(kw, seed):
+@pytest.mark.parametrize("rule", VALID_GDP, ids=lambda r: r.name)
+def test_identical_worlds_give_zero_under_every_valid_gdp_rule(rule, seed):
     s0, s1 = _identical_worlds(seed)
-    res = audit_scores(np.r_[s0, s1], np.r_[np.zeros(s0.size), np.ones(s1.size)], rng=seed, **kw)
+    if hasattr(rule, "seed"):
+        rule = replace(rule, seed=seed)
+    res = Auditor(rule=rule).gdp(s0, s1)
     assert res.epsilon == 0.0 and not res.mu > 0
 
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("family", ["last_iterate", "all_iterates"])
-@pytest.mark.parametrize("kw", [dict(select="all"), *VALID_POINTS], ids=lambda kw: kw["select"])
-def test_identical_worlds_give_zero_on_every_sigma_hat_path(kw, family, seed):
+@pytest.mark.parametrize("rule", [Paper(), *VALID_POINTS], ids=lambda r: r.name)
+def test_identical_worlds_give_zero_on_every_sigma_hat_path(rule, family, seed):
     """Every σ̂ path (both families, every rule with a known-family form; the paper's every-point rule too: on
     identical multisets each threshold's point is on β = 1 − α before the CP bounds widen it)."""
     s0, s1 = _identical_worlds(seed)
+    if hasattr(rule, "seed"):
+        rule = replace(rule, seed=seed)
+    known = KnownFamily(family=family, steps=20, sampling_rate=0.05, noise_multiplier=1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no bracket was hit: the points are read directly as no evidence
-        res = pld_sigma_audit(s0, s1, family=family, seed=seed, **FAMILY, **kw)
-        assert res == {"sigma_hat": math.inf, "epsilon": 0.0}
-        assert audit_pld_sigma(s0, s1, steps=20, sampling_rate=0.05, delta=1e-5, seed=seed, **kw)["epsilon"] == 0.0
+        assert Auditor(rule=rule).known_family(s0, s1, known) == {"sigma_hat": math.inf, "epsilon": 0.0}
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +74,8 @@ def test_identical_worlds_give_zero_on_the_pld_curve_audit(small_table: PldTable
     """Annamalai's Algorithm 2 read as a bound: no evidence is 0, not the grid's first value 0.5."""
     s0, s1 = _identical_worlds(0)
     assert audit_pld(s0, s1, small_table) == 0.0  # raw rates (the paper's audit)
-    for kw in VALID_POINTS:
-        assert audit_pld(s0, s1, small_table, confidence=0.95, **kw) == 0.0
+    for rule in VALID_POINTS:
+        assert Auditor(rule=rule).pld_curve(s0, s1, small_table) == 0.0
 
 
 def test_no_evidence_is_the_curve_of_infinite_sigma():
@@ -83,8 +87,8 @@ def test_no_evidence_is_the_curve_of_infinite_sigma():
 
 
 @pytest.mark.parametrize("steps", [1, 20, 50])
-@pytest.mark.parametrize("kw", VALID_POINTS, ids=lambda kw: kw["select"])
-def test_null_scores_give_zero_at_the_nominal_rate(kw, steps):
+@pytest.mark.parametrize("rule", VALID_POINTS, ids=lambda r: r.name)
+def test_null_scores_give_zero_at_the_nominal_rate(rule, steps):
     """Null scores (both worlds N(0, 1), R = 1,000 each; q = 0.05, σ = 1): ε̂ > 0 in at most 1 − c of the trials,
     up to three binomial standard errors. Before the fix every trial read the heuristic ε at the search bracket's
     end 10σ (0.0144 at T = 1), i.e. a fraction 1: the test fails on it."""
@@ -95,22 +99,24 @@ def test_null_scores_give_zero_at_the_nominal_rate(kw, steps):
         s0, s1 = rng.normal(size=1000), rng.normal(size=1000)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = pld_sigma_audit(s0, s1, steps=steps, sampling_rate=0.05, noise_multiplier=1.0, delta=1e-5,
-                                  confidence=c, seed=t, **kw)  # fmt: skip
+            res = pld_sigma_audit(s0, s1, rule=replace(rule, seed=t) if hasattr(rule, "seed") else rule,
+                                  steps=steps, sampling_rate=0.05, noise_multiplier=1.0, delta=1e-5,
+                                  confidence=c)  # fmt: skip
         positive += res["epsilon"] > 0
     tolerance = 3 * math.sqrt(c * (1 - c) / trials)
     assert positive / trials <= (1 - c) + tolerance, positive
 
 
-@pytest.mark.parametrize("kw", VALID_GDP, ids=lambda kw: kw["mode"])
-def test_null_scores_give_zero_at_the_nominal_rate_under_the_gdp_rules(kw):
+@pytest.mark.parametrize("rule", VALID_GDP, ids=lambda r: r.name)
+def test_null_scores_give_zero_at_the_nominal_rate_under_the_gdp_rules(rule):
     trials, c = 100, 0.95
     positive = 0
     for t in range(trials):
         rng = np.random.default_rng(7000 + t)
         scores = rng.normal(size=2000)
         members = np.r_[np.zeros(1000), np.ones(1000)]
-        positive += audit_scores(scores, members, confidence=c, rng=t, **kw).epsilon > 0
+        seeded = replace(rule, seed=t) if hasattr(rule, "seed") else rule
+        positive += audit_scores(scores, members, rule=seeded, confidence=c).epsilon > 0
     # P[Binomial(100, 0.05) > 11] < 0.005: a rule at its nominal level passes
     assert positive <= 11, positive
     assert stats.binom.sf(11, trials, 1 - c) < 0.005
@@ -123,7 +129,7 @@ def test_the_search_does_not_depend_on_the_nominal_sigma():
     null0, null1 = rng.normal(size=1000), rng.normal(size=1000)
     for sigma in (1.0, 3.0):
         kw = dict(steps=5, sampling_rate=0.05, noise_multiplier=sigma, delta=1e-5)
-        assert pld_sigma_audit(null0, null1, select="held_out", **kw)["epsilon"] == 0.0
+        assert pld_sigma_audit(null0, null1, rule=HeldOut(), **kw)["epsilon"] == 0.0
     # T = 1, q = 1: scores N(0, 1) vs N(1/σ*, 1) with σ* = 0.5 (far below 3/4, the bracket of σ = 3)
     s0, s1 = rng.normal(size=4000), rng.normal(2.0, 1.0, size=4000)
     found = []
@@ -131,6 +137,6 @@ def test_the_search_does_not_depend_on_the_nominal_sigma():
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             found.append(pld_sigma_audit(s0, s1, steps=1, sampling_rate=1.0, noise_multiplier=sigma, delta=1e-5,
-                                         select="bonferroni", iterations=20)["sigma_hat"])  # fmt: skip
+                                         rule=Bonferroni(), iterations=20)["sigma_hat"])  # fmt: skip
     np.testing.assert_allclose(found, found[0], rtol=1e-4)
     assert 0.45 < found[0] < 0.6

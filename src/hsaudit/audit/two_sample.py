@@ -21,7 +21,7 @@ import numpy.typing as npt
 from scipy import special
 
 from hsaudit.accounting.gaussian import gdp_epsilon
-from hsaudit.audit.gdp import assumption_free_epsilon, clopper_pearson_upper
+from hsaudit.audit.bounds import assumption_free_epsilon, clopper_pearson_upper
 from hsaudit.audit.search import max_over_thresholds
 
 
