@@ -202,3 +202,19 @@ def test_known_family_takes_the_same_rules():
             Auditor(rule=rule).known_family(s0, s1, fam)
     rep = Auditor(rule=HeldOut(0.3, 2)).report(s0, s1, family=fam)
     assert rep.known == held and rep.to_dict()["epsilon_known"] == held["epsilon"]
+
+
+def test_the_package_exports_each_name_from_the_module_that_defines_it():
+    """hsaudit.audit's lazy exports resolve, and each class or function comes from its defining module (the
+    record of a crossing is RayCrossing; the name Crossing is the rule)."""
+    import inspect
+
+    import hsaudit.audit as package
+
+    for module, names in package._EXPORTS.items():
+        for name in names:
+            obj = getattr(package, name)
+            if inspect.isclass(obj) or inspect.isfunction(obj):
+                assert obj.__module__ == module, (name, obj.__module__, module)
+    assert package.Crossing is Crossing and package.RayCrossing.__module__ == "hsaudit.audit.crossing"
+    assert sorted(package.__all__) == package.__all__ and len(set(package.__all__)) == len(package.__all__)
