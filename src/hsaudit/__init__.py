@@ -52,11 +52,18 @@ _LAZY = {
         ),
         "hsaudit.accounting.gaussian",
     ),
-    **dict.fromkeys(("audit_scores", "audit_steps"), "hsaudit.audit.auditor"),
-    **dict.fromkeys(("assumption_free_epsilon", "clopper_pearson_upper"), "hsaudit.audit.bounds"),
-    "AuditResult": "hsaudit.audit.gdp",
-    "empirical_tradeoff": "hsaudit.audit.tradeoff",
-    "reference_audit": "hsaudit.audit.reference",
+    **dict.fromkeys(
+        (
+            "AuditResult",
+            "assumption_free_epsilon",
+            "audit_scores",
+            "audit_steps",
+            "clopper_pearson_upper",
+            "empirical_tradeoff",
+            "reference_audit",
+        ),
+        "hsaudit.audit.gdp",
+    ),
 }
 
 

@@ -218,3 +218,15 @@ def test_the_package_exports_each_name_from_the_module_that_defines_it():
                 assert obj.__module__ == module, (name, obj.__module__, module)
     assert package.Crossing is Crossing and package.RayCrossing.__module__ == "hsaudit.audit.crossing"
     assert sorted(package.__all__) == package.__all__ and len(set(package.__all__)) == len(package.__all__)
+
+
+def test_the_package_roots_lazy_names_resolve():
+    """``from hsaudit import audit_scores`` and the root's other lazy names reach the audit layer's functions."""
+    import hsaudit
+    from hsaudit.audit import tradeoff
+    from hsaudit.audit.reference import reference_audit
+
+    for name in hsaudit._LAZY:
+        assert getattr(hsaudit, name) is not None, name
+    assert hsaudit.audit_scores is audit_scores and hsaudit.empirical_tradeoff is tradeoff.empirical_tradeoff
+    assert hsaudit.reference_audit is reference_audit and hsaudit.clopper_pearson_upper is bounds.clopper_pearson_upper
