@@ -19,6 +19,7 @@ from hsaudit.engine.models import (
     input_shape,
     load_flat_parameters,
     loss_name,
+    model_spec,
     num_classes,
     per_sample_loss,
     wrn_parameter_count,
@@ -137,7 +138,7 @@ def test_xavier_theta0_on_every_registry_model(name, bias):
     5 standard errors, and all weights of the model pooled (after dividing each by its sd) to 5 standard errors
     of the pooled count. The norm checks are exact.
     """
-    theta = init_theta0(name, {}, scheme="xavier_normal", seed=17, bias=bias)
+    theta = init_theta0(model_spec(name), scheme="xavier_normal", seed=17, bias=bias)
     net = build_model(name)
     load_flat_parameters(net, torch.as_tensor(theta))
     norms = weights = 0
@@ -173,7 +174,7 @@ def test_xavier_theta0_on_every_registry_model(name, bias):
 def test_xavier_theta0_resnet_shortcut_groupnorm_scales_are_one():
     """The shortcut GroupNorms ``layers.{2,4,6}.shortcut.1`` are not named "norm"; their scales must still be 1."""
     net = build_model("resnet18_gn")
-    load_flat_parameters(net, torch.as_tensor(init_theta0("resnet18_gn", {}, scheme="xavier_normal", seed=3)))
+    load_flat_parameters(net, torch.as_tensor(init_theta0(model_spec("resnet18_gn"), scheme="xavier_normal", seed=3)))
     params = dict(net.named_parameters())
     for block in (2, 4, 6):
         assert isinstance(net.get_submodule(f"layers.{block}.shortcut.1"), nn.GroupNorm)

@@ -16,9 +16,9 @@ from scipy import stats
 
 from conftest import housing_like
 from hsaudit.engine.dpsgd import DPSGDConfig, model_noise, train_population
-from hsaudit.engine.models import build_model, flat_parameters, load_flat_parameters, loss_name, per_sample_loss
+from hsaudit.engine.models import build_model, flat_parameters, load_flat_parameters, loss_name, model_spec, per_sample_loss
 from hsaudit.engine.noise import counter_bernoulli, counter_geometric, reference_bernoulli, reference_geometric
-from hsaudit.engine.psg import population
+from hsaudit.engine.psg import population_engine
 from hsaudit.engine.sampling import Poisson, PoissonSampler, poisson_schedule
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -79,7 +79,7 @@ def _engine_vs_opacus(
 ):
     torch.manual_seed(0)
     theta0 = flat_parameters(build_model(model, **(kwargs or {})))
-    engine = population(model, kwargs or {}, "cpu", backend=backend)
+    engine = population_engine(model_spec(model, **(kwargs or {})), "cpu", backend=backend)
     mask = (torch.arange(m) % 2 == 0).float()  # models 0, 2, ... inserted
     p = theta0.numel()
     gradient = canary = None
@@ -249,7 +249,7 @@ def test_population_results_do_not_depend_on_the_shard(chunk, monkeypatch):
     X, y = housing_like(60, 1)
     X, y = torch.as_tensor(X), torch.as_tensor(y)
     config = DPSGDConfig(steps=4, batch_size=12, lr=0.3, clip_norm=1.0, noise_multiplier=1.0, sampling=Poisson(0.2))
-    engine = population("fcnn", {}, "cpu")
+    engine = population_engine(model_spec("fcnn"), "cpu")
     theta0 = flat_parameters(build_model("fcnn"))
     kw = dict(engine=engine, theta0=theta0, X=X, y=y, batches=None, config=config, noise_key=1, sampling_key=2,
               keep_final=True)
@@ -269,7 +269,7 @@ def test_regulariser_is_applied_unclipped_and_unnormalised(backend):
     X, y = housing_like(50, 2)
     X, y = torch.as_tensor(X), torch.as_tensor(y)
     config = DPSGDConfig(steps=1, batch_size=10, lr=0.1, clip_norm=1.0, noise_multiplier=1.0, sampling=Poisson(0.2))
-    engine = population("fcnn", {}, "cpu", backend=backend)
+    engine = population_engine(model_spec("fcnn"), "cpu", backend=backend)
     theta0 = flat_parameters(build_model("fcnn")) * 10
     alpha = 5.0
     assert alpha * float(theta0.norm()) > 100 * config.clip_norm
@@ -290,7 +290,7 @@ def test_poisson_config_and_input_validation():
         DPSGDConfig(steps=1, batch_size=1, lr=1, clip_norm=1, noise_multiplier=0, sampling=0.1)
     X, y = housing_like(20, 0)
     X, y = torch.as_tensor(X), torch.as_tensor(y)
-    engine = population("fcnn", {}, "cpu")
+    engine = population_engine(model_spec("fcnn"), "cpu")
     theta0 = flat_parameters(build_model("fcnn"))
     cfg = DPSGDConfig(steps=1, batch_size=4, lr=1, clip_norm=1, noise_multiplier=0, sampling=Poisson(0.2))
     kw = dict(engine=engine, theta0=theta0, X=X, y=y, batches=None, noise_key=0, models=range(2))
