@@ -303,28 +303,3 @@ def test_poisson_config_and_input_validation():
         train_population(config=cfg, sampling_key=1, **{**kw, "batches": np.zeros((1, 4), dtype=np.int64)})
     with pytest.warns(UserWarning, match="expected batch size"):
         train_population(config=DPSGDConfig(**{**cfg.__dict__, "batch_size": 9}), sampling_key=1, **kw)
-
-
-@pytest.mark.parametrize("model", ["fcnn", "convnet", "wrn16_4"])
-def test_bench_train_poisson_cli(model, capsys):
-    """``hsaudit bench train --sampling poisson`` times the Poisson engine beside fixed batches of B = round(qN),
-    with every repeat on other draws, and the per-example ratio uses the examples those draws hold."""
-    import json
-
-    from hsaudit.cli import main
-
-    models = "1" if model == "wrn16_4" else "2"  # the issue's model: 2.75M parameters at 32×32, one model
-    argv = ["bench", "train", "--model", model, "--models", models, "--opacus-models", "1", "--steps", "1",
-            "--n-train", "40", "--sampling", "poisson", "--sampling-rate", "0.2", "--repeats", "2", "--json"]
-    assert main(argv) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["sampling_rate"] == 0.2 and out["batch_size"] == 8 and out["n_train"] == 40
-    row = out["populations"][0]
-    assert row["repeats"] == 2 and len(row["poisson_over_fixed_runs"]) == 2  # fixed and Poisson alternated
-    for key in ("poisson_seconds_per_model_step", "poisson_over_fixed", "poisson_over_floor",
-                "poisson_speedup_vs_opacus", "poisson_over_fixed_per_example"):
-        assert row[key] > 0
-    m = int(models)
-    drawn = [sum(PoissonSampler(r, range(m), n=40, rate=0.2)(1).counts) for r in range(2)]
-    assert row["poisson_batch_mean"] == pytest.approx(np.mean(drawn) / m)  # the draws of seeds 0 and 1
-    assert main([*argv[:4], "--sampling-rate", "0.2"]) == 2  # a rate without --sampling poisson

@@ -247,19 +247,3 @@ def test_population_without_insertion_audits_to_zero():
     inserted = shard_scores(bits=members, **kw)
     # 5 insertions at σ = 1: μ = √5 ≈ 2.24, upper bound ε(δ = 1e-5) = 11.48 (GDP closed form); seeds 0-4 gave 8-10.
     assert audit_scores(inserted[:, -1], members, delta=1e-5, confidence=0.95).epsilon > 1.0
-
-
-def test_bench_train_cli(capsys):
-    import json
-
-    from hsaudit.cli import main
-
-    argv = ["bench", "train", "--models", "4", "--opacus-models", "1", "--steps", "3", "--batch-size", "8",
-            "--n-train", "64", "--json"]
-    assert main(argv) == 0
-    out = json.loads(capsys.readouterr().out)
-    for key in ("vectorised_models_per_s", "opacus_models_per_s", "models", "steps", "peak_rss_mb"):
-        assert key in out
-    assert out["models"] == 4 and out["steps"] == 3
-    assert out["max_abs_score_diff"] < 1e-5  # model 0 trained both ways agrees
-    assert main([*argv[:2], "--models", "0"]) == 2  # bad input: one-line error, exit 2
