@@ -11,7 +11,6 @@ from torch import nn
 
 from hsaudit.engine.dpsgd import init_theta0
 from hsaudit.engine.models import (
-    MODELS,
     WSConv2d,
     build_model,
     count_parameters,
@@ -19,6 +18,7 @@ from hsaudit.engine.models import (
     input_shape,
     load_flat_parameters,
     loss_name,
+    model_names,
     model_spec,
     num_classes,
     per_sample_loss,
@@ -128,7 +128,7 @@ def test_bad_model_input(name, kwargs):
 _NORMS = (nn.GroupNorm, nn.LayerNorm, nn.modules.batchnorm._NormBase)
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", model_names())
 @pytest.mark.parametrize("bias", [0.0, 0.01])
 def test_xavier_theta0_on_every_registry_model(name, bias):
     """``init_theta0(scheme="xavier_normal")``: norm scales 1, offsets and biases ``bias``, Glorot-normal weights.

@@ -110,20 +110,8 @@ def measure(
     bits = np.arange(models) % 2
     dev = pick_device(device)
     t0 = time.perf_counter()
-    scores = train_shard(
-        model="fcnn",
-        model_kwargs=kwargs,
-        X=X,
-        y=y,
-        setup=setup,
-        config=config,
-        crafted=crafted,
-        bits=bits,
-        noise_key=seed,
-        device=str(dev),
-        progress=False,
-        workers=workers,
-    ).scores
+    task = dict(model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=config, crafted=crafted)
+    scores = train_shard(**task, bits=bits, noise_key=seed, device=str(dev), progress=False, workers=workers).scores
     if dev.type == "cuda":
         torch.cuda.synchronize()
     vec_s = time.perf_counter() - t0
@@ -145,15 +133,7 @@ def measure(
         max_diff = 0.0
         for i in range(opacus_models):
             ref, _ = reference_scores(
-                model="fcnn",
-                model_kwargs=kwargs,
-                X=X,
-                y=y,
-                setup=setup,
-                config=config,
-                crafted=crafted,
-                bit=int(bits[i % models]),
-                noise=model_noise(seed, i % models, steps, setup.theta0.size),
+                **task, bit=int(bits[i % models]), noise=model_noise(seed, i % models, steps, setup.theta0.size)
             )
             if i < models:
                 max_diff = max(max_diff, float(np.abs(ref - scores[i]).max()))
@@ -416,17 +396,7 @@ def measure_engine(
 
         def time_fixed() -> float:
             return _time_engine(
-                engine,
-                theta0,
-                X,
-                y,
-                batches_np,
-                m=m,
-                lr=lr,
-                batch_size=batch_size,
-                clip=clip,
-                sigma=sigma,
-                dev=dev,
+                engine, theta0, X, y, batches_np, m=m, lr=lr, batch_size=batch_size, clip=clip, sigma=sigma, dev=dev,
                 canary=canary,
             )
 

@@ -306,9 +306,6 @@ REGISTRY: dict[str, Callable[..., ModelSpec]] = {
 }
 """Registry name → the function from the architecture's options (keywords with defaults) to its :class:`ModelSpec`."""
 
-MODELS = tuple(REGISTRY)
-"""The registry's names (as shipped; :func:`model_names` reads the registry as it is now)."""
-
 
 def model_names() -> tuple[str, ...]:
     """The names of the registry."""
@@ -352,11 +349,6 @@ def build_model(name: str, **kwargs):
     return model_spec(name, **kwargs).build()
 
 
-def num_outputs(name: str, **kwargs) -> int:
-    """Number of logits of the model (:attr:`ModelSpec.outputs`)."""
-    return model_spec(name, **kwargs).outputs
-
-
 def num_classes(name: str, **kwargs) -> int:
     """Number of classes of the task (:attr:`ModelSpec.classes`)."""
     return model_spec(name, **kwargs).classes
@@ -370,11 +362,6 @@ def input_shape(name: str, **kwargs) -> tuple[int | None, ...]:
 def loss_name(name: str, **kwargs) -> str:
     """``"bce"`` or ``"ce"`` (:attr:`ModelSpec.loss`)."""
     return model_spec(name, **kwargs).loss
-
-
-def mlp_sizes(name: str, **kwargs) -> tuple[int, ...] | None:
-    """Layer widths of a plain ReLU MLP, or ``None`` (:attr:`ModelSpec.mlp_sizes`)."""
-    return model_spec(name, **kwargs).mlp_sizes
 
 
 # The torch helpers of hsaudit.engine.architectures, importable from here as before (resolved on first use).
@@ -404,7 +391,6 @@ def __dir__() -> list[str]:
 __all__ = [
     "BenchSizes",
     "DEFAULT_FCNN_VARIANT",
-    "MODELS",
     "ModelSpec",
     "PSG_BACKENDS",
     "REGISTRY",
@@ -412,10 +398,8 @@ __all__ = [
     "fcnn_sizes",
     "input_shape",
     "loss_name",
-    "mlp_sizes",
     "model_names",
     "model_spec",
     "num_classes",
-    "num_outputs",
     "require_spec",
 ]
