@@ -83,7 +83,8 @@ def test_cuda_poisson_population_matches_cpu(model):
         gradient = torch.zeros(theta0.numel(), device=dev)
         gradient[0] = 1.0
         return train_population(
-            engine=population_engine(model_spec(model), dev), theta0=theta0.to(dev), X=X.to(dev), y=y.to(dev), batches=None,
+            engine=population_engine(model_spec(model), dev), theta0=theta0.to(dev), X=X.to(dev), y=y.to(dev),
+            batches=None,
             config=cfg, noise_key=5, sampling_key=6, models=range(32), mask=(torch.arange(32) % 2).float().to(dev),
             gradient=gradient, keep_final=True,
         )

@@ -16,7 +16,14 @@ from scipy import stats
 
 from conftest import housing_like
 from hsaudit.engine.dpsgd import DPSGDConfig, model_noise, train_population
-from hsaudit.engine.models import build_model, flat_parameters, load_flat_parameters, loss_name, model_spec, per_sample_loss
+from hsaudit.engine.models import (
+    build_model,
+    flat_parameters,
+    load_flat_parameters,
+    loss_name,
+    model_spec,
+    per_sample_loss,
+)
 from hsaudit.engine.noise import counter_bernoulli, counter_geometric, reference_bernoulli, reference_geometric
 from hsaudit.engine.psg import population_engine
 from hsaudit.engine.sampling import Poisson, PoissonSampler, poisson_schedule

@@ -12,7 +12,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hsaudit.engine.models import build_model, count_parameters, flat_parameters, load_flat_parameters, model_spec, per_sample_loss
+from hsaudit.engine.models import (
+    build_model,
+    count_parameters,
+    flat_parameters,
+    load_flat_parameters,
+    model_spec,
+    per_sample_loss,
+)
 from hsaudit.engine.psg import CLIP_EPS, FuncPopulation, HookPopulation, MLPPopulation, population_engine
 
 # (model, kwargs, sample shape): the ResNet runs on tiny 3×8×8 images (it pools adaptively).

@@ -14,7 +14,8 @@ per model (population sizes, timed steps, B) are the spec's :attr:`~hsaudit.engi
 
 Full batch (Yoon et al.'s DP-SGD, docs/yoon.md): every step uses all of D, ``n_train`` synthetic samples (default
 1,000), so B = |D| for the engine, Opacus and the floor alike; half of the engine's population trains on
-D ∪ {canary} (a blank input labelled with the last class, Yoon's 9 of 10, appended to every step's batch, normaliser |D|), as an audit's M′ do.
+D ∪ {canary} (a blank input labelled with the last class, Yoon's 9 of 10, appended to every step's batch,
+normaliser |D|), as an audit's M′ do.
 
 Poisson sampling (Steinke et al.'s DP-SGD, :func:`hsaudit.engine.dpsgd.run_poisson`): beside every engine row, the
 same population trained with Poisson subsampling at rate q through :class:`hsaudit.engine.sampling.PoissonSampler`

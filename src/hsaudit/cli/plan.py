@@ -41,8 +41,8 @@ def register(sub) -> None:
     cal.add_argument(
         "--calibrate",
         metavar="MODEL",
-        help="a registry model (fcnn, convnet, resnet18_gn, alexnet_head, mnist_cnn, cifar_cnn, wrn16_4, ...): time its "
-        "engine steps as `hsaudit bench train` does",
+        help="a registry model (fcnn, convnet, resnet18_gn, alexnet_head, mnist_cnn, cifar_cnn, wrn16_4, ...): "
+        "time its engine steps as `hsaudit bench train` does",
     )
     cal.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     cal.add_argument("--batch", type=int, help="batch size (default: the model's bench batch, fcnn 400, others 128)")

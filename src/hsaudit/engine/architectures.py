@@ -195,7 +195,7 @@ class WideResNet(nn.Module):
 
 
 def wrn_parameter_count(depth: int = 16, width: int = 4, num_classes: int = 10, in_channels: int = 3) -> int:
-    """Closed-form parameter count of :class:`WideResNet` (registry ``"wrn16_4"``, options ``depth``, ``width``), by hand.
+    """Closed-form parameter count of :class:`WideResNet` (registry ``"wrn16_4"``, its ``depth`` and ``width``).
 
     A weight-standardised k×k convolution a → b has k²ab weights + b biases + b gains; a GroupNorm over c channels
     2c. Per group g (channels c_g, input c_{g−1}): the first block has norms over c_{g−1} (residual and skip),
@@ -227,7 +227,8 @@ def count_parameters(model: nn.Module) -> int:
 def per_sample_loss(kind: str, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Per-sample loss ``[n]`` of ``logits`` ``[n, outputs]`` against integer labels ``y`` ``[n]``.
 
-    ``kind`` is :attr:`hsaudit.engine.models.ModelSpec.loss`: ``"bce"`` uses the single logit with target ``y`` in {0, 1}.
+    ``kind`` is :attr:`hsaudit.engine.models.ModelSpec.loss`: ``"bce"`` uses the single logit with target ``y`` in
+    {0, 1}.
     """
     if kind == "bce":
         return nn.functional.binary_cross_entropy_with_logits(

@@ -11,7 +11,8 @@ batch at insertion steps of inserted runs (clipped like any sample) instead of â
 
 This module knows nothing of datasets, figures or particular adversaries. It is given
 
-- a per-sample gradient backend (:func:`hsaudit.engine.psg.population_engine`: ``clipped_sum``, ``loss``, ``grad_norms``),
+- a per-sample gradient backend (:func:`hsaudit.engine.psg.population_engine`: ``clipped_sum``, ``loss``,
+  ``grad_norms``),
 - the insertion: a crafted gradient âˆ‡* ``[p]`` or a canary sample ``(x*, y*)``, and the membership mask ``[m]``;
   or a per-model inserted gradient ``[m, p]`` (several gradient canaries per model, each with its own bit),
 - the noise: standard normals keyed by (noise key, global model index, step) from :mod:`hsaudit.engine.noise`, drawn

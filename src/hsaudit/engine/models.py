@@ -117,7 +117,9 @@ class ModelSpec:
         if not self.input_shape or any(s is not None and (int(s) != s or s < 1) for s in self.input_shape):
             raise ValueError(f"input_shape of {self.name!r} must be positive sizes or None, got {self.input_shape}")
         if not self.backends or not set(self.backends) <= set(PSG_BACKENDS):
-            raise ValueError(f"backends of {self.name!r} must be a non-empty subset of {PSG_BACKENDS}, got {self.backends}")
+            raise ValueError(
+                f"backends of {self.name!r} must be a non-empty subset of {PSG_BACKENDS}, got {self.backends}"
+            )
         if ("mlp" in self.backends) != (self.mlp_sizes is not None):
             raise ValueError(f"{self.name!r}: the 'mlp' backend needs mlp_sizes and mlp_sizes need it in backends")
         if self.mlp_sizes is not None and (
@@ -125,6 +127,7 @@ class ModelSpec:
         ):
             raise ValueError(f"{self.name!r}: mlp_sizes {self.mlp_sizes} disagree with input {self.input_shape} and "
                              f"outputs {self.outputs}")
+        object.__setattr__(self, "kwargs", tuple(sorted(self.kwargs)))  # one order: equal options, equal specs
         if not self.label:
             object.__setattr__(self, "label", self.name)
 
@@ -337,7 +340,9 @@ def model_spec(name: str | ModelSpec, **kwargs) -> ModelSpec:
 def require_spec(spec: Any, what: str = "model") -> ModelSpec:
     """``spec`` if it is a :class:`ModelSpec`, else a ``ValueError`` that says how to make one (engine boundary)."""
     if not isinstance(spec, ModelSpec):
-        raise ValueError(f"{what} must be a ModelSpec (hsaudit.engine.models.model_spec(name, **options)), got {spec!r}")
+        raise ValueError(
+            f"{what} must be a ModelSpec (hsaudit.engine.models.model_spec(name, **options)), got {spec!r}"
+        )
     return spec
 
 

@@ -150,7 +150,8 @@ def test_xavier_theta0_is_a_glorot_normal_draw():
     assert np.all(theta[48:54] == 0)  # biases are 0
     # Glorot normal: sd = sqrt(2 / (fan_in + fan_out)); 48 draws, so a loose check
     assert 0.5 < w1.std() / np.sqrt(2 / (sizes[0] + sizes[1])) < 1.5
-    np.testing.assert_array_equal(theta, init_theta0(model_spec("fcnn", variant="8-6-2"), scheme="xavier_normal", seed=3))
+    again = init_theta0(model_spec("fcnn", variant="8-6-2"), scheme="xavier_normal", seed=3)
+    np.testing.assert_array_equal(theta, again)
     assert build_model("fcnn", variant="8-6-2") is not None
     with pytest.raises(ValueError, match="scheme"):
         init_theta0(model_spec("fcnn"), scheme="he", seed=0)

@@ -6,5 +6,6 @@ Trained-model experiments (Housing and CIFAR-10; docs/housing.md, docs/cifar10.m
 :mod:`~hsaudit.experiments.cebere.shards` (one shard of a population), :mod:`~hsaudit.experiments.cebere.tables`
 (scores and per-step audits: what the audit jobs need), :mod:`~hsaudit.experiments.cebere.reference` (a shard's
 Opacus reference: the engine's trainer with the adversary's insertion and score); the one-dimensional process of
-Section 6: :mod:`~hsaudit.experiments.cebere.section6` (docs/section6.md); figures: :mod:`~hsaudit.experiments.cebere.figures`.
+Section 6: :mod:`~hsaudit.experiments.cebere.section6` (docs/section6.md); figures:
+:mod:`~hsaudit.experiments.cebere.figures`.
 """

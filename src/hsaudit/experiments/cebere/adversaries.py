@@ -287,7 +287,8 @@ def make_scorer(
 ) -> Callable[[torch.Tensor], torch.Tensor]:
     """A function ``theta [models, p] -> [models]`` giving the oriented score (higher ⇒ inserted).
 
-    ``engine`` is a per-sample gradient backend (:func:`hsaudit.engine.psg.population_engine`), used only by ``label_flip``.
+    ``engine`` is a per-sample gradient backend (:func:`hsaudit.engine.psg.population_engine`), used only by
+    ``label_flip``.
     ``theta0`` is ``[p]`` or ``[models, p]`` (per-model θ0). With ``known_theta0=False`` (Cebere et al. Fig. 12:
     θ0 re-drawn for every run and unknown to the adversary) the A_GC score is −θ_t[d] and the A_CotS score
     −cos(∇*, θ_t), since θ0 cannot be subtracted.

@@ -1,4 +1,4 @@
-"""The Opacus reference of a Cebere et al. shard: the engine's one-model trainer with an adversary's insertion and score.
+"""The Opacus reference of a Cebere et al. shard: the engine's one-model trainer, an adversary's insertion and score.
 
 :func:`reference_scores` is the slow, trusted path that the tests (tests/experiments/cebere/test_reference.py) and
 ``hsaudit bench train`` compare :func:`hsaudit.experiments.cebere.shards.train_shard` with. The trainer itself is the
@@ -37,7 +37,8 @@ def reference_scores(
 
     Args:
         bit: 1 = inserted; noise: standard normals ``[T, p]`` (:func:`hsaudit.engine.dpsgd.model_noise`); theta0:
-            this model's own θ0 (``None``: ``setup.theta0``); the rest as :func:`~hsaudit.experiments.cebere.shards.train_shard`.
+            this model's own θ0 (``None``: ``setup.theta0``); the rest as
+            :func:`~hsaudit.experiments.cebere.shards.train_shard`.
 
     Returns:
         ``(scores, theta_T)``: the oriented scores ``[T // k]`` (float64, as ``train_shard``'s) and the final model.

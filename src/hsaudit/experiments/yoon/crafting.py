@@ -236,7 +236,10 @@ def distill_surrogates(
             [torch.log_softmax(population_logits(model, targets_t, Xq[i : i + 512], device=dev), -1) for i in range(0, n, 512)],
             dim=1,
         )
-    start = np.stack([init_theta0(model_spec(model), scheme="xavier_normal", seed=derive_seed(seed, "surrogate", i), bias=bias) for i in range(m)])
+    spec = model_spec(model)
+    start = np.stack(
+        [init_theta0(spec, scheme="xavier_normal", seed=derive_seed(seed, "surrogate", i), bias=bias) for i in range(m)]
+    )
     theta = torch.tensor(start, device=dev, requires_grad=True)
     opt = torch.optim.Adam([theta], lr=lr)
     gen = torch.Generator().manual_seed(derive_seed(seed, "surrogate-batches") % 2**63)

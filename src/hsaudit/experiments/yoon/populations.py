@@ -262,7 +262,9 @@ def pretrain(
         p_wide, p = count_parameters(wide), theta.size
         last = [prm.numel() for prm in wide.parameters()][-2:]  # the last Linear: weight, bias
         body = p_wide - sum(last)
-        head = init_theta0(model_spec(model, num_classes=pre_classes), scheme="xavier_normal", seed=derive_seed(seed, "head"), bias=0.01)
+        head = init_theta0(
+            model_spec(model, num_classes=pre_classes), scheme="xavier_normal", seed=derive_seed(seed, "head"), bias=0.01
+        )
         start = np.concatenate([theta[:body], head[body:]])
         trained = sgd_train(
             model, start, X_pre, y_pre, epochs=pre_epochs, lr=lr, batch_size=batch_size, seed=derive_seed(seed, "pre"),
