@@ -6,19 +6,16 @@ The package is cut in layers; each imports only the layers below it (``tests/tes
 ``util``        atomic writes, seeds, key hashing, dict merging (imports nothing of the package)
 ``accounting``  upper bounds and curves: μ-GDP, PLD, mixtures, the last-iterate heuristic   (maths)
 ``audit``       every estimator: GDP, Clopper–Pearson, two-sample, σ̂/PLD, one-run, validation (maths)
-``engine``      the paper-neutral DP-SGD layer: per-sample gradients, noise, the model registry (ModelSpec
-                values), the Opacus reference trainer                                       (torch)
+``engine``      the paper-neutral DP-SGD layer: per-sample gradients, noise, models          (torch)
 ``data``        the dataset registry: Housing, CIFAR-10/100, MNIST, AlexNet features
 ``experiments`` one package per paper or study, shaped alike (plan and keys, science, figures):
                 ``cebere`` (with ``section6``), ``steinke``, ``annamalai``, ``yoon``; ``plotting`` is shared
 ``pipeline``    what the workflow needs around the science: config, provenance, archives, cost plans, logs
-``bench``       benchmarks of the engine, the audit and Section 6; the cost planner's calibration
 ``cli``         the ``hsaudit`` command
 ==============  =====================================================================================
 
 A fifth paper is a package under ``experiments/`` plus one rules file in ``workflow/rules/``; a new model is an entry
-of ``engine.models.REGISTRY`` (a ``ModelSpec``); a new dataset an entry of ``data.datasets``; a new estimator a module
-of ``audit/``.
+of ``engine.models``; a new dataset an entry of ``data.datasets``; a new estimator a module of ``audit/``.
 
 This file imports nothing eagerly, so that importing any module of the package runs no other layer's code (the
 workflow's code versions rely on it). The most used names are still reachable here, lazily:
