@@ -50,11 +50,12 @@ from hsaudit.experiments.cebere.figures.housing import (
     plot_upper_bound,
     summarise,
 )
+from hsaudit.engine.models import model_spec
 from hsaudit.util.io import write_text_atomic
 
 FIGURES = ("fig1", "fig2", "fig5", "fig6a", "fig8", "fig11", "fig12", "fig13")
 ADVERSARIES = ("gc_r", "gc_s", "label_flip")
-MODEL_LABELS = {"convnet": "ConvNet", "resnet18_gn": "ResNet18-GN", "alexnet_head": "AlexNet (last layer)"}
+MODEL_LABELS = {m: model_spec(m).label for m in ("convnet", "resnet18_gn", "alexnet_head")}  # the registry's labels
 THETA0_LABELS = {
     "known": "θ0 shared, known",
     "shared_unknown": "θ0 shared, unknown",
