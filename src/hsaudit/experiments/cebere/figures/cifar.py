@@ -560,7 +560,7 @@ def plot_fig6a(
         ValueError: ``step`` missing from the audit or the scores table (naming it).
     """
     from hsaudit.accounting.gaussian import gdp_tradeoff
-    from hsaudit.audit.gdp import empirical_tradeoff
+    from hsaudit.audit.tradeoff import empirical_tradeoff
     from hsaudit.experiments.plotting import UPPER_BOUND_STYLE, figure as new_figure, footer_text
     from hsaudit.util.io import write_csv_atomic
 
