@@ -1,7 +1,7 @@
 """Snakemake adapter: PLD calibration table ε(σ), δ(ε′) of one (q, T), computed once and interpolated later
-(hsaudit.experiments.annamalai.audit.pld_table)."""
+(hsaudit.experiments.annamalai.construction.pld_table)."""
 
-from hsaudit.experiments.annamalai.audit import pld_table
+from hsaudit.experiments.annamalai.construction import pld_table
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic
 

@@ -626,7 +626,7 @@ def default_epsilon_grid() -> np.ndarray:
 
 @dataclass(frozen=True)
 class PldTable:
-    """A PLD calibration table in array form (Annamalai 2024; built by :func:`hsaudit.experiments.annamalai.audit.pld_table`).
+    """A PLD calibration table in array form (Annamalai 2024; built by :func:`hsaudit.experiments.annamalai.construction.pld_table`).
 
     ε(σ) at δ and δ(ε′) of T composed Poisson-subsampled Gaussians over a grid of σ: sigmas (ascending),
     eps_at (descending), eps_prime, log_deltas. :func:`sigma_for_epsilon` and :func:`pld_tradeoff` interpolate it.

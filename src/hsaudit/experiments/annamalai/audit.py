@@ -1,14 +1,10 @@
 """Annamalai, "It's Our Loss": the audits of the construction's simulated statistics
 (:mod:`hsaudit.experiments.annamalai.construction`) and the tables its figures draw.
 
-* :func:`pld_table` — the calibration table of the PLD trade-off curves of T composed Poisson-subsampled
-  Gaussians (all iterates released), tabulated over σ once; its array form and interpolation
-  (:class:`hsaudit.accounting.PldTable`, :func:`hsaudit.accounting.sigma_for_epsilon`,
-  :func:`hsaudit.accounting.pld_tradeoff`) are accounting-side.
 * :func:`audit_repetitions` — repetitions of the paper's audit (Algorithm 2; no confidence intervals) and its
   Clopper–Pearson variants (every threshold, and the valid held-out rule), through the one auditor
   (:meth:`hsaudit.audit.auditor.Auditor.pld_curve`, i.e. :func:`hsaudit.audit.audit_pld`); the σ̂ audit is
-  :func:`hsaudit.audit.audit_pld_sigma`. :func:`calibrate` gives the σ of a fig2 job's ε.
+  :func:`hsaudit.audit.pld.pld_sigma_audit`. :func:`calibrate` gives the σ of a fig2 job's ε.
   The linear-loss curve they are compared with is :func:`hsaudit.accounting.last_iterate.linear_tradeoff`
   (Steinke et al.'s mixture of Gaussians).
 * :func:`fig1_table` — Figure 1's observed rates beside the PLD and linear-loss curves.
@@ -29,67 +25,16 @@ import pandas as pd
 from hsaudit.accounting import last_iterate as H
 from hsaudit.accounting.gaussian import PldTable, default_epsilon_grid, sigma_for_epsilon, tradeoff_from_deltas
 from hsaudit.accounting.last_iterate import delta_curve, linear_tradeoff
-from hsaudit.audit.auditor import Auditor, HeldOut
-from hsaudit.audit.gdp import observed_rates
+from hsaudit.audit.auditor import Auditor, HeldOut, Paper
+from hsaudit.audit.tradeoff import observed_rates
 from hsaudit.util.seeding import derive_seed
-
-# ------------------------------------------------------------------------------------------ PLD table
-
-
-def pld_table(
-    *,
-    steps: int,
-    sampling_rate: float,
-    delta: float,
-    epsilon_range: tuple[float, float] = (0.3, 25.0),
-    n_sigmas: int = 60,
-    epsilon_grid: npt.ArrayLike | None = None,
-    value_discretization_interval: float = 1e-3,
-) -> pd.DataFrame:
-    """ε(σ) at δ and δ(ε′) on a grid, for σ log-spaced over the range mapping to ``epsilon_range``.
-
-    This is the calibration table (computed once per (q, T) and cached by the workflow): σ for a target ε is
-    then found by interpolation (:func:`hsaudit.accounting.gaussian.sigma_for_epsilon`) and the trade-off curve at any σ by interpolating
-    log δ(ε′) between neighbouring rows (:func:`hsaudit.accounting.gaussian.pld_tradeoff`).
-
-    Returns:
-        Tidy frame with columns sigma, epsilon_at_delta, eps_prime, delta_prime.
-    """
-    if epsilon_grid is None:
-        epsilon_grid = default_epsilon_grid()
-    eg = np.asarray(epsilon_grid, dtype=float)
-    f = lambda s: H.standard_epsilon(
-        delta,
-        steps=steps,
-        sampling_rate=sampling_rate,
-        noise_multiplier=s,  # noqa: E731
-        value_discretization_interval=value_discretization_interval,
-    )
-    s_hi = H.calibrate(f, epsilon_range[0], lo=0.1, hi=50.0, rtol=1e-4)
-    s_lo = H.calibrate(f, epsilon_range[1], lo=0.05, hi=s_hi, rtol=1e-4, start=s_hi / 4)
-    rows = []
-    for s in np.geomspace(s_lo, s_hi, n_sigmas):
-        pld = H.standard_pld(
-            steps=steps,
-            sampling_rate=sampling_rate,
-            noise_multiplier=float(s),
-            value_discretization_interval=value_discretization_interval,
-        )
-        eps_at = float(pld.get_epsilon_for_delta(delta))
-        d = np.asarray(pld.get_delta_for_epsilon(eg), dtype=float)
-        rows.append(pd.DataFrame({"sigma": float(s), "epsilon_at_delta": eps_at, "eps_prime": eg, "delta_prime": d}))
-    out = pd.concat(rows, ignore_index=True)
-    out["steps"] = steps
-    out["sampling_rate"] = sampling_rate
-    out["delta"] = delta
-    return out
-
 
 # ------------------------------------------------------------------------------------------ audit
 
 
 def calibrate(frame: pd.DataFrame, *, epsilon: float) -> tuple[PldTable, float]:
-    """The (q, T) calibration table (:func:`pld_table`'s frame) as a :class:`~hsaudit.accounting.PldTable`, and the
+    """The (q, T) calibration table
+    (:func:`hsaudit.experiments.annamalai.construction.pld_table`'s frame) as a :class:`~hsaudit.accounting.PldTable`, and the
     σ at which the all-iterates mechanism is ``epsilon``-DP at the table's δ."""
     table = PldTable.from_frame(frame)
     return table, sigma_for_epsilon(float(epsilon), table)
@@ -121,7 +66,7 @@ def audit_repetitions(
     if not repetitions:
         raise ValueError("audit_repetitions needs at least one repetition")
     rows = []
-    paper = Auditor(confidence=confidence)  # every threshold's CP point: a max over thresholds, not valid
+    paper = Auditor(confidence=confidence, rule=Paper())  # every threshold's CP point: a max over thresholds, not valid
     for r, rep in enumerate(repetitions):
         o, o1, wraps = rep.out, rep.inside, dict(rep.wraps)
         for fl in tail_floors:

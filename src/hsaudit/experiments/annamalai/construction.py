@@ -11,11 +11,15 @@ therefore carries o = Σ_k round(λ(v_k), 2): the all-iterates likelihood-ratio 
   never built).
 * :func:`ideal_statistics` — the all-iterates likelihood-ratio statistic the construction aims to carry, drawn
   directly (no encoding, rounding or wraps).
+* :func:`pld_table` — the calibration table of the PLD trade-off curves of T composed Poisson-subsampled
+  Gaussians (all iterates released), tabulated over σ once; its array form and interpolation
+  (:class:`hsaudit.accounting.PldTable`, :func:`hsaudit.accounting.sigma_for_epsilon`,
+  :func:`hsaudit.accounting.pld_tradeoff`) are accounting-side.
 * :func:`repeated_statistics` (fig2's audits) and :func:`setting_statistics` (fig1) — the seeded statistics
   (:class:`Statistics`) that :mod:`hsaudit.experiments.annamalai.audit` turns into tables.
 
-This module is the simulation (numpy, and util's seeds), apart from what audits it: the PLD calibration table, the
-audits and the figures' tables are :mod:`hsaudit.experiments.annamalai.audit`, which never imports this module.
+This module is the simulation and the accounting of its mechanism, apart from what audits it: the audits and the
+figures' tables are :mod:`hsaudit.experiments.annamalai.audit`, which never imports this module.
 
 Update sign: the paper prints the descent update θ_{k+1} = θ_k − (Σ clip(g̃) + Z), with which the encoding
 does not survive (the decoded values mix earlier steps and the statistic loses the canary's signal); the
@@ -32,7 +36,10 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 
+from hsaudit.accounting import last_iterate as H
+from hsaudit.accounting.gaussian import default_epsilon_grid
 from hsaudit.util.seeding import derive_seed
 
 Update = Literal["ascent", "descent"]
@@ -259,6 +266,58 @@ def ideal_statistics(
         o += step_llr(v0, noise_multiplier=noise_multiplier, sampling_rate=sampling_rate)
         o1 += step_llr(v1, noise_multiplier=noise_multiplier, sampling_rate=sampling_rate)
     return o, o1
+
+
+# ------------------------------------------------------------------------------------------ PLD table
+
+
+def pld_table(
+    *,
+    steps: int,
+    sampling_rate: float,
+    delta: float,
+    epsilon_range: tuple[float, float] = (0.3, 25.0),
+    n_sigmas: int = 60,
+    epsilon_grid: npt.ArrayLike | None = None,
+    value_discretization_interval: float = 1e-3,
+) -> pd.DataFrame:
+    """ε(σ) at δ and δ(ε′) on a grid, for σ log-spaced over the range mapping to ``epsilon_range``.
+
+    This is the calibration table (computed once per (q, T) and cached by the workflow): σ for a target ε is
+    then found by interpolation (:func:`hsaudit.accounting.gaussian.sigma_for_epsilon`) and the trade-off curve at any σ by interpolating
+    log δ(ε′) between neighbouring rows (:func:`hsaudit.accounting.gaussian.pld_tradeoff`).
+
+    Returns:
+        Tidy frame with columns sigma, epsilon_at_delta, eps_prime, delta_prime.
+    """
+    if epsilon_grid is None:
+        epsilon_grid = default_epsilon_grid()
+    eg = np.asarray(epsilon_grid, dtype=float)
+    f = lambda s: H.standard_epsilon(
+        delta,
+        steps=steps,
+        sampling_rate=sampling_rate,
+        noise_multiplier=s,  # noqa: E731
+        value_discretization_interval=value_discretization_interval,
+    )
+    s_hi = H.calibrate(f, epsilon_range[0], lo=0.1, hi=50.0, rtol=1e-4)
+    s_lo = H.calibrate(f, epsilon_range[1], lo=0.05, hi=s_hi, rtol=1e-4, start=s_hi / 4)
+    rows = []
+    for s in np.geomspace(s_lo, s_hi, n_sigmas):
+        pld = H.standard_pld(
+            steps=steps,
+            sampling_rate=sampling_rate,
+            noise_multiplier=float(s),
+            value_discretization_interval=value_discretization_interval,
+        )
+        eps_at = float(pld.get_epsilon_for_delta(delta))
+        d = np.asarray(pld.get_delta_for_epsilon(eg), dtype=float)
+        rows.append(pd.DataFrame({"sigma": float(s), "epsilon_at_delta": eps_at, "eps_prime": eg, "delta_prime": d}))
+    out = pd.concat(rows, ignore_index=True)
+    out["steps"] = steps
+    out["sampling_rate"] = sampling_rate
+    out["delta"] = delta
+    return out
 
 
 # ------------------------------------------------------------------------------------------ the audits' statistics

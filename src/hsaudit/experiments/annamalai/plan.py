@@ -2,7 +2,7 @@
 and the targets ``hsaudit plan`` lists (:func:`plan`). Nothing is trained: simulate → audit → plot.
 
 - **calibration tables** (``results/annamalai/pld_table/setting{i}.csv``): ε(σ) and δ(ε′) of fig2's i-th (q, T),
-  computed once and shared by every audit of that setting (:func:`hsaudit.experiments.annamalai.audit.pld_table`);
+  computed once and shared by every audit of that setting (:func:`hsaudit.experiments.annamalai.construction.pld_table`);
 - **audits** (``results/annamalai/audit/setting{i}_eps{j}_{update}_{base}.csv``): the repeated audits of one
   (q, T), ε, update sign and encoding-base rule: σ calibrated to ε on the setting's table
   (:func:`hsaudit.experiments.annamalai.audit.calibrate`), the construction at that σ simulated
@@ -44,7 +44,7 @@ class AnnamalaiPlan:
         populations: none (the construction is simulated, not trained).
         targets: fig1 and fig2 (CPU-sized at every scale).
         tables: calibration table id (``setting{i}``) → the keyword arguments of
-            :func:`hsaudit.experiments.annamalai.audit.pld_table`.
+            :func:`hsaudit.experiments.annamalai.construction.pld_table`.
         audits: audit id (``setting{i}_eps{j}_{update}_{base}``) → its ``epsilon`` and the keyword arguments of
             its ``construction`` (:class:`hsaudit.experiments.annamalai.construction.Construction`, σ aside), its
             ``simulation`` (:func:`hsaudit.experiments.annamalai.construction.repeated_statistics`) and its
