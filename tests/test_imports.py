@@ -99,6 +99,8 @@ def test_the_checks_can_fail(tmp_path, monkeypatch):
 # The layers of the package, bottom first (src/hsaudit/__init__.py): a module may import its own layer and the
 # layers below it, never one above; a paper's package never imports another paper's.
 LAYERS = ("util", "accounting", "audit", "engine", "data", "experiments", "pipeline", "cli")
+# Modules of the experiments layer that every experiment package may import (the plan values, the figure style).
+SHARED = ("plans", "plotting")
 
 
 def _layer(module: str) -> tuple[int, str]:
@@ -112,7 +114,7 @@ def _layer(module: str) -> tuple[int, str]:
         return -1, ""
     if len(parts) < 2 or parts[1] not in LAYERS:
         return len(LAYERS), ""
-    paper = parts[2] if parts[1] == "experiments" and len(parts) > 2 and parts[2] != "plotting" else ""
+    paper = parts[2] if parts[1] == "experiments" and len(parts) > 2 and parts[2] not in SHARED else ""
     return LAYERS.index(parts[1]), paper
 
 
@@ -141,4 +143,45 @@ def test_the_layer_check_can_fail():
     assert _layer_violations(graph) == [
         "hsaudit.audit.gdp (audit) imports hsaudit.engine.dpsgd from above",
         "hsaudit.experiments.yoon.plan imports another paper's hsaudit.experiments.cebere.plan",
+    ]
+
+
+# The shape of every experiment package (hsaudit.experiments.plans): its training side (a ``train`` module, or the
+# modules of a ``train`` package) imports the engine, data and util layers only, and its audit side (``audit``)
+# the audit, accounting and util layers only, each beside its own side's modules. So an estimator edit never
+# retrains, and a training edit never reruns an audit by itself.
+SIDES = {"train": ("engine", "data", "util"), "audit": ("audit", "accounting", "util")}
+
+
+def _side_violations(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for module, targets in graph.items():
+        parts = module.split(".")
+        if len(parts) < 4 or parts[1] != "experiments" or parts[3] not in SIDES:
+            continue
+        side, own = parts[3], ".".join(parts[:4])
+        for target in targets:
+            if target == "hsaudit" or target == own or target.startswith(own + "."):
+                continue
+            if target.split(".")[1] not in SIDES[side]:
+                bad.append(f"{module} ({side} side) imports {target}")
+    return sorted(bad)
+
+
+def test_train_and_audit_sides_import_their_layers_only():
+    assert _side_violations(_imports(_modules())[0]) == []
+
+
+def test_the_side_check_can_fail():
+    graph = {
+        "hsaudit.experiments.yoon.train": {"hsaudit.engine.dpsgd", "hsaudit.audit.gdp"},
+        "hsaudit.experiments.cebere.train.shards": {"hsaudit.experiments.cebere.train.adversaries",
+                                                    "hsaudit.experiments.cebere.plan"},
+        "hsaudit.experiments.cebere.audit": {"hsaudit.audit.auditor", "hsaudit.engine.models"},
+        "hsaudit.experiments.cebere.plan": {"hsaudit.audit.auditor", "hsaudit.engine.models"},
+    }
+    assert _side_violations(graph) == [
+        "hsaudit.experiments.cebere.audit (audit side) imports hsaudit.engine.models",
+        "hsaudit.experiments.cebere.train.shards (train side) imports hsaudit.experiments.cebere.plan",
+        "hsaudit.experiments.yoon.train (train side) imports hsaudit.audit.gdp",
     ]

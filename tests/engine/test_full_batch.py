@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from conftest import images_like
-from hsaudit.experiments.cebere.adversaries import Crafted
+from hsaudit.experiments.cebere.train.adversaries import Crafted
 from hsaudit.engine.models import input_shape
 from hsaudit.engine.psg import population
 from hsaudit.experiments.cebere.reference import train_reference

@@ -3,8 +3,8 @@
 import torch
 
 from hsaudit.data.datasets import load_dataset
-from hsaudit.experiments.cebere.plan import write_params_json
 from hsaudit.engine.dpsgd import DPSGDConfig, make_setup, save_setup
+from hsaudit.experiments.cebere.train.shards import write_params_json
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)

@@ -31,7 +31,7 @@ Poisson engine's ratios to the floor and to Opacus.
 ``--model fcnn`` (default) keeps the Housing benchmark of issue 3 (:func:`measure`): both trainers run in this
 process on the same Housing-like task (Cebere et al. §5: 8 standardised features,
 binary label, FCNN with 68 parameters, T = 250, batch 400, η = 0.1, C = 1, σ = 4, k = 1): a population of
-``--models`` models through :func:`hsaudit.experiments.cebere.shards.train_shard`, then ``--opacus-models`` models one at a time
+``--models`` models through :func:`hsaudit.experiments.cebere.train.shards.train_shard`, then ``--opacus-models`` models one at a time
 through :func:`hsaudit.experiments.cebere.reference.train_reference`. The data are synthetic (a fixed linear-logistic rule on
 standard normal features, 20,640 rows like California Housing) so that the benchmark needs no download; the cost
 does not depend on the values. ``--data FILE.npz`` uses a prepared dataset (:func:`hsaudit.data.datasets.load_dataset`).
@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hsaudit.experiments.cebere.adversaries import craft
+from hsaudit.experiments.cebere.train.adversaries import craft
 from hsaudit.experiments.cebere.reference import train_reference
 from hsaudit.engine.models import (
     build_model,
@@ -67,7 +67,7 @@ from hsaudit.engine.models import (
 from hsaudit.engine.sampling import PoissonSampler
 from hsaudit.engine.psg import auto_backend, population
 from hsaudit.util.io import write_text_atomic
-from hsaudit.experiments.cebere.shards import train_shard
+from hsaudit.experiments.cebere.train.shards import train_shard
 from hsaudit.engine.dpsgd import DPSGDConfig, make_setup, model_noise, pick_device, run_poisson, run_population
 
 ENGINE_MODELS = ("convnet", "resnet18_gn", "alexnet_head", "mnist_cnn", "cifar_cnn", "wrn16_4")

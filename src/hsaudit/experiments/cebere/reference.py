@@ -13,7 +13,7 @@ like any sample; the normaliser stays the nominal B.
 
 Full-batch DP-SGD (Yoon et al., docs/yoon.md: B = |D|, no sampling, D′ = D ∪ {canary}) needs no mode of its own:
 a schedule whose every row is all of D (:func:`hsaudit.experiments.yoon.populations.full_batch_schedule`), ``batch_size = n``, period 1
-and a canary :class:`~hsaudit.experiments.cebere.adversaries.Crafted` (``label_flip``) appends the canary to every step's batch and
+and a canary :class:`~hsaudit.experiments.cebere.train.adversaries.Crafted` (``label_flip``) appends the canary to every step's batch and
 divides by |D| (tests/engine/test_full_batch.py).
 """
 
@@ -27,7 +27,7 @@ import torch
 from opacus import GradSampleModule
 from opacus.optimizers import DPOptimizer
 
-from hsaudit.experiments.cebere.adversaries import Crafted, canonical_adversary, score, validate_crafted
+from hsaudit.experiments.cebere.train.adversaries import Crafted, canonical_adversary, score, validate_crafted
 from hsaudit.engine.models import build_model, count_parameters, load_flat_parameters, loss_name, per_sample_loss
 from hsaudit.engine.dpsgd import DPSGDConfig, Setup, check_data
 
@@ -58,11 +58,11 @@ def train_reference(
         noise: standard normals ``[steps, p]`` (multiplied by σC here), e.g.
             :func:`hsaudit.engine.dpsgd.model_noise`; ``None`` only when σ = 0.
         theta0: this model's own initialisation ``[p]`` (per-model θ0); ``None``: ``setup.theta0``.
-        known_theta0: whether the score subtracts θ0 (:func:`hsaudit.experiments.cebere.adversaries.make_scorer`).
+        known_theta0: whether the score subtracts θ0 (:func:`hsaudit.experiments.cebere.train.adversaries.make_scorer`).
 
     Returns:
         ``(scores, theta_T)``: the oriented scores ``[T // k]`` (float64) after every insertion step (same
-        convention as :func:`hsaudit.experiments.cebere.shards.train_shard`) and the final flat parameters ``[p]`` (float32).
+        convention as :func:`hsaudit.experiments.cebere.train.shards.train_shard`) and the final flat parameters ``[p]`` (float32).
     """
     X, y = check_data(model, model_kwargs, X, y, setup)
     if bit not in (0, 1):

@@ -1,6 +1,6 @@
 """Figures of the Section 6 process of Cebere et al.: fig3, fig14, fig6b, fig6c and fig10.
 
-Each ``plot_*`` function takes a tidy DataFrame (built by the workflow from :mod:`hsaudit.experiments.cebere.section6.records`
+Each ``plot_*`` function is ``fn(table, *, pdf, csv, facts)``: it takes a tidy DataFrame (built by the workflow from :mod:`hsaudit.experiments.cebere.section6.records`
 records), writes ``figN.pdf`` through :func:`hsaudit.experiments.plotting.save` (atomic, provenance footer) and
 ``figN.csv`` with every plotted number through :func:`hsaudit.util.io.write_csv_atomic`, and returns the CSV
 table. Conventions: ε at δ = 1e−5 unless the data say otherwise; "ε̂" is the GDP audit of the Monte Carlo
@@ -133,21 +133,15 @@ def _ratio_table(summary: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def plot_fig3(
-    table: pd.DataFrame,
-    *,
-    panel_sigmas: Sequence[float],
-    pdf: str,
-    csv: str,
-    facts: Mapping,
-) -> pd.DataFrame:
-    """Fig. 3 of Cebere et al.: (a) ε̂ vs t for σ ∈ ``panel_sigmas``, one line per B (mean ± sd over the
+def plot_fig3(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> pd.DataFrame:
+    """Fig. 3 of Cebere et al.: (a) ε̂ vs t for σ ∈ ``facts["panel_sigmas"]``, one line per B (mean ± sd over the
     repetitions, exact ε dashed, upper bound); (b) heatmap of ε̂_{t=T}/ε̂_{t=1} (rows σ, columns B).
 
     The first rule of ``table`` is plotted; a second rule (``literal``) gets a small panel of its own at the
     first panel σ. Returns the CSV table: the per-repetition rows (``panel`` = "a") and the heatmap cells
     (``panel`` = "b", columns ratio / ratio_exact).
     """
+    panel_sigmas: Sequence[float] = facts["panel_sigmas"]
     rules = list(dict.fromkeys(table["rule"]))
     primary = rules[0]
     summary = _summary(table)

@@ -10,7 +10,7 @@ Modules (docs/section6.md):
 - :mod:`hsaudit.experiments.cebere.section6.records` — tidy records for the workflow (fig3/fig14 audits, exact ε, fig6b curves).
 
 The audits are those of :mod:`hsaudit.audit` (the two-sample GDP audit with precomputed Clopper–Pearson tables,
-:func:`hsaudit.audit.gdp_audit_two_sample`, re-exported here). The config cross-checks of the ``section6`` section are :func:`hsaudit.experiments.cebere.section6.experiments.check_section6_config`.
+:func:`hsaudit.audit.gdp_audit_two_sample`, re-exported here). The config cross-checks of the ``section6`` section are :func:`hsaudit.experiments.cebere.plan.check_section6_config`.
 """
 
 from __future__ import annotations
