@@ -199,9 +199,9 @@ rule audit_epsilon:
         confidence=AUDIT["confidence"],
         mode=AUDIT["mode"],
         selection_fraction=AUDIT["selection_fraction"],
-        noise_multiplier=lambda wc: CEBERE.audit(wc.dataset, wc.audit)["setup"]["dpsgd"][
-            "noise_multiplier"
-        ],
+        noise_multiplier=lambda wc: CEBERE.audit(wc.dataset, wc.audit)["setup"][
+            "dpsgd"
+        ]["noise_multiplier"],
         period=lambda wc: CEBERE.audit(wc.dataset, wc.audit)["setup"]["dpsgd"]["period"],
         seed=lambda wc: CEBERE.audit_seed(wc.dataset, wc.audit, wc.runs, wc.size),
         code_version=script_version("audit_epsilon"),
@@ -235,8 +235,8 @@ for job in CEBERE.figure_jobs:
             mem_mb=job.mem_mb,
             runtime=10,
         params:
-            figure=job.figure,
             **job.params,
+            figure=job.figure,
             code_version=script_version(job.script),
         script:
             f"../scripts/{job.script}.py"
