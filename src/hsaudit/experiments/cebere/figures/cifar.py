@@ -10,7 +10,7 @@ Tables (the contract with the workflow, built by the functions here from what th
 - :func:`cifar_table`: the audits of a figure stacked, from pairs (audit reference, audit table). The audit table
   is :func:`hsaudit.experiments.cebere.audit.audit_table`'s (step, insertions, runs, mu, epsilon, epsilon_free,
   threshold, fpr_upper, fnr_upper, mu_upper, epsilon_upper, mode, confidence, delta); the reference is a mapping
-  or object with ``adversary`` (:data:`ADVERSARIES`), ``model`` (:data:`MODEL_LABELS`), ``clip_norm`` (C),
+  or object with ``adversary`` (:data:`CIFAR_ADVERSARIES`), ``model`` (:data:`MODEL_LABELS`), ``clip_norm`` (C),
   ``period`` (k), ``theta0`` (:data:`THETA0_LABELS`), ``rep``, ``key`` and ``data_source`` (e.g.
   "cifar10:local"); ``figure`` and ``runs`` may be there and are not used.
 - :func:`fig1_table`: the CIFAR-10 audits and fig1c's Housing audits (panel c) in one table.
@@ -46,7 +46,7 @@ from hsaudit.experiments.cebere.figures.housing import (
     summarise,
 )
 
-ADVERSARIES = ("gc_r", "gc_s", "label_flip")
+CIFAR_ADVERSARIES = ("gc_r", "gc_s", "label_flip")  # the adversaries the CIFAR-10 figures draw
 MODEL_LABELS = {"convnet": "ConvNet", "resnet18_gn": "ResNet18-GN", "alexnet_head": "AlexNet (last layer)"}
 THETA0_LABELS = {
     "known": "θ0 shared, known",
@@ -90,7 +90,7 @@ def cifar_table(
         ValueError: no entries, a reference field missing, or an unknown model, adversary or θ0 (naming it).
     """
     table = figure_table(entries, ref_columns=(*REF_COLUMNS, *extra_columns))
-    for column, known in (("model", MODEL_LABELS), ("adversary", ADVERSARIES), ("theta0", THETA0_LABELS)):
+    for column, known in (("model", MODEL_LABELS), ("adversary", CIFAR_ADVERSARIES), ("theta0", THETA0_LABELS)):
         unknown = sorted(set(table[column]) - set(known))
         if unknown:
             raise ValueError(f"unknown {column} {unknown[0]!r} (known: {', '.join(known)})")
