@@ -4,8 +4,7 @@ import torch
 
 from hsaudit.data.datasets import load_dataset
 from hsaudit.engine.dpsgd import DPSGDConfig, load_setup
-from hsaudit.experiments.cebere.train.adversaries import craft, save_crafted
-from hsaudit.experiments.cebere.train.shards import write_params_json
+from hsaudit.experiments.cebere.train.adversaries import craft, save_crafted, write_params_json
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)

@@ -4,16 +4,13 @@
 (hsaudit.experiments.cebere.train.adversaries.craft; deterministic: one simulation, no noise).
 """
 
-import json
-
 import torch
 
 from hsaudit.data.datasets import load_dataset
 from hsaudit.engine.dpsgd import DPSGDConfig, load_setup
-from hsaudit.experiments.cebere.train.adversaries import craft
+from hsaudit.experiments.cebere.train.adversaries import craft, write_params_json
 from hsaudit.experiments.one_run.train import craft_canaries, save_canaries
 from hsaudit.pipeline.logs import script_logging
-from hsaudit.util.io import write_text_atomic
 
 log = script_logging(snakemake)
 torch.set_num_threads(snakemake.threads)
@@ -34,7 +31,6 @@ if spec["coordinates"] == "least_moving":
     ranking = craft("gc_s_noiseless_ps", **training, simulations=1, device=snakemake.params.device).ranking
 canaries = craft_canaries(spec["coordinates"], canaries=spec["canaries"], ranking=ranking, **training)
 save_canaries(canaries, snakemake.output.canaries)
-record = {"key": snakemake.wildcards.key, "derived_seed": seed, **spec}  # what the job ran with, beside its output
-write_text_atomic(snakemake.output.params_json, json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+write_params_json(spec, snakemake.output.params_json, key=snakemake.wildcards.key, derived_seed=seed)
 log.info("one-run audit %s: %d canaries (%s), coordinates %s", snakemake.wildcards.key, canaries.m, canaries.rule,
          canaries.coordinates.tolist())

@@ -15,7 +15,6 @@ scorer, and trains the shard's models with :func:`hsaudit.engine.dpsgd.train_pop
 
 from __future__ import annotations
 
-import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -26,7 +25,7 @@ import torch
 from hsaudit.engine.dpsgd import DPSGDConfig, Observations, Setup, check_data, pick_device, train_population
 from hsaudit.engine.psg import MLPPopulation, population
 from hsaudit.experiments.cebere.train.adversaries import Crafted, insertion_tensors, make_scorer, validate_crafted
-from hsaudit.util.io import atomic_savez, write_text_atomic
+from hsaudit.util.io import atomic_savez
 from hsaudit.util.seeding import derive_seed, rng_for
 
 MIN_MODELS_PER_WORKER = 32  # smaller groups are not worth a thread
@@ -251,9 +250,3 @@ def insertion_steps(*, steps: int, period: int) -> np.ndarray:
     if steps < 1 or period < 1:
         raise ValueError(f"steps and period must be >= 1, got steps={steps}, period={period}")
     return np.arange(period, steps + 1, period, dtype=np.int64)
-
-
-def write_params_json(params: dict, path: str | os.PathLike, **extra: object) -> None:
-    """Write ``params`` (plus ``extra`` entries, e.g. the key) as indented JSON, atomically: what a job ran with,
-    beside its output."""
-    write_text_atomic(path, json.dumps({**extra, **params}, indent=2, sort_keys=True, default=str) + "\n")
