@@ -1,6 +1,6 @@
 # Shared Python for the rules: config resolution, the figure registry, code versions, logs, archives, and the input
-# functions of the papers whose planning is not yet a plan module. A paper's rule file holds one line of Python:
-# its plan, `PLAN = plan(config)` (hsaudit.experiments.<paper>.plan), whose values its rules read.
+# functions of the papers whose planning is not yet a plan module. Beyond its rules, a paper's rule file builds
+# its plan once, `PLAN = plan(config)` (hsaudit.experiments.<paper>.plan), whose values its rules read.
 import json
 import sys
 
