@@ -211,8 +211,11 @@ rule audit_epsilon:
 
 # ---- Trained-model figures: Housing fig1c, fig4, fig7 (CPU-sized); CIFAR-10 fig1, fig2, fig5, fig6a, fig8,
 # fig11, fig12, fig13 (GPU-sized at paper scale: registered with kind "gpu", so `rule all` leaves them out and a
-# local run without a GPU warns first; `hsaudit plan results/fig1.pdf`). Each writes figN.pdf + figN.csv.
+# local run without a GPU warns first; `hsaudit plan results/fig1.pdf`). Each writes figN.pdf + figN.csv. One loop
+# per script: a rule's `script:` is read when its job runs, after the loop, so it must not depend on the loop.
 for job in CEBERE.figure_jobs:
+    if job.dataset != "housing":
+        continue
 
     rule:
         name:
@@ -223,11 +226,11 @@ for job in CEBERE.figure_jobs:
             pdf=report(
                 register_figure(job.target.path, job.target.kind),
                 caption=f"../report/{job.caption}.rst",
-                category="Housing" if job.dataset == "housing" else "CIFAR-10",
+                category="Housing",
             ),
             csv=job.csv,
         log:
-            log_path(f"{job.dataset}/plot_{job.figure}"),
+            log_path(f"housing/plot_{job.figure}"),
         conda:
             "../../envs/analysis.yaml"
         threads: 1
@@ -237,9 +240,41 @@ for job in CEBERE.figure_jobs:
         params:
             **job.params,
             figure=job.figure,
-            code_version=script_version(job.script),
+            code_version=script_version("plot_cebere_housing"),
         script:
-            f"../scripts/{job.script}.py"
+            "../scripts/plot_cebere_housing.py"
+
+
+for job in CEBERE.figure_jobs:
+    if job.dataset != "cifar10":
+        continue
+
+    rule:
+        name:
+            f"plot_cebere_{job.figure}"
+        input:
+            **job.inputs,
+        output:
+            pdf=report(
+                register_figure(job.target.path, job.target.kind),
+                caption=f"../report/{job.caption}.rst",
+                category="CIFAR-10",
+            ),
+            csv=job.csv,
+        log:
+            log_path(f"cifar10/plot_{job.figure}"),
+        conda:
+            "../../envs/analysis.yaml"
+        threads: 1
+        resources:
+            mem_mb=job.mem_mb,
+            runtime=10,
+        params:
+            **job.params,
+            figure=job.figure,
+            code_version=script_version("plot_cebere_cifar"),
+        script:
+            "../scripts/plot_cebere_cifar.py"
 
 
 # Table 2: the hyper-parameters that ran, generated from the plan.

@@ -549,8 +549,7 @@ class FigureJob:
 
     Attributes:
         target: the figure target.
-        dataset: the section whose audits it draws.
-        script: the workflow script that plots it.
+        dataset: the section whose audits it draws (its script: ``plot_cebere_housing``, ``plot_cebere_cifar``).
         caption: its report caption (``workflow/report/<caption>.rst``).
         inputs: named input lists (audit tables, prepared data, and per figure scores, shards or crafted objects).
         params: what the script needs beside the inputs: the audit references, the facts of the footer.
@@ -559,7 +558,6 @@ class FigureJob:
 
     target: Target
     dataset: str
-    script: str
     caption: str
     inputs: Mapping[str, list[str]]
     params: Mapping[str, Any]
@@ -585,7 +583,6 @@ def _figure_jobs(datasets: Mapping[str, DatasetPlan], *, scale: str) -> tuple[Fi
             FigureJob(
                 Target(f"results/{figure}.pdf"),
                 "housing",
-                "plot_cebere_housing",
                 f"housing_{figure}",
                 {"tables": housing.audit_tables(figure)},
                 {"refs": [vars(ref) for ref in housing.figures[figure]], "facts": {"scale": scale, "hyper": hyper}},
@@ -611,7 +608,6 @@ def _figure_jobs(datasets: Mapping[str, DatasetPlan], *, scale: str) -> tuple[Fi
             FigureJob(
                 Target(f"results/{figure}.pdf", kind="gpu", parts=parts),
                 "cifar10",
-                "plot_cebere_cifar",
                 f"cifar_{figure}",
                 inputs,
                 params,
