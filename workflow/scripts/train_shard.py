@@ -12,6 +12,7 @@ import torch
 
 from hsaudit.data.datasets import load_dataset
 from hsaudit.engine.dpsgd import DPSGDConfig, load_setup, population_theta0
+from hsaudit.engine.models import model_spec
 from hsaudit.experiments.cebere.train.adversaries import load_crafted
 from hsaudit.experiments.cebere.train.shards import (
     insertion_steps,
@@ -42,8 +43,7 @@ if not theta0_shared(reading):
     # "unknown θ0" is Xavier).
     scheme = setup_spec.get("theta0_init", "default")
     theta0 = population_theta0(
-        setup_spec["model"],
-        setup_spec["model_kwargs"],
+        model_spec(setup_spec["model"], **setup_spec["model_kwargs"]),
         scheme="xavier_normal" if scheme == "default" else scheme,
         key=theta0_key(seed=seed, key=stream, dataset=dataset),
         models=range(first, first + size),

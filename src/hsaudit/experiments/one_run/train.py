@@ -29,7 +29,8 @@ import numpy.typing as npt
 import torch
 
 from hsaudit.engine.dpsgd import DPSGDConfig, Setup, check_data, pick_device, train_population
-from hsaudit.engine.psg import MLPPopulation, population
+from hsaudit.engine.models import model_spec
+from hsaudit.engine.psg import MLPPopulation, population_engine
 from hsaudit.util.io import atomic_savez
 from hsaudit.util.seeding import derive_seed, rng_for
 
@@ -108,7 +109,7 @@ def craft_canaries(
     """
     if rule not in ("random", "least_moving"):
         raise ValueError(f"rule must be 'random' or 'least_moving', got {rule!r}")
-    check_data(model, model_kwargs, X, y, setup)
+    check_data(model_spec(model, **model_kwargs), X, y, setup)
     p = int(np.asarray(setup.theta0).shape[0])
     m = int(canaries)
     if not 1 <= m <= p:
@@ -199,13 +200,14 @@ def train_one_run_shard(
         float64 ``[models, m]``: −(θ_T[d_j] − θ0[d_j]), the final model's A_GC-R score of every canary (higher ⇒
         included).
     """
-    X, y = check_data(model, model_kwargs, X, y, setup)
+    spec = model_spec(model, **model_kwargs)
+    X, y = check_data(spec, X, y, setup)
     if config.sampling is not None:
         raise ValueError("one-run audits use the fixed batch schedule (config.sampling = None)")
     if setup.batches.shape != (config.steps, config.batch_size):
         raise ValueError(f"setup.batches has shape {setup.batches.shape}, config wants ({config.steps}, {config.batch_size})")
     dev = pick_device(device)
-    engine = population(model, model_kwargs, dev)
+    engine = population_engine(spec, dev)
     if setup.theta0.shape != (engine.p,):
         raise ValueError(f"setup.theta0 has shape {setup.theta0.shape}, {model!r} has {engine.p} parameters")
     grads = canaries.gradients(bits, engine.p)

@@ -45,9 +45,10 @@ from hsaudit.experiments.cebere.figures.housing import (
     plot_upper_bound,
     summarise,
 )
+from hsaudit.engine.models import model_spec
 
 CIFAR_ADVERSARIES = ("gc_r", "gc_s", "label_flip")  # the adversaries the CIFAR-10 figures draw
-MODEL_LABELS = {"convnet": "ConvNet", "resnet18_gn": "ResNet18-GN", "alexnet_head": "AlexNet (last layer)"}
+MODEL_LABELS = {m: model_spec(m).label for m in ("convnet", "resnet18_gn", "alexnet_head")}  # the registry's labels
 THETA0_LABELS = {
     "known": "θ0 shared, known",
     "shared_unknown": "θ0 shared, unknown",
