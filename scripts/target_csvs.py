@@ -1,6 +1,7 @@
 """Build every figure target at smoke scale and compare the tables they write (a refactoring's safety net).
 
     python scripts/target_csvs.py build OUT            # copy this checkout, build every target, keep its tables
+    python scripts/target_csvs.py build --only OUT T.. # only the targets T (options before OUT)
     python scripts/target_csvs.py compare BEFORE AFTER # exact frame equality of every table, target by target
 
 ``build`` copies the tracked files of the checkout it runs in to ``OUT/work`` (untracked files too, so that an
