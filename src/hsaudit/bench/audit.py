@@ -14,7 +14,10 @@ import time
 
 import numpy as np
 
-from hsaudit.audit import gdp as _audit
+from hsaudit.audit import bounds, threshold
+from hsaudit.audit.auditor import audit_scores
+from hsaudit.audit.reference import reference_audit
+from hsaudit.audit.rules import Paper
 from hsaudit.audit.validation import gaussian_pair_scores
 
 
@@ -48,18 +51,18 @@ def measure(
         s = s.astype(dtype)
 
         def one(s=s, m=m):
-            return _audit.audit_scores(s, m)
+            return audit_scores(s, m, rule=Paper())
 
-        cold = _median_time(one, repeats, before=_audit.clear_cache)
+        cold = _median_time(one, repeats, before=bounds.clear_cache)
         one()
         warm = _median_time(one, repeats)
         out[f"seconds_r{r}"] = warm
         out[f"seconds_r{r}_cold"] = cold
-        if r >= _audit._BINNED_MIN:
+        if r >= threshold.BINNED_MIN:
             # the same audit through the full-sort path (what smaller populations use), for comparison
             x0, x1 = s[m == 0], s[m == 1]
             out[f"sorted_path_seconds_r{r}"] = _median_time(
-                lambda: _audit._best_threshold_sorted(np.sort(x0), np.sort(x1), 0.95), repeats
+                lambda: threshold.best_threshold_sorted(np.sort(x0), np.sort(x1), 0.95), repeats
             )
         out[f"epsilon_r{r}"] = one().epsilon
         out[f"mu_r{r}"] = one().mu
@@ -67,9 +70,9 @@ def measure(
         rr = int(reference_runs)
         s, m = gaussian_pair_scores(mu=mu, runs=rr, seed=seed)
         s = s.astype(dtype)
-        fast = _audit.audit_scores(s, m)
+        fast = audit_scores(s, m, rule=Paper())
         t = time.perf_counter()
-        ref = _audit.reference_audit(s, m)
+        ref = reference_audit(s, m)
         out[f"reference_seconds_r{rr}"] = time.perf_counter() - t
         out[f"reference_mu_r{rr}"] = ref.mu
         out[f"reference_epsilon_r{rr}"] = ref.epsilon

@@ -546,7 +546,7 @@ def plot_fig6a(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, A
         ValueError: a table of several steps or none (naming them).
     """
     from hsaudit.accounting.gaussian import gdp_tradeoff
-    from hsaudit.audit.gdp import empirical_tradeoff
+    from hsaudit.audit.tradeoff import empirical_tradeoff
     from hsaudit.experiments.plotting import UPPER_BOUND_STYLE, figure as new_figure, footer_text
     from hsaudit.util.io import write_csv_atomic
 
