@@ -5,7 +5,7 @@ A workflow test must not touch the checkout's own ``results/`` (other runs may b
 rules' ``conda:`` directives name) into a temporary directory and :func:`run_snakemake` runs Snakemake there (the
 package itself is imported from the installed, editable ``hsaudit``, or from a frozen copy: :func:`copy_workflow`).
 
-Smoke builds that several tests assert on are made once per session (:func:`fig3_built`); a test that only reads
+Smoke builds that several tests assert on are made once per session (:func:`fig3_built`, :func:`housing_built`); a test that only reads
 one takes it as it is, a test that edits or reruns it takes a copy (:func:`copy_built`), never a rebuild. Under
 pytest-xdist the tests of one build share an ``xdist_group`` so that ``--dist loadgroup`` runs them on one worker,
 which builds it once.
@@ -14,6 +14,12 @@ which builds it once.
 from __future__ import annotations
 
 import os
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Under pytest-xdist every core runs a worker: intra-op threads of torch and BLAS would only oversubscribe the
+    # cores (and their barriers stall when they are shared). Set before numpy or torch is first imported.
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 import re
 import shutil
 import subprocess
@@ -28,6 +34,30 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 _COPIED = ("Snakefile", "workflow", "config", "profiles", "envs")
+
+
+# Under pytest-xdist (`-n auto`; pyproject.toml sets --dist loadgroup), the long workflow tests go out first, longest
+# first (by `--durations`), so that the short ones fill in around them: these xdist groups, in this order, then
+# everything else in collection order.
+FIRST = ("housing", "tests/workflow/test_workflow_cifar.py", "tests/workflow/test_workflow_yoon.py")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
+def pytest_collection_modifyitems(config, items):
+    """Each test module is one xdist group (its module fixtures are made once, on one worker) unless its tests
+    name a group of their own (a session build shared across modules, e.g. ``fig3``); under xdist the groups of
+    :data:`FIRST` are handed out first."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        rank = {group: i for i, group in enumerate(FIRST)}
+        items.sort(key=lambda item: rank.get(_group(item), len(FIRST)))
+
+
+def _group(item) -> str:
+    mark = item.get_closest_marker("xdist_group")
+    return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
 
 
 def snakemake_exe() -> str:
@@ -209,10 +239,27 @@ def configure_housing(workdir: Path, **smoke_housing) -> None:
     path = workdir / "config" / "config.yaml"
     config = yaml.safe_load(path.read_text())
     config["scale"] = "smoke"
-    config["housing"]["data"]["path"] = str(workdir / "housing.csv")
+    config["housing"]["data"]["path"] = "housing.csv"  # relative: a copy of a built tree keeps its audit keys
     for key, value in smoke_housing.items():
         if key == "figures":
             config["housing"]["figures"] = value
         else:
             config["scales"]["smoke"]["housing"][key] = value
     path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+HOUSING_TARGETS = ("results/fig1c.pdf", "results/fig4.pdf", "results/fig7.pdf")
+
+
+@pytest.fixture(scope="session")
+def housing_built(tmp_path_factory) -> Path:
+    """The Housing figures (fig1c, fig4, fig7) built once per session at smoke scale on a synthetic Housing-format
+    CSV, with one repetition of R = 20 (the preset has 2 x 2 shards: every job is a Python process importing torch
+    or scipy, ~2 s of CPU each), the package imported from its frozen copy. Read it as it is; edit or rerun only a
+    :func:`copy_built` of it (the one-run figure is built on a copy: its Housing population is fig1c's, and it
+    adds a shard to it). Tests that use it are marked ``xdist_group("housing")``."""
+    work = copy_workflow(tmp_path_factory.mktemp("housing-built"), package=True)
+    write_synthetic_csv(work / "housing.csv")
+    configure_housing(work, repetitions=1, runs=20)
+    run_snakemake(work, *HOUSING_TARGETS, timeout=900, env=package_env(work))
+    return work

@@ -30,7 +30,7 @@ README = REPO / "README.md"
 
 
 def readme_commands(text: str) -> list[str]:
-    """The commands of ``text``'s ```bash blocks, each once: one per line or per ``&&``, comments (`` # ...``, and
+    """The commands of ``text``'s ```bash blocks, each once (``.venv/bin/x`` is ``x``): one per line or per ``&&``, comments (`` # ...``, and
     lines that only continue a comment) left out, ``a|b`` words expanded into one command each."""
     commands = []
     for block in re.findall(r"^```bash\n(.*?)^```", text, flags=re.S | re.M):
@@ -39,7 +39,8 @@ def readme_commands(text: str) -> list[str]:
             for part in filter(None, (p.strip() for p in code.split("&&"))):
                 words = [word.split("|") if "|" in word else [word] for word in shlex.split(part)]
                 commands += [shlex.join(choice) for choice in itertools.product(*words)]
-    return list(dict.fromkeys(commands))
+    once = {re.sub(r"^\.venv/bin/", "", command): command for command in reversed(commands)}
+    return list(dict.fromkeys(once[re.sub(r"^\.venv/bin/", "", command)] for command in commands))
 
 
 COMMANDS = readme_commands(README.read_text())
@@ -81,6 +82,7 @@ def test_the_readme_shows_the_commands_a_user_needs():
 def test_the_parse_reads_comments_chains_and_alternatives():
     text = "```bash\nA=1 bash scripts/setup && x --y  # a comment\n    # its continuation\nhsaudit b|c --d\n```\n"
     assert readme_commands(text) == ["A=1 bash scripts/setup", "x --y", "hsaudit b --d", "hsaudit c --d"]
+    assert readme_commands("```bash\n.venv/bin/x --y\nx --y\n```\n```python\nz\n```\n") == [".venv/bin/x --y"]
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import FIG3, copy_built, copy_workflow, job_counts, package_env, run_snakemake, snakemake_exe
+from conftest import FIG3, copy_built, job_counts, package_env, run_snakemake, snakemake_exe
 
 # fig3 is built at smoke scale by its copy's config (conftest.fig3_built): the commands below run as written.
 TARGET = FIG3
@@ -136,18 +136,15 @@ def test_interrupted_run_redoes_only_unfinished_jobs(built_copy):
 
 
 @pytest.mark.slow
-def test_an_estimator_edit_never_retrains(tmp_path, monkeypatch):
-    """Build a trained-model figure (Housing fig1c, smoke), append a comment to audit/gdp.py: audits and plots
-    rerun, nothing that prepares data or trains; an edit to the DP-SGD engine then retrains (the reverse)."""
-    from conftest import configure_housing as configure, write_synthetic_csv
-
-    work = copy_workflow(tmp_path / "work", package=True)
+@pytest.mark.xdist_group("housing")
+def test_an_estimator_edit_never_retrains(housing_built, tmp_path, monkeypatch):
+    """A trained-model figure built (Housing fig1c, smoke: a copy of conftest.housing_built), append a comment to
+    audit/gdp.py: audits and plots rerun, nothing that prepares data or trains; an edit to the DP-SGD engine then
+    retrains (the reverse)."""
+    work = copy_built(housing_built, tmp_path / "work")
     pkg = work / "_pkg" / "hsaudit"
     monkeypatch.setenv("PYTHONPATH", package_env(work)["PYTHONPATH"])
-    write_synthetic_csv(work / "housing.csv")
-    configure(work, repetitions=1, runs=20)
     target = "results/fig1c.pdf"
-    run_snakemake(work, target, timeout=900)
     assert job_counts(dry(work, target)) == {}
 
     with open(pkg / "audit" / "gdp.py", "a") as fh:
