@@ -62,9 +62,9 @@ def report_only():
 
 
 def default_targets():
-    """`rule all`'s inputs: every CPU-sized figure; under `snakemake --report FILE` every registered figure that
-    has been made (GPU-sized ones included), so that the report shows what exists instead of failing on what
-    does not."""
+    """The inputs of the default target (`all` in the Snakefile), every CPU-sized figure; under `snakemake --report
+    FILE`, every registered figure that has been made (GPU-sized ones included), so that the report shows what
+    exists instead of failing on what does not."""
     if report_only():
         return [path for path in FIGURE_KINDS if os.path.exists(path)]
     return FIGURES
