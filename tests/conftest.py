@@ -39,7 +39,15 @@ _COPIED = ("Snakefile", "workflow", "config", "profiles", "envs")
 # Under pytest-xdist (`-n auto`; pyproject.toml sets --dist loadgroup), the long workflow tests go out first, longest
 # first (by `--durations`), so that the short ones fill in around them: these xdist groups, in this order, then
 # everything else in collection order.
-FIRST = ("housing", "tests/workflow/test_workflow_cifar.py", "tests/workflow/test_workflow_yoon.py")
+FIRST = (
+    "housing",  # the Housing build, its end-to-end, estimator-edit and one-run tests, the CIFAR-10 targets on it
+    "tests/workflow/test_workflow_yoon.py",
+    "fig3",  # the fig3 build, its rerun tests and every README command
+    "tests/workflow/test_slurm.py",
+    "tests/workflow/test_workflow_steinke_annamalai.py",
+    "tests/workflow/test_workflow_steinke_fig2.py",
+    "tests/workflow/test_workflow_steinke_table1.py",
+)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
