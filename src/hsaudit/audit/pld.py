@@ -118,7 +118,7 @@ def _largest_consistent_sigma(consistent, lo: float, hi: float, iterations: int)
     """σ̂ = sup{σ : consistent(σ)}, where consistency holds on (0, σ̂] (a smaller σ has a lower curve).
 
     [lo, hi] is the first bracket; it grows (×10 up, ÷4 down) within :data:`SIGMA_SEARCH_LIMITS` until it holds
-    σ̂, then ``iterations`` bisection steps in log σ keep the last consistent σ. Returns ``inf`` (no evidence) when
+    σ̂, then ``iterations`` bisection steps in log σ close on it from the rejected side. Returns ``inf`` (no evidence) when
     every σ up to the upper limit is consistent; the lower limit, with a warning, when none down to it is.
     """
     smin, smax = SIGMA_SEARCH_LIMITS
@@ -145,14 +145,15 @@ def _largest_consistent_sigma(consistent, lo: float, hi: float, iterations: int)
 
 def _bisect_log_sigma(consistent, llo: float, lhi: float, iterations: int) -> float:
     """``iterations`` bisection steps on log σ between a consistent ``llo`` and an inconsistent ``lhi``; returns
-    the last consistent log σ."""
+    the smallest inconsistent log σ found: every σ at or above it is rejected by the points, so ε at it is a lower
+    bound (the last consistent σ would overstate ε by the bisection's resolution)."""
     for _ in range(iterations):  # invariant: exp(llo) consistent, exp(lhi) not
         mid = 0.5 * (llo + lhi)
         if consistent(math.exp(mid)):
             llo = mid
         else:
             lhi = mid
-    return llo
+    return lhi
 
 
 def sigma_hat_from_points(
