@@ -27,6 +27,7 @@ include: "workflow/rules/scores.smk"
 include: "workflow/rules/audit.smk"
 include: "workflow/rules/one_run.smk"
 include: "workflow/rules/yoon.smk"
+include: "workflow/rules/byo.smk"
 include: "workflow/rules/archive.smk"
 
 

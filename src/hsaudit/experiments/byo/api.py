@@ -1,0 +1,128 @@
+"""The audit of a user's training in one call, and the pieces the CLI and the workflow put together.
+
+:func:`audit_training` loads the entry, decides what needs no training (an accounting bug, an audit too small to
+exceed the claim), checks the training, builds the canary, trains every shard and reports. The workflow runs the
+same steps as separate jobs (check, shards, audit): :func:`check`, :func:`train_shard_frame`, :func:`audit_frames`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hsaudit.experiments.byo.audit import AuditOptions, ByoReport, pre_training, report
+from hsaudit.experiments.byo.train import Loaded, Prepared, load, prepare, train_shard
+from hsaudit.experiments.byo.values import Design
+
+SCORE_COLUMNS = ("model", "member", "seed", "score", "train_seconds", "harness_seconds")
+"""A scores CSV: one row per model; ``score`` and ``member`` are what ``hsaudit audit`` and ``hsaudit one-run`` read."""
+
+
+@dataclass(frozen=True, eq=False)
+class Result:
+    """An audit's report and its scores (no rows when the verdict needed no training)."""
+
+    report: ByoReport
+    scores: pd.DataFrame
+
+
+def details(design: Design, prepared: Prepared | None = None, scores: pd.DataFrame | None = None) -> dict[str, Any]:
+    """What a report records about the design, the check and the timings."""
+    out: dict[str, Any] = {
+        "entry": design.entry,
+        "canary": design.canary,
+        "background": design.background,
+        "runs per world (design)": design.runs,
+        "shards": design.shards,
+        "seed": design.seed,
+        "audit setting": "none (the training's own configuration)" if design.setting is None else
+        ", ".join(f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}" for k, v in asdict(design.setting).items()),
+    }  # fmt: skip
+    if prepared is not None:
+        out.update(
+            {
+                "canary origin": prepared.canary.origin,
+                "parameters": prepared.probe.parameters,
+                "deterministic in seed": True,
+                "seed changes the model": prepared.probe.seed_sensitive,
+            }
+        )
+    if scores is not None and len(scores):
+        train_s = float(np.median(scores["train_seconds"]))
+        harness_s = float(np.median(scores["harness_seconds"]))
+        out.update(
+            {
+                "user training per model (median, s)": train_s,
+                "harness per model (median, s)": harness_s,
+                "harness overhead": harness_s / train_s if train_s > 0 else float("nan"),
+            }
+        )
+    if prepared is not None and not prepared.probe.seed_sensitive:
+        out["warning"] = (
+            "two seeds gave the same model: the training ignores its seed (a reused random key), so every run of a "
+            "world is the same model"
+        )
+    return out
+
+
+def frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The scores table of :func:`hsaudit.experiments.byo.train.train_shard`'s columns."""
+    return pd.DataFrame({c: columns[c] for c in SCORE_COLUMNS})
+
+
+def early_report(design: Design, loaded: Loaded, options: AuditOptions) -> ByoReport | None:
+    """The verdict that needs no training (an accounting bug, or an audit that cannot exceed the claim), or None."""
+    return pre_training(loaded.training.claim, loaded.n, options, runs=design.runs)
+
+
+def audit_training(
+    design: Design,
+    options: AuditOptions = AuditOptions(),
+    *,
+    shards: Sequence[int] | None = None,
+    progress: bool = False,
+) -> Result:
+    """Audit a user's training end to end.
+
+    Args:
+        design: the entry, canary, runs, shards, seed, setting (:class:`~hsaudit.experiments.byo.values.Design`).
+        options: how the scores are audited.
+        shards: the shards to train (default all); a report of a subset audits the models trained so far.
+        progress: tqdm bars over the models.
+
+    Returns:
+        The report and the scores (empty when the verdict needed no training).
+
+    Raises:
+        ValueError: bad input (an entry that does not import, a bad claim, a training not deterministic in its
+            seed, a NaN loss), with a message naming it.
+    """
+    loaded = load(design)
+    early = early_report(design, loaded, options)
+    if early is not None:
+        return Result(early, frame({c: np.zeros(0) for c in SCORE_COLUMNS}))
+    prepared = prepare(design, loaded)
+    chosen = range(design.shards) if shards is None else shards
+    scores = pd.concat([frame(train_shard(prepared, s, progress=progress)) for s in chosen], ignore_index=True)
+    rep = report(scores, loaded.training.claim, loaded.n, options, details=details(design, prepared, scores))
+    return Result(rep, scores)
+
+
+def audit_frames(
+    frames: Iterable[pd.DataFrame], design: Design, loaded: Loaded, options: AuditOptions,
+    prepared: Prepared | None = None,
+) -> ByoReport:  # fmt: skip
+    """The report of shards' score tables (written by separate jobs)."""
+    scores = pd.concat(list(frames), ignore_index=True)
+    if scores.empty:
+        early = early_report(design, loaded, options)
+        if early is None:
+            raise ValueError("no scores to audit: the shards trained no model")
+        return early
+    if scores["model"].duplicated().any():
+        raise ValueError("the shards' scores repeat a model: shards of different designs were mixed")
+    return report(scores, loaded.training.claim, loaded.n, options, details=details(design, prepared, scores))

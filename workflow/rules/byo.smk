@@ -1,0 +1,171 @@
+# Audits of users' own DP trainings (hsaudit.experiments.byo; docs/byo.md): one per name of the `byo:` config
+# section, target results/byo/{name}/report.md. Assess the claim (a checkpoint: an accounting bug or an audit too
+# small to exceed the claim needs no training) → check the entry and build the canary → train the shards → audit the
+# scores → plot → the report. The user module's text is in the training jobs' code version (entry_version).
+from hsaudit.experiments.byo.plan import plan as _byo_plan
+
+BYO = _byo_plan(config)
+
+
+def byo_audit(wc):
+    return BYO.audits[wc.name]
+
+
+def byo_shards(wc):
+    """The shards of an audit, or none when its claim was decided without training (checkpoint assess_byo_claim)."""
+    with open(checkpoints.assess_byo_claim.get(name=wc.name).output.claim) as fh:
+        if json.load(fh)["early"] is not None:
+            return []
+    design = BYO.audits[wc.name].design
+    return [f"results/byo/{wc.name}/shards/{i}.csv" for i in range(design.shards)]
+
+
+wildcard_constraints:
+    name="|".join(BYO.audits) or "(?!)",
+
+
+checkpoint assess_byo_claim:
+    output:
+        claim="results/byo/{name}/claim.json",
+    log:
+        log_path("byo/assess_byo_claim/{name}"),
+    conda:
+        "../../envs/torch.yaml"
+    threads: 1
+    resources:
+        mem_mb=lambda wc: byo_audit(wc).resources["mem_mb"],
+        runtime=10,
+    params:
+        design=lambda wc: byo_audit(wc).design.to_dict(),
+        options=lambda wc: byo_audit(wc).options.to_dict(),
+        entry_version=lambda wc: byo_audit(wc).entry_version,
+        code_version=script_version("assess_byo_claim"),
+    script:
+        "../scripts/assess_byo_claim.py"
+
+
+rule check_byo_entry:
+    output:
+        probe="results/byo/{name}/probe.json",
+        canary="results/byo/{name}/canary.npz",
+    log:
+        log_path("byo/check_byo_entry/{name}"),
+    benchmark:
+        bench_path("byo/check_byo_entry/{name}")
+    conda:
+        "../../envs/torch.yaml"
+    threads: lambda wc: byo_audit(wc).threads
+    resources:
+        mem_mb=lambda wc: byo_audit(wc).resources["mem_mb"],
+        runtime=lambda wc: byo_audit(wc).resources["runtime"],
+    params:
+        design=lambda wc: byo_audit(wc).design.to_dict(),
+        entry_version=lambda wc: byo_audit(wc).entry_version,
+        code_version=script_version("check_byo_entry"),
+    script:
+        "../scripts/check_byo_entry.py"
+
+
+rule train_byo_shard:
+    input:
+        probe=rules.check_byo_entry.output.probe,
+        canary=rules.check_byo_entry.output.canary,
+    output:
+        scores="results/byo/{name}/shards/{shard}.csv",
+    log:
+        log_path("byo/train_byo_shard/{name}/{shard}"),
+    benchmark:
+        bench_path("byo/train_byo_shard/{name}/{shard}")
+    wildcard_constraints:
+        shard=r"\d+",
+    conda:
+        "../../envs/torch.yaml"
+    threads: lambda wc: byo_audit(wc).threads
+    resources:
+        mem_mb=lambda wc: byo_audit(wc).resources["mem_mb"],
+        runtime=lambda wc: byo_audit(wc).resources["runtime"],
+    params:
+        design=lambda wc: byo_audit(wc).design.to_dict(),
+        entry_version=lambda wc: byo_audit(wc).entry_version,
+        code_version=script_version("train_byo_shard"),
+    script:
+        "../scripts/train_byo_shard.py"
+
+
+rule audit_byo:
+    input:
+        claim="results/byo/{name}/claim.json",
+        probe=lambda wc: (
+            [] if not byo_shards(wc) else rules.check_byo_entry.output.probe.format(name=wc.name)
+        ),
+        shards=byo_shards,
+    output:
+        scores="results/byo/{name}/scores.csv",
+        report="results/byo/{name}/report.json",
+    log:
+        log_path("byo/audit_byo/{name}"),
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        options=lambda wc: byo_audit(wc).options.to_dict(),
+        details=lambda wc: {
+            "entry": byo_audit(wc).design.entry,
+            "canary": byo_audit(wc).design.canary,
+            "background": byo_audit(wc).design.background,
+            "runs per world (design)": byo_audit(wc).design.runs,
+            "shards": byo_audit(wc).design.shards,
+            "entry version": byo_audit(wc).entry_version,
+        },
+        code_version=script_version("audit_byo"),
+    script:
+        "../scripts/audit_byo.py"
+
+
+rule plot_byo:
+    input:
+        scores=rules.audit_byo.output.scores,
+        report=rules.audit_byo.output.report,
+    output:
+        pdf=report(
+            "results/byo/{name}/fig.pdf",
+            caption="../report/byo.rst",
+            category="Audits of your training",
+        ),
+        csv="results/byo/{name}/fig.csv",
+    log:
+        log_path("byo/plot_byo/{name}"),
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        scale=SCALE,
+        code_version=script_version("plot_byo"),
+    script:
+        "../scripts/plot_byo.py"
+
+
+rule write_byo_report:
+    input:
+        report=rules.audit_byo.output.report,
+        pdf=rules.plot_byo.output.pdf,
+    output:
+        markdown="results/byo/{name}/report.md",
+    log:
+        log_path("byo/write_byo_report/{name}"),
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    params:
+        code_version=script_version("write_byo_report"),
+    script:
+        "../scripts/write_byo_report.py"
