@@ -60,6 +60,9 @@ ACCOUNTING_RTOL = 0.02
 other accountants' own error bounds stay inside it."""
 MAX_RUNS = 10**6
 """The largest runs per world :func:`runs_needed` searches."""
+EPSILON_GRID = default_epsilon_grid()[default_epsilon_grid() <= 20.0]
+"""ε′ of the declared mechanism's δ(ε′) (its trade-off curve is the envelope of these lines): 0 to 20 by 0.02,
+enough for every FPR above e⁻²⁰ ≈ 2e−9."""
 
 
 @dataclass(frozen=True)
@@ -148,8 +151,7 @@ class Accounting:
         heuristic: the last-iterate heuristic ε (Steinke et al. 2025, Thm 1): what a final-model audit of a correct
             implementation can reach with an ideal canary.
         full_batch_mu: μ of the declared mechanism when it is exactly μ-GDP (the full batch), else None.
-        deltas: δ(ε′) of the declared mechanism on :func:`~hsaudit.accounting.gaussian.default_epsilon_grid`
-            (dp-accounting PLD), or None without a PLD.
+        deltas: δ(ε′) of the declared mechanism on :data:`EPSILON_GRID` (dp-accounting PLD), or None without a PLD.
     """
 
     epsilon: float
@@ -168,7 +170,7 @@ class Accounting:
         if self.deltas is None:
             return None
         alpha = np.geomspace(low, high, 400)
-        f = tradeoff_from_deltas(alpha, default_epsilon_grid(), self.deltas)
+        f = tradeoff_from_deltas(alpha, EPSILON_GRID, self.deltas)
         with np.errstate(divide="ignore"):
             return float(np.max(special.ndtri(1.0 - alpha) - special.ndtri(f)))
 
@@ -207,7 +209,7 @@ def _accounting(claim: Claim, n: int) -> Accounting:
             value_discretization_interval=1e-4,
             neighboring_relation=rel,
         ).self_compose(steps)
-        deltas = np.asarray(pld.get_delta_for_epsilon(default_epsilon_grid()), dtype=float)
+        deltas = np.asarray(pld.get_delta_for_epsilon(EPSILON_GRID), dtype=float)
         return Accounting(
             epsilon=max(0.0, float(pld.get_epsilon_for_delta(delta))),
             method=f"dp-accounting PLD: Poisson-subsampled Gaussian (q = {q:.4g}) composed {steps} times, "
@@ -320,13 +322,15 @@ def perfect_epsilon(options: AuditOptions, basis: str, *, delta: float, out: int
     return _epsilon(auditor, basis, np.zeros(int(out)), np.ones(int(into)))
 
 
-def runs_needed(options: AuditOptions, basis: str, *, epsilon: float, delta: float, start: int = 8) -> int | None:
+def runs_needed(
+    options: AuditOptions, basis: str, *, epsilon: float, delta: float, start: int = 8, limit: int = MAX_RUNS
+) -> int | None:
     """The runs per world (within 25 %) at which perfectly separated scores give an ε̂ above ``epsilon``, or None
-    beyond :data:`MAX_RUNS`. With rays as the rule, the search uses the crossing rule (as tight on perfectly
+    beyond ``limit``. With rays as the rule, the search uses the crossing rule (as tight on perfectly
     separated scores, within 1 %, and not Monte Carlo calibrated), which can only overstate the runs needed."""
     probe = options if not isinstance(options.rule, Rays) else dataclasses.replace(options, rule=Crossing())
     runs = max(int(start), 2)
-    while runs <= MAX_RUNS:
+    while runs <= limit:
         if perfect_epsilon(probe, basis, delta=delta, out=runs, into=runs) > epsilon:
             return runs
         runs = math.ceil(runs * 1.25)
@@ -513,7 +517,13 @@ def _gdp_eps(mu: float, delta: float) -> float:
 
 
 def report(
-    scores: Any, claim: Claim, n: int, options: AuditOptions = AuditOptions(), *, details: Mapping[str, Any] | None = None
+    scores: Any,
+    claim: Claim,
+    n: int,
+    options: AuditOptions = AuditOptions(),
+    *,
+    details: Mapping[str, Any] | None = None,
+    every_estimate: bool = True,
 ) -> ByoReport:
     """The report of the scores of an audit (columns ``score``, higher ⇒ canary present, and ``member``, 0/1).
 
@@ -523,6 +533,7 @@ def report(
         n: examples of the data (the declared sampling rate's N).
         options: the audit's options.
         details: what to carry into the report (design, probe, timings).
+        every_estimate: also compute :func:`estimates` (False: the verdict alone, for studies of many seeds).
 
     Raises:
         ValueError: scores that are not finite or of the wrong shape; a world without models.
@@ -550,7 +561,7 @@ def report(
     return ByoReport(
         **found,
         epsilon_hat=eps_hat,
-        estimates=tuple(estimates(s0, s1, delta=claim.delta, options=options)),
+        estimates=tuple(estimates(s0, s1, delta=claim.delta, options=options)) if every_estimate else (),
         details=dict(details or {}),
     )
 

@@ -396,6 +396,9 @@ def probe(
     models = train_models(training, data, [seeds[0], seeds[0], seeds[1], seeds[1]])
     seconds = (time.perf_counter() - start) / 4
     flats = [flat_parameters(m).to(torch.float64) for m in models]
+    if not bool(torch.isfinite(flats[0]).all()):
+        raise ValueError(f"{training.entry}: the trained model has NaN or infinite parameters (seed {seeds[0]}): "
+                         "its loss is NaN, the training diverged")  # fmt: skip
     for i, pair in enumerate(((0, 1), (2, 3))):
         a, b = flats[pair[0]], flats[pair[1]]
         if not _same(a, b):
@@ -404,8 +407,6 @@ def probe(
                 f"{training.entry}: train(data, seed) is not deterministic in seed: two runs with seed {seeds[i]} "
                 f"differ (max |Δθ| = {diff:.3g}); draw every random number from seed"
             )
-    if not bool(torch.isfinite(flats[0]).all()):
-        raise ValueError(f"{training.entry}: the trained model has NaN or infinite parameters (seed {seeds[0]})")
     model = models[0]
     if not isinstance(model, torch.Tensor) or training.loss is not None:
         n_check = min(64, x.shape[0])

@@ -127,7 +127,7 @@ class Claim:
             return claim
         if not isinstance(claim, Mapping):
             raise ValueError(f"a claim must be a mapping with keys {', '.join(REQUIRED)}, got {type(claim).__name__}")
-        missing = [k for k in REQUIRED if k not in claim]
+        missing = [k for k in REQUIRED if claim.get(k) is None]
         if missing:
             raise ValueError(f"claim lacks {', '.join(missing)} (it needs {', '.join(REQUIRED)})")
         unknown = sorted(set(claim) - set(REQUIRED) - set(OPTIONAL))
