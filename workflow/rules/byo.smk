@@ -2,6 +2,7 @@
 # section, target results/byo/{name}/report.md. Assess the claim (a checkpoint: an accounting bug or an audit too
 # small to exceed the claim needs no training) → check the entry and build the canary → train the shards → audit the
 # scores → plot → the report. The user module's text is in the training jobs' code version (entry_version).
+from hsaudit.experiments.byo.plan import entry_version as _byo_entry_version
 from hsaudit.experiments.byo.plan import plan as _byo_plan
 
 BYO = _byo_plan(config)
@@ -38,7 +39,7 @@ checkpoint assess_byo_claim:
     params:
         design=lambda wc: byo_audit(wc).design.to_dict(),
         options=lambda wc: byo_audit(wc).options.to_dict(),
-        entry_version=lambda wc: byo_audit(wc).entry_version,
+        entry_version=lambda wc: _byo_entry_version(byo_audit(wc).design.entry),
         code_version=script_version("assess_byo_claim"),
     script:
         "../scripts/assess_byo_claim.py"
@@ -60,7 +61,7 @@ rule check_byo_entry:
         runtime=lambda wc: byo_audit(wc).resources["runtime"],
     params:
         design=lambda wc: byo_audit(wc).design.to_dict(),
-        entry_version=lambda wc: byo_audit(wc).entry_version,
+        entry_version=lambda wc: _byo_entry_version(byo_audit(wc).design.entry),
         code_version=script_version("check_byo_entry"),
     script:
         "../scripts/check_byo_entry.py"
@@ -86,7 +87,7 @@ rule train_byo_shard:
         runtime=lambda wc: byo_audit(wc).resources["runtime"],
     params:
         design=lambda wc: byo_audit(wc).design.to_dict(),
-        entry_version=lambda wc: byo_audit(wc).entry_version,
+        entry_version=lambda wc: _byo_entry_version(byo_audit(wc).design.entry),
         code_version=script_version("train_byo_shard"),
     script:
         "../scripts/train_byo_shard.py"
@@ -118,7 +119,7 @@ rule audit_byo:
             "background": byo_audit(wc).design.background,
             "runs per world (design)": byo_audit(wc).design.runs,
             "shards": byo_audit(wc).design.shards,
-            "entry version": byo_audit(wc).entry_version,
+            "entry version": _byo_entry_version(byo_audit(wc).design.entry),
         },
         code_version=script_version("audit_byo"),
     script:

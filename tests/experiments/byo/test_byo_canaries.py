@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import zoo_entry
+from byo_testing import zoo_entry
 from hsaudit.engine import canaries
 from hsaudit.engine.canaries import (
     BACKGROUNDS,
@@ -22,6 +22,8 @@ from hsaudit.engine.canaries import (
 from hsaudit.experiments.byo.api import audit_training
 from hsaudit.experiments.byo.audit import AuditOptions
 from hsaudit.experiments.byo.values import Design
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def _data(n=60, d=5, classes=3, seed=0):

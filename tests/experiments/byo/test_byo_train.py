@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest import zoo_entry
+from byo_testing import zoo_entry
 from hsaudit.engine.canaries import GradientCanary, InputCanary
 from hsaudit.experiments.byo.train import (
     CanaryData,
@@ -21,6 +21,8 @@ from hsaudit.experiments.byo.train import (
     train_shard,
 )
 from hsaudit.experiments.byo.values import AuditSetting, Design
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 GOOD = """
 import torch

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -498,8 +499,10 @@ def estimates(
                  basis="assumption-free" if res.mu is None else "gdp", mu=res.mu, epsilon=res.epsilon,
                  confidence=options.confidence)
         )  # fmt: skip
-    point = Auditor(delta=delta, confidence=options.confidence, rule=Crossing(), bootstrap=options.bootstrap,
-                    bootstrap_seed=options.seed).report(s0, s1)  # fmt: skip
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():  # perfectly separated resamples: μ = ∞
+        warnings.simplefilter("ignore", RuntimeWarning)
+        point = Auditor(delta=delta, confidence=options.confidence, rule=Crossing(), bootstrap=options.bootstrap,
+                        bootstrap_seed=options.seed).report(s0, s1)  # fmt: skip
     mu = point.estimates["mu_auroc"]
     lo, hi = point.intervals.get("mu_auroc", (math.nan, math.nan))
     rows.append(

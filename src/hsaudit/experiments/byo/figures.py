@@ -7,7 +7,6 @@ key ``report``), the scale and the code version for the footer.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -33,7 +32,10 @@ def _bars(report: Mapping[str, Any]) -> pd.DataFrame:
         if e["rule"] == "auroc":
             rows.append(dict(what="ε of the AUROC's μ (estimate)", epsilon=e["epsilon"], lo=e.get("epsilon_lo"),
                              hi=e.get("epsilon_hi"), kind="estimate"))  # fmt: skip
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    for col in ("epsilon", "lo", "hi"):  # JSON's null (an infinite or missing value) as NaN
+        frame[col] = pd.to_numeric(frame[col], errors="coerce").astype(float)
+    return frame
 
 
 def plot_scores(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
@@ -57,18 +59,19 @@ def plot_scores(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, 
     ax.set_title(f"verdict: {report['verdict']}")
     ax = axes[0][1]
     y = np.arange(len(bars))
-    finite = [v for v in pd.concat([bars["epsilon"], bars["hi"]]).dropna() if np.isfinite(v)]
+    finite = [v for v in pd.concat([bars["epsilon"], bars["hi"]]) if np.isfinite(v)]
     top = max(finite) if finite else 1.0
     for i, row in bars.iterrows():
         eps = row["epsilon"]
-        if eps is None or (isinstance(eps, float) and math.isnan(eps)):
+        if not np.isfinite(eps):
             continue
         color = {"claim": "black", "accountant": PALETTE[2], "lower bound": PALETTE[1], "estimate": PALETTE[0]}[row["kind"]]
         if row["kind"] == "lower bound":  # a one-sided bound: ε ≥ ε̂, drawn as a bracket opening to the right
             ax.plot([eps], [i], marker="$[$", markersize=12, color=color)
             ax.annotate("", xy=(eps + 0.25 * top, i), xytext=(eps, i), arrowprops=dict(arrowstyle="->", color=color))
-        elif row["kind"] == "estimate" and row["lo"] is not None and not pd.isna(row["lo"]):
-            ax.errorbar([eps], [i], xerr=[[eps - row["lo"]], [row["hi"] - eps]], fmt="o", color=color, capsize=3)
+        elif row["kind"] == "estimate" and np.isfinite(row["lo"]):
+            hi = row["hi"] if np.isfinite(row["hi"]) else 1.3 * top  # an unbounded interval runs off the panel
+            ax.errorbar([eps], [i], xerr=[[eps - row["lo"]], [hi - eps]], fmt="o", color=color, capsize=3)
         else:
             ax.plot([eps], [i], "s", color=color)
     ax.axvline(report["epsilon_claimed"], **UPPER_BOUND_STYLE)

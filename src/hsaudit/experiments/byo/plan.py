@@ -2,8 +2,9 @@
 
 Each entry of ``byo:`` (a name → its options) becomes a :class:`ByoAudit`: the population's
 :class:`~hsaudit.experiments.byo.values.Design` (what is trained), the :class:`~hsaudit.experiments.byo.audit.AuditOptions`
-(how the scores are audited) and the version of the user's module (its file's text), so that editing that file reruns
-its audit and nothing else. :func:`plan` returns them with the :class:`~hsaudit.experiments.plans.Population` and
+(how the scores are audited); the rules add the version of the user's module (:func:`entry_version`, its file's text),
+so that editing that file reruns its audit and nothing else. The plan itself reads no user file: an audit whose
+entry is missing fails when its target is asked for, not every other target. :func:`plan` returns them with the :class:`~hsaudit.experiments.plans.Population` and
 :class:`~hsaudit.experiments.plans.Target` values that ``hsaudit plan`` and the workflow read.
 """
 
@@ -77,7 +78,6 @@ class ByoAudit:
         name: its name in the ``byo:`` section (its files live under ``results/byo/{name}/``).
         design: what is trained.
         options: how it is audited.
-        entry_version: the hash of the user's module file.
         threads: torch threads per job.
         resources: ``mem_mb`` and ``runtime`` (minutes) per job.
     """
@@ -85,7 +85,6 @@ class ByoAudit:
     name: str
     design: Design
     options: AuditOptions
-    entry_version: str
     threads: int = 1
     resources: Mapping[str, int] | None = None
 
@@ -142,7 +141,6 @@ def audit_from(name: str, entry: Mapping[str, Any], *, seed: int) -> ByoAudit:
         name=name,
         design=design,
         options=options,
-        entry_version=entry_version(design.entry),
         threads=int(values["threads"]),
         resources={**DEFAULTS["resources"], **dict(values["resources"] or {})},
     )
