@@ -2,27 +2,15 @@
 # section, target results/byo/{name}/report.md. Assess the claim (a checkpoint: an accounting bug or an audit too
 # small to exceed the claim needs no training) → check the entry and build the canary → train the shards → audit the
 # scores → plot → the report. The user module's text is in the training jobs' code version (entry_version).
+from hsaudit.experiments.byo.plan import audit_details as _byo_details
 from hsaudit.experiments.byo.plan import entry_version as _byo_entry_version
 from hsaudit.experiments.byo.plan import plan as _byo_plan
+from hsaudit.experiments.byo.plan import shard_paths as _byo_shard_paths
 
 BYO = _byo_plan(config)
-
-
-def byo_audit(wc):
-    return BYO.audits[wc.name]
-
-
-def byo_shards(wc):
-    """The shards of an audit, or none when its claim was decided without training (checkpoint assess_byo_claim)."""
-    with open(checkpoints.assess_byo_claim.get(name=wc.name).output.claim) as fh:
-        if json.load(fh)["early"] is not None:
-            return []
-    design = BYO.audits[wc.name].design
-    return [f"results/byo/{wc.name}/shards/{i}.csv" for i in range(design.shards)]
-
-
-wildcard_constraints:
-    name="|".join(BYO.audits) or "(?!)",
+BYO_NAMES = (
+    "|".join(BYO.audits) or "(?!)"
+)  # the {name} of every rule here (none without a byo: section)
 
 
 checkpoint assess_byo_claim:
@@ -30,16 +18,18 @@ checkpoint assess_byo_claim:
         claim="results/byo/{name}/claim.json",
     log:
         log_path("byo/assess_byo_claim/{name}"),
+    wildcard_constraints:
+        name=BYO_NAMES,
     conda:
         "../../envs/torch.yaml"
     threads: 1
     resources:
-        mem_mb=lambda wc: byo_audit(wc).resources["mem_mb"],
+        mem_mb=lambda wc: BYO.audits[wc.name].resources["mem_mb"],
         runtime=10,
     params:
-        design=lambda wc: byo_audit(wc).design.to_dict(),
-        options=lambda wc: byo_audit(wc).options.to_dict(),
-        entry_version=lambda wc: _byo_entry_version(byo_audit(wc).design.entry),
+        design=lambda wc: BYO.audits[wc.name].design.to_dict(),
+        options=lambda wc: BYO.audits[wc.name].options.to_dict(),
+        entry_version=lambda wc: _byo_entry_version(BYO.audits[wc.name].design.entry),
         code_version=script_version("assess_byo_claim"),
     script:
         "../scripts/assess_byo_claim.py"
@@ -53,15 +43,17 @@ rule check_byo_entry:
         log_path("byo/check_byo_entry/{name}"),
     benchmark:
         bench_path("byo/check_byo_entry/{name}")
+    wildcard_constraints:
+        name=BYO_NAMES,
     conda:
         "../../envs/torch.yaml"
-    threads: lambda wc: byo_audit(wc).threads
+    threads: lambda wc: BYO.audits[wc.name].threads
     resources:
-        mem_mb=lambda wc: byo_audit(wc).resources["mem_mb"],
-        runtime=lambda wc: byo_audit(wc).resources["runtime"],
+        mem_mb=lambda wc: BYO.audits[wc.name].resources["mem_mb"],
+        runtime=lambda wc: BYO.audits[wc.name].resources["runtime"],
     params:
-        design=lambda wc: byo_audit(wc).design.to_dict(),
-        entry_version=lambda wc: _byo_entry_version(byo_audit(wc).design.entry),
+        design=lambda wc: BYO.audits[wc.name].design.to_dict(),
+        entry_version=lambda wc: _byo_entry_version(BYO.audits[wc.name].design.entry),
         code_version=script_version("check_byo_entry"),
     script:
         "../scripts/check_byo_entry.py"
@@ -78,16 +70,17 @@ rule train_byo_shard:
     benchmark:
         bench_path("byo/train_byo_shard/{name}/{shard}")
     wildcard_constraints:
+        name=BYO_NAMES,
         shard=r"\d+",
     conda:
         "../../envs/torch.yaml"
-    threads: lambda wc: byo_audit(wc).threads
+    threads: lambda wc: BYO.audits[wc.name].threads
     resources:
-        mem_mb=lambda wc: byo_audit(wc).resources["mem_mb"],
-        runtime=lambda wc: byo_audit(wc).resources["runtime"],
+        mem_mb=lambda wc: BYO.audits[wc.name].resources["mem_mb"],
+        runtime=lambda wc: BYO.audits[wc.name].resources["runtime"],
     params:
-        design=lambda wc: byo_audit(wc).design.to_dict(),
-        entry_version=lambda wc: _byo_entry_version(byo_audit(wc).design.entry),
+        design=lambda wc: BYO.audits[wc.name].design.to_dict(),
+        entry_version=lambda wc: _byo_entry_version(BYO.audits[wc.name].design.entry),
         code_version=script_version("train_byo_shard"),
     script:
         "../scripts/train_byo_shard.py"
@@ -96,15 +89,25 @@ rule train_byo_shard:
 rule audit_byo:
     input:
         claim="results/byo/{name}/claim.json",
-        probe=lambda wc: (
-            [] if not byo_shards(wc) else rules.check_byo_entry.output.probe.format(name=wc.name)
+        shards=lambda wc: _byo_shard_paths(
+            BYO.audits[wc.name],
+            checkpoints.assess_byo_claim.get(name=wc.name).output.claim,
         ),
-        shards=byo_shards,
+        probe=lambda wc: (
+            f"results/byo/{wc.name}/probe.json"
+            if _byo_shard_paths(
+                BYO.audits[wc.name],
+                checkpoints.assess_byo_claim.get(name=wc.name).output.claim,
+            )
+            else []
+        ),
     output:
         scores="results/byo/{name}/scores.csv",
         report="results/byo/{name}/report.json",
     log:
         log_path("byo/audit_byo/{name}"),
+    wildcard_constraints:
+        name=BYO_NAMES,
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -112,15 +115,8 @@ rule audit_byo:
         mem_mb=2000,
         runtime=30,
     params:
-        options=lambda wc: byo_audit(wc).options.to_dict(),
-        details=lambda wc: {
-            "entry": byo_audit(wc).design.entry,
-            "canary": byo_audit(wc).design.canary,
-            "background": byo_audit(wc).design.background,
-            "runs per world (design)": byo_audit(wc).design.runs,
-            "shards": byo_audit(wc).design.shards,
-            "entry version": _byo_entry_version(byo_audit(wc).design.entry),
-        },
+        options=lambda wc: BYO.audits[wc.name].options.to_dict(),
+        details=lambda wc: _byo_details(BYO.audits[wc.name]),
         code_version=script_version("audit_byo"),
     script:
         "../scripts/audit_byo.py"
@@ -139,6 +135,8 @@ rule plot_byo:
         csv="results/byo/{name}/fig.csv",
     log:
         log_path("byo/plot_byo/{name}"),
+    wildcard_constraints:
+        name=BYO_NAMES,
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -160,6 +158,8 @@ rule write_byo_report:
         markdown="results/byo/{name}/report.md",
     log:
         log_path("byo/write_byo_report/{name}"),
+    wildcard_constraints:
+        name=BYO_NAMES,
     conda:
         "../../envs/analysis.yaml"
     threads: 1

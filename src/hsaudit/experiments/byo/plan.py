@@ -11,6 +11,7 @@ entry is missing fails when its target is asked for, not every other target. :fu
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -166,3 +167,25 @@ def plan(config: Mapping[str, Any]) -> ByoPlan:
     )
     targets = tuple(Target(path=f"{a.root}/report.md", kind="cpu", trained=True) for a in audits.values())
     return ByoPlan(audits=audits, populations=populations, targets=targets)
+
+
+def shard_paths(audit: ByoAudit, claim_json: str) -> list[str]:
+    """The shard score files the audit's report reads: none when the checkpoint's ``claim.json`` (rule
+    ``assess_byo_claim``) holds a verdict that needed no training, else one per shard."""
+    with open(claim_json) as fh:
+        if json.load(fh)["early"] is not None:
+            return []
+    return [f"{audit.root}/shards/{i}.csv" for i in range(audit.design.shards)]
+
+
+def audit_details(audit: ByoAudit) -> dict[str, Any]:
+    """What the report records about the design (the check's findings are added from its file)."""
+    d = audit.design
+    return {
+        "entry": d.entry,
+        "canary": d.canary,
+        "background": d.background,
+        "runs per world (design)": d.runs,
+        "shards": d.shards,
+        "entry version": entry_version(d.entry),
+    }
