@@ -14,7 +14,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[3]
 ZOO_RUNS = 500
 """Runs per world of the zoo's batched entries (their model-steps cost ~0.1 ms each on one CPU core)."""
-EXAMPLE_RUNS = 200
+EXAMPLE_RUNS = 100
 """Runs per world of the shipped examples, which train one model per call (Opacus's make_private per model)."""
 
 
