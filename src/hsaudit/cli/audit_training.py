@@ -67,6 +67,9 @@ def register(sub) -> None:
     parser.add_argument("--out", default="byo-audit", help="directory of the outputs (default byo-audit)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--bench", type=int, default=None, metavar="MODELS",
+                        help="benchmark instead of auditing: MODELS models of the training called directly against "
+                        "the same through the harness, and the overhead per model")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
     parser.set_defaults(func=run)
 
@@ -120,6 +123,12 @@ def run(args: argparse.Namespace) -> int:
     options = AuditOptions(confidence=args.confidence, rule=rule_value(args.rule, seed=args.seed),
                            directions=args.directions, basis=args.basis, seed=args.seed)  # fmt: skip
     progress = not args.no_progress and not args.json
+    if args.bench:
+        from hsaudit.experiments.byo.api import benchmark
+
+        timing = benchmark(design, models=args.bench)
+        print(json.dumps(timing, indent=2) if args.json else "\n".join(f"{k}: {v:.4g}" for k, v in timing.items()))
+        return 0
     if args.shard:
         i, n = args.shard
         prepared = prepare(design)

@@ -7,15 +7,26 @@ same steps as separate jobs (check, shards, audit): :func:`check`, :func:`train_
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from hsaudit.experiments.byo.audit import AuditOptions, ByoReport, pre_training, report
-from hsaudit.experiments.byo.train import Loaded, Prepared, load, prepare, train_shard
+from hsaudit.engine.canaries import canary_type
+from hsaudit.experiments.byo.train import (
+    Loaded,
+    Prepared,
+    build_canary,
+    load,
+    prepare,
+    probe,
+    train_models,
+    train_shard,
+)
 from hsaudit.experiments.byo.values import Design
 
 SCORE_COLUMNS = ("model", "member", "seed", "score", "train_seconds", "harness_seconds")
@@ -126,3 +137,47 @@ def audit_frames(
     if scores["model"].duplicated().any():
         raise ValueError("the shards' scores repeat a model: shards of different designs were mixed")
     return report(scores, loaded.training.claim, loaded.n, options, details=details(design, prepared, scores))
+
+
+def benchmark(design: Design, *, models: int = 40, repeats: int = 3) -> dict[str, float]:
+    """The harness's cost beside the user's own training (docs/byo.md, "Speed").
+
+    Times ``models`` models of the user's training called directly (``train``/``train_batch`` on the worlds' data,
+    half with the canary) and the same models through the harness (:func:`~hsaudit.experiments.byo.train.train_shard`:
+    the worlds' data, the seeds, the scoring, the bookkeeping), alternating, ``repeats`` times each; the medians give
+    the overhead per model. A job's one-off work is timed apart: ``make()`` and ``dataset()`` (the user's), the
+    determinism check (four of the user's trainings) and the canary with the worlds (the harness's).
+    """
+    t0 = time.perf_counter()
+    loaded = load(design)
+    t1 = time.perf_counter()
+    small = replace(design, runs=max(1, models // 2), shards=1)
+    gradient = canary_type(design.canary).kind == "gradient"
+    found, reference = probe(loaded.training, loaded.x, loaded.y, loaded.classes, small, gradient)
+    t2 = time.perf_counter()
+    canary = build_canary(small, loaded.training, loaded.x, loaded.y, found, reference)
+    prepared = prepare(small, loaded, found=found, canary=canary)
+    t3 = time.perf_counter()
+    bits = small.bits()
+    seeds = [small.model_seed(i) for i in range(small.models)]
+    data = {b: prepared.worlds.dataset(b) for b in (False, True)}
+    bare, harness = [], []
+    for _ in range(repeats):
+        s0 = time.perf_counter()
+        for b in (False, True):
+            train_models(prepared.training, data[b], [s for s, bit in zip(seeds, bits) if bit == b])
+        s1 = time.perf_counter()
+        train_shard(prepared, 0)
+        s2 = time.perf_counter()
+        bare.append((s1 - s0) / small.models)
+        harness.append((s2 - s1) / small.models)
+    b, h = float(np.median(bare)), float(np.median(harness))
+    return {
+        "models": small.models,
+        "user_training_per_model_s": b,
+        "through_harness_per_model_s": h,
+        "overhead_per_model": h / b - 1.0,
+        "make_and_dataset_s": t1 - t0,
+        "check_s (4 user trainings)": t2 - t1,
+        "canary_and_worlds_s": t3 - t2,
+    }
