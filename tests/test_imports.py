@@ -112,7 +112,8 @@ def _layer(module: str) -> tuple[int, str]:
         return -1, ""
     if len(parts) < 2 or parts[1] not in LAYERS:
         return len(LAYERS), ""
-    paper = parts[2] if parts[1] == "experiments" and len(parts) > 2 and parts[2] != "plotting" else ""
+    shared = ("plotting", "plans")  # modules every experiment package may import
+    paper = parts[2] if parts[1] == "experiments" and len(parts) > 2 and parts[2] not in shared else ""
     return LAYERS.index(parts[1]), paper
 
 

@@ -66,5 +66,6 @@ def make(setting=None):
     accountant = RDPAccountant()
     accountant.history = [(noise, rate, steps)]
     claim = dict(epsilon=accountant.get_epsilon(DELTA), delta=DELTA, noise_multiplier=noise, max_grad_norm=CLIP,
-                 sampling="poisson", sample_rate=rate, steps=steps, neighbouring="add-remove", accountant="opacus rdp")  # fmt: skip
+                 sampling="poisson", sample_rate=rate, steps=steps, neighbouring="add-remove",
+                 accountant="opacus rdp")  # fmt: skip
     return SimpleNamespace(claim=claim, train=train, dataset=dataset)

@@ -73,5 +73,6 @@ def make(setting=None):
         return model
 
     claim = dict(epsilon=epsilon(noise, steps, rate), delta=DELTA, noise_multiplier=noise, max_grad_norm=CLIP,
-                 sampling="poisson", sample_rate=rate, steps=steps, neighbouring="add-remove", accountant="pld")  # fmt: skip
+                 sampling="poisson", sample_rate=rate, steps=steps, neighbouring="add-remove",
+                 accountant="pld")  # fmt: skip
     return SimpleNamespace(claim=claim, train=train, dataset=dataset)

@@ -58,9 +58,9 @@ def register(sub) -> None:
     parser.add_argument("--rule", default=PLAN_DEFAULTS["rule"], choices=("rays", "crossing", "held-out"),
                         help="the verdict's valid rule (default rays)")  # fmt: skip
     parser.add_argument("--directions", default="one", choices=("one", "both"),
-                        help="one: the canary's score is oriented (default); both: also the other way, paid for")  # fmt: skip
+                        help="one: the canary's score is oriented (default); both: the other way too, paid for")
     parser.add_argument("--basis", default="auto", choices=("auto", "gdp", "assumption-free"),
-                        help="the ε̂ the verdict uses (default auto: GDP where the declared mechanism allows it)")  # fmt: skip
+                        help="the ε̂ of the verdict (default auto: GDP where the declared mechanism allows it)")
     parser.add_argument("--shard", type=_shard, default=None, metavar="I/N", help="train only shard I of N")
     parser.add_argument("--from-shards", type=int, default=None, metavar="N",
                         help="audit OUT/scores-*-of-N.csv (written by --shard I/N) instead of training")  # fmt: skip
@@ -83,7 +83,8 @@ def _design(args: argparse.Namespace, shards: int):
         setting = audit_setting(steps=args.setting_steps, epsilon=args.setting_epsilon, delta=args.setting_delta,
                                 sample_rate=args.setting_rate)  # fmt: skip
     return Design(entry=args.entry, canary=args.canary, runs=args.runs, shards=shards, seed=args.seed,
-                  background=args.background, background_size=args.background_size, setting=setting, data=args.data)  # fmt: skip
+                  background=args.background, background_size=args.background_size, setting=setting,
+                  data=args.data)  # fmt: skip
 
 
 def _summary(rep) -> str:

@@ -85,7 +85,8 @@ def test_a_setting_needs_make_to_take_one(tmp_path):
 
 
 def test_a_training_that_is_not_deterministic_in_its_seed(tmp_path):
-    body = GOOD.replace("torch.manual_seed(seed)", "pass") + "\ndef make():\n    return dict(claim=CLAIM, train=train, dataset=dataset)\n"
+    body = GOOD.replace("torch.manual_seed(seed)", "pass")
+    body += "\ndef make():\n    return dict(claim=CLAIM, train=train, dataset=dataset)\n"
     with pytest.raises(ValueError, match="not deterministic in seed"):
         prepare(Design(entry=f"{_module(tmp_path, body)}:make", canary="mislabelled", runs=2))
 

@@ -7,7 +7,8 @@ Shaped as every experiment package: :mod:`~hsaudit.experiments.byo.plan` (the ``
 together for the CLI (``hsaudit audit-training``) and the workflow (``results/byo/{name}/report.md``). docs/byo.md.
 
     >>> from hsaudit.experiments.byo import Design, audit_training  # doctest: +SKIP
-    >>> audit_training(Design(entry="examples/byo/plain_dpsgd.py:make", canary="out_of_support", runs=200)).report.verdict  # doctest: +SKIP
+    >>> design = Design(entry="examples/byo/plain_dpsgd.py:make", canary="out_of_support", runs=200)  # doctest: +SKIP
+    >>> audit_training(design).report.verdict  # doctest: +SKIP
     'consistent'
 
 Names resolve lazily (PEP 562): importing this package runs none of its modules.

@@ -1,10 +1,11 @@
 """The plan of the audits of users' trainings: the ``byo:`` config section → frozen values.
 
 Each entry of ``byo:`` (a name → its options) becomes a :class:`ByoAudit`: the population's
-:class:`~hsaudit.experiments.byo.values.Design` (what is trained), the :class:`~hsaudit.experiments.byo.audit.AuditOptions`
-(how the scores are audited); the rules add the version of the user's module (:func:`entry_version`, its file's text),
-so that editing that file reruns its audit and nothing else. The plan itself reads no user file: an audit whose
-entry is missing fails when its target is asked for, not every other target. :func:`plan` returns them with the :class:`~hsaudit.experiments.plans.Population` and
+:class:`~hsaudit.experiments.byo.values.Design` (what is trained) and the
+:class:`~hsaudit.experiments.byo.audit.AuditOptions` (how the scores are audited). The rules add the version of the
+user's module (:func:`entry_version`, its file's text), so that editing that file reruns its audit and nothing else;
+the plan itself reads no user file, so an audit whose entry is missing fails when its target is asked for, not every
+other target. :func:`plan` returns the audits with the :class:`~hsaudit.experiments.plans.Population` and
 :class:`~hsaudit.experiments.plans.Target` values that ``hsaudit plan`` and the workflow read.
 """
 
