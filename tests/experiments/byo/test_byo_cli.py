@@ -76,3 +76,10 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     assert err.startswith("hsaudit audit-training: error: entry") and "ModuleNotFoundError" in err
     assert main(["audit-training", "--entry", f"{bad}:make", "--runs", "5", "--from-shards", "2",
                  "--out", str(tmp_path)]) == 2  # fmt: skip
+
+
+def test_the_benchmark_reports_the_overhead(capsys):
+    assert main(["audit-training", "--entry", zoo_entry("correct"), "--runs", "4", "--bench", "8", "--json"]) == 0
+    timing = _json(capsys)
+    assert timing["models"] == 8 and timing["user_training_per_model_s"] > 0
+    assert timing["through_harness_per_model_s"] > 0 and "overhead_per_model" in timing
