@@ -48,11 +48,11 @@ MODELS_PER_CALL = 64
 
 
 # ---- the user's entry ----------------------------------------------------------------------------------------------
-_LOADED: dict[Path, Any] = {}
+_LOADED: dict[tuple[Path, int], Any] = {}
 
 
 def load_make(entry: str) -> Callable[..., Any]:
-    """The ``make`` function an entry names (a path module is loaded once per process).
+    """The ``make`` function an entry names (a path module is loaded once per process and version of its file).
 
     Raises:
         ValueError: the module does not import (the message carries the import error) or has no such function.
@@ -61,14 +61,19 @@ def load_make(entry: str) -> Callable[..., Any]:
     try:
         if target.endswith(".py"):
             path = entry_file(entry)
-            module = _LOADED.get(path)
+            key = (path, path.stat().st_mtime_ns)
+            module = _LOADED.get(key)
             if module is None:
-                name = f"hsaudit_byo_entry_{abs(hash(str(path)))}"
+                name = f"hsaudit_byo_entry_{abs(hash(key))}"
                 spec = importlib.util.spec_from_file_location(name, path)
                 module = importlib.util.module_from_spec(spec)
                 sys.modules[name] = module
-                spec.loader.exec_module(module)
-                _LOADED[path] = module
+                try:
+                    spec.loader.exec_module(module)
+                except BaseException:
+                    del sys.modules[name]
+                    raise
+                _LOADED[key] = module
         else:
             module = importlib.import_module(target)
     except ValueError:
