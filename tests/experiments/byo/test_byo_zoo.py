@@ -4,7 +4,6 @@ the project's own engine on the same configuration (a two-sample test)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 from scipy import stats
