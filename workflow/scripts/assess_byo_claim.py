@@ -13,7 +13,8 @@ log = script_logging(snakemake)
 design = Design.from_dict(snakemake.params.design)
 options = AuditOptions.from_dict(snakemake.params.options)
 loaded = load(design)
-early = pre_training(loaded.training.claim, loaded.n, options, runs=design.runs)
+early = pre_training(loaded.training.claim, loaded.n, options, runs=design.runs,
+                     looks=2 if loaded.training.records else 1)
 log.info("%s: claim %s on %d examples; %s", design.entry, loaded.training.claim, loaded.n,
          early.verdict if early else "the models decide")  # fmt: skip
 payload = {"claim": loaded.training.claim.to_dict(), "n": loaded.n, "early": None if early is None else early.to_dict()}

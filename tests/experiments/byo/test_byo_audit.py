@@ -144,3 +144,17 @@ def test_bad_scores():
         report({"score": [0.0, np.nan], "member": [0, 1]}, full_batch(1.0), 10)
     with pytest.raises(ValueError, match="both worlds"):
         report({"score": [0.0, 1.0], "member": [1, 1]}, full_batch(1.0), 10)
+
+
+def test_two_looks_each_pay_half_the_level():
+    """A recording training's verdict looks at the final model's score and the iterates statistic, each at
+    confidence 1 − (1 − c)/2: with both columns equal, ε̂ is the one-look ε̂ at that confidence."""
+    scores = _gaussian_scores(1.0, 200, 3)
+    both = {**scores, "score_iterates": scores["score"]}
+    options = AuditOptions(rule=Crossing(), bootstrap=0)
+    two = report(both, full_batch(0.5), 100, options, every_estimate=False)
+    one = report(scores, full_batch(0.5), 100, AuditOptions(rule=Crossing(), confidence=0.975, bootstrap=0),
+                 every_estimate=False)  # fmt: skip
+    assert set(two.looks) == {"score", "score_iterates"} and two.epsilon_hat == pytest.approx(one.epsilon_hat)
+    assert two.confidence == 0.95 and two.epsilon_hat < report(scores, full_batch(0.5), 100, options,
+                                                               every_estimate=False).epsilon_hat  # fmt: skip

@@ -14,6 +14,7 @@ from byo_testing import zoo_entry
 from hsaudit.engine.canaries import GradientCanary, InputCanary
 from hsaudit.experiments.byo.train import (
     CanaryData,
+    iterates_statistic,
     load_make,
     load_training,
     make_worlds,
@@ -137,3 +138,21 @@ def test_shards_add_up_to_the_whole():
     parts = pd.concat([pd.DataFrame(train_shard(prepared, i)) for i in range(3)], ignore_index=True)
     cols = ["model", "member", "seed", "score"]
     pd.testing.assert_frame_equal(whole[cols], parts[cols])
+
+
+def test_a_recording_training_is_scored_at_every_iterate(tmp_path):
+    body = GOOD.replace("def train(data, seed):", "def train(data, seed, record):").replace(
+        "    return model\n", "    for step in range(1, 5):\n        record(step, model)\n    return model\n"
+    ) + "\ndef make():\n    return dict(claim=CLAIM, train=train, dataset=dataset)\n"
+    design = Design(entry=f"{_module(tmp_path, body)}:make", canary="mislabelled", runs=3)
+    prepared = prepare(design)
+    assert prepared.training.records
+    columns = train_shard(prepared, 0)
+    assert np.array_equal(columns["score_iterates"], np.zeros(6))  # four equal iterates: no increment stands out
+
+
+def test_the_iterates_statistic():
+    assert iterates_statistic([0.0, 1.0, 2.0, 3.0]) == 0.0
+    assert iterates_statistic([0.0, 0.0, 2.0, 2.0, 2.0]) == 2.0
+    with pytest.raises(ValueError, match="three steps"):
+        iterates_statistic([0.0, 1.0])

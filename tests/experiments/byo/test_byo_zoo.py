@@ -50,8 +50,8 @@ def test_the_catalogue_names_real_entries():
 
 
 CLEAR = ["no_clipping", "noise_on_mean", "noise_key_reused", "batch_clipping", "tied_norm_first_use",
-         "batchnorm_running_stats", "replace_one_as_add_remove"]  # fmt: skip
-CONTROLS = ["correct", "noise_larger", "steps_overcounted"]
+         "batchnorm_running_stats", "replace_one_as_add_remove", "noise_reused_across_steps_white_box"]  # fmt: skip
+CONTROLS = ["correct", "noise_larger", "steps_overcounted", "correct_white_box"]
 
 
 @pytest.mark.parametrize("name", CLEAR + CONTROLS)

@@ -81,13 +81,15 @@ def details(design: Design, prepared: Prepared | None = None, scores: pd.DataFra
 
 
 def frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
-    """The scores table of :func:`hsaudit.experiments.byo.train.train_shard`'s columns."""
-    return pd.DataFrame({c: columns[c] for c in SCORE_COLUMNS})
+    """The scores table of :func:`hsaudit.experiments.byo.train.train_shard`'s columns (with ``score_iterates``
+    for a recording training)."""
+    return pd.DataFrame({c: columns[c] for c in (*SCORE_COLUMNS, "score_iterates") if c in columns})
 
 
 def early_report(design: Design, loaded: Loaded, options: AuditOptions) -> ByoReport | None:
     """The verdict that needs no training (an accounting bug, or an audit that cannot exceed the claim), or None."""
-    return pre_training(loaded.training.claim, loaded.n, options, runs=design.runs)
+    looks = 2 if loaded.training.records else 1
+    return pre_training(loaded.training.claim, loaded.n, options, runs=design.runs, looks=looks)
 
 
 def audit_training(

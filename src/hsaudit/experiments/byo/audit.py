@@ -357,6 +357,8 @@ class ByoReport:
         runs_needed: runs per world that could exceed the claim, when underpowered (None: beyond the search).
         estimates: every estimate of the scores (rules, one-run bounds, point estimates), one dict each.
         details: what the design and the check recorded (entry, canary, background, probe, seconds).
+        looks: the verdict's ε̂ of each score it looked at (``score``: the final model; ``score_iterates``: the
+            white-box statistic of a recording training), each at confidence 1 − (1 − c)/len(looks).
     """
 
     verdict: str
@@ -376,6 +378,7 @@ class ByoReport:
     runs_needed: int | None = None
     estimates: tuple[dict[str, Any], ...] = ()
     details: Mapping[str, Any] = field(default_factory=dict)
+    looks: Mapping[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (non-finite floats as None): the verdict first."""
@@ -400,6 +403,7 @@ class ByoReport:
             "claim": self.claim.to_dict(),
             "accounting": {k: v for k, v in dataclasses.asdict(self.accounting).items() if k != "deltas"},
             "estimates": [dict(e) for e in self.estimates],
+            "looks": dict(self.looks),
             "details": dict(self.details),
         }
         return _jsonable(out)
@@ -449,10 +453,20 @@ def _verdict_before(claim: Claim, n: int, options: AuditOptions, runs_out: int, 
     return common
 
 
-def pre_training(claim: Claim, n: int, options: AuditOptions, *, runs: int) -> ByoReport | None:
+LOOKS = {"score": "the final model", "score_iterates": "the iterates (white box)"}
+"""The scores a verdict may look at: the final model's, and a recording training's iterates statistic."""
+
+
+def _per_look(options: AuditOptions, looks: int) -> AuditOptions:
+    """Options at confidence 1 − (1 − c)/looks: the verdict pays for looking at several scores (Bonferroni)."""
+    return dataclasses.replace(options, confidence=1.0 - (1.0 - options.confidence) / looks) if looks > 1 else options
+
+
+def pre_training(claim: Claim, n: int, options: AuditOptions, *, runs: int, looks: int = 1) -> ByoReport | None:
     """The verdict that needs no training — an accounting bug, or an audit of ``runs`` per world that cannot exceed
-    the claim — or None when the models must be trained to decide."""
-    found = _verdict_before(claim, n, options, runs, runs)
+    the claim — or None when the models must be trained to decide (``looks``: 2 for a recording training)."""
+    found = _verdict_before(claim, n, _per_look(options, looks), runs, runs)
+    found["confidence"] = float(options.confidence)
     return ByoReport(**found, epsilon_hat=None) if "verdict" in found else None
 
 
@@ -545,25 +559,35 @@ def report(
     s0, s1 = s[~m], s[m]
     if s0.size == 0 or s1.size == 0:
         raise ValueError(f"both worlds need models, got {s0.size} without and {s1.size} with the canary")
-    found = _verdict_before(claim, n, options, s0.size, s1.size)
+    columns = {"score": s}
+    if "score_iterates" in getattr(scores, "columns", scores):
+        columns["score_iterates"] = _scores({"score": scores["score_iterates"], "member": scores["member"]})[0]
+    per_look = _per_look(options, len(columns))
+    found = _verdict_before(claim, n, per_look, s0.size, s1.size)
     basis = found["basis"]
-    eps_hat = _epsilon(options.auditor(_rule_for(options, basis), claim.delta), basis, s0, s1)
+    auditor = per_look.auditor(_rule_for(per_look, basis), claim.delta)
+    looks = {name: _epsilon(auditor, basis, v[~m], v[m]) for name, v in columns.items()}
+    top = max(looks, key=looks.get)
+    eps_hat = looks[top]
+    of = "" if len(looks) == 1 else f" of {LOOKS[top]}, each of {len(looks)} looks at {per_look.confidence:g}"
     if "verdict" not in found:
         if eps_hat > claim.epsilon:
             found.update(
                 verdict="violation",
-                reason=f"the valid lower bound ε̂ = {eps_hat:.4g} ({found['rule']}, {basis}, confidence "
+                reason=f"the valid lower bound ε̂ = {eps_hat:.4g}{of} ({found['rule']}, {basis}, confidence "
                 f"{options.confidence:g}) exceeds the claimed ε = {claim.epsilon:.4g} at δ = {claim.delta:g}",
             )
         else:
             found.update(
                 verdict="consistent",
-                reason=f"ε̂ = {eps_hat:.4g} ({found['rule']}, {basis}, confidence {options.confidence:g}) does not exceed "
-                f"the claimed ε = {claim.epsilon:.4g}; this audit could have shown up to {found['epsilon_max']:.4g}",
+                reason=f"ε̂ = {eps_hat:.4g}{of} ({found['rule']}, {basis}, confidence {options.confidence:g}) does not "
+                f"exceed the claimed ε = {claim.epsilon:.4g}; this audit could have shown up to {found['epsilon_max']:.4g}",
             )
+    found["confidence"] = float(options.confidence)
     return ByoReport(
         **found,
         epsilon_hat=eps_hat,
+        looks=looks,
         estimates=tuple(estimates(s0, s1, delta=claim.delta, options=options)) if every_estimate else (),
         details=dict(details or {}),
     )
@@ -601,6 +625,9 @@ def markdown(rep: Mapping[str, Any], *, figure: str | None = None) -> str:
     ]
     if rep.get("runs_needed") is not None:
         lines.append(f"Runs per world that could exceed the claim: about {rep['runs_needed']}.")
+    if len(rep.get("looks") or {}) > 1:
+        lines.append("Looks (each at confidence 1 − (1 − c)/2): " + ", ".join(
+            f"{LOOKS.get(k, k)} ε̂ = {_fmt(v)}" for k, v in rep["looks"].items()) + ".")  # fmt: skip
     if rep["estimates"]:
         lines += ["", "## Every estimate", "", "| estimate | valid | μ | ε |", "|---|---|---:|---:|"]
         for e in rep["estimates"]:

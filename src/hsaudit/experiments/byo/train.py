@@ -11,7 +11,10 @@ an object (or mapping) with
 - optionally ``dataset()`` (the user's data), ``loss(model, x, y)`` (per example; default cross-entropy for integer
   labels, squared error otherwise), ``predict(model, x)`` (outputs of a flat-parameter model, for the canary's
   label choice), ``classes``, and ``train_batch(data, seeds)`` (many models of one world at once: a list of modules
-  or a ``[m, p]`` tensor) with ``models_per_call``.
+  or a ``[m, p]`` tensor) with ``models_per_call``;
+- white box: ``train(data, seed, record)`` (``train_batch(data, seeds, record)``) calls ``record(step, model)``
+  (``record(step, models)``) after its steps; the harness then also scores every recorded iterate
+  (:func:`iterates_statistic`), so that the all-iterates threat model is audited too.
 
 Imports the engine (the canary registry), the util layer, this package's values and, for the user's module,
 importlib: a training job's code version covers exactly this.
@@ -100,6 +103,7 @@ class Training:
         loss: the per-example ``loss(model, x, y)``, or None for the default.
         predict: ``predict(model, x)`` for flat-parameter models, or None.
         classes: the number of classes, or None to read it from the labels.
+        records: whether the training calls ``record(step, model)`` (a third parameter of ``train``/``train_batch``).
     """
 
     entry: str
@@ -111,6 +115,16 @@ class Training:
     loss: Callable[..., Any] | None
     predict: Callable[..., Any] | None
     classes: int | None
+    records: bool = False
+
+
+def _takes_record(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` takes a third positional parameter (``record``)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) >= 3
 
 
 def _field(made: Any, name: str) -> Any:
@@ -147,6 +161,7 @@ def load_training(
         raise ValueError(f"entry {entry!r}: make() returned neither train(data, seed) nor train_batch(data, seeds)")
     per_call = _field(made, "models_per_call") or MODELS_PER_CALL
     classes = _field(made, "classes")
+    used = train_batch if callable(train_batch) else train
     return Training(
         entry=entry,
         claim=parsed,
@@ -157,6 +172,7 @@ def load_training(
         loss=_field(made, "loss"),
         predict=_field(made, "predict"),
         classes=None if classes is None else int(classes),
+        records=_takes_record(used),
     )
 
 
@@ -311,16 +327,56 @@ def _as_models(out: Any, count: int, where: str) -> list[Any]:
     return out
 
 
-def train_models(training: Training, data: TensorDataset, seeds: Sequence[int]) -> list[Any]:
+def _ignore(*args: Any) -> None:
+    return None
+
+
+def train_models(
+    training: Training, data: TensorDataset, seeds: Sequence[int],
+    record: Callable[[int, int, Any], None] | None = None,
+) -> list[Any]:  # fmt: skip
     """Models of one world, one per seed: ``train_batch`` in calls of ``models_per_call`` when there is one, else
-    ``train`` per seed."""
+    ``train`` per seed. A recording training's ``record(step, model)`` reaches ``record(i, step, model)``, ``i`` the
+    model's position in ``seeds`` (ignored when ``record`` is None)."""
+    models: list[Any] = []
     if training.train_batch is not None:
-        models: list[Any] = []
+        where = f"{training.entry}: train_batch"
         for i in range(0, len(seeds), training.models_per_call):
             chunk = [int(s) for s in seeds[i : i + training.models_per_call]]
-            models += _as_models(training.train_batch(data, chunk), len(chunk), f"{training.entry}: train_batch")
+            if not training.records:
+                out = training.train_batch(data, chunk)
+            elif record is None:
+                out = training.train_batch(data, chunk, _ignore)
+            else:
+                def each(step: int, batch: Any, first: int = i, size: int = len(chunk)) -> None:
+                    for j, model in enumerate(_as_models(batch, size, f"{where}'s record")):
+                        record(first + j, int(step), model)
+
+                out = training.train_batch(data, chunk, each)
+            models += _as_models(out, len(chunk), where)
         return models
-    return [training.train(data, int(s)) for s in seeds]
+    for i, s in enumerate(seeds):
+        if not training.records:
+            models.append(training.train(data, int(s)))
+        else:
+            hook = _ignore if record is None else (lambda step, model, i=i: record(i, int(step), model))
+            models.append(training.train(data, int(s), hook))
+    return models
+
+
+def iterates_statistic(scores: Sequence[float]) -> float:
+    """The white-box score of one model from its canary scores at the recorded iterates, higher ⇒ canary present:
+    the largest increment between consecutive iterates above their median increment. A step that held the canary
+    raises its increment above the others (Poisson or shuffled sampling); with noise reused across steps, the
+    increments of a run without the canary are all equal (the statistic is 0) and the canary's steps stand out.
+
+    Raises:
+        ValueError: fewer than three recorded iterates.
+    """
+    increments = np.diff(np.asarray(scores, dtype=float))
+    if increments.size < 2:
+        raise ValueError(f"record(step, model) must be called at three steps or more, got {len(scores)}")
+    return float(increments.max() - np.median(increments))
 
 
 def canary_scores(training: Training, canary: InputCanary | GradientCanary, models: Sequence[Any]) -> np.ndarray:
@@ -512,7 +568,8 @@ def train_shard(prepared: Prepared, shard: int, *, progress: bool = False) -> di
     Returns:
         Columns ``model`` (global index), ``member`` (its bit), ``seed``, ``score`` (higher ⇒ canary present),
         ``train_seconds`` (the user's training, per model) and ``harness_seconds`` (this harness's work around it:
-        data, scoring).
+        data, scoring); for a recording training also ``score_iterates`` (:func:`iterates_statistic`; scoring the
+        iterates happens inside the user's training time).
 
     Raises:
         ValueError: a model whose score is NaN or infinite (its training diverged).
@@ -530,6 +587,7 @@ def train_shard(prepared: Prepared, shard: int, *, progress: bool = False) -> di
 
         bar = tqdm(total=len(models), desc=f"shard {shard + 1}/{design.shards}", unit="model")
     step = training.models_per_call if training.train_batch is not None else 1
+    recorded: list[list[float]] = [[] for _ in models]
     for member in (False, True):
         rows = np.flatnonzero(bits == member)
         t0 = time.perf_counter()
@@ -538,7 +596,11 @@ def train_shard(prepared: Prepared, shard: int, *, progress: bool = False) -> di
         for start in range(0, rows.size, step):
             chunk = rows[start : start + step]
             t1 = time.perf_counter()
-            trained = train_models(training, data, seeds[chunk].tolist())
+
+            def record(i: int, _step: int, model: Any, chunk: np.ndarray = chunk) -> None:
+                recorded[chunk[i]].append(float(canary_scores(training, prepared.canary, [model])[0]))
+
+            trained = train_models(training, data, seeds[chunk].tolist(), record if training.records else None)
             t2 = time.perf_counter()
             scores[chunk] = canary_scores(training, prepared.canary, trained)
             t3 = time.perf_counter()
@@ -555,7 +617,7 @@ def train_shard(prepared: Prepared, shard: int, *, progress: bool = False) -> di
             f"{training.entry}: model {models[i]} (seed {seeds[i]}, canary {'in' if bits[i] else 'out'}) has a NaN or "
             f"infinite canary loss: its training diverged"
         )
-    return {
+    columns = {
         "model": np.asarray(models, dtype=np.int64),
         "member": bits.astype(np.int8),
         "seed": seeds,
@@ -563,3 +625,6 @@ def train_shard(prepared: Prepared, shard: int, *, progress: bool = False) -> di
         "train_seconds": train_s,
         "harness_seconds": harness_s,
     }
+    if training.records:
+        columns["score_iterates"] = np.array([iterates_statistic(r) for r in recorded])
+    return columns

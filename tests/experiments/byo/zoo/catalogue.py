@@ -59,6 +59,7 @@ ZOO: tuple[ZooEntry, ...] = (
              "the shipped Opacus PrivacyEngine loop (examples/byo/opacus_dpsgd.py)"),  # fmt: skip
     _zoo("noise_larger", "control", *DIRAC, "noise 1.5x the claimed σ (safe)"),
     _zoo("steps_overcounted", "control", *DIRAC, "10 steps run, 20 claimed (safe)"),
+    _zoo("correct_white_box", "control", *DIRAC, "correct DP-SGD, every iterate recorded (white box)"),
     _zoo("no_clipping", "bug", *DIRAC, "per-example clipping skipped", "Opacus PR #664"),
     _zoo("no_clipping_mlp", "bug", *INPUT, "per-example clipping skipped, MLP", "Opacus PR #664"),
     _zoo("noise_on_mean", "bug", *DIRAC, "noise σC added to the mean, not the sum (σ/B)"),
@@ -73,8 +74,11 @@ ZOO: tuple[ZooEntry, ...] = (
     _zoo("batchnorm_running_stats", "bug", *INPUT, "standardisation statistics updated from private batches",
          "Opacus #672"),  # fmt: skip
     _zoo("noise_key_reused", "bug", *DIRAC, "the noise drawn from one fixed key in every run"),
+    _zoo("noise_reused_across_steps_white_box", "bug", *DIRAC, "the same noise at every step of a run, every "
+         "iterate recorded (white box)"),  # fmt: skip
     _zoo("normalise_by_batch", "limit", *DIRAC, "the update divided by the batch's real size",
          "Opacus #571, #819, #420"),  # fmt: skip
     _zoo("shuffle_as_poisson", "limit", *DIRAC, "shuffled batches accounted as Poisson", "Opacus #80"),
+    _zoo("noise_reused_across_steps", "limit", *DIRAC, "the same noise at every step of a run, final model only"),
 )
 BY_NAME = {z.name: z for z in ZOO}

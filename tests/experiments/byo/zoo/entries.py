@@ -33,20 +33,26 @@ def _claim(step: trainer.Step, **believed) -> dict:
                 sample_rate=b.q, steps=b.steps, neighbouring=neighbouring, accountant="pld")  # fmt: skip
 
 
-def _training(step: trainer.Step, claim: dict) -> dict:
+def _training(step: trainer.Step, claim: dict, *, white_box: bool = False) -> dict:
     x, y = trainer.dataset(step)
 
-    def train_batch(data, seeds):
+    def train_batch(data, seeds, record=None):
         xs, ys = data.tensors[:2]
         w = data.tensors[2] if len(data.tensors) > 2 else None
         direction = getattr(data, "direction", None)
-        return trainer.train_batch(step, xs, ys, w, direction, seeds)
+        return trainer.train_batch(step, xs, ys, w, direction, seeds, record)
 
+    if white_box:  # train(data, seed, record): every iterate reaches the harness
+        train = lambda data, seed, record: train_batch(data, [seed], lambda t, th: record(t, th[0]))[0]  # noqa: E731
+        batch = train_batch
+    else:
+        train = lambda data, seed: train_batch(data, [seed])[0]  # noqa: E731
+        batch = lambda data, seeds: train_batch(data, seeds)  # noqa: E731
     return dict(
         claim=claim,
         dataset=lambda: (x, y),
-        train=lambda data, seed: train_batch(data, [seed])[0],
-        train_batch=train_batch,
+        train=train,
+        train_batch=batch,
         models_per_call=1000,
         loss=lambda theta, xs, ys: trainer.loss(step, theta, xs, ys),
         predict=lambda theta, xs: trainer.logits(step, theta, xs),
@@ -54,8 +60,8 @@ def _training(step: trainer.Step, claim: dict) -> dict:
     )
 
 
-def _entry(step: trainer.Step, **believed):
-    return lambda: _training(step, _claim(step, **believed))
+def _entry(step: trainer.Step, *, white_box: bool = False, **believed):
+    return lambda: _training(step, _claim(step, **believed), white_box=white_box)
 
 
 # ---- controls: must not be flagged --------------------------------------------------------------------------------
@@ -63,6 +69,7 @@ correct = _entry(BASE)
 correct_mlp = _entry(MLP)
 noise_larger = _entry(replace(BASE, noise_factor=1.5))  # σ 1.5× the claimed: safe
 steps_overcounted = _entry(replace(BASE, steps=BASE.steps // 2), steps=BASE.steps)  # claims twice the steps run
+correct_white_box = _entry(BASE, white_box=True)  # every iterate recorded
 
 # ---- bugs: must be flagged -----------------------------------------------------------------------------------------
 no_clipping = _entry(replace(BASE, clipping="none"))
@@ -81,10 +88,12 @@ _BN = replace(BASE, model="bn", lr=0.05)
 bn_correct = _entry(_BN)
 batchnorm_running_stats = _entry(replace(_BN, running_stats=True))
 noise_key_reused = _entry(replace(BASE, noise_key="constant"))
+noise_reused_across_steps_white_box = _entry(replace(BASE, noise_key="step"), white_box=True)
 
 # ---- documented limits: measured, not asserted ---------------------------------------------------------------------
 normalise_by_batch = _entry(replace(BASE, normalise="actual"))
 shuffle_as_poisson = _entry(replace(BASE, sampling="shuffle"))
+noise_reused_across_steps = _entry(replace(BASE, noise_key="step"))  # the final model only
 
 
 def loss_with_nan():

@@ -42,7 +42,8 @@ class Step:
         noise_factor: the noise's std is ``noise_factor · σC``: 1/B is noise added to the mean, 1/C noise that
             ignores the clipping norm, > 1 more noise than claimed (safe).
         accumulation: micro-batches of rate q accumulated per noisy step (the sampling rate forgets them).
-        noise_key: ``"seed"`` (correct) or ``"constant"`` (the noise drawn from one fixed key in every run).
+        noise_key: ``"seed"`` (correct), ``"constant"`` (the noise drawn from one fixed key in every run) or
+            ``"step"`` (each run's first noise draw reused at every step).
         running_stats: ``model="bn"``'s standardisation statistics updated from each private batch, unclipped and
             without noise (False: fixed at mean 0, variance 1).
         normalise: ``"expected"`` (divide by B = qN) or ``"actual"`` (by the batch's real size).
@@ -264,12 +265,12 @@ def _batches(step: Step, seeds: torch.Tensor, n: int, draw: int, t: int, perms: 
 
 
 def train_batch(step: Step, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor | None,
-                direction: torch.Tensor | None, seeds: list[int]) -> torch.Tensor:  # fmt: skip
+                direction: torch.Tensor | None, seeds: list[int], record=None) -> torch.Tensor:  # fmt: skip
     """Train ``len(seeds)`` models on ``(x, y)`` (``w``: the per-example weights of a gradient canary's term
-    ``w · ⟨direction, θ⟩``); returns ``[m, p]``."""
+    ``w · ⟨direction, θ⟩``); returns ``[m, p]``. ``record(step, theta [m, p])`` is called after every step."""
     m, n = len(seeds), x.shape[0]
     index = torch.as_tensor(seeds, dtype=torch.int64)
-    noise_index = index if step.noise_key == "seed" else torch.zeros_like(index)
+    noise_index = torch.zeros_like(index) if step.noise_key == "constant" else index
     theta = theta0(step).repeat(m, 1)
     trainable = _trainable(step)
     carrier = None if w is None or not bool((w != 0).any()) else int(torch.nonzero(w)[0, 0])
@@ -311,12 +312,14 @@ def train_batch(step: Step, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor | 
                     row_factor = (step.clip / (row.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0)
                     g += member[:, carrier, None] * row_factor * row
             total += g
-        noise = counter_normals(NOISE_KEY, noise_index, t, trainable)
+        noise = counter_normals(NOISE_KEY, noise_index, 1 if step.noise_key == "step" else t, trainable)
         total += step.noise_factor * step.sigma * step.clip * noise
         denominator = step.batch * step.accumulation
         if step.normalise == "actual":
             denominator = member.sum(1, keepdim=True).clamp(min=1.0)
         theta[:, :trainable] -= step.lr * total / denominator
+        if record is not None:
+            record(t, theta.clone())
     return theta
 
 
