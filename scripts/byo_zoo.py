@@ -35,9 +35,11 @@ from hsaudit.util.io import write_csv_atomic, write_text_atomic  # noqa: E402
 FLAG_AT_LEAST, CONTROL_AT_MOST = 0.95, 0.05
 
 
-def run_one(entry, seed: int) -> dict:
-    """One audit of one zoo entry at one seed: the row of runs.csv."""
-    design = Design(entry=entry.entry, canary=entry.canary, background=entry.background, runs=entry.runs, seed=seed)
+def run_one(entry, seed: int, runs: int | None = None) -> dict:
+    """One audit of one zoo entry at one seed (at ``runs`` per world instead of the entry's, if given): the row of
+    runs.csv."""
+    runs = runs or entry.runs
+    design = Design(entry=entry.entry, canary=entry.canary, background=entry.background, runs=runs, seed=seed)
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -54,7 +56,7 @@ def run_one(entry, seed: int) -> dict:
         "epsilon_heuristic": rep.accounting.heuristic,
         "basis": rep.basis,
         "rule": rep.rule,
-        "runs": entry.runs,
+        "runs": runs,
         "runs_out": rep.runs_out,
         "runs_in": rep.runs_in,
         "seconds": time.perf_counter() - start,
@@ -82,7 +84,7 @@ def table(runs: pd.DataFrame) -> pd.DataFrame:
                 "flagged": f"{k}/{n}",
                 "median_epsilon_hat": float(eps.median()) if len(eps) else np.nan,
                 "epsilon_claimed": float(got["epsilon_claimed"].iloc[0]),
-                "R": entry.runs,
+                "R": int(got["runs"].iloc[0]),
                 "median_seconds": float(got["seconds"].median()),
                 "acceptance": "-" if ok is None else ("pass" if ok else "FAIL"),
             }
@@ -116,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--entries", default="", help="comma-separated entry names (default: all)")
     parser.add_argument("--out", default="results/byo_zoo", help="output directory (default results/byo_zoo)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument("--runs", type=int, default=None,
+                        help="runs per world for every chosen entry instead of the catalogue's (use another --out)")  # fmt: skip
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     chosen = [z for z in ZOO if not args.entries or z.name in args.entries.split(",")]
@@ -130,10 +134,12 @@ def main(argv: list[str] | None = None) -> int:
     todo = [(z, s) for z in chosen for s in seeds if (z.name, s) not in have]
     rows = done.to_dict("records")
     for entry, seed in tqdm(todo, desc="zoo", unit="audit"):
-        rows.append(run_one(entry, seed))
+        rows.append(run_one(entry, seed, args.runs))
         write_csv_atomic(pd.DataFrame(rows), path)
     runs = pd.DataFrame(rows)
     runs = runs[runs["seed"].isin(list(seeds)) & runs["entry"].isin([z.name for z in chosen])]
+    if args.runs and (runs["runs"] != args.runs).any():
+        raise SystemExit(f"{path} holds runs at another R than --runs {args.runs}: use another --out")
     tab = table(runs)
     write_csv_atomic(tab, out / "table.csv")
     text = markdown(tab, seeds=f"{seeds.start}..{seeds.stop - 1}")
