@@ -34,4 +34,4 @@ include: "workflow/rules/archive.smk"
 rule all:
     default_target: True
     input:
-        FIGURES,
+        default_targets(),

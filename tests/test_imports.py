@@ -98,7 +98,9 @@ def test_the_checks_can_fail(tmp_path, monkeypatch):
 
 # The layers of the package, bottom first (src/hsaudit/__init__.py): a module may import its own layer and the
 # layers below it, never one above; a paper's package never imports another paper's.
-LAYERS = ("util", "accounting", "audit", "engine", "data", "experiments", "pipeline", "cli")
+LAYERS = ("util", "accounting", "audit", "engine", "data", "experiments", "pipeline", "bench", "cli")
+# Modules of the experiments layer that every experiment package shares (not a paper of their own).
+SHARED = ("plotting", "plans")
 
 
 def _layer(module: str) -> tuple[int, str]:
@@ -112,8 +114,7 @@ def _layer(module: str) -> tuple[int, str]:
         return -1, ""
     if len(parts) < 2 or parts[1] not in LAYERS:
         return len(LAYERS), ""
-    shared = ("plotting", "plans")  # modules every experiment package may import
-    paper = parts[2] if parts[1] == "experiments" and len(parts) > 2 and parts[2] not in shared else ""
+    paper = parts[2] if parts[1] == "experiments" and len(parts) > 2 and parts[2] not in SHARED else ""
     return LAYERS.index(parts[1]), paper
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO, configure_housing as configure, job_counts, run_snakemake, write_synthetic_csv
+from conftest import REPO, configure_housing as configure, copy_built, job_counts, package_env, run_snakemake
 from hsaudit.pipeline.config import resolve_scale
 from hsaudit.experiments.cebere.figures.housing import figure_table, plot_housing_figure, summarise
 from hsaudit.experiments.cebere.plan import (
@@ -244,16 +244,14 @@ DRY = ("-n", *TARGETS, "--rerun-triggers", "mtime", "input")
 
 
 @pytest.mark.slow
-def test_smoke_figures_end_to_end_then_reuse(workflow_copy):
+@pytest.mark.xdist_group("housing")
+def test_smoke_figures_end_to_end_then_reuse(housing_built, tmp_path, monkeypatch):
     from hsaudit.accounting import gdp_epsilon, gdp_mu
 
-    workdir = workflow_copy
-    write_synthetic_csv(workdir / "housing.csv")
-    # One repetition and one shard of 20 (the smoke preset has 2 x 2): every Snakemake job is a Python process
-    # importing torch or scipy (~2 s of CPU each), and 7 audits x 2 repetitions x 2 shards would take the test
-    # past its time budget on a shared 2-core machine. Gathering several shards is tested above and below.
-    configure(workdir, repetitions=1, runs=20)
-    run_snakemake(workdir, *TARGETS, timeout=900)
+    # The session's build (conftest.housing_built: one repetition and one shard of 20; gathering several shards
+    # is tested above and below), copied because the checks below edit the config.
+    workdir = copy_built(housing_built, tmp_path / "work")
+    monkeypatch.setenv("PYTHONPATH", package_env(workdir)["PYTHONPATH"])
 
     config = resolve_scale(yaml.safe_load((workdir / "config" / "config.yaml").read_text()))
     h = config["housing"]

@@ -1,6 +1,7 @@
 # Shared Python for the rules: config resolution, wildcard constraints, input functions.
 # The only .smk file that holds Python beyond rule declarations.
 import json
+import os
 import sys
 
 import yaml
@@ -49,6 +50,24 @@ def register_figure(path, kind="cpu"):
     if kind == "cpu":
         FIGURES.append(path)
     return path
+
+
+def report_only():
+    """True under `snakemake --report FILE` (not with --report-after-run): Snakemake then builds the DAG of the
+    targets without running it and fails on the first report() file that does not exist. Its command line is the
+    only sign of this that a Snakefile gets."""
+    args = sys.argv[1:]
+    asked = any(arg == "--report" or arg.startswith("--report=") for arg in args)
+    return asked and "--report-after-run" not in args
+
+
+def default_targets():
+    """The inputs of the default target (`all` in the Snakefile), every CPU-sized figure; under `snakemake --report
+    FILE`, every registered figure that has been made (GPU-sized ones included), so that the report shows what
+    exists instead of failing on what does not."""
+    if report_only():
+        return [path for path in FIGURE_KINDS if os.path.exists(path)]
+    return FIGURES
 
 
 # Code version of a job, passed as `params: code_version=script_version("<its script>")`: a hash of the script

@@ -13,7 +13,8 @@ import entries
 import trainer
 from catalogue import BY_NAME, ZOO
 from hsaudit.engine.dpsgd import DPSGDConfig, train_population
-from hsaudit.engine.psg import population
+from hsaudit.engine.models import model_spec
+from hsaudit.engine.psg import population_engine
 from hsaudit.engine.sampling import Poisson
 from hsaudit.experiments.byo.api import audit_training
 from hsaudit.experiments.byo.audit import AuditOptions
@@ -75,7 +76,7 @@ def test_the_harness_adds_nothing_to_the_engine():
     prepared = prepare(design)
     harness = train_shard(prepared, 0)
     step = entries.BASE
-    engine = population("fcnn", {"variant": f"{step.features}-{step.classes}"})
+    engine = population_engine(model_spec("fcnn", variant=f"{step.features}-{step.classes}"))
     config = DPSGDConfig(steps=step.steps, batch_size=int(step.batch), lr=step.lr, clip_norm=step.clip,
                          noise_multiplier=step.sigma, sampling=Poisson(step.q))  # fmt: skip
     x, y = prepared.worlds.x, prepared.worlds.y
