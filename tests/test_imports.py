@@ -144,3 +144,44 @@ def test_the_layer_check_can_fail():
         "hsaudit.audit.gdp (audit) imports hsaudit.engine.dpsgd from above",
         "hsaudit.experiments.yoon.plan imports another paper's hsaudit.experiments.cebere.plan",
     ]
+
+
+# The shape of every experiment package (hsaudit.experiments.plans): its training side (a ``train`` module, or the
+# modules of a ``train`` package) imports the engine, data and util layers only, and its audit side (``audit``)
+# the audit, accounting and util layers only, each beside its own side's modules. So an estimator edit never
+# retrains, and a training edit never reruns an audit by itself.
+SIDES = {"train": ("engine", "data", "util"), "audit": ("audit", "accounting", "util")}
+
+
+def _side_violations(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for module, targets in graph.items():
+        parts = module.split(".")
+        if len(parts) < 4 or parts[1] != "experiments" or parts[3] not in SIDES:
+            continue
+        side, own = parts[3], ".".join(parts[:4])
+        for target in targets:
+            if target == "hsaudit" or target == own or target.startswith(own + "."):
+                continue
+            if target.split(".")[1] not in SIDES[side]:
+                bad.append(f"{module} ({side} side) imports {target}")
+    return sorted(bad)
+
+
+def test_train_and_audit_sides_import_their_layers_only():
+    assert _side_violations(_imports(_modules())[0]) == []
+
+
+def test_the_side_check_can_fail():
+    graph = {
+        "hsaudit.experiments.yoon.train": {"hsaudit.engine.dpsgd", "hsaudit.audit.gdp"},
+        "hsaudit.experiments.cebere.train.shards": {"hsaudit.experiments.cebere.train.adversaries",
+                                                    "hsaudit.experiments.cebere.plan"},
+        "hsaudit.experiments.cebere.audit": {"hsaudit.audit.auditor", "hsaudit.engine.models"},
+        "hsaudit.experiments.cebere.plan": {"hsaudit.audit.auditor", "hsaudit.engine.models"},
+    }
+    assert _side_violations(graph) == [
+        "hsaudit.experiments.cebere.audit (audit side) imports hsaudit.engine.models",
+        "hsaudit.experiments.cebere.train.shards (train side) imports hsaudit.experiments.cebere.plan",
+        "hsaudit.experiments.yoon.train (train side) imports hsaudit.audit.gdp",
+    ]
