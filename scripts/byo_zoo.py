@@ -29,7 +29,7 @@ from catalogue import ZOO  # noqa: E402
 
 from hsaudit.experiments.byo.api import audit_training  # noqa: E402
 from hsaudit.experiments.byo.audit import AuditOptions  # noqa: E402
-from hsaudit.experiments.byo.values import Design  # noqa: E402
+from hsaudit.experiments.byo.train.values import Design  # noqa: E402
 from hsaudit.util.io import write_csv_atomic, write_text_atomic  # noqa: E402
 
 FLAG_AT_LEAST, CONTROL_AT_MOST = 0.95, 0.05

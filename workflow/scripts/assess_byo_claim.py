@@ -4,8 +4,8 @@ or an audit too small to exceed the claim — into results/byo/{name}/claim.json
 import json
 
 from hsaudit.experiments.byo.audit import AuditOptions, pre_training
-from hsaudit.experiments.byo.train import load
-from hsaudit.experiments.byo.values import Design
+from hsaudit.experiments.byo.train.harness import load
+from hsaudit.experiments.byo.train.values import Design
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_text_atomic
 

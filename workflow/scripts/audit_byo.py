@@ -6,7 +6,7 @@ import json
 import pandas as pd
 
 from hsaudit.experiments.byo.audit import AuditOptions, report
-from hsaudit.experiments.byo.values import Claim
+from hsaudit.experiments.byo.train.values import Claim
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic, write_text_atomic
 

@@ -1,5 +1,5 @@
 """Snakemake adapter: check a user's training (deterministic in its seed, finite loss) and build the audit's canary
-into results/byo/{name}/probe.json + canary.npz, which every shard then reads (hsaudit.experiments.byo.train)."""
+into results/byo/{name}/probe.json + canary.npz, which every shard then reads (hsaudit.experiments.byo.train.harness)."""
 
 import dataclasses
 import json
@@ -7,8 +7,8 @@ import json
 import torch
 
 from hsaudit.engine.canaries import canary_arrays
-from hsaudit.experiments.byo.train import prepare
-from hsaudit.experiments.byo.values import Design
+from hsaudit.experiments.byo.train.harness import prepare
+from hsaudit.experiments.byo.train.values import Design
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import atomic_savez, write_text_atomic
 

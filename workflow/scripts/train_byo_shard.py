@@ -1,5 +1,5 @@
 """Snakemake adapter: train and score one shard of a user's training (the canary and the check from
-check_byo_entry) into results/byo/{name}/shards/{shard}.csv (hsaudit.experiments.byo.train)."""
+check_byo_entry) into results/byo/{name}/shards/{shard}.csv (hsaudit.experiments.byo.train.harness)."""
 
 import json
 
@@ -8,8 +8,8 @@ import pandas as pd
 import torch
 
 from hsaudit.engine.canaries import canary_from_arrays
-from hsaudit.experiments.byo.train import Probe, prepare, train_shard
-from hsaudit.experiments.byo.values import Design
+from hsaudit.experiments.byo.train.harness import Probe, prepare, train_shard
+from hsaudit.experiments.byo.train.values import Design
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic
 

@@ -76,7 +76,7 @@ def register(sub) -> None:
 
 def _design(args: argparse.Namespace, shards: int):
     from hsaudit.experiments.byo.plan import audit_setting
-    from hsaudit.experiments.byo.values import Design
+    from hsaudit.experiments.byo.train.values import Design
 
     setting = None
     if args.audit_setting:
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
 
     from hsaudit.experiments.byo.api import audit_frames, audit_training, frame
     from hsaudit.experiments.byo.audit import AuditOptions, markdown, rule_value
-    from hsaudit.experiments.byo.train import load, prepare, train_shard
+    from hsaudit.experiments.byo.train.harness import load, prepare, train_shard
     from hsaudit.util.io import write_csv_atomic, write_text_atomic
 
     if args.runs < 1:

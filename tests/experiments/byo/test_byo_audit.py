@@ -24,7 +24,7 @@ from hsaudit.experiments.byo.audit import (
     report,
     runs_needed,
 )
-from hsaudit.experiments.byo.values import Claim
+from hsaudit.experiments.byo.train.values import Claim
 
 DELTA = 1e-5
 

@@ -12,7 +12,7 @@ from hsaudit.audit.auditor import Rays
 from hsaudit.engine.canaries import BACKGROUNDS, CANARIES
 from hsaudit.experiments.byo.audit import RULES
 from hsaudit.experiments.byo.plan import DEFAULTS, SETTING_DEFAULTS, audit_setting, plan, shard_paths
-from hsaudit.experiments.byo.values import REQUIRED
+from hsaudit.experiments.byo.train.values import REQUIRED
 
 SCHEMA = yaml.safe_load((REPO / "workflow/schemas/byo.schema.yaml").read_text())["$defs"]["audit"]["properties"]
 

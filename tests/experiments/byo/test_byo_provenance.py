@@ -46,11 +46,11 @@ def test_estimator_accountant_plan_and_figure_edits_leave_training_alone(package
     assert {"audit_byo", "assess_byo_claim", "plot_byo", "write_byo_report"} <= changed
 
 
-@pytest.mark.parametrize("module", ["experiments/byo/train.py", "experiments/byo/values.py", "engine/canaries.py"])
+@pytest.mark.parametrize("module", ["experiments/byo/train/harness.py", "experiments/byo/train/values.py", "engine/canaries.py"])
 def test_harness_edits_retrain(package_copy, module):
     assert TRAINING <= changed_by(package_copy, module)
 
 
 def test_the_harness_edit_reruns_no_audit_of_scores(package_copy):
-    changed = changed_by(package_copy, "experiments/byo/train.py")
+    changed = changed_by(package_copy, "experiments/byo/train/harness.py")
     assert "audit_byo" not in changed and "plot_byo" not in changed

@@ -1,4 +1,4 @@
-"""The harness (hsaudit.experiments.byo.train): loading a user's entry, the checks that give bad input a clear error,
+"""The harness (hsaudit.experiments.byo.train.harness): loading a user's entry, the checks that give bad input a clear error,
 the two worlds, and shards that add up to the whole."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import torch
 
 from byo_testing import zoo_entry
 from hsaudit.engine.canaries import GradientCanary, InputCanary
-from hsaudit.experiments.byo.train import (
+from hsaudit.experiments.byo.train.harness import (
     CanaryData,
     iterates_statistic,
     load_make,
@@ -21,7 +21,7 @@ from hsaudit.experiments.byo.train import (
     prepare,
     train_shard,
 )
-from hsaudit.experiments.byo.values import AuditSetting, Design
+from hsaudit.experiments.byo.train.values import AuditSetting, Design
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

@@ -18,8 +18,8 @@ from hsaudit.engine.psg import population_engine
 from hsaudit.engine.sampling import Poisson
 from hsaudit.experiments.byo.api import audit_training
 from hsaudit.experiments.byo.audit import AuditOptions
-from hsaudit.experiments.byo.train import prepare, train_shard
-from hsaudit.experiments.byo.values import Design
+from hsaudit.experiments.byo.train.harness import prepare, train_shard
+from hsaudit.experiments.byo.train.values import Design
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

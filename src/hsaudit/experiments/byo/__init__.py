@@ -1,9 +1,9 @@
 """Audit your own DP training: bring a training function and its claim, get ε̂ against the claim and a verdict.
 
 Shaped as every experiment package: :mod:`~hsaudit.experiments.byo.plan` (the ``byo:`` config → frozen values),
-:mod:`~hsaudit.experiments.byo.train` (the harness: the user's entry, the two worlds, the shards),
+:mod:`~hsaudit.experiments.byo.train.harness` (the harness: the user's entry, the two worlds, the shards),
 :mod:`~hsaudit.experiments.byo.audit` (scores → the report and its verdict), :mod:`~hsaudit.experiments.byo.figures`;
-:mod:`~hsaudit.experiments.byo.values` holds the values they share and :mod:`~hsaudit.experiments.byo.api` puts them
+:mod:`~hsaudit.experiments.byo.train.values` holds the values they share and :mod:`~hsaudit.experiments.byo.api` puts them
 together for the CLI (``hsaudit audit-training``) and the workflow (``results/byo/{name}/report.md``). docs/byo.md.
 
     >>> from hsaudit.experiments.byo import Design, audit_training  # doctest: +SKIP
@@ -23,8 +23,8 @@ _EXPORTS = {
     "hsaudit.experiments.byo.api": ("Result", "audit_training"),
     "hsaudit.experiments.byo.audit": ("AuditOptions", "ByoReport", "markdown", "report"),
     "hsaudit.experiments.byo.plan": ("ByoAudit", "ByoPlan", "audit_setting", "plan"),
-    "hsaudit.experiments.byo.train": ("CanaryData", "load_training", "prepare", "train_shard"),
-    "hsaudit.experiments.byo.values": ("AuditSetting", "Claim", "Design"),
+    "hsaudit.experiments.byo.train.harness": ("CanaryData", "load_training", "prepare", "train_shard"),
+    "hsaudit.experiments.byo.train.values": ("AuditSetting", "Claim", "Design"),
 }
 _LAZY = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_LAZY)
@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from hsaudit.experiments.byo.api import *  # noqa: F403
     from hsaudit.experiments.byo.audit import *  # noqa: F403
     from hsaudit.experiments.byo.plan import *  # noqa: F403
-    from hsaudit.experiments.byo.train import *  # noqa: F403
-    from hsaudit.experiments.byo.values import *  # noqa: F403
+    from hsaudit.experiments.byo.train.harness import *  # noqa: F403
+    from hsaudit.experiments.byo.train.values import *  # noqa: F403
 
 
 def __getattr__(name: str):

@@ -17,7 +17,7 @@ import pandas as pd
 
 from hsaudit.experiments.byo.audit import AuditOptions, ByoReport, pre_training, report
 from hsaudit.engine.canaries import canary_type
-from hsaudit.experiments.byo.train import (
+from hsaudit.experiments.byo.train.harness import (
     Loaded,
     Prepared,
     build_canary,
@@ -27,7 +27,7 @@ from hsaudit.experiments.byo.train import (
     train_models,
     train_shard,
 )
-from hsaudit.experiments.byo.values import Design
+from hsaudit.experiments.byo.train.values import Design
 
 SCORE_COLUMNS = ("model", "member", "seed", "score", "train_seconds", "harness_seconds")
 """A scores CSV: one row per model; ``score`` and ``member`` are what ``hsaudit audit`` and ``hsaudit one-run`` read."""
@@ -81,7 +81,7 @@ def details(design: Design, prepared: Prepared | None = None, scores: pd.DataFra
 
 
 def frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
-    """The scores table of :func:`hsaudit.experiments.byo.train.train_shard`'s columns (with ``score_iterates``
+    """The scores table of :func:`hsaudit.experiments.byo.train.harness.train_shard`'s columns (with ``score_iterates``
     for a recording training)."""
     return pd.DataFrame({c: columns[c] for c in (*SCORE_COLUMNS, "score_iterates") if c in columns})
 
@@ -102,7 +102,7 @@ def audit_training(
     """Audit a user's training end to end.
 
     Args:
-        design: the entry, canary, runs, shards, seed, setting (:class:`~hsaudit.experiments.byo.values.Design`).
+        design: the entry, canary, runs, shards, seed, setting (:class:`~hsaudit.experiments.byo.train.values.Design`).
         options: how the scores are audited.
         shards: the shards to train (default all); a report of a subset audits the models trained so far.
         progress: tqdm bars over the models.
@@ -145,10 +145,10 @@ def benchmark(design: Design, *, models: int = 40, repeats: int = 3) -> dict[str
     """The harness's cost beside the user's own training (docs/byo.md, "Speed").
 
     Times ``models`` models of the user's training called directly (``train``/``train_batch`` on the worlds' data,
-    half with the canary) and the same models through the harness (:func:`~hsaudit.experiments.byo.train.train_shard`:
+    half with the canary) and the same models through the harness (:func:`~hsaudit.experiments.byo.train.harness.train_shard`:
     the worlds' data, the seeds, the scoring, the bookkeeping), alternating, ``repeats`` times each; the medians give
     the overhead per model (on a loaded machine, wall-clock noise of a few per cent either way). Beside it, the harness's
-    own work timed inside :func:`~hsaudit.experiments.byo.train.train_shard` (building the worlds' data, scoring, per
+    own work timed inside :func:`~hsaudit.experiments.byo.train.harness.train_shard` (building the worlds' data, scoring, per
     model) against the user's training there. A job's one-off work is timed apart: ``make()`` and ``dataset()`` (the
     user's), the determinism check (four of the user's trainings) and the canary with the worlds (the harness's).
     """

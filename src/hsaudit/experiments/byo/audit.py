@@ -19,7 +19,8 @@ score directions halves 1 − c once more (:class:`hsaudit.audit.auditor.Auditor
 - ``assumption-free``: the (ε, δ) bound of the same Clopper–Pearson bounds (Kairouz et al. 2015), valid for any
   mechanism, looser; used when the GDP check fails or cannot be made (shuffled or fixed-size batches).
 
-Imports the audit and accounting layers and this package's values only.
+Imports the audit and accounting layers only (the audit side of the package): a claim arrives as a value handed
+down, read through :class:`Claim`'s attributes.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import math
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -48,7 +49,22 @@ from hsaudit.audit.auditor import Auditor, Bonferroni, Crossing, Grid, HeldOut, 
 from hsaudit.audit.crossing import CROSSING_RAYS, DEFAULT_RAYS
 from hsaudit.audit.one_run import one_run_audit
 from hsaudit.audit.one_run_fdp import one_run_fdp_audit
-from hsaudit.experiments.byo.values import Claim
+
+class Claim(Protocol):
+    """What the audit reads of a training's claim (:class:`hsaudit.experiments.byo.train.values.Claim` is one, handed
+    down by the training side): the claimed (ε, δ) and the declared mechanism."""
+
+    epsilon: float
+    delta: float
+    noise_multiplier: float
+    sampling: str
+    steps: int
+    neighbouring: str
+
+    def sampling_rate(self, n: int) -> float: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
 
 VERDICTS = ("violation", "consistent", "underpowered")
 RULES = ("rays", "crossing", "held-out")

@@ -1,7 +1,7 @@
 """The plan of the audits of users' trainings: the ``byo:`` config section → frozen values.
 
 Each entry of ``byo:`` (a name → its options) becomes a :class:`ByoAudit`: the population's
-:class:`~hsaudit.experiments.byo.values.Design` (what is trained) and the
+:class:`~hsaudit.experiments.byo.train.values.Design` (what is trained) and the
 :class:`~hsaudit.experiments.byo.audit.AuditOptions` (how the scores are audited). The rules add the version of the
 user's module (:func:`entry_version`, its file's text), so that editing that file reruns its audit and nothing else;
 the plan itself reads no user file, so an audit whose entry is missing fails when its target is asked for, not every
@@ -19,7 +19,7 @@ from typing import Any
 
 from hsaudit.accounting.gaussian import calibrate_noise
 from hsaudit.experiments.byo.audit import AuditOptions, rule_value
-from hsaudit.experiments.byo.values import AuditSetting, Design, entry_file
+from hsaudit.experiments.byo.train.values import AuditSetting, Design, entry_file
 from hsaudit.experiments.plans import Population, Target
 from hsaudit.util.seeding import derive_seed
 

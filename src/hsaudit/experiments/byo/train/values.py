@@ -1,7 +1,7 @@
 """The values an audit of a user's training is made of: what the training claims, the cheap setting an audit may
 ask it to run in, and the design of the population (which canary, how many models, which of them get it).
 
-Both the harness (:mod:`hsaudit.experiments.byo.train`) and the audit (:mod:`hsaudit.experiments.byo.audit`) read
+Both the harness (:mod:`hsaudit.experiments.byo.train.harness`) and the audit (:mod:`hsaudit.experiments.byo.audit`) read
 these; the module imports only the seeding helpers, so that an edit here reruns both and nothing else.
 """
 
