@@ -23,6 +23,7 @@ include: "workflow/rules/steinke.smk"
 include: "workflow/rules/annamalai.smk"
 include: "workflow/rules/one_run.smk"
 include: "workflow/rules/yoon.smk"
+include: "workflow/rules/byo.smk"
 include: "workflow/rules/archive.smk"
 
 

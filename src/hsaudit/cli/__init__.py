@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "hsaudit.cli.one_run",
         "one-training-run audit of canary scores (Steinke et al. 2023; --method fdp: Mahloujifar et al. 2024)",
     ),
+    "audit-training": ("hsaudit.cli.audit_training", "audit your own DP training: ε̂ against its claim, with a verdict"),
     "bound": ("hsaudit.cli.bound", "upper bound ε of DP-SGD (PLD accountant; μ-GDP closed form when q = 1)"),
     "heuristic": (
         "hsaudit.cli.heuristic",

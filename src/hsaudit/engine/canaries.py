@@ -1,0 +1,364 @@
+"""The canary registry: every kind of canary an audit inserts, and the backgrounds it is inserted into.
+
+A canary is the one example (or one per-example gradient) whose presence an audit tests. A registry entry is a
+frozen :class:`CanaryType` value — its name, its kind, a builder and a line of description — and the builder turns
+a :class:`CanarySource` (the data, the model's parameter count, a reference model, a seed) into a canary *value*:
+
+- :class:`InputCanary` (kind ``"input"``): an example (x*, y*), with where it came from; inserted as one more row of
+  the training set, scored by its loss;
+- :class:`GradientCanary` (kind ``"gradient"``): a direction of the flat parameters (``torch.cat`` of
+  ``model.parameters()`` flattened, in order) and the norm of the per-example gradient it stands for; inserted as a
+  row whose per-example loss carries the extra linear term ``norm · ⟨direction, θ⟩`` (the Dirac canary of Nasr et
+  al. 2023 / Steinke et al. 2023 when the direction is a coordinate), scored by ``−⟨direction, θ⟩``;
+- ``"token"``: reserved for language-model canaries (unused-token sequences); no entry of this kind yet.
+
+Entries now (:data:`CANARIES`): ``mislabelled`` (an example of the data with a wrong label), ``out_of_support`` (an
+input outside the data's support, along its direction of least variance: a large gradient that no other example
+shares, after Jagielski et al. 2020's ClipBKD) and ``dirac`` (a gradient canary on one coordinate). The papers'
+canaries (Cebere's crafted gradients, Steinke's label-flipped input, Yoon's crafted and clipbkd samples, unused-token
+LM canaries) belong here as entries too. Adding a canary type is one entry of :data:`CANARIES`.
+
+Backgrounds (:data:`BACKGROUNDS`): the rest of the training set a canary is inserted into — the data as it is, a
+blank background (every input zero, labels kept: a first linear layer's weights get no gradient from it, its bias
+still does) or a small random subset (fewer examples whose gradients could mask the canary's).
+
+This module is numpy only: the builders see arrays, the caller keeps its tensors (``engine`` layer, no torch here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Union
+
+import numpy as np
+
+KINDS = ("input", "gradient", "token")
+"""The kinds of canary value: an input example, a direction of the flat parameters, a token sequence."""
+
+OUT_OF_SUPPORT_AMPLITUDE = 2.0
+"""``out_of_support``: the canary's distance from the data's mean, in multiples of the largest such distance in the
+data [inferred: far enough that its gradient is clipped, near enough that the loss stays finite]."""
+
+DIRAC_NORM = 100.0
+"""``dirac``: the norm of the canary's per-example gradient in multiples of the clipping norm C, so that after
+clipping the canary's contribution is C along its coordinate, whatever the carrier row's own gradient."""
+
+
+@dataclass(frozen=True, eq=False)
+class InputCanary:
+    """An input canary (x*, y*).
+
+    Attributes:
+        x: one input, without the batch axis, float32.
+        y: its label (int64 scalar array) or regression target (float32 scalar array).
+        origin: where it came from, in words.
+        source_index: the row of the data it was taken from (the background then leaves that row out), or None.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    origin: str
+    source_index: int | None = None
+    kind: str = field(default="input", init=False)
+
+
+@dataclass(frozen=True, eq=False)
+class GradientCanary:
+    """A gradient canary: the per-example loss term ``norm · ⟨direction, θ⟩`` of one carrier row.
+
+    Attributes:
+        direction: unit vector of the flat parameters, float32 ``[p]``.
+        norm: the norm of the term's gradient (``norm · direction``).
+        x, y: the carrier row's input and label (all-zero input), the row that holds the term in the data.
+        origin: where it came from, in words.
+        coordinate: the coordinate of a Dirac direction, or None.
+    """
+
+    direction: np.ndarray
+    norm: float
+    x: np.ndarray
+    y: np.ndarray
+    origin: str
+    coordinate: int | None = None
+    kind: str = field(default="gradient", init=False)
+
+
+Canary = Union[InputCanary, GradientCanary]
+
+
+@dataclass(frozen=True, eq=False)
+class CanarySource:
+    """What a canary builder may use.
+
+    Attributes:
+        x: the data's inputs ``[n, ...]``, float32.
+        y: the data's labels ``[n]`` (integers) or targets (floats).
+        classes: the number of classes, or None for a regression target.
+        parameters: the length p of the model's flat parameter vector (gradient canaries need it), or None.
+        clip_norm: the clipping norm C of the training, or None.
+        seed: the builder's random stream.
+        reference: a model trained without the canary, as a function ``inputs [k, ...] -> outputs [k, o]`` (logits
+            or predictions), or None; builders use it to pick the label that the canary's loss is largest for.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    classes: int | None
+    parameters: int | None = None
+    clip_norm: float | None = None
+    seed: int = 0
+    reference: Callable[[np.ndarray], np.ndarray] | None = None
+
+    def __post_init__(self) -> None:
+        x, y = np.asarray(self.x), np.asarray(self.y)
+        if x.ndim < 2 or x.shape[0] < 2:
+            raise ValueError(f"a canary source needs at least 2 examples with a feature axis, got x of shape {x.shape}")
+        if y.shape != (x.shape[0],):
+            raise ValueError(f"y must have shape [{x.shape[0]}], got {y.shape}")
+        if self.classes is not None and int(self.classes) < 2:
+            raise ValueError(f"classes must be >= 2 or None (a regression target), got {self.classes}")
+        if self.parameters is not None and int(self.parameters) < 1:
+            raise ValueError(f"parameters must be >= 1, got {self.parameters}")
+
+
+@dataclass(frozen=True)
+class CanaryType:
+    """A registry entry: a canary type as a value.
+
+    Attributes:
+        name: the name configs and the CLI use.
+        kind: one of :data:`KINDS`; the builder's value has this kind.
+        build: ``CanarySource -> canary value``.
+        description: one line for docs and ``--help``.
+    """
+
+    name: str
+    kind: str
+    build: Callable[[CanarySource], object]
+    description: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"canary {self.name!r}: kind must be one of {KINDS}, got {self.kind!r}")
+
+    def __call__(self, source: CanarySource):
+        """Build the canary; its kind must be the entry's."""
+        value = self.build(source)
+        if getattr(value, "kind", None) != self.kind:
+            raise ValueError(f"canary {self.name!r} is of kind {self.kind!r}, its builder returned {value!r}")
+        return value
+
+
+def _worst_label(source: CanarySource, x: np.ndarray, exclude: int | None) -> int | None:
+    """The class of the smallest reference output at ``x`` (other than ``exclude``), or None without a reference."""
+    if source.reference is None:
+        return None
+    out = np.array(source.reference(x[None]), dtype=np.float64).reshape(-1)
+    if out.size != source.classes:
+        raise ValueError(f"the reference model gives {out.size} outputs for {source.classes} classes")
+    if exclude is not None:
+        out[exclude] = np.inf
+    return int(np.argmin(out))
+
+
+def mislabelled(source: CanarySource) -> InputCanary:
+    """An example of the data, drawn from the seed, with a wrong label: the class the reference model finds least
+    likely for it, or (y + 1) mod K without a reference (Steinke et al. 2023's label-flipped input)."""
+    if source.classes is None:
+        raise ValueError("the mislabelled canary needs class labels; the data has a regression target")
+    x, y = np.asarray(source.x, dtype=np.float32), np.asarray(source.y)
+    index = int(np.random.default_rng(source.seed).integers(x.shape[0]))
+    true = int(y[index])
+    label = _worst_label(source, x[index], exclude=true)
+    label = (true + 1) % int(source.classes) if label is None else label
+    return InputCanary(
+        x=x[index].copy(),
+        y=np.array(label, dtype=np.int64),
+        origin=f"example {index} of the data with label {label} instead of {true}",
+        source_index=index,
+    )
+
+
+def least_variance_direction(x: np.ndarray, seed: int = 0) -> np.ndarray:
+    """A unit direction of the flattened inputs along which the data varies least: the last principal axis, or,
+    when there are more features than examples, a random direction orthogonal to every centred example (the data
+    does not vary along it at all)."""
+    flat = np.asarray(x, dtype=np.float64).reshape(x.shape[0], -1)
+    centred = flat - flat.mean(axis=0)
+    _, s, vt = np.linalg.svd(centred, full_matrices=False)
+    rank = int(np.sum(s > s.max() * 1e-10)) if s.size else 0
+    if rank < flat.shape[1]:
+        r = np.random.default_rng(seed).standard_normal(flat.shape[1])
+        v = r - vt[:rank].T @ (vt[:rank] @ r)
+    else:
+        v = vt[-1]
+    return v / np.linalg.norm(v)
+
+
+def out_of_support(source: CanarySource) -> InputCanary:
+    """An input outside the data's support: its mean plus :data:`OUT_OF_SUPPORT_AMPLITUDE` × the data's largest
+    distance from its mean, along the direction of least variance (after Jagielski et al. 2020's ClipBKD): its
+    gradient is large and no other example shares it. Label: the class of the reference model's smallest output
+    there (the least frequent class without a reference); a regression target 4 standard deviations above the
+    reference's prediction (above the mean without one)."""
+    x, y = np.asarray(source.x, dtype=np.float32), np.asarray(source.y)
+    flat = x.reshape(x.shape[0], -1).astype(np.float64)
+    mean = flat.mean(axis=0)
+    radius = float(np.max(np.linalg.norm(flat - mean, axis=1)))
+    v = least_variance_direction(x, seed=source.seed)
+    xs = (mean + OUT_OF_SUPPORT_AMPLITUDE * max(radius, 1.0) * v).reshape(x.shape[1:]).astype(np.float32)
+    where = f"the data's direction of least variance at {OUT_OF_SUPPORT_AMPLITUDE:g}x its largest distance from the mean"
+    if source.classes is None:
+        base = float(np.mean(y)) if source.reference is None else float(np.ravel(source.reference(xs[None]))[0])
+        target = base + 4.0 * float(np.std(y) or 1.0)
+        return InputCanary(x=xs, y=np.array(target, dtype=np.float32), origin=f"{where}, target {target:.4g}")
+    label = _worst_label(source, xs, exclude=None)
+    if label is None:
+        counts = np.bincount(y.astype(np.int64), minlength=int(source.classes))
+        label = int(np.argmin(counts))
+    return InputCanary(x=xs, y=np.array(label, dtype=np.int64), origin=f"{where}, label {label}")
+
+
+def dirac(source: CanarySource) -> GradientCanary:
+    """A Dirac gradient canary: coordinate d (drawn from the seed) of the flat parameters, with a per-example
+    gradient of norm :data:`DIRAC_NORM` × C carried by an all-zero input (Nasr et al. 2023; Steinke et al. 2023)."""
+    if source.parameters is None:
+        raise ValueError("the dirac canary needs the model's parameter count (CanarySource.parameters)")
+    p = int(source.parameters)
+    d = int(np.random.default_rng(source.seed).integers(p))
+    direction = np.zeros(p, dtype=np.float32)
+    direction[d] = 1.0
+    y = np.asarray(source.y)
+    carrier_y = np.array(0, dtype=np.int64) if source.classes is not None else np.array(0.0, dtype=y.dtype)
+    norm = DIRAC_NORM * float(source.clip_norm or 1.0)
+    return GradientCanary(
+        direction=direction,
+        norm=norm,
+        x=np.zeros(np.asarray(source.x).shape[1:], dtype=np.float32),
+        y=carrier_y,
+        origin=f"coordinate {d} of {p} parameters, per-example gradient norm {norm:g}",
+        coordinate=d,
+    )
+
+
+CANARIES: dict[str, CanaryType] = {
+    entry.name: entry
+    for entry in (
+        CanaryType("mislabelled", "input", mislabelled, "an example of the data with a wrong label"),
+        CanaryType(
+            "out_of_support",
+            "input",
+            out_of_support,
+            "an input outside the data's support (its direction of least variance): a large, rare gradient",
+        ),
+        CanaryType(
+            "dirac",
+            "gradient",
+            dirac,
+            "a gradient on one parameter coordinate, carried by an extra per-example loss term",
+        ),
+    )
+}
+"""The canary types by name. A new type is one more entry here."""
+
+
+def canary_type(name: str) -> CanaryType:
+    """The registry entry called ``name``.
+
+    Raises:
+        ValueError: an unknown name (the message lists the known ones).
+    """
+    if name not in CANARIES:
+        raise ValueError(f"unknown canary {name!r}; choose from {', '.join(CANARIES)}")
+    return CANARIES[name]
+
+
+def canary_arrays(canary: Canary) -> dict[str, np.ndarray]:
+    """A canary value as named arrays (``np.savez``), :func:`canary_from_arrays`' inverse."""
+    out = {"kind": np.array(canary.kind), "origin": np.array(canary.origin), "x": canary.x, "y": canary.y}
+    if isinstance(canary, InputCanary):
+        out["source_index"] = np.array(-1 if canary.source_index is None else canary.source_index)
+    else:
+        out.update(
+            direction=canary.direction,
+            norm=np.array(canary.norm),
+            coordinate=np.array(-1 if canary.coordinate is None else canary.coordinate),
+        )
+    return out
+
+
+def canary_from_arrays(arrays: Mapping[str, np.ndarray]) -> Canary:
+    """The canary value that :func:`canary_arrays` wrote.
+
+    Raises:
+        ValueError: arrays of another kind or missing fields.
+    """
+    try:
+        kind, origin = str(arrays["kind"]), str(arrays["origin"])
+        x, y = np.asarray(arrays["x"]), np.asarray(arrays["y"])
+        if kind == "input":
+            index = int(arrays["source_index"])
+            return InputCanary(x=x, y=y, origin=origin, source_index=None if index < 0 else index)
+        if kind == "gradient":
+            coordinate = int(arrays["coordinate"])
+            return GradientCanary(
+                direction=np.asarray(arrays["direction"]),
+                norm=float(arrays["norm"]),
+                x=x,
+                y=y,
+                origin=origin,
+                coordinate=None if coordinate < 0 else coordinate,
+            )
+    except KeyError as err:
+        raise ValueError(f"canary arrays lack {err.args[0]!r}") from None
+    raise ValueError(f"canary arrays of kind {kind!r}: expected input or gradient")
+
+
+# ---- backgrounds ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Background:
+    """A background as a value: ``build(x, y, *, size, seed) -> (x, y)``, the rows a canary is inserted into."""
+
+    name: str
+    build: Callable[..., tuple[np.ndarray, np.ndarray]]
+    description: str
+
+    def __call__(self, x: np.ndarray, y: np.ndarray, *, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.build(np.asarray(x), np.asarray(y), size=int(size), seed=int(seed))
+
+
+def _data(x: np.ndarray, y: np.ndarray, *, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    return x, y
+
+
+def _blank(x: np.ndarray, y: np.ndarray, *, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros_like(x), y
+
+
+def _subset(x: np.ndarray, y: np.ndarray, *, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    if not 1 <= size <= x.shape[0]:
+        raise ValueError(f"the subset background needs 1 <= size <= {x.shape[0]} examples, got {size}")
+    rows = np.sort(np.random.default_rng(seed).choice(x.shape[0], size=size, replace=False))
+    return x[rows], y[rows]
+
+
+BACKGROUNDS: Mapping[str, Background] = {
+    b.name: b
+    for b in (
+        Background("data", _data, "the training data as it is"),
+        Background("blank", _blank, "every input zero, labels kept (a first linear layer's weights get no gradient)"),
+        Background("subset", _subset, "a small random subset of the data (background_size examples)"),
+    )
+}
+
+
+def background(name: str) -> Background:
+    """The background called ``name``.
+
+    Raises:
+        ValueError: an unknown name.
+    """
+    if name not in BACKGROUNDS:
+        raise ValueError(f"unknown background {name!r}; choose from {', '.join(BACKGROUNDS)}")
+    return BACKGROUNDS[name]

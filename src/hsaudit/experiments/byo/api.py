@@ -1,0 +1,191 @@
+"""The audit of a user's training in one call, and the pieces the CLI and the workflow put together.
+
+:func:`audit_training` loads the entry, decides what needs no training (an accounting bug, an audit too small to
+exceed the claim), checks the training, builds the canary, trains every shard and reports. The workflow runs the
+same steps as separate jobs (check, shards, audit): :func:`check`, :func:`train_shard_frame`, :func:`audit_frames`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hsaudit.experiments.byo.audit import AuditOptions, ByoReport, pre_training, report
+from hsaudit.engine.canaries import canary_type
+from hsaudit.experiments.byo.train.harness import (
+    Loaded,
+    Prepared,
+    build_canary,
+    load,
+    prepare,
+    probe,
+    train_models,
+    train_shard,
+)
+from hsaudit.experiments.byo.train.values import Design
+
+SCORE_COLUMNS = ("model", "member", "seed", "score", "train_seconds", "harness_seconds")
+"""A scores CSV: one row per model; ``score`` and ``member`` are what ``hsaudit audit`` and ``hsaudit one-run`` read."""
+
+
+@dataclass(frozen=True, eq=False)
+class Result:
+    """An audit's report and its scores (no rows when the verdict needed no training)."""
+
+    report: ByoReport
+    scores: pd.DataFrame
+
+
+def details(design: Design, prepared: Prepared | None = None, scores: pd.DataFrame | None = None) -> dict[str, Any]:
+    """What a report records about the design, the check and the timings."""
+    out: dict[str, Any] = {
+        "entry": design.entry,
+        "canary": design.canary,
+        "background": design.background,
+        "runs per world (design)": design.runs,
+        "shards": design.shards,
+        "seed": design.seed,
+        "audit setting": "none (the training's own configuration)" if design.setting is None else
+        ", ".join(f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}" for k, v in asdict(design.setting).items()),
+    }  # fmt: skip
+    if prepared is not None:
+        out.update(
+            {
+                "canary origin": prepared.canary.origin,
+                "parameters": prepared.probe.parameters,
+                "deterministic in seed": True,
+                "seed changes the model": prepared.probe.seed_sensitive,
+            }
+        )
+    if scores is not None and len(scores):
+        train_s = float(np.median(scores["train_seconds"]))
+        harness_s = float(np.median(scores["harness_seconds"]))
+        out.update(
+            {
+                "user training per model (median, s)": train_s,
+                "harness per model (median, s)": harness_s,
+                "harness overhead": harness_s / train_s if train_s > 0 else float("nan"),
+            }
+        )
+    if prepared is not None and not prepared.probe.seed_sensitive:
+        out["warning"] = (
+            "two seeds gave the same model: the training ignores its seed (a reused random key), so every run of a "
+            "world is the same model"
+        )
+    return out
+
+
+def frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The scores table of :func:`hsaudit.experiments.byo.train.harness.train_shard`'s columns (with ``score_iterates``
+    for a recording training)."""
+    return pd.DataFrame({c: columns[c] for c in (*SCORE_COLUMNS, "score_iterates") if c in columns})
+
+
+def early_report(design: Design, loaded: Loaded, options: AuditOptions) -> ByoReport | None:
+    """The verdict that needs no training (an accounting bug, or an audit that cannot exceed the claim), or None."""
+    looks = 2 if loaded.training.records else 1
+    return pre_training(loaded.training.claim, loaded.n, options, runs=design.runs, looks=looks)
+
+
+def audit_training(
+    design: Design,
+    options: AuditOptions = AuditOptions(),
+    *,
+    shards: Sequence[int] | None = None,
+    progress: bool = False,
+) -> Result:
+    """Audit a user's training end to end.
+
+    Args:
+        design: the entry, canary, runs, shards, seed, setting (:class:`~hsaudit.experiments.byo.train.values.Design`).
+        options: how the scores are audited.
+        shards: the shards to train (default all); a report of a subset audits the models trained so far.
+        progress: tqdm bars over the models.
+
+    Returns:
+        The report and the scores (empty when the verdict needed no training).
+
+    Raises:
+        ValueError: bad input (an entry that does not import, a bad claim, a training not deterministic in its
+            seed, a NaN loss), with a message naming it.
+    """
+    loaded = load(design)
+    early = early_report(design, loaded, options)
+    if early is not None:
+        return Result(early, frame({c: np.zeros(0) for c in SCORE_COLUMNS}))
+    prepared = prepare(design, loaded)
+    chosen = range(design.shards) if shards is None else shards
+    scores = pd.concat([frame(train_shard(prepared, s, progress=progress)) for s in chosen], ignore_index=True)
+    rep = report(scores, loaded.training.claim, loaded.n, options, details=details(design, prepared, scores))
+    return Result(rep, scores)
+
+
+def audit_frames(
+    frames: Iterable[pd.DataFrame], design: Design, loaded: Loaded, options: AuditOptions,
+    prepared: Prepared | None = None,
+) -> ByoReport:  # fmt: skip
+    """The report of shards' score tables (written by separate jobs)."""
+    scores = pd.concat(list(frames), ignore_index=True)
+    if scores.empty:
+        early = early_report(design, loaded, options)
+        if early is None:
+            raise ValueError("no scores to audit: the shards trained no model")
+        return early
+    if scores["model"].duplicated().any():
+        raise ValueError("the shards' scores repeat a model: shards of different designs were mixed")
+    return report(scores, loaded.training.claim, loaded.n, options, details=details(design, prepared, scores))
+
+
+def benchmark(design: Design, *, models: int = 40, repeats: int = 3) -> dict[str, float]:
+    """The harness's cost beside the user's own training (docs/byo.md, "Speed").
+
+    Times ``models`` models of the user's training called directly (``train``/``train_batch`` on the worlds' data,
+    half with the canary) and the same models through the harness (:func:`~hsaudit.experiments.byo.train.harness.train_shard`:
+    the worlds' data, the seeds, the scoring, the bookkeeping), alternating, ``repeats`` times each; the medians give
+    the overhead per model (on a loaded machine, wall-clock noise of a few per cent either way). Beside it, the harness's
+    own work timed inside :func:`~hsaudit.experiments.byo.train.harness.train_shard` (building the worlds' data, scoring, per
+    model) against the user's training there. A job's one-off work is timed apart: ``make()`` and ``dataset()`` (the
+    user's), the determinism check (four of the user's trainings) and the canary with the worlds (the harness's).
+    """
+    t0 = time.perf_counter()
+    loaded = load(design)
+    t1 = time.perf_counter()
+    small = replace(design, runs=max(1, models // 2), shards=1)
+    gradient = canary_type(design.canary).kind == "gradient"
+    found, reference = probe(loaded.training, loaded.x, loaded.y, loaded.classes, small, gradient)
+    t2 = time.perf_counter()
+    canary = build_canary(small, loaded.training, loaded.x, loaded.y, found, reference)
+    prepared = prepare(small, loaded, found=found, canary=canary)
+    t3 = time.perf_counter()
+    bits = small.bits()
+    seeds = [small.model_seed(i) for i in range(small.models)]
+    data = {b: prepared.worlds.dataset(b) for b in (False, True)}
+    bare, harness, own, inside = [], [], [], []
+    for _ in range(repeats):
+        s0 = time.perf_counter()
+        for b in (False, True):
+            train_models(prepared.training, data[b], [s for s, bit in zip(seeds, bits) if bit == b])
+        s1 = time.perf_counter()
+        columns = train_shard(prepared, 0)
+        s2 = time.perf_counter()
+        bare.append((s1 - s0) / small.models)
+        harness.append((s2 - s1) / small.models)
+        own.append(float(np.mean(columns["harness_seconds"])))
+        inside.append(float(np.mean(columns["train_seconds"])))
+    b, h = float(np.median(bare)), float(np.median(harness))
+    return {
+        "models": small.models,
+        "user_training_per_model_s": b,
+        "through_harness_per_model_s": h,
+        "overhead_per_model": h / b - 1.0,
+        "harness_own_work_per_model_s": float(np.median(own)),
+        "harness_own_work_share": float(np.median(own)) / float(np.median(inside)),
+        "make_and_dataset_s": t1 - t0,
+        "check_s (4 user trainings)": t2 - t1,
+        "canary_and_worlds_s": t3 - t2,
+    }

@@ -1,0 +1,94 @@
+"""The figure of an audit of a user's training: the canary's scores in both worlds, and ε̂ against the claim.
+
+One signature for every figure, ``fn(table, *, pdf, csv, facts)``, listed in :data:`FIGURES`. The table is the scores
+(columns ``score``, ``member``); ``facts`` carries the report (:meth:`~hsaudit.experiments.byo.audit.ByoReport.to_dict`,
+key ``report``), the scale and the code version for the footer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hsaudit.experiments.plotting import PALETTE, UPPER_BOUND_STYLE, figure, footer_text, save
+from hsaudit.util.io import write_csv_atomic
+
+
+def _bars(report: Mapping[str, Any]) -> pd.DataFrame:
+    """The ε values the right panel draws, one row each (what the figure's CSV holds)."""
+    acc = report["accounting"]
+    rows = [
+        dict(what="claimed", epsilon=report["epsilon_claimed"], lo=None, hi=None, kind="claim"),
+        dict(what="ours (declared mechanism)", epsilon=acc["epsilon"], lo=None, hi=None, kind="accountant"),
+        dict(what="last-iterate heuristic", epsilon=acc["heuristic"], lo=None, hi=None, kind="accountant"),
+    ]
+    if report["epsilon_hat"] is not None:
+        rows.append(dict(what=f"ε̂ ({report['rule']}, {report['basis']}; verdict)", epsilon=report["epsilon_hat"],
+                         lo=report["epsilon_hat"], hi=None, kind="lower bound"))  # fmt: skip
+    for e in report["estimates"]:
+        if e["rule"] == "auroc":
+            rows.append(dict(what="ε of the AUROC's μ (estimate)", epsilon=e["epsilon"], lo=e.get("epsilon_lo"),
+                             hi=e.get("epsilon_hi"), kind="estimate"))  # fmt: skip
+    frame = pd.DataFrame(rows)
+    for col in ("epsilon", "lo", "hi"):  # JSON's null (an infinite or missing value) as NaN
+        frame[col] = pd.to_numeric(frame[col], errors="coerce").astype(float)
+    return frame
+
+
+def plot_scores(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
+    """Left: histograms of the canary's score without and with it. Right: the verdict's ε̂ (a one-sided lower bound)
+    and the AUROC's point estimate with its bootstrap interval, against the claimed ε, ours and the heuristic."""
+    report = facts["report"]
+    bars = _bars(report)
+    fig, axes = figure(2, 1, height=3.0)
+    ax = axes[0][0]
+    if len(table):
+        scores = table["score"].to_numpy(dtype=float)
+        members = table["member"].to_numpy().astype(bool)
+        bins = np.histogram_bin_edges(scores, bins=40)
+        ax.hist(scores[~members], bins=bins, alpha=0.6, color=PALETTE[0], label=f"without canary ({(~members).sum()})")
+        ax.hist(scores[members], bins=bins, alpha=0.6, color=PALETTE[1], label=f"with canary ({members.sum()})")
+        ax.legend(loc="upper left")
+    else:
+        ax.text(0.5, 0.5, "nothing trained:\n" + report["verdict"], ha="center", va="center", transform=ax.transAxes)
+    ax.set_xlabel("canary score (higher ⇒ canary present)")
+    ax.set_ylabel("models")
+    ax.set_title(f"verdict: {report['verdict']}")
+    ax = axes[0][1]
+    y = np.arange(len(bars))
+    finite = [v for v in pd.concat([bars["epsilon"], bars["hi"]]) if np.isfinite(v)]
+    top = max(finite) if finite else 1.0
+    for i, row in bars.iterrows():
+        eps = row["epsilon"]
+        if not np.isfinite(eps):
+            continue
+        color = {"claim": "black", "accountant": PALETTE[2], "lower bound": PALETTE[1], "estimate": PALETTE[0]}[row["kind"]]
+        if row["kind"] == "lower bound":  # a one-sided bound: ε ≥ ε̂, drawn as a bracket opening to the right
+            ax.plot([eps], [i], marker="$[$", markersize=12, color=color)
+            ax.annotate("", xy=(eps + 0.25 * top, i), xytext=(eps, i), arrowprops=dict(arrowstyle="->", color=color))
+        elif row["kind"] == "estimate" and np.isfinite(row["lo"]):
+            hi = row["hi"] if np.isfinite(row["hi"]) else 1.3 * top  # an unbounded interval runs off the panel
+            ax.errorbar([eps], [i], xerr=[[eps - row["lo"]], [hi - eps]], fmt="o", color=color, capsize=3)
+        else:
+            ax.plot([eps], [i], "s", color=color)
+    ax.axvline(report["epsilon_claimed"], **UPPER_BOUND_STYLE)
+    ax.set_yticks(y, bars["what"])
+    ax.set_xlabel(f"ε at δ = {report['delta']:g}")
+    ax.set_xlim(0.0, 1.3 * top)
+    ax.set_title("ε̂ against the claimed ε (dashed)")
+    write_csv_atomic(bars.assign(verdict=report["verdict"], runs_out=report["runs_out"], runs_in=report["runs_in"]), csv)
+    footer = footer_text(
+        scale=facts.get("scale", "-"),
+        R=f"{report['runs_out']} + {report['runs_in']}",
+        audit=f"{report['rule']} ({report['basis']}), confidence {report['confidence']:g}",
+        canary=report["details"].get("canary"),
+        code_version=facts.get("code_version", ""),
+    )
+    save(fig, pdf, footer=footer)
+
+
+FIGURES: dict[str, Callable[..., None]] = {"scores": plot_scores}
+"""Figure id → function (``results/byo/{name}/fig.pdf`` is ``scores``)."""

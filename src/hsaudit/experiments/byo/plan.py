@@ -1,0 +1,192 @@
+"""The plan of the audits of users' trainings: the ``byo:`` config section → frozen values.
+
+Each entry of ``byo:`` (a name → its options) becomes a :class:`ByoAudit`: the population's
+:class:`~hsaudit.experiments.byo.train.values.Design` (what is trained) and the
+:class:`~hsaudit.experiments.byo.audit.AuditOptions` (how the scores are audited). The rules add the version of the
+user's module (:func:`entry_version`, its file's text), so that editing that file reruns its audit and nothing else;
+the plan itself reads no user file, so an audit whose entry is missing fails when its target is asked for, not every
+other target. :func:`plan` returns the audits with the :class:`~hsaudit.experiments.plans.Population` and
+:class:`~hsaudit.experiments.plans.Target` values that ``hsaudit plan`` and the workflow read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hsaudit.accounting.gaussian import calibrate_noise
+from hsaudit.experiments.byo.audit import AuditOptions, rule_value
+from hsaudit.experiments.byo.train.values import AuditSetting, Design, entry_file
+from hsaudit.experiments.plans import Population, Target
+from hsaudit.util.seeding import derive_seed
+
+DEFAULTS: dict[str, Any] = {
+    "canary": "out_of_support",
+    "background": "data",
+    "background_size": 16,
+    "runs": 500,
+    "shards": 1,
+    "audit_setting": None,
+    "claim": None,
+    "data": None,
+    "confidence": 0.95,
+    "rule": "rays",
+    "directions": "one",
+    "basis": "auto",
+    "threads": 1,
+    "resources": {"mem_mb": 4000, "runtime": 120},
+}
+"""The value of every key an entry of ``byo:`` leaves out (workflow/schemas/byo.schema.yaml states the same)."""
+
+SETTING_DEFAULTS: dict[str, Any] = {"steps": 5, "epsilon": 4.0, "delta": 1e-5, "sample_rate": 1.0}
+"""The audit setting's defaults: few steps, the full batch, σ calibrated to ε = 4 at δ = 1e-5 [inferred: an ε a
+correct implementation's final model can reach with an ideal canary, so that a tight audit is possible at a few
+hundred runs]."""
+
+
+def audit_setting(
+    *, steps: int = 5, epsilon: float = 4.0, delta: float = 1e-5, sample_rate: float | None = 1.0
+) -> AuditSetting:
+    """The cheap configuration an audit asks a training to run in: ``steps`` steps at ``sample_rate`` (None: the
+    training's own), σ calibrated so that the declared mechanism's ε at ``delta`` is ``epsilon`` (dp-accounting PLD,
+    add-remove; a full batch is the Gaussian mechanism composed ``steps`` times).
+
+    Raises:
+        ValueError: a value out of range.
+    """
+    q = 1.0 if sample_rate is None else float(sample_rate)
+    sigma = calibrate_noise(epsilon=float(epsilon), delta=float(delta), compositions=int(steps), sampling_rate=q)
+    return AuditSetting(steps=int(steps), noise_multiplier=sigma, sample_rate=sample_rate, epsilon=float(epsilon),
+                        delta=float(delta))  # fmt: skip
+
+
+def entry_version(entry: str) -> str:
+    """A hash of the user's module file (12 hex digits): the code version of what the entry runs.
+
+    Raises:
+        ValueError: the entry's file cannot be found.
+    """
+    return hashlib.sha256(entry_file(entry).read_bytes()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class ByoAudit:
+    """One audit of a user's training.
+
+    Attributes:
+        name: its name in the ``byo:`` section (its files live under ``results/byo/{name}/``).
+        design: what is trained.
+        options: how it is audited.
+        threads: torch threads per job.
+        resources: ``mem_mb`` and ``runtime`` (minutes) per job.
+    """
+
+    name: str
+    design: Design
+    options: AuditOptions
+    threads: int = 1
+    resources: Mapping[str, int] | None = None
+
+    @property
+    def root(self) -> str:
+        return f"results/byo/{self.name}"
+
+
+@dataclass(frozen=True)
+class ByoPlan:
+    """Every audit of the ``byo:`` section, and the populations and targets ``hsaudit plan`` reads."""
+
+    audits: dict[str, ByoAudit]
+    populations: tuple[Population, ...]
+    targets: tuple[Target, ...]
+
+
+def audit_from(name: str, entry: Mapping[str, Any], *, seed: int) -> ByoAudit:
+    """The :class:`ByoAudit` of one ``byo:`` entry (its missing keys from :data:`DEFAULTS`).
+
+    Raises:
+        ValueError: no ``entry``, an unknown key, or a value out of range (the message names the audit).
+    """
+    unknown = sorted(set(entry) - set(DEFAULTS) - {"entry"})
+    if unknown:
+        raise ValueError(f"byo.{name}: unknown key(s) {', '.join(unknown)}")
+    if not entry.get("entry"):
+        raise ValueError(f"byo.{name}: needs an entry (package.module:make or path/to/file.py:make)")
+    values = {**DEFAULTS, **{k: v for k, v in entry.items() if v is not None or k in ("claim", "data")}}
+    setting = values["audit_setting"]
+    try:
+        design = Design(
+            entry=str(values["entry"]),
+            canary=str(values["canary"]),
+            runs=int(values["runs"]),
+            shards=int(values["shards"]),
+            seed=derive_seed(seed, "byo", name) % 2**31,
+            background=str(values["background"]),
+            background_size=int(values["background_size"]),
+            setting=None if not setting else audit_setting(**{**SETTING_DEFAULTS, **dict(setting)}),
+            claim=values["claim"],
+            data=values["data"],
+        )
+        options = AuditOptions(
+            confidence=float(values["confidence"]),
+            rule=rule_value(values["rule"], seed=design.seed),
+            directions=str(values["directions"]),
+            basis=str(values["basis"]),
+            seed=design.seed,
+        )
+    except ValueError as err:
+        raise ValueError(f"byo.{name}: {err}") from None
+    return ByoAudit(
+        name=name,
+        design=design,
+        options=options,
+        threads=int(values["threads"]),
+        resources={**DEFAULTS["resources"], **dict(values["resources"] or {})},
+    )
+
+
+def plan(config: Mapping[str, Any]) -> ByoPlan:
+    """The plan of the resolved config's ``byo:`` section (empty without one)."""
+    section = config.get("byo") or {}
+    seed = int(config.get("seed", 0))
+    audits = {name: audit_from(name, entry or {}, seed=seed) for name, entry in section.items()}
+    populations = tuple(
+        Population(
+            root=a.root,
+            figures=(f"byo/{name}",),
+            model="user",
+            models=a.design.models,
+            steps=int((a.design.setting.steps if a.design.setting else (a.design.claim or {}).get("steps", 0)) or 0),
+            batch=0,
+            role=f"{a.design.canary} canary, {a.design.background} background",
+            detail=f"entry {a.design.entry}",
+        )
+        for name, a in audits.items()
+    )
+    targets = tuple(Target(path=f"{a.root}/report.md", kind="cpu", trained=True) for a in audits.values())
+    return ByoPlan(audits=audits, populations=populations, targets=targets)
+
+
+def shard_paths(audit: ByoAudit, claim_json: str) -> list[str]:
+    """The shard score files the audit's report reads: none when the checkpoint's ``claim.json`` (rule
+    ``assess_byo_claim``) holds a verdict that needed no training, else one per shard."""
+    with open(claim_json) as fh:
+        if json.load(fh)["early"] is not None:
+            return []
+    return [f"{audit.root}/shards/{i}.csv" for i in range(audit.design.shards)]
+
+
+def audit_details(audit: ByoAudit) -> dict[str, Any]:
+    """What the report records about the design (the check's findings are added from its file)."""
+    d = audit.design
+    return {
+        "entry": d.entry,
+        "canary": d.canary,
+        "background": d.background,
+        "runs per world (design)": d.runs,
+        "shards": d.shards,
+        "entry version": entry_version(d.entry),
+    }

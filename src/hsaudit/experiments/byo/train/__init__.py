@@ -1,0 +1,10 @@
+"""The training side of the audit of a user's training (imports the engine and util layers only).
+
+- :mod:`~hsaudit.experiments.byo.train.values` — the values both sides are handed (what a training claims, the audit
+  setting, the population's design, the entry's file); no torch, so that an audit job reading a claim runs none of
+  the harness.
+- :mod:`~hsaudit.experiments.byo.train.harness` — the harness: the user's entry, the two worlds, the check, the
+  shards.
+
+This file imports nothing: a job's code version covers the module it imports and this text, not the other module.
+"""

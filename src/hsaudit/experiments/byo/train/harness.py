@@ -1,0 +1,630 @@
+"""The harness: load a user's training, build the two worlds, train a shard of models and score the canary.
+
+The contract (docs/byo.md): an entry ``package.module:make`` or ``path/to/file.py:make`` names a function ``make()``
+— or ``make(setting)``, which receives an :class:`~hsaudit.experiments.byo.train.values.AuditSetting` or None — returning
+an object (or mapping) with
+
+- ``claim``: the mapping :class:`~hsaudit.experiments.byo.train.values.Claim` reads;
+- ``train(data, seed)``: the trained ``torch.nn.Module`` (or its flat parameter tensor), deterministic in ``seed``,
+  where ``data`` is a ``torch.utils.data.TensorDataset(x, y)`` built here; for a gradient canary a
+  :class:`CanaryData` ``(x, y, w)`` whose per-example loss must add ``w * data.canary_term(model)``;
+- optionally ``dataset()`` (the user's data), ``loss(model, x, y)`` (per example; default cross-entropy for integer
+  labels, squared error otherwise), ``predict(model, x)`` (outputs of a flat-parameter model, for the canary's
+  label choice), ``classes``, and ``train_batch(data, seeds)`` (many models of one world at once: a list of modules
+  or a ``[m, p]`` tensor) with ``models_per_call``;
+- white box: ``train(data, seed, record)`` (``train_batch(data, seeds, record)``) calls ``record(step, model)``
+  (``record(step, models)``) after its steps; the harness then also scores every recorded iterate
+  (:func:`iterates_statistic`), so that the all-iterates threat model is audited too.
+
+Imports the engine (the canary registry), the util layer, this package's values and, for the user's module,
+importlib: a training job's code version covers exactly this.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import math
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import TensorDataset
+
+from hsaudit.engine.canaries import (
+    CanarySource,
+    GradientCanary,
+    InputCanary,
+    background,
+    canary_type,
+)
+from hsaudit.experiments.byo.train.values import AuditSetting, Claim, Design, check_setting, entry_file, split_entry
+
+MODELS_PER_CALL = 64
+"""Models per ``train_batch`` call when the training does not say (``models_per_call``)."""
+
+
+# ---- the user's entry ----------------------------------------------------------------------------------------------
+_LOADED: dict[tuple[Path, int], Any] = {}
+
+
+def load_make(entry: str) -> Callable[..., Any]:
+    """The ``make`` function an entry names (a path module is loaded once per process and version of its file).
+
+    Raises:
+        ValueError: the module does not import (the message carries the import error) or has no such function.
+    """
+    target, attr = split_entry(entry)
+    try:
+        if target.endswith(".py"):
+            path = entry_file(entry)
+            key = (path, path.stat().st_mtime_ns)
+            module = _LOADED.get(key)
+            if module is None:
+                name = f"hsaudit_byo_entry_{abs(hash(key))}"
+                spec = importlib.util.spec_from_file_location(name, path)
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[name] = module
+                try:
+                    spec.loader.exec_module(module)
+                except BaseException:
+                    del sys.modules[name]
+                    raise
+                _LOADED[key] = module
+        else:
+            module = importlib.import_module(target)
+    except ValueError:
+        raise
+    except Exception as err:  # the user's module failed to import: say how
+        raise ValueError(f"entry {entry!r} does not import: {type(err).__name__}: {err}") from None
+    make = getattr(module, attr, None)
+    if not callable(make):
+        raise ValueError(f"entry {entry!r}: module {target} has no function {attr}")
+    return make
+
+
+@dataclass(frozen=True, eq=False)
+class Training:
+    """A user's training, as ``make()`` returned it (see the module docstring).
+
+    Attributes:
+        entry: the entry it came from.
+        claim: the claim (after the design's overrides).
+        train: ``train(data, seed)``, or None when only ``train_batch`` is given.
+        train_batch: ``train_batch(data, seeds)``, or None.
+        models_per_call: models per ``train_batch`` call.
+        dataset: ``dataset()``, or None.
+        loss: the per-example ``loss(model, x, y)``, or None for the default.
+        predict: ``predict(model, x)`` for flat-parameter models, or None.
+        classes: the number of classes, or None to read it from the labels.
+        records: whether the training calls ``record(step, model)`` (a third parameter of ``train``/``train_batch``).
+    """
+
+    entry: str
+    claim: Claim
+    train: Callable[..., Any] | None
+    train_batch: Callable[..., Any] | None
+    models_per_call: int
+    dataset: Callable[[], Any] | None
+    loss: Callable[..., Any] | None
+    predict: Callable[..., Any] | None
+    classes: int | None
+    records: bool = False
+
+
+def _takes_record(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` takes a third positional parameter (``record``)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) >= 3
+
+
+def _field(made: Any, name: str) -> Any:
+    return made.get(name) if isinstance(made, Mapping) else getattr(made, name, None)
+
+
+def load_training(
+    entry: str, *, setting: AuditSetting | None = None, claim: Mapping[str, Any] | None = None
+) -> Training:
+    """Call the entry's ``make`` (with ``setting`` when one is asked for) and check what it returns.
+
+    Args:
+        entry: ``package.module:make`` or ``path/to/file.py:make``.
+        setting: the cheap configuration to ask for, or None.
+        claim: claim values that replace those ``make()`` states.
+
+    Raises:
+        ValueError: the entry does not import; ``make`` takes no setting when one is asked for; no ``claim`` or a
+            bad one; no ``train``/``train_batch``; a claim that ignores the setting.
+    """
+    make = load_make(entry)
+    params = inspect.signature(make).parameters
+    if setting is not None and not params:
+        raise ValueError(f"entry {entry!r}: an audit setting was asked for, but make() takes no argument (docs/byo.md)")
+    made = make(setting) if params else make()
+    stated = _field(made, "claim")
+    if stated is None and not claim:
+        raise ValueError(f"entry {entry!r}: make() returned no claim")
+    merged = {**(dict(stated) if stated is not None else {}), **dict(claim or {})}
+    parsed = Claim.from_mapping(merged)
+    check_setting(parsed, setting)
+    train, train_batch = _field(made, "train"), _field(made, "train_batch")
+    if not callable(train) and not callable(train_batch):
+        raise ValueError(f"entry {entry!r}: make() returned neither train(data, seed) nor train_batch(data, seeds)")
+    per_call = _field(made, "models_per_call") or MODELS_PER_CALL
+    classes = _field(made, "classes")
+    used = train_batch if callable(train_batch) else train
+    return Training(
+        entry=entry,
+        claim=parsed,
+        train=train if callable(train) else None,
+        train_batch=train_batch if callable(train_batch) else None,
+        models_per_call=int(per_call),
+        dataset=_field(made, "dataset"),
+        loss=_field(made, "loss"),
+        predict=_field(made, "predict"),
+        classes=None if classes is None else int(classes),
+        records=_takes_record(used),
+    )
+
+
+# ---- data and worlds ------------------------------------------------------------------------------------------------
+def _arrays(data: Any, where: str) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(data, TensorDataset):
+        data = data.tensors[:2]
+    elif isinstance(data, Mapping):
+        data = (data.get("x"), data.get("y"))
+    if not isinstance(data, (tuple, list)) or len(data) < 2:
+        raise ValueError(f"{where} must give (x, y): a TensorDataset, a pair or a mapping with x and y")
+    x, y = (t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t) for t in data[:2])
+    if x.ndim < 2 or y.shape != (x.shape[0],):
+        raise ValueError(f"{where}: x must be [n, ...] and y [n], got {x.shape} and {y.shape}")
+    y = y.astype(np.int64) if np.issubdtype(y.dtype, np.integer) or y.dtype == bool else y.astype(np.float32)
+    return x.astype(np.float32), y
+
+
+def user_data(training: Training, data: str | None = None) -> tuple[np.ndarray, np.ndarray, int | None]:
+    """The data the canary is inserted into: ``x`` float32, ``y`` (int64 labels or float32 targets), the classes.
+
+    Args:
+        training: the user's training (its ``dataset()``).
+        data: a ``.npz`` file with arrays ``x`` and ``y`` that replaces ``dataset()``, or None.
+
+    Raises:
+        ValueError: no data given, or data of the wrong shape.
+    """
+    if data is not None:
+        with np.load(data) as f:
+            if "x" not in f or "y" not in f:
+                raise ValueError(f"{data} must hold arrays x and y, found {', '.join(f.files)}")
+            x, y = _arrays((f["x"], f["y"]), str(data))
+    elif training.dataset is not None:
+        x, y = _arrays(training.dataset(), f"{training.entry}: dataset()")
+    else:
+        raise ValueError(f"entry {training.entry!r} has no dataset(): give one, or a data file (x, y arrays)")
+    if y.dtype != np.int64:
+        return x, y, None
+    classes = training.classes if training.classes is not None else max(2, int(y.max()) + 1)
+    if y.min() < 0 or y.max() >= classes:
+        raise ValueError(f"labels must lie in [0, {classes}), got [{y.min()}, {y.max()}]")
+    return x, y, classes
+
+
+class CanaryData(TensorDataset):
+    """The training set of a gradient canary: ``(x, y, w)``, where ``w`` is 0 for every row but the canary's carrier.
+
+    The training's per-example loss adds ``w * data.canary_term(model)``: its gradient is ``w · direction`` (the
+    canary's gradient, of norm ``w``, on the carrier row) and nothing elsewhere.
+    """
+
+    def __init__(self, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, direction: torch.Tensor | None) -> None:
+        super().__init__(x, y, w)
+        self.direction = direction
+
+    def canary_term(self, model: torch.nn.Module | torch.Tensor) -> torch.Tensor:
+        """⟨direction, θ⟩ of a module's flat parameters, of a flat ``[p]`` tensor or of each row of ``[m, p]``
+        (0 before the canary is built)."""
+        theta = flat_parameters(model, detach=False)
+        if self.direction is None:
+            return theta.sum(-1) * 0.0
+        return theta @ self.direction.to(theta.dtype)
+
+
+def flat_parameters(model: torch.nn.Module | torch.Tensor, *, detach: bool = True) -> torch.Tensor:
+    """A module's parameters flattened in ``model.parameters()`` order (or a flat tensor as it is)."""
+    if isinstance(model, torch.Tensor):
+        theta = model
+    else:
+        theta = torch.cat([p.reshape(-1) for p in model.parameters()])
+    return theta.detach() if detach else theta
+
+
+@dataclass(frozen=True, eq=False)
+class Worlds:
+    """The two training sets of an audit: the background without (bit 0) and with (bit 1) the canary.
+
+    Add-remove: world 1 is the background plus the canary's row. Replace-one: world 1 is the background with row
+    ``replaced`` changed into the canary's row, so both have the same size.
+    """
+
+    x: torch.Tensor
+    y: torch.Tensor
+    canary: InputCanary | GradientCanary | None
+    neighbouring: str
+    replaced: int | None = None
+
+    def dataset(self, member: bool) -> TensorDataset:
+        x, y = self.x, self.y
+        gradient = isinstance(self.canary, GradientCanary)
+        w = torch.zeros(x.shape[0], dtype=torch.float32)
+        if member and self.canary is not None:
+            cx = torch.as_tensor(self.canary.x, dtype=x.dtype)[None]
+            cy = torch.as_tensor(self.canary.y, dtype=y.dtype).reshape(1)
+            cw = torch.tensor([self.canary.norm if gradient else 0.0])
+            if self.neighbouring == "replace-one":
+                j = int(self.replaced)
+                x, y, w = x.clone(), y.clone(), w.clone()
+                x[j], y[j], w[j] = cx[0], cy[0], cw[0]
+            else:
+                x, y, w = torch.cat([x, cx]), torch.cat([y, cy]), torch.cat([w, cw])
+        if gradient:
+            return CanaryData(x, y, w, torch.as_tensor(self.canary.direction))
+        return TensorDataset(x, y)
+
+    def probe_dataset(self, gradient: bool) -> TensorDataset:
+        """The background alone, in the form the canary's worlds will have (``(x, y, w)`` for a gradient canary)."""
+        if gradient:
+            return CanaryData(self.x, self.y, torch.zeros(self.x.shape[0]), None)
+        return TensorDataset(self.x, self.y)
+
+
+def make_worlds(
+    x: np.ndarray, y: np.ndarray, canary: InputCanary | GradientCanary, design: Design, neighbouring: str
+) -> Worlds:
+    """The worlds of ``design``: its background of the data (without the canary's source row, if any)."""
+    keep = np.ones(x.shape[0], dtype=bool)
+    if isinstance(canary, InputCanary) and canary.source_index is not None:
+        keep[canary.source_index] = False
+    bx, by = background(design.background)(
+        x[keep], y[keep], size=design.background_size, seed=design.stream("background")
+    )
+    replaced = None
+    if neighbouring == "replace-one":
+        replaced = int(np.random.default_rng(design.stream("replaced")).integers(bx.shape[0]))
+    return Worlds(torch.as_tensor(bx), torch.as_tensor(by), canary, neighbouring, replaced)
+
+
+# ---- training and scores --------------------------------------------------------------------------------------------
+def default_loss(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Per-example cross-entropy for integer labels (binary cross-entropy on a single output), squared error for
+    float targets."""
+    out = model(x)
+    if y.dtype in (torch.int64, torch.int32, torch.bool):
+        if out.shape[-1] == 1:
+            return torch.nn.functional.binary_cross_entropy_with_logits(
+                out.reshape(-1), y.to(out.dtype), reduction="none"
+            )
+        return torch.nn.functional.cross_entropy(out, y.long(), reduction="none")
+    return ((out.reshape(y.shape[0], -1).mean(-1) - y) ** 2).reshape(-1)
+
+
+def _as_models(out: Any, count: int, where: str) -> list[Any]:
+    if isinstance(out, torch.Tensor):
+        if out.dim() != 2 or out.shape[0] != count:
+            raise ValueError(f"{where} must return {count} models ([{count}, p] tensor or a list), got {tuple(out.shape)}")
+        return list(out)
+    out = list(out)
+    if len(out) != count:
+        raise ValueError(f"{where} returned {len(out)} models for {count} seeds")
+    return out
+
+
+def _ignore(*args: Any) -> None:
+    return None
+
+
+def train_models(
+    training: Training, data: TensorDataset, seeds: Sequence[int],
+    record: Callable[[int, int, Any], None] | None = None,
+) -> list[Any]:  # fmt: skip
+    """Models of one world, one per seed: ``train_batch`` in calls of ``models_per_call`` when there is one, else
+    ``train`` per seed. A recording training's ``record(step, model)`` reaches ``record(i, step, model)``, ``i`` the
+    model's position in ``seeds`` (ignored when ``record`` is None)."""
+    models: list[Any] = []
+    if training.train_batch is not None:
+        where = f"{training.entry}: train_batch"
+        for i in range(0, len(seeds), training.models_per_call):
+            chunk = [int(s) for s in seeds[i : i + training.models_per_call]]
+            if not training.records:
+                out = training.train_batch(data, chunk)
+            elif record is None:
+                out = training.train_batch(data, chunk, _ignore)
+            else:
+                def each(step: int, batch: Any, first: int = i, size: int = len(chunk)) -> None:
+                    for j, model in enumerate(_as_models(batch, size, f"{where}'s record")):
+                        record(first + j, int(step), model)
+
+                out = training.train_batch(data, chunk, each)
+            models += _as_models(out, len(chunk), where)
+        return models
+    for i, s in enumerate(seeds):
+        if not training.records:
+            models.append(training.train(data, int(s)))
+        else:
+            hook = _ignore if record is None else (lambda step, model, i=i: record(i, int(step), model))
+            models.append(training.train(data, int(s), hook))
+    return models
+
+
+def iterates_statistic(scores: Sequence[float]) -> float:
+    """The white-box score of one model from its canary scores at the recorded iterates, higher ⇒ canary present:
+    the largest increment between consecutive iterates above their median increment. A step that held the canary
+    raises its increment above the others (Poisson or shuffled sampling); with noise reused across steps, the
+    increments of a run without the canary are all equal (the statistic is 0) and the canary's steps stand out.
+
+    Raises:
+        ValueError: fewer than three recorded iterates.
+    """
+    increments = np.diff(np.asarray(scores, dtype=float))
+    if increments.size < 2:
+        raise ValueError(f"record(step, model) must be called at three steps or more, got {len(scores)}")
+    return float(increments.max() - np.median(increments))
+
+
+def canary_scores(training: Training, canary: InputCanary | GradientCanary, models: Sequence[Any]) -> np.ndarray:
+    """The score of every model, higher ⇒ canary present: −loss on (x*, y*) for an input canary, −⟨direction, θ⟩
+    for a gradient canary (gradient descent on the canary's term lowers it)."""
+    if isinstance(canary, GradientCanary):
+        d = torch.as_tensor(canary.direction)
+        return np.array([-float(flat_parameters(m).to(d.dtype) @ d) for m in models])
+    x = torch.as_tensor(canary.x)[None]
+    y = torch.as_tensor(canary.y).reshape(1)
+    scores = np.empty(len(models))
+    with torch.no_grad():
+        for i, model in enumerate(models):
+            if isinstance(model, torch.Tensor):
+                if training.loss is None:
+                    raise ValueError(f"{training.entry}: train returns a parameter tensor; give loss(theta, x, y)")
+                value = training.loss(model, x, y)
+            else:
+                model.eval()
+                value = (training.loss or default_loss)(model, x, y)
+            scores[i] = -float(torch.as_tensor(value).reshape(-1)[0])
+    return scores
+
+
+def reference_function(training: Training, model: Any) -> Callable[[np.ndarray], np.ndarray] | None:
+    """``inputs -> outputs`` of a trained model, for the canary builders (None when it cannot be evaluated)."""
+    if isinstance(model, torch.Tensor):
+        if training.predict is None:
+            return None
+        return lambda xs: training.predict(model, torch.as_tensor(xs)).detach().numpy()
+    model.eval()
+
+    def outputs(xs: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return (training.predict(model, torch.as_tensor(xs)) if training.predict else model(torch.as_tensor(xs))).numpy()
+
+    return outputs
+
+
+# ---- the check and the canary ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Probe:
+    """What the determinism check found: the model's size, and whether the seed matters.
+
+    Attributes:
+        parameters: p, the length of the model's flat parameter vector.
+        seed_sensitive: whether two seeds give different models (False: the training ignores its seed — its noise
+            is drawn from a fixed key, every run is the same model: a reused key that the audit will show).
+        seconds: the user's training time per model in the check.
+        n: examples of the data.
+        classes: classes of the labels, or None for a regression target.
+    """
+
+    parameters: int
+    seed_sensitive: bool
+    seconds: float
+    n: int
+    classes: int | None
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and bool(torch.allclose(a, b, rtol=1e-5, atol=1e-6 * (1.0 + float(a.abs().max()))))
+
+
+def probe(
+    training: Training, x: np.ndarray, y: np.ndarray, classes: int | None, design: Design, gradient: bool
+) -> tuple[Probe, Any]:
+    """Train the data without a canary with two seeds, twice each; return the probe and one of the models (the
+    reference the canary builders may use).
+
+    Raises:
+        ValueError: ``train`` not deterministic in ``seed`` (the message gives the seeds and the largest difference),
+            or a model whose parameters or loss are NaN.
+    """
+    data = Worlds(torch.as_tensor(x), torch.as_tensor(y), None, training.claim.neighbouring).probe_dataset(gradient)
+    seeds = [design.stream("check", 0), design.stream("check", 1)]
+    start = time.perf_counter()
+    models = train_models(training, data, [seeds[0], seeds[0], seeds[1], seeds[1]])
+    seconds = (time.perf_counter() - start) / 4
+    flats = [flat_parameters(m).to(torch.float64) for m in models]
+    if not bool(torch.isfinite(flats[0]).all()):
+        raise ValueError(f"{training.entry}: the trained model has NaN or infinite parameters (seed {seeds[0]}): "
+                         "its loss is NaN, the training diverged")  # fmt: skip
+    for i, pair in enumerate(((0, 1), (2, 3))):
+        a, b = flats[pair[0]], flats[pair[1]]
+        if not _same(a, b):
+            diff = float((a - b).abs().max()) if a.shape == b.shape else math.inf
+            raise ValueError(
+                f"{training.entry}: train(data, seed) is not deterministic in seed: two runs with seed {seeds[i]} "
+                f"differ (max |Δθ| = {diff:.3g}); draw every random number from seed"
+            )
+    model = models[0]
+    if not isinstance(model, torch.Tensor) or training.loss is not None:
+        n_check = min(64, x.shape[0])
+        with torch.no_grad():
+            if not isinstance(model, torch.Tensor):
+                model.eval()
+            value = (training.loss or default_loss)(model, torch.as_tensor(x[:n_check]), torch.as_tensor(y[:n_check]))
+        if not bool(torch.isfinite(torch.as_tensor(value)).all()):
+            raise ValueError(f"{training.entry}: the trained model's loss is NaN or infinite (seed {seeds[0]})")
+    found = Probe(
+        parameters=int(flats[0].numel()),
+        seed_sensitive=not _same(flats[0], flats[2]),
+        seconds=seconds,
+        n=int(x.shape[0]),
+        classes=classes,
+    )
+    return found, models[0]
+
+
+def build_canary(
+    design: Design, training: Training, x: np.ndarray, y: np.ndarray, found: Probe, reference: Any
+) -> InputCanary | GradientCanary:
+    """The design's canary for this data and model (its builder's stream derives from the design's seed)."""
+    source = CanarySource(
+        x=x,
+        y=y,
+        classes=found.classes,
+        parameters=found.parameters,
+        clip_norm=training.claim.max_grad_norm,
+        seed=design.stream("canary", design.canary),
+        reference=reference_function(training, reference),
+    )
+    return canary_type(design.canary)(source)
+
+
+@dataclass(frozen=True, eq=False)
+class Prepared:
+    """Everything a shard needs: the training, its data, the check's findings, the canary and the worlds."""
+
+    design: Design
+    training: Training
+    probe: Probe
+    canary: InputCanary | GradientCanary
+    worlds: Worlds
+
+
+@dataclass(frozen=True, eq=False)
+class Loaded:
+    """A user's training and its data, loaded once: ``x`` float32, ``y`` labels or targets, ``classes``."""
+
+    training: Training
+    x: np.ndarray
+    y: np.ndarray
+    classes: int | None
+
+    @property
+    def n(self) -> int:
+        return int(self.x.shape[0])
+
+
+def load(design: Design) -> Loaded:
+    """Call the entry's ``make`` and read its data; a claim inconsistent with the data fails here, before any training.
+
+    Raises:
+        ValueError: as :func:`load_training`, :func:`user_data` and :meth:`Claim.sampling_rate`.
+    """
+    training = load_training(design.entry, setting=design.setting, claim=design.claim)
+    x, y, classes = user_data(training, design.data)
+    training.claim.sampling_rate(x.shape[0])
+    return Loaded(training, x, y, classes)
+
+
+def prepare(
+    design: Design,
+    loaded: Loaded | None = None,
+    *,
+    found: Probe | None = None,
+    canary: InputCanary | GradientCanary | None = None,
+) -> Prepared:
+    """Check the training and build the canary and the worlds — unless ``found`` and ``canary`` are given (a shard
+    job reads those from the check job's files, so that every shard inserts the very same canary).
+
+    Raises:
+        ValueError: as :func:`load` and :func:`probe`.
+    """
+    loaded = loaded if loaded is not None else load(design)
+    training, x, y = loaded.training, loaded.x, loaded.y
+    if found is None or canary is None:
+        gradient = canary_type(design.canary).kind == "gradient"
+        found, reference = probe(training, x, y, loaded.classes, design, gradient)
+        canary = build_canary(design, training, x, y, found, reference)
+    return Prepared(design, training, found, canary, make_worlds(x, y, canary, design, training.claim.neighbouring))
+
+
+def train_shard(prepared: Prepared, shard: int, *, progress: bool = False) -> dict[str, np.ndarray]:
+    """Train and score the models of one shard.
+
+    Returns:
+        Columns ``model`` (global index), ``member`` (its bit), ``seed``, ``score`` (higher ⇒ canary present),
+        ``train_seconds`` (the user's training, per model) and ``harness_seconds`` (this harness's work around it:
+        data, scoring); for a recording training also ``score_iterates`` (:func:`iterates_statistic`; scoring the
+        iterates happens inside the user's training time).
+
+    Raises:
+        ValueError: a model whose score is NaN or infinite (its training diverged).
+    """
+    design, training = prepared.design, prepared.training
+    models = design.shard_models(shard)
+    bits = design.bits(models)
+    seeds = np.array([design.model_seed(i) for i in models], dtype=np.int64)
+    scores = np.empty(len(models))
+    train_s = np.zeros(len(models))
+    harness_s = np.zeros(len(models))
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(models), desc=f"shard {shard + 1}/{design.shards}", unit="model")
+    step = training.models_per_call if training.train_batch is not None else 1
+    recorded: list[list[float]] = [[] for _ in models]
+    for member in (False, True):
+        rows = np.flatnonzero(bits == member)
+        t0 = time.perf_counter()
+        data = prepared.worlds.dataset(member)
+        setup = time.perf_counter() - t0
+        for start in range(0, rows.size, step):
+            chunk = rows[start : start + step]
+            t1 = time.perf_counter()
+
+            def record(i: int, _step: int, model: Any, chunk: np.ndarray = chunk) -> None:
+                recorded[chunk[i]].append(float(canary_scores(training, prepared.canary, [model])[0]))
+
+            trained = train_models(training, data, seeds[chunk].tolist(), record if training.records else None)
+            t2 = time.perf_counter()
+            scores[chunk] = canary_scores(training, prepared.canary, trained)
+            t3 = time.perf_counter()
+            train_s[chunk] = (t2 - t1) / chunk.size
+            harness_s[chunk] = (t3 - t2) / chunk.size + setup / max(rows.size, 1)
+            if bar is not None:
+                bar.update(chunk.size)
+    if bar is not None:
+        bar.close()
+    bad = np.flatnonzero(~np.isfinite(scores))
+    if bad.size:
+        i = bad[0]
+        raise ValueError(
+            f"{training.entry}: model {models[i]} (seed {seeds[i]}, canary {'in' if bits[i] else 'out'}) has a NaN or "
+            f"infinite canary loss: its training diverged"
+        )
+    columns = {
+        "model": np.asarray(models, dtype=np.int64),
+        "member": bits.astype(np.int8),
+        "seed": seeds,
+        "score": scores,
+        "train_seconds": train_s,
+        "harness_seconds": harness_s,
+    }
+    if training.records:
+        columns["score_iterates"] = np.array([iterates_statistic(r) for r in recorded])
+    return columns

@@ -1,0 +1,313 @@
+"""The values an audit of a user's training is made of: what the training claims, the cheap setting an audit may
+ask it to run in, and the design of the population (which canary, how many models, which of them get it).
+
+Both the harness (:mod:`hsaudit.experiments.byo.train.harness`) and the audit (:mod:`hsaudit.experiments.byo.audit`) read
+these; the module imports only the seeding helpers, so that an edit here reruns both and nothing else.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hsaudit.util.seeding import derive_seed, rng_for
+
+SAMPLINGS = ("poisson", "shuffle", "fixed")
+"""``poisson``: every example joins each step's batch independently with probability q; ``shuffle``: each epoch is a
+random permutation cut into batches of B; ``fixed``: each step draws B examples uniformly without replacement (B = N:
+the full batch)."""
+NEIGHBOURINGS = ("add-remove", "replace-one")
+REQUIRED = ("epsilon", "delta", "noise_multiplier", "max_grad_norm", "sampling", "steps", "neighbouring")
+OPTIONAL = ("sample_rate", "batch_size", "accountant")
+
+
+def _positive(name: str, value: Any, *, integer: bool = False) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"claim {name} must be a number, got {value!r}") from None
+    if not (math.isfinite(v) and v > 0) or (integer and v != int(v)):
+        kind = "a positive integer" if integer else "a positive number"
+        raise ValueError(f"claim {name} must be {kind}, got {value!r}")
+    return v
+
+
+def split_entry(entry: str) -> tuple[str, str]:
+    """``"pkg.mod:make"`` → ``("pkg.mod", "make")``; ``"path/file.py:make"`` → ``("path/file.py", "make")``."""
+    target, sep, attr = str(entry).rpartition(":")
+    if not sep or not target or not attr.isidentifier():
+        raise ValueError(f"entry must look like package.module:make or path/to/file.py:make, got {entry!r}")
+    return target, attr
+
+
+def entry_file(entry: str) -> Path:
+    """The file of an entry's module (what a code version hashes), without running the module itself.
+
+    Raises:
+        ValueError: no such file or module.
+    """
+    target, _ = split_entry(entry)
+    if target.endswith(".py"):
+        path = Path(target)
+        if not path.is_file():
+            raise ValueError(f"entry {entry!r}: no such file {target}")
+        return path.resolve()
+    try:
+        spec = importlib.util.find_spec(target)
+    except (ImportError, ValueError) as err:
+        raise ValueError(f"entry {entry!r}: cannot find module {target}: {err}") from None
+    if spec is None or spec.origin is None or not Path(spec.origin).is_file():
+        raise ValueError(f"entry {entry!r}: cannot find module {target}")
+    return Path(spec.origin).resolve()
+
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The guarantee a training states and the mechanism its accountant assumed.
+
+    Attributes:
+        epsilon, delta: the claimed (ε, δ).
+        noise_multiplier: σ; the noise added to the sum of clipped per-example gradients is N(0, σ²C²I).
+        max_grad_norm: C.
+        sampling: one of :data:`SAMPLINGS`.
+        steps: T, optimiser steps (noise draws).
+        neighbouring: ``"add-remove"`` or ``"replace-one"``.
+        sample_rate: q (Poisson), or None when ``batch_size`` gives it as B/N.
+        batch_size: B (expected batch size under Poisson), or None when ``sample_rate`` gives it.
+        accountant: the accountant that gave ε, as the user names it (informational).
+    """
+
+    epsilon: float
+    delta: float
+    noise_multiplier: float
+    max_grad_norm: float
+    sampling: str
+    steps: int
+    neighbouring: str
+    sample_rate: float | None = None
+    batch_size: int | None = None
+    accountant: str | None = None
+
+    def __post_init__(self) -> None:
+        _positive("epsilon", self.epsilon)
+        if not 0.0 < float(self.delta) < 1.0:
+            raise ValueError(f"claim delta must be in (0, 1), got {self.delta!r}")
+        _positive("noise_multiplier", self.noise_multiplier)
+        _positive("max_grad_norm", self.max_grad_norm)
+        _positive("steps", self.steps, integer=True)
+        if self.sampling not in SAMPLINGS:
+            raise ValueError(f"claim sampling must be one of {', '.join(SAMPLINGS)}, got {self.sampling!r}")
+        if self.neighbouring not in NEIGHBOURINGS:
+            raise ValueError(f"claim neighbouring must be one of {', '.join(NEIGHBOURINGS)}, got {self.neighbouring!r}")
+        if self.sample_rate is None and self.batch_size is None:
+            raise ValueError("claim needs sample_rate or batch_size (the accountant's sampling rate is q = B/N)")
+        if self.sample_rate is not None and not 0.0 < float(self.sample_rate) <= 1.0:
+            raise ValueError(f"claim sample_rate must be in (0, 1], got {self.sample_rate!r}")
+        if self.batch_size is not None:
+            _positive("batch_size", self.batch_size, integer=True)
+        object.__setattr__(self, "steps", int(self.steps))
+        if self.batch_size is not None:
+            object.__setattr__(self, "batch_size", int(self.batch_size))
+
+    @classmethod
+    def from_mapping(cls, claim: Mapping[str, Any]) -> Claim:
+        """A claim from a mapping (``make().claim``, a config's ``claim:``).
+
+        Raises:
+            ValueError: a missing or unknown key, or a value out of range (the message names it).
+        """
+        if isinstance(claim, Claim):
+            return claim
+        if not isinstance(claim, Mapping):
+            raise ValueError(f"a claim must be a mapping with keys {', '.join(REQUIRED)}, got {type(claim).__name__}")
+        missing = [k for k in REQUIRED if claim.get(k) is None]
+        if missing:
+            raise ValueError(f"claim lacks {', '.join(missing)} (it needs {', '.join(REQUIRED)})")
+        unknown = sorted(set(claim) - set(REQUIRED) - set(OPTIONAL))
+        if unknown:
+            raise ValueError(f"claim has unknown key(s) {', '.join(unknown)}; known: {', '.join(REQUIRED + OPTIONAL)}")
+        return cls(**{k: claim[k] for k in REQUIRED + OPTIONAL if k in claim and claim[k] is not None})
+
+    def sampling_rate(self, n: int) -> float:
+        """q for a data set of ``n`` examples: ``sample_rate``, or B/N.
+
+        Raises:
+            ValueError: the claim is inconsistent with itself at this n: B > N, sample_rate and batch_size that
+                disagree (|qN − B| > 1), or fixed-size batches (q < 1) under add-remove, which fixes the data set's
+                size and so has no add-remove guarantee.
+        """
+        n = int(n)
+        if n < 1:
+            raise ValueError(f"the data set must have at least one example, got n = {n}")
+        if self.batch_size is not None and self.batch_size > n:
+            raise ValueError(f"claim batch_size {self.batch_size} exceeds the data set's {n} examples")
+        if self.sample_rate is not None and self.batch_size is not None:
+            if abs(self.sample_rate * n - self.batch_size) > 1.0:
+                raise ValueError(
+                    f"claim sample_rate {self.sample_rate} and batch_size {self.batch_size} disagree for n = {n} "
+                    f"(q·N = {self.sample_rate * n:.6g})"
+                )
+        q = float(self.sample_rate) if self.sample_rate is not None else self.batch_size / n
+        if self.sampling == "fixed" and q < 1.0 and self.neighbouring == "add-remove":
+            raise ValueError(
+                "claim sampling 'fixed' (B of N without replacement) with neighbouring 'add-remove' is inconsistent: "
+                "fixed-size batches need replace-one (or the full batch, B = N)"
+            )
+        return q
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass(frozen=True)
+class AuditSetting:
+    """A cheap configuration in which a final-model audit can be tight: few steps, the full batch, a small σ.
+
+    A user's ``make(setting)`` receives it (``None`` for the user's own configuration) and returns a training that
+    runs ``steps`` steps with noise multiplier ``noise_multiplier`` and, when ``sample_rate`` is not None, that
+    sampling rate (1.0: every example at every step), and a claim for that configuration.
+
+    Attributes:
+        steps: T.
+        noise_multiplier: σ, calibrated so that the declared mechanism's ε at ``delta`` is ``epsilon``.
+        sample_rate: q, or None to keep the user's.
+        epsilon, delta: the (ε, δ) σ was calibrated to.
+    """
+
+    steps: int
+    noise_multiplier: float
+    sample_rate: float | None = 1.0
+    epsilon: float | None = None
+    delta: float | None = None
+
+    def __post_init__(self) -> None:
+        _positive("setting steps", self.steps, integer=True)
+        _positive("setting noise_multiplier", self.noise_multiplier)
+        if self.sample_rate is not None and not 0.0 < float(self.sample_rate) <= 1.0:
+            raise ValueError(f"setting sample_rate must be in (0, 1], got {self.sample_rate!r}")
+        object.__setattr__(self, "steps", int(self.steps))
+
+    def batch_size(self, n: int) -> int:
+        """The batch size B = round(qN) of this setting for ``n`` examples (N when the rate is the user's)."""
+        q = 1.0 if self.sample_rate is None else float(self.sample_rate)
+        return max(1, round(q * int(n)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def check_setting(claim: Claim, setting: AuditSetting | None) -> None:
+    """That a claim describes the setting the training was asked to run in.
+
+    Raises:
+        ValueError: naming what ``make(setting)`` ignored (steps, noise multiplier or sampling rate).
+    """
+    if setting is None:
+        return
+    wrong = []
+    if claim.steps != setting.steps:
+        wrong.append(f"steps {claim.steps} (asked {setting.steps})")
+    if not math.isclose(claim.noise_multiplier, setting.noise_multiplier, rel_tol=1e-6):
+        wrong.append(f"noise_multiplier {claim.noise_multiplier} (asked {setting.noise_multiplier:.6g})")
+    if setting.sample_rate is not None and claim.sample_rate is not None:
+        if not math.isclose(claim.sample_rate, setting.sample_rate, rel_tol=1e-6):
+            wrong.append(f"sample_rate {claim.sample_rate} (asked {setting.sample_rate})")
+    if wrong:
+        raise ValueError("make(setting) returned a claim for another configuration: " + ", ".join(wrong))
+
+
+@dataclass(frozen=True)
+class Design:
+    """What an audit trains: 2 × ``runs`` models of the user's training, each on the data with the canary (bit 1)
+    or without it (bit 0), the bits independent fair coins.
+
+    The bits are drawn, not split in halves, so that the scores are also a valid input of the one-run bounds
+    (``hsaudit one-run``), which need independent inclusion bits; each world holds ``runs`` models on average.
+    Every stream derives from ``seed``: model i's bit, its training seed (``train(data, seed)``) and the canary's
+    draw, so a model's outcome does not depend on the shard it is trained in.
+
+    Attributes:
+        entry: the user's ``make`` (``package.module:make`` or ``path/to/file.py:make``).
+        canary: a canary type of :data:`hsaudit.engine.canaries.CANARIES`.
+        runs: models per world on average (2 × runs models in all).
+        shards: how many jobs the models are split into (contiguous blocks of model indices).
+        seed: the master seed of every stream.
+        background: a background of :data:`hsaudit.engine.canaries.BACKGROUNDS`.
+        background_size: examples of the ``subset`` background.
+        setting: the cheap configuration the training is asked to run in, or None for the user's own.
+        claim: values that replace the claim ``make()`` states (a mapping of claim keys), or None.
+        data: a ``.npz`` file with arrays ``x`` and ``y`` to use instead of ``make().dataset()``, or None.
+    """
+
+    entry: str
+    canary: str
+    runs: int
+    shards: int = 1
+    seed: int = 0
+    background: str = "data"
+    background_size: int = 16
+    setting: AuditSetting | None = None
+    claim: Mapping[str, Any] | None = None
+    data: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.entry, str) or ":" not in self.entry:
+            raise ValueError(f"entry must look like package.module:make or path/to/file.py:make, got {self.entry!r}")
+        for name in ("runs", "shards", "background_size"):
+            v = getattr(self, name)
+            if int(v) != v or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if self.shards > self.models:
+            raise ValueError(f"shards ({self.shards}) must not exceed the models (2 x runs = {self.models})")
+        if self.claim is not None:
+            object.__setattr__(self, "claim", dict(self.claim))
+
+    @property
+    def models(self) -> int:
+        """Models in all, both worlds."""
+        return 2 * int(self.runs)
+
+    def shard_models(self, shard: int) -> range:
+        """The model indices of shard ``shard`` (0-based): contiguous blocks, the first ones one longer.
+
+        Raises:
+            ValueError: a shard outside [0, shards).
+        """
+        if int(shard) != shard or not 0 <= shard < self.shards:
+            raise ValueError(f"shard must be in [0, {self.shards}), got {shard!r}")
+        size, extra = divmod(self.models, self.shards)
+        start = shard * size + min(shard, extra)
+        return range(start, start + size + (shard < extra))
+
+    def bits(self, models: range | np.ndarray | None = None) -> np.ndarray:
+        """Model i's bit (True: trained with the canary), independent fair coins from the seed."""
+        bits = rng_for(self.seed, "byo", "bits").random(self.models) < 0.5
+        return bits if models is None else bits[np.asarray(models, dtype=np.int64)]
+
+    def model_seed(self, model: int) -> int:
+        """The ``seed`` model i's ``train(data, seed)`` gets (below 2**31, as every seeding API takes it)."""
+        return derive_seed(self.seed, "byo", "model", int(model)) % 2**31
+
+    def stream(self, *key: object) -> int:
+        """A seed for another stream of this design (the canary's draw, the determinism check's seeds)."""
+        return derive_seed(self.seed, "byo", *key) % 2**31
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values (JSON, Snakemake params), :meth:`from_dict`'s inverse."""
+        out = asdict(self)
+        out["setting"] = None if self.setting is None else self.setting.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> Design:
+        values = dict(values)
+        if values.get("setting") is not None:
+            values["setting"] = AuditSetting(**values["setting"])
+        return cls(**values)

@@ -1,0 +1,125 @@
+"""The canary registry (hsaudit.engine.canaries): every entry builds what it says, values round-trip, and a new canary
+type is one entry that the harness audits with no other change."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from byo_testing import zoo_entry
+from hsaudit.engine import canaries
+from hsaudit.engine.canaries import (
+    BACKGROUNDS,
+    CANARIES,
+    CanarySource,
+    CanaryType,
+    GradientCanary,
+    InputCanary,
+    canary_arrays,
+    canary_from_arrays,
+    canary_type,
+)
+from hsaudit.experiments.byo.api import audit_training
+from hsaudit.experiments.byo.audit import AuditOptions
+from hsaudit.experiments.byo.train.values import Design
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
+
+def _data(n=60, d=5, classes=3, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, classes, n)
+    x = rng.standard_normal((n, d)).astype(np.float32) + y[:, None]
+    return x, y
+
+
+def test_mislabelled_takes_an_example_with_a_wrong_label():
+    x, y = _data()
+    c = canary_type("mislabelled")(CanarySource(x, y, classes=3, seed=4))
+    i = c.source_index
+    assert np.array_equal(c.x, x[i]) and int(c.y) != int(y[i]) and int(c.y) == (int(y[i]) + 1) % 3
+
+
+def test_mislabelled_takes_the_reference_models_least_likely_class():
+    x, y = _data()
+    logits = np.array([0.0, -5.0, 3.0])  # class 1 is the least likely everywhere
+    c = canary_type("mislabelled")(CanarySource(x, y, classes=3, seed=1, reference=lambda xs: np.tile(logits, (len(xs), 1))))
+    assert int(c.y) == (1 if int(y[c.source_index]) != 1 else 0)
+
+
+def test_out_of_support_lies_outside_the_data_along_its_least_variance():
+    x, y = _data(d=5)
+    c = canary_type("out_of_support")(CanarySource(x, y, classes=3, seed=0))
+    mean = x.mean(0)
+    radius = np.linalg.norm(x - mean, axis=1).max()
+    assert np.linalg.norm(c.x - mean) == pytest.approx(canaries.OUT_OF_SUPPORT_AMPLITUDE * radius, rel=1e-5)
+    v = (c.x - mean) / np.linalg.norm(c.x - mean)
+    variances = np.linalg.eigvalsh(np.cov((x - mean).T))
+    assert np.var((x - mean) @ v, ddof=1) == pytest.approx(variances.min(), rel=1e-4)  # the last principal axis
+    assert int(c.y) == int(np.argmin(np.bincount(y, minlength=3)))  # without a reference: the rarest class
+
+
+def test_out_of_support_is_orthogonal_to_the_data_when_features_outnumber_examples():
+    x, y = _data(n=8, d=30)
+    c = canary_type("out_of_support")(CanarySource(x, y, classes=3, seed=2))
+    centred = x - x.mean(0)
+    assert np.abs(centred @ (c.x - x.mean(0))).max() < 1e-3 * np.linalg.norm(c.x - x.mean(0))
+
+
+def test_dirac_is_one_coordinate_with_a_gradient_far_above_the_clipping_norm():
+    x, y = _data()
+    c = canary_type("dirac")(CanarySource(x, y, classes=3, parameters=40, clip_norm=2.0, seed=3))
+    assert isinstance(c, GradientCanary) and np.count_nonzero(c.direction) == 1
+    assert c.direction[c.coordinate] == 1.0 and c.norm == canaries.DIRAC_NORM * 2.0
+    assert not np.any(c.x)
+
+
+def test_regression_targets():
+    x, _ = _data()
+    y = np.linspace(0.0, 1.0, len(x)).astype(np.float32)
+    c = canary_type("out_of_support")(CanarySource(x, y, classes=None, seed=0))
+    assert float(c.y) == pytest.approx(y.mean() + 4 * y.std(), rel=1e-5)
+    with pytest.raises(ValueError, match="class labels"):
+        canary_type("mislabelled")(CanarySource(x, y, classes=None))
+
+
+@pytest.mark.parametrize("name", list(CANARIES))
+def test_values_round_trip(name):
+    x, y = _data()
+    c = CANARIES[name](CanarySource(x, y, classes=3, parameters=20, clip_norm=1.0, seed=5))
+    back = canary_from_arrays(canary_arrays(c))
+    assert type(back) is type(c) and back.origin == c.origin and np.array_equal(back.x, c.x)
+    assert all(getattr(back, f) == getattr(c, f) for f in ("source_index", "coordinate", "norm") if hasattr(c, f))
+
+
+def test_backgrounds():
+    x, y = _data()
+    bx, by = BACKGROUNDS["blank"](x, y, size=0, seed=0)
+    assert not bx.any() and np.array_equal(by, y)
+    sx, sy = BACKGROUNDS["subset"](x, y, size=7, seed=1)
+    assert sx.shape == (7, 5) and all(any(np.array_equal(r, row) for row in x) for r in sx)
+    with pytest.raises(ValueError, match="subset"):
+        BACKGROUNDS["subset"](x, y, size=len(x) + 1, seed=0)
+
+
+def test_unknown_names_and_kinds_are_errors():
+    with pytest.raises(ValueError, match="unknown canary 'nope'"):
+        canary_type("nope")
+    with pytest.raises(ValueError, match="kind"):
+        CanaryType("bad", "sound", lambda s: None, "")
+    wrong = CanaryType("wrong", "gradient", canaries.mislabelled, "says gradient, builds an input")
+    with pytest.raises(ValueError, match="returned"):
+        wrong(CanarySource(*_data(), classes=3))
+
+
+def test_a_new_canary_type_is_one_entry(monkeypatch):
+    """A toy canary — the data's first example, relabelled — registered in CANARIES alone is audited end to end."""
+
+    def first_example(source: CanarySource) -> InputCanary:
+        return InputCanary(x=source.x[0].copy(), y=np.array((int(source.y[0]) + 1) % source.classes),
+                           origin="the first example, relabelled", source_index=0)  # fmt: skip
+
+    monkeypatch.setitem(CANARIES, "toy", CanaryType("toy", "input", first_example, "a test's canary"))
+    result = audit_training(Design(entry=zoo_entry("no_clipping"), canary="toy", runs=30, seed=1), AuditOptions())
+    assert result.report.details["canary origin"] == "the first example, relabelled"
+    assert len(result.scores) == 60 and result.report.epsilon_hat is not None

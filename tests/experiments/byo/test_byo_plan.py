@@ -1,0 +1,57 @@
+"""The plan of the byo: section (hsaudit.experiments.byo.plan) and its schema: defaults, enums that are the registries,
+the audit setting's calibration, the populations and targets hsaudit plan reads."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from conftest import REPO
+from hsaudit.accounting.gaussian import gaussian_epsilon
+from hsaudit.audit.auditor import Rays
+from hsaudit.engine.canaries import BACKGROUNDS, CANARIES
+from hsaudit.experiments.byo.audit import RULES
+from hsaudit.experiments.byo.plan import DEFAULTS, SETTING_DEFAULTS, audit_setting, plan, shard_paths
+from hsaudit.experiments.byo.train.values import REQUIRED
+
+SCHEMA = yaml.safe_load((REPO / "workflow/schemas/byo.schema.yaml").read_text())["$defs"]["audit"]["properties"]
+
+
+def test_the_schema_states_the_plans_defaults_and_the_registries():
+    assert {k: SCHEMA[k]["default"] for k in DEFAULTS} == DEFAULTS
+    assert {k: v["default"] for k, v in SCHEMA["audit_setting"]["properties"].items()} == SETTING_DEFAULTS
+    assert SCHEMA["canary"]["enum"] == list(CANARIES) and SCHEMA["background"]["enum"] == list(BACKGROUNDS)
+    assert SCHEMA["rule"]["enum"] == list(RULES) and set(REQUIRED) <= set(SCHEMA["claim"]["properties"])
+
+
+def test_the_config_example_is_planned():
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    byo = plan(config)
+    audit = byo.audits["example"]
+    assert audit.design.entry == config["byo"]["example"]["entry"] and isinstance(audit.options.rule, Rays)
+    assert [t.path for t in byo.targets] == ["results/byo/example/report.md"]
+    assert byo.populations[0].models == 2 * audit.design.runs and byo.populations[0].root == audit.root
+    assert plan({"seed": 1}).audits == {}
+
+
+def test_every_key_of_an_entry_is_checked():
+    with pytest.raises(ValueError, match="byo.x: unknown key"):
+        plan({"byo": {"x": {"entry": "a.py:make", "runz": 3}}})
+    with pytest.raises(ValueError, match="byo.x: needs an entry"):
+        plan({"byo": {"x": {"runs": 3}}})
+    with pytest.raises(ValueError, match="byo.x: rule must be one of"):
+        plan({"byo": {"x": {"entry": "a.py:make", "rule": "paper"}}})
+
+
+def test_the_audit_setting_is_calibrated_to_its_epsilon():
+    s = audit_setting(steps=5, epsilon=4.0, delta=1e-5, sample_rate=1.0)
+    assert gaussian_epsilon(noise_multiplier=s.noise_multiplier, compositions=5, delta=1e-5) == pytest.approx(4.0, rel=1e-3)
+    assert (s.steps, s.sample_rate, s.epsilon) == (5, 1.0, 4.0)
+
+
+def test_an_early_verdict_needs_no_shard(tmp_path):
+    audit = plan({"byo": {"x": {"entry": "a.py:make", "shards": 3, "runs": 5}}}).audits["x"]
+    (tmp_path / "early.json").write_text('{"early": {"verdict": "violation"}}')
+    (tmp_path / "train.json").write_text('{"early": null}')
+    assert shard_paths(audit, str(tmp_path / "early.json")) == []
+    assert shard_paths(audit, str(tmp_path / "train.json")) == [f"results/byo/x/shards/{i}.csv" for i in range(3)]

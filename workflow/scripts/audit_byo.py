@@ -1,0 +1,29 @@
+"""Snakemake adapter: the report of an audit of a user's training from its shards' scores (or the verdict that needed
+no training) into results/byo/{name}/report.json + scores.csv (hsaudit.experiments.byo.audit)."""
+
+import json
+
+import pandas as pd
+
+from hsaudit.experiments.byo.audit import AuditOptions, report
+from hsaudit.experiments.byo.train.values import Claim
+from hsaudit.pipeline.logs import script_logging
+from hsaudit.util.io import write_csv_atomic, write_text_atomic
+
+log = script_logging(snakemake)
+with open(snakemake.input.claim) as fh:
+    assessed = json.load(fh)
+details = dict(snakemake.params.details)
+if assessed["early"] is not None:
+    payload = assessed["early"]
+    payload["details"].update(details)
+    scores = pd.DataFrame(columns=["model", "member", "seed", "score", "train_seconds", "harness_seconds"])
+else:
+    with open(snakemake.input.probe) as fh:
+        details.update({f"check: {k}": v for k, v in json.load(fh).items()})
+    scores = pd.concat([pd.read_csv(p) for p in snakemake.input.shards], ignore_index=True)
+    options = AuditOptions.from_dict(snakemake.params.options)
+    payload = report(scores, Claim.from_mapping(assessed["claim"]), assessed["n"], options, details=details).to_dict()
+write_csv_atomic(scores, snakemake.output.scores)
+write_text_atomic(snakemake.output.report, json.dumps(payload, indent=2) + "\n")
+log.info("%s: %s", snakemake.wildcards.name, payload["reason"])

@@ -1,0 +1,22 @@
+"""Snakemake adapter: check a user's training (deterministic in its seed, finite loss) and build the audit's canary
+into results/byo/{name}/probe.json + canary.npz, which every shard then reads (hsaudit.experiments.byo.train.harness)."""
+
+import dataclasses
+import json
+
+import torch
+
+from hsaudit.engine.canaries import canary_arrays
+from hsaudit.experiments.byo.train.harness import prepare
+from hsaudit.experiments.byo.train.values import Design
+from hsaudit.pipeline.logs import script_logging
+from hsaudit.util.io import atomic_savez, write_text_atomic
+
+log = script_logging(snakemake)
+torch.set_num_threads(snakemake.threads)
+design = Design.from_dict(snakemake.params.design)
+prepared = prepare(design)
+log.info("%s: %d parameters, seed changes the model: %s; canary: %s", design.entry, prepared.probe.parameters,
+         prepared.probe.seed_sensitive, prepared.canary.origin)  # fmt: skip
+atomic_savez(snakemake.output.canary, canary_arrays(prepared.canary))
+write_text_atomic(snakemake.output.probe, json.dumps(dataclasses.asdict(prepared.probe), indent=2) + "\n")
