@@ -78,12 +78,24 @@ def test_figure_edits_leave_audits_and_training_alone(package_copy):
             "plot_yoon", "plot_one_run_fig1"} <= changed
 
 
-def test_yoon_crafting_and_plan_edits_leave_its_training_alone(package_copy):
-    """The Yoon recipes live in the plan and the crafting module, which the training job does not import: a recipe
-    change reruns the audits, not the populations (only a change of what is trained re-keys those)."""
-    changed = changed_by(package_copy, "experiments/yoon/plan.py", "experiments/yoon/crafting.py")
-    assert not changed & {"train_yoon_models", "prepare_yoon_data"}, sorted(changed)
-    assert "audit_yoon_run" in changed
+def test_yoon_adversary_and_plan_edits_leave_its_training_alone(package_copy):
+    """The Yoon recipe, crafting and audit modules are the audit job's, which the training job does not import: a
+    change there reruns the audits, not the populations (only a change of what is trained re-keys those); no job
+    imports the plan (its values are the jobs' parameters); the training module reruns the training jobs only."""
+    assert changed_by(package_copy, "experiments/yoon/plan.py", "experiments/plans.py") == set()
+    changed = changed_by(package_copy, "experiments/yoon/recipe.py", "experiments/yoon/crafting.py",
+                         "experiments/yoon/audit.py")
+    assert changed == {"audit_yoon_run"}, sorted(changed)
+    assert changed_by(package_copy, "experiments/yoon/train.py") == {"train_yoon_models", "audit_yoon_run"}
+
+
+def test_annamalai_edits_stay_on_their_side(package_copy):
+    """No job imports the Annamalai plan; an edit of the audits reruns the jobs that audit, not the PLD tables."""
+    assert changed_by(package_copy, "experiments/annamalai/plan.py") == set()
+    assert changed_by(package_copy, "experiments/annamalai/construction.py") == {"audit_annamalai",
+                                                                                 "simulate_annamalai_fig1",
+                                                                                 "tabulate_annamalai_pld"}
+    assert changed_by(package_copy, "experiments/annamalai/audit.py") == {"audit_annamalai", "simulate_annamalai_fig1"}
 
 
 def test_table2_edit_reruns_only_table2(package_copy):

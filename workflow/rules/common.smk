@@ -121,50 +121,6 @@ def gpu_preflight_warning(workflow):
         print(message, file=sys.stderr)
 
 
-# ---- Yoon et al. (workflow/rules/yoon.smk, docs/yoon.md): data, populations and audits keyed by
-# hsaudit.experiments.yoon.plan; every figure is GPU-sized at paper scale.
-from hsaudit.experiments.yoon.plan import FIGURES as YOON_FIGURES
-from hsaudit.experiments.yoon.plan import (
-    figure_audit_paths,
-    figure_outputs,
-    noise_multiplier,
-    plan_yoon,
-)
-
-YOON = plan_yoon(config["yoon"], seed=SEED, audit=AUDIT)
-
-
-def yoon_noise_multiplier(population):
-    """σ of a population's full-batch DP-SGD at its ε, δ and T (computed here, a param of the training job)."""
-    spec = YOON.populations[population]
-    return noise_multiplier(spec["epsilon"], steps=spec["steps"], delta=spec["delta"])
-
-
-def yoon_population_inputs(wc):
-    """The prepared data of a population (and the pre-training set of a CIFAR-10 θ_worst)."""
-    spec = YOON.populations[wc.population]
-    inputs = {"data": f"results/yoon/data/{spec['data']}.npz"}
-    if spec.get("pretrain_data"):
-        inputs["pretrain"] = f"results/yoon/data/{spec['pretrain_data']}.npz"
-    return inputs
-
-
-def yoon_audit_data(wc):
-    """The prepared data of the population an audit crafts on (the black box queries D′'s inputs)."""
-    population = YOON.populations[YOON.audits[wc.audit]["population"]]
-    return f"results/yoon/data/{population['data']}.npz"
-
-
-def yoon_scores_paths(figure):
-    """The per-model scores behind a figure that draws them (fig2's histograms); none for the others."""
-    if figure != "fig2":
-        return []
-    return [
-        path.removesuffix(".csv") + "_scores.csv"
-        for path in figure_audit_paths(YOON, figure)
-    ]
-
-
 # ---- Steinke et al. (workflow/rules/steinke.smk, docs/steinke.md)
 ST = config["steinke"]
 ST_FACTS = dict(scale=SCALE)
@@ -330,19 +286,3 @@ def steinke_table1_target(path):
 def steinke_table1_data_source():
     """What the table's footer and CSV name as the data."""
     return f"{ST_T1['data']} (tokenizer of {ST_T1['model']})"
-
-
-# ---- Annamalai (workflow/rules/annamalai.smk, docs/annamalai.md)
-AN = config["annamalai"]
-AN_FACTS = dict(scale=SCALE)
-AN_SETTINGS = list(range(len(AN["fig2"]["settings"])))
-AN_EPS = list(range(len(AN["fig2"]["epsilons"])))
-AN_BASE = AN["encoding"]["base_rule"]
-AN_OTHER_BASE = "three_sigma" if AN_BASE == "half_width" else "half_width"
-# Audits of fig2 as (update sign, encoding-base rule): the configured pair, the literal update (to show that it
-# fails) and the other base rule (to show the wraps' effect).
-AN_VARIANTS = [(AN["update"], AN_BASE)]
-if AN["fig2"]["show_literal"] and AN["update"] == "ascent":
-    AN_VARIANTS.append(("descent", AN_BASE))
-if AN["fig2"]["compare_base_rules"]:
-    AN_VARIANTS.append((AN["update"], AN_OTHER_BASE))

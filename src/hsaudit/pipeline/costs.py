@@ -10,10 +10,12 @@ Where the experiments come from:
   the very plans the rules run (:func:`hsaudit.experiments.cebere.plan.plan`,
   :func:`hsaudit.experiments.one_run.plan.plan`), so the estimate follows the config. A population that several
   figures read (same root) is counted once in totals.
-- **Yoon et al.** (``yoon/fig2`` … ``yoon/fig8``, ``yoon/table1``, ``yoon/crafting``): the plan of its rules
-  (:func:`hsaudit.experiments.yoon.plan.plan_yoon`), one row per population (4N models per run: crafting and held-out
-  populations of N + N) with full-batch steps of |D| + 1 examples, plus the black-box surrogates (:func:`yoon_populations`).
-- Analytic / 1-D experiments (Section 6 process, Steinke, Annamalai): no training; listed as simulations.
+- **Yoon et al.** (``yoon/fig2`` … ``yoon/fig8``, ``yoon/table1``, ``yoon/crafting``): the populations of the plan
+  its rules read (``populations`` of :class:`hsaudit.experiments.yoon.plan.YoonPlan`): one row per population (crafting,
+  held-out and validation populations of every run) with full-batch steps of |D| + 1 examples, plus the black-box
+  surrogates (:func:`yoon_populations`).
+- Analytic / 1-D experiments (Section 6 process, Steinke, Annamalai): no training; listed as simulations
+  (Section 6's and Annamalai's: the untrained targets of their plans).
 
 Cost model: seconds per model-step scale linearly with the batch size from the calibration batch; a model
 trains ``steps`` DP-SGD steps with per-sample gradients, clipping and noise. Calibration rows say whether they
@@ -254,11 +256,10 @@ class Population:
         return self.model_steps * per_step / 3600.0
 
 
-# Figures without trained models (simulate → audit → plot), by config section (Cebere et al.'s Section 6 figures are
-# targets of its plan).
+# Figures without trained models (simulate → audit → plot), by config section (Cebere et al.'s Section 6 figures and
+# Annamalai's are targets of their plans).
 SIMULATION_FIGURES = {
     "steinke": ("steinke/fig1", "steinke/fig3", "steinke/fig5", "steinke/fig6"),
-    "annamalai": ("annamalai/fig1", "annamalai/fig2"),
 }
 
 
@@ -309,86 +310,25 @@ def one_run_populations(config: Mapping[str, Any]) -> list[Population]:
 
 
 def _plan_targets(config: Mapping[str, Any]) -> tuple[Any, ...]:
-    """The targets of the plans that list theirs (Cebere et al., the one-run study)."""
+    """The targets of the plans that list theirs (Cebere et al., the one-run study, Annamalai)."""
     cebere, one_run = _cebere_plans(config)
-    return cebere.targets + (one_run.targets if one_run else ())
+    annamalai = ()
+    if config.get("annamalai"):
+        from hsaudit.experiments.annamalai.plan import plan as annamalai_plan
+
+        annamalai = annamalai_plan(config).targets
+    return cebere.targets + (one_run.targets if one_run else ()) + annamalai
 
 
 def yoon_populations(config: Mapping[str, Any]) -> list[Population]:
-    """The Yoon et al. populations of the config, from the plan its rules run (:func:`hsaudit.experiments.yoon.plan.plan_yoon`).
-
-    One row per population key (shared by figures, e.g. fig2/fig4 reuse fig3's MNIST populations, and counted
-    once): every run trains two independent populations (crafting and held-out audit) of N models on D and N on
-    D′, so ``models = 4N × runs``; every model takes ``T`` full-batch steps of ``|D| + 1`` per-sample gradients
-    (the engine appends the canary to the batch of every model and masks it out of the D models'). Black-box
-    audits add one row of surrogate distillation (``2N × runs`` surrogates, ``epochs × ⌈(|D| + 1) / b⌉`` Adam steps
-    of batch ``b``, priced as DP-SGD steps: an upper estimate, distillation needs no per-sample gradients).
-    Crafting (a few hundred forward/backward passes of one input) is not counted.
-    """
-    section = config.get("yoon")
-    if not section:
+    """The Yoon et al. populations of the config: those of the plan its rules read
+    (``populations`` of :class:`hsaudit.experiments.yoon.plan.YoonPlan`; every figure of the section, shared
+    populations once)."""
+    if not config.get("yoon"):
         return []
-    from hsaudit.experiments.yoon.plan import plan_yoon
+    from hsaudit.experiments.yoon.plan import plan as yoon_plan
 
-    seed = int(config.get("seed", 0))
-    plan = plan_yoon(section, seed=seed, audit=config.get("audit", {}))
-    device = "gpu" if int((section.get("resources") or {}).get("gpu", 0) or 0) > 0 else "cpu"
-    figures: dict[str, list[str]] = {}
-    runs: dict[str, int] = {}
-    audit_figures: dict[str, list[str]] = {}
-    for figure, points in plan.figures.items():
-        for point in points:
-            for table, key in ((figures, point.population), (audit_figures, point.audit)):
-                table.setdefault(key, [])
-                if f"yoon/{figure}" not in table[key]:
-                    table[key].append(f"yoon/{figure}")
-            runs[point.population] = max(runs.get(point.population, 0), point.runs)
-            runs[point.audit] = max(runs.get(point.audit, 0), point.runs)
-    out: list[Population] = []
-    for key, figs in figures.items():
-        pop = plan.populations[key]
-        d = int(plan.data[pop["data"]]["d_size"])
-        n = int(pop["models_per_world"])
-        # Crafting (N_craft per world), audit (N) and validation populations, two worlds each.
-        per_run = 2 * (int(pop.get("craft_models_per_world") or n) + n + int(pop.get("validation_models_per_world", 0)))
-        out.append(
-            Population(
-                figures=tuple(figs),
-                section="yoon",
-                adversary="full-batch DP-SGD",
-                model=pop["model"],
-                models=per_run * runs[key],
-                steps=int(pop["steps"]),
-                batch=d + 1,
-                device=device,
-                key=("yoon", key),
-                detail=f"{pop['dataset']} eps={pop['epsilon']:g} {pop['canary']} init={pop['init']} "
-                f"C={pop['clip_norm']:g} |D|={d} N={n}",
-            )
-        )
-    for key, figs in audit_figures.items():
-        aud = plan.audits[key]
-        if aud["access"] != "black":
-            continue
-        pop = plan.populations[aud["population"]]
-        d, s = int(plan.data[pop["data"]]["d_size"]), aud["surrogate"]
-        n = int(pop.get("craft_models_per_world") or pop["models_per_world"])  # one surrogate per crafting model
-        batch = int(s["batch_size"])
-        out.append(
-            Population(
-                figures=tuple(figs),
-                section="yoon",
-                adversary="surrogates",
-                model=pop["model"],
-                models=2 * n * runs[key],
-                steps=int(s["epochs"]) * -(-(d + 1) // batch),
-                batch=min(batch, d + 1),
-                device=device,
-                key=("yoon-surrogates", key),
-                detail=f"{pop['dataset']} eps={pop['epsilon']:g} black box, {s['epochs']} epochs",
-            )
-        )
-    return out
+    return [_from_plan(pop) for pop in yoon_plan(config).populations]
 
 
 def steinke_populations(config: Mapping[str, Any]) -> list[Population]:
