@@ -99,6 +99,8 @@ def test_the_checks_can_fail(tmp_path, monkeypatch):
 # The layers of the package, bottom first (src/hsaudit/__init__.py): a module may import its own layer and the
 # layers below it, never one above; a paper's package never imports another paper's.
 LAYERS = ("util", "accounting", "audit", "engine", "data", "experiments", "pipeline", "cli")
+# Modules of the experiments layer that every experiment package may import (hsaudit.experiments.plans).
+SHARED = ("plotting", "plans")
 
 
 def _layer(module: str) -> tuple[int, str]:
@@ -112,7 +114,7 @@ def _layer(module: str) -> tuple[int, str]:
         return -1, ""
     if len(parts) < 2 or parts[1] not in LAYERS:
         return len(LAYERS), ""
-    paper = parts[2] if parts[1] == "experiments" and len(parts) > 2 and parts[2] != "plotting" else ""
+    paper = parts[2] if parts[1] == "experiments" and len(parts) > 2 and parts[2] not in SHARED else ""
     return LAYERS.index(parts[1]), paper
 
 
@@ -136,9 +138,53 @@ def test_layers_import_downwards_only():
 def test_the_layer_check_can_fail():
     graph = {
         "hsaudit.audit.gdp": {"hsaudit.engine.dpsgd"},
-        "hsaudit.experiments.yoon.plan": {"hsaudit.experiments.cebere.plan", "hsaudit.experiments.plotting", "hsaudit.util.io"},
+        "hsaudit.experiments.yoon.plan": {"hsaudit.experiments.cebere.plan", "hsaudit.experiments.plotting",
+                                          "hsaudit.experiments.plans", "hsaudit.util.io"},
     }
     assert _layer_violations(graph) == [
         "hsaudit.audit.gdp (audit) imports hsaudit.engine.dpsgd from above",
         "hsaudit.experiments.yoon.plan imports another paper's hsaudit.experiments.cebere.plan",
+    ]
+
+
+# The shape every experiment package has (hsaudit.experiments.plans): its training modules (``train``, or the modules
+# of a ``train`` package) import the engine, data and util layers only, so that a training job's code version never
+# covers an estimator or a plan; its audit modules (``audit``, or an ``audit`` package) the audit, accounting and util
+# layers only. Either may import its own package's modules of the same kind, and the package root.
+SHAPE = {"train": ("engine", "data", "util"), "audit": ("audit", "accounting", "util")}
+
+
+def _shape_violations(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for module, targets in graph.items():
+        parts = module.split(".")
+        if len(parts) < 4 or parts[1] != "experiments" or parts[3] not in SHAPE:
+            continue
+        own = ".".join(parts[:4])
+        for target in targets:
+            t = target.split(".")
+            if target == "hsaudit" or target == own or target.startswith(own + "."):
+                continue
+            if len(t) > 1 and t[1] in SHAPE[parts[3]]:
+                continue
+            bad.append(f"{module} ({parts[3]}) imports {target}")
+    return sorted(bad)
+
+
+def test_experiment_packages_keep_training_and_audit_apart():
+    assert _shape_violations(_imports(_modules())[0]) == []
+
+
+def test_the_shape_check_can_fail():
+    graph = {
+        "hsaudit.experiments.x.train": {"hsaudit.engine.dpsgd", "hsaudit.audit.gdp"},
+        "hsaudit.experiments.x.train.images": {"hsaudit.experiments.x.train.shards", "hsaudit.experiments.x.plan"},
+        "hsaudit.experiments.x.audit": {"hsaudit.accounting.rdp", "hsaudit.engine.psg", "hsaudit.experiments.plans"},
+        "hsaudit.experiments.x.plan": {"hsaudit.experiments.x.train", "hsaudit.experiments.x.audit"},
+    }
+    assert _shape_violations(graph) == [
+        "hsaudit.experiments.x.audit (audit) imports hsaudit.engine.psg",
+        "hsaudit.experiments.x.audit (audit) imports hsaudit.experiments.plans",
+        "hsaudit.experiments.x.train (train) imports hsaudit.audit.gdp",
+        "hsaudit.experiments.x.train.images (train) imports hsaudit.experiments.x.plan",
     ]

@@ -4,6 +4,7 @@ import json
 import sys
 
 import yaml
+from snakemake.exceptions import WorkflowError
 
 from hsaudit.pipeline.config import (
     check_config,
@@ -56,6 +57,15 @@ def register_figure(path, kind="cpu"):
 # an edit reruns the jobs that run the edited code and no others (editing an estimator never retrains).
 def script_version(name):
     return _script_version(f"{workflow.basedir}/workflow/scripts/{name}.py")
+
+
+def unless_missing(missing, inputs):
+    """An input function's value for a job of an optional target: ``inputs``, or stop before any job with the message
+    ``missing`` (why the target cannot run, e.g. a path the user has not given) when there is one.
+    """
+    if missing:
+        raise WorkflowError(missing)
+    return inputs
 
 
 def log_path(name):

@@ -4,22 +4,12 @@
 # canary, or the label-flipped input canary for fig4): data -> one job per population shard (GPU at paper scale;
 # it also evaluates the models' test accuracy) -> audit table -> plot / table. table1 fine-tunes a causal language
 # model given by path (optional): data -> σ per row -> one job per row and shard -> table.
-from snakemake.exceptions import WorkflowError
-
 from hsaudit.experiments.steinke.plan import plan as steinke_plan
 
 STEINKE = steinke_plan(config)
 STEINKE_T1 = STEINKE.table1
 for _target in STEINKE.targets:
     register_figure(_target.path, _target.kind)
-
-
-def steinke_table1_sources(wc):
-    """Table 1's model config and data file (inputs of its data job); stops the DAG when a path is missing."""
-    if STEINKE_T1.missing:
-        raise WorkflowError(STEINKE_T1.missing)
-    section = STEINKE.section["table1"]
-    return {"model": f"{section['model']}/config.json", "data": section["data"]}
 
 
 rule prepare_steinke_data:
@@ -148,7 +138,8 @@ rule tabulate_steinke_table2:
 
 rule prepare_steinke_table1_data:
     input:
-        unpack(steinke_table1_sources),
+        # the model's config and the data file; without their paths the DAG stops with the plan's message
+        unpack(lambda wc: unless_missing(STEINKE_T1.missing, dict(STEINKE_T1.sources))),
     output:
         data=STEINKE_T1.data_path,
     log:

@@ -6,7 +6,7 @@ Every figure function has the signature ``fn(table, *, pdf, csv, facts)`` and is
 ``pdf`` (with the provenance footer) and ``csv`` (every plotted number, tidy). ``facts`` holds the footer's entries
 (:func:`hsaudit.experiments.plotting.footer_text`: ``scale``, ``code_version``, ``setup``, ...) and the settings a
 figure reads (named in its docstring, e.g. ``delta``), which the footer leaves out; the plan fills them
-(:attr:`hsaudit.experiments.steinke.plan.Figure.facts`).
+(the ``facts`` of :class:`hsaudit.experiments.steinke.plan.Figure`).
 """
 
 from __future__ import annotations

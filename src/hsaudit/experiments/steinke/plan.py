@@ -197,6 +197,8 @@ class Table1:
             (:func:`hsaudit.experiments.steinke.audit.privacy_plan`).
         paper: per row the paper's printed values (or ``None``).
         missing: why the target cannot run (the model or data path not given), or ``""``.
+        sources: the inputs of its data job, ``model`` (the model's ``config.json``) and ``data`` (empty when
+            ``missing``).
         facts: the footer's entries.
         data_source: what the table names as its data.
     """
@@ -207,6 +209,7 @@ class Table1:
     calibration: tuple[Mapping[str, Any], ...]
     paper: tuple[Mapping[str, Any] | None, ...]
     missing: str
+    sources: Mapping[str, str]
     facts: Mapping[str, Any]
     data_source: str
 
@@ -449,6 +452,7 @@ def plan_table1(section: Mapping[str, Any], *, seed: int, scale: str = "paper") 
         ),
         paper=tuple(row.get("paper") for row in section["rows"]),
         missing=missing,
+        sources={} if absent else {"model": f"{section['model']}/config.json", "data": str(section["data"])},
         facts=facts,
         data_source=f"{section['data']} (tokenizer of {section['model']})",
     )

@@ -182,8 +182,7 @@ def train_dirac_shard(
     every step.
 
     Args:
-        spec: :attr:`hsaudit.experiments.steinke.plan.Training.spec` of a Dirac population
-            (:func:`~hsaudit.experiments.steinke.plan.plan_fig2`).
+        spec: the spec of a Dirac population (:func:`hsaudit.experiments.steinke.plan.plan_fig2`).
         shard: the shard index (models ``shard·S .. shard·S + S − 1``).
         X, y: the training set (``N`` examples); q = B / N with B = ``spec["batch_size"]``.
         test: ``(X_test, y_test)``: also evaluate the final models' test accuracy (Table 2); ``None``: not.
