@@ -39,8 +39,6 @@ from hsaudit.experiments.steinke.train.language import EXAMPLES, LM_EXTRA, SCORE
 from hsaudit.util.mapping import key_of
 
 RESULTS = "results/steinke"
-SIMULATIONS = ("fig1", "fig3", "fig5", "fig6")
-"""The figures without trained models (simulate → audit → plot)."""
 # The keys of `steinke.fig2` that change what a training job computes (its key); the others (steps plotted, audit
 # settings, R) only select or add shards.
 TRAINING_KEYS = (
@@ -635,7 +633,6 @@ __all__ = [
     "LM_REFERENCE_PARAMETERS",
     "LM_REFERENCE_TOKENS",
     "RESULTS",
-    "SIMULATIONS",
     "TABLE1_DATA_KEYS",
     "TABLE1_TRAINING_KEYS",
     "TABLE2_KEYS",
