@@ -1,6 +1,7 @@
 """Build every figure target at smoke scale and compare the tables they write (a refactoring's safety net).
 
     python scripts/target_csvs.py build OUT            # copy this checkout, build every target, keep its tables
+    python scripts/target_csvs.py build --only OUT T.. # only the targets T (options before OUT)
     python scripts/target_csvs.py compare BEFORE AFTER # exact frame equality of every table, target by target
 
 ``build`` copies the tracked files of the checkout it runs in to ``OUT/work`` (untracked files too, so that an
@@ -53,7 +54,7 @@ def _copy_checkout(dest: Path) -> None:
             (dest / name).symlink_to(src.readlink())
 
 
-def build(out: Path, cores: int, extra: list[str]) -> int:
+def build(out: Path, cores: int, extra: list[str], only: bool = False) -> int:
     sys.path.insert(0, str(ROOT / "tests"))
     from conftest import write_synthetic_csv  # the tests' synthetic Housing file
 
@@ -63,10 +64,13 @@ def build(out: Path, cores: int, extra: list[str]) -> int:
     work.mkdir(parents=True)
     _copy_checkout(work)
     write_synthetic_csv(work / "housing.csv")
-    (work / "smoke-overlay.yaml").write_text(OVERLAY.format(housing=work / "housing.csv"))
+    # A relative path: the data path is part of the Housing audit keys (and so of their seeds), so an absolute one
+    # would make two builds in different directories disagree.
+    (work / "smoke-overlay.yaml").write_text(OVERLAY.format(housing="housing.csv"))
     snakemake = Path(sys.executable).with_name("snakemake")
+    targets = extra if only else ["all", *GPU_SIZED, *extra]
     cmd = [str(snakemake), "--cores", str(cores), "--config", "scale=smoke", "--configfile",
-           "config/config.yaml", "smoke-overlay.yaml", "--", "all", *GPU_SIZED, *extra]
+           "config/config.yaml", "smoke-overlay.yaml", "--", *targets]
     print(" ".join(cmd), flush=True)
     rc = subprocess.run(cmd, cwd=work).returncode
     tables = out / "tables"
@@ -117,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("build")
     b.add_argument("out", type=Path)
     b.add_argument("--cores", type=int, default=2)
+    b.add_argument("--only", action="store_true", help="build only the targets named (not the default set)")
     b.add_argument("targets", nargs="*", help="more targets beyond the default set")
     c = sub.add_parser("compare")
     c.add_argument("before", type=Path)
@@ -124,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--ignore", action="append", default=[], help="a column to leave out (repeatable)")
     args = parser.parse_args(argv)
     if args.command == "build":
-        return build(args.out.resolve(), args.cores, args.targets)
+        return build(args.out.resolve(), args.cores, args.targets, only=args.only)
     return compare(args.before, args.after, args.ignore)
 
 

@@ -98,7 +98,7 @@ def test_the_checks_can_fail(tmp_path, monkeypatch):
 
 # The layers of the package, bottom first (src/hsaudit/__init__.py): a module may import its own layer and the
 # layers below it, never one above; a paper's package never imports another paper's.
-LAYERS = ("util", "accounting", "audit", "engine", "data", "experiments", "pipeline", "cli")
+LAYERS = ("util", "accounting", "audit", "engine", "data", "experiments", "pipeline", "bench", "cli")
 # Modules of the experiments layer that every experiment package shares (not a paper of their own).
 SHARED = ("plotting", "plans")
 

@@ -1,4 +1,6 @@
-"""Tests of hsaudit.audit: closed forms, the slow reference loop, known mechanisms, properties."""
+"""Tests of the GDP audit (hsaudit.audit.bounds, .threshold, .gdp, .rules through audit_scores): closed forms, the
+slow reference loop (hsaudit.audit.reference), known mechanisms, properties. Most tests check the paper rule's exact
+threshold search, which the other Clopper–Pearson rules reuse."""
 
 from __future__ import annotations
 
@@ -10,20 +12,31 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special, stats
 
-from hsaudit.audit import gdp as A
 from hsaudit.accounting import gdp_epsilon
 from hsaudit.audit import (
     AuditResult,
+    Crossing,
+    Grid,
+    HeldOut,
+    Paper,
     assumption_free_epsilon,
-    audit_scores,
     audit_steps,
     clopper_pearson_upper,
     empirical_tradeoff,
+    parse_rule,
     reference_audit,
 )
+from hsaudit.audit import audit_scores as _audit_scores
+from hsaudit.audit import bounds as B
+from hsaudit.audit import threshold as T
 from hsaudit.audit.validation import coverage_study, gaussian_pair_scores
 
 DELTA = 1e-5
+
+
+def audit_scores(scores, members, *, rule=Paper(), **kw):
+    """The audit under the paper rule unless another is named (the search most tests here check)."""
+    return _audit_scores(scores, members, rule=rule, **kw)
 
 
 def _pair(mu, runs, seed, n1=None, ties=None):
@@ -75,7 +88,7 @@ def test_probit_table_accurate_near_one():
     accurate, and check monotonicity over the whole table."""
     n, c = 3000, 0.95
     k = np.arange(n + 1)
-    t = A._cp_probit(k, n, c)
+    t = B.cp_probit(k, n, c)
     direct = special.ndtri(clopper_pearson_upper(k, n, confidence=c))
     mid = (k > 5) & (k < n - 5)
     assert t[mid] == pytest.approx(direct[mid], rel=1e-9, abs=1e-9)
@@ -136,8 +149,8 @@ def test_pruned_search_equals_full_table(monkeypatch, seed):
     fast = audit_scores(s, m)
     s0, s1 = np.sort(s[m == 0]), np.sort(s[m == 1])
     n0, n1 = s0.size, s1.size
-    t0 = A._cp_probit(np.arange(n0 + 1), n0, 0.95)
-    t1 = A._cp_probit(np.arange(n1 + 1), n1, 0.95)
+    t0 = B.cp_probit(np.arange(n0 + 1), n0, 0.95)
+    t1 = B.cp_probit(np.arange(n1 + 1), n1, 0.95)
     j = np.arange(n1)
     fp = n0 - np.searchsorted(s0, s1, side="left")
     first = np.concatenate(([True], s1[1:] != s1[:-1]))
@@ -146,15 +159,15 @@ def test_pruned_search_equals_full_table(monkeypatch, seed):
 
 
 def test_pruning_forced_on_small_inputs_matches_reference(monkeypatch):
-    monkeypatch.setattr(A, "_SHIFTS", (5, 3, 1))
-    monkeypatch.setattr(A, "_PRUNE_MIN", 0)
-    A.clear_cache()
+    monkeypatch.setattr(T, "_SHIFTS", (5, 3, 1))
+    monkeypatch.setattr(T, "_PRUNE_MIN", 0)
+    B.clear_cache()
     try:
         for seed in range(3):
             s, m = _pair(1.0 + seed, 240, seed, ties=0.1 if seed % 2 else None)
             assert audit_scores(s, m).mu == pytest.approx(reference_audit(s, m).mu, rel=1e-9)
     finally:
-        A.clear_cache()
+        B.clear_cache()
 
 
 def test_float32_scores_are_audited_exactly():
@@ -208,8 +221,8 @@ def test_no_separating_threshold():
         ([1.0, 2.0], [0, 1], {"delta": 1.0}, "delta"),
         ([1.0, 2.0], [0, 1], {"confidence": 1.0}, "confidence"),
         ([1.0, 2.0], [0, 1], {"confidence": -0.5}, "confidence"),
-        ([1.0, 2.0], [0, 1], {"mode": "best"}, "mode"),
-        ([1.0, 2.0, 3.0, 4.0], [0, 1, 1, 1], {"mode": "held-out"}, "at least 2"),
+        ([1.0, 2.0], [0, 1], {"rule": "held-out"}, "rule must be"),
+        ([1.0, 2.0, 3.0, 4.0], [0, 1, 1, 1], {"rule": HeldOut()}, "at least 2"),
         (["a", "b"], [0, 1], {}, "numeric"),
     ],
 )
@@ -237,7 +250,7 @@ def test_paper_mode_tight_on_gaussian_pair():
 def test_valid_modes_cover_on_gaussian_pairs(mode):
     """Held-out/grid ε̂ ≤ true ε in ≥ ~93% of seeded trials (per-rate CP at 95%: ≤ 10% by the union bound,
     about 2% observed). 60 trials per μ at R = 2000."""
-    rows = coverage_study(mus=(1.0, 3.0), trials=60, runs=2000, modes=(mode,), seed=7)
+    rows = coverage_study(mus=(1.0, 3.0), trials=60, runs=2000, rules=(parse_rule(mode),), seed=7)
     for row in rows:
         assert row.exceed_fraction <= 0.07, row
         assert 0.6 < row.median_ratio < 1.0, row
@@ -245,7 +258,7 @@ def test_valid_modes_cover_on_gaussian_pairs(mode):
 
 def test_paper_mode_is_not_valid_but_held_out_is():
     """The spec's finding (§1 step 6): the paper's estimator exceeds the truth much more often than 5%."""
-    rows = coverage_study(mus=(2.0,), trials=80, runs=2000, modes=("paper", "held-out"), seed=3)
+    rows = coverage_study(mus=(2.0,), trials=80, runs=2000, rules=(Paper(), HeldOut()), seed=3)
     by_mode = {r.mode: r for r in rows}
     assert by_mode["paper"].exceed_fraction > 0.1
     assert by_mode["held-out"].exceed_fraction < by_mode["paper"].exceed_fraction
@@ -253,9 +266,9 @@ def test_paper_mode_is_not_valid_but_held_out_is():
 
 def test_held_out_split_is_seeded_and_uses_half():
     s, m = _pair(2.0, 1001, 5, n1=401)
-    a = audit_scores(s, m, mode="held-out", rng=1)
-    b = audit_scores(s, m, mode="held-out", rng=np.random.default_rng(1))
-    c = audit_scores(s, m, mode="held-out", rng=2)
+    a = audit_scores(s, m, rule=HeldOut(seed=1))
+    b = audit_scores(s, m, rule=HeldOut(seed=np.random.default_rng(1)))
+    c = audit_scores(s, m, rule=HeldOut(seed=2))
     assert a == b and a != c
     assert (a.n_members, a.n_nonmembers) == (401 - 200, 600 - 300)
     assert a.mode == "held-out"
@@ -274,12 +287,17 @@ def test_audit_steps_equals_row_audits():
     m = np.r_[np.zeros(150), np.ones(150)].astype(int)
     scores = rng.standard_normal((6, 300)) + np.linspace(0, 3, 6)[:, None] * m
     scores[2] = np.round(scores[2], 1)
-    rows = audit_steps(scores, m)
-    assert rows == [audit_scores(r, m) for r in scores]
-    assert audit_steps(scores, m, threads=2) == rows
-    assert audit_steps(scores, np.tile(m, (6, 1))) == rows
-    held = audit_steps(scores, m, mode="held-out", rng=3)
+    for rule in (Paper(), Crossing()):
+        rows = audit_steps(scores, m, rule=rule)
+        assert rows == [audit_scores(r, m, rule=rule) for r in scores]
+        assert audit_steps(scores, m, rule=rule, threads=2) == rows
+        assert audit_steps(scores, np.tile(m, (6, 1)), rule=rule) == rows
+    # a seeded rule draws every row's split from one stream, in row order
+    held = audit_steps(scores, m, rule=HeldOut(seed=3))
+    gen = np.random.default_rng(3)
+    assert held == [audit_scores(r, m, rule=HeldOut(seed=gen)) for r in scores]
     assert all(r.mode == "held-out" for r in held) and len(held) == 6
+    assert audit_steps(scores, np.tile(m, (6, 1)), rule=HeldOut(seed=3)) == held
     with pytest.raises(ValueError, match="2-dimensional"):
         audit_steps(scores[0], m)
     with pytest.raises(ValueError, match="shape"):
@@ -336,15 +354,15 @@ def test_result_to_dict_keys():
 
 def test_selection_fraction_split_sizes_and_validation():
     s, m = _pair(2.0, 1000, 8)
-    res = audit_scores(s, m, mode="held-out", rng=0, selection_fraction=0.1)
+    res = audit_scores(s, m, rule=HeldOut(fraction=0.1, seed=0))
     assert (res.n_members, res.n_nonmembers) == (450, 450)
-    res = audit_scores(s, m, mode="grid", rng=0, selection_fraction=0.2, grid_size=3)
+    res = audit_scores(s, m, rule=Grid(size=3, fraction=0.2, seed=0))
     assert (res.n_members, res.n_nonmembers) == (400, 400) and res.mode == "grid"
     for bad in (0.0, 1.0, -0.1):
         with pytest.raises(ValueError, match="selection_fraction"):
-            audit_scores(s, m, mode="held-out", selection_fraction=bad)
+            HeldOut(fraction=bad)
     with pytest.raises(ValueError, match="grid_size"):
-        audit_scores(s, m, mode="grid", grid_size=0)
+        Grid(size=0)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -352,7 +370,7 @@ def test_binned_search_equals_sorted_search(monkeypatch, seed):
     """The binned search of large populations returns exactly the sorted search's μ, counts and threshold
     (forced on small inputs with few scores per bin, ties, float32 and outliers)."""
     rng = np.random.default_rng(seed)
-    monkeypatch.setattr(A, "_BIN_LOAD", [1, 2, 16][seed % 3])
+    monkeypatch.setattr(T, "_BIN_LOAD", [1, 2, 16][seed % 3])
     for _ in range(25):
         n = int(rng.integers(4, 2000))
         m = rng.random(n) < rng.uniform(0.1, 0.9)
@@ -366,8 +384,8 @@ def test_binned_search_equals_sorted_search(monkeypatch, seed):
         if seed == 4:
             s[rng.integers(n)] = 1e6  # an outlier stretches the bins
         x0, x1 = s[~m], s[m]
-        got = A._best_threshold_binned(x0, x1, 0.95)
-        want = A._best_threshold_sorted(np.sort(x0), np.sort(x1), 0.95)
+        got = T._best_threshold_binned(x0, x1, 0.95)
+        want = T.best_threshold_sorted(np.sort(x0), np.sort(x1), 0.95)
         if got is None:  # a single distinct value
             assert np.unique(s).size == 1
             continue
@@ -379,23 +397,23 @@ def test_large_population_uses_binned_path_and_matches():
     s, m = _pair(3.0, 200_000, 12)
     res = audit_scores(s, m)
     s0, s1 = np.sort(s[m == 0]), np.sort(s[m == 1])
-    want = A._best_threshold_sorted(s0, s1, 0.95)
+    want = T.best_threshold_sorted(s0, s1, 0.95)
     assert (res.mu, res.threshold) == (want.mu, want.threshold)
 
 
 def test_doctests():
     import doctest
 
-    assert doctest.testmod(A).failed == 0
+    assert doctest.testmod(B).failed == 0
 
 
-@pytest.mark.parametrize("mode", ["paper", "held-out"])
-def test_a_common_shift_of_every_score_leaves_the_audit_unchanged(mode):
+@pytest.mark.parametrize("rule", [Paper(), HeldOut(seed=3), Crossing()], ids=lambda r: r.name)
+def test_a_common_shift_of_every_score_leaves_the_audit_unchanged(rule):
     """Why fig12's shared-unknown θ0 reading equals the known one: θ_T[d] = (θ_T[d] − θ0[d]) + θ0[d] with one θ0[d]
     for every run of both worlds shifts all scores alike, and the threshold audit sees only their order."""
     rng = np.random.default_rng(12)
     members = np.r_[np.ones(500, bool), np.zeros(500, bool)]
     scores = np.where(members, rng.normal(1.5, 1, 1000), rng.normal(0, 1, 1000))
-    base = audit_scores(scores, members, delta=1e-5, confidence=0.95, mode=mode, rng=3)
-    shifted = audit_scores(scores + 0.0625, members, delta=1e-5, confidence=0.95, mode=mode, rng=3)
+    base = audit_scores(scores, members, delta=1e-5, confidence=0.95, rule=rule)
+    shifted = audit_scores(scores + 0.0625, members, delta=1e-5, confidence=0.95, rule=rule)
     assert shifted.epsilon == base.epsilon and shifted.mu == base.mu

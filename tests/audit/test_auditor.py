@@ -1,4 +1,5 @@
-"""The one auditor (hsaudit.audit.auditor): rules as values, every estimate, both directions paid for.
+"""The one auditor (hsaudit.audit.auditor) and its rules (hsaudit.audit.rules): rules as values carrying their
+estimators, a valid default, every estimate, both directions paid for.
 
 Closed forms (AUROC of a Gaussian pair, the Bonferroni level), slow references (pairwise AUROC, threshold
 enumeration for TPR at FPR) and known mechanisms (null scores, Gaussian pairs).
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from hsaudit.audit import gdp
+from hsaudit.audit import bounds, rules
 from hsaudit.audit.auditor import (
     Auditor,
     Bonferroni,
@@ -23,13 +24,15 @@ from hsaudit.audit.auditor import (
     KnownFamily,
     Paper,
     Rays,
+    audit_scores,
     auroc,
     mu_from_auroc,
     parse_rule,
     rule_from_mode,
     tpr_at_fpr,
 )
-from hsaudit.audit.pld import pld_sigma_audit
+from hsaudit.audit.pld import sigma_hat_from_points
+from hsaudit.audit.tradeoff import clopper_pearson_points, held_out_point
 
 RULES = [Paper(), HeldOut(fraction=0.2, seed=3), Grid(size=3, seed=1), Bonferroni(), Crossing(), Rays(draws=99)]
 
@@ -40,17 +43,31 @@ def _pair(mu: float, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_one_rule_per_mode_in_the_same_order():
-    assert [type(rule_from_mode(m)).name for m in gdp.AUDIT_MODES] == list(gdp.AUDIT_MODES)
+    assert [type(rule_from_mode(m)).name for m in rules.AUDIT_MODES] == list(rules.AUDIT_MODES)
+    assert [type(r) for r in RULES] == list(rules.RULES)
     assert not Paper.valid and all(r.valid for r in RULES[1:])
+    assert all(r.description for r in RULES) and "not a valid" in Paper.description
+
+
+def test_the_default_rule_is_valid():
+    """A user who names no rule gets a valid bound (DESIGN: "a valid threshold rule is the default"): the crossing
+    rule, the tightest valid one across the score families of docs/audit.md's coverage study."""
+    assert rules.DEFAULT_RULE == Crossing() and rules.DEFAULT_RULE.valid
+    assert Auditor().rule == rules.DEFAULT_RULE
+    s0, s1 = _pair(1.5, 300, 0)
+    scores, members = np.concatenate([s0, s1]), np.r_[np.zeros(300), np.ones(300)]
+    assert audit_scores(scores, members) == audit_scores(scores, members, rule=Crossing())
+    assert audit_scores(scores, members).mode == "crossing"
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.name)
-def test_gdp_is_the_core_audit_under_the_rule(rule):
+def test_the_rule_carries_the_estimator(rule):
+    """Auditor.gdp, audit_scores and the rule's own gdp are one computation (no mode strings in between)."""
     s0, s1 = _pair(1.5, 300, 0)
     got = Auditor(delta=1e-4, confidence=0.9, rule=rule).gdp(s0, s1)
     scores, members = np.concatenate([s0, s1]), np.r_[np.zeros(300), np.ones(300)]
-    want = gdp.audit_scores(scores, members, delta=1e-4, confidence=0.9, **rule.audit_kwargs())
-    assert got == want and got.mode == rule.name
+    assert got == audit_scores(scores, members, delta=1e-4, confidence=0.9, rule=rule)
+    assert got == rule.gdp(s0, s1, delta=1e-4, confidence=0.9) and got.mode == rule.name
 
 
 def test_rules_are_values_with_checked_options():
@@ -72,7 +89,10 @@ def test_parse_rule_and_rule_from_mode():
     assert parse_rule("held-out@0.1", seed=4) == HeldOut(fraction=0.1, seed=4)
     assert parse_rule("grid@0.3") == Grid(fraction=0.3)
     assert parse_rule("bonferroni") == Bonferroni()
+    assert parse_rule("rays", calibration_draws=199) == Rays(draws=199)
     assert rule_from_mode("rays", calibration_draws=199, seed=5) == Rays(draws=199, seed=5)
+    for rule in (HeldOut(fraction=0.1), HeldOut(), Grid(fraction=0.3), Grid()):  # spec is parse_rule's inverse
+        assert parse_rule(rule.spec) == rule
     for spec, match in (("median", "unknown audit mode"), ("paper@0.1", "no selection fraction"),
                         ("held-out@x", "must be a number"), ("held-out@1.5", r"in \(0, 1\)")):
         with pytest.raises(ValueError, match=match):
@@ -112,7 +132,7 @@ def test_tpr_at_fpr_matches_threshold_enumeration():
 def test_bonferroni_level_and_validity():
     s0, s1 = np.array([0.0, 1.0, 1.0]), np.array([2.0, 3.0])
     # 4 distinct scores → 5 candidate thresholds, two bounds each
-    assert gdp.bonferroni_confidence(s0, s1, 0.95) == pytest.approx(1 - 0.05 / 10)
+    assert bounds.bonferroni_confidence(s0, s1, 0.95) == pytest.approx(1 - 0.05 / 10)
     mu, trials, exceed = 1.0, 200, 0
     for t in range(trials):
         res = Auditor(rule=Bonferroni()).gdp(*_pair(mu, 300, 100 + t))
@@ -169,15 +189,44 @@ def test_report_bootstrap_interval_covers_the_true_auroc():
 def test_known_family_takes_the_same_rules():
     s0, s1 = _pair(1.0, 150, 9)
     fam = KnownFamily(steps=4, sampling_rate=0.5, noise_multiplier=2.0, family="all_iterates", iterations=8)
-    kw = dict(steps=4, sampling_rate=0.5, noise_multiplier=2.0, delta=1e-5, confidence=0.95, family="all_iterates",
-              iterations=8)
-    assert Auditor(rule=Paper()).known_family(s0, s1, fam) == pld_sigma_audit(s0, s1, **kw)
-    held = Auditor(rule=HeldOut(0.3, 2)).known_family(s0, s1, fam)
-    assert held == pld_sigma_audit(s0, s1, select="held_out", selection_fraction=0.3, seed=2, **kw)
-    bonf = Auditor(rule=Bonferroni()).known_family(s0, s1, fam)
+    kw = dict(steps=4, sampling_rate=0.5, noise_multiplier=2.0, delta=1e-5, family="all_iterates", iterations=8)
     paper = Auditor(rule=Paper()).known_family(s0, s1, fam)
+    assert paper == sigma_hat_from_points(*clopper_pearson_points(s0, s1, 0.95), **kw)
+    held = Auditor(rule=HeldOut(0.3, 2)).known_family(s0, s1, fam)
+    point = held_out_point(s0, s1, confidence=0.95, selection_fraction=0.3, seed=2)
+    assert held == sigma_hat_from_points(*point, **kw)
+    bonf = Auditor(rule=Bonferroni()).known_family(s0, s1, fam)
     assert bonf["epsilon"] <= paper["epsilon"]  # wider bounds on the same points: a larger σ̂
-    with pytest.raises(ValueError, match="not crossing"):
-        Auditor(rule=Crossing()).known_family(s0, s1, fam)
+    for rule in (Crossing(), Grid(), Rays()):
+        with pytest.raises(ValueError, match=f"not {rule.name}"):
+            Auditor(rule=rule).known_family(s0, s1, fam)
     rep = Auditor(rule=HeldOut(0.3, 2)).report(s0, s1, family=fam)
     assert rep.known == held and rep.to_dict()["epsilon_known"] == held["epsilon"]
+
+
+def test_the_package_exports_each_name_from_the_module_that_defines_it():
+    """hsaudit.audit's lazy exports resolve, and each class or function comes from its defining module (the
+    record of a crossing is RayCrossing; the name Crossing is the rule)."""
+    import inspect
+
+    import hsaudit.audit as package
+
+    for module, names in package._EXPORTS.items():
+        for name in names:
+            obj = getattr(package, name)
+            if inspect.isclass(obj) or inspect.isfunction(obj):
+                assert obj.__module__ == module, (name, obj.__module__, module)
+    assert package.Crossing is Crossing and package.RayCrossing.__module__ == "hsaudit.audit.crossing"
+    assert sorted(package.__all__) == package.__all__ and len(set(package.__all__)) == len(package.__all__)
+
+
+def test_the_package_roots_lazy_names_resolve():
+    """``from hsaudit import audit_scores`` and the root's other lazy names reach the audit layer's functions."""
+    import hsaudit
+    from hsaudit.audit import tradeoff
+    from hsaudit.audit.reference import reference_audit
+
+    for name in hsaudit._LAZY:
+        assert getattr(hsaudit, name) is not None, name
+    assert hsaudit.audit_scores is audit_scores and hsaudit.empirical_tradeoff is tradeoff.empirical_tradeoff
+    assert hsaudit.reference_audit is reference_audit and hsaudit.clopper_pearson_upper is bounds.clopper_pearson_upper

@@ -1,4 +1,4 @@
-"""Tests of the crossing / rays audit modes (hsaudit.audit.crossing; docs/audit.md "Tight valid bounds"):
+"""Tests of the crossing / rays rules (hsaudit.audit.crossing; docs/audit.md "Tight valid bounds"):
 closed forms and slow references first, then validity on null and μ-GDP scores, then properties and the CLI."""
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from scipy import integrate, special, stats
 
 from hsaudit.audit import (
     DEFAULT_RAYS,
+    Crossing,
+    Rays,
     audit_scores,
     clopper_pearson_upper,
     crossing_cdf,
@@ -25,6 +27,7 @@ from hsaudit.audit.validation import SCORE_FAMILIES, coverage_study, family_shif
 from hsaudit.cli import main
 
 ALPHA = 0.05
+RULE = {"crossing": Crossing(), "rays": Rays(draws=99)}
 
 
 def _brute_first_step(x: np.ndarray, y: np.ndarray, k0s: np.ndarray, k1s: np.ndarray) -> int:
@@ -157,7 +160,7 @@ def test_null_scores_rarely_give_positive_epsilon(mode, family):
     """μ = 0 (members and non-members from one distribution): ε̂ > 0 in at most 5% of trials up to binomial
     noise (200 seeded trials, s.e. 1.5%: the bound 8% is two standard errors above 5%), and ε̂ ≈ 0."""
     rows = coverage_study(
-        mus=(0.0,), trials=200, runs=400, modes=(mode,), families=(family,), seed=5, calibration_draws=99
+        mus=(0.0,), trials=200, runs=400, rules=(RULE[mode],), families=(family,), seed=5
     )
     (row,) = rows
     assert row.true_epsilon == 0.0
@@ -171,9 +174,8 @@ def test_valid_on_seeded_mu_gdp_pairs(family, lowest_ratio):
     ≥ 92% of 60 seeded trials per μ (exact 95% tests: ≈ 5% expected, s.e. 2.8%), and not far below it (the
     rays pool over a stretch of the curve where Laplace and logistic lie above G_μ: looser at small μ)."""
     rows = coverage_study(
-        mus=(1.0, 3.0), trials=60, runs=800, modes=("crossing", "rays"), families=(family,), seed=7,
-        calibration_draws=99,
-    )  # fmt: skip
+        mus=(1.0, 3.0), trials=60, runs=800, rules=(Crossing(), Rays(draws=99)), families=(family,), seed=7
+    )
     for row in rows:
         assert row.exceed_fraction <= 0.085, row
         assert lowest_ratio < row.mean_ratio < 1.0, row
@@ -197,29 +199,29 @@ def test_family_shift_makes_the_pair_exactly_mu_gdp(family, mu):
 def test_ties_and_lower_member_scores_only_lower_the_bound(seed):
     """The statistic is monotone: rounding scores (ties) or lowering member scores never raises μ̂."""
     s, m = pair_scores(family="gaussian", mu=2.5, runs=600, seed=seed)
-    base = audit_scores(s, m, mode="crossing").mu
-    assert audit_scores(np.round(s, 1), m, mode="crossing").mu <= base
+    base = audit_scores(s, m, rule=Crossing()).mu
+    assert audit_scores(np.round(s, 1), m, rule=Crossing()).mu <= base
     lowered = s - 0.3 * m * np.random.default_rng(seed).uniform(size=s.size)
-    assert audit_scores(lowered, m, mode="crossing").mu <= base
-    assert audit_scores(s * 3.0 + 1.0, m, mode="crossing").mu == base  # rank invariance
+    assert audit_scores(lowered, m, rule=Crossing()).mu <= base
+    assert audit_scores(s * 3.0 + 1.0, m, rule=Crossing()).mu == base  # rank invariance
 
 
 def test_modes_use_all_scores_and_report_the_diagonal_crossing():
     s, m = pair_scores(family="gaussian", mu=3.0, runs=2000, seed=2)
-    for mode in ("crossing", "rays"):
-        res = audit_scores(s, m, mode=mode, rng=3)
-        assert (res.n_members, res.n_nonmembers, res.mode) == (1000, 1000, mode)
+    for rule in (Crossing(), Rays(seed=3)):
+        res = audit_scores(s, m, rule=rule)
+        assert (res.n_members, res.n_nonmembers, res.mode) == (1000, 1000, rule.name)
         assert math.isnan(res.fpr_upper) and math.isnan(res.epsilon_assumption_free)
         assert abs(res.fpr - res.fnr) < 0.01 and res.fpr == np.mean(s[m == 0] > res.threshold)
         assert 0 < res.mu < 3.0
-    rays_a = audit_scores(s, m, mode="rays", rng=3)
-    assert rays_a == audit_scores(s, m, mode="rays", rng=np.random.default_rng(3))
-    assert rays_a != audit_scores(s, m, mode="rays", rng=4)
+    rays_a = audit_scores(s, m, rule=Rays(seed=3))
+    assert rays_a == audit_scores(s, m, rule=Rays(seed=np.random.default_rng(3)))
+    assert rays_a != audit_scores(s, m, rule=Rays(seed=4))
 
 
 def test_mu_increases_with_lower_confidence():
     s, m = pair_scores(family="logistic", mu=2.0, runs=1000, seed=9)
-    mus = [audit_scores(s, m, mode="crossing", confidence=c).mu for c in (0.8, 0.9, 0.95, 0.99)]
+    mus = [audit_scores(s, m, rule=Crossing(), confidence=c).mu for c in (0.8, 0.9, 0.95, 0.99)]
     assert all(a > b for a, b in zip(mus, mus[1:]))
 
 
@@ -228,16 +230,16 @@ def test_calibration_draws_validation():
     assert minimum_calibration_draws(0.95) == 19 and minimum_calibration_draws(0.99) == 99
     for bad in (0, 18, 2.5):
         with pytest.raises(ValueError, match="calibration_draws must be an integer >= 19"):
-            audit_scores(s, m, mode="rays", calibration_draws=bad)
-    res = audit_scores(s, m, mode="rays", calibration_draws=19)
+            audit_scores(s, m, rule=Rays(draws=bad))
+    res = audit_scores(s, m, rule=Rays(draws=19))
     assert math.isfinite(res.mu)
 
 
 def test_no_separation_gives_zero():
     s = np.concatenate([np.arange(10.0), np.arange(10.0) - 20.0])  # members all below
     m = np.r_[np.zeros(10), np.ones(10)]
-    for mode in ("crossing", "rays"):
-        res = audit_scores(s, m, mode=mode)
+    for rule in (Crossing(), Rays()):
+        res = audit_scores(s, m, rule=rule)
         assert res.epsilon == 0.0 and res.mu < 0
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hsaudit.audit import audit_scores
+from hsaudit.audit import Crossing, Paper, audit_scores
 from hsaudit.cli import main
 from hsaudit.audit.validation import gaussian_pair_scores
 
@@ -41,8 +41,23 @@ def test_audit_json(capsys, scores_csv):
     for key in AUDIT_KEYS:
         assert key in got
     s, m = gaussian_pair_scores(mu=2.0, runs=400, seed=1)
-    assert got["epsilon"] == pytest.approx(audit_scores(s, m).epsilon, rel=1e-12)
-    assert got["mode"] == "paper" and got["n_members"] == 200
+    assert got["epsilon"] == pytest.approx(audit_scores(s, m, rule=Crossing()).epsilon, rel=1e-12)
+    assert got["n_members"] == 200
+
+
+def test_audit_default_rule_is_valid_and_paper_is_labelled(capsys, scores_csv):
+    """Without --mode a user gets the crossing rule, a valid bound; --mode paper stays a choice, labelled not
+    valid, and reproduces the paper rule's number."""
+    rc, out, _ = _run(capsys, "audit", str(scores_csv), "--json")
+    got = json.loads(out)
+    assert rc == 0 and got["mode"] == got["rule"] == "crossing" and got["rule_valid"] is True
+    assert got["seed"] is None and got["selection_fraction"] is None and got["calibration_draws"] is None
+    rc, out, _ = _run(capsys, "audit", str(scores_csv), "--mode", "paper", "--json")
+    paper = json.loads(out)
+    assert rc == 0 and paper["rule"] == "paper" and paper["rule_valid"] is False
+    assert "not a valid" in paper["mode_description"]
+    s, m = gaussian_pair_scores(mu=2.0, runs=400, seed=1)
+    assert paper["epsilon"] == pytest.approx(audit_scores(s, m, rule=Paper()).epsilon, rel=1e-12)
 
 
 @pytest.mark.parametrize("mode", ["held-out", "grid"])
@@ -50,13 +65,16 @@ def test_audit_valid_modes_and_seed(capsys, scores_csv, mode):
     rc, out, _ = _run(capsys, "audit", str(scores_csv), "--mode", mode, "--seed", "3", "--json")
     assert rc == 0
     got = json.loads(out)
-    assert got["mode"] == mode and got["seed"] == 3 and got["n_members"] == 100
+    assert got["mode"] == mode and got["seed"] == 3 and got["n_members"] == 100 and got["selection_fraction"] == 0.5
     rc, out2, _ = _run(capsys, "audit", str(scores_csv), "--mode", mode, "--seed", "3", "--json")
     assert json.loads(out2) == got
 
 
 def test_audit_human_summary(capsys, scores_csv):
     rc, out, _ = _run(capsys, "audit", str(scores_csv))
+    assert rc == 0
+    assert "epsilon" in out and "crossing" in out and "valid for any scores" in out
+    rc, out, _ = _run(capsys, "audit", str(scores_csv), "--mode", "paper")
     assert rc == 0
     assert "epsilon" in out and "paper" in out and "not a valid" in out
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from hsaudit.engine.evaluate import population_accuracy
-from hsaudit.engine.models import build_model, count_parameters
+from hsaudit.engine.models import build_model, count_parameters, model_spec
 
 
 def test_accuracy_of_a_linear_softmax_model_matches_numpy():
@@ -18,7 +18,7 @@ def test_accuracy_of_a_linear_softmax_model_matches_numpy():
     theta = rng.normal(size=(5, p)).astype(np.float32)
     X = rng.normal(size=(37, 4)).astype(np.float32)
     y = rng.integers(0, 3, 37)
-    got = population_accuracy("alexnet_head", {"features": 4, "num_classes": 3}, torch.as_tensor(theta), X, y,
+    got = population_accuracy(model_spec("alexnet_head", features=4, num_classes=3), torch.as_tensor(theta), X, y,
                               batch_size=10)
     for i in range(5):  # flat order = model.parameters(): weight [3, 4], then bias [3]
         w, b = theta[i, :12].reshape(3, 4), theta[i, 12:]
@@ -30,13 +30,13 @@ def test_accuracy_of_a_binary_single_logit_model():
     p = count_parameters(build_model("fcnn"))
     X = np.random.default_rng(1).normal(size=(10, 8)).astype(np.float32)
     y = np.array([0, 0, 0, 1, 1, 0, 1, 0, 0, 0])
-    acc = population_accuracy("fcnn", {}, torch.zeros(2, p), X, y)
+    acc = population_accuracy(model_spec("fcnn"), torch.zeros(2, p), X, y)
     np.testing.assert_allclose(acc, [0.7, 0.7])
 
 
 def test_bad_inputs_are_named():
     p = count_parameters(build_model("fcnn"))
     with pytest.raises(ValueError, match="columns"):
-        population_accuracy("fcnn", {}, torch.zeros(1, p + 1), np.zeros((2, 8)), np.zeros(2))
+        population_accuracy(model_spec("fcnn"), torch.zeros(1, p + 1), np.zeros((2, 8)), np.zeros(2))
     with pytest.raises(ValueError, match="test set"):
-        population_accuracy("fcnn", {}, torch.zeros(1, p), np.zeros((0, 8)), np.zeros(0))
+        population_accuracy(model_spec("fcnn"), torch.zeros(1, p), np.zeros((0, 8)), np.zeros(0))

@@ -3,7 +3,7 @@
 Every step uses all of D (B = |D|, no sampling): θ ← θ − (η/|D|)(Σ_x clip(∇ℓ(θ; x), C) + N(0, (Cσ)²I)); the models
 M′ trained on D ∪ {canary} append the canary to every step's batch (clipped like any sample) and keep the
 normaliser |D|. The reference trainer needs no mode of its own for this: a schedule whose every row is all of D,
-``batch_size = |D|``, period k = 1 and the canary insertion of A_L is exactly that step (hsaudit.experiments.cebere.reference).
+``batch_size = |D|``, period k = 1 and the canary insertion is exactly that step (hsaudit.engine.reference).
 Both trainers get the same θ0 (Yoon's Xavier-normal θ_avg, bias 0.01) and the same noise (model_noise), so their
 final models must agree to float32 tolerance (STYLE.md rule 17).
 """
@@ -15,10 +15,9 @@ import pytest
 import torch
 
 from conftest import images_like
-from hsaudit.experiments.cebere.adversaries import Crafted
-from hsaudit.engine.models import input_shape
-from hsaudit.engine.psg import population
-from hsaudit.experiments.cebere.reference import train_reference
+from hsaudit.engine.models import input_shape, model_spec
+from hsaudit.engine.psg import population_engine
+from hsaudit.engine.reference import train_reference
 from hsaudit.engine.dpsgd import DPSGDConfig, Setup, init_theta0, model_noise, train_population
 from hsaudit.experiments.yoon.populations import full_batch_schedule
 
@@ -43,10 +42,10 @@ def test_full_batch_matches_opacus(model, n, steps, models, backend):
     canary_x, canary_y = np.zeros(shape, dtype=np.float32), np.array(9)  # Yoon's blank canary, label 9
     # C small enough that every sample is clipped; σ = 1 so the noise matters; η/|D| as in Yoon's update
     cfg = DPSGDConfig(steps=steps, batch_size=n, lr=2.0, clip_norm=0.5, noise_multiplier=1.0, period=1)
-    theta0 = init_theta0(model, {}, scheme="xavier_normal", seed=3, bias=0.01)
+    theta0 = init_theta0(model_spec(model), scheme="xavier_normal", seed=3, bias=0.01)
     batches = full_batch_schedule(n, steps)  # every step is all of D
     bits = np.arange(models) % 2  # half the population trains on D ∪ {canary}
-    engine = population(model, {}, "cpu", backend=backend)
+    engine = population_engine(model_spec(model), "cpu", backend=backend)
     Xt, yt, theta0_t = torch.from_numpy(X), torch.from_numpy(y), torch.from_numpy(theta0)
     assert engine.grad_norms(theta0_t[None], Xt, yt).min() > cfg.clip_norm  # clipping is active
     obs = train_population(
@@ -55,12 +54,11 @@ def test_full_batch_matches_opacus(model, n, steps, models, backend):
         canary=(torch.from_numpy(canary_x)[None], torch.from_numpy(canary_y).reshape(1)), keep_final=True,
     )
     setup = Setup(theta0=theta0, batches=batches)
-    crafted = Crafted(adversary="label_flip", dim=None, gradient=None, canary_x=canary_x, canary_y=canary_y)
 
     def reference(bit: int, index: int) -> np.ndarray:
         return train_reference(
-            model=model, model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted, bit=bit,
-            noise=model_noise(NOISE_KEY, index, steps, theta0.size),
+            spec=model_spec(model), X=X, y=y, setup=setup, config=cfg, bit=bit,
+            noise=model_noise(NOISE_KEY, index, steps, theta0.size), canary=(canary_x[None], canary_y.reshape(1)),
         )[1]
 
     for i, bit in enumerate(bits):

@@ -32,6 +32,7 @@ def test_cuda_population_matches_cpu_and_reruns_bit_for_bit(model, shape):
     from hsaudit.experiments.cebere.adversaries import craft
     from hsaudit.experiments.cebere.shards import train_shard
     from hsaudit.engine.dpsgd import DPSGDConfig, make_setup
+    from hsaudit.engine.models import model_spec
 
     rng = np.random.default_rng(0)
     if model == "fcnn":
@@ -40,7 +41,7 @@ def test_cuda_population_matches_cpu_and_reruns_bit_for_bit(model, shape):
         X = rng.standard_normal((64, *shape)).astype(np.float32)
         y = rng.integers(0, 10, 64)
     cfg = DPSGDConfig(steps=6, batch_size=16, lr=0.05, clip_norm=1.0, noise_multiplier=1.0, period=2)
-    setup = make_setup(model=model, model_kwargs={}, n_train=len(X), config=cfg, seed=0)
+    setup = make_setup(spec=model_spec(model), n_train=len(X), config=cfg, seed=0)
     crafted = craft("gc_r", model=model, model_kwargs={}, X=X, y=y, setup=setup, config=cfg, seed=0)
     kw = dict(model=model, model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted,
               bits=np.arange(32) % 2, noise_key=5, progress=False)
@@ -57,8 +58,8 @@ def test_cuda_poisson_population_matches_cpu(model):
     float64 logarithm could differ in the last ulp, which moves a gap with probability ≈ 10⁻¹⁶), the same final
     models up to float error, and a bit-for-bit rerun."""
     from hsaudit.engine.dpsgd import DPSGDConfig, train_population
-    from hsaudit.engine.models import build_model, flat_parameters
-    from hsaudit.engine.psg import population
+    from hsaudit.engine.models import build_model, flat_parameters, model_spec
+    from hsaudit.engine.psg import population_engine
     from hsaudit.engine.sampling import Poisson, PoissonSampler
 
     if model == "fcnn":
@@ -82,7 +83,8 @@ def test_cuda_poisson_population_matches_cpu(model):
         gradient = torch.zeros(theta0.numel(), device=dev)
         gradient[0] = 1.0
         return train_population(
-            engine=population(model, {}, dev), theta0=theta0.to(dev), X=X.to(dev), y=y.to(dev), batches=None,
+            engine=population_engine(model_spec(model), dev), theta0=theta0.to(dev), X=X.to(dev), y=y.to(dev),
+            batches=None,
             config=cfg, noise_key=5, sampling_key=6, models=range(32), mask=(torch.arange(32) % 2).float().to(dev),
             gradient=gradient, keep_final=True,
         )

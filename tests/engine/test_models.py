@@ -11,7 +11,6 @@ from torch import nn
 
 from hsaudit.engine.dpsgd import init_theta0
 from hsaudit.engine.models import (
-    MODELS,
     WSConv2d,
     build_model,
     count_parameters,
@@ -19,6 +18,8 @@ from hsaudit.engine.models import (
     input_shape,
     load_flat_parameters,
     loss_name,
+    model_names,
+    model_spec,
     num_classes,
     per_sample_loss,
     wrn_parameter_count,
@@ -127,7 +128,7 @@ def test_bad_model_input(name, kwargs):
 _NORMS = (nn.GroupNorm, nn.LayerNorm, nn.modules.batchnorm._NormBase)
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", model_names())
 @pytest.mark.parametrize("bias", [0.0, 0.01])
 def test_xavier_theta0_on_every_registry_model(name, bias):
     """``init_theta0(scheme="xavier_normal")``: norm scales 1, offsets and biases ``bias``, Glorot-normal weights.
@@ -137,7 +138,7 @@ def test_xavier_theta0_on_every_registry_model(name, bias):
     5 standard errors, and all weights of the model pooled (after dividing each by its sd) to 5 standard errors
     of the pooled count. The norm checks are exact.
     """
-    theta = init_theta0(name, {}, scheme="xavier_normal", seed=17, bias=bias)
+    theta = init_theta0(model_spec(name), scheme="xavier_normal", seed=17, bias=bias)
     net = build_model(name)
     load_flat_parameters(net, torch.as_tensor(theta))
     norms = weights = 0
@@ -173,7 +174,7 @@ def test_xavier_theta0_on_every_registry_model(name, bias):
 def test_xavier_theta0_resnet_shortcut_groupnorm_scales_are_one():
     """The shortcut GroupNorms ``layers.{2,4,6}.shortcut.1`` are not named "norm"; their scales must still be 1."""
     net = build_model("resnet18_gn")
-    load_flat_parameters(net, torch.as_tensor(init_theta0("resnet18_gn", {}, scheme="xavier_normal", seed=3)))
+    load_flat_parameters(net, torch.as_tensor(init_theta0(model_spec("resnet18_gn"), scheme="xavier_normal", seed=3)))
     params = dict(net.named_parameters())
     for block in (2, 4, 6):
         assert isinstance(net.get_submodule(f"layers.{block}.shortcut.1"), nn.GroupNorm)

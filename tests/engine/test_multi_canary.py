@@ -8,8 +8,9 @@ import torch
 
 from conftest import housing_like
 from hsaudit.engine.dpsgd import DPSGDConfig, make_setup, run_population, train_population
+from hsaudit.engine.models import model_spec
 from hsaudit.engine.noise import CounterNoise
-from hsaudit.engine.psg import population
+from hsaudit.engine.psg import population_engine
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
@@ -19,8 +20,8 @@ MODEL, KW = "fcnn", {"variant": "8-3-8-1"}
 def _setup(steps, period=1):
     X, y = housing_like(120, 0)
     cfg = DPSGDConfig(steps=steps, batch_size=16, lr=0.5, clip_norm=1.0, noise_multiplier=1.0, period=period)
-    setup = make_setup(model=MODEL, model_kwargs=KW, n_train=len(X), config=cfg, seed=3)
-    engine = population(MODEL, KW, "cpu")
+    setup = make_setup(spec=model_spec(MODEL, **KW), n_train=len(X), config=cfg, seed=3)
+    engine = population_engine(model_spec(MODEL, **KW), "cpu")
     return engine, torch.from_numpy(X), torch.from_numpy(y), setup, cfg
 
 

@@ -16,9 +16,16 @@ from scipy import stats
 
 from conftest import housing_like
 from hsaudit.engine.dpsgd import DPSGDConfig, model_noise, train_population
-from hsaudit.engine.models import build_model, flat_parameters, load_flat_parameters, loss_name, per_sample_loss
+from hsaudit.engine.models import (
+    build_model,
+    flat_parameters,
+    load_flat_parameters,
+    loss_name,
+    model_spec,
+    per_sample_loss,
+)
 from hsaudit.engine.noise import counter_bernoulli, counter_geometric, reference_bernoulli, reference_geometric
-from hsaudit.engine.psg import population
+from hsaudit.engine.psg import population_engine
 from hsaudit.engine.sampling import Poisson, PoissonSampler, poisson_schedule
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -79,7 +86,7 @@ def _engine_vs_opacus(
 ):
     torch.manual_seed(0)
     theta0 = flat_parameters(build_model(model, **(kwargs or {})))
-    engine = population(model, kwargs or {}, "cpu", backend=backend)
+    engine = population_engine(model_spec(model, **(kwargs or {})), "cpu", backend=backend)
     mask = (torch.arange(m) % 2 == 0).float()  # models 0, 2, ... inserted
     p = theta0.numel()
     gradient = canary = None
@@ -249,7 +256,7 @@ def test_population_results_do_not_depend_on_the_shard(chunk, monkeypatch):
     X, y = housing_like(60, 1)
     X, y = torch.as_tensor(X), torch.as_tensor(y)
     config = DPSGDConfig(steps=4, batch_size=12, lr=0.3, clip_norm=1.0, noise_multiplier=1.0, sampling=Poisson(0.2))
-    engine = population("fcnn", {}, "cpu")
+    engine = population_engine(model_spec("fcnn"), "cpu")
     theta0 = flat_parameters(build_model("fcnn"))
     kw = dict(engine=engine, theta0=theta0, X=X, y=y, batches=None, config=config, noise_key=1, sampling_key=2,
               keep_final=True)
@@ -269,7 +276,7 @@ def test_regulariser_is_applied_unclipped_and_unnormalised(backend):
     X, y = housing_like(50, 2)
     X, y = torch.as_tensor(X), torch.as_tensor(y)
     config = DPSGDConfig(steps=1, batch_size=10, lr=0.1, clip_norm=1.0, noise_multiplier=1.0, sampling=Poisson(0.2))
-    engine = population("fcnn", {}, "cpu", backend=backend)
+    engine = population_engine(model_spec("fcnn"), "cpu", backend=backend)
     theta0 = flat_parameters(build_model("fcnn")) * 10
     alpha = 5.0
     assert alpha * float(theta0.norm()) > 100 * config.clip_norm
@@ -290,7 +297,7 @@ def test_poisson_config_and_input_validation():
         DPSGDConfig(steps=1, batch_size=1, lr=1, clip_norm=1, noise_multiplier=0, sampling=0.1)
     X, y = housing_like(20, 0)
     X, y = torch.as_tensor(X), torch.as_tensor(y)
-    engine = population("fcnn", {}, "cpu")
+    engine = population_engine(model_spec("fcnn"), "cpu")
     theta0 = flat_parameters(build_model("fcnn"))
     cfg = DPSGDConfig(steps=1, batch_size=4, lr=1, clip_norm=1, noise_multiplier=0, sampling=Poisson(0.2))
     kw = dict(engine=engine, theta0=theta0, X=X, y=y, batches=None, noise_key=0, models=range(2))
@@ -303,28 +310,3 @@ def test_poisson_config_and_input_validation():
         train_population(config=cfg, sampling_key=1, **{**kw, "batches": np.zeros((1, 4), dtype=np.int64)})
     with pytest.warns(UserWarning, match="expected batch size"):
         train_population(config=DPSGDConfig(**{**cfg.__dict__, "batch_size": 9}), sampling_key=1, **kw)
-
-
-@pytest.mark.parametrize("model", ["fcnn", "convnet", "wrn16_4"])
-def test_bench_train_poisson_cli(model, capsys):
-    """``hsaudit bench train --sampling poisson`` times the Poisson engine beside fixed batches of B = round(qN),
-    with every repeat on other draws, and the per-example ratio uses the examples those draws hold."""
-    import json
-
-    from hsaudit.cli import main
-
-    models = "1" if model == "wrn16_4" else "2"  # the issue's model: 2.75M parameters at 32×32, one model
-    argv = ["bench", "train", "--model", model, "--models", models, "--opacus-models", "1", "--steps", "1",
-            "--n-train", "40", "--sampling", "poisson", "--sampling-rate", "0.2", "--repeats", "2", "--json"]
-    assert main(argv) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["sampling_rate"] == 0.2 and out["batch_size"] == 8 and out["n_train"] == 40
-    row = out["populations"][0]
-    assert row["repeats"] == 2 and len(row["poisson_over_fixed_runs"]) == 2  # fixed and Poisson alternated
-    for key in ("poisson_seconds_per_model_step", "poisson_over_fixed", "poisson_over_floor",
-                "poisson_speedup_vs_opacus", "poisson_over_fixed_per_example"):
-        assert row[key] > 0
-    m = int(models)
-    drawn = [sum(PoissonSampler(r, range(m), n=40, rate=0.2)(1).counts) for r in range(2)]
-    assert row["poisson_batch_mean"] == pytest.approx(np.mean(drawn) / m)  # the draws of seeds 0 and 1
-    assert main([*argv[:4], "--sampling-rate", "0.2"]) == 2  # a rate without --sampling poisson

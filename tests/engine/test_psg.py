@@ -12,8 +12,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hsaudit.engine.models import build_model, count_parameters, flat_parameters, load_flat_parameters, per_sample_loss
-from hsaudit.engine.psg import CLIP_EPS, FuncPopulation, HookPopulation, MLPPopulation, auto_backend, population
+from hsaudit.engine.models import (
+    build_model,
+    count_parameters,
+    flat_parameters,
+    load_flat_parameters,
+    model_spec,
+    per_sample_loss,
+)
+from hsaudit.engine.psg import CLIP_EPS, FuncPopulation, HookPopulation, MLPPopulation, population_engine
 
 # (model, kwargs, sample shape): the ResNet runs on tiny 3×8×8 images (it pools adaptively).
 CASES = {
@@ -89,7 +96,7 @@ PAIRS = [(case, backend) for case, backends in BACKENDS.items() for backend in b
 @pytest.mark.parametrize(("case", "backend"), PAIRS)
 def test_grad_norms_match_per_sample_autograd(case, backend):
     model, kwargs, theta, x, y, grads, norms, coords = _problem(case)
-    engine = population(model, kwargs, backend=backend)
+    engine = population_engine(model_spec(model, **kwargs), backend=backend)
     assert engine.p == theta.shape[1]
     torch.testing.assert_close(engine.grad_norms(theta, x, y), norms, rtol=1e-4, atol=1e-6)
 
@@ -101,7 +108,7 @@ def test_grad_norms_match_per_sample_autograd(case, backend):
 )
 def test_clipped_sum_matches_per_sample_autograd(case, backend, models):
     model, kwargs, theta, x, y, grads, norms, coords = _problem(case)
-    engine = population(model, kwargs, backend=backend)
+    engine = population_engine(model_spec(model, **kwargs), backend=backend)
     theta, grads, norms = theta[:models], grads[:models], norms[:models]
     clip = float(norms.median())  # some samples clipped, some not
     weights = torch.ones(models, x.shape[0])
@@ -121,7 +128,7 @@ def test_clipped_sum_matches_per_sample_autograd(case, backend, models):
 @pytest.mark.parametrize(("case", "backend"), PAIRS)
 def test_loss_matches_the_module(case, backend):
     model, kwargs, theta, x, y, _, _, _ = _problem(case)
-    engine = population(model, kwargs, backend=backend)
+    engine = population_engine(model_spec(model, **kwargs), backend=backend)
     net = build_model(model, **kwargs)
     want = []
     for m in range(theta.shape[0]):
@@ -132,19 +139,20 @@ def test_loss_matches_the_module(case, backend):
 
 
 def test_auto_picks_the_measured_winner():
-    assert auto_backend("fcnn") == "mlp" and auto_backend("alexnet_head") == "mlp"
-    assert auto_backend("convnet") == "hooks" and auto_backend("resnet18_gn", "cuda") == "hooks"
-    assert isinstance(population("fcnn", {}), MLPPopulation)
-    assert isinstance(population("alexnet_head", {}), MLPPopulation)
-    assert isinstance(population("convnet", {}), HookPopulation)
-    assert isinstance(population("convnet", {}, backend="func"), FuncPopulation)
-    assert population("alexnet_head", {}).p == count_parameters(build_model("alexnet_head")) == 40_970
+    """``auto`` takes the spec's preferred backend: the hand-derived MLP engine for the MLPs, hooks for the rest."""
+    assert model_spec("fcnn").preferred_backend == "mlp" and model_spec("alexnet_head").preferred_backend == "mlp"
+    assert model_spec("convnet").preferred_backend == "hooks" == model_spec("resnet18_gn").preferred_backend
+    assert isinstance(population_engine(model_spec("fcnn")), MLPPopulation)
+    assert isinstance(population_engine(model_spec("alexnet_head")), MLPPopulation)
+    assert isinstance(population_engine(model_spec("convnet")), HookPopulation)
+    assert isinstance(population_engine(model_spec("convnet"), backend="func"), FuncPopulation)
+    assert population_engine(model_spec("alexnet_head")).p == count_parameters(build_model("alexnet_head")) == 40_970
 
 
 @pytest.mark.parametrize("case", ["convnet", "alexnet_head"])
 def test_auto_result_does_not_depend_on_population_size(case):
     model, kwargs, theta, x, y, _, _, _ = _problem(case)
-    engine = population(model, kwargs)
+    engine = population_engine(model_spec(model, **kwargs))
     whole = engine.clipped_sum(theta, x, y, 0.1, None)
     for m in range(3):
         torch.testing.assert_close(
@@ -154,7 +162,7 @@ def test_auto_result_does_not_depend_on_population_size(case):
 
 def test_hooks_sample_chunking_does_not_change_results(monkeypatch):
     model, kwargs, theta, x, y, grads, norms, coords = _problem("convnet")
-    engine = population(model, kwargs, backend="hooks")
+    engine = population_engine(model_spec(model, **kwargs), backend="hooks")
     want = engine.clipped_sum(theta, x, y, 0.5, None)
     monkeypatch.setattr("hsaudit.engine.psg.MEMORY_BUDGET", 1)  # one sample per chunk everywhere
     torch.testing.assert_close(engine.clipped_sum(theta, x, y, 0.5, None), want, rtol=1e-5, atol=1e-7)
@@ -162,78 +170,24 @@ def test_hooks_sample_chunking_does_not_change_results(monkeypatch):
 
 
 def test_hooks_refuses_weight_standardisation():
-    """WS couples a channel's weights: the hooks backend's per-layer formulas would be wrong, so it refuses, and
-    ``auto`` picks ``func`` for the WideResNet (whose per-sample gradients the tests above check)."""
+    """WS couples a channel's weights: the hooks backend's per-layer formulas would be wrong, so it refuses the module
+    itself, the WideResNet's spec allows ``func`` only, and ``auto`` picks it (whose per-sample gradients the tests
+    above check)."""
+    spec = model_spec("wrn16_4", depth=10, width=1)
     with pytest.raises(ValueError, match="WSConv2d.*func"):
-        population("wrn16_4", {"depth": 10, "width": 1}, backend="hooks")
-    assert auto_backend("wrn16_4") == "func"
-    assert isinstance(population("wrn16_4", {"depth": 10, "width": 1}), FuncPopulation)
+        HookPopulation(spec)
+    with pytest.raises(ValueError, match="'hooks' cannot differentiate 'wrn16_4'"):
+        population_engine(spec, backend="hooks")
+    assert spec.backends == ("func",)
+    assert isinstance(population_engine(spec), FuncPopulation)
 
 
 def test_bad_backends():
     with pytest.raises(ValueError, match="'gpu'"):
-        population("fcnn", {}, backend="gpu")
+        population_engine(model_spec("fcnn"), backend="gpu")
     with pytest.raises(ValueError, match="convnet"):
-        population("convnet", {}, backend="mlp")
-
-
-def test_bench_train_engine_cli(capsys, tmp_path):
-    """`hsaudit bench train --model convnet`: engine, Opacus and floor rows per population size; calibration saved."""
-    import json
-
-    from hsaudit.cli import main
-    from hsaudit.pipeline.costs import calibration
-
-    path = tmp_path / "cal.json"
-    argv = [
-        "bench",
-        "train",
-        "--model",
-        "convnet",
-        "--models",
-        "1,2",
-        "--steps",
-        "1",
-        "--batch-size",
-        "4",
-        "--json",
-        "--save-calibration",
-        str(path),
-    ]
-    assert main(argv) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert [r["models"] for r in out["populations"]] == [1, 2]
-    for row in out["populations"]:
-        for key in (
-            "seconds_per_model_step",
-            "model_steps_per_s",
-            "models_per_s",
-            "engine_over_floor",
-            "speedup_vs_opacus",
-            "peak_rss_mb",
-            "load_average",
-        ):
-            assert row[key] > 0
-    assert out["opacus"]["seconds_per_model_step"] > 0 and out["floor"]["seconds_per_model_step"] > 0
-    assert out["backend"] == "auto (hooks)" and out["parameters"] == 62_006
-    row = calibration("convnet", "cpu", path=path)
-    assert row.status == "measured" and row.seconds_per_model_step == out["populations"][-1]["seconds_per_model_step"]
-    assert main([*argv[:4], "--models", "0"]) == 2  # bad input: one-line error, exit 2
-
-
-def test_bench_train_full_batch_cli(capsys):
-    """`hsaudit bench train --model mnist_cnn --full-batch`: every step is all of D, for the engine, Opacus, floor."""
-    import json
-
-    from hsaudit.cli import main
-
-    argv = ["bench", "train", "--model", "mnist_cnn", "--full-batch", "--models", "2", "--n-train", "8",
-            "--steps", "1", "--json"]
-    assert main(argv) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["full_batch"] and out["batch_size"] == out["n_train"] == 8 and out["parameters"] == 25_386
-    (row,) = out["populations"]
-    assert row["models"] == 2 and row["engine_over_floor"] > 0 and row["speedup_vs_opacus"] > 0
-    assert out["opacus"]["model_steps_per_s"] > 0 and out["floor"]["model_steps_per_s"] > 0
-    assert main([*argv[:5], "--batch-size", "4"]) == 2  # B is |D| under --full-batch
-    assert main(["bench", "train", "--full-batch"]) == 2  # fcnn has no full-batch mode
+        population_engine(model_spec("convnet"), backend="mlp")
+    with pytest.raises(ValueError, match="mlp_sizes"):
+        MLPPopulation(model_spec("convnet"))
+    with pytest.raises(ValueError, match="ModelSpec"):  # a name is resolved at the boundary, never here
+        population_engine("fcnn")

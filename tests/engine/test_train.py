@@ -18,7 +18,8 @@ from hsaudit.engine.dpsgd import (
     save_setup,
 )
 from hsaudit.experiments.cebere.shards import train_shard
-from hsaudit.engine.psg import population
+from hsaudit.engine.models import model_spec
+from hsaudit.engine.psg import population_engine
 
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -62,16 +63,16 @@ def test_insertion_steps():
 
 
 def test_setup_schedule_and_round_trip(tmp_path):
-    setup = make_setup(model="fcnn", model_kwargs={}, n_train=50, config=CFG, seed=3)
+    setup = make_setup(spec=model_spec("fcnn"), n_train=50, config=CFG, seed=3)
     assert setup.theta0.shape == (68,) and setup.theta0.dtype == np.float32
     assert setup.batches.shape == (6, 16) and setup.batches.dtype == np.int64
     # 50 // 16 = 3 batches per epoch, each epoch a permutation: no index twice within an epoch.
     for epoch in (setup.batches[:3], setup.batches[3:6]):
         assert len(np.unique(epoch)) == epoch.size
-    again = make_setup(model="fcnn", model_kwargs={}, n_train=50, config=CFG, seed=3)
+    again = make_setup(spec=model_spec("fcnn"), n_train=50, config=CFG, seed=3)
     np.testing.assert_array_equal(setup.theta0, again.theta0)
     np.testing.assert_array_equal(setup.batches, again.batches)
-    other = make_setup(model="fcnn", model_kwargs={}, n_train=50, config=CFG, seed=4)
+    other = make_setup(spec=model_spec("fcnn"), n_train=50, config=CFG, seed=4)
     assert not np.array_equal(setup.theta0, other.theta0)
     save_setup(setup, tmp_path / "s.npz")
     loaded = load_setup(tmp_path / "s.npz")
@@ -79,7 +80,7 @@ def test_setup_schedule_and_round_trip(tmp_path):
     np.testing.assert_array_equal(loaded.batches, setup.batches)
     assert [p.name for p in tmp_path.iterdir()] == ["s.npz"]  # no temporary left behind
     with pytest.raises(ValueError, match="n_train"):
-        make_setup(model="fcnn", model_kwargs={}, n_train=10, config=CFG, seed=3)
+        make_setup(spec=model_spec("fcnn"), n_train=10, config=CFG, seed=3)
 
 
 @pytest.mark.parametrize("variant", ["8-3-8-1", "8-6-2"])
@@ -88,7 +89,8 @@ def test_hand_derived_gradients_match_autograd(variant, clip):
     """Hand-derived FCNN clipped sums (mlp engine) against per-sample autograd (torch.func engine)."""
     X, y = _data(30)
     kwargs = {"variant": variant}
-    mlp, func = population("fcnn", kwargs, backend="mlp"), population("fcnn", kwargs, backend="func")
+    spec = model_spec("fcnn", **kwargs)
+    mlp, func = population_engine(spec, backend="mlp"), population_engine(spec, backend="func")
     theta = torch.as_tensor(np.random.default_rng(1).standard_normal((3, 68)), dtype=torch.float32)
     x, yy = torch.from_numpy(X), torch.from_numpy(y)
     weights = torch.ones(3, 30)
@@ -109,8 +111,8 @@ def test_crafted_gradient_moves_only_its_coordinate():
     """σ = 0, one step: inserted − not inserted = −(η/B)·C·e_d exactly (same θ0, same batch)."""
     X, y = _data()
     cfg = DPSGDConfig(steps=1, batch_size=16, lr=0.5, clip_norm=2.0, noise_multiplier=0.0)
-    setup = make_setup(model="fcnn", model_kwargs={}, n_train=len(X), config=cfg, seed=0)
-    engine = population("fcnn", {})
+    setup = make_setup(spec=model_spec("fcnn"), n_train=len(X), config=cfg, seed=0)
+    engine = population_engine(model_spec("fcnn"))
     d = 17
     gradient = torch.zeros(68)
     gradient[d] = cfg.clip_norm
@@ -138,7 +140,7 @@ def test_models_share_theta0_and_batches():
     """σ = 0 and b = 0: every model of a shard follows the same trajectory (same θ0, same batches)."""
     X, y = _data()
     cfg = DPSGDConfig(steps=5, batch_size=16, lr=0.5, clip_norm=1.0, noise_multiplier=0.0)
-    setup = make_setup(model="fcnn", model_kwargs={}, n_train=len(X), config=cfg, seed=0)
+    setup = make_setup(spec=model_spec("fcnn"), n_train=len(X), config=cfg, seed=0)
     crafted = craft("cots", model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, seed=0)
     scores = shard_scores(
         model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted,
@@ -150,7 +152,7 @@ def test_models_share_theta0_and_batches():
 
 def test_noise_stream_does_not_depend_on_shard_size():
     X, y = _data()
-    setup = make_setup(model="fcnn", model_kwargs={}, n_train=len(X), config=CFG, seed=0)
+    setup = make_setup(spec=model_spec("fcnn"), n_train=len(X), config=CFG, seed=0)
     crafted = craft("gc_r", model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=CFG, seed=0)
     kw = dict(model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=CFG, crafted=crafted, progress=False)
     small = shard_scores(bits=np.array([0, 1, 0]), seed=9, **kw)
@@ -172,7 +174,7 @@ def test_scores_are_oriented(adversary):
     """With σ small, inserted runs score higher than non-inserted ones (higher ⇒ member)."""
     X, y = _data(400)
     cfg = DPSGDConfig(steps=20, batch_size=32, lr=0.5, clip_norm=1.0, noise_multiplier=0.01)
-    setup = make_setup(model="fcnn", model_kwargs={}, n_train=len(X), config=cfg, seed=2)
+    setup = make_setup(spec=model_spec("fcnn"), n_train=len(X), config=cfg, seed=2)
     crafted = craft(adversary, model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, seed=2)
     bits = np.array([0, 1] * 8)
     scores = shard_scores(
@@ -185,7 +187,7 @@ def test_scores_are_oriented(adversary):
 
 def test_train_shard_rejects_bad_input():
     X, y = _data()
-    setup = make_setup(model="fcnn", model_kwargs={}, n_train=len(X), config=CFG, seed=0)
+    setup = make_setup(spec=model_spec("fcnn"), n_train=len(X), config=CFG, seed=0)
     crafted = craft("gc_r", model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=CFG, seed=0)
     kw = dict(model="fcnn", model_kwargs={}, setup=setup, config=CFG, seed=0, progress=False)
     with pytest.raises(ValueError, match="bits"):
@@ -216,7 +218,7 @@ def test_cifar_models_train_at_tiny_size(model):
     cfg = DPSGDConfig(steps=2, batch_size=2, lr=0.01, clip_norm=1.0, noise_multiplier=0.0)
     if model == "resnet18_gn":
         cfg = DPSGDConfig(steps=2, batch_size=1, lr=0.01, clip_norm=1.0, noise_multiplier=0.0)
-    setup = make_setup(model=model, model_kwargs={}, n_train=6, config=cfg, seed=0)
+    setup = make_setup(spec=model_spec(model), n_train=6, config=cfg, seed=0)
     crafted = craft("gc_r", model=model, model_kwargs={}, X=X, y=y, setup=setup, config=cfg, seed=0)
     scores = shard_scores(
         model=model, model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted, bits=np.array([0, 1]),
@@ -234,7 +236,7 @@ def test_population_without_insertion_audits_to_zero():
 
     X, y = _data(400)
     cfg = DPSGDConfig(steps=5, batch_size=32, lr=0.5, clip_norm=1.0, noise_multiplier=1.0)
-    setup = make_setup(model="fcnn", model_kwargs={}, n_train=len(X), config=cfg, seed=4)
+    setup = make_setup(spec=model_spec("fcnn"), n_train=len(X), config=cfg, seed=4)
     crafted = craft("gc_r", model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, seed=4)
     members = np.arange(400) % 2
     kw = dict(model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted, seed=8,
@@ -245,19 +247,3 @@ def test_population_without_insertion_audits_to_zero():
     inserted = shard_scores(bits=members, **kw)
     # 5 insertions at σ = 1: μ = √5 ≈ 2.24, upper bound ε(δ = 1e-5) = 11.48 (GDP closed form); seeds 0-4 gave 8-10.
     assert audit_scores(inserted[:, -1], members, delta=1e-5, confidence=0.95).epsilon > 1.0
-
-
-def test_bench_train_cli(capsys):
-    import json
-
-    from hsaudit.cli import main
-
-    argv = ["bench", "train", "--models", "4", "--opacus-models", "1", "--steps", "3", "--batch-size", "8",
-            "--n-train", "64", "--json"]
-    assert main(argv) == 0
-    out = json.loads(capsys.readouterr().out)
-    for key in ("vectorised_models_per_s", "opacus_models_per_s", "models", "steps", "peak_rss_mb"):
-        assert key in out
-    assert out["models"] == 4 and out["steps"] == 3
-    assert out["max_abs_score_diff"] < 1e-5  # model 0 trained both ways agrees
-    assert main([*argv[:2], "--models", "0"]) == 2  # bad input: one-line error, exit 2

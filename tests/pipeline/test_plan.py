@@ -130,15 +130,6 @@ def test_gpu_warning(config):
     assert P.gpu_warning(["results/fig13.pdf"], {**config, "scale": "laptop"}, has_gpu=False) is None
 
 
-def test_measure_step_seconds_runs_and_validates():
-    s = P.measure_step_seconds("fcnn", batch=8, steps=1, population=3)
-    assert 0 < s < 5
-    with pytest.raises(ValueError, match="device"):
-        P.measure_step_seconds("fcnn", device="tpu")
-    with pytest.raises(ValueError, match="steps"):
-        P.measure_step_seconds("fcnn", steps=0)
-
-
 def test_cli_table_and_json(capsys, monkeypatch):
     monkeypatch.chdir(REPO)
     assert main(["plan", "results/fig4.pdf", "results/fig3.pdf"]) == 0
@@ -194,27 +185,6 @@ def test_workflow_warns_before_a_gpu_sized_run(workflow_copy):
     assert out.count("hsaudit: GPU-sized at scale=paper (fig13): 10,000 models") == 1, out
     proc = run_snakemake(workflow_copy, "results/fig13.pdf", "--forceall", "--config", "scale=laptop")
     assert "GPU-sized" not in proc.stdout + proc.stderr
-
-
-def test_stored_calibration_takes_precedence(tmp_path):
-    """`hsaudit bench train --save-calibration` rows override the built-in table (model, device)."""
-    from hsaudit.cli.bench_train import save_calibration
-
-    path = tmp_path / "cal.json"
-    assert P.stored_calibration(path) == ()
-    result = {"model": "convnet", "device": "cpu", "device_name": "test cpu", "batch_size": 128, "threads": 1,
-              "populations": [{"models": 1, "seconds_per_model_step": 9.0, "load_average": 1.0},
-                              {"models": 64, "seconds_per_model_step": 0.02, "load_average": 2.5}]}
-    save_calibration(result, path, "hsaudit bench train --model convnet")
-    row = P.calibration("convnet", "cpu", path=path)
-    assert row.status == "measured" and row.seconds_per_model_step == 0.02 and "--model convnet" in row.source
-    assert P.calibration("convnet", "gpu", path=path) == P.calibration("convnet", "gpu", path=tmp_path / "none")
-    save_calibration({**result, "populations": result["populations"][:1]}, path, "again")  # replaces the row
-    assert P.calibration("convnet", "cpu", path=path).seconds_per_model_step == 9.0
-    assert len(P.stored_calibration(path)) == 1
-    path.write_text("{}")
-    with pytest.raises(ValueError, match="cal.json"):
-        P.calibration("convnet", "cpu", path=path)
 
 
 def test_calibration_rows_say_measured_or_estimate():

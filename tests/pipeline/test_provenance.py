@@ -174,3 +174,18 @@ def test_git_state_outside_a_repository(tmp_path):
     if shutil.which("git") and (REPO / ".git").exists():
         state = provenance.git_state(REPO)
         assert re.fullmatch(r"[0-9a-f]{40}", state["commit"]) and isinstance(state["dirty"], bool)
+
+
+def test_model_registry_edits_retrain_and_the_reference_and_benchmarks_do_not(package_copy):
+    """The registry (engine/models.py) and its torch modules (engine/architectures.py) are what every training job
+    builds: editing them retrains; the Opacus reference (engine/reference.py, the tests' oracle) and the benchmarks
+    (bench/) are imported by no job."""
+    training = {"train_shard", "train_yoon_models", "craft_adversary", "train_one_run_shard", "train_steinke_shard",
+                "make_setup"}
+    for module in ("engine/models.py", "engine/architectures.py"):
+        changed = changed_by(package_copy, module)
+        assert training <= changed, (module, sorted(training - changed))
+        assert not changed & {"audit_epsilon", "extract_scores", "prepare_data"}, (module, changed)
+    edited = ["engine/reference.py", "experiments/cebere/reference.py",
+              *(p.relative_to(package_copy).as_posix() for p in (package_copy / "bench").glob("*.py"))]
+    assert changed_by(package_copy, *edited) == set()

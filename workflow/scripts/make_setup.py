@@ -5,6 +5,7 @@ import torch
 from hsaudit.data.datasets import load_dataset
 from hsaudit.experiments.cebere.plan import write_params_json
 from hsaudit.engine.dpsgd import DPSGDConfig, make_setup, save_setup
+from hsaudit.engine.models import model_spec
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)
@@ -12,8 +13,7 @@ torch.set_num_threads(snakemake.threads)
 spec = snakemake.params.spec
 data = load_dataset(snakemake.input.data)
 setup = make_setup(
-    model=spec["model"],
-    model_kwargs=spec["model_kwargs"],
+    spec=model_spec(spec["model"], **spec["model_kwargs"]),
     n_train=data.n,
     config=DPSGDConfig(**spec["dpsgd"]),
     seed=snakemake.params.seed,

@@ -22,6 +22,7 @@ from hsaudit.experiments.cebere.plan import (
 )
 from hsaudit.experiments.cebere.shards import train_shard
 from hsaudit.engine.dpsgd import DPSGDConfig, load_setup, population_theta0
+from hsaudit.engine.models import model_spec
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)
@@ -43,8 +44,7 @@ if not theta0_shared(reading):
     # "unknown θ0" is Xavier).
     scheme = setup_spec.get("theta0_init", "default")
     theta0 = population_theta0(
-        setup_spec["model"],
-        setup_spec["model_kwargs"],
+        model_spec(setup_spec["model"], **setup_spec["model_kwargs"]),
         scheme="xavier_normal" if scheme == "default" else scheme,
         key=theta0_key(seed=seed, key=stream, family=family),
         models=range(first, first + size),

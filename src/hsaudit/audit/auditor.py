@@ -1,31 +1,27 @@
 """One auditor for every estimate: threshold rules as values, one report per audit (docs/audit.md "The auditor").
 
-Every paper module, workflow script and the CLI audit scores through :class:`Auditor`. It takes the scores of the
-runs without the canary (``scores_out``, b = 0) and with it (``scores_in``, b = 1), **higher score ⇒ member**
-(``directions="both"`` also tries the other orientation and pays for it), and a threshold rule — a frozen value,
-not a mode string plus loose keywords:
-
-================  =========================================================================  =====
-rule              threshold selection                                                        valid
-================  =========================================================================  =====
-:class:`Paper`     best threshold on all scores (Cebere et al.; Nasr et al.)                  no
-:class:`HeldOut`   best threshold on a stratified selection split, bounds on the rest          yes
-:class:`Grid`      a few candidates from the selection split, Bonferroni over them             yes
-:class:`Bonferroni` every threshold of all scores, each CP bound at 1 − (1 − c)/(2n)           yes
-:class:`Crossing`  exact test where the empirical curve crosses FPR = FNR (no threshold)       yes
-:class:`Rays`      Monte Carlo exact test on 9 rays around FPR = FNR (no threshold)           yes
-================  =========================================================================  =====
+Every experiment module, workflow script and the CLI audits scores through :class:`Auditor`. It takes the scores
+of the runs without the canary (``scores_out``, b = 0) and with it (``scores_in``, b = 1), **higher score ⇒
+member** (``directions="both"`` also tries the other orientation and pays for it), and a threshold rule — a frozen
+value that carries its own estimator (:mod:`hsaudit.audit.rules`: :class:`Paper`, :class:`HeldOut`, :class:`Grid`,
+:class:`Bonferroni`, :class:`Crossing`, :class:`Rays`), not a mode string plus loose keywords. Without one it uses
+:data:`hsaudit.audit.rules.DEFAULT_RULE`, the crossing rule (valid for any scores). The rules and their reading
+from config strings (:func:`rule_from_mode`, :func:`parse_rule`) are re-exported here: they are the auditor's
+vocabulary.
 
 The estimates (:meth:`Auditor.report` returns them all in one :class:`AuditReport`):
 
-- the GDP audit (μ̂, ε̂ at δ; :func:`hsaudit.audit.gdp.audit_scores`) and, from the same Clopper–Pearson bounds,
-  the assumption-free (ε, δ) bound;
+- the GDP audit (μ̂, ε̂ at δ; ``rule.gdp``) and, from the same Clopper–Pearson bounds, the assumption-free (ε, δ)
+  bound;
 - the σ̂ audit against a known mechanism family (:class:`KnownFamily`: q, T, last-iterate or all-iterates;
   :func:`hsaudit.audit.pld.pld_sigma_audit`) under the same rule, where the rule has a known-family form
   (paper, held-out, bonferroni);
 - point estimates, not bounds: the AUROC, its Gaussian reading μ_AUC = √2 Φ⁻¹(AUROC) (the AUROC of N(0, 1) vs
   N(μ, 1) is Φ(μ/√2)), and the TPR at fixed FPRs (0.1 %, 1 % by default), each with a stratified bootstrap
   percentile interval when ``bootstrap > 0``.
+
+:func:`audit_scores` and :func:`audit_steps` are the same GDP audit on a score array with membership labels (one
+population, or one row per training step of a step table).
 
 ``directions="both"`` audits score and −score, each at confidence 1 − (1 − c)/2, and keeps the larger ε̂: the
 two-sided search pays for both directions (an ``abs(μ)`` shortcut would report ε̂ > 0 on null scores far more
@@ -37,22 +33,28 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Union
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from hsaudit.audit.crossing import DEFAULT_CALIBRATION_DRAWS
-from hsaudit.audit.gdp import (
-    AUDIT_MODES,
-    DEFAULT_GRID_SIZE,
-    DEFAULT_SELECTION_FRACTION,
-    MODE_DESCRIPTIONS,
-    AuditResult,
-    audit_scores,
-    audit_steps,
+from hsaudit.audit.gdp import AuditResult
+from hsaudit.audit.inputs import as_members, as_rng, as_scores, check_classes, check_unit
+from hsaudit.audit.rules import (
+    DEFAULT_RULE,
+    RULES,
+    Bonferroni,
+    Crossing,
+    Grid,
+    HeldOut,
+    Paper,
+    Rays,
+    ThresholdRule,
+    parse_rule,
+    rule_from_mode,
 )
 from hsaudit.audit.two_sample import GdpTables, StepAudit, gdp_audit_two_sample
 
@@ -72,6 +74,8 @@ __all__ = [
     "Paper",
     "Rays",
     "ThresholdRule",
+    "audit_scores",
+    "audit_steps",
     "auroc",
     "mu_from_auroc",
     "parse_rule",
@@ -86,171 +90,115 @@ DIRECTIONS = ("one", "both")
 DEFAULT_FPR_LEVELS = (0.001, 0.01)
 
 
-def _check_fraction(fraction: float) -> float:
-    f = float(fraction)
-    if not 0.0 < f < 1.0:
-        raise ValueError(f"selection_fraction must be in (0, 1), got {fraction!r}")
-    return f
+def _check_rule(rule: object) -> ThresholdRule:
+    if not isinstance(rule, RULES):
+        raise ValueError(f"rule must be one of {', '.join(c.__name__ for c in RULES)}, got {rule!r}")
+    return rule
 
 
-@dataclass(frozen=True)
-class Paper:
-    """The best threshold on all scores (Cebere et al.; Nasr et al. 2023). Not a valid confidence bound."""
-
-    name: ClassVar[str] = "paper"
-    valid: ClassVar[bool] = False
-
-    def audit_kwargs(self) -> dict:
-        return {"mode": "paper"}
-
-    def select(self) -> dict:
-        """The known-family form (:func:`hsaudit.audit.pld.pld_sigma_audit`'s ``select``)."""
-        return {"select": "all"}
-
-
-# A split's seed: an integer, or a numpy Generator that the split draws from (a caller's own stream, e.g. the
-# Section 6 worlds' SFC64 streams; the rule then consumes it).
-Seed = Union[int, np.random.Generator]
-
-
-@dataclass(frozen=True)
-class HeldOut:
-    """The best threshold on a stratified selection split (``fraction`` of each class, drawn from ``seed``); the
-    Clopper–Pearson bounds at that one threshold on the other scores. Valid."""
-
-    fraction: float = DEFAULT_SELECTION_FRACTION
-    seed: Seed = 0
-    name: ClassVar[str] = "held-out"
-    valid: ClassVar[bool] = True
-
-    def __post_init__(self) -> None:
-        _check_fraction(self.fraction)
-
-    def audit_kwargs(self) -> dict:
-        return {"mode": "held-out", "selection_fraction": self.fraction, "rng": self.seed}
-
-    def select(self) -> dict:
-        return {"select": "held_out", "selection_fraction": self.fraction, "seed": self.seed}
-
-
-@dataclass(frozen=True)
-class Grid:
-    """Up to ``size`` candidate thresholds from a selection split, all bounded on the other scores with a
-    Bonferroni correction over the candidates. Valid."""
-
-    size: int = DEFAULT_GRID_SIZE
-    fraction: float = DEFAULT_SELECTION_FRACTION
-    seed: Seed = 0
-    name: ClassVar[str] = "grid"
-    valid: ClassVar[bool] = True
-
-    def __post_init__(self) -> None:
-        _check_fraction(self.fraction)
-        if int(self.size) != self.size or self.size < 1:
-            raise ValueError(f"grid size must be a positive integer, got {self.size!r}")
-
-    def audit_kwargs(self) -> dict:
-        return {"mode": "grid", "grid_size": self.size, "selection_fraction": self.fraction, "rng": self.seed}
-
-    def select(self) -> dict:
-        raise ValueError("the known-family audits take the paper, held-out or bonferroni rule, not grid")
-
-
-@dataclass(frozen=True)
-class Bonferroni:
-    """Every threshold of all scores, each one-sided CP bound at 1 − (1 − c)/(2n) for n thresholds: valid jointly
-    without a split, and loose."""
-
-    name: ClassVar[str] = "bonferroni"
-    valid: ClassVar[bool] = True
-
-    def audit_kwargs(self) -> dict:
-        return {"mode": "bonferroni"}
-
-    def select(self) -> dict:
-        return {"select": "bonferroni"}
-
-
-@dataclass(frozen=True)
-class Crossing:
-    """The exact test of μ-GDP where the empirical trade-off curve crosses FPR = FNR (no threshold chosen).
-    Valid jointly for any scores."""
-
-    name: ClassVar[str] = "crossing"
-    valid: ClassVar[bool] = True
-
-    def audit_kwargs(self) -> dict:
-        return {"mode": "crossing"}
-
-    def select(self) -> dict:
-        raise ValueError("the known-family audits take the paper, held-out or bonferroni rule, not crossing")
-
-
-@dataclass(frozen=True)
-class Rays:
-    """The Monte Carlo exact test on the mean crossing of 9 rays around FPR = FNR, calibrated by ``draws``
-    simulated Gaussian pairs from ``seed``. Valid jointly for any scores; the tightest on Gaussian-like scores."""
-
-    draws: int = DEFAULT_CALIBRATION_DRAWS
-    seed: Seed = 0
-    name: ClassVar[str] = "rays"
-    valid: ClassVar[bool] = True
-
-    def audit_kwargs(self) -> dict:
-        return {"mode": "rays", "calibration_draws": self.draws, "rng": self.seed}
-
-    def select(self) -> dict:
-        raise ValueError("the known-family audits take the paper, held-out or bonferroni rule, not rays")
-
-
-ThresholdRule = Union[Paper, HeldOut, Grid, Bonferroni, Crossing, Rays]
-# One rule per mode of the GDP audit, in its order (tests/audit/test_auditor.py checks the two lists agree).
-_RULES = {cls.name: cls for cls in (Paper, HeldOut, Grid, Bonferroni, Crossing, Rays)}
-
-
-def rule_from_mode(
-    mode: str,
+# --------------------------------------------------------------------------------------------------------------
+# the GDP audit of labelled score arrays
+# --------------------------------------------------------------------------------------------------------------
+def audit_scores(
+    scores: npt.ArrayLike,
+    members: npt.ArrayLike,
     *,
-    selection_fraction: float = DEFAULT_SELECTION_FRACTION,
-    grid_size: int = DEFAULT_GRID_SIZE,
-    seed: Seed = 0,
-    calibration_draws: int = DEFAULT_CALIBRATION_DRAWS,
-) -> ThresholdRule:
-    """The rule of a mode name (:data:`hsaudit.audit.gdp.AUDIT_MODES`, as the config and the CLI spell it) with
-    the options that mode takes; the others are ignored."""
-    if mode not in _RULES:
-        raise ValueError(f"unknown audit mode {mode!r}; choose from {', '.join(AUDIT_MODES)}")
-    if mode == "held-out":
-        return HeldOut(fraction=selection_fraction, seed=seed)
-    if mode == "grid":
-        return Grid(size=grid_size, fraction=selection_fraction, seed=seed)
-    if mode == "rays":
-        return Rays(draws=calibration_draws, seed=seed)
-    return _RULES[mode]()
+    rule: ThresholdRule = DEFAULT_RULE,
+    delta: float = 1e-5,
+    confidence: float = 0.95,
+) -> AuditResult:
+    """GDP audit of one population of scores under a threshold rule (Nasr et al. 2023; Cebere et al. Algorithm 4,
+    Appendix A; the rules and their validity: :mod:`hsaudit.audit.rules`).
 
+    Convention: **higher score ⇒ member** (b = 1, canary inserted); a threshold τ predicts "member" iff
+    score > τ; thresholds lie between consecutive distinct scores (ties are never split).
 
-def parse_rule(spec: str, *, seed: int = 0) -> ThresholdRule:
-    """A rule from a spec ``MODE`` or ``MODE@FRACTION`` (the selection share of held-out/grid, e.g.
-    ``held-out@0.1``), as ``hsaudit validate-audit --modes`` takes them.
+    Args:
+        scores: R finite scores.
+        members: R membership labels, 0/1 or bool (1 = member).
+        rule: the threshold rule (default :data:`hsaudit.audit.rules.DEFAULT_RULE`, crossing: valid for any
+            scores); :class:`Paper` reproduces the papers' numbers and is not a valid bound.
+        delta: δ in (0, 1) at which ε is reported.
+        confidence: confidence of each one-sided CP bound, in (0, 1); under crossing/rays the confidence of the
+            bound on μ, under bonferroni the joint confidence.
+
+    Returns:
+        An :class:`~hsaudit.audit.gdp.AuditResult` (its ``mode`` names the rule; under held-out/grid its counts and
+        rates refer to the evaluation scores).
 
     Raises:
-        ValueError: unknown mode, a fraction outside (0, 1) or not a number, or a fraction for a mode without a
-            split.
+        ValueError: NaN/infinite scores, labels other than 0/1, an empty class (fewer than 2 per class under
+            held-out/grid), δ or confidence outside (0, 1), not a rule, too few calibration draws (rays).
     """
-    name, _, frac = str(spec).partition("@")
-    if name not in _RULES:
-        raise ValueError(f"unknown audit mode {name!r} in {spec!r}; choose from {', '.join(AUDIT_MODES)}")
-    if not frac:
-        return rule_from_mode(name, seed=seed)
-    if name not in ("held-out", "grid"):
-        raise ValueError(f"{name} mode has no selection fraction: {spec!r}")
-    try:
-        f = float(frac)
-    except ValueError:
-        raise ValueError(f"selection fraction must be a number, got {frac!r} in {spec!r}") from None
-    if not 0.0 < f < 1.0:
-        raise ValueError(f"selection fraction must be in (0, 1), got {f} in {spec!r}")
-    return rule_from_mode(name, selection_fraction=f, seed=seed)
+    d = check_unit("delta", delta)
+    c = check_unit("confidence", confidence)
+    rule = _check_rule(rule)
+    s = as_scores(scores)
+    m = as_members(members, s.size)
+    n1 = int(np.count_nonzero(m))
+    check_classes(s.size - n1, n1, minimum=rule.min_per_class)
+    return rule.gdp(s[~m], s[m], delta=d, confidence=c)
+
+
+def audit_steps(
+    scores: npt.ArrayLike,
+    members: npt.ArrayLike,
+    *,
+    rule: ThresholdRule = DEFAULT_RULE,
+    delta: float = 1e-5,
+    confidence: float = 0.95,
+    threads: int = 1,
+) -> list[AuditResult]:
+    """One audit per row of a [n_steps, n_runs] score matrix (e.g. one row per training step).
+
+    The membership labels are shared by all rows (shape [n_runs]) or given per row ([n_steps, n_runs]). With
+    shared labels the classes are split once; the Clopper–Pearson tables are shared by all rows. A seeded rule
+    (held-out, grid, rays) draws every row's split or simulations from one stream started at its seed, in row
+    order; the other rules audit rows concurrently when ``threads > 1`` (numpy sorts release the GIL).
+
+    Args:
+        scores: [n_steps, n_runs] finite scores (higher ⇒ member).
+        members: [n_runs] or [n_steps, n_runs] 0/1 labels.
+        rule: the threshold rule (default crossing).
+        delta: δ in (0, 1).
+        confidence: CP confidence in (0, 1).
+        threads: worker threads (≥ 1).
+
+    Returns:
+        A list of n_steps :class:`~hsaudit.audit.gdp.AuditResult`.
+
+    Raises:
+        ValueError: as :func:`audit_scores`; shapes that do not match.
+    """
+    d = check_unit("delta", delta)
+    c = check_unit("confidence", confidence)
+    rule = _check_rule(rule)
+    s = as_scores(scores, ndim=2)
+    m_arr = np.asarray(members)
+    if int(threads) < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+    n_steps, n_runs = s.shape
+    seeded = hasattr(rule, "seed")
+    if seeded:  # one stream for every row, consumed in row order
+        rule = dataclasses.replace(rule, seed=as_rng(rule.seed))
+    if m_arr.ndim == 2:
+        if m_arr.shape != s.shape:
+            raise ValueError(f"members has shape {m_arr.shape}, scores {s.shape}")
+        rows_m = [as_members(m_arr[i], n_runs) for i in range(n_steps)]
+        return [audit_scores(s[i], rows_m[i], rule=rule, delta=d, confidence=c) for i in range(n_steps)]
+    shared = as_members(m_arr, n_runs)
+    n1 = int(np.count_nonzero(shared))
+    check_classes(n_runs - n1, n1, minimum=rule.min_per_class)
+    s0_all = s[:, ~shared]
+    s1_all = s[:, shared]
+
+    def one(i: int) -> AuditResult:
+        return rule.gdp(s0_all[i], s1_all[i], delta=d, confidence=c)
+
+    if seeded or int(threads) == 1 or n_steps == 1:
+        return [one(i) for i in range(n_steps)]
+    with ThreadPoolExecutor(max_workers=int(threads)) as pool:
+        return list(pool.map(one, range(n_steps)))
 
 
 @dataclass(frozen=True)
@@ -260,7 +208,8 @@ class KnownFamily:
     Attributes:
         steps: T.
         sampling_rate: q.
-        noise_multiplier: the nominal σ (a starting bracket of the σ̂ search).
+        noise_multiplier: the nominal σ, where the σ̂ search starts (the result does not depend on it:
+            :func:`hsaudit.audit.pld.sigma_hat_from_points`).
         family: ``"last_iterate"`` (only the final model is released) or ``"all_iterates"``.
         iterations: bisection steps of the σ̂ search.
     """
@@ -357,7 +306,7 @@ class AuditReport:
         row.update(
             rule=self.rule.name,
             rule_valid=self.rule.valid,
-            rule_description=MODE_DESCRIPTIONS[self.rule.name],
+            rule_description=self.rule.description,
             **{f"rule_{k}": v for k, v in dataclasses.asdict(self.rule).items()},
             direction=self.direction,
             directions=self.directions,
@@ -373,7 +322,7 @@ class AuditReport:
 
 
 def _scores(name: str, x: npt.ArrayLike) -> np.ndarray:
-    """Scores as a 1-D float array; float32 is kept, as :func:`hsaudit.audit.gdp.audit_scores` keeps it (the
+    """Scores as a 1-D float array; float32 is kept, as :func:`audit_scores` keeps it (the
     threshold is computed in the scores' own precision)."""
     a = np.asarray(x)
     if a.dtype not in (np.float32, np.float64):
@@ -391,7 +340,8 @@ class Auditor:
         delta: δ at which ε is reported, in (0, 1).
         confidence: confidence of the bounds, in (0, 1) (per one-sided CP bound under paper/held-out/grid, as
             the papers state it; jointly under bonferroni/crossing/rays).
-        rule: a threshold rule value (default :class:`Paper`, the papers' method).
+        rule: a threshold rule value (default :data:`hsaudit.audit.rules.DEFAULT_RULE`, :class:`Crossing`: valid
+            for any scores; :class:`Paper` reproduces the papers' numbers and is labelled not valid).
         directions: :data:`DIRECTIONS`.
         fpr_levels: FPRs of the TPR-at-FPR estimates.
         bootstrap: stratified bootstrap resamples for the point estimates' intervals (0: none).
@@ -400,7 +350,7 @@ class Auditor:
 
     delta: float = 1e-5
     confidence: float = 0.95
-    rule: ThresholdRule = Paper()
+    rule: ThresholdRule = DEFAULT_RULE
     directions: str = "one"
     fpr_levels: tuple[float, ...] = DEFAULT_FPR_LEVELS
     bootstrap: int = 0
@@ -411,8 +361,7 @@ class Auditor:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0.0 < float(v) < 1.0):
                 raise ValueError(f"{name} must be in (0, 1), got {v!r}")
-        if not isinstance(self.rule, tuple(_RULES.values())):
-            raise ValueError(f"rule must be one of {', '.join(c.__name__ for c in _RULES.values())}, got {self.rule!r}")
+        _check_rule(self.rule)
         if self.directions not in DIRECTIONS:
             raise ValueError(f"directions must be one of {DIRECTIONS}, got {self.directions!r}")
         if any(not 0.0 < float(f) < 1.0 for f in self.fpr_levels):
@@ -430,7 +379,7 @@ class Auditor:
     def _gdp_one(self, s0: np.ndarray, s1: np.ndarray, confidence: float) -> AuditResult:
         scores = np.concatenate([s0, s1])
         members = np.concatenate([np.zeros(s0.size, bool), np.ones(s1.size, bool)])
-        return audit_scores(scores, members, delta=self.delta, confidence=confidence, **self.rule.audit_kwargs())
+        return audit_scores(scores, members, rule=self.rule, delta=self.delta, confidence=confidence)
 
     def _gdp(self, s0: np.ndarray, s1: np.ndarray) -> tuple[AuditResult, str]:
         c = self.per_direction_confidence
@@ -452,12 +401,11 @@ class Auditor:
 
     def gdp_steps(self, scores: npt.ArrayLike, members: npt.ArrayLike, *, threads: int = 1) -> list[AuditResult]:
         """The GDP audit of every row of a ``[steps, runs]`` score table (membership ``[runs]`` or
-        ``[steps, runs]``): one result per step (:func:`hsaudit.audit.gdp.audit_steps`; higher ⇒ member)."""
+        ``[steps, runs]``): one result per step (:func:`audit_steps`; higher ⇒ member)."""
         if self.directions != "one":
             raise ValueError("gdp_steps audits one orientation (higher score => member); use directions='one'")
-        return audit_steps(
-            scores, members, delta=self.delta, confidence=self.confidence, threads=threads, **self.rule.audit_kwargs()
-        )
+        return audit_steps(scores, members, rule=self.rule, delta=self.delta, confidence=self.confidence,
+                           threads=threads)  # fmt: skip
 
     def gdp_two_sample(self, scores_out: npt.ArrayLike, scores_in: npt.ArrayLike, tables: GdpTables) -> StepAudit:
         """The paper rule's GDP audit of two samples of fixed sizes with precomputed tables
@@ -489,7 +437,7 @@ class Auditor:
             confidence=self.confidence,
             family=family.family,
             iterations=family.iterations,
-            **self.rule.select(),
+            rule=self.rule,
         )
 
     def pld_curve(
@@ -497,13 +445,14 @@ class Auditor:
         tail_floor: float = 0.0, grid: npt.ArrayLike | None = None,
     ) -> float:
         """Annamalai's (2024) Algorithm 2: the first ε̂ of a grid whose PLD trade-off curve lies below the rule's
-        points. ``bounded=False`` is the paper's audit on raw rates (no confidence; ``tail_floor`` drops the
-        points with a rate ≤ floor), which no rule can make valid."""
+        CP-bounded points (``rule.points``; rules: paper, held-out, bonferroni). ``bounded=False`` is the paper's
+        audit on raw rates (no confidence; ``tail_floor`` drops the points with a rate ≤ floor), which no rule can
+        make valid."""
         from hsaudit.audit.pld import audit_pld
 
         if not bounded:
             return audit_pld(scores_out, scores_in, table, tail_floor=tail_floor, grid=grid)
-        return audit_pld(scores_out, scores_in, table, confidence=self.confidence, grid=grid, **self.rule.select())
+        return audit_pld(scores_out, scores_in, table, rule=self.rule, confidence=self.confidence, grid=grid)
 
     # ---- everything at once -----------------------------------------------------------------------------------
     def _intervals(self, s0: np.ndarray, s1: np.ndarray) -> dict[str, tuple[float, float]]:

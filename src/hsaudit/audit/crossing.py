@@ -59,7 +59,7 @@ __all__ = [
     "DEFAULT_CALIBRATION_DRAWS",
     "DEFAULT_RAYS",
     "CROSSING_RAYS",
-    "Crossing",
+    "RayCrossing",
     "RayPath",
     "crossing_cdf",
     "crossing_mu_lower",
@@ -109,7 +109,7 @@ class RayPath:
 
 
 @dataclass(frozen=True)
-class Crossing:
+class RayCrossing:
     """Where the empirical trade-off curve crosses one ray.
 
     Attributes:
@@ -228,7 +228,7 @@ def _crossing_steps(x: np.ndarray, w: np.ndarray, shift: np.ndarray, path: RayPa
     return hi
 
 
-def first_crossing(nonmember_sorted: np.ndarray, member_sorted: np.ndarray, path: RayPath) -> list[Crossing]:
+def first_crossing(nonmember_sorted: np.ndarray, member_sorted: np.ndarray, path: RayPath) -> list[RayCrossing]:
     """Where the empirical trade-off curve of two sorted score samples crosses each ray of ``path``.
 
     Args:
@@ -237,7 +237,7 @@ def first_crossing(nonmember_sorted: np.ndarray, member_sorted: np.ndarray, path
         path: :func:`ray_path` ``(n0, n1, rays)``.
 
     Returns:
-        One :class:`Crossing` per ray.
+        One :class:`RayCrossing` per ray.
     """
     x = np.asarray(nonmember_sorted, dtype=np.float64)
     y = np.asarray(member_sorted, dtype=np.float64)
@@ -248,14 +248,14 @@ def first_crossing(nonmember_sorted: np.ndarray, member_sorted: np.ndarray, path
         k0 = int(path.k0[p, i])
         k1 = int(path.k1[p, i])
         if k0 >= n0 or k1 >= n1:
-            out.append(Crossing(index=i, k0=k0, k1=k1, threshold=math.nan, fp=n0, fn=0))
+            out.append(RayCrossing(index=i, k0=k0, k1=k1, threshold=math.nan, fp=n0, fn=0))
             continue
         lo = float(x[n0 - 1 - k0])
         above = np.concatenate([x[x > lo][:1], y[y > lo][:1]])
         tau = lo + (float(above.min()) - lo) / 2.0
         fp = int(np.count_nonzero(x > tau))
         fn = int(np.count_nonzero(y <= tau))
-        out.append(Crossing(index=i, k0=k0, k1=k1, threshold=tau, fp=fp, fn=fn))
+        out.append(RayCrossing(index=i, k0=k0, k1=k1, threshold=tau, fp=fp, fn=fn))
     return out
 
 
@@ -460,6 +460,9 @@ def rays_mu_lower(
             [_draw_roots(int(s), c, path, observed, lo, hi) for s, c in zip(seeds, sizes, strict=True)]
         )
         mu = float(np.partition(roots, j - 1)[j - 1])
+        if mu >= hi and hi < 1e3:  # the bracket's upper end, not a root: widen it rather than report it
+            hi += 4.0 * (hi - lo)
+            continue
         if mu > -math.inf:
             return mu, observed
         if lo < -1e3:

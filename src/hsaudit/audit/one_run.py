@@ -28,8 +28,11 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
+from hsaudit.audit.inputs import check_unit
+
 __all__ = [
     "OneRunResult",
+    "check_counts",
     "one_run_audit",
     "one_run_audit_search",
     "one_run_epsilon",
@@ -38,10 +41,12 @@ __all__ = [
 ]
 
 
-def _check_counts(canaries: int, guesses: int, correct: int) -> tuple[int, int, int]:
+def check_counts(canaries: int, guesses: int, correct: int) -> tuple[int, int, int]:
+    """(m, r, v) as integers with 0 ≤ v ≤ r ≤ m and m ≥ 1: the counts of a one-run audit (this bound's and the
+    f-DP bound's, :mod:`hsaudit.audit.one_run_fdp`)."""
     m, r, v = int(canaries), int(guesses), int(correct)
-    if not 0 <= v <= r <= m:
-        raise ValueError(f"need 0 <= correct <= guesses <= canaries, got {v}, {r}, {m}")
+    if not 0 <= v <= r <= m or m == 0:
+        raise ValueError(f"need 0 <= correct <= guesses <= canaries and canaries >= 1, got {v}, {r}, {m}")
     return m, r, v
 
 
@@ -51,12 +56,6 @@ def _check_delta(delta: float) -> float:
     return float(delta)
 
 
-def _check_confidence(confidence: float) -> float:
-    if not 0.0 < float(confidence) < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    return float(confidence)
-
-
 def one_run_p_value(*, canaries: int, guesses: int, correct: int, epsilon: float, delta: float) -> float:
     """P-value of ``correct`` right guesses out of ``guesses`` under (ε, δ)-DP with ``canaries`` randomized
     canaries (Steinke et al. 2023, Theorem 3.1; the formula is in the module docstring), capped at 1.
@@ -64,7 +63,7 @@ def one_run_p_value(*, canaries: int, guesses: int, correct: int, epsilon: float
     >>> round(one_run_p_value(canaries=10, guesses=10, correct=10, epsilon=0.0, delta=0.0), 6)  # ½¹⁰
     0.000977
     """
-    m, r, v = _check_counts(canaries, guesses, correct)
+    m, r, v = check_counts(canaries, guesses, correct)
     if not epsilon >= 0.0:
         raise ValueError(f"epsilon must be >= 0, got {epsilon}")
     d = _check_delta(delta)
@@ -90,8 +89,8 @@ def one_run_epsilon(
     >>> abs(e - math.log(q / (1 - q))) < 1e-5
     True
     """
-    m, r, v = _check_counts(canaries, guesses, correct)
-    beta = 1.0 - _check_confidence(confidence)
+    m, r, v = check_counts(canaries, guesses, correct)
+    beta = 1.0 - check_unit("confidence", confidence)
     d = _check_delta(delta)
 
     def rejected(eps: float) -> bool:
@@ -190,7 +189,7 @@ def one_run_audit_search(
     :func:`hsaudit.audit.one_run_fdp.one_run_fdp_audit` (Mahloujifar et al.)."""
     if not ks:
         raise ValueError("ks must name at least one (k_plus, k_minus)")
-    level = 1.0 - (1.0 - _check_confidence(confidence)) / len(ks)
+    level = 1.0 - (1.0 - check_unit("confidence", confidence)) / len(ks)
     best = max(
         (audit(scores, included, k_plus=kp, k_minus=km, delta=delta, confidence=level) for kp, km in ks),
         key=lambda res: res.epsilon,

@@ -39,7 +39,8 @@ import numpy.typing as npt
 from scipy import special
 
 from hsaudit.accounting.gaussian import gdp_epsilon
-from hsaudit.audit.one_run import OneRunResult, one_run_guesses
+from hsaudit.audit.inputs import check_unit
+from hsaudit.audit.one_run import OneRunResult, check_counts, one_run_guesses
 
 __all__ = [
     "FDP_METHOD",
@@ -56,19 +57,6 @@ FDP_METHOD = "mahloujifar2024 (GDP)"
 MU_CAP = 40.0
 
 Inverse = Callable[[float], float]
-
-
-def _check_counts(canaries: int, guesses: int, correct: int) -> tuple[int, int, int]:
-    m, k, c = int(canaries), int(guesses), int(correct)
-    if not 0 <= c <= k <= m or m == 0:
-        raise ValueError(f"need 0 <= correct <= guesses <= canaries and canaries >= 1, got {c}, {k}, {m}")
-    return m, k, c
-
-
-def _check_confidence(confidence: float) -> float:
-    if not 0.0 < float(confidence) < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    return float(confidence)
 
 
 def _gdp_inverse(mu: float) -> Inverse:
@@ -160,7 +148,7 @@ def one_run_fdp_p_value(
     >>> round(one_run_fdp_p_value(canaries=16, guesses=16, correct=16, mu=1.0), 4)
     0.0578
     """
-    m, k, c = _check_counts(canaries, guesses, correct)
+    m, k, c = check_counts(canaries, guesses, correct)
     if (mu is None) == (tradeoff is None):
         raise ValueError("give exactly one of mu (μ-GDP) and tradeoff (a trade-off curve f)")
     if mu is not None:
@@ -181,8 +169,8 @@ def one_run_fdp_mu(*, canaries: int, guesses: int, correct: int, confidence: flo
     >>> one_run_fdp_mu(canaries=1000, guesses=100, correct=55)  # chance level
     0.0
     """
-    m, k, c = _check_counts(canaries, guesses, correct)
-    beta = 1.0 - _check_confidence(confidence)
+    m, k, c = check_counts(canaries, guesses, correct)
+    beta = 1.0 - check_unit("confidence", confidence)
 
     def rejected(mu: float) -> bool:
         return _excess_mass(m, k, c, beta, _gdp_inverse(mu)) > 0.0

@@ -1,50 +1,50 @@
 """Audits against a known mechanism family: the σ̂ audit and the PLD trade-off-curve audit.
 
-Both read every threshold's (FPR, FNR) point (:func:`hsaudit.audit.observed_rates`, **higher score ⇒ canary
-present**), optionally replaced by one-sided Clopper–Pearson upper bounds (:func:`clopper_pearson_points`), and
-compare the points with the trade-off curves of a family of mechanisms whose sampling rate q and steps T the
-auditor knows:
+Both compare (FPR, FNR) points (**higher score ⇒ canary present**) with the trade-off curves of a family of
+mechanisms whose sampling rate q and steps T the auditor knows. The points are a threshold rule's known-family form
+(``rule.points``, :mod:`hsaudit.audit.rules`): every threshold's one-sided Clopper–Pearson upper bounds under
+:class:`~hsaudit.audit.rules.Paper` (the papers' audits: a max over thresholds, not a valid 95 % bound —
+docs/audit.md: at paper scale the Clopper–Pearson variant overshoots the true ε on average), the same with each
+bound at 1 − (1 − c)/(2n) under :class:`~hsaudit.audit.rules.Bonferroni` (valid jointly, loose), or one bounded
+point at a threshold chosen on a random selection split of each world under :class:`~hsaudit.audit.rules.HeldOut`
+(valid: the true mechanism is consistent with it whenever both one-sided bounds hold;
+:func:`hsaudit.audit.tradeoff.held_out_point`).
 
 * the σ̂ audit (Nasr et al. 2023, "PLD approach with Clopper–Pearson intervals"; Steinke et al. 2024 §3.1): the
-  largest σ̂ whose curve lies on or below every point, and ε_lb = ε_{σ̂}(δ) — :func:`sigma_hat_from_points`,
-  :func:`pld_sigma_audit` (last-iterate or all-iterates family) and :func:`audit_pld_sigma` (all iterates,
-  bisection on σ over a fixed range, as Annamalai 2024 uses it);
+  largest σ̂ whose curve lies on or below every point, and ε_lb = ε_{σ̂}(δ) — :func:`sigma_hat_from_points`
+  (last-iterate or all-iterates family, as Annamalai 2024 also runs it) and :func:`pld_sigma_audit`;
 * the PLD trade-off-curve audit of Annamalai (2024, Algorithm 2): the first ε̂ of a grid whose PLD curve
   (from a calibration table, :class:`hsaudit.accounting.PldTable`) lies below every point — :func:`audit_pld`.
 
-With every threshold's point (``select="all"``, the papers' audits) they are max-over-thresholds audits and
-not valid 95 % bounds (docs/audit.md: at paper scale the Clopper–Pearson variant overshoots the true ε on
-average). ``select="bonferroni"`` keeps every point but bounds each at 1 − (1 − c)/(2n) (valid jointly, loose).
-``select="held_out"`` is the tighter valid rule: the threshold is chosen on a random selection split of each
-world (:func:`held_out_point`) and only that one Clopper–Pearson-bounded point, from the other scores, constrains
-the family; the true mechanism is then consistent with it whenever both one-sided bounds hold. The curves
-themselves are accounting-side (:mod:`hsaudit.accounting`; the last-iterate curve and the PLDs of composed
-subsampled Gaussians in :mod:`hsaudit.accounting.last_iterate`).
+No evidence is 0: points on or above β = 1 − α (the curve of σ = ∞, :func:`no_evidence`) give ε̂ = 0, never the
+end of a search bracket. The curves themselves are accounting-side (:mod:`hsaudit.accounting`; the last-iterate
+curve and the PLDs of composed subsampled Gaussians in :mod:`hsaudit.accounting.last_iterate`).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from hsaudit.accounting import last_iterate as H
-from hsaudit.accounting.gaussian import PldTable, default_epsilon_grid, pld_tradeoff, sigma_for_epsilon, tradeoff_from_deltas
-from hsaudit.audit.gdp import clopper_pearson_upper, observed_rates
+from hsaudit.accounting.gaussian import PldTable, pld_tradeoff, sigma_for_epsilon, tradeoff_from_deltas
 from hsaudit.accounting.last_iterate import delta_curve, last_iterate_tradeoff
+from hsaudit.audit.tradeoff import observed_rates
+
+if TYPE_CHECKING:
+    from hsaudit.audit.rules import ThresholdRule
 
 __all__ = [
-    "SELECT_RULES",
     "SIGMA_FAMILIES",
+    "SIGMA_SEARCH_LIMITS",
     "audit_pld",
-    "audit_pld_sigma",
-    "clopper_pearson_points",
     "epsilon_grid_audit",
-    "held_out_point",
     "lower_hull",
+    "no_evidence",
     "pld_sigma_audit",
     "sigma_hat_from_points",
 ]
@@ -79,82 +79,6 @@ def lower_hull(alpha: npt.ArrayLike, beta: npt.ArrayLike) -> tuple[np.ndarray, n
     return a[idx[:stop]], b[idx[:stop]]
 
 
-def clopper_pearson_points(
-    scores_out: npt.ArrayLike, scores_in: npt.ArrayLike, confidence: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """One-sided Clopper–Pearson upper bounds on (FPR, FNR) at every threshold "score ≥ τ" (higher score ⇒ canary
-    present): :func:`hsaudit.audit.clopper_pearson_upper` of the counts behind :func:`hsaudit.audit.observed_rates`."""
-    alpha, beta = observed_rates(scores_out, scores_in)
-    n0, n1 = np.size(scores_out), np.size(scores_in)
-    return (
-        clopper_pearson_upper(np.round(alpha * n0), n0, confidence=confidence),
-        clopper_pearson_upper(np.round(beta * n1), n1, confidence=confidence),
-    )
-
-
-SELECT_RULES = ("all", "held_out", "bonferroni")
-"""Which (FPR, FNR) points constrain a known-family audit: every threshold's (the papers'; not a valid bound),
-one threshold chosen on a held-out selection split (valid), or every threshold's with each bound at
-1 − (1 − c)/(2n) for n thresholds (valid jointly, loose)."""
-
-
-def held_out_point(
-    scores_out: npt.ArrayLike,
-    scores_in: npt.ArrayLike,
-    *,
-    confidence: float,
-    selection_fraction: float = 0.5,
-    seed: int = 0,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The one Clopper–Pearson-bounded (FPR, FNR) point of a valid known-family audit.
-
-    Each world is split at random (``selection_fraction`` of its scores, at least one on each side); on the
-    selection scores the threshold with the largest Φ⁻¹(1 − ᾱ) − Φ⁻¹(β̄) of its CP upper bounds ᾱ, β̄ is chosen
-    (the most revealing point for Gaussian-like curves); on the other scores the one-sided CP upper bounds
-    at that threshold are returned (arrays of length 1). Since the estimation scores are independent of the choice,
-    the true point lies below both bounds with probability ≥ 1 − 2(1 − confidence) (each bound's level).
-    """
-    o0, o1 = np.asarray(scores_out, dtype=float), np.asarray(scores_in, dtype=float)
-    if o0.size < 2 or o1.size < 2:
-        raise ValueError("a held-out split needs at least two scores per world")
-    if not 0.0 < selection_fraction < 1.0:
-        raise ValueError(f"selection_fraction must be in (0, 1), got {selection_fraction}")
-    rng = np.random.default_rng(seed)
-    parts = []
-    for o in (o0, o1):
-        perm = rng.permutation(o.size)
-        h = min(max(int(round(o.size * selection_fraction)), 1), o.size - 1)
-        parts.append((o[perm[:h]], o[perm[h:]]))
-    (sel0, est0), (sel1, est1) = parts
-    taus = np.unique(np.concatenate([sel0, sel1]))
-    s0, s1 = np.sort(sel0), np.sort(sel1)
-    alpha = (s0.size - np.searchsorted(s0, taus, side="left")) / s0.size
-    beta = np.searchsorted(s1, taus, side="left") / s1.size
-    # Rank thresholds by the μ of their selection-set CP bounds (as the GDP audit does): raw rates would favour
-    # the extremes, where a rate of 0 or 1 is mostly luck.
-    a = clopper_pearson_upper(np.round(alpha * s0.size), s0.size, confidence=confidence)
-    b = clopper_pearson_upper(np.round(beta * s1.size), s1.size, confidence=confidence)
-    tau = taus[int(np.argmax(stats.norm.isf(a) - stats.norm.ppf(b)))]
-    fp = np.count_nonzero(est0 >= tau)
-    fn = np.count_nonzero(est1 < tau)
-    return (
-        np.atleast_1d(clopper_pearson_upper(fp, est0.size, confidence=confidence)),
-        np.atleast_1d(clopper_pearson_upper(fn, est1.size, confidence=confidence)),
-    )
-
-
-def _bounded_points(o_out, o_in, confidence: float, select: str, selection_fraction: float, seed: int):
-    """The CP-bounded points a known-family audit is checked against under ``select`` (:data:`SELECT_RULES`)."""
-    if select == "all":
-        return clopper_pearson_points(o_out, o_in, confidence)
-    if select == "held_out":
-        return held_out_point(o_out, o_in, confidence=confidence, selection_fraction=selection_fraction, seed=seed)
-    if select == "bonferroni":
-        n = observed_rates(o_out, o_in)[0].size
-        return clopper_pearson_points(o_out, o_in, 1.0 - (1.0 - confidence) / (2 * n))
-    raise ValueError(f"select must be one of {SELECT_RULES}, got {select!r}")
-
-
 def _lowest_beta_per_alpha(alpha: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct α in increasing order, each with its smallest β (for equal α only the smallest β matters)."""
     order = np.lexsort((beta, alpha))
@@ -175,16 +99,48 @@ def _composed_tradeoff(alpha, sigma, steps, sampling_rate, epsilons, value_discr
     return tradeoff_from_deltas(alpha, epsilons, d)
 
 
+#: Absolute limits of the σ̂ search. The nominal σ only places the first bracket [σ/4, 10σ]; the bracket then grows
+#: until it holds σ̂, so the result does not depend on the nominal σ (beyond the bisection's resolution). Points
+#: consistent with every σ up to the upper limit are read as no evidence (σ̂ = ∞, ε̂ = 0); points that reject every σ
+#: down to the lower limit give σ̂ = that limit (ε̂ below the evidence: conservative, with a warning).
+SIGMA_SEARCH_LIMITS = (0.05, 1e4)
+
+
+def no_evidence(alpha: npt.ArrayLike, beta: npt.ArrayLike) -> bool:
+    """Whether every (α, β) point lies on or above β = 1 − α, the trade-off curve of σ = ∞ (the two worlds
+    identical): the points reject no mechanism of any family, and the audit's lower bound is ε̂ = 0."""
+    a = np.asarray(alpha, dtype=float)
+    b = np.asarray(beta, dtype=float)
+    return bool(np.all(b >= 1.0 - a - 1e-12))
+
+
 def _largest_consistent_sigma(consistent, lo: float, hi: float, iterations: int) -> float:
-    """Bisection in log σ for the boundary of {σ : consistent(σ)} = (0, σ̂]; clamped to [lo, hi] with a warning."""
-    llo, lhi = math.log(lo), math.log(hi)
+    """σ̂ = sup{σ : consistent(σ)}, where consistency holds on (0, σ̂] (a smaller σ has a lower curve).
+
+    [lo, hi] is the first bracket; it grows (×10 up, ÷4 down) within :data:`SIGMA_SEARCH_LIMITS` until it holds
+    σ̂, then ``iterations`` bisection steps in log σ keep the last consistent σ. Returns ``inf`` (no evidence) when
+    every σ up to the upper limit is consistent; the lower limit, with a warning, when none down to it is.
+    """
+    smin, smax = SIGMA_SEARCH_LIMITS
     if consistent(hi):
-        warnings.warn(f"points are consistent even with sigma={hi}; sigma_hat is capped there", stacklevel=3)
-        return hi
-    if not consistent(lo):
-        warnings.warn(f"points violate even sigma={lo}; epsilon is capped there", stacklevel=3)
-        return lo
-    return math.exp(_bisect_log_sigma(consistent, llo, lhi, iterations))
+        while True:
+            if hi >= smax:
+                warnings.warn(f"points are consistent with every sigma up to {hi:g}: read as no evidence (epsilon 0)",
+                              stacklevel=3)  # fmt: skip
+                return math.inf
+            lo, hi = hi, min(hi * 10.0, smax)
+            if not consistent(hi):
+                break
+    elif not consistent(lo):
+        while True:
+            if lo <= smin:
+                warnings.warn(f"points violate even sigma={lo:g}; sigma_hat is capped there (epsilon is a "
+                              "conservative lower bound)", stacklevel=3)  # fmt: skip
+                return lo
+            hi, lo = lo, max(lo / 4.0, smin)
+            if consistent(lo):
+                break
+    return math.exp(_bisect_log_sigma(consistent, math.log(lo), math.log(hi), iterations))
 
 
 def _bisect_log_sigma(consistent, llo: float, lhi: float, iterations: int) -> float:
@@ -216,24 +172,28 @@ def sigma_hat_from_points(
     Args:
         alpha, beta: (FPR, FNR) points (CP upper bounds for an audit, exact rates for its infinite-R limit).
         steps, sampling_rate: the known T and q.
-        noise_multiplier: the mechanism's σ; the search bracket is [σ/4, 10σ].
+        noise_multiplier: the nominal σ, where the search starts (bracket [σ/4, 10σ], grown until it holds σ̂
+            within :data:`SIGMA_SEARCH_LIMITS`): the result does not depend on it beyond the bisection's resolution.
         delta: δ.
         family: the mechanisms the adversary assumes. ``"last_iterate"``: Theorem 1's pair
             N(Binomial(T, q), Tσ²) vs N(0, Tσ²) — its symmetric curve (:func:`hsaudit.accounting.last_iterate.last_iterate_tradeoff`),
             ε = the heuristic ε at σ̂. ``"all_iterates"``: T composed Poisson-subsampled Gaussians (symmetric
-            PLD curve of dp-accounting, as in Nasr et al. 2023 and :func:`audit_pld_sigma`),
+            PLD curve of dp-accounting, as in Nasr et al. 2023 and Annamalai 2024),
             ε = standard accounting at σ̂.
         iterations: bisection steps in log σ.
         value_discretization_interval: PLD discretisation (``all_iterates``).
 
     Returns:
-        ``{"sigma_hat": σ̂, "epsilon": ε}``.
+        ``{"sigma_hat": σ̂, "epsilon": ε}``; no evidence (every point on or above β = 1 − α, :func:`no_evidence`,
+        or consistent with every σ up to the search's upper limit) is σ̂ = ∞, ε = 0 — never a bracket's end.
 
     Raises:
         ValueError: on an unknown family.
     """
     if family not in SIGMA_FAMILIES:
         raise ValueError(f"family must be one of {SIGMA_FAMILIES}, got {family!r}")
+    if no_evidence(alpha, beta):
+        return {"sigma_hat": math.inf, "epsilon": 0.0}
     a, b = lower_hull(alpha, beta)
 
     eg = np.round(np.arange(0.0, 40.0 + 1e-9, 0.05), 6)  # ε′ lines of the PLD envelope (fig6's grid)
@@ -246,6 +206,8 @@ def sigma_hat_from_points(
         return bool(np.all(b >= f - 1e-12))
 
     sig = _largest_consistent_sigma(consistent, noise_multiplier / 4, noise_multiplier * 10, iterations)
+    if math.isinf(sig):
+        return {"sigma_hat": sig, "epsilon": 0.0}
     kw = dict(steps=steps, sampling_rate=sampling_rate, noise_multiplier=sig)
     if family == "last_iterate":
         eps = H.heuristic_epsilon(delta, **kw)
@@ -258,6 +220,7 @@ def pld_sigma_audit(
     scores_out: npt.ArrayLike,
     scores_in: npt.ArrayLike,
     *,
+    rule: ThresholdRule,
     steps: int,
     sampling_rate: float,
     noise_multiplier: float,
@@ -265,22 +228,19 @@ def pld_sigma_audit(
     confidence: float = 0.95,
     family: str = "last_iterate",
     iterations: int = 14,
-    select: str = "all",
-    selection_fraction: float = 0.5,
-    seed: int = 0,
 ) -> dict[str, float]:
     """The paper's audit (§3.1, "PLD approach with Clopper–Pearson intervals" of Nasr et al. 2023): the adversary
     knows q and T and estimates σ; ε_lb is derived from σ̂.
 
-    One-sided CP upper bounds (``confidence``) on FPR and FNR (higher score ⇒ canary present), then
-    :func:`sigma_hat_from_points` with the assumed ``family`` (``iterations`` bisection steps). ``select="all"``
-    (the paper's) bounds every threshold: a max over thresholds, not a strictly valid 95 % bound (docs/audit.md);
-    ``select="held_out"`` bounds one threshold chosen on a selection split (:func:`held_out_point`): valid.
+    The rule's CP-bounded points at ``confidence`` (``rule.points``; higher score ⇒ canary present), then
+    :func:`sigma_hat_from_points` with the assumed ``family`` (``iterations`` bisection steps). Rules:
+    :class:`~hsaudit.audit.rules.Paper` (every threshold, the paper's: not a valid bound), ``HeldOut`` and
+    ``Bonferroni`` (valid); the others raise ``ValueError``.
 
     Returns:
-        ``{"sigma_hat": σ̂, "epsilon": ε_lb}``.
+        ``{"sigma_hat": σ̂, "epsilon": ε_lb}`` (σ̂ = ∞, ε = 0 when the points give no evidence).
     """
-    a, b = _bounded_points(scores_out, scores_in, confidence, select, selection_fraction, seed)
+    a, b = rule.points(scores_out, scores_in, confidence=confidence)
     return sigma_hat_from_points(
         a,
         b,
@@ -303,12 +263,10 @@ def audit_pld(
     o_in: npt.ArrayLike,
     table: PldTable,
     *,
+    rule: ThresholdRule | None = None,
+    confidence: float = 0.95,
     tail_floor: float = 0.0,
-    confidence: float | None = None,
     grid: npt.ArrayLike | None = None,
-    select: str = "all",
-    selection_fraction: float = 0.5,
-    seed: int = 0,
 ) -> float:
     """ε_emp of Algorithm 2: the first ε̂ ∈ Υ whose PLD trade-off curve lies below every observed (α, β).
 
@@ -316,19 +274,22 @@ def audit_pld(
         o_out: statistics on D (null, no canary).
         o_in: statistics on D′.
         table: the PLD table of the audited (q, T).
-        tail_floor: points with α ≤ floor or β ≤ floor are ignored (α = 0 or β = 0 violates every curve, so
-            some rule is needed; the paper states none). 0 drops only the exact zeros.
-        confidence: None for the paper's audit (raw rates, no confidence intervals); a level such as 0.95 for
-            the Clopper–Pearson variant, which replaces (α, β) by their one-sided upper bounds (no floor needed).
+        rule: None for the paper's audit (raw rates, no confidence intervals); a threshold rule for the
+            Clopper–Pearson variant, which replaces (α, β) by the rule's one-sided upper bounds at ``confidence``
+            (``rule.points``: every threshold under ``Paper``, a max over thresholds and not a valid bound; one
+            held-out threshold under ``HeldOut`` or every threshold at a Bonferroni level under ``Bonferroni``,
+            valid; no floor needed).
+        confidence: the level of the rule's bounds.
+        tail_floor: raw rates only: points with α ≤ floor or β ≤ floor are ignored (α = 0 or β = 0 violates
+            every curve, so some rule is needed; the paper states none). 0 drops only the exact zeros.
         grid: Υ (default 0.5, 0.6, …, 20).
-        select, selection_fraction, seed: with a ``confidence``, ``"all"`` bounds every threshold (a max over
-            thresholds: not a valid bound), ``"held_out"`` one threshold chosen on a selection split (valid).
 
     Returns:
-        ε_emp; ``inf`` when every ε̂ of the grid is violated.
+        ε_emp; 0 when no point rejects ε = 0 (no evidence; also when the floor drops every point); ``inf`` when
+        every ε̂ of the grid is violated.
     """
-    if confidence is not None:
-        alpha, beta = _bounded_points(o_out, o_in, confidence, select, selection_fraction, seed)
+    if rule is not None:
+        alpha, beta = rule.points(o_out, o_in, confidence=confidence)
     else:
         alpha, beta = observed_rates(o_out, o_in)
         keep = (alpha > tail_floor) & (beta > tail_floor)
@@ -342,7 +303,9 @@ def audit_pld(
 
     # The curves are nested (a larger ε̂ means a smaller σ̂ and a lower curve), so the first consistent ε̂ of the
     # ascending grid is found by bisection over the grid index; same answer as the paper's linear scan.
-    if alpha.size == 0 or consistent(0):
+    if alpha.size == 0 or no_evidence(alpha, beta):
+        return 0.0  # no point rejects ε = 0 (the curve β = 1 − α): no evidence, not the grid's first value
+    if consistent(0):
         return float(grid[0])
     if not consistent(len(grid) - 1):
         return math.inf
@@ -355,60 +318,3 @@ def audit_pld(
             lo = mid
     return float(grid[hi])
 
-
-def audit_pld_sigma(
-    o_out: npt.ArrayLike,
-    o_in: npt.ArrayLike,
-    *,
-    steps: int,
-    sampling_rate: float,
-    delta: float,
-    confidence: float = 0.95,
-    sigma_range: tuple[float, float] = (0.2, 50.0),
-    iterations: int = 14,
-    epsilon_grid: npt.ArrayLike | None = None,
-    value_discretization_interval: float = 1e-3,
-    select: str = "all",
-    selection_fraction: float = 0.5,
-    seed: int = 0,
-) -> dict[str, float]:
-    """Known-(q, T) σ̂ audit with the all-iterates family (Steinke et al. 2024 §3.1; Nasr et al. 2023), as Annamalai (2024) runs it: the largest σ̂ whose composed Poisson-subsampled
-    Gaussian mechanism is consistent with every Clopper–Pearson-bounded (FPR, FNR) point, and ε_lb = ε_{σ̂}(δ).
-
-    Every σ ≤ σ̂ is consistent too (a smaller σ has a lower trade-off curve), so ε_{σ̂}(δ) is the smallest ε the
-    observations cannot rule out: the lower bound.
-
-    Consistency (every point on or above the PLD trade-off curve at σ) holds for all σ up to a boundary σ̂ (a
-    smaller σ gives a lower curve), so σ̂ is found by bisection in log σ, one PLD per step (no table needed).
-
-    ``select`` as in :func:`pld_sigma_audit` (``"held_out"``: valid).
-
-    Returns:
-        ``{"sigma_hat": σ̂, "epsilon": ε_lb}``; σ̂ is clamped to ``sigma_range``.
-    """
-    a_ub, b_ub = _lowest_beta_per_alpha(
-        *_bounded_points(o_out, o_in, confidence, select, selection_fraction, seed)
-    )
-    eg = default_epsilon_grid() if epsilon_grid is None else np.asarray(epsilon_grid, dtype=float)
-
-    def consistent(sig: float) -> bool:
-        f = _composed_tradeoff(a_ub, sig, steps, sampling_rate, eg, value_discretization_interval)
-        return bool(np.all(b_ub >= f - 1e-12))
-
-    # A smaller σ reveals more (lower curve): consistency holds for σ ≤ σ̂ and fails above it.
-    lo, hi = math.log(sigma_range[0]), math.log(sigma_range[1])
-    if consistent(math.exp(hi)):
-        lo = hi
-    elif not consistent(math.exp(lo)):
-        warnings.warn(f"points violate even sigma={sigma_range[0]}; epsilon is capped there", stacklevel=2)
-    else:
-        lo = _bisect_log_sigma(consistent, lo, hi, iterations)
-    sig = math.exp(lo)
-    eps = H.standard_epsilon(
-        delta,
-        steps=steps,
-        sampling_rate=sampling_rate,
-        noise_multiplier=sig,
-        value_discretization_interval=value_discretization_interval,
-    )
-    return {"sigma_hat": sig, "epsilon": eps}

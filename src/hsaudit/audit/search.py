@@ -20,9 +20,10 @@ scores of step 3 are found by comparing the scores with a value window around ea
 checked bin by bin (with a full pass as the fallback when float rounding makes a window miss one): ≈ 7 ms for
 2·10⁶ float32 scores, half the time of full-length bin-index arrays (docs/benchmarks.md).
 
-Ties go to the lowest threshold, as in a scan in increasing order. Used by :func:`hsaudit.audit.audit_scores`
-(paper mode, R ≥ 10⁵) and :func:`hsaudit.audit.gdp_audit_two_sample` (the Section 6 experiments); the tests
-check it against the sorted search of :mod:`hsaudit.audit.gdp` and a naive scan of every midpoint
+Ties go to the lowest threshold, as in a scan in increasing order. Used by the threshold search of the
+Clopper–Pearson rules (:func:`hsaudit.audit.threshold.best_threshold`, R ≥ 10⁵) and
+:func:`hsaudit.audit.gdp_audit_two_sample` (the Section 6 experiments); the tests check it against the sorted
+search of :mod:`hsaudit.audit.threshold` and a naive scan of every midpoint
 (``tests/audit/test_audit.py``, ``tests/experiments/cebere/test_section6.py``). numpy only.
 """
 

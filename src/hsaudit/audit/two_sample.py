@@ -2,7 +2,7 @@
 2023), as the Section 6 experiments run it.
 
 The paper's audit (every midpoint threshold, chosen on the same scores) of n0 non-member and n1 member scores,
-through the same threshold search as :func:`hsaudit.audit.audit_scores` on large populations
+through the same threshold search as :func:`hsaudit.audit.audit_scores` under the paper rule on large populations
 (:func:`hsaudit.audit.search.max_over_thresholds`), but with tables of every count computed once per
 (n, confidence) and loaded by each job (:func:`cp_upper_table`, :func:`gdp_tables`), and with the
 assumption-free (ε, δ) bound maximised over thresholds as well. fig3 runs ~10,000 such audits of 2·10⁶ scores.
@@ -21,7 +21,7 @@ import numpy.typing as npt
 from scipy import special
 
 from hsaudit.accounting.gaussian import gdp_epsilon
-from hsaudit.audit.gdp import assumption_free_epsilon, clopper_pearson_upper
+from hsaudit.audit.bounds import assumption_free_epsilon, clopper_pearson_upper
 from hsaudit.audit.search import max_over_thresholds
 
 

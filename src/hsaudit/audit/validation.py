@@ -11,8 +11,8 @@ score" is exactly μ-GDP; the truth is the same ε(μ) as for the Gaussian pair 
 Gaussian pair, these curves touch G_μ at one point only, so they test estimators that pool thresholds.
 
 A valid lower bound at confidence c should exceed the true ε in at most about 1 − c of the trials (for the
-Clopper–Pearson modes the per-rate confidence c applies to each of the two bounds, so up to ~2(1 − c) by the
-union bound, less in practice; the crossing/rays modes hold jointly at c). Each trial draws its scores from
+Clopper–Pearson rules the per-rate confidence c applies to each of the two bounds, so up to ~2(1 − c) by the
+union bound, less in practice; the crossing/rays rules hold jointly at c). Each trial draws its scores from
 its own seed (:func:`hsaudit.util.seeding.derive_seed`), so the study is repeatable and independent of the
 order of trials.
 """
@@ -27,8 +27,8 @@ import numpy as np
 from scipy import special
 
 from hsaudit.accounting.gaussian import gdp_epsilon
-from hsaudit.audit.crossing import DEFAULT_CALIBRATION_DRAWS
-from hsaudit.audit.auditor import Auditor, parse_rule
+from hsaudit.audit.auditor import Auditor
+from hsaudit.audit.rules import HeldOut, Paper, ThresholdRule
 from hsaudit.util.seeding import derive_seed
 
 __all__ = [
@@ -46,10 +46,11 @@ SCORE_FAMILIES = ("gaussian", "logistic", "laplace")
 
 @dataclass(frozen=True)
 class CoverageRow:
-    """Summary of one (μ, mode) cell of the coverage study.
+    """Summary of one (μ, rule) cell of the coverage study.
 
     Attributes:
-        mode: estimator spec, ``MODE`` or ``MODE@FRACTION`` (see :func:`hsaudit.audit.auditor.parse_rule`).
+        mode: the rule's spec, ``MODE`` or ``MODE@FRACTION`` (its ``spec``, as :func:`hsaudit.audit.rules.parse_rule`
+            reads it).
         family: score family (:data:`SCORE_FAMILIES`).
         mu: true μ of the pair.
         true_epsilon: ε of μ-GDP at ``delta`` (0 at μ = 0).
@@ -174,36 +175,34 @@ def coverage_study(
     mus: Sequence[float] = (0.5, 2.0, 3.95),
     trials: int = 200,
     runs: int = 5000,
-    modes: Sequence[str] = ("paper", "held-out"),
+    rules: Sequence[ThresholdRule] = (Paper(), HeldOut()),
     families: Sequence[str] = ("gaussian",),
     delta: float = 1e-5,
     confidence: float = 0.95,
-    calibration_draws: int = DEFAULT_CALIBRATION_DRAWS,
     seed: int = 0,
 ) -> list[CoverageRow]:
-    """Run the coverage study: for each family and μ, ``trials`` seeded score pairs audited by every mode.
+    """Run the coverage study: for each family and μ, ``trials`` seeded score pairs audited under every rule.
 
-    The same scores are audited by every mode (paired comparison); held-out/grid splits and the simulations
-    of rays mode are seeded from the trial's seed too. Gaussian trials draw the same scores as before the
-    families existed (seed key without the family).
+    The same scores are audited under every rule (paired comparison); held-out/grid splits and the simulations
+    of the rays rule are seeded from the trial's seed (a rule's own ``seed`` is replaced). Gaussian trials draw the
+    same scores as before the families existed (seed key without the family).
 
     Args:
         mus: true μ values (≥ 0; μ = 0 is the null: any ε̂ > 0 exceeds the truth).
         trials: trials per μ (≥ 1).
         runs: R per trial (≥ 4).
-        modes: estimator specs to compare: any of :data:`hsaudit.audit.gdp.AUDIT_MODES`, the split modes
-            optionally with a selection fraction, e.g. ``held-out@0.1``.
+        rules: the threshold rules to compare (:mod:`hsaudit.audit.rules`; rows are labelled by their ``spec``,
+            e.g. ``held-out@0.1``).
         families: score families (:data:`SCORE_FAMILIES`).
         delta: δ in (0, 1).
         confidence: CP confidence in (0, 1) (crossing/rays: of the bound).
-        calibration_draws: simulated pairs of rays mode.
         seed: master seed.
 
     Returns:
-        One :class:`CoverageRow` per (family, μ, mode), family-major then μ.
+        One :class:`CoverageRow` per (family, μ, rule), family-major then μ.
 
     Raises:
-        ValueError: bad μ, counts, modes, families, δ or confidence.
+        ValueError: bad μ, counts, rules, families, δ or confidence.
     """
     mus = [float(m) for m in mus]
     if not mus or any(not (m >= 0 and np.isfinite(m)) for m in mus):
@@ -212,38 +211,40 @@ def coverage_study(
         raise ValueError(f"trials must be a positive integer, got {trials!r}")
     if int(runs) < 4 or int(runs) != runs:
         raise ValueError(f"runs must be an integer >= 4, got {runs!r}")
-    modes = list(modes)
-    if not modes:
-        raise ValueError("modes must name at least one audit mode")
+    rules = list(rules)
+    if not rules:
+        raise ValueError("rules must name at least one threshold rule")
+    labels = [getattr(rule, "spec", rule.name) for rule in rules]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"rules must differ in their specs, got {labels}")
     families = list(families)
     if not families:
         raise ValueError("families must name at least one score family")
     for family in families:
         family_shift(family, 0.0)  # unknown names raise here, before any trial runs
-    rules = {mode: parse_rule(mode) for mode in modes}  # bad specs raise here, before any trial runs
+    Auditor(delta=delta, confidence=confidence)  # a bad δ or confidence raises here, before any trial runs
+    for rule in rules:
+        Auditor(rule=rule)  # so does anything that is not a rule
     rows: list[CoverageRow] = []
     for family in families:
         for mu in mus:
             truth = gdp_epsilon(mu=mu, delta=delta)
-            eps = {mode: np.empty(int(trials)) for mode in modes}
+            eps = {label: np.empty(int(trials)) for label in labels}
             for t in range(int(trials)):
                 key = ("coverage", mu, runs, t) if family == "gaussian" else ("coverage", family, mu, runs, t)
                 trial_seed = derive_seed(seed, *key)
                 scores, members = pair_scores(family=family, mu=mu, runs=int(runs), seed=trial_seed)
                 inserted = members.astype(bool)
-                for mode in modes:
-                    rule = rules[mode]
+                for label, rule in zip(labels, rules):
                     if hasattr(rule, "seed"):  # the split (held-out, grid) or simulations (rays) of this trial
                         rule = replace(rule, seed=derive_seed(trial_seed, "split"))
-                    if hasattr(rule, "draws"):
-                        rule = replace(rule, draws=calibration_draws)
                     auditor = Auditor(delta=delta, confidence=confidence, rule=rule)
-                    eps[mode][t] = auditor.gdp(scores[~inserted], scores[inserted]).epsilon
-            for mode in modes:
-                e = eps[mode]
+                    eps[label][t] = auditor.gdp(scores[~inserted], scores[inserted]).epsilon
+            for label in labels:
+                e = eps[label]
                 rows.append(
                     CoverageRow(
-                        mode=mode,
+                        mode=label,
                         family=family,
                         mu=mu,
                         true_epsilon=truth,

@@ -1,7 +1,9 @@
 """``hsaudit audit SCORES.csv``: GDP audit of scores from any model (Nasr et al. 2023; Cebere et al.).
 
 The CSV has a column ``score`` (higher ⇒ member) and a column ``member`` (0/1, 1 = member / canary
-inserted); other columns are ignored.
+inserted); other columns are ignored. ``--mode`` names the threshold rule (:mod:`hsaudit.audit.rules`); without it
+the audit uses the crossing rule, valid for any scores (``paper`` reproduces the papers' numbers and is labelled
+not valid). This module is where the CLI's strings become a rule value.
 """
 
 from __future__ import annotations
@@ -13,15 +15,16 @@ from pathlib import Path
 
 import numpy as np
 
-from hsaudit.audit.auditor import DEFAULT_FPR_LEVELS, DIRECTIONS, AuditReport, Auditor, rule_from_mode
+from hsaudit.audit.auditor import DEFAULT_FPR_LEVELS, DIRECTIONS, AuditReport, Auditor
 from hsaudit.audit.crossing import DEFAULT_CALIBRATION_DRAWS
-from hsaudit.audit.gdp import (
+from hsaudit.audit.rules import (
     AUDIT_MODES,
     DEFAULT_GRID_SIZE,
+    DEFAULT_RULE,
     DEFAULT_SELECTION_FRACTION,
-    MODE_DESCRIPTIONS,
-    SPLIT_MODES,
-    TEST_MODES,
+    Crossing,
+    Rays,
+    rule_from_mode,
 )
 
 
@@ -30,8 +33,9 @@ def register(sub) -> None:
         "audit",
         description=(
             "Empirical GDP audit (Nasr et al. 2023, Cebere et al. Algorithm 4) of a CSV with columns "
-            "'score' (higher = member) and 'member' (0/1). Prints μ̂, ε̂ at δ, the threshold, the "
-            "Clopper-Pearson bounds and the assumption-free (ε, δ) bound."
+            "'score' (higher = member) and 'member' (0/1), by default under the crossing rule (a valid lower "
+            "bound for any scores). Prints μ̂, ε̂ at δ, the threshold, the Clopper-Pearson bounds and the "
+            "assumption-free (ε, δ) bound (under the Clopper-Pearson rules), and point estimates."
         ),
     )
     parser.add_argument("scores", metavar="SCORES.csv", help="CSV with columns score and member")
@@ -45,12 +49,12 @@ def register(sub) -> None:
     parser.add_argument(
         "--mode",
         choices=AUDIT_MODES,
-        default="paper",
-        help="threshold selection: paper (same scores, the papers' method, not a valid bound), "
-        "held-out (valid), grid (valid, Bonferroni over a few candidates), bonferroni (every threshold, each "
-        "bound at 1 - (1 - c)/(2n); valid, no split, loose), crossing (exact joint test where the "
-        "empirical curve crosses FPR = FNR; valid for any scores, no split), rays (Monte Carlo exact test on 9 "
-        "rays around FPR = FNR; valid for any scores, the tightest on Gaussian-like scores) (default paper)",
+        default=DEFAULT_RULE.name,
+        help="threshold rule: crossing (exact joint test where the empirical curve crosses FPR = FNR; valid for "
+        "any scores, no split; the default), rays (Monte Carlo exact test on 9 rays around FPR = FNR; valid for "
+        "any scores, the tightest on Gaussian-like scores), held-out (valid), grid (valid, Bonferroni over a few "
+        "candidates), bonferroni (every threshold, each bound at 1 - (1 - c)/(2n); valid, no split, loose), "
+        f"paper (same scores, the papers' method, NOT a valid bound) (default {DEFAULT_RULE.name})",
     )
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of the held-out/grid split and the rays simulations (default 0)"
@@ -180,11 +184,12 @@ def summary(report: AuditReport, source: str = "") -> str:
         side = "higher" if report.direction == "higher" else "lower"
         head += (f"\n  directions:  both tried, each at confidence {res.confidence:g}; the {side} scores are "
                  f"members (member iff score {'>' if side == 'higher' else '<'} threshold)")  # fmt: skip
-    if res.mode in TEST_MODES:
+    rule = report.rule
+    if isinstance(rule, (Crossing, Rays)):
         return "\n".join(
             [
                 head,
-                f"  mode:        {res.mode} — {MODE_DESCRIPTIONS[res.mode]}",
+                f"  mode:        {rule.name} — {rule.description}",
                 f"  runs:        {res.n_members} members, {res.n_nonmembers} non-members (all used)",
                 f"  crossing of FPR = FNR: threshold {res.threshold:.6g}, FPR {res.fpr:.6g}, FNR {res.fnr:.6g}",
                 f"  confidence:  {res.confidence:g} for the lower bound on mu (joint, any score distribution)",
@@ -193,10 +198,10 @@ def summary(report: AuditReport, source: str = "") -> str:
                 *_estimates(report),
             ]
         )
-    per_bound = "jointly for every bound" if res.mode == "bonferroni" else "per one-sided Clopper-Pearson bound"
+    per_bound = "jointly for every bound" if rule.name == "bonferroni" else "per one-sided Clopper-Pearson bound"
     lines = [
         head,
-        f"  mode:        {res.mode} — {MODE_DESCRIPTIONS[res.mode]}",
+        f"  mode:        {rule.name} — {rule.description}",
         f"  runs:        {res.n_members} members, {res.n_nonmembers} non-members (used for the bounds)",
         f"  threshold:   {res.threshold:.6g} (member iff score {'<' if report.direction == 'lower' else '>'} "
         "threshold)",
@@ -231,13 +236,12 @@ def run(args: argparse.Namespace) -> int:
     )
     inserted = members.astype(bool)
     report = auditor.report(scores[~inserted], scores[inserted])
-    res = report.gdp
     if args.json:
         out = report.to_dict()
-        out["seed"] = args.seed if args.mode in SPLIT_MODES or args.mode == "rays" else None
-        out["selection_fraction"] = args.selection_fraction if args.mode in SPLIT_MODES else None
-        out["calibration_draws"] = args.calibration_draws if args.mode == "rays" else None
-        out["mode_description"] = MODE_DESCRIPTIONS[res.mode]
+        out["seed"] = args.seed if hasattr(rule, "seed") else None
+        out["selection_fraction"] = rule.fraction if hasattr(rule, "fraction") else None
+        out["calibration_draws"] = rule.draws if hasattr(rule, "draws") else None
+        out["mode_description"] = rule.description
         print(json.dumps(_jsonable(out), indent=2))
     else:
         print(summary(report, source=str(args.scores)))

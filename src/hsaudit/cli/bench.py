@@ -1,7 +1,8 @@
 """``hsaudit bench <what>``: benchmark commands (speed and memory targets live here, not in timed tests).
 
-Each benchmark lives in a module ``hsaudit.cli.bench_<what>`` exposing ``register(subparsers)``; only the one
-being run is imported (``bench train`` loads torch and Opacus, ``bench audit`` only numpy and scipy).
+The benchmarks are the package :mod:`hsaudit.bench`; each command is a module ``hsaudit.cli.bench_<what>`` that
+parses its arguments (``register(subparsers)``) and prints. Only the one being run is imported (``bench train``
+loads torch and Opacus, ``bench audit`` only numpy and scipy).
 """
 
 from __future__ import annotations

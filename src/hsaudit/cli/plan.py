@@ -38,9 +38,14 @@ def register(sub) -> None:
     parser.add_argument("--scale", choices=SCALES, help="scale preset (default: the config's `scale`)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     cal = parser.add_argument_group("calibration (measure seconds per model-step on this machine)")
-    cal.add_argument("--calibrate", metavar="MODEL", help="fcnn, convnet, resnet18_gn, alexnet_head, mnist_cnn or cifar_cnn")
+    cal.add_argument(
+        "--calibrate",
+        metavar="MODEL",
+        help="a registry model (fcnn, convnet, resnet18_gn, alexnet_head, mnist_cnn, cifar_cnn, wrn16_4, ...): "
+        "time its engine steps as `hsaudit bench train` does",
+    )
     cal.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
-    cal.add_argument("--batch", type=int, help="batch size (default: the paper's for that model)")
+    cal.add_argument("--batch", type=int, help="batch size (default: the model's bench batch, fcnn 400, others 128)")
     cal.add_argument("--steps", type=int, default=5, help="timed steps (default: %(default)s)")
     cal.add_argument("--population", type=int, default=1, help="models vectorised per step (default: 1)")
     cal.add_argument("--threads", type=int, default=1, help="torch threads (default: 1, as the rules run)")
@@ -72,14 +77,7 @@ def _run(args) -> int:
     from hsaudit.pipeline import costs as P
 
     if args.calibrate:
-        seconds = P.measure_step_seconds(
-            args.calibrate, device=args.device, batch=args.batch, steps=args.steps,
-            population=args.population, threads=args.threads,
-        )
-        row = {"model": args.calibrate, "device": args.device, "batch": args.batch, "steps": args.steps,
-               "population": args.population, "threads": args.threads, "seconds_per_model_step": seconds}
-        print(json.dumps(row) if args.json else f"{args.calibrate} on {args.device}: {seconds:.3g} s per model-step")
-        return 0
+        return _calibrate(args)
     if not args.targets:
         raise ValueError("give at least one target (e.g. results/fig4.pdf or all), or --calibrate MODEL")
     config = _load_config(args.configfile, args.scale)
@@ -100,4 +98,28 @@ def _run(args) -> int:
         print(json.dumps(out, indent=2))
     else:
         print(P.format_plan(p, scale=config.get("scale", "paper")))
+    return 0
+
+
+def _calibrate(args) -> int:
+    """``--calibrate MODEL``: the benchmark's engine timing (:func:`hsaudit.bench.train.step_seconds`), printed."""
+    from hsaudit.engine.models import model_spec
+
+    spec = model_spec(args.calibrate)  # before torch loads: a bad name is a one-line error
+    if min(args.steps, args.population, args.threads) < 1:
+        raise ValueError(f"--steps, --population and --threads must be >= 1, got {args.steps}, {args.population}, "
+                         f"{args.threads}")
+    import torch
+
+    from hsaudit.bench.train import step_seconds
+
+    torch.set_num_threads(args.threads)
+    batch = args.batch or spec.bench.batch
+    seconds = step_seconds(
+        spec, device="cuda" if args.device == "gpu" else "cpu", batch=batch, steps=args.steps,
+        population=args.population,
+    )
+    row = {"model": spec.name, "device": args.device, "batch": batch, "steps": args.steps,
+           "population": args.population, "threads": args.threads, "seconds_per_model_step": seconds}
+    print(json.dumps(row) if args.json else f"{spec.name} on {args.device}: {seconds:.3g} s per model-step")
     return 0

@@ -8,7 +8,7 @@ import math
 import time
 
 from hsaudit.audit.crossing import DEFAULT_CALIBRATION_DRAWS
-from hsaudit.audit.auditor import parse_rule
+from hsaudit.audit.rules import parse_rule
 from hsaudit.audit.validation import SCORE_FAMILIES, coverage_study
 
 
@@ -60,8 +60,8 @@ def register(sub) -> None:
         "--modes",
         type=_modes,
         default=["paper", "held-out"],
-        help="estimators: paper, held-out, grid, crossing, rays; the split modes optionally as MODE@FRACTION "
-        "for the selection share, e.g. held-out@0.1 (default paper,held-out)",
+        help="threshold rules: paper, held-out, grid, bonferroni, crossing, rays; the split rules optionally as "
+        "MODE@FRACTION for the selection share, e.g. held-out@0.1 (default paper,held-out)",
     )
     parser.add_argument(
         "--families",
@@ -88,11 +88,10 @@ def run(args: argparse.Namespace) -> int:
         mus=args.mus,
         trials=args.trials,
         runs=args.runs,
-        modes=args.modes,
+        rules=[parse_rule(m, calibration_draws=args.calibration_draws) for m in args.modes],
         families=args.families,
         delta=args.delta,
         confidence=args.confidence,
-        calibration_draws=args.calibration_draws,
         seed=args.seed,
     )
     elapsed = time.perf_counter() - start

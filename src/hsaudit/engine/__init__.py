@@ -6,5 +6,8 @@
 - :mod:`~hsaudit.engine.noise` — counter-based Gaussian noise (and Bernoulli draws) keyed by (audit, model, step);
 - :mod:`~hsaudit.engine.sampling` — Poisson subsampling of populations (Steinke et al. Alg. 1), keyed likewise;
 - :mod:`~hsaudit.engine.evaluate` — test-set accuracy of a trained population (batched, any device);
-- :mod:`~hsaudit.engine.models` — the model registry (ConvNet, ResNet18-GN, MLPs, the MNIST/CIFAR CNNs, …).
+- :mod:`~hsaudit.engine.models` — the model registry: one :class:`~hsaudit.engine.models.ModelSpec` per architecture
+  (ConvNet, ResNet18-GN, MLPs, the MNIST/CIFAR CNNs, the WideResNet), resolved once by ``model_spec(name, **options)``
+  and handed to everything below; torch-free (the modules are :mod:`~hsaudit.engine.architectures`);
+- :mod:`~hsaudit.engine.reference` — the Opacus one-model reference trainer the population engine is tested against.
 """

@@ -11,7 +11,8 @@ batch at insertion steps of inserted runs (clipped like any sample) instead of �
 
 This module knows nothing of datasets, figures or particular adversaries. It is given
 
-- a per-sample gradient backend (:func:`hsaudit.engine.psg.population`: ``clipped_sum``, ``loss``, ``grad_norms``),
+- a per-sample gradient backend (:func:`hsaudit.engine.psg.population_engine`: ``clipped_sum``, ``loss``,
+  ``grad_norms``),
 - the insertion: a crafted gradient ∇* ``[p]`` or a canary sample ``(x*, y*)``, and the membership mask ``[m]``;
   or a per-model inserted gradient ``[m, p]`` (several gradient canaries per model, each with its own bit),
 - the noise: standard normals keyed by (noise key, global model index, step) from :mod:`hsaudit.engine.noise`, drawn
@@ -42,7 +43,8 @@ import numpy.typing as npt
 import torch
 
 from hsaudit.util.io import atomic_savez
-from hsaudit.engine.models import WSConv2d, build_model, flat_parameters, input_shape, num_classes
+from hsaudit.engine.architectures import WSConv2d, flat_parameters
+from hsaudit.engine.models import ModelSpec, require_spec
 from hsaudit.engine.noise import CounterNoise, counter_normals
 from hsaudit.engine.sampling import Poisson, PoissonSampler, slot_weights
 from hsaudit.util.seeding import derive_seed, rng_for
@@ -123,7 +125,7 @@ class Setup:
 
 
 def make_setup(
-    *, model: str, model_kwargs: dict, n_train: int, config: DPSGDConfig, seed: int, theta0_init: str = "default"
+    *, spec: ModelSpec, n_train: int, config: DPSGDConfig, seed: int, theta0_init: str = "default"
 ) -> Setup:
     """Draw θ0 (``theta0_init``: PyTorch's default initialisation, or ``"xavier_normal"`` as :func:`init_theta0`)
     and the fixed minibatch schedule of an audit.
@@ -133,18 +135,19 @@ def make_setup(
     θ0 and the schedule have separate streams derived from ``seed``.
 
     Raises:
-        ValueError: if ``n_train < batch_size``.
+        ValueError: if ``spec`` is not a :class:`~hsaudit.engine.models.ModelSpec` or ``n_train < batch_size``.
     """
+    spec = require_spec(spec, "spec")
     n_train = int(n_train)
     if n_train < config.batch_size:
         raise ValueError(f"n_train must be >= batch_size={config.batch_size}, got {n_train}")
     if theta0_init == "default":
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(derive_seed(seed, "theta0"))
-            net = build_model(model, **model_kwargs)
+            net = spec.build()
         theta0 = flat_parameters(net).numpy().astype(np.float32)
     else:
-        theta0 = init_theta0(model, model_kwargs, scheme=theta0_init, seed=derive_seed(seed, "theta0"))
+        theta0 = init_theta0(spec, scheme=theta0_init, seed=derive_seed(seed, "theta0"))
     rng = rng_for(seed, "batches")
     per_epoch = n_train // config.batch_size
     rows: list[np.ndarray] = []
@@ -166,9 +169,7 @@ def load_setup(path: str | os.PathLike) -> Setup:
         return Setup(theta0=data["theta0"].astype(np.float32), batches=data["batches"].astype(np.int64))
 
 
-def init_theta0(
-    model: str, model_kwargs: dict, *, scheme: str = "default", seed: int, bias: float = 0.0
-) -> np.ndarray:
+def init_theta0(spec: ModelSpec, *, scheme: str = "default", seed: int, bias: float = 0.0) -> np.ndarray:
     """One initialisation θ0 ``[p]`` (float32) drawn from ``seed``.
 
     ``scheme``: ``"default"`` (PyTorch's layer defaults, as :func:`make_setup`) or ``"xavier_normal"`` (Glorot
@@ -177,11 +178,12 @@ def init_theta0(
     RMSNorm) — the "unknown θ0" of Cebere et al. Fig. 12 [inferred: the paper says "Xavier initialisation"; bias 0]
     and the θ_avg of Yoon et al. (bias 0.01, docs/yoon.md). ``bias`` is ignored by ``"default"``.
     """
+    spec = require_spec(spec, "spec")
     if scheme not in THETA0_SCHEMES:
         raise ValueError(f"scheme must be one of {THETA0_SCHEMES}, got {scheme!r}")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed) % 2**63)
-        net = build_model(model, **model_kwargs)
+        net = spec.build()
         if scheme == "xavier_normal":
             # A parameter's owner decides its role, not its name: ResNet18-GN's shortcut GroupNorm is
             # ``layers.2.shortcut.1``, whose scale a name test ("norm" in the name) would have zeroed.
@@ -203,15 +205,13 @@ def init_theta0(
     return flat_parameters(net).numpy().astype(np.float32)
 
 
-def population_theta0(
-    model: str, model_kwargs: dict, *, scheme: str, key: int, models: range | npt.ArrayLike
-) -> np.ndarray:
+def population_theta0(spec: ModelSpec, *, scheme: str, key: int, models: range | npt.ArrayLike) -> np.ndarray:
     """Per-model initialisations ``[m, p]``: model ``i`` (global index) gets :func:`init_theta0` seeded by (key, i).
 
     Like the noise, model i's θ0 does not depend on the shard it is trained in.
     """
     return np.stack(
-        [init_theta0(model, model_kwargs, scheme=scheme, seed=derive_seed(key, "theta0", int(i))) for i in models]
+        [init_theta0(spec, scheme=scheme, seed=derive_seed(key, "theta0", int(i))) for i in models]
     )
 
 
@@ -231,23 +231,22 @@ def pick_device(device: str | None = None) -> torch.device:
     return torch.device(device)
 
 
-def check_data(
-    model: str, model_kwargs: dict, X: npt.ArrayLike, y: npt.ArrayLike, setup: Setup
-) -> tuple[np.ndarray, np.ndarray]:
+def check_data(spec: ModelSpec, X: npt.ArrayLike, y: npt.ArrayLike, setup: Setup) -> tuple[np.ndarray, np.ndarray]:
     """Validate a training set against the architecture and the batch schedule; return float32 X, int64 y.
 
     Raises:
         ValueError: naming the inconsistent shape or value.
     """
+    spec = require_spec(spec, "spec")
     X = np.asarray(X, dtype=np.float32)
     y = np.asarray(y)
-    shape = input_shape(model, **model_kwargs)
+    shape = spec.input_shape
     if X.ndim != 1 + len(shape) or any(s is not None and s != got for s, got in zip(shape, X.shape[1:])):
         want = ", ".join("*" if s is None else str(s) for s in shape)
-        raise ValueError(f"X must have shape [n, {want}] for {model!r}, got {X.shape}")
+        raise ValueError(f"X must have shape [n, {want}] for {spec.name!r}, got {X.shape}")
     if y.shape != (X.shape[0],):
         raise ValueError(f"y must have shape [{X.shape[0]}], got {y.shape}")
-    k = num_classes(model, **model_kwargs)
+    k = spec.classes
     if y.size and (y.min() < 0 or y.max() >= k or not np.all(y == np.round(y))):
         raise ValueError(f"y must hold integer labels in [0, {k - 1}], got values in [{y.min()}, {y.max()}]")
     if setup.batches.size and (setup.batches.min() < 0 or setup.batches.max() >= X.shape[0]):
@@ -279,7 +278,7 @@ def run_population(
     """The DP-SGD loop (Cebere et al. 2025, Eq. 2), in place on one ``[models, p]`` tensor; no host synchronisation.
 
     Args:
-        engine: a per-sample gradient backend (:func:`hsaudit.engine.psg.population`).
+        engine: a per-sample gradient backend (:func:`hsaudit.engine.psg.population_engine`).
         theta0: ``[models, p]`` starting parameters (not modified; rows may differ: per-model θ0).
         X, y: training set on the engine's device.
         batches: ``[steps, batch]`` indices (row t-1 is B_t).
@@ -410,7 +409,7 @@ def run_poisson(
     max − mean (≈ 3√(qN) for 1,000 models).
 
     Args:
-        engine: a per-sample gradient backend (:func:`hsaudit.engine.psg.population`).
+        engine: a per-sample gradient backend (:func:`hsaudit.engine.psg.population_engine`).
         theta0: ``[models, p]`` starting parameters (not modified).
         X, y: training set on the engine's device (the sampler's ``n`` examples).
         sampler: the models' Poisson batches (:class:`hsaudit.engine.sampling.PoissonSampler`); with an input
@@ -542,7 +541,7 @@ def train_population(
     """Train a population with DP-SGD and record its observations on the device (copied once at the end).
 
     Args:
-        engine: per-sample gradient backend (:func:`hsaudit.engine.psg.population`) on the models' device.
+        engine: per-sample gradient backend (:func:`hsaudit.engine.psg.population_engine`) on the models' device.
         theta0: ``[p]`` (shared θ0) or ``[models, p]`` (per-model θ0), on the device.
         X, y: training set on the device.
         batches: the fixed schedule ``[T, B]`` (``None`` under Poisson sampling).

@@ -11,12 +11,12 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from hsaudit.engine.models import build_model, count_parameters, load_flat_parameters, loss_name
+from hsaudit.engine.architectures import count_parameters, load_flat_parameters
+from hsaudit.engine.models import ModelSpec, require_spec
 
 
 def population_accuracy(
-    model: str,
-    model_kwargs: dict | None,
+    spec: ModelSpec,
     theta: torch.Tensor,
     X: npt.ArrayLike | torch.Tensor,
     y: npt.ArrayLike | torch.Tensor,
@@ -26,10 +26,10 @@ def population_accuracy(
     """Test accuracy of every model of a population.
 
     A prediction is the arg-max logit (cross-entropy models) or ``logit > 0`` (single-logit binary models,
-    :func:`hsaudit.engine.models.loss_name` ``"bce"``).
+    :attr:`hsaudit.engine.models.ModelSpec.loss` ``"bce"``).
 
     Args:
-        model, model_kwargs: the architecture (:func:`hsaudit.engine.models.build_model`).
+        spec: the architecture (:func:`hsaudit.engine.models.model_spec`).
         theta: ``[models, p]`` flat parameters; the evaluation runs on ``theta.device``.
         X, y: the test set (inputs ``[n, ...]``, integer labels ``[n]``).
         batch_size: test examples per forward pass.
@@ -40,7 +40,7 @@ def population_accuracy(
     Raises:
         ValueError: an empty test set, mismatched lengths, a bad batch size or a θ of the wrong width.
     """
-    kwargs = dict(model_kwargs or {})
+    spec = require_spec(spec, "spec")
     theta = torch.as_tensor(theta)
     if theta.dim() != 2:
         raise ValueError(f"theta must be [models, p], got shape {tuple(theta.shape)}")
@@ -52,10 +52,10 @@ def population_accuracy(
         raise ValueError(f"the test set needs n >= 1 inputs and as many labels, got {X.shape[0]} and {n}")
     if int(batch_size) < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    module = build_model(model, **kwargs).to(dev).eval()
+    module = spec.build().to(dev).eval()
     if theta.shape[1] != count_parameters(module):
-        raise ValueError(f"theta has {theta.shape[1]} columns, {model} has {count_parameters(module)} parameters")
-    binary = loss_name(model, **kwargs) == "bce"
+        raise ValueError(f"theta has {theta.shape[1]} columns, {spec.name} has {count_parameters(module)} parameters")
+    binary = spec.loss == "bce"
     correct = np.zeros(theta.shape[0], dtype=np.int64)
     with torch.no_grad():
         for i in range(theta.shape[0]):

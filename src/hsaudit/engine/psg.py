@@ -28,8 +28,9 @@ insertions or adversaries (:mod:`hsaudit.engine.dpsgd` runs the DP-SGD loop).
 - :class:`FuncPopulation` (``"func"``; any module): ``torch.func`` — ``vmap`` over models of ``vmap(grad)`` over
   samples. Slowest on the CPU; kept as a generic fallback and as the test oracle of the others.
 
-:func:`population` with ``backend="auto"`` picks by model (never by population size): ``mlp`` for the MLPs,
-``hooks`` for the rest (measured, docs/trainer.md "Per-sample gradients").
+:func:`population_engine` builds one for a :class:`~hsaudit.engine.models.ModelSpec`; ``backend="auto"`` takes the
+spec's preferred backend (by model, never by population size): ``mlp`` for the MLPs, ``func`` for the
+weight-standardised WideResNet, ``hooks`` for the rest (measured, docs/trainer.md "Per-sample gradients").
 """
 
 from __future__ import annotations
@@ -37,11 +38,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from hsaudit.engine.models import WEIGHT_STANDARDISED, build_model, loss_name, mlp_sizes, per_sample_loss
+from hsaudit.engine.architectures import per_sample_loss
+from hsaudit.engine.models import PSG_BACKENDS, ModelSpec, require_spec
 
 CLIP_EPS = 1e-6  # Opacus' DPOptimizer: clip factor = C / (‖g‖ + 1e-6), capped at 1.
 MEMORY_BUDGET = 512 * 2**20  # bytes for per-sample gradient chunks on the CPU
-BACKENDS = ("auto", "mlp", "hooks", "func")
+BACKENDS = ("auto", *PSG_BACKENDS)
 _MODELS_PER_GROUP = 16  # hooks backend: models taped together (their shared first convolution is batched)
 
 
@@ -92,8 +94,11 @@ class MLPPopulation:
     # a feature-major tensor (hsaudit.engine.dpsgd.run_poisson does for narrow inputs), copied without a transpose
     feature_major_batches = True
 
-    def __init__(self, sizes: tuple[int, ...], kind: str) -> None:
-        self.sizes, self.kind = sizes, kind
+    def __init__(self, spec: ModelSpec) -> None:
+        if spec.mlp_sizes is None:
+            raise ValueError(f"the 'mlp' backend needs a plain ReLU MLP (a spec with mlp_sizes), got {spec.name!r}")
+        sizes = spec.mlp_sizes
+        self.sizes, self.kind = sizes, spec.loss
         self.layers: list[tuple[int, int, int, int]] = []  # (offset W, offset b, out, in)
         offset = 0
         for n_in, n_out in zip(sizes[:-1], sizes[1:]):
@@ -274,11 +279,12 @@ class HookPopulation:
     bounded by :func:`memory_budget`; results do not depend on the chunking (per-sample maths only).
     """
 
-    def __init__(self, model: str, model_kwargs: dict, kind: str, device: torch.device) -> None:
-        module = build_model(model, **model_kwargs).to(device)
+    def __init__(self, spec: ModelSpec, device: torch.device | str = "cpu") -> None:
+        device = torch.device(device)
+        module = spec.build().to(device)
         module.requires_grad_(False)  # the backward computes layer-output gradients only, never weight gradients
         self.params = _ModuleParams(module)
-        self.kind, self.device, self.p = kind, device, self.params.p
+        self.kind, self.device, self.p = spec.loss, device, self.params.p
         offsets, offset = {}, 0
         for name, _shape, n in self.params.spec:
             offsets[name] = (offset, n)
@@ -539,9 +545,10 @@ class HookPopulation:
 class FuncPopulation:
     """Per-sample gradients of any module via ``torch.func`` (vmap over models of vmap(grad) over samples)."""
 
-    def __init__(self, model: str, model_kwargs: dict, kind: str, device: torch.device) -> None:
-        self.params = _ModuleParams(build_model(model, **model_kwargs).to(device))
-        self.kind, self.device, self.p = kind, device, self.params.p
+    def __init__(self, spec: ModelSpec, device: torch.device | str = "cpu") -> None:
+        device = torch.device(device)
+        self.params = _ModuleParams(spec.build().to(device))
+        self.kind, self.device, self.p = spec.loss, device, self.params.p
 
     def _loss_one(self, params: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return per_sample_loss(self.kind, self.params.call(params, x[None]), y[None])[0]
@@ -610,41 +617,29 @@ class FuncPopulation:
         return _clipped_sum_model_by_model(self, theta, x, y, clip, weights, counts)
 
 
-def auto_backend(model: str, device: torch.device | str = "cpu") -> str:
-    """The backend ``backend="auto"`` uses: ``"mlp"`` for the MLPs (FCNN, ``alexnet_head``), ``"func"`` for the
-    weight-standardised WideResNet (``wrn16_4``, which ``hooks`` refuses), else ``"hooks"``.
-
-    The choice depends on the model only (not on the population size, so results never change with the shard
-    size); it is the measured winner on the CPU (docs/trainer.md). On CUDA the same choice is an untested
-    default (no GPU was available to measure).
-    """
-    del device  # same winner on both devices as far as measured; kept for a future per-device table
-    if model in WEIGHT_STANDARDISED:  # hooks cannot differentiate through the standardisation (HookPopulation)
-        return "func"
-    return "mlp" if mlp_sizes(model) is not None else "hooks"
-
-
-def population(model: str, model_kwargs: dict, device: torch.device | str = "cpu", *, backend: str = "auto"):
-    """The population engine of a model: ``"mlp"``, ``"hooks"`` or ``"func"`` (see the module docstring).
+def population_engine(spec: ModelSpec, device: torch.device | str = "cpu", *, backend: str = "auto"):
+    """The per-sample-gradient engine of a population of ``spec`` models: ``"mlp"``, ``"hooks"`` or ``"func"``.
 
     Args:
-        model, model_kwargs: architecture (:func:`hsaudit.engine.models.build_model`).
+        spec: the architecture (:func:`hsaudit.engine.models.model_spec`).
         device: where the engine's module lives; ``theta``, ``x``, ``y`` passed to it must be there too.
-        backend: ``"auto"`` (:func:`auto_backend`), ``"mlp"`` (ReLU MLPs only), ``"hooks"`` or ``"func"``.
+        backend: ``"auto"`` (the spec's preferred backend, :attr:`~hsaudit.engine.models.ModelSpec.backends`: the
+            measured winner, docs/trainer.md; it depends on the model only, never on the population size, so results
+            never change with the shard size), or one of the spec's backends.
 
     Raises:
-        ValueError: unknown backend, ``"mlp"`` for a non-MLP, or ``"hooks"`` for a module with unsupported layers.
+        ValueError: not a spec, an unknown backend, or one the spec does not allow (e.g. ``"mlp"`` for a ConvNet,
+            ``"hooks"`` for the weight-standardised WideResNet).
     """
-    kind = loss_name(model, **model_kwargs)
+    spec = require_spec(spec)
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "auto":
-        backend = auto_backend(model, device)
+        backend = spec.preferred_backend
+    if backend not in spec.backends:
+        raise ValueError(f"backend {backend!r} cannot differentiate {spec.name!r}; its backends are {spec.backends}")
     if backend == "mlp":
-        sizes = mlp_sizes(model, **model_kwargs)
-        if sizes is None:
-            raise ValueError(f"backend 'mlp' supports only the MLPs 'fcnn' and 'alexnet_head', got {model!r}")
-        return MLPPopulation(sizes, kind)
+        return MLPPopulation(spec)
     if backend == "hooks":
-        return HookPopulation(model, model_kwargs, kind, torch.device(device))
-    return FuncPopulation(model, model_kwargs, kind, torch.device(device))
+        return HookPopulation(spec, device)
+    return FuncPopulation(spec, device)

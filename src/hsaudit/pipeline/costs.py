@@ -16,7 +16,8 @@ Where the experiments come from:
 
 Cost model: seconds per model-step scale linearly with the batch size from the calibration batch; a model
 trains ``steps`` DP-SGD steps with per-sample gradients, clipping and noise. Calibration rows say whether they
-were measured (with the command that reproduces them, :func:`measure_step_seconds`) or derived.
+were measured (with the command that reproduces them: ``hsaudit bench train`` or ``hsaudit plan --calibrate``, both
+:mod:`hsaudit.bench.train`) or derived.
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ import functools
 import json
 import os
 import re
-import time
 from pathlib import Path
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+from hsaudit.util.io import write_text_atomic
 
 
 DEVICES = ("cpu", "gpu")
@@ -126,19 +128,56 @@ the environment variable ``HSAUDIT_CALIBRATION`` overrides it. Machine-specific:
 
 
 
+def calibration_path(path: str | os.PathLike | None = None) -> Path:
+    """The stored calibration file: ``path`` if given, else ``$HSAUDIT_CALIBRATION``, else :data:`STORED_CALIBRATION`
+    (where ``hsaudit bench train --save-calibration`` writes and :func:`calibration` reads)."""
+    return Path(path or os.environ.get("HSAUDIT_CALIBRATION") or STORED_CALIBRATION)
+
+
 def stored_calibration(path: str | os.PathLike | None = None) -> tuple[Calibration, ...]:
     """Measured rows stored by ``hsaudit bench train --save-calibration`` (empty when the file does not exist).
 
     Args:
-        path: the JSON file; default ``$HSAUDIT_CALIBRATION`` or :data:`STORED_CALIBRATION`.
+        path: the JSON file (:func:`calibration_path`).
 
     Raises:
         ValueError: a file that is not a calibration file (the message names it).
     """
-    file = Path(path or os.environ.get("HSAUDIT_CALIBRATION") or STORED_CALIBRATION)
+    file = calibration_path(path)
     if not file.is_file():
         return ()
     return _read_stored(str(file), file.stat().st_mtime_ns)
+
+
+STORED_KEYS = ("model", "device", "batch", "seconds_per_model_step", "torch", "date", "command")
+"""Keys every stored row has (:func:`store_calibration`); ``device_name``, ``population``, ``threads`` and
+``load_average`` are recorded where known."""
+
+
+def store_calibration(row: Mapping[str, Any], path: str | os.PathLike | None = None) -> Path:
+    """Add ``row`` to the stored calibration file, replacing any row of the same model and device; atomic.
+
+    Args:
+        row: a measured row with at least :data:`STORED_KEYS` (``device`` ``"cpu"`` or ``"gpu"``), as
+            :func:`hsaudit.bench.train.calibration_row` builds it.
+        path: the JSON file (:func:`calibration_path`).
+
+    Returns:
+        The file written.
+
+    Raises:
+        ValueError: a row without a required key, a bad device or a non-positive time.
+    """
+    missing = [k for k in STORED_KEYS if k not in row]
+    if missing:
+        raise ValueError(f"calibration row lacks {missing}: {dict(row)!r}")
+    if row["device"] not in DEVICES or not float(row["seconds_per_model_step"]) > 0:
+        raise ValueError(f"calibration row needs a device in {DEVICES} and seconds > 0, got {dict(row)!r}")
+    file = calibration_path(path)
+    rows = json.loads(file.read_text())["rows"] if file.is_file() else []
+    rows = [r for r in rows if (r["model"], r["device"]) != (row["model"], row["device"])] + [dict(row)]
+    write_text_atomic(file, json.dumps({"rows": rows}, indent=2) + "\n")
+    return file
 
 
 @functools.lru_cache(maxsize=8)
@@ -176,7 +215,10 @@ def calibration(model: str, device: str, *, path: str | os.PathLike | None = Non
         if row.model == model and row.device == device:
             return row
     known = sorted({(r.model, r.device) for r in CALIBRATION})
-    raise ValueError(f"no calibration for model {model!r} on {device!r}; known: {known}")
+    raise ValueError(
+        f"no calibration for model {model!r} on {device!r}; known: {known}; measure one with "
+        f"`hsaudit bench train --model {model} --save-calibration`"
+    )
 
 
 @dataclass(frozen=True)
@@ -558,63 +600,3 @@ def has_local_gpu() -> bool:
     return os.path.exists("/proc/driver/nvidia/gpus") and bool(os.listdir("/proc/driver/nvidia/gpus")) or (
         shutil.which("nvidia-smi") is not None and os.path.exists("/dev/nvidia0")
     )
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Calibration: time DP-SGD steps (per-sample gradients, clipping, noise, update) of one architecture.
-
-
-def measure_step_seconds(
-    model: str,
-    *,
-    device: str = "cpu",
-    batch: int | None = None,
-    steps: int = 5,
-    population: int = 1,
-    threads: int = 1,
-    seed: int = 0,
-) -> float:
-    """Measured seconds per model-step of DP-SGD for ``model`` through the population engine.
-
-    One step = :func:`hsaudit.engine.dpsgd.run_population` with the ``auto`` backend of :mod:`hsaudit.engine.psg` (per-sample
-    gradients, clipping to norm 1, noise from a preallocated standard-normal tensor, SGD update) for
-    ``population`` models at once; the time is divided by ``population``. The first step (warm-up) is not timed.
-    ``hsaudit bench train --save-calibration`` measures the same thing beside Opacus and stores it.
-
-    Raises:
-        ValueError: bad model, device, or a non-positive count.
-    """
-    import torch
-
-    from hsaudit.engine import models as M
-    from hsaudit.engine.psg import population as engine_for
-    from hsaudit.engine.dpsgd import run_population
-
-    if device not in DEVICES:
-        raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
-    if min(steps, population, threads) < 1:
-        raise ValueError(f"steps, population and threads must be >= 1, got {steps}, {population}, {threads}")
-    dev = torch.device("cuda" if device == "gpu" else "cpu")
-    torch.set_num_threads(threads)
-    gen = torch.Generator().manual_seed(seed)
-    shape = tuple(32 if s is None else s for s in M.input_shape(model))
-    batch = int(batch or (400 if model == "fcnn" else 128))
-    engine = engine_for(model, {}, dev)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        theta0 = M.flat_parameters(M.build_model(model)).to(dev)
-    theta = theta0[None].repeat(population, 1)
-    x = torch.randn(batch, *shape, generator=gen).to(dev)
-    y = torch.randint(0, M.num_classes(model), (batch,), generator=gen).to(dev)
-    z = torch.randn(population, engine.p, generator=gen).to(dev)
-    kw = dict(lr=0.01, batch_size=batch, clip=1.0, sigma=4.0, period=1, noise=lambda t: z)
-    schedule = torch.arange(batch)[None].numpy()
-    with torch.no_grad():
-        theta = run_population(engine, theta, x, y, schedule, **kw)  # warm-up
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        run_population(engine, theta, x, y, schedule.repeat(steps, axis=0), **kw)
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
-    return (time.perf_counter() - start) / (steps * population)

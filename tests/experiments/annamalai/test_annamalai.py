@@ -10,7 +10,8 @@ import pytest
 from scipy import stats
 
 from hsaudit.accounting.gaussian import PldTable, sigma_for_epsilon
-from hsaudit.audit.pld import audit_pld, audit_pld_sigma
+from hsaudit.audit.pld import audit_pld, pld_sigma_audit
+from hsaudit.audit.rules import Paper
 from hsaudit.experiments.annamalai import construction as A
 from hsaudit.accounting import last_iterate as H
 from hsaudit.accounting import tradeoff_from_deltas
@@ -256,7 +257,7 @@ def test_audit_recovers_epsilon_and_literal_fails(small_table):
     rng = np.random.default_rng(4)
     o0, o1 = A.simulate_statistics(rng, steps=20, runs=4000, construction=c)
     paper = audit_pld(o0, o1, small_table, tail_floor=0.01)
-    cp = audit_pld(o0, o1, small_table, confidence=0.95)
+    cp = audit_pld(o0, o1, small_table, rule=Paper(), confidence=0.95)
     assert 0.6 * eps <= paper <= 1.5 * eps
     assert cp <= paper
     lo0, lo1 = A.simulate_statistics(rng, steps=20, runs=4000, construction=c, update="descent")
@@ -276,7 +277,8 @@ def test_sigma_hat_audit_on_a_gaussian_mechanism():
     max-over-thresholds optimism, and not far above it."""
     rng = np.random.default_rng(5)
     o0, o1 = rng.normal(0, 1, 20000), rng.normal(1, 1, 20000)
-    res = audit_pld_sigma(o0, o1, steps=1, sampling_rate=1.0, delta=1e-5, sigma_range=(0.5, 2.0), iterations=8)
+    res = pld_sigma_audit(o0, o1, rule=Paper(), steps=1, sampling_rate=1.0, noise_multiplier=1.0, delta=1e-5,
+                          family="all_iterates", iterations=8)
     assert 0.95 <= res["sigma_hat"] <= 1.35
     assert res["epsilon"] <= H.standard_epsilon(1e-5, steps=1, sampling_rate=1.0, noise_multiplier=0.95)
 

@@ -15,7 +15,7 @@ from hsaudit.experiments.cebere.adversaries import (
     save_crafted,
     score,
 )
-from hsaudit.engine.models import build_model, load_flat_parameters, per_sample_loss
+from hsaudit.engine.models import build_model, load_flat_parameters, model_spec, per_sample_loss
 from hsaudit.engine.dpsgd import DPSGDConfig, make_setup
 
 
@@ -29,7 +29,7 @@ def task():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((120, 8)).astype(np.float32)
     y = (X[:, 0] + 0.3 * rng.standard_normal(120) > 0).astype(np.int64)
-    setup = make_setup(model="fcnn", model_kwargs={}, n_train=120, config=CFG, seed=5)
+    setup = make_setup(spec=model_spec("fcnn"), n_train=120, config=CFG, seed=5)
     return X, y, setup
 
 

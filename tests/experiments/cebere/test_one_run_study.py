@@ -11,6 +11,7 @@ import yaml
 
 from conftest import REPO, check_pdf, housing_like
 from hsaudit.engine.dpsgd import DPSGDConfig, make_setup
+from hsaudit.engine.models import model_spec
 from hsaudit.experiments.cebere.one_run import (
     Canaries,
     canary_bits,
@@ -102,7 +103,7 @@ def test_canaries_gradients_and_validation():
 def test_craft_canaries_distinct_coordinates(rule):
     X, y = housing_like(100, 0)
     cfg = DPSGDConfig(steps=3, batch_size=10, lr=0.1, clip_norm=1.0, noise_multiplier=1.0)
-    setup = make_setup(model="fcnn", model_kwargs=KW, n_train=100, config=cfg, seed=1)
+    setup = make_setup(spec=model_spec("fcnn", **KW), n_train=100, config=cfg, seed=1)
     c = craft_canaries(rule, canaries=20, model="fcnn", model_kwargs=KW, X=X, y=y, setup=setup, config=cfg, seed=3)
     assert c.m == 20 and np.unique(c.coordinates).size == 20 and c.coordinates.max() < 68
     if rule == "least_moving":
@@ -114,7 +115,7 @@ def test_craft_canaries_distinct_coordinates(rule):
 def test_training_scores_the_included_canaries_higher_and_splits_by_model():
     X, y = housing_like(200, 0)
     cfg = DPSGDConfig(steps=8, batch_size=20, lr=0.5, clip_norm=1.0, noise_multiplier=0.5)
-    setup = make_setup(model="fcnn", model_kwargs=KW, n_train=200, config=cfg, seed=1)
+    setup = make_setup(spec=model_spec("fcnn", **KW), n_train=200, config=cfg, seed=1)
     c = craft_canaries("random", canaries=30, model="fcnn", model_kwargs=KW, X=X, y=y, setup=setup, config=cfg, seed=2)
     bits = canary_bits(seed=SEED, key="t", models=range(6), canaries=30)
     kw = dict(model="fcnn", model_kwargs=KW, X=X, y=y, setup=setup, config=cfg, canaries=c, noise_key=9)

@@ -11,9 +11,10 @@ import pytest
 
 from conftest import housing_like, images_like
 from hsaudit.experiments.cebere.adversaries import craft
-from hsaudit.experiments.cebere.reference import train_reference
+from hsaudit.experiments.cebere.reference import reference_scores
 from hsaudit.experiments.cebere.shards import train_shard
 from hsaudit.engine.dpsgd import DPSGDConfig, make_setup, model_noise
+from hsaudit.engine.models import model_spec
 
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -47,7 +48,7 @@ BITS = np.array([0, 1, 1, 0])
 def test_population_matches_opacus_fcnn(variant, adversary, backend):
     X, y = _housing_like()
     kwargs = {"variant": variant}
-    setup = make_setup(model="fcnn", model_kwargs=kwargs, n_train=len(X), config=CFG, seed=1)
+    setup = make_setup(spec=model_spec("fcnn", **kwargs), n_train=len(X), config=CFG, seed=1)
     crafted = craft(adversary, model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=CFG, seed=2)
     scores = shard_scores(
         model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=CFG, crafted=crafted, bits=BITS,
@@ -55,13 +56,13 @@ def test_population_matches_opacus_fcnn(variant, adversary, backend):
     )
     assert scores.shape == (4, 3)
     for i, bit in enumerate(BITS):
-        ref, _ = train_reference(
+        ref, _ = reference_scores(
             model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=CFG, crafted=crafted, bit=int(bit),
             noise=model_noise(7, i, CFG.steps, 68),
         )
         np.testing.assert_allclose(scores[i], ref, rtol=1e-4, atol=1e-6)
     # the insertion mattered: the two worlds differ (so agreement is not trivially about b = 0)
-    ref0, _ = train_reference(
+    ref0, _ = reference_scores(
         model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=CFG, crafted=crafted, bit=0,
         noise=model_noise(7, 1, CFG.steps, 68),
     )
@@ -87,18 +88,18 @@ def test_population_matches_opacus_cifar_models(model, side, adversary):
     X, y = images_like(8, (4096,) if side is None else (3, side, side), seed=0)
     heavy = model == "resnet18_gn"
     cfg = DPSGDConfig(steps=2 if heavy else 4, batch_size=3, lr=0.05, clip_norm=0.5, noise_multiplier=1.0, period=2)
-    setup = make_setup(model=model, model_kwargs={}, n_train=8, config=cfg, seed=0)
+    setup = make_setup(spec=model_spec(model), n_train=8, config=cfg, seed=0)
     crafted = craft(adversary, model=model, model_kwargs={}, X=X, y=y, setup=setup, config=cfg, seed=0)
     bits = np.array([1, 0])
     p = setup.theta0.size
-    per_model = population_theta0(model, {}, scheme="xavier_normal", key=5, models=range(2))
+    per_model = population_theta0(model_spec(model), scheme="xavier_normal", key=5, models=range(2))
     for theta0 in (per_model,) if heavy else (None, per_model):
         obs = train_shard(
             model=model, model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted, bits=bits,
             noise_key=3, theta0=theta0, progress=False, device="cpu",
         )
         for i, bit in enumerate(bits):
-            ref, _ = train_reference(
+            ref, _ = reference_scores(
                 model=model, model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted, bit=int(bit),
                 noise=model_noise(3, i, cfg.steps, p), theta0=None if theta0 is None else theta0[i],
             )
@@ -107,10 +108,10 @@ def test_population_matches_opacus_cifar_models(model, side, adversary):
 
 def test_reference_rejects_bad_noise():
     X, y = _housing_like()
-    setup = make_setup(model="fcnn", model_kwargs={}, n_train=len(X), config=CFG, seed=1)
+    setup = make_setup(spec=model_spec("fcnn"), n_train=len(X), config=CFG, seed=1)
     crafted = craft("gc_r", model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=CFG, seed=2)
     with pytest.raises(ValueError, match="noise"):
-        train_reference(
+        reference_scores(
             model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=CFG, crafted=crafted, bit=1,
             noise=np.zeros((2, 68)),
         )
@@ -123,16 +124,16 @@ def test_per_model_theta0_matches_opacus(adversary, known):
 
     X, y = _housing_like()
     kwargs = {"variant": "8-3-8-1"}
-    setup = make_setup(model="fcnn", model_kwargs=kwargs, n_train=len(X), config=CFG, seed=1)
+    setup = make_setup(spec=model_spec("fcnn", **kwargs), n_train=len(X), config=CFG, seed=1)
     crafted = craft(adversary, model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=CFG, seed=2)
-    theta0 = population_theta0("fcnn", kwargs, scheme="xavier_normal", key=11, models=range(10, 14))
+    theta0 = population_theta0(model_spec("fcnn", **kwargs), scheme="xavier_normal", key=11, models=range(10, 14))
     assert not np.allclose(theta0[0], theta0[1])
     obs = train_shard(
         model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=CFG, crafted=crafted, bits=BITS,
         noise_key=7, first_model=10, theta0=theta0, known_theta0=known, progress=False, device="cpu",
     )
     for i, bit in enumerate(BITS):
-        ref, _ = train_reference(
+        ref, _ = reference_scores(
             model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=CFG, crafted=crafted, bit=int(bit),
             noise=model_noise(7, 10 + i, CFG.steps, 68), theta0=theta0[i], known_theta0=known,
         )
@@ -143,13 +144,14 @@ def test_xavier_theta0_is_a_glorot_normal_draw():
     from hsaudit.engine.models import build_model, fcnn_sizes
     from hsaudit.engine.dpsgd import init_theta0
 
-    theta = init_theta0("fcnn", {"variant": "8-6-2"}, scheme="xavier_normal", seed=3)
+    theta = init_theta0(model_spec("fcnn", variant="8-6-2"), scheme="xavier_normal", seed=3)
     sizes = fcnn_sizes("8-6-2")
     w1 = theta[: 6 * 8]
     assert np.all(theta[48:54] == 0)  # biases are 0
     # Glorot normal: sd = sqrt(2 / (fan_in + fan_out)); 48 draws, so a loose check
     assert 0.5 < w1.std() / np.sqrt(2 / (sizes[0] + sizes[1])) < 1.5
-    np.testing.assert_array_equal(theta, init_theta0("fcnn", {"variant": "8-6-2"}, scheme="xavier_normal", seed=3))
+    again = init_theta0(model_spec("fcnn", variant="8-6-2"), scheme="xavier_normal", seed=3)
+    np.testing.assert_array_equal(theta, again)
     assert build_model("fcnn", variant="8-6-2") is not None
     with pytest.raises(ValueError, match="scheme"):
-        init_theta0("fcnn", {}, scheme="he", seed=0)
+        init_theta0(model_spec("fcnn"), scheme="he", seed=0)

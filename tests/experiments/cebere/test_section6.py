@@ -12,7 +12,7 @@ import pytest
 from scipy import special, stats
 
 from hsaudit.accounting import gdp_epsilon
-from hsaudit.audit import audit_scores
+from hsaudit.audit import Paper, audit_scores
 from hsaudit.experiments.cebere.section6.experiments import check_section6_config
 from hsaudit.util.normals import Normals
 from hsaudit.experiments.cebere.section6 import (
@@ -280,7 +280,7 @@ def test_fast_audit_agrees_with_the_audit_core():
         s = rng.standard_normal(n).astype(np.float32)
         m = (rng.standard_normal(n) + shift).astype(np.float32)
         got = gdp_audit_two_sample(s, m, tables)
-        ref = audit_scores(np.concatenate([s, m]), np.repeat([0, 1], n), delta=DELTA, confidence=0.95)
+        ref = audit_scores(np.concatenate([s, m]), np.repeat([0, 1], n), rule=Paper(), delta=DELTA, confidence=0.95)
         assert got.mu == pytest.approx(ref.mu, abs=1e-9)
         assert got.epsilon == pytest.approx(ref.epsilon, abs=1e-9)
         assert got.threshold == pytest.approx(ref.threshold, abs=1e-6)

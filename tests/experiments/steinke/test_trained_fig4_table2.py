@@ -14,8 +14,8 @@ import yaml
 import hsaudit.experiments.steinke.train.images as images
 from conftest import REPO
 from hsaudit.accounting import last_iterate as H
-from hsaudit.engine.models import build_model, count_parameters, load_flat_parameters
-from hsaudit.engine.psg import population
+from hsaudit.engine.models import build_model, count_parameters, load_flat_parameters, model_spec
+from hsaudit.engine.psg import population_engine
 from hsaudit.experiments.steinke.audit import FIG4_COLUMNS, TABLE2_COLUMNS, fig4_table, table2, table2_markdown
 from hsaudit.experiments.steinke.plan import plan_fig2, plan_fig4
 from hsaudit.experiments.steinke.train.images import (
@@ -100,7 +100,7 @@ def test_fig2_key_ignores_the_test_set():
 
 def test_score_is_minus_the_canary_loss():
     """s(θ) = −ℓ(θ; x*, y*), against cross-entropy computed on the module loaded with each model's parameters."""
-    engine = population("alexnet_head", MODEL, "cpu")
+    engine = population_engine(model_spec("alexnet_head", **MODEL), "cpu")
     module = build_model("alexnet_head", **MODEL)
     p = count_parameters(module)
     theta = torch.as_tensor(np.random.default_rng(3).normal(size=(4, p)), dtype=torch.float32)

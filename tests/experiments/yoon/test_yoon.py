@@ -20,7 +20,7 @@ from hsaudit.experiments.yoon import crafting, populations
 from hsaudit.experiments.yoon import plan as yoon_plan
 from hsaudit.accounting import gdp_epsilon
 from hsaudit.pipeline.config import resolve_scale
-from hsaudit.engine.models import build_model, count_parameters, load_flat_parameters
+from hsaudit.engine.models import build_model, count_parameters, load_flat_parameters, model_spec
 from hsaudit.util.seeding import derive_seed
 from hsaudit.engine.dpsgd import init_theta0
 from hsaudit.experiments.yoon.plan import figure_values, plan_yoon
@@ -395,7 +395,8 @@ def test_distillation_moves_surrogates_towards_their_targets(data, noisy_populat
     targets = noisy_population[0][[0, 5]]
     surrogates = crafting.distill_surrogates(model=MNIST, targets=targets, X_query=X, seed=4, epochs=3, batch_size=4,
                                          lr=1e-3, device="cpu")
-    start = np.stack([init_theta0(MNIST, {}, scheme="xavier_normal", seed=derive_seed(4, "surrogate", i), bias=0.01)
+    spec = model_spec(MNIST)
+    start = np.stack([init_theta0(spec, scheme="xavier_normal", seed=derive_seed(4, "surrogate", i), bias=0.01)
                       for i in range(2)])
     assert surrogates.shape == targets.shape
     before, after = kl_to(targets, start, X), kl_to(targets, surrogates, X)

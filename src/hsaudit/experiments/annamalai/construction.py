@@ -16,7 +16,7 @@ therefore carries o = Σ_k round(λ(v_k), 2): the all-iterates likelihood-ratio 
 * :func:`audit_many` — repetitions of the paper's audit (Algorithm 2; no confidence intervals) and its
   Clopper–Pearson variants (every threshold, and the valid held-out rule), through the one auditor
   (:meth:`hsaudit.audit.auditor.Auditor.pld_curve`, i.e. :func:`hsaudit.audit.audit_pld`); the σ̂ audit is
-  :func:`hsaudit.audit.audit_pld_sigma`.
+  :func:`hsaudit.audit.pld.pld_sigma_audit`.
   The linear-loss curve they are compared with is :func:`hsaudit.accounting.last_iterate.linear_tradeoff` (Steinke et al.'s
   mixture of Gaussians).
 
@@ -39,8 +39,8 @@ import pandas as pd
 from hsaudit.accounting import last_iterate as H
 from hsaudit.accounting.gaussian import PldTable
 from hsaudit.accounting.gaussian import default_epsilon_grid, tradeoff_from_deltas
-from hsaudit.audit.gdp import observed_rates
-from hsaudit.audit.auditor import Auditor, HeldOut
+from hsaudit.audit.auditor import Auditor, HeldOut, Paper
+from hsaudit.audit.tradeoff import observed_rates
 from hsaudit.accounting.last_iterate import delta_curve, linear_tradeoff
 
 # Re-exported: the audits live in hsaudit.audit.pld and the PLD table's curves in hsaudit.accounting.
@@ -378,7 +378,7 @@ def audit_many(
         base_sigmas=base_sigmas,
     )
     rows = []
-    paper = Auditor(confidence=confidence)  # every threshold's CP point: a max over thresholds, not valid
+    paper = Auditor(confidence=confidence, rule=Paper())  # every threshold's CP point: a max over thresholds, not valid
     for r in range(repetitions):
         rng = np.random.default_rng(derive_seed(seed, "annamalai", *key, steps, sampling_rate, noise_multiplier, r))
         wraps: dict = {}

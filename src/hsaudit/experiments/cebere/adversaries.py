@@ -31,7 +31,8 @@ import torch
 from hsaudit.util.io import atomic_savez
 from hsaudit.engine.models import build_model, count_parameters, num_classes, parameter_at
 from hsaudit.engine.noise import CounterNoise
-from hsaudit.engine.psg import population
+from hsaudit.engine.models import model_spec
+from hsaudit.engine.psg import population_engine
 from hsaudit.util.seeding import derive_seed, rng_for
 from hsaudit.engine.dpsgd import DPSGDConfig, Setup, check_data, pick_device, run_population
 
@@ -116,7 +117,7 @@ def _simulate_ranking(
 ) -> np.ndarray:
     """S ``[p]`` of Algorithm 3 (Cebere et al. App. C): simulated training without any insertion."""
     dev = pick_device(device)
-    engine = population(model, model_kwargs, dev)
+    engine = population_engine(model_spec(model, **model_kwargs), dev)
     r = simulations if noisy else 1  # noiseless: deterministic, every simulation gives the same S
     Xt, yt = torch.from_numpy(X).to(dev), torch.from_numpy(y).to(dev)
     theta0 = torch.from_numpy(np.ascontiguousarray(setup.theta0, dtype=np.float32)).to(dev)
@@ -187,7 +188,7 @@ def craft(
     name = canonical_adversary(adversary)
     if int(simulations) != simulations or simulations < 1:
         raise ValueError(f"simulations must be a positive integer, got {simulations}")
-    X, y = check_data(model, model_kwargs, X, y, setup)
+    X, y = check_data(model_spec(model, **model_kwargs), X, y, setup)
     p = setup.theta0.shape[0]
     net_p = count_parameters(build_model(model, **model_kwargs))
     if net_p != p:
@@ -286,7 +287,8 @@ def make_scorer(
 ) -> Callable[[torch.Tensor], torch.Tensor]:
     """A function ``theta [models, p] -> [models]`` giving the oriented score (higher ⇒ inserted).
 
-    ``engine`` is a per-sample gradient backend (:func:`hsaudit.engine.psg.population`), used only by ``label_flip``.
+    ``engine`` is a per-sample gradient backend (:func:`hsaudit.engine.psg.population_engine`), used only by
+    ``label_flip``.
     ``theta0`` is ``[p]`` or ``[models, p]`` (per-model θ0). With ``known_theta0=False`` (Cebere et al. Fig. 12:
     θ0 re-drawn for every run and unknown to the adversary) the A_GC score is −θ_t[d] and the A_CotS score
     −cos(∇*, θ_t), since θ0 cannot be subtracted.
@@ -328,7 +330,7 @@ def score(
     """
     theta_arr = np.atleast_2d(np.asarray(theta, dtype=np.float32))
     theta0_t = torch.from_numpy(np.asarray(theta0, dtype=np.float32))
-    engine = population(model, model_kwargs, "cpu")
+    engine = population_engine(model_spec(model, **model_kwargs), "cpu")
     if theta_arr.shape[1] != engine.p or theta0_t.shape != (engine.p,):
         raise ValueError(f"theta must have {engine.p} columns and theta0 {engine.p} entries for {model!r}")
     validate_crafted(crafted, p=engine.p, model=model, model_kwargs=model_kwargs)

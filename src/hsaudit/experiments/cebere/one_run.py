@@ -39,7 +39,8 @@ import numpy.typing as npt
 import torch
 
 from hsaudit.engine.dpsgd import DPSGDConfig, Setup, check_data, pick_device, train_population
-from hsaudit.engine.psg import MLPPopulation, population
+from hsaudit.engine.models import model_spec
+from hsaudit.engine.psg import MLPPopulation, population_engine
 from hsaudit.experiments.cebere.adversaries import craft
 from hsaudit.experiments.cebere.plan import audit_params, figure_values
 from hsaudit.experiments.cebere.shards import MIN_MODELS_PER_WORKER
@@ -269,7 +270,7 @@ def craft_canaries(
     if not 1 <= m <= p:
         raise ValueError(f"canaries must be in [1, {p}] (distinct coordinates of a model with {p} parameters), got {m}")
     if rule == "random":
-        check_data(model, model_kwargs, X, y, setup)
+        check_data(model_spec(model, **model_kwargs), X, y, setup)
         d = rng_for(seed, "one_run craft", rule).choice(p, size=m, replace=False)
         return Canaries(np.sort(d).astype(np.int64), float(config.clip_norm), rule)
     crafted = craft("gc_s_noiseless_ps", model=model, model_kwargs=model_kwargs, X=X, y=y, setup=setup,
@@ -359,13 +360,14 @@ def train_one_run_shard(
         float64 ``[models, m]``: −(θ_T[d_j] − θ0[d_j]), the final model's A_GC-R score of every canary (higher ⇒
         included).
     """
-    X, y = check_data(model, model_kwargs, X, y, setup)
+    spec = model_spec(model, **model_kwargs)
+    X, y = check_data(spec, X, y, setup)
     if config.sampling is not None:
         raise ValueError("one-run audits use the fixed batch schedule (config.sampling = None)")
     if setup.batches.shape != (config.steps, config.batch_size):
         raise ValueError(f"setup.batches has shape {setup.batches.shape}, config wants ({config.steps}, {config.batch_size})")
     dev = pick_device(device)
-    engine = population(model, model_kwargs, dev)
+    engine = population_engine(spec, dev)
     if setup.theta0.shape != (engine.p,):
         raise ValueError(f"setup.theta0 has shape {setup.theta0.shape}, {model!r} has {engine.p} parameters")
     grads = canaries.gradients(bits, engine.p)

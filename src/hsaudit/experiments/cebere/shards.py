@@ -16,7 +16,8 @@ import numpy.typing as npt
 import torch
 
 from hsaudit.experiments.cebere.adversaries import Crafted, insertion_tensors, make_scorer, validate_crafted
-from hsaudit.engine.psg import MLPPopulation, population
+from hsaudit.engine.models import model_spec
+from hsaudit.engine.psg import MLPPopulation, population_engine
 from hsaudit.engine.dpsgd import DPSGDConfig, Observations, Setup, check_data, pick_device, train_population
 
 MIN_MODELS_PER_WORKER = 32  # smaller groups are not worth a thread
@@ -59,7 +60,7 @@ def train_shard(
         canary_norms: also record the canary's unclipped gradient norm at every step (canary adversaries).
         device: ``None``/``"auto"`` = CUDA when available, else CPU. Computation is float32.
         progress: tqdm bar over the steps.
-        backend: per-sample gradient backend (:func:`hsaudit.engine.psg.population`).
+        backend: per-sample gradient backend (:func:`hsaudit.engine.psg.population_engine`).
         workers: CPU worker threads, each training a contiguous group of the models with single-threaded ops.
             ``None``: ``torch.get_num_threads()`` for the FCNN engine on the CPU, else 1 (intra-op threads).
             Results do not depend on it (every model keeps its own noise stream).
@@ -71,7 +72,8 @@ def train_shard(
     Raises:
         ValueError: on inconsistent shapes, bits outside {0, 1}, or a crafted object of the wrong dimension.
     """
-    X, y = check_data(model, model_kwargs, X, y, setup)
+    spec = model_spec(model, **model_kwargs)
+    X, y = check_data(spec, X, y, setup)
     bits = np.asarray(bits)
     if bits.ndim != 1 or bits.size == 0 or not np.all((bits == 0) | (bits == 1)):
         raise ValueError(f"bits must be a non-empty 1-D array of 0/1, got shape {bits.shape}")
@@ -82,7 +84,7 @@ def train_shard(
     if int(first_model) != first_model or first_model < 0:
         raise ValueError(f"first_model must be a non-negative integer, got {first_model}")
     dev = pick_device(device)
-    engine = population(model, model_kwargs, dev, backend=backend)
+    engine = population_engine(spec, dev, backend=backend)
     m = bits.size
     if theta0 is None:
         if setup.theta0.shape != (engine.p,):
@@ -150,3 +152,4 @@ def train_shard(
         scores=np.concatenate([p.scores for p in parts]),
         grad_norms=np.concatenate([p.grad_norms for p in parts]) if canary_norms else None,
     )
+

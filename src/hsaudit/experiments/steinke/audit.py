@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from hsaudit.accounting import last_iterate as H
-from hsaudit.audit.auditor import Auditor, HeldOut, KnownFamily, rule_from_mode
+from hsaudit.audit.auditor import Auditor, HeldOut, KnownFamily, Paper, rule_from_mode
 from hsaudit.util.seeding import derive_seed
 
 METHODS = (
@@ -206,7 +206,7 @@ def fig2_table(
         rows.append(row("standard", H.standard_epsilon(delta, value_discretization_interval=value_discretization_interval, **kw)))
         rows.append(row("heuristic", H.heuristic_epsilon(delta, **kw)))
         known = KnownFamily(family="last_iterate", **kw)
-        paper = Auditor(delta=delta, confidence=confidence).known_family(out, inn, known)
+        paper = Auditor(delta=delta, confidence=confidence, rule=Paper()).known_family(out, inn, known)
         rows.append(row("empirical_sigma_last_iterate", paper["epsilon"], sigma_hat=paper["sigma_hat"],
                         audit_mode="all_thresholds"))
         rule = HeldOut(seed=derive_seed(seed, select_label, t))

@@ -27,7 +27,7 @@ import pandas as pd
 from scipy import stats
 
 from hsaudit.accounting import last_iterate as H
-from hsaudit.audit.auditor import Auditor, HeldOut, KnownFamily, rule_from_mode
+from hsaudit.audit.auditor import Auditor, HeldOut, KnownFamily, Paper, rule_from_mode
 from hsaudit.audit.pld import SIGMA_FAMILIES, sigma_hat_from_points
 from hsaudit.util.seeding import derive_seed
 
@@ -171,7 +171,7 @@ def fig3_table(
 
     Every row records ``audit_mode`` (GDP: the threshold selection; σ̂: ``all_thresholds``, the paper's — a max
     over thresholds, not a valid 95 % bound — or ``held_out``, the valid rule of
-    :func:`hsaudit.audit.pld.held_out_point`, in the rows ``empirical_sigma_<family>_held_out``; population:
+    :func:`hsaudit.audit.tradeoff.held_out_point`, in the rows ``empirical_sigma_<family>_held_out``; population:
     exact rates) and ``confidence`` (of the CP bounds).
     """
     for fam in sigma_families:
@@ -209,7 +209,7 @@ def fig3_table(
             ]
             for fam in sigma_families:
                 known = KnownFamily(family=fam, **kw)
-                aud = Auditor(delta=delta, confidence=confidence).known_family(out, inn, known)
+                aud = Auditor(delta=delta, confidence=confidence, rule=Paper()).known_family(out, inn, known)
                 rows.append(
                     row(
                         f"empirical_sigma_{fam}",
@@ -590,7 +590,7 @@ def fig6_table(
     audited with the σ̂ audit (``empirical_pld_cp_value_store``): it shows how much the one-bit decisions lose.
 
     Two audits of the same scores: the GDP audit (Nasr et al. 2023) and the known-(q, T) σ̂ audit of Steinke et al.
-    §3.1 (:func:`hsaudit.audit.audit_pld_sigma`, Clopper–Pearson bounds). References under the GDP audit: the
+    §3.1 (:func:`hsaudit.audit.pld.pld_sigma_audit`, Clopper–Pearson bounds). References under the GDP audit: the
     linear canary of fig3 and the optimal all-iterates attack.
     """
     rows = []
@@ -608,10 +608,10 @@ def fig6_table(
         aud = gdp(s0, s1)
 
         def sigma_audit(o0, o1):
-            # The known-(q, T) σ̂ audit with the all-iterates family (= hsaudit.audit.audit_pld_sigma, on the
-            # lower hull of the CP points, which gives the same σ̂ faster).
+            # The known-(q, T) σ̂ audit with the all-iterates family (hsaudit.audit.pld.pld_sigma_audit, on the
+            # lower hull of the CP points).
             known = KnownFamily(family="all_iterates", iterations=10, **kw)
-            return Auditor(delta=delta, confidence=confidence).known_family(o0, o1, known)
+            return Auditor(delta=delta, confidence=confidence, rule=Paper()).known_family(o0, o1, known)
 
         pld_aud = sigma_audit(s0, s1)
         # References under the same R: the linear-loss canary (last iterate, Section 3.1) and the all-iterates

@@ -16,7 +16,8 @@ import numpy.typing as npt
 import torch
 
 from hsaudit.audit.auditor import Auditor, rule_from_mode
-from hsaudit.engine.psg import population
+from hsaudit.engine.models import model_spec
+from hsaudit.engine.psg import population_engine
 from hsaudit.util.seeding import derive_seed
 from hsaudit.engine.dpsgd import init_theta0, pick_device
 from hsaudit.experiments.yoon.plan import PAPER_RECIPE, CraftRecipe
@@ -29,7 +30,7 @@ ADVERSARIES = ("a_c", "a_ude", "a_ade")
 def func_engine(model: str, device: torch.device):
     """The torch.func population engine of ``model`` on ``device`` (built once: crafting and distillation call it
     at every optimisation step); its losses and logits are differentiable in both θ and x."""
-    return population(model, {}, device, backend="func")
+    return population_engine(model_spec(model), device, backend="func")
 
 
 # --------------------------------------------------------------------------------------- losses and crafting
@@ -235,7 +236,10 @@ def distill_surrogates(
             [torch.log_softmax(population_logits(model, targets_t, Xq[i : i + 512], device=dev), -1) for i in range(0, n, 512)],
             dim=1,
         )
-    start = np.stack([init_theta0(model, {}, scheme="xavier_normal", seed=derive_seed(seed, "surrogate", i), bias=bias) for i in range(m)])
+    spec = model_spec(model)
+    start = np.stack(
+        [init_theta0(spec, scheme="xavier_normal", seed=derive_seed(seed, "surrogate", i), bias=bias) for i in range(m)]
+    )
     theta = torch.tensor(start, device=dev, requires_grad=True)
     opt = torch.optim.Adam([theta], lr=lr)
     gen = torch.Generator().manual_seed(derive_seed(seed, "surrogate-batches") % 2**63)

@@ -19,7 +19,8 @@ import numpy.typing as npt
 import torch
 
 from hsaudit.engine.models import build_model, count_parameters, load_flat_parameters, num_classes
-from hsaudit.engine.psg import population
+from hsaudit.engine.models import model_spec
+from hsaudit.engine.psg import population_engine
 from hsaudit.util.seeding import derive_seed
 from hsaudit.engine.dpsgd import DPSGDConfig, init_theta0, pick_device, train_population
 
@@ -40,7 +41,7 @@ def full_batch_schedule(n: int, steps: int) -> np.ndarray:
 
 def average_theta0(model: str, *, seed: int, bias: float = 0.01) -> np.ndarray:
     """θ_avg: Xavier-normal weights and constant biases (0.01), drawn once per run from ``seed``."""
-    return init_theta0(model, {}, scheme="xavier_normal", seed=seed, bias=bias)
+    return init_theta0(model_spec(model), scheme="xavier_normal", seed=seed, bias=bias)
 
 
 def world_members(models_per_world: int) -> np.ndarray:
@@ -85,7 +86,7 @@ def train_worlds(
     y = np.asarray(y, dtype=np.int64)
     n = X.shape[0]
     members = world_members(models_per_world)
-    engine = population(model, {}, dev, backend=backend)
+    engine = population_engine(model_spec(model), dev, backend=backend)
     start = torch.from_numpy(np.ascontiguousarray(theta0, dtype=np.float32)).to(dev)
     if start.shape != (engine.p,):
         raise ValueError(f"theta0 must have shape ({engine.p},), got {tuple(start.shape)}")
@@ -261,7 +262,9 @@ def pretrain(
         p_wide, p = count_parameters(wide), theta.size
         last = [prm.numel() for prm in wide.parameters()][-2:]  # the last Linear: weight, bias
         body = p_wide - sum(last)
-        head = init_theta0(model, {"num_classes": pre_classes}, scheme="xavier_normal", seed=derive_seed(seed, "head"), bias=0.01)
+        head = init_theta0(
+            model_spec(model, num_classes=pre_classes), scheme="xavier_normal", seed=derive_seed(seed, "head"), bias=0.01
+        )
         start = np.concatenate([theta[:body], head[body:]])
         trained = sgd_train(
             model, start, X_pre, y_pre, epochs=pre_epochs, lr=lr, batch_size=batch_size, seed=derive_seed(seed, "pre"),

@@ -50,11 +50,12 @@ from hsaudit.experiments.cebere.figures.housing import (
     plot_upper_bound,
     summarise,
 )
+from hsaudit.engine.models import model_spec
 from hsaudit.util.io import write_text_atomic
 
 FIGURES = ("fig1", "fig2", "fig5", "fig6a", "fig8", "fig11", "fig12", "fig13")
 ADVERSARIES = ("gc_r", "gc_s", "label_flip")
-MODEL_LABELS = {"convnet": "ConvNet", "resnet18_gn": "ResNet18-GN", "alexnet_head": "AlexNet (last layer)"}
+MODEL_LABELS = {m: model_spec(m).label for m in ("convnet", "resnet18_gn", "alexnet_head")}  # the registry's labels
 THETA0_LABELS = {
     "known": "θ0 shared, known",
     "shared_unknown": "θ0 shared, unknown",
@@ -559,7 +560,7 @@ def plot_fig6a(
         ValueError: ``step`` missing from the audit or the scores table (naming it).
     """
     from hsaudit.accounting.gaussian import gdp_tradeoff
-    from hsaudit.audit.gdp import empirical_tradeoff
+    from hsaudit.audit.tradeoff import empirical_tradeoff
     from hsaudit.experiments.plotting import UPPER_BOUND_STYLE, figure as new_figure, footer_text
     from hsaudit.util.io import write_csv_atomic
 

@@ -15,7 +15,7 @@ import numpy.typing as npt
 from scipy import special
 
 from hsaudit.accounting.gaussian import gdp_epsilon
-from hsaudit.audit.auditor import Auditor, rule_from_mode
+from hsaudit.audit.auditor import Auditor, Paper, rule_from_mode
 from hsaudit.audit.two_sample import GdpTables, gdp_tables
 from hsaudit.experiments.cebere.section6.exact import exact_epsilon_curve
 from hsaudit.experiments.cebere.section6.process import Process, check_runs, iter_scores, world_rng
@@ -69,7 +69,7 @@ def audit_process(
         tables = gdp_tables(runs, runs, confidence=confidence, delta=delta)
     if mode == "paper" and (tables.n0, tables.n1, tables.confidence, tables.delta) != (runs, runs, confidence, delta):
         raise ValueError("tables were built for other (n0, n1, confidence, delta)")
-    auditor = Auditor(delta=delta, confidence=confidence)
+    auditor = Auditor(delta=delta, confidence=confidence, rule=Paper())
     records = []
     for rep in range(int(repetitions)):
         worlds = [iter_scores(process, runs=runs, inserted=bool(b), rng=world_rng(seed, *key, rep, b)) for b in (0, 1)]

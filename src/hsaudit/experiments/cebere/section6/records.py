@@ -12,8 +12,8 @@ import time
 import numpy as np
 
 from hsaudit.accounting.gaussian import gdp_epsilon, gdp_tradeoff
-from hsaudit.audit.gdp import empirical_tradeoff
-from hsaudit.audit.auditor import Auditor
+from hsaudit.audit.auditor import Auditor, Paper
+from hsaudit.audit.tradeoff import empirical_tradeoff
 from hsaudit.audit.two_sample import GdpTables, gdp_tables
 from hsaudit.experiments.cebere.section6.exact import exact_epsilon, exact_epsilon_curve, exact_laws, exact_tradeoff, upper_bound_epsilon
 from hsaudit.experiments.cebere.section6.experiments import audit_process
@@ -160,7 +160,7 @@ def tradeoff_records(
             for w in (0, 1)
         ]
         tables = gdp_tables(runs_per_world, runs_per_world, confidence=confidence, delta=delta)
-        audit = Auditor(delta=delta, confidence=confidence).gdp_two_sample(worlds[0], worlds[1], tables)
+        audit = Auditor(delta=delta, confidence=confidence, rule=Paper()).gdp_two_sample(worlds[0], worlds[1], tables)
         scores = np.concatenate(worlds)
         members = np.repeat([False, True], runs_per_world)
         full_fpr, full_fnr = empirical_tradeoff(scores, members)

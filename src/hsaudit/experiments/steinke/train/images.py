@@ -41,8 +41,8 @@ import torch
 
 from hsaudit.engine.dpsgd import DPSGDConfig, init_theta0, pick_device, train_population
 from hsaudit.engine.evaluate import population_accuracy
-from hsaudit.engine.models import input_shape, num_classes
-from hsaudit.engine.psg import population
+from hsaudit.engine.models import input_shape, model_spec, num_classes
+from hsaudit.engine.psg import population_engine
 from hsaudit.engine.sampling import Poisson
 from hsaudit.experiments.steinke.train.shards import shard_models
 from hsaudit.util.seeding import derive_seed
@@ -53,6 +53,8 @@ BACKGROUNDS = ("natural", "zero")
 # Figure 4's other examples: blank (all-zero) images, panel (a), or the data, panel (b).
 FIG4_BACKGROUNDS = ("blank", "natural")
 CANARY_SOURCES = ("test", "train")
+
+
 def fig4_canary(
     spec: Mapping[str, Any], *, train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.ndarray]
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -163,7 +165,7 @@ def _train(
     }
     if test is not None:
         theta = torch.as_tensor(obs.theta, device=dev)
-        out["test_accuracy"] = population_accuracy(model, kwargs, theta, test[0], test[1])
+        out["test_accuracy"] = population_accuracy(model_spec(model, **kwargs), theta, test[0], test[1])
         out["n_test"] = np.int64(len(test[1]))
     return out
 
@@ -196,12 +198,13 @@ def train_dirac_shard(
     """
     dev = pick_device(device)
     model, kwargs, _, batch = _check_inputs(spec, X)
-    engine = population(model, kwargs, dev, backend=spec["backend"])
+    arch = model_spec(model, **kwargs)
+    engine = population_engine(arch, dev, backend=spec["backend"])
     if spec["background"] == "zero":
         engine = _ZeroGradients(engine)
     dim = canary_coordinate(spec, engine.p)
     theta0 = torch.as_tensor(
-        init_theta0(model, kwargs, scheme="default", seed=derive_seed(spec["seed"], "steinke-fig2-theta0")), device=dev
+        init_theta0(arch, scheme="default", seed=derive_seed(spec["seed"], "steinke-fig2-theta0")), device=dev
     )
     gradient = torch.zeros(engine.p, device=dev)
     gradient[dim] = float(spec["clip_norm"])
@@ -299,9 +302,10 @@ def train_label_flip_shard(
     model, kwargs, _, _ = _check_inputs(spec, X)
     if spec["background"] == "blank":
         X = blank_background(X)
-    engine = population(model, kwargs, dev, backend=spec["backend"])
+    arch = model_spec(model, **kwargs)
+    engine = population_engine(arch, dev, backend=spec["backend"])
     theta0 = torch.as_tensor(
-        init_theta0(model, kwargs, scheme="default", seed=derive_seed(spec["seed"], "steinke-fig2-theta0")), device=dev
+        init_theta0(arch, scheme="default", seed=derive_seed(spec["seed"], "steinke-fig2-theta0")), device=dev
     )
     xc = torch.as_tensor(canary[0], dtype=torch.float32, device=dev)
     yc = torch.as_tensor(canary[1], dtype=torch.int64, device=dev)
