@@ -21,10 +21,6 @@ include: "workflow/rules/constraints.smk"
 include: "workflow/rules/cebere.smk"
 include: "workflow/rules/steinke.smk"
 include: "workflow/rules/annamalai.smk"
-include: "workflow/rules/data.smk"
-include: "workflow/rules/train.smk"
-include: "workflow/rules/scores.smk"
-include: "workflow/rules/audit.smk"
 include: "workflow/rules/one_run.smk"
 include: "workflow/rules/yoon.smk"
 include: "workflow/rules/archive.smk"
@@ -33,4 +29,4 @@ include: "workflow/rules/archive.smk"
 rule all:
     default_target: True
     input:
-        FIGURES,
+        default_targets(),

@@ -90,7 +90,7 @@ def coordinate(results: str, key: str) -> str:
     import os
 
     from hsaudit.engine.models import build_model, parameter_at
-    from hsaudit.experiments.cebere.adversaries import load_crafted
+    from hsaudit.experiments.cebere.train.adversaries import load_crafted
 
     path = os.path.join(results, "audits", key, "crafted.npz")
     if not os.path.exists(path):

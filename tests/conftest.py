@@ -2,17 +2,29 @@
 
 A workflow test must not touch the checkout's own ``results/`` (other runs may be using it), so
 :func:`workflow_copy` copies the Snakefile, ``workflow/``, ``config/``, ``profiles/`` and ``envs/`` (which the
-rules' ``conda:`` directives name) into a temporary directory and :func:`run_snakemake` runs Snakemake there (the package itself is imported from the installed,
-editable ``hsaudit``).
+rules' ``conda:`` directives name) into a temporary directory and :func:`run_snakemake` runs Snakemake there (the
+package itself is imported from the installed, editable ``hsaudit``, or from a frozen copy: :func:`copy_workflow`).
+
+Smoke builds that several tests assert on are made once per session (:func:`fig3_built`, :func:`housing_built`); a test that only reads
+one takes it as it is, a test that edits or reruns it takes a copy (:func:`copy_built`), never a rebuild. Under
+pytest-xdist the tests of one build share an ``xdist_group`` so that ``--dist loadgroup`` runs them on one worker,
+which builds it once.
 """
 
 from __future__ import annotations
 
 import os
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Under pytest-xdist every core runs a worker: intra-op threads of torch and BLAS would only oversubscribe the
+    # cores (and their barriers stall when they are shared). Set before numpy or torch is first imported.
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -24,14 +36,49 @@ REPO = Path(__file__).resolve().parents[1]
 _COPIED = ("Snakefile", "workflow", "config", "profiles", "envs")
 
 
+# Under pytest-xdist (`-n auto`; pyproject.toml sets --dist loadgroup), the long workflow tests go out first, longest
+# first (by `--durations`), so that the short ones fill in around them: these xdist groups, in this order, then
+# everything else in collection order.
+FIRST = (
+    "housing",  # the Housing build, its end-to-end, estimator-edit and one-run tests, the CIFAR-10 targets on it
+    "tests/workflow/test_workflow_yoon.py",
+    "fig3",  # the fig3 build, its rerun tests and every README command
+    "tests/workflow/test_slurm.py",
+    "tests/workflow/test_workflow_steinke_annamalai.py",
+    "tests/workflow/test_workflow_steinke_fig2.py",
+    "tests/workflow/test_workflow_steinke_table1.py",
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
+def pytest_collection_modifyitems(config, items):
+    """Each test module is one xdist group (its module fixtures are made once, on one worker) unless its tests
+    name a group of their own (a session build shared across modules, e.g. ``fig3``); under xdist the groups of
+    :data:`FIRST` are handed out first."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        rank = {group: i for i, group in enumerate(FIRST)}
+        items.sort(key=lambda item: rank.get(_group(item), len(FIRST)))
+
+
+def _group(item) -> str:
+    mark = item.get_closest_marker("xdist_group")
+    return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+
+
 def snakemake_exe() -> str:
     exe = Path(sys.executable).with_name("snakemake")
     return str(exe) if exe.exists() else "snakemake"
 
 
-def run_snakemake(workdir: Path, *args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
-    """Run ``snakemake ARGS`` in ``workdir``; on failure with ``check`` the output is shown in the assertion."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+def run_snakemake(
+    workdir: Path, *args: str, check: bool = True, timeout: float = 600, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """Run ``snakemake ARGS`` in ``workdir`` (with ``env`` over the environment); on failure with ``check`` the
+    output is shown in the assertion."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
     proc = subprocess.run(
         [snakemake_exe(), "--cores", "2", *args],
         cwd=workdir,
@@ -56,16 +103,62 @@ def job_counts(output: str) -> dict[str, int]:
     return counts
 
 
-@pytest.fixture
-def workflow_copy(tmp_path: Path) -> Path:
-    """A fresh copy of the workflow (no results) in a temporary directory."""
+def copy_workflow(dest: Path, *, package: bool = False) -> Path:
+    """Copy the workflow's files (no results) into ``dest``. With ``package``, also a frozen copy of the package
+    under ``dest/_pkg`` (run Snakemake with ``env=package_env(dest)``), so that the test can edit the package, and
+    edits to the checkout while it runs cannot change a job's code version."""
+    dest.mkdir(parents=True, exist_ok=True)
     for name in _COPIED:
         src = REPO / name
         if src.is_dir():
-            shutil.copytree(src, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
         elif src.exists():
-            shutil.copy2(src, tmp_path / name)
-    return tmp_path
+            shutil.copy2(src, dest / name)
+    if package:
+        from hsaudit.pipeline.provenance import package_dir
+
+        shutil.copytree(package_dir(), dest / "_pkg" / "hsaudit", ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
+def package_env(workdir: Path) -> dict[str, str]:
+    """The environment that imports the package from ``workdir``'s frozen copy (:func:`copy_workflow`)."""
+    return {"PYTHONPATH": str(workdir / "_pkg")}
+
+
+def copy_built(built: Path, dest: Path) -> Path:
+    """A copy of a built workflow (timestamps and Snakemake's records kept, so nothing reruns), for a test that
+    edits or reruns it; its frozen package copy comes along (run it with ``env=package_env(dest)``)."""
+    shutil.copytree(built, dest, symlinks=True)
+    return dest
+
+
+def set_scale(workdir: Path, scale: str = "smoke") -> None:
+    """Set ``scale:`` in the copy's config/config.yaml (the commands then run as written, without --config)."""
+    path = workdir / "config" / "config.yaml"
+    config = yaml.safe_load(path.read_text())
+    config["scale"] = scale
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+@pytest.fixture
+def workflow_copy(tmp_path: Path) -> Path:
+    """A fresh copy of the workflow (no results) in a temporary directory."""
+    return copy_workflow(tmp_path)
+
+
+FIG3 = "results/fig3.pdf"
+
+
+@pytest.fixture(scope="session")
+def fig3_built(tmp_path_factory) -> Path:
+    """``snakemake results/fig3.pdf`` run once per session in a copy whose config says ``scale: smoke``, the package
+    imported from its frozen copy. Read it as it is; edit or rerun only a :func:`copy_built` of it. Tests that use
+    it are marked ``xdist_group("fig3")``."""
+    work = copy_workflow(tmp_path_factory.mktemp("fig3-built"), package=True)
+    set_scale(work)
+    run_snakemake(work, FIG3, timeout=300, env=package_env(work))
+    return work
 
 
 @pytest.fixture
@@ -154,10 +247,27 @@ def configure_housing(workdir: Path, **smoke_housing) -> None:
     path = workdir / "config" / "config.yaml"
     config = yaml.safe_load(path.read_text())
     config["scale"] = "smoke"
-    config["housing"]["data"]["path"] = str(workdir / "housing.csv")
+    config["housing"]["data"]["path"] = "housing.csv"  # relative: a copy of a built tree keeps its audit keys
     for key, value in smoke_housing.items():
         if key == "figures":
             config["housing"]["figures"] = value
         else:
             config["scales"]["smoke"]["housing"][key] = value
     path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+HOUSING_TARGETS = ("results/fig1c.pdf", "results/fig4.pdf", "results/fig7.pdf")
+
+
+@pytest.fixture(scope="session")
+def housing_built(tmp_path_factory) -> Path:
+    """The Housing figures (fig1c, fig4, fig7) built once per session at smoke scale on a synthetic Housing-format
+    CSV, with one repetition of R = 20 (the preset has 2 x 2 shards: every job is a Python process importing torch
+    or scipy, ~2 s of CPU each), the package imported from its frozen copy. Read it as it is; edit or rerun only a
+    :func:`copy_built` of it (the one-run figure is built on a copy: its Housing population is fig1c's, and it
+    adds a shard to it). Tests that use it are marked ``xdist_group("housing")``."""
+    work = copy_workflow(tmp_path_factory.mktemp("housing-built"), package=True)
+    write_synthetic_csv(work / "housing.csv")
+    configure_housing(work, repetitions=1, runs=20)
+    run_snakemake(work, *HOUSING_TARGETS, timeout=900, env=package_env(work))
+    return work

@@ -78,6 +78,30 @@ def test_identical_worlds_give_zero_on_the_pld_curve_audit(small_table: PldTable
         assert Auditor(rule=rule).pld_curve(s0, s1, small_table) == 0.0
 
 
+@pytest.mark.parametrize("shift", [0.6, 1.2])
+def test_pld_curve_audit_under_a_valid_rule_is_a_rejected_epsilon(small_table: PldTable, shift: float):
+    """Under a valid rule the PLD-curve audit reports the largest ε the points reject, never the grid's first
+    consistent value, which can sit up to one grid step above it."""
+    from hsaudit.accounting.gaussian import pld_tradeoff, sigma_for_epsilon
+
+    rng = np.random.default_rng(7)
+    s0, s1 = rng.normal(size=500), rng.normal(shift, 1.0, size=500)
+    rule = Bonferroni()
+    grid = np.round(np.arange(0.5, 14.0, 0.1), 6)  # within the small table's range of ε
+    got = audit_pld(s0, s1, small_table, rule=rule, grid=grid)
+    paper_grid = audit_pld(s0, s1, small_table, rule=Paper(), grid=grid)
+    alpha, beta = rule.points(s0, s1, confidence=0.95)
+
+    def rejected(eps: float) -> bool:
+        return bool(np.any(beta < pld_tradeoff(alpha, sigma_for_epsilon(eps, small_table), small_table) - 1e-12))
+
+    assert got > 0
+    assert rejected(got)  # every value reported is rejected by the points ...
+    assert not rejected(got + 1e-3)  # ... and it is the largest (the bisection stops at 1e-4)
+    assert not rejected(float(grid[np.searchsorted(grid, got)]))  # the paper's answer is the next grid value
+    assert got <= paper_grid  # the paper rule (every threshold) is never below a valid one
+
+
 def test_no_evidence_is_the_curve_of_infinite_sigma():
     assert no_evidence([0.2, 0.5, 1.0], [0.8, 0.5, 0.0])
     assert not no_evidence([0.2, 0.5], [0.8, 0.49])

@@ -29,8 +29,8 @@ def test_noise_agrees_across_devices():
 
 @pytest.mark.parametrize(("model", "shape"), [("fcnn", (8,)), ("convnet", (3, 32, 32))])
 def test_cuda_population_matches_cpu_and_reruns_bit_for_bit(model, shape):
-    from hsaudit.experiments.cebere.adversaries import craft
-    from hsaudit.experiments.cebere.shards import train_shard
+    from hsaudit.experiments.cebere.train.adversaries import craft
+    from hsaudit.experiments.cebere.train.shards import train_shard
     from hsaudit.engine.dpsgd import DPSGDConfig, make_setup
     from hsaudit.engine.models import model_spec
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from conftest import housing_like
-from hsaudit.experiments.cebere.adversaries import Crafted, craft
+from hsaudit.experiments.cebere.train.adversaries import Crafted, craft
 from hsaudit.engine.dpsgd import (
     DPSGDConfig,
     Setup,
@@ -17,7 +17,7 @@ from hsaudit.engine.dpsgd import (
     run_population,
     save_setup,
 )
-from hsaudit.experiments.cebere.shards import train_shard
+from hsaudit.experiments.cebere.train.shards import train_shard
 from hsaudit.engine.models import model_spec
 from hsaudit.engine.psg import population_engine
 

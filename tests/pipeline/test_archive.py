@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import run_snakemake
+from conftest import copy_built, package_env, run_snakemake
 from hsaudit.pipeline import provenance
 from hsaudit.pipeline.archive import build_archive, sha256_file, verify_archive
 from hsaudit.cli import main
@@ -153,13 +153,14 @@ def test_cli_verify_exit_codes(tree, tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_workflow_archive_of_fig3(workflow_copy, tmp_path, monkeypatch):
+@pytest.mark.xdist_group("fig3")
+def test_workflow_archive_of_fig3(fig3_built, tmp_path, monkeypatch):
     """`snakemake results/archive/fig3.tar.gz` at smoke scale: verifies, and unpacks to the same figure data."""
-    work = workflow_copy
-    # Import the package from a private copy: edits to the checkout meanwhile cannot change the code version.
-    shutil.copytree(provenance.package_dir(), tmp_path / "pkg" / "hsaudit", ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "pkg"))
-    run_snakemake(work, "results/archive/fig3.tar.gz", "--config", "scale=smoke", timeout=300)
+    # A copy of the session's smoke build of fig3 (conftest.fig3_built), which imports the package from a frozen
+    # copy: edits to the checkout meanwhile cannot change the code version.
+    work = copy_built(fig3_built, tmp_path / "work")
+    monkeypatch.setenv("PYTHONPATH", package_env(work)["PYTHONPATH"])
+    run_snakemake(work, "results/archive/fig3.tar.gz", timeout=300)
     archive = work / "results" / "archive" / "fig3.tar.gz"
     assert verify_archive(archive).ok
     dest = tmp_path / "elsewhere"
@@ -180,15 +181,14 @@ def test_workflow_archive_of_fig3(workflow_copy, tmp_path, monkeypatch):
     prov = json.loads((root / "provenance.json").read_text())
     # The figure job ran with the code version of its script over the frozen copy, which jobs.json records.
     script = work / "workflow" / "scripts" / "plot_cebere_section6.py"
-    frozen = provenance.script_version(script, root=tmp_path / "pkg" / "hsaudit")
+    frozen = provenance.script_version(script, root=work / "_pkg" / "hsaudit")
     assert frozen in json.dumps(jobs["results/fig3.pdf"]["params"])
     assert prov["archive_code_version"] == provenance.script_version(
-        work / "workflow" / "scripts" / "archive_figure.py", root=tmp_path / "pkg" / "hsaudit")
-    assert prov["package_dir"] == str(tmp_path / "pkg" / "hsaudit")
+        work / "workflow" / "scripts" / "archive_figure.py", root=work / "_pkg" / "hsaudit")
+    assert prov["package_dir"] == str(work / "_pkg" / "hsaudit")
     # Unchanged inputs: the archive is up to date.
-    assert "Nothing to be done" in run_snakemake(work, "-n", "results/archive/fig3.tar.gz", "--config",
-                                                 "scale=smoke").stdout
+    assert "Nothing to be done" in run_snakemake(work, "-n", "results/archive/fig3.tar.gz").stdout
     # The self-contained HTML report of the figure, with its caption (workflow/report/).
-    run_snakemake(work, "results/fig3.pdf", "--report", "results/report.html", "--config", "scale=smoke")
+    run_snakemake(work, "results/fig3.pdf", "--report", "results/report.html")
     html = (work / "results" / "report.html").read_text()
     assert re.search(r"data:application/pdf;[^,]*filename=fig3.pdf;base64,", html)

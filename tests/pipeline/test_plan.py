@@ -47,14 +47,14 @@ def test_unknown_figure_names_the_known_ones(config):
 
 def test_housing_populations_match_the_training_rules_plan(config):
     """The plan reads the same `housing:` section as the training rules: same distinct audits, same R."""
-    from hsaudit.experiments.cebere.plan import plan_housing
+    from hsaudit.experiments.cebere.plan import plan_dataset
 
     h = config["housing"]
-    rules_plan = plan_housing(h, seed=config["seed"])
+    rules_plan = plan_dataset(h, seed=config["seed"], dataset="housing")
     ours = [a for a in P.trained_populations(config) if a.section == "housing"]
-    # One population per audit of the rules' plan (repetitions are separate audits there).
+    # One population per audit of the rules' plan (repetitions are separate audits there), keyed by its directory.
     assert len(ours) == len(rules_plan.audits)
-    assert {a.key[1] for a in ours} == set(rules_plan.audits)
+    assert {a.key for a in ours} == {(f"results/housing/audits/{key}",) for key in rules_plan.audits}
     for a in ours:
         extra = h["simulations"] if a.adversary.startswith("gc_s_noisy") else 0
         assert a.models == h["runs"] + extra

@@ -70,7 +70,7 @@ def test_audit_and_accounting_edits_leave_training_alone(package_copy):
 
 def test_figure_edits_leave_audits_and_training_alone(package_copy):
     edited = ["experiments/plotting.py", "experiments/steinke/figures.py", "experiments/annamalai/figures.py",
-              "experiments/yoon/figures.py", *(p.relative_to(package_copy).as_posix()
+              "experiments/yoon/figures.py", "experiments/one_run/figures.py", *(p.relative_to(package_copy).as_posix()
                                          for p in (package_copy / "experiments/cebere/figures").glob("*.py"))]
     changed = changed_by(package_copy, *edited)
     assert not changed & (set(AUDITS) | set(TRAINING)), sorted(changed & (set(AUDITS) | set(TRAINING)))
@@ -87,9 +87,25 @@ def test_yoon_crafting_and_plan_edits_leave_its_training_alone(package_copy):
 
 
 def test_table2_edit_reruns_only_table2(package_copy):
-    """Cebere's Table 2 is generated apart from the plan that the training jobs import: editing it retrains
-    nothing."""
-    assert changed_by(package_copy, "experiments/cebere/table2.py") == {"write_cebere_table2"}
+    """Cebere's Table 2 is a module of its figures, which no training job imports: editing it retrains nothing."""
+    assert changed_by(package_copy, "experiments/cebere/figures/table2.py") == {"write_cebere_table2"}
+
+
+def test_cebere_and_one_run_sides_are_apart(package_copy):
+    """No job imports a plan: editing one reruns nothing (a changed value reruns the jobs it reaches through their
+    params). A training module reruns its training jobs only (the one-run crafting ranks coordinates with Cebere's
+    adversaries); an audit module its audit jobs only."""
+    assert changed_by(package_copy, "experiments/plans.py", "experiments/cebere/plan.py",
+                      "experiments/one_run/plan.py") == set()
+    assert changed_by(package_copy, "experiments/cebere/train/shards.py") == {"train_shard"}
+    assert changed_by(package_copy, "experiments/cebere/train/adversaries.py") == {
+        "craft_adversary", "train_shard", "plot_cebere_cifar", "craft_one_run_canaries"}
+    assert changed_by(package_copy, "experiments/one_run/train.py") == {"craft_one_run_canaries",
+                                                                       "train_one_run_shard"}
+    assert changed_by(package_copy, "experiments/cebere/audit.py") == {"extract_scores", "audit_epsilon",
+                                                                      "plot_cebere_cifar"}
+    assert changed_by(package_copy, "experiments/one_run/audit.py") == {"audit_one_run_canaries",
+                                                                       "plot_one_run_fig1"}
 
 
 def test_steinke_training_audit_and_plan_are_apart(package_copy):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
@@ -18,11 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, run_snakemake, snakemake_exe
-from hsaudit.pipeline import provenance
+from conftest import FIG3, copy_built, job_counts, package_env, run_snakemake, snakemake_exe
 
-TARGET = "results/fig3.pdf"
-SMOKE = ("--config", "scale=smoke")
+# fig3 is built at smoke scale by its copy's config (conftest.fig3_built): the commands below run as written.
+TARGET = FIG3
 
 
 # ------------------------------------------------------------------------------------------------ workflow
@@ -32,17 +30,6 @@ def dry(work: Path, *args: str) -> str:
     """Output (stdout and stderr) of `snakemake -n ARGS`."""
     proc = run_snakemake(work, "-n", *args)
     return proc.stdout + proc.stderr
-
-
-def planned(output: str) -> dict[str, int]:
-    """`Job stats` of a dry run as {rule: count} ({} when there is nothing to do)."""
-    counts = {}
-    block = output.split("Job stats:", 1)[1] if "Job stats:" in output else ""
-    for line in block.splitlines():
-        m = re.match(r"^(\w+)\s+(\d+)$", line.strip())
-        if m and m.group(1) != "total":
-            counts[m.group(1)] = int(m.group(2))
-    return counts
 
 
 def planned_reasons(output: str) -> dict[str, str]:
@@ -57,11 +44,6 @@ def planned_reasons(output: str) -> dict[str, str]:
     return reasons
 
 
-def _needs_section6(work: Path) -> None:
-    if "fig3" not in (work / "workflow" / "rules" / "cebere.smk").read_text():
-        pytest.skip("the Section 6 rules (fig3) are not in this checkout")
-
-
 def _set_smoke(work: Path, **section6) -> None:
     path = work / "config" / "config.yaml"
     config = yaml.safe_load(path.read_text())
@@ -70,70 +52,46 @@ def _set_smoke(work: Path, **section6) -> None:
     path.write_text(yaml.safe_dump(config, sort_keys=False))
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    """fig3 built once at smoke scale (package imported from a frozen copy under _pkg/); tests get copies."""
-    from conftest import _COPIED
-
-    work = tmp_path_factory.mktemp("fig3-built")
-    for name in _COPIED:
-        src = REPO / name
-        if src.is_dir():
-            shutil.copytree(src, work / name, ignore=shutil.ignore_patterns("__pycache__"))
-        elif src.exists():
-            shutil.copy2(src, work / name)
-    _needs_section6(work)
-    shutil.copytree(provenance.package_dir(), work / "_pkg" / "hsaudit", ignore=shutil.ignore_patterns("__pycache__"))
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = str(work / "_pkg")
-    try:
-        run_snakemake(work, TARGET, *SMOKE, timeout=300)
-    finally:
-        if old is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = old
-    return work
-
-
 @pytest.fixture
-def built_copy(built: Path, tmp_path: Path, monkeypatch) -> Path:
-    """A copy of the built workflow (timestamps and Snakemake's records kept) using its own package copy."""
-    work = tmp_path / "work"
-    shutil.copytree(built, work, symlinks=True)
-    monkeypatch.setenv("PYTHONPATH", str(work / "_pkg"))
+def built_copy(fig3_built: Path, tmp_path: Path, monkeypatch) -> Path:
+    """A copy of the session's fig3 build (conftest.fig3_built) using its own package copy."""
+    work = copy_built(fig3_built, tmp_path / "work")
+    monkeypatch.setenv("PYTHONPATH", package_env(work)["PYTHONPATH"])
     return work
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("fig3")
 def test_parameter_change_reruns_only_its_jobs(built_copy):
     work = built_copy
-    assert planned(dry(work, TARGET, *SMOKE)) == {}
+    assert job_counts(dry(work, TARGET)) == {}
     # The exact law's grid is a parameter of compute_exact_law only.
     _set_smoke(work, exact={"cells_per_clip": 21, "cells_per_sd": 10})
-    out = dry(work, TARGET, *SMOKE)
-    assert planned(out) == {"compute_cebere_exact_law": 2, "plot_cebere_fig3": 1}, out
+    out = dry(work, TARGET)
+    assert job_counts(out) == {"compute_cebere_exact_law": 2, "plot_cebere_fig3": 1}, out
     assert "Params have changed" in out
     # The literal rule's R is a parameter of the literal audits only (plus their Clopper–Pearson table).
     _set_smoke(work, exact={"cells_per_clip": 20, "cells_per_sd": 10}, literal_runs_per_world=1000)
-    counts = planned(dry(work, TARGET, *SMOKE))
+    counts = job_counts(dry(work, TARGET))
     assert counts == {"audit_cebere_process": 2, "tabulate_cebere_cp": 1, "plot_cebere_fig3": 1}, counts
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("fig3")
 def test_package_code_change_reruns_dependent_jobs(built_copy):
     work = built_copy
     # A copy of the package elsewhere has the same code version: nothing to do.
-    assert planned(dry(work, TARGET, *SMOKE)) == {}
+    assert job_counts(dry(work, TARGET)) == {}
     with open(work / "_pkg" / "hsaudit" / "experiments" / "cebere" / "section6" / "process.py", "a") as fh:
         fh.write("\n# an edit that changes the source hash\n")
-    out = dry(work, TARGET, *SMOKE)
-    counts = planned(out)
+    out = dry(work, TARGET)
+    counts = job_counts(out)
     assert counts.get("audit_cebere_process") == 4 and counts.get("plot_cebere_fig3") == 1, out
     assert "Params have changed" in out, out
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("fig3")
 def test_interrupted_run_redoes_only_unfinished_jobs(built_copy):
     """Kill Snakemake (SIGKILL, the whole process group) mid-run; then only the unfinished jobs are planned."""
     work = built_copy
@@ -144,7 +102,7 @@ def test_interrupted_run_redoes_only_unfinished_jobs(built_copy):
     outputs = [work / "results/section6/audit" / r / f"sigma{s}.csv" for r in ("divergent", "literal")
                for s in ("1", "8")]
     log = open(work / "killed-run.log", "w")
-    proc = subprocess.Popen([snakemake_exe(), "--cores", "1", TARGET, *SMOKE], cwd=work, start_new_session=True,
+    proc = subprocess.Popen([snakemake_exe(), "--cores", "1", TARGET], cwd=work, start_new_session=True,
                             stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 240
     try:
@@ -161,8 +119,8 @@ def test_interrupted_run_redoes_only_unfinished_jobs(built_copy):
     done = {str(p.relative_to(work)) for p in outputs if p.exists()}
     if not done or len(done) == len(outputs):
         pytest.skip(f"the kill did not land mid-run ({len(done)} of {len(outputs)} audits done)")
-    run_snakemake(work, "--unlock", *SMOKE)
-    out = dry(work, TARGET, *SMOKE)  # profiles/default sets rerun-incomplete
+    run_snakemake(work, "--unlock")
+    out = dry(work, TARGET)  # profiles/default sets rerun-incomplete
     reasons = planned_reasons(out)
     missing = {str(p.relative_to(work)) for p in outputs if not p.exists()}
     assert missing <= set(reasons), out
@@ -173,43 +131,31 @@ def test_interrupted_run_redoes_only_unfinished_jobs(built_copy):
     # With --cores 1 at most one job was running when the kill came.
     assert len(incomplete) <= 1 and len(done - incomplete) >= 1, reasons
     assert not redone, out
-    run_snakemake(work, TARGET, *SMOKE, timeout=300)
-    assert planned(dry(work, TARGET, *SMOKE)) == {}
+    run_snakemake(work, TARGET, timeout=300)
+    assert job_counts(dry(work, TARGET)) == {}
 
 
 @pytest.mark.slow
-def test_an_estimator_edit_never_retrains(tmp_path, monkeypatch):
-    """Build a trained-model figure (Housing fig1c, smoke), append a comment to audit/gdp.py: audits and plots
-    rerun, nothing that prepares data or trains; an edit to the DP-SGD engine then retrains (the reverse)."""
-    from conftest import _COPIED
-    from conftest import configure_housing as configure, write_synthetic_csv
-
-    work = tmp_path / "work"
-    work.mkdir()
-    for name in _COPIED:
-        src = REPO / name
-        if src.is_dir():
-            shutil.copytree(src, work / name, ignore=shutil.ignore_patterns("__pycache__"))
-        elif src.exists():
-            shutil.copy2(src, work / name)
+@pytest.mark.xdist_group("housing")
+def test_an_estimator_edit_never_retrains(housing_built, tmp_path, monkeypatch):
+    """A trained-model figure built (Housing fig1c, smoke: a copy of conftest.housing_built), append a comment to
+    audit/gdp.py: audits and plots rerun, nothing that prepares data or trains; an edit to the DP-SGD engine then
+    retrains (the reverse)."""
+    work = copy_built(housing_built, tmp_path / "work")
     pkg = work / "_pkg" / "hsaudit"
-    shutil.copytree(provenance.package_dir(), pkg, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setenv("PYTHONPATH", str(work / "_pkg"))
-    write_synthetic_csv(work / "housing.csv")
-    configure(work, repetitions=1, runs=20)
+    monkeypatch.setenv("PYTHONPATH", package_env(work)["PYTHONPATH"])
     target = "results/fig1c.pdf"
-    run_snakemake(work, target, timeout=900)
-    assert planned(dry(work, target)) == {}
+    assert job_counts(dry(work, target)) == {}
 
     with open(pkg / "audit" / "gdp.py", "a") as fh:
         fh.write("\n# an estimator edit\n")
     out = dry(work, target)
-    counts = planned(out)
+    counts = job_counts(out)
     assert counts.get("audit_epsilon") and counts.get("plot_cebere_fig1c") == 1, out
     trains = [rule for rule in counts if rule.startswith(("train_", "prepare_", "craft_", "make_"))]
     assert trains == [], out
 
     with open(pkg / "engine" / "dpsgd.py", "a") as fh:
         fh.write("\n# an engine edit\n")
-    counts = planned(dry(work, target))
+    counts = job_counts(dry(work, target))
     assert counts.get("train_shard") == 3 and counts.get("plot_cebere_fig1c") == 1, counts

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import job_counts, run_snakemake
+from conftest import copy_built, job_counts, package_env, run_snakemake
 
 TARGETS = tuple(f"results/{f}.pdf" for f in ("fig1", "fig2", "fig5", "fig6a", "fig8", "fig11", "fig12", "fig13"))
 ALL = (*TARGETS, "results/table2.md")
@@ -35,16 +35,14 @@ def test_paper_scale_dag_asks_for_gpus(workflow_copy):
 
 
 @pytest.mark.slow
-def test_smoke_every_cifar_target_end_to_end(workflow_copy):
-    from conftest import write_synthetic_csv
-
-    workdir: Path = workflow_copy
-    write_synthetic_csv(workdir / "housing.csv")
+@pytest.mark.xdist_group("housing")
+def test_smoke_every_cifar_target_end_to_end(housing_built, tmp_path, monkeypatch):
+    # On a copy of the session's Housing build (conftest.housing_built: smoke, one repetition of R = 20): fig1's
+    # Housing panel is fig1c's audits, already made.
+    workdir: Path = copy_built(housing_built, tmp_path / "work")
+    monkeypatch.setenv("PYTHONPATH", package_env(workdir)["PYTHONPATH"])
     path = workdir / "config" / "config.yaml"
     config = yaml.safe_load(path.read_text())
-    config["scale"] = "smoke"
-    config["housing"]["data"]["path"] = str(workdir / "housing.csv")
-    config["scales"]["smoke"]["housing"].update(repetitions=1, runs=20)
     # one shard per audit keeps the number of (torch-importing) jobs down
     config["scales"]["smoke"]["cifar10"].update(runs=4, shard_size=4)
     path.write_text(yaml.safe_dump(config, sort_keys=False))

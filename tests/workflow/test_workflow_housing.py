@@ -16,16 +16,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO, configure_housing as configure, job_counts, run_snakemake, write_synthetic_csv
+from conftest import REPO, configure_housing as configure, copy_built, job_counts, package_env, run_snakemake
 from hsaudit.pipeline.config import resolve_scale
-from hsaudit.experiments.cebere.figures.housing import figure_table, plot_housing_figure, summarise
-from hsaudit.experiments.cebere.plan import (
-    plan_housing,
-    save_shard,
-    shard_bits,
-    noise_key,
-)
-from hsaudit.experiments.cebere.tables import audit_table, scores_matrix, scores_table
+from hsaudit.experiments.cebere.audit import audit_table, scores_matrix, scores_table
+from hsaudit.experiments.cebere.figures.housing import figure_table, plot_housing, summarise
+from hsaudit.experiments.cebere.plan import plan_dataset
+from hsaudit.experiments.cebere.train.shards import noise_key, save_shard, shard_bits
 
 SEED = 2024
 
@@ -34,6 +30,10 @@ SEED = 2024
 def housing() -> dict:
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     return config["housing"]
+
+
+def plan_housing(section, *, seed):
+    return plan_dataset(section, seed=seed, dataset="housing")
 
 
 def keys(plan, figure, adversary=None):
@@ -95,7 +95,7 @@ def test_per_figure_override_changes_only_that_figure(housing):
 
 
 def test_housing_keys_survive_the_generic_plan(housing):
-    """The Housing plan became the family-generic hsaudit.experiments.cebere.plan (CIFAR-10
+    """The Housing plan became the dataset-generic hsaudit.experiments.cebere.plan (CIFAR-10
     issue): every Housing audit and setup keeps the key it had, so no finished Housing population is retrained.
     The digests below were computed with the pre-move code (commit 5476ed3) from config/config.yaml."""
     import hashlib
@@ -140,21 +140,21 @@ def test_schema_rejects_bad_housing_values_naming_the_key():
 
 
 def test_shard_bits_are_an_exact_seeded_half_split():
-    a = shard_bits(seed=1, key="abc", shard_size=500, index=3)
+    a = shard_bits(seed=1, key="abc", shard_size=500, index=3, dataset="housing")
     assert a.sum() == 250 and set(np.unique(a)) == {0, 1}
-    np.testing.assert_array_equal(a, shard_bits(seed=1, key="abc", shard_size=500, index=3))
-    assert not np.array_equal(a, shard_bits(seed=1, key="abc", shard_size=500, index=4))
-    assert not np.array_equal(a, shard_bits(seed=1, key="abd", shard_size=500, index=3))
-    assert noise_key(seed=1, key="abc") != noise_key(seed=1, key="abd")
+    np.testing.assert_array_equal(a, shard_bits(seed=1, key="abc", shard_size=500, index=3, dataset="housing"))
+    assert not np.array_equal(a, shard_bits(seed=1, key="abc", shard_size=500, index=4, dataset="housing"))
+    assert not np.array_equal(a, shard_bits(seed=1, key="abd", shard_size=500, index=3, dataset="housing"))
+    assert noise_key(seed=1, key="abc", dataset="housing") != noise_key(seed=1, key="abd", dataset="housing")
     with pytest.raises(ValueError, match="shard_size"):
-        shard_bits(seed=1, key="abc", shard_size=5, index=0)
+        shard_bits(seed=1, key="abc", shard_size=5, index=0, dataset="housing")
 
 
 def test_scores_table_numbers_runs_in_shard_order(tmp_path):
     steps = np.array([1, 2, 3])
     paths = []
     for index in range(2):
-        bits = shard_bits(seed=0, key="k", shard_size=4, index=index)
+        bits = shard_bits(seed=0, key="k", shard_size=4, index=index, dataset="housing")
         scores = np.arange(12, dtype=float).reshape(4, 3) + 100 * index
         paths.append(tmp_path / f"{index}.npz")
         save_shard(paths[-1], bits=bits, scores=scores, steps=steps)
@@ -220,7 +220,8 @@ def test_figure_csv_holds_every_plotted_number(tmp_path):
     entries = [({"adversary": adv, "rep": rep, "key": f"{adv}{rep}"}, synthetic_audit(rng, steps, level))
                for adv, level in (("gc_r", 0.5), ("label_flip", 0.1)) for rep in range(3)]
     table = figure_table(entries)
-    summary = plot_housing_figure(table, tmp_path / "fig7.pdf", tmp_path / "fig7.csv", figure="fig7", scale="smoke")
+    summary = plot_housing(table, pdf=tmp_path / "fig7.pdf", csv=tmp_path / "fig7.csv",
+                           facts={"figure": "fig7", "scale": "smoke"})
     assert (tmp_path / "fig7.pdf").stat().st_size > 1000
     csv = pd.read_csv(tmp_path / "fig7.csv")
     for column in ("adversary", "step", "rep", "epsilon", "mu", "epsilon_upper", "mode", "runs", "epsilon_free"):
@@ -244,16 +245,14 @@ DRY = ("-n", *TARGETS, "--rerun-triggers", "mtime", "input")
 
 
 @pytest.mark.slow
-def test_smoke_figures_end_to_end_then_reuse(workflow_copy):
+@pytest.mark.xdist_group("housing")
+def test_smoke_figures_end_to_end_then_reuse(housing_built, tmp_path, monkeypatch):
     from hsaudit.accounting import gdp_epsilon, gdp_mu
 
-    workdir = workflow_copy
-    write_synthetic_csv(workdir / "housing.csv")
-    # One repetition and one shard of 20 (the smoke preset has 2 x 2): every Snakemake job is a Python process
-    # importing torch or scipy (~2 s of CPU each), and 7 audits x 2 repetitions x 2 shards would take the test
-    # past its time budget on a shared 2-core machine. Gathering several shards is tested above and below.
-    configure(workdir, repetitions=1, runs=20)
-    run_snakemake(workdir, *TARGETS, timeout=900)
+    # The session's build (conftest.housing_built: one repetition and one shard of 20; gathering several shards
+    # is tested above and below), copied because the checks below edit the config.
+    workdir = copy_built(housing_built, tmp_path / "work")
+    monkeypatch.setenv("PYTHONPATH", package_env(workdir)["PYTHONPATH"])
 
     config = resolve_scale(yaml.safe_load((workdir / "config" / "config.yaml").read_text()))
     h = config["housing"]

@@ -1,19 +1,24 @@
-"""results/one_run/fig1.pdf end to end at smoke scale (synthetic Housing-format data): one-run and population
-audits of the same configuration, the CSV's methods and compute, and a rerun that has nothing to do."""
+"""results/one_run/fig1.pdf end to end at smoke scale (synthetic Housing-format data; built on a copy of the Housing
+figures' build, conftest.housing_built): one-run and population audits of the same configuration, the CSV's methods
+and compute, and a rerun that has nothing to do."""
 
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
-from conftest import check_pdf, configure_housing, job_counts, run_snakemake, write_synthetic_csv
+from conftest import check_pdf, copy_built, job_counts, package_env, run_snakemake
 
 TARGET = "results/one_run/fig1.pdf"
 
 
-def test_one_run_figure_end_to_end(workflow_copy):
-    workdir = workflow_copy
-    write_synthetic_csv(workdir / "housing.csv")
-    configure_housing(workdir)
+@pytest.mark.slow
+@pytest.mark.xdist_group("housing")
+def test_one_run_figure_end_to_end(housing_built, tmp_path, monkeypatch):
+    # On a copy of the session's Housing build (conftest.housing_built): its data, setups and fig1c's population
+    # are the one-run figure's, which adds a second shard of 20 to that population.
+    workdir = copy_built(housing_built, tmp_path / "work")
+    monkeypatch.setenv("PYTHONPATH", package_env(workdir)["PYTHONPATH"])
     run_snakemake(workdir, TARGET, timeout=300)
     check_pdf(workdir / TARGET)
     table = pd.read_csv(workdir / "results/one_run/fig1.csv")

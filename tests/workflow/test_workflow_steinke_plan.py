@@ -59,7 +59,7 @@ def test_plan_prices_the_populations_the_rules_train(workflow_copy, tmp_path, sc
     for target, rule in READERS.items():
         (block,) = _blocks(proc.stdout, rule)
         roots = _roots(_paths(block, "input"))
-        priced = {pop.key[1] for pop in costs.plan([target], config).populations}
+        priced = {root for pop in costs.plan([target], config).populations for (root,) in [pop.key]}
         assert roots and roots == priced, (target, scale)
         read |= roots
     assert trained == read

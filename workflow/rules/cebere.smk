@@ -1,17 +1,312 @@
-# Cebere, Bellet & Papernot. Section 6 process (fig3, fig6b, fig6c, fig10, fig14): simulate -> audit -> plot,
-# plus the exact law (docs/section6.md); and the figures of the trained-model audits on Housing (fig1c, fig4,
-# fig7) and CIFAR-10 (fig1, fig2, fig5, fig6a, fig8, fig11, fig12, fig13, table2), whose populations the
-# shared stages data/train/scores/audit.smk train and audit (docs/housing.md, docs/cifar10.md).
+# Cebere, Bellet & Papernot: every rule of the paper, read from its plan (hsaudit.experiments.cebere.plan.plan).
 #
-# Section 6 process of Cebere et al. (fig3, fig6b, fig6c, fig10, fig14): simulate -> audit -> plot, plus the
-# exact law. One audit job per (sign rule, σ) runs every B, repetition and step; one exact job per sign rule.
-# The Clopper–Pearson table of each R is computed once and shared. Package: hsaudit.experiments.cebere.section6; see
-# docs/section6.md. The wildcard {sign} is the sign rule of the process (config section6.rules).
+# Trained-model audits (docs/housing.md, docs/cifar10.md): prepare each dataset, draw the shared setup (θ0 + the
+# fixed minibatch schedule), craft the adversary's object, train populations shard by shard, gather the scores,
+# audit every recorded step, plot. Every audit is keyed by a hash of the parameters that change its result and
+# lives under results/{dataset}/audits/{audit}/; the figures are generated from the plan's figure jobs.
+# Section 6 process (docs/section6.md): simulate -> audit -> plot, plus the exact law.
+from hsaudit.experiments.cebere.plan import DATASETS as CEBERE_DATASETS
+from hsaudit.experiments.cebere.plan import plan as cebere_plan
+from hsaudit.experiments.cebere.plan import shard_paths
+
+CEBERE = cebere_plan(config)
+S6 = CEBERE.section6
+
+
+wildcard_constraints:
+    dataset="|".join(CEBERE_DATASETS),
+
+
+# ---- Trained-model audits: data
+
+
+rule prepare_data:
+    output:
+        data="results/data/{dataset}.npz",
+    log:
+        log_path("data/prepare_data/{dataset}"),
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        options=lambda wc: dict(config[wc.dataset]["data"]),
+        code_version=script_version("prepare_data"),
+    script:
+        "../scripts/prepare_data.py"
+
+
+# The AlexNet features of Cebere et al. Fig. 13.
+rule extract_features:
+    input:
+        data="results/data/{dataset}.npz",
+    output:
+        data="results/data/{dataset}_alexnet.npz",
+    log:
+        log_path("data/extract_features/{dataset}"),
+    benchmark:
+        bench_path("data/extract_features/{dataset}")
+    conda:
+        "../../envs/torch.yaml"
+    threads: 2
+    resources:
+        mem_mb=8000,
+        runtime=240,
+        gpu=lambda wc: CEBERE.resources[wc.dataset]["gpu"],
+    params:
+        weights=lambda wc: config[wc.dataset]["data"]["alexnet_weights"],
+        data_dir=lambda wc: config[wc.dataset]["data"]["data_dir"],
+        download=lambda wc: config[wc.dataset]["data"]["download"],
+        device=lambda wc: config[wc.dataset]["device"],
+        code_version=script_version("extract_features"),
+    script:
+        "../scripts/extract_features.py"
+
+
+# ---- Trained-model audits: training (hsaudit.experiments.cebere.train)
+
+
+rule make_setup:
+    input:
+        data=lambda wc: CEBERE.datasets[wc.dataset].setup_data(wc.setup),
+    output:
+        setup="results/{dataset}/setups/{setup}/setup.npz",
+        params_json="results/{dataset}/setups/{setup}/params.json",
+    log:
+        log_path("{dataset}/make_setup/{setup}"),
+    benchmark:
+        bench_path("{dataset}/make_setup/{setup}")
+    conda:
+        "../../envs/torch.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        spec=lambda wc: CEBERE.datasets[wc.dataset].setups[wc.setup],
+        seed=lambda wc: CEBERE.setup_seed(wc.dataset, wc.setup),
+        code_version=script_version("make_setup"),
+    script:
+        "../scripts/make_setup.py"
+
+
+rule craft_adversary:
+    input:
+        data=lambda wc: CEBERE.datasets[wc.dataset].audit_data(wc.audit),
+        setup=lambda wc: CEBERE.datasets[wc.dataset].setup_path(wc.audit),
+    output:
+        crafted="results/{dataset}/audits/{audit}/crafted.npz",
+        params_json="results/{dataset}/audits/{audit}/params.json",
+    log:
+        log_path("{dataset}/craft_adversary/{audit}"),
+    benchmark:
+        bench_path("{dataset}/craft_adversary/{audit}")
+    conda:
+        "../../envs/torch.yaml"
+    threads: 1
+    resources:
+        # Only A_GC-S trains (its simulations); the other adversaries draw a direction or pick a row.
+        mem_mb=lambda wc: CEBERE.crafting_resources(wc.dataset, wc.audit)["mem_mb"],
+        runtime=lambda wc: CEBERE.crafting_resources(wc.dataset, wc.audit)["runtime"],
+        gpu=lambda wc: CEBERE.crafting_resources(wc.dataset, wc.audit)["gpu"],
+    params:
+        spec=lambda wc: CEBERE.audit(wc.dataset, wc.audit),
+        seed=lambda wc: CEBERE.craft_seed(wc.dataset, wc.audit),
+        device=lambda wc: config[wc.dataset]["device"],
+        code_version=script_version("craft_adversary"),
+    script:
+        "../scripts/craft_adversary.py"
+
+
+rule train_shard:
+    input:
+        data=lambda wc: CEBERE.datasets[wc.dataset].audit_data(wc.audit),
+        setup=lambda wc: CEBERE.datasets[wc.dataset].setup_path(wc.audit),
+        crafted=rules.craft_adversary.output.crafted,
+    output:
+        # Not temp(): the shards are what makes raising R cheap (only new shards are trained).
+        shard="results/{dataset}/audits/{audit}/shards/s{size}/{index}.npz",
+    log:
+        log_path("{dataset}/train_shard/{audit}/s{size}/{index}"),
+    benchmark:
+        bench_path("{dataset}/train_shard/{audit}/s{size}/{index}")
+    conda:
+        "../../envs/torch.yaml"
+    threads: lambda wc: CEBERE.resources[wc.dataset]["threads"]
+    resources:
+        mem_mb=lambda wc: CEBERE.resources[wc.dataset]["mem_mb"],
+        runtime=lambda wc: CEBERE.resources[wc.dataset]["runtime"],
+        gpu=lambda wc: CEBERE.resources[wc.dataset]["gpu"],
+    params:
+        spec=lambda wc: CEBERE.audit(wc.dataset, wc.audit),
+        stream=lambda wc: CEBERE.stream(wc.dataset, wc.audit),
+        master_seed=CEBERE.seed,
+        device=lambda wc: config[wc.dataset]["device"],
+        code_version=script_version("train_shard"),
+    script:
+        "../scripts/train_shard.py"
+
+
+# ---- Trained-model audits: scores and per-step audits (hsaudit.experiments.cebere.audit)
+
+
+# The shards of an audit in one tidy scores table (run, shard, bit, step, score; higher score ⇒ inserted).
+# temp(): it only feeds audit_epsilon (and fig6a) and is rebuilt from the kept shards in seconds.
+rule extract_scores:
+    input:
+        shards=lambda wc: shard_paths(
+            wc.audit, runs=wc.runs, shard_size=wc.size, root=f"results/{wc.dataset}"
+        ),
+    output:
+        scores=temp("results/{dataset}/audits/{audit}/R{runs}-s{size}/scores.parquet"),
+    log:
+        log_path("{dataset}/extract_scores/{audit}/R{runs}-s{size}"),
+    benchmark:
+        bench_path("{dataset}/extract_scores/{audit}/R{runs}-s{size}")
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        code_version=script_version("extract_scores"),
+    script:
+        "../scripts/extract_scores.py"
+
+
+# The GDP audit (Nasr et al. 2023; Cebere et al. Algorithm 4) at every insertion step, with the assumption-free
+# bound and the μ-GDP upper bound beside it.
+rule audit_epsilon:
+    input:
+        scores=rules.extract_scores.output.scores,
+    output:
+        table="results/{dataset}/audits/{audit}/R{runs}-s{size}/epsilon.csv",
+    log:
+        log_path("{dataset}/audit_epsilon/{audit}/R{runs}-s{size}"),
+    benchmark:
+        bench_path("{dataset}/audit_epsilon/{audit}/R{runs}-s{size}")
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        delta=AUDIT["delta"],
+        confidence=AUDIT["confidence"],
+        mode=AUDIT["mode"],
+        selection_fraction=AUDIT["selection_fraction"],
+        noise_multiplier=lambda wc: CEBERE.audit(wc.dataset, wc.audit)["setup"][
+            "dpsgd"
+        ]["noise_multiplier"],
+        period=lambda wc: CEBERE.audit(wc.dataset, wc.audit)["setup"]["dpsgd"]["period"],
+        seed=lambda wc: CEBERE.audit_seed(wc.dataset, wc.audit, wc.runs, wc.size),
+        code_version=script_version("audit_epsilon"),
+    script:
+        "../scripts/audit_epsilon.py"
+
+
+# ---- Trained-model figures: Housing fig1c, fig4, fig7 (CPU-sized); CIFAR-10 fig1, fig2, fig5, fig6a, fig8,
+# fig11, fig12, fig13 (GPU-sized at paper scale: registered with kind "gpu", so `rule all` leaves them out and a
+# local run without a GPU warns first; `hsaudit plan results/fig1.pdf`). Each writes figN.pdf + figN.csv. One loop
+# per script: a rule's `script:` is read when its job runs, after the loop, so it must not depend on the loop.
+for job in CEBERE.figure_jobs:
+    if job.dataset != "housing":
+        continue
+
+    rule:
+        name:
+            f"plot_cebere_{job.figure}"
+        input:
+            **job.inputs,
+        output:
+            pdf=report(
+                register_figure(job.target.path, job.target.kind),
+                caption=f"../report/{job.caption}.rst",
+                category="Housing",
+            ),
+            csv=job.csv,
+        log:
+            log_path(f"housing/plot_{job.figure}"),
+        conda:
+            "../../envs/analysis.yaml"
+        threads: 1
+        resources:
+            mem_mb=job.mem_mb,
+            runtime=10,
+        params:
+            **job.params,
+            figure=job.figure,
+            code_version=script_version("plot_cebere_housing"),
+        script:
+            "../scripts/plot_cebere_housing.py"
+
+
+for job in CEBERE.figure_jobs:
+    if job.dataset != "cifar10":
+        continue
+
+    rule:
+        name:
+            f"plot_cebere_{job.figure}"
+        input:
+            **job.inputs,
+        output:
+            pdf=report(
+                register_figure(job.target.path, job.target.kind),
+                caption=f"../report/{job.caption}.rst",
+                category="CIFAR-10",
+            ),
+            csv=job.csv,
+        log:
+            log_path(f"cifar10/plot_{job.figure}"),
+        conda:
+            "../../envs/analysis.yaml"
+        threads: 1
+        resources:
+            mem_mb=job.mem_mb,
+            runtime=10,
+        params:
+            **job.params,
+            figure=job.figure,
+            code_version=script_version("plot_cebere_cifar"),
+        script:
+            "../scripts/plot_cebere_cifar.py"
+
+
+# Table 2: the hyper-parameters that ran, generated from the plan.
+rule write_cebere_table2:
+    output:
+        md=register_figure("results/table2.md", kind="gpu"),
+        csv="results/table2.csv",
+    log:
+        log_path("cifar10/write_cebere_table2"),
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        rows=list(CEBERE.table2),
+        data_sources=dict(CEBERE.data_sources),
+        facts={"scale": SCALE},
+        code_version=script_version("write_cebere_table2"),
+    script:
+        "../scripts/write_cebere_table2.py"
+
+
+# ---- Section 6 process (fig3, fig6b, fig6c, fig10, fig14; hsaudit.experiments.cebere.section6): one audit job
+# per (sign rule, σ) runs every B, repetition and step; one exact job per sign rule. The Clopper–Pearson table of
+# each R is computed once and shared. The wildcard {sign} is the sign rule of the process (config section6.rules).
 
 
 rule tabulate_cebere_cp:
     output:
-        S6_CP_TABLE,
+        S6.CP_TABLE,
     log:
         log_path("section6/make_cp_table_n{n}"),
     benchmark:
@@ -31,9 +326,7 @@ rule tabulate_cebere_cp:
 
 rule audit_cebere_process:
     input:
-        cp_table=lambda wc: (
-            expand(S6_CP_TABLE, n=S6_RUNS[wc.sign]) if S6_PAPER_MODE else []
-        ),
+        cp_table=lambda wc: S6.cp_tables(S6.runs[wc.sign]),
     output:
         "results/section6/audit/{sign}/sigma{sigma}.csv",
     log:
@@ -41,25 +334,25 @@ rule audit_cebere_process:
     benchmark:
         bench_path("section6/audit_process_{sign}_sigma{sigma}")
     wildcard_constraints:
-        sign=S6_SIGN,
+        sign="|".join(S6.rules),
     conda:
         "../../envs/analysis.yaml"
     threads: 1
     resources:
-        mem_mb=lambda wc: 600 + S6_RUNS[wc.sign] // 5000,
+        mem_mb=lambda wc: 600 + S6.runs[wc.sign] // 5000,
         runtime=lambda wc: 5
-        + S6_RUNS[wc.sign]
-        * S6["steps"]
-        * S6["repetitions"]
-        * len(S6["batch_sizes"])
+        + S6.runs[wc.sign]
+        * S6.values["steps"]
+        * S6.values["repetitions"]
+        * len(S6.values["batch_sizes"])
         // 10**9,
     params:
-        batch_sizes=S6["batch_sizes"],
-        steps=S6["steps"],
-        clip_norm=S6["clip_norm"],
-        switch_point=S6["switch_point"],
-        runs_per_world=lambda wc: S6_RUNS[wc.sign],
-        repetitions=S6["repetitions"],
+        batch_sizes=S6.values["batch_sizes"],
+        steps=S6.values["steps"],
+        clip_norm=S6.values["clip_norm"],
+        switch_point=S6.values["switch_point"],
+        runs_per_world=lambda wc: S6.runs[wc.sign],
+        repetitions=S6.values["repetitions"],
         seed=SEED,
         delta=AUDIT["delta"],
         confidence=AUDIT["confidence"],
@@ -78,7 +371,7 @@ rule compute_cebere_exact_law:
     benchmark:
         bench_path("section6/compute_exact_law_{sign}")
     wildcard_constraints:
-        sign=S6_SIGN,
+        sign="|".join(S6.rules),
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -86,13 +379,13 @@ rule compute_cebere_exact_law:
         mem_mb=1500,
         runtime=10,
     params:
-        sigmas=S6["sigmas"],
-        batch_sizes=S6["batch_sizes"],
-        steps=S6["steps"],
-        clip_norm=S6["clip_norm"],
-        switch_point=S6["switch_point"],
+        sigmas=S6.values["sigmas"],
+        batch_sizes=S6.values["batch_sizes"],
+        steps=S6.values["steps"],
+        clip_norm=S6.values["clip_norm"],
+        switch_point=S6.values["switch_point"],
         delta=AUDIT["delta"],
-        grid=S6["exact"],
+        grid=S6.values["exact"],
         code_version=script_version("compute_cebere_exact_law"),
     script:
         "../scripts/compute_cebere_exact_law.py"
@@ -106,8 +399,8 @@ for s6_figure in ("fig3", "fig14"):
         name:
             f"plot_cebere_{s6_figure}"
         input:
-            audits=S6_AUDITS,
-            exact=S6_EXACT,
+            audits=S6.audits,
+            exact=S6.exact,
         output:
             pdf=report(
                 register_figure(f"results/{s6_figure}.pdf"),
@@ -126,10 +419,9 @@ for s6_figure in ("fig3", "fig14"):
         params:
             code_version=script_version("plot_cebere_section6"),
             figure=s6_figure,
-            panel_sigmas=S6["panel_sigmas"],
-            steps=S6["steps"],
-            repetitions=S6["repetitions"],
-            facts=S6_FACTS,
+            steps=S6.values["steps"],
+            repetitions=S6.values["repetitions"],
+            facts=dict(S6.facts, panel_sigmas=S6.values["panel_sigmas"]),
         script:
             "../scripts/plot_cebere_section6.py"
 
@@ -145,22 +437,22 @@ rule compute_cebere_tradeoff_curves:
         "../../envs/analysis.yaml"
     threads: 1
     resources:
-        mem_mb=lambda wc: 1000 + S6["runs_per_world"] // 2000,
+        mem_mb=lambda wc: 1000 + S6.values["runs_per_world"] // 2000,
         runtime=15,
     params:
-        sigma=S6["tradeoff"]["sigma"],
-        step=S6["tradeoff"]["step"],
-        max_points=S6["tradeoff"]["max_points"],
-        batch_sizes=S6["batch_sizes"],
-        steps=S6["steps"],
-        clip_norm=S6["clip_norm"],
-        switch_point=S6["switch_point"],
-        rule=S6_RULES[0],
-        runs_per_world=S6["runs_per_world"],
+        sigma=S6.values["tradeoff"]["sigma"],
+        step=S6.values["tradeoff"]["step"],
+        max_points=S6.values["tradeoff"]["max_points"],
+        batch_sizes=S6.values["batch_sizes"],
+        steps=S6.values["steps"],
+        clip_norm=S6.values["clip_norm"],
+        switch_point=S6.values["switch_point"],
+        rule=S6.rules[0],
+        runs_per_world=S6.values["runs_per_world"],
         seed=SEED,
         delta=AUDIT["delta"],
         confidence=AUDIT["confidence"],
-        grid=S6["exact"],
+        grid=S6.values["exact"],
         code_version=script_version("compute_cebere_tradeoff_curves"),
     script:
         "../scripts/compute_cebere_tradeoff_curves.py"
@@ -187,16 +479,14 @@ rule plot_cebere_fig6b:
     params:
         code_version=script_version("plot_cebere_section6"),
         figure="fig6b",
-        facts=S6_FACTS,
+        facts=S6.facts,
     script:
         "../scripts/plot_cebere_section6.py"
 
 
 rule search_cebere_threshold:
     input:
-        cp_table=(
-            expand(S6_CP_TABLE, n=S6_SEARCH["runs_per_world"]) if S6_PAPER_MODE else []
-        ),
+        cp_table=S6.cp_tables(S6.values["threshold_search"]["runs_per_world"]),
     output:
         "results/section6/threshold_search/sigma{sigma}_B{batch}.csv",
     log:
@@ -207,21 +497,21 @@ rule search_cebere_threshold:
         "../../envs/analysis.yaml"
     threads: 1
     resources:
-        mem_mb=lambda wc: 600 + S6_SEARCH["runs_per_world"] // 5000,
+        mem_mb=lambda wc: 600 + S6.values["threshold_search"]["runs_per_world"] // 5000,
         runtime=30,
     params:
-        steps=S6_SEARCH["steps"],
-        alphas=S6_SEARCH["alphas"],
-        runs_per_world=S6_SEARCH["runs_per_world"],
-        repetitions=S6_SEARCH["repetitions"],
-        clip_norm=S6["clip_norm"],
-        rule=S6_RULES[0],
+        steps=S6.values["threshold_search"]["steps"],
+        alphas=S6.values["threshold_search"]["alphas"],
+        runs_per_world=S6.values["threshold_search"]["runs_per_world"],
+        repetitions=S6.values["threshold_search"]["repetitions"],
+        clip_norm=S6.values["clip_norm"],
+        rule=S6.rules[0],
         seed=SEED,
         delta=AUDIT["delta"],
         confidence=AUDIT["confidence"],
         mode=AUDIT["mode"],
         selection_fraction=AUDIT["selection_fraction"],
-        grid=S6["exact"],
+        grid=S6.values["exact"],
         code_version=script_version("search_cebere_threshold"),
     script:
         "../scripts/search_cebere_threshold.py"
@@ -229,10 +519,7 @@ rule search_cebere_threshold:
 
 rule plot_cebere_fig6c:
     input:
-        searches=[
-            f"results/section6/threshold_search/sigma{s}_B{b}.csv"
-            for s, b in S6_SEARCH_CELLS
-        ],
+        searches=S6.searches,
     output:
         pdf=report(
             register_figure("results/fig6c.pdf"),
@@ -251,7 +538,7 @@ rule plot_cebere_fig6c:
     params:
         code_version=script_version("plot_cebere_section6"),
         figure="fig6c",
-        facts=S6_FACTS,
+        facts=S6.facts,
     script:
         "../scripts/plot_cebere_section6.py"
 
@@ -275,205 +562,10 @@ rule plot_cebere_fig10:
     params:
         code_version=script_version("plot_cebere_section6"),
         figure="fig10",
-        landscape=S6["landscape"],
-        clip_norm=S6["clip_norm"],
-        switch_point=S6["switch_point"],
-        rules=S6_RULES,
-        facts=S6_FACTS,
+        landscape=S6.values["landscape"],
+        clip_norm=S6.values["clip_norm"],
+        switch_point=S6.values["switch_point"],
+        rules=list(S6.rules),
+        facts=S6.facts,
     script:
         "../scripts/plot_cebere_section6.py"
-
-
-# Housing figures of Cebere et al.: fig1c (§5), fig4 and fig7 (Appendix C). Each writes figN.pdf + figN.csv.
-
-
-for _figure in ("fig1c", "fig4", "fig7"):
-
-    rule:
-        name:
-            f"plot_cebere_{_figure}"
-        input:
-            tables=audit_table_paths(HOUSING, _figure),
-        output:
-            pdf=report(
-                register_figure(f"results/{_figure}.pdf"),
-                caption=f"../report/housing_{_figure}.rst",
-                category="Housing",
-            ),
-            csv=f"results/{_figure}.csv",
-        log:
-            log_path(f"housing/plot_{_figure}"),
-        conda:
-            "../../envs/analysis.yaml"
-        threads: 1
-        resources:
-            mem_mb=1000,
-            runtime=10,
-        params:
-            figure=_figure,
-            refs=[vars(ref) for ref in HOUSING.figures[_figure]],
-            hyper={
-                k: HOUSING.values[_figure][0][k]
-                for k in (
-                    "lr",
-                    "batch_size",
-                    "noise_multiplier",
-                    "clip_norm",
-                    "period",
-                )
-            },
-            scale=SCALE,
-            code_version=script_version("plot_cebere_housing"),
-        script:
-            "../scripts/plot_cebere_housing.py"
-
-
-# CIFAR-10 figures of Cebere et al. (§5, Appendices D–E; hsaudit.experiments.cebere.figures.cifar). GPU-sized at paper scale
-# (`hsaudit plan results/fig1.pdf`): registered with kind "gpu", so `rule all` leaves them out and a local run
-# without a GPU warns first. Each writes figN.pdf + figN.csv; table2 is generated from the config that ran.
-
-
-rule plot_cebere_fig1:
-    input:
-        tables=audit_table_paths(CIFAR10, "fig1"),
-        datasets=cifar_datasets("fig1"),
-        housing=audit_table_paths(HOUSING, "fig1c"),
-    output:
-        pdf=report(
-            register_figure("results/fig1.pdf", kind="gpu"),
-            caption="../report/cifar_fig1.rst",
-            category="CIFAR-10",
-        ),
-        csv="results/fig1.csv",
-    log:
-        log_path("cifar10/plot_cebere_fig1"),
-    conda:
-        "../../envs/analysis.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    params:
-        figure="fig1",
-        refs=cifar_refs("fig1"),
-        housing_refs=[vars(ref) for ref in HOUSING.figures["fig1c"]],
-        scale=SCALE,
-        code_version=script_version("plot_cebere_cifar"),
-    script:
-        "../scripts/plot_cebere_cifar.py"
-
-
-for _figure in ("fig2", "fig5", "fig11", "fig12", "fig13"):
-
-    rule:
-        name:
-            f"plot_cebere_{_figure}"
-        input:
-            tables=audit_table_paths(CIFAR10, _figure),
-            datasets=cifar_datasets(_figure),
-            crafted=cifar_crafted(_figure),
-        output:
-            pdf=report(
-                register_figure(f"results/{_figure}.pdf", kind="gpu"),
-                caption=f"../report/cifar_{_figure}.rst",
-                category="CIFAR-10",
-            ),
-            csv=f"results/{_figure}.csv",
-        log:
-            log_path(f"cifar10/plot_{_figure}"),
-        conda:
-            "../../envs/analysis.yaml"
-        threads: 1
-        resources:
-            mem_mb=2000,
-            runtime=10,
-        params:
-            figure=_figure,
-            refs=cifar_refs(_figure),
-            scale=SCALE,
-            code_version=script_version("plot_cebere_cifar"),
-        script:
-            "../scripts/plot_cebere_cifar.py"
-
-
-rule plot_cebere_fig6a:
-    input:
-        tables=audit_table_paths(CIFAR10, "fig6a"),
-        scores=scores_paths(CIFAR10, "fig6a"),
-        datasets=cifar_datasets("fig6a"),
-    output:
-        pdf=report(
-            register_figure("results/fig6a.pdf", kind="gpu"),
-            caption="../report/cifar_fig6a.rst",
-            category="CIFAR-10",
-        ),
-        csv="results/fig6a.csv",
-    log:
-        log_path("cifar10/plot_cebere_fig6a"),
-    conda:
-        "../../envs/analysis.yaml"
-    threads: 1
-    resources:
-        mem_mb=4000,
-        runtime=10,
-    params:
-        figure="fig6a",
-        refs=cifar_refs("fig6a"),
-        scale=SCALE,
-        code_version=script_version("plot_cebere_cifar"),
-    script:
-        "../scripts/plot_cebere_cifar.py"
-
-
-rule plot_cebere_fig8:
-    input:
-        shards=figure_shard_paths(CIFAR10, "fig8"),
-        datasets=cifar_datasets("fig8"),
-    output:
-        pdf=report(
-            register_figure("results/fig8.pdf", kind="gpu"),
-            caption="../report/cifar_fig8.rst",
-            category="CIFAR-10",
-        ),
-        csv="results/fig8.csv",
-    log:
-        log_path("cifar10/plot_cebere_fig8"),
-    conda:
-        "../../envs/analysis.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    params:
-        figure="fig8",
-        refs=cifar_refs("fig8"),
-        shards_per_ref=[ref.runs // ref.shard_size for ref in CIFAR10.figures["fig8"]],
-        scale=SCALE,
-        code_version=script_version("plot_cebere_cifar"),
-    script:
-        "../scripts/plot_cebere_cifar.py"
-
-
-rule write_cebere_table2:
-    output:
-        md=register_figure("results/table2.md", kind="gpu"),
-        csv="results/table2.csv",
-    log:
-        log_path("cifar10/write_cebere_table2"),
-    conda:
-        "../../envs/analysis.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    params:
-        families=hyperparameters(CIFAR10, audit=AUDIT)
-        + hyperparameters(HOUSING, audit=AUDIT),
-        data_sources={
-            "cifar10": f"cifar10:{config['cifar10']['data']['source']}",
-            "housing": f"housing:{config['housing']['data']['path'] or 'sklearn'}",
-        },
-        scale=SCALE,
-        code_version=script_version("write_cebere_table2"),
-    script:
-        "../scripts/write_cebere_table2.py"

@@ -5,8 +5,6 @@ wildcard_constraints:
     sigma=r"\d+(\.\d+)?",
     batch=r"\d+",
     rep=r"\d+",
-    family="|".join(FAMILIES),
-    dataset="|".join(FAMILIES),
     setup=r"[0-9a-f]{12}",
     audit=r"[0-9a-f]{12}",
     runs=r"\d+",

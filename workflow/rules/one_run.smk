@@ -1,23 +1,26 @@
 # Audits in one training run (Steinke, Nasr & Jagielski 2023; Mahloujifar et al. 2024) against population
-# audits of the same DP-SGD configuration: results/one_run/fig1.pdf (hsaudit.experiments.cebere.one_run,
-# one_run_tables, figures.one_run; docs/one_run.md). Per family: craft the m canary coordinates, train the
-# one-run models shard by shard (m canaries each, their own bits), audit the pooled canaries of the first M
-# models for every M beside the population audit's per-step tables (built by train/scores/audit.smk), plot.
+# audits of the same DP-SGD configuration: results/one_run/fig1.pdf (hsaudit.experiments.one_run; docs/one_run.md).
+# Per audited dataset: craft the m canary coordinates, train the one-run models shard by shard (m canaries each,
+# their own bits), audit the pooled canaries of the first M models for every M beside the population audit's
+# per-step tables (Cebere et al.'s base audit of the same configuration, trained and audited by cebere.smk), plot.
+from hsaudit.experiments.one_run.plan import plan as one_run_plan
+
+ONE_RUN = one_run_plan(config, populations=CEBERE.base)
 
 
 rule craft_one_run_canaries:
     input:
-        data=one_run_dataset,
-        setup=one_run_setup,
+        data=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).population.data_path,
+        setup=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).population.setup_path,
     output:
-        canaries="results/one_run/{family}/{key}/canaries.npz",
-        params_json="results/one_run/{family}/{key}/params.json",
+        canaries="results/one_run/{dataset}/{key}/canaries.npz",
+        params_json="results/one_run/{dataset}/{key}/params.json",
     log:
-        log_path("one_run/craft_one_run_canaries/{family}/{key}"),
+        log_path("one_run/craft_one_run_canaries/{dataset}/{key}"),
     benchmark:
-        bench_path("one_run/craft_one_run_canaries/{family}/{key}")
+        bench_path("one_run/craft_one_run_canaries/{dataset}/{key}")
     wildcard_constraints:
-        key=ONE_RUN_KEYS,
+        key=ONE_RUN.keys,
     conda:
         "../../envs/torch.yaml"
     threads: 1
@@ -25,9 +28,9 @@ rule craft_one_run_canaries:
         mem_mb=2000,
         runtime=30,
     params:
-        spec=one_run_job,
-        seed=lambda wc: one_run_craft_seed(seed=SEED, key=wc.key, family=wc.family),
-        device=lambda wc: config[wc.family]["device"],
+        spec=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).params,
+        seed=lambda wc: ONE_RUN.craft_seed(wc.dataset, wc.key),
+        device=lambda wc: config[wc.dataset]["device"],
         code_version=script_version("craft_one_run_canaries"),
     script:
         "../scripts/craft_one_run_canaries.py"
@@ -35,28 +38,28 @@ rule craft_one_run_canaries:
 
 rule train_one_run_shard:
     input:
-        data=one_run_dataset,
-        setup=one_run_setup,
+        data=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).population.data_path,
+        setup=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).population.setup_path,
         canaries=rules.craft_one_run_canaries.output.canaries,
     output:
-        shard="results/one_run/{family}/{key}/shards/s{size}/{index}.npz",
+        shard="results/one_run/{dataset}/{key}/shards/s{size}/{index}.npz",
     log:
-        log_path("one_run/train_one_run_shard/{family}/{key}/s{size}/{index}"),
+        log_path("one_run/train_one_run_shard/{dataset}/{key}/s{size}/{index}"),
     benchmark:
-        bench_path("one_run/train_one_run_shard/{family}/{key}/s{size}/{index}")
+        bench_path("one_run/train_one_run_shard/{dataset}/{key}/s{size}/{index}")
     wildcard_constraints:
-        key=ONE_RUN_KEYS,
+        key=ONE_RUN.keys,
     conda:
         "../../envs/torch.yaml"
-    threads: lambda wc: config[wc.family]["resources"]["threads"]
+    threads: lambda wc: CEBERE.resources[wc.dataset]["threads"]
     resources:
-        mem_mb=family_resources("mem_mb"),
-        runtime=family_resources("runtime"),
-        gpu=family_resources("gpu"),
+        mem_mb=lambda wc: CEBERE.resources[wc.dataset]["mem_mb"],
+        runtime=lambda wc: CEBERE.resources[wc.dataset]["runtime"],
+        gpu=lambda wc: CEBERE.resources[wc.dataset]["gpu"],
     params:
-        spec=one_run_job,
-        master_seed=SEED,
-        device=lambda wc: config[wc.family]["device"],
+        spec=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).params,
+        master_seed=ONE_RUN.seed,
+        device=lambda wc: config[wc.dataset]["device"],
         code_version=script_version("train_one_run_shard"),
     script:
         "../scripts/train_one_run_shard.py"
@@ -64,16 +67,16 @@ rule train_one_run_shard:
 
 rule audit_one_run_canaries:
     input:
-        shards=lambda wc: one_run_shard_paths(one_run_spec(wc)),
-        population=lambda wc: population_table_paths(one_run_spec(wc)),
+        shards=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).shard_paths(),
+        population=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).population_tables(),
     output:
-        table="results/one_run/{family}/{key}/table.csv",
+        table="results/one_run/{dataset}/{key}/table.csv",
     log:
-        log_path("one_run/audit_one_run_canaries/{family}/{key}"),
+        log_path("one_run/audit_one_run_canaries/{dataset}/{key}"),
     benchmark:
-        bench_path("one_run/audit_one_run_canaries/{family}/{key}")
+        bench_path("one_run/audit_one_run_canaries/{dataset}/{key}")
     wildcard_constraints:
-        key=ONE_RUN_KEYS,
+        key=ONE_RUN.keys,
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -81,8 +84,8 @@ rule audit_one_run_canaries:
         mem_mb=4000,
         runtime=30,
     params:
-        models=lambda wc: list(one_run_spec(wc).models),
-        steps=lambda wc: one_run_spec(wc).steps,
+        models=lambda wc: list(ONE_RUN.audit(wc.dataset, wc.key).models),
+        steps=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).steps,
         guess_fractions=config["one_run"]["guess_fractions"],
         delta=AUDIT["delta"],
         confidence=AUDIT["confidence"],
@@ -94,11 +97,11 @@ rule audit_one_run_canaries:
 
 rule plot_one_run_fig1:
     input:
-        tables=one_run_tables(),
-        data=one_run_datasets(),
+        tables=[f"{spec.root}/table.csv" for spec in ONE_RUN.audits.values()],
+        data=[spec.population.data_path for spec in ONE_RUN.audits.values()],
     output:
         pdf=report(
-            register_figure("results/one_run/fig1.pdf", kind=ONE_RUN_KIND),
+            register_figure(ONE_RUN.targets[0].path, kind=ONE_RUN.targets[0].kind),
             caption="../report/one_run_fig1.rst",
             category="Audits in one training run",
         ),
@@ -112,8 +115,8 @@ rule plot_one_run_fig1:
         mem_mb=1000,
         runtime=10,
     params:
-        families=list(ONE_RUN),
-        scale=SCALE,
+        datasets=list(ONE_RUN.audits),
+        facts={"scale": SCALE},
         code_version=script_version("plot_one_run_fig1"),
     script:
         "../scripts/plot_one_run_fig1.py"

@@ -1,8 +1,8 @@
-"""Snakemake adapter: audit every recorded step of one audit's scores (hsaudit.experiments.cebere.tables.audit_table)."""
+"""Snakemake adapter: audit every recorded step of one audit's scores (hsaudit.experiments.cebere.audit.audit_table)."""
 
 import pandas as pd
 
-from hsaudit.experiments.cebere.tables import audit_table
+from hsaudit.experiments.cebere.audit import audit_table
 from hsaudit.util.io import write_csv_atomic
 from hsaudit.pipeline.logs import script_logging
 

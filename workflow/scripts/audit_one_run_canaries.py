@@ -1,8 +1,8 @@
-"""Snakemake adapter: one family's one-run and population points (hsaudit.experiments.cebere.one_run_tables.one_run_table)."""
+"""Snakemake adapter: one dataset's one-run and population points (hsaudit.experiments.one_run.audit.one_run_table)."""
 
 import pandas as pd
 
-from hsaudit.experiments.cebere.one_run_tables import load_one_run_shards, one_run_table, summary_lines
+from hsaudit.experiments.one_run.audit import load_one_run_shards, one_run_table, summary_lines
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic
 
@@ -10,7 +10,7 @@ log = script_logging(snakemake)
 params = snakemake.params
 bits, scores = load_one_run_shards(snakemake.input.shards)
 table = one_run_table(
-    family=snakemake.wildcards.family,
+    dataset=snakemake.wildcards.dataset,
     bits=bits,
     scores=scores,
     population=[pd.read_csv(path) for path in snakemake.input.population],

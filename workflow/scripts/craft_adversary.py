@@ -1,11 +1,10 @@
-"""Snakemake adapter: the adversary's crafted object of one audit (hsaudit.experiments.cebere.adversaries.craft)."""
+"""Snakemake adapter: the adversary's crafted object of one audit (hsaudit.experiments.cebere.train.adversaries.craft)."""
 
 import torch
 
-from hsaudit.experiments.cebere.adversaries import craft, save_crafted
 from hsaudit.data.datasets import load_dataset
-from hsaudit.experiments.cebere.plan import write_params_json
 from hsaudit.engine.dpsgd import DPSGDConfig, load_setup
+from hsaudit.experiments.cebere.train.adversaries import craft, save_crafted, write_params_json
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)

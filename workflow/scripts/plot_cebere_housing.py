@@ -1,21 +1,19 @@
-"""Snakemake adapter: one Housing figure (fig1c, fig4 or fig7) from its audits' tables (hsaudit.experiments.cebere.figures.housing)."""
+"""Snakemake adapter: one Housing figure (fig1c, fig4 or fig7) from its audits' tables
+(hsaudit.experiments.cebere.figures.housing)."""
 
 import pandas as pd
 
-from hsaudit.experiments.cebere.figures.housing import figure_table, plot_housing_figure
+from hsaudit.experiments.cebere.figures.housing import figure_table, plot_housing
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)
 params = snakemake.params
 entries = [(ref, pd.read_csv(path)) for ref, path in zip(params.refs, snakemake.input.tables, strict=True)]
-summary = plot_housing_figure(
+summary = plot_housing(
     figure_table(entries),
-    snakemake.output.pdf,
-    snakemake.output.csv,
-    figure=params.figure,
-    scale=params.scale,
-    code_version=params.code_version,
-    hyper=params.hyper,
+    pdf=snakemake.output.pdf,
+    csv=snakemake.output.csv,
+    facts=dict(params.facts, figure=params.figure, code_version=params.code_version),
 )
 last = summary[summary["step"] == summary["step"].max()]
 for row in last.itertuples():

@@ -13,7 +13,7 @@ if p.figure in ("fig3", "fig14"):
     exact = pd.concat([pd.read_csv(f) for f in snakemake.input.exact], ignore_index=True)
     table = section6.curves_table(audits, exact)
     if p.figure == "fig3":
-        section6.plot_fig3(table, panel_sigmas=p.panel_sigmas, **out)
+        section6.plot_fig3(table, **out)
     else:
         section6.plot_fig14(table, **out)
 elif p.figure == "fig6b":

@@ -1,40 +1,39 @@
 """Snakemake adapter: train one shard of an audit's population and record its observations
-(hsaudit.experiments.cebere.shards.train_shard).
+(hsaudit.experiments.cebere.train.shards.train_shard).
 
-The shard's membership bits are an exact half split seeded by (audit key, shard size, shard index); model
-``index·size + i`` of the audit draws the noise (and, with θ0 unknown, the initialisation) of that global index
-(hsaudit.experiments.cebere.plan.shard_bits / noise_key / theta0_key), so a shard never depends on R.
+The shard's membership bits are an exact half split seeded by (the audit's stream key, shard size, shard index);
+model ``index·size + i`` of the audit draws the noise (and, with θ0 unknown, the initialisation) of that global
+index (hsaudit.experiments.cebere.train.shards.shard_bits / noise_key / theta0_key), so a shard never depends on R.
+Audits that differ only in their θ0 reading share one stream key (params.stream, from the plan), hence bits, noise
+and per-run θ0 draws.
 """
 
 import torch
 
-from hsaudit.experiments.cebere.adversaries import load_crafted
 from hsaudit.data.datasets import load_dataset
-from hsaudit.experiments.cebere.plan import (
+from hsaudit.engine.dpsgd import DPSGDConfig, load_setup, population_theta0
+from hsaudit.engine.models import model_spec
+from hsaudit.experiments.cebere.train.adversaries import load_crafted
+from hsaudit.experiments.cebere.train.shards import (
     insertion_steps,
     noise_key,
     save_shard,
     shard_bits,
-    stream_key,
     theta0_key,
     theta0_known,
     theta0_shared,
+    train_shard,
 )
-from hsaudit.experiments.cebere.shards import train_shard
-from hsaudit.engine.dpsgd import DPSGDConfig, load_setup, population_theta0
-from hsaudit.engine.models import model_spec
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)
 torch.set_num_threads(snakemake.threads)
-spec = snakemake.params.spec
-family = snakemake.wildcards.family
+params = snakemake.params
+spec, stream, seed = params.spec, params.stream, params.master_seed
+dataset = snakemake.wildcards.dataset
 setup_spec = spec["setup"]
 key, size, index = snakemake.wildcards.audit, int(snakemake.wildcards.size), int(snakemake.wildcards.index)
-# Audits that differ only in their θ0 reading share bits, noise and per-run θ0 draws (plan.stream_key).
-stream = stream_key(spec)
-seed = snakemake.params.master_seed
-bits = shard_bits(seed=seed, key=stream, shard_size=size, index=index, family=family)
+bits = shard_bits(seed=seed, key=stream, shard_size=size, index=index, dataset=dataset)
 data = load_dataset(snakemake.input.data)
 first = index * size
 reading = spec.get("theta0", "known")
@@ -46,7 +45,7 @@ if not theta0_shared(reading):
     theta0 = population_theta0(
         model_spec(setup_spec["model"], **setup_spec["model_kwargs"]),
         scheme="xavier_normal" if scheme == "default" else scheme,
-        key=theta0_key(seed=seed, key=stream, family=family),
+        key=theta0_key(seed=seed, key=stream, dataset=dataset),
         models=range(first, first + size),
     )
 obs = train_shard(
@@ -58,14 +57,14 @@ obs = train_shard(
     config=DPSGDConfig(**setup_spec["dpsgd"]),
     crafted=load_crafted(snakemake.input.crafted),
     bits=bits,
-    noise_key=noise_key(seed=seed, key=stream, family=family),
+    noise_key=noise_key(seed=seed, key=stream, dataset=dataset),
     first_model=first,
     theta0=theta0,
     known_theta0=theta0_known(reading),
     canary_norms=bool(spec.get("canary_norms")),
-    device=snakemake.params.device,
+    device=params.device,
     progress=False,
 )
 steps = insertion_steps(steps=setup_spec["dpsgd"]["steps"], period=setup_spec["dpsgd"]["period"])
 save_shard(snakemake.output.shard, bits=bits, scores=obs.scores, steps=steps, grad_norms=obs.grad_norms)
-log.info("%s audit %s shard s%d/%d: %d models, %d recorded steps", family, key, size, index, bits.size, steps.size)
+log.info("%s audit %s shard s%d/%d: %d models, %d recorded steps", dataset, key, size, index, bits.size, steps.size)

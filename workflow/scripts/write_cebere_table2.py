@@ -1,11 +1,17 @@
-"""Snakemake adapter: Table 2 of Cebere et al. from the resolved config (hsaudit.experiments.cebere.figures.cifar.write_table2)."""
+"""Snakemake adapter: Table 2 of Cebere et al. from the plan's rows (hsaudit.experiments.cebere.figures.table2)."""
 
-from hsaudit.experiments.cebere.figures.cifar import write_table2
-from hsaudit.experiments.cebere.table2 import with_model_facts
+import pandas as pd
+
+from hsaudit.experiments.cebere.figures.table2 import with_model_facts, write_table2
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)
 params = snakemake.params
-families = [{**with_model_facts(f), "data_source": params.data_sources[f["dataset"]]} for f in params.families]
-table = write_table2(families, snakemake.output.md, snakemake.output.csv, scale=params.scale, code_version=params.code_version)
+rows = [{**with_model_facts(row), "data_source": params.data_sources[row["dataset"]]} for row in params.rows]
+table = write_table2(
+    pd.DataFrame(rows, dtype=object),
+    pdf=snakemake.output.md,
+    csv=snakemake.output.csv,
+    facts=dict(params.facts, code_version=params.code_version),
+)
 log.info("table2: %d families\n%s", len(table), table.to_string())

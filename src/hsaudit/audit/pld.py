@@ -118,7 +118,7 @@ def _largest_consistent_sigma(consistent, lo: float, hi: float, iterations: int)
     """σ̂ = sup{σ : consistent(σ)}, where consistency holds on (0, σ̂] (a smaller σ has a lower curve).
 
     [lo, hi] is the first bracket; it grows (×10 up, ÷4 down) within :data:`SIGMA_SEARCH_LIMITS` until it holds
-    σ̂, then ``iterations`` bisection steps in log σ keep the last consistent σ. Returns ``inf`` (no evidence) when
+    σ̂, then ``iterations`` bisection steps in log σ close on it from the rejected side. Returns ``inf`` (no evidence) when
     every σ up to the upper limit is consistent; the lower limit, with a warning, when none down to it is.
     """
     smin, smax = SIGMA_SEARCH_LIMITS
@@ -145,14 +145,15 @@ def _largest_consistent_sigma(consistent, lo: float, hi: float, iterations: int)
 
 def _bisect_log_sigma(consistent, llo: float, lhi: float, iterations: int) -> float:
     """``iterations`` bisection steps on log σ between a consistent ``llo`` and an inconsistent ``lhi``; returns
-    the last consistent log σ."""
+    the smallest inconsistent log σ found: every σ at or above it is rejected by the points, so ε at it is a lower
+    bound (the last consistent σ would overstate ε by the bisection's resolution)."""
     for _ in range(iterations):  # invariant: exp(llo) consistent, exp(lhi) not
         mid = 0.5 * (llo + lhi)
         if consistent(math.exp(mid)):
             llo = mid
         else:
             lhi = mid
-    return llo
+    return lhi
 
 
 def sigma_hat_from_points(
@@ -285,8 +286,12 @@ def audit_pld(
         grid: Υ (default 0.5, 0.6, …, 20).
 
     Returns:
-        ε_emp; 0 when no point rejects ε = 0 (no evidence; also when the floor drops every point); ``inf`` when
-        every ε̂ of the grid is violated.
+        Without a rule or under ``Paper`` (the paper's Algorithm 2): the first ε̂ ∈ Υ whose curve is consistent
+        with every point; ``inf`` when every ε̂ of the grid is violated. Under a valid rule, a lower bound: the
+        largest ε that the points reject, found by bisection between the last rejected and the first consistent
+        value of Υ (the first consistent grid value can sit up to one grid step above it, which a lower bound must
+        not); the largest value of Υ, with a warning, when every ε̂ of the grid is rejected. 0 when no point
+        rejects ε = 0 (no evidence; also when the floor drops every point).
     """
     if rule is not None:
         alpha, beta = rule.points(o_out, o_in, confidence=confidence)
@@ -296,25 +301,54 @@ def audit_pld(
         alpha, beta = alpha[keep], beta[keep]
     alpha, beta = _lowest_beta_per_alpha(alpha, beta)
     grid = epsilon_grid_audit() if grid is None else np.asarray(grid, dtype=float)
+    valid = rule is not None and rule.valid
+
+    def consistent_at(epsilon: float) -> bool:
+        sig = sigma_for_epsilon(float(epsilon), table)
+        return bool(np.all(beta >= pld_tradeoff(alpha, sig, table) - 1e-12))
 
     def consistent(i: int) -> bool:
-        sig = sigma_for_epsilon(float(grid[i]), table)
-        return bool(np.all(beta >= pld_tradeoff(alpha, sig, table) - 1e-12))
+        return consistent_at(float(grid[i]))
 
     # The curves are nested (a larger ε̂ means a smaller σ̂ and a lower curve), so the first consistent ε̂ of the
     # ascending grid is found by bisection over the grid index; same answer as the paper's linear scan.
     if alpha.size == 0 or no_evidence(alpha, beta):
         return 0.0  # no point rejects ε = 0 (the curve β = 1 − α): no evidence, not the grid's first value
-    if consistent(0):
-        return float(grid[0])
     if not consistent(len(grid) - 1):
+        if valid:
+            warnings.warn(
+                f"the points reject every epsilon of the grid up to {grid[-1]:g}; the lower bound is reported there",
+                stacklevel=2,
+            )
+            return float(grid[-1])
         return math.inf
-    lo, hi = 0, len(grid) - 1  # invariant: grid[lo] inconsistent, grid[hi] consistent
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if consistent(mid):
-            hi = mid
+    if consistent(0):
+        # below the grid: the table's smallest ε is the lowest value that can be checked (0 if even it is consistent)
+        lo_eps, hi_eps = 0.0, float(grid[0])
+        floor = float(np.min(table.eps_at))
+        if valid and floor < hi_eps and not consistent_at(floor):
+            lo_eps = floor
+        elif valid:
+            return 0.0
+    else:
+        lo, hi = 0, len(grid) - 1  # invariant: grid[lo] inconsistent, grid[hi] consistent
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if consistent(mid):
+                hi = mid
+            else:
+                lo = mid
+        if not valid:
+            return float(grid[hi])
+        lo_eps, hi_eps = float(grid[lo]), float(grid[hi])
+    if not valid:
+        return float(grid[0])
+    # A valid rule: the largest rejected ε, to 1e-4 (every value returned is rejected by the points).
+    while hi_eps - lo_eps > 1e-4:
+        mid_eps = 0.5 * (lo_eps + hi_eps)
+        if not consistent_at(mid_eps):
+            lo_eps = mid_eps
         else:
-            lo = mid
-    return float(grid[hi])
+            hi_eps = mid_eps
+    return lo_eps
 

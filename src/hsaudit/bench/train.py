@@ -29,7 +29,7 @@ every repeat draws other batches, seed + r), and the Poisson engine's ratios to 
 :func:`measure` (``hsaudit bench train``, the default ``--model fcnn``) is the Housing benchmark: both trainers on the
 same Housing-like task (Cebere et al. §5: 8 standardised features, binary label, FCNN with 68 parameters, T = 250,
 batch 400, η = 0.1, C = 1, σ = 4, k = 1): a population of ``models`` models through
-:func:`hsaudit.experiments.cebere.shards.train_shard`, then ``opacus_models`` models one at a time through the
+:func:`hsaudit.experiments.cebere.train.shards.train_shard`, then ``opacus_models`` models one at a time through the
 Opacus reference (:func:`hsaudit.experiments.cebere.reference.reference_scores`). The data are synthetic
 (:func:`synthetic_housing`, 20,640 rows like California Housing) so that the benchmark needs no download; the cost
 does not depend on the values. ``data`` uses a prepared dataset (:func:`hsaudit.data.datasets.load_dataset`).
@@ -56,9 +56,9 @@ from hsaudit.engine.dpsgd import DPSGDConfig, make_setup, model_noise, pick_devi
 from hsaudit.engine.models import ModelSpec, model_spec, require_spec
 from hsaudit.engine.psg import population_engine
 from hsaudit.engine.sampling import PoissonSampler
-from hsaudit.experiments.cebere.adversaries import craft
+from hsaudit.experiments.cebere.train.adversaries import craft
 from hsaudit.experiments.cebere.reference import reference_scores
-from hsaudit.experiments.cebere.shards import train_shard
+from hsaudit.experiments.cebere.train.shards import train_shard
 from hsaudit.pipeline.costs import store_calibration
 
 FULL_BATCH_MODELS = (16,)

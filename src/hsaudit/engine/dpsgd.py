@@ -27,7 +27,7 @@ optional regulariser gradient is added unclipped.
 
 :func:`train_population` keeps everything on the device: the parameters ``[m, p]`` are updated in place, the
 observations are written into preallocated device tensors and copied to the host once, at the end. Adversaries
-(:mod:`hsaudit.experiments.cebere.adversaries`) build the insertion and the scorer; :mod:`hsaudit.experiments.cebere.shards` trains one shard.
+(:mod:`hsaudit.experiments.cebere.train.adversaries`) build the insertion and the scorer; :mod:`hsaudit.experiments.cebere.train.shards` trains one shard.
 """
 
 from __future__ import annotations
@@ -291,7 +291,7 @@ def run_population(
         gradient: ∇* ``[p]`` added to the clipped sum of inserted runs (``mask``) at insertion steps; or a
             per-model inserted gradient ``[models, p]`` added as it is (row i to model i) at insertion steps, e.g.
             Σ_j b_ij ∇*_j for m gradient canaries per model with their own bits (audits in one training run,
-            :mod:`hsaudit.experiments.cebere.one_run`). The ``[p]`` path is unchanged (``addr_``).
+            :mod:`hsaudit.experiments.one_run.train`). The ``[p]`` path is unchanged (``addr_``).
         canary: ``(x*, y*)`` (batch of one) appended to the batch of inserted runs at insertion steps.
         noise: ``t -> [models, p]`` standard normals (required when ``sigma > 0``), e.g.
             :class:`hsaudit.engine.noise.CounterNoise`.

@@ -17,7 +17,7 @@ a schedule whose every row is all of D, ``batch_size = n``, period 1 and the can
 (tests/engine/test_full_batch.py).
 
 Like the rest of the engine it knows nothing of adversaries: a caller that scores turns the snapshots it returns
-into scores (e.g. :func:`hsaudit.experiments.cebere.adversaries.score`).
+into scores (e.g. :func:`hsaudit.experiments.cebere.train.adversaries.score`).
 """
 
 from __future__ import annotations

@@ -5,10 +5,11 @@ config (scale preset applied) and a small calibration table of seconds per model
 
 Where the experiments come from:
 
-- **Trained models** (Housing: fig1c, fig4, fig7; CIFAR-10: fig1, fig2, fig5, fig6a, fig8, fig11, fig12, fig13):
-  the very plan the training rules run (:func:`hsaudit.experiments.cebere.plan.plan_experiments` of the ``housing:`` and
-  ``cifar10:`` sections, after the scale preset), so the estimate follows the config. Audits that several figures
-  share are counted once in totals.
+- **Cebere et al.** (Housing: fig1c, fig4, fig7; CIFAR-10: fig1, fig2, fig5, fig6a, fig8, fig11, fig12, fig13;
+  Table 2; the Section 6 simulations) and **the one-run study** (``one_run/fig1``): the populations and targets of
+  the very plans the rules run (:func:`hsaudit.experiments.cebere.plan.plan`,
+  :func:`hsaudit.experiments.one_run.plan.plan`), so the estimate follows the config. A population that several
+  figures read (same root) is counted once in totals.
 - **Yoon et al.** (``yoon/fig2`` … ``yoon/fig8``, ``yoon/table1``, ``yoon/crafting``): the plan of its rules
   (:func:`hsaudit.experiments.yoon.plan.plan_yoon`), one row per population (4N models per run: crafting and held-out
   populations of N + N) with full-batch steps of |D| + 1 examples, plus the black-box surrogates (:func:`yoon_populations`).
@@ -248,63 +249,64 @@ class Population:
         return self.model_steps * per_step / 3600.0
 
 
-# Figures without trained models (simulate → audit → plot), by config section.
+# Figures without trained models (simulate → audit → plot), by config section (Cebere et al.'s Section 6 figures are
+# targets of its plan).
 SIMULATION_FIGURES = {
-    "section6": ("fig3", "fig6b", "fig6c", "fig10", "fig14"),
     "steinke": ("steinke/fig1", "steinke/fig3", "steinke/fig5", "steinke/fig6"),
     "annamalai": ("annamalai/fig1", "annamalai/fig2"),
 }
 
-# Figures assembled from other figures' audits: fig1 = CIFAR-10 panels (a, b) + the Housing panel (c).
-ASSEMBLED = {"fig1": ("fig1c",)}
-# Targets without trained models of their own (generated from the config).
-TABLES = ("table2",)
+
+def _from_plan(pop: Any) -> Population:
+    """A plan's :class:`hsaudit.experiments.plans.Population` as a row of this table (its section is the directory
+    below ``results/`` its root lives in; its key, the root)."""
+    return Population(
+        figures=tuple(pop.figures),
+        section=pop.root.split("/")[1],
+        adversary=pop.role,
+        model=pop.model,
+        models=int(pop.models),
+        steps=int(pop.steps),
+        batch=int(pop.batch),
+        device="gpu" if pop.gpu else "cpu",
+        key=(pop.root,),
+        detail=pop.detail,
+        cost_factor=float(pop.cost_factor),
+    )
+
+
+def _cebere_plans(config: Mapping[str, Any]) -> tuple[Any, Any]:
+    """Cebere et al.'s plan and the one-run study's (None without a ``one_run`` section), as the rules build them."""
+    from hsaudit.experiments.cebere.plan import plan as cebere_plan
+    from hsaudit.experiments.one_run.plan import plan as one_run_plan
+
+    cebere = cebere_plan(config)
+    one_run = one_run_plan(config, populations=cebere.base) if config.get("one_run") else None
+    return cebere, one_run
 
 
 def trained_populations(config: Mapping[str, Any]) -> list[Population]:
-    """Every trained population of the config, from the same plan the training rules use
-    (:func:`hsaudit.experiments.cebere.plan.plan_experiments`, one per family: housing, cifar10).
+    """Every population of Cebere et al.'s trained-model figures: the populations of its plan
+    (:func:`hsaudit.experiments.cebere.plan.plan`), one per audit (an audit shared by several figures once, with
+    all of them; repetitions are separate audits; R models, plus the simulated trainings of the A_GC-S Noisy
+    variants), on the GPU when its dataset's jobs ask for one."""
+    return [_from_plan(pop) for pop in _cebere_plans(config)[0].populations]
 
-    An audit shared by several figures is listed once with all of them. Its models are ``runs`` (per repetition:
-    the plan lists repetitions as separate audits) plus, for the A_GC-S Noisy variants, the ``simulations``
-    simulated trainings; a population runs on the GPU when its family's jobs ask for one.
-    """
-    from hsaudit.experiments.cebere.plan import FAMILIES, plan_experiments
 
-    out: list[Population] = []
-    for family in FAMILIES:
-        section = config.get(family)
-        if not section:
-            continue
-        device = "gpu" if int((section.get("resources") or {}).get("gpu", 0) or 0) > 0 else "cpu"
-        plan = plan_experiments(section, seed=int(config.get("seed", 0)), family=family)
-        figures: dict[str, list[str]] = {}
-        refs = {}
-        for figure, entries in plan.figures.items():
-            for ref in entries:
-                figures.setdefault(ref.key, [])
-                if figure not in figures[ref.key]:
-                    figures[ref.key].append(figure)
-                refs.setdefault(ref.key, ref)
-        for key, ref in refs.items():
-            params = plan.audits[key]
-            dpsgd = params["setup"]["dpsgd"]
-            models = ref.runs + (int(params["simulations"] or 0) if ref.adversary.startswith("gc_s_noisy") else 0)
-            out.append(
-                Population(
-                    figures=tuple(figures[key]),
-                    section=family,
-                    adversary=ref.adversary,
-                    model=ref.model,
-                    models=models,
-                    steps=int(dpsgd["steps"]),
-                    batch=int(dpsgd["batch_size"]),
-                    device=device,
-                    key=(family, key),
-                    detail=f"C={dpsgd['clip_norm']:g} k={dpsgd['period']} rep={ref.rep}",
-                )
-            )
-    return out
+def one_run_populations(config: Mapping[str, Any]) -> list[Population]:
+    """The populations of ``results/one_run/fig1.pdf``, from the plan its rules run
+    (:func:`hsaudit.experiments.one_run.plan.plan`): per audited dataset, the one-run models (the largest M,
+    rounded up to whole shards; m canaries each, same cost per model-step) and the A_GC-R population of the same
+    configuration (the largest R; its root is Cebere's, so for Housing it is fig1c's first repetition, counted once
+    with it)."""
+    one_run = _cebere_plans(config)[1]
+    return [_from_plan(pop) for pop in one_run.populations] if one_run else []
+
+
+def _plan_targets(config: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The targets of the plans that list theirs (Cebere et al., the one-run study)."""
+    cebere, one_run = _cebere_plans(config)
+    return cebere.targets + (one_run.targets if one_run else ())
 
 
 def yoon_populations(config: Mapping[str, Any]) -> list[Population]:
@@ -394,53 +396,17 @@ def steinke_populations(config: Mapping[str, Any]) -> list[Population]:
         return []
     from hsaudit.experiments.steinke.plan import plan as steinke_plan
 
-    return [
-        Population(
-            figures=pop.figures, section="steinke", adversary=pop.role, model=pop.model, models=pop.models,
-            steps=pop.steps, batch=pop.batch, device="gpu" if pop.gpu else "cpu", key=("steinke", pop.root),
-            detail=pop.detail, cost_factor=pop.cost_factor,
-        )
-        for pop in steinke_plan(config).populations
-    ]
-
-
-def one_run_populations(config: Mapping[str, Any]) -> list[Population]:
-    """The populations of ``results/one_run/fig1.pdf``, from the plan its rules run
-    (:func:`hsaudit.experiments.cebere.one_run.plan_one_run`): per audited family, the one-run models (the largest M,
-    rounded up to whole shards; m canaries each, same cost per model-step) and the A_GC-R population of the same
-    configuration (the largest R; for Housing the population of fig1c's first repetition, counted once with it).
-    """
-    section = config.get("one_run")
-    if not section:
-        return []
-    from hsaudit.experiments.cebere.one_run import FIGURE, plan_one_run
-    from hsaudit.experiments.cebere.plan import FAMILIES
-
-    plans = plan_one_run(section, {f: config[f] for f in FAMILIES if f in config}, seed=int(config.get("seed", 0)))
-    out: list[Population] = []
-    for spec in plans.values():
-        family = config[spec.family]
-        device = "gpu" if int((family.get("resources") or {}).get("gpu", 0) or 0) > 0 else "cpu"
-        dpsgd = spec.params["setup"]["dpsgd"]
-        common = dict(figures=(FIGURE,), model=spec.values["model"], steps=int(dpsgd["steps"]),
-                      batch=int(dpsgd["batch_size"]), device=device)
-        out.append(Population(section="one_run", adversary=f"one run, m={spec.canaries}",
-                              models=spec.shards * spec.shard_size, key=("one_run", spec.family, spec.key),
-                              detail=f"{spec.family} C={dpsgd['clip_norm']:g} k={dpsgd['period']} "
-                                     f"{spec.params['coordinates']}", **common))
-        out.append(Population(section=spec.family, adversary=spec.population_params["adversary"],
-                              models=max(spec.population_runs), key=(spec.family, spec.population_key),
-                              detail=f"C={dpsgd['clip_norm']:g} k={dpsgd['period']} rep=0", **common))
-    return out
+    return [_from_plan(pop) for pop in steinke_plan(config).populations]
 
 
 def all_populations(config: Mapping[str, Any]) -> list[Population]:
     """Every trained population the config describes (Housing, CIFAR-10, the one-run study, Yoon et al., and
     Steinke et al. fig2, fig4, table2 and table1); a population that several experiments share (same key) is listed once,
     with all their figures and the largest R."""
+    cebere, one_run = _cebere_plans(config)
+    ours = [_from_plan(pop) for pop in cebere.populations + (one_run.populations if one_run else ())]
     merged: dict[tuple, Population] = {}
-    for pop in (trained_populations(config) + one_run_populations(config) + yoon_populations(config)
-                + steinke_populations(config)):
+    for pop in (ours + yoon_populations(config) + steinke_populations(config)):
         seen = merged.get(pop.key) if pop.key else None
         if seen is None:
             merged[pop.key or (id(pop),)] = pop
@@ -470,8 +436,7 @@ def known_figures(config: Mapping[str, Any]) -> list[str]:
     """Every figure (and table) id that :func:`plan` accepts."""
     figs = {f for a in all_populations(config) for f in a.figures}
     figs.update(f for group in SIMULATION_FIGURES.values() for f in group)
-    figs.update(ASSEMBLED)
-    figs.update(TABLES)
+    figs.update(t.id for t in _plan_targets(config))
     return sorted(figs)
 
 
@@ -508,6 +473,8 @@ def plan(targets: Iterable[str], config: Mapping[str, Any]) -> CostPlan:
     targets = tuple(targets)
     populations = all_populations(config)
     known = known_figures(config)
+    planned = _plan_targets(config)
+    parts = {t.id: t.parts for t in planned}
     wanted: list[str] = []
     for t in targets:
         if t in ("all", "results/all"):
@@ -517,11 +484,10 @@ def plan(targets: Iterable[str], config: Mapping[str, Any]) -> CostPlan:
         if fig not in known:
             raise ValueError(f"unknown figure {fig!r} (from {t!r}); known: {', '.join(known)}")
         wanted.append(fig)
-        wanted.extend(ASSEMBLED.get(fig, ()))
+        wanted.extend(parts.get(fig, ()))
     chosen = tuple(a for a in populations if set(a.figures) & set(wanted))
-    sims = tuple(
-        f for group in SIMULATION_FIGURES.values() for f in group if f in wanted
-    )
+    simulated = [t.id for t in planned if not t.trained] + [f for g in SIMULATION_FIGURES.values() for f in g]
+    sims = tuple(f for f in simulated if f in wanted)
     return CostPlan(targets=targets, populations=chosen, simulations=sims)
 
 

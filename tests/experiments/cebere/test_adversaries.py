@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from hsaudit.experiments.cebere.adversaries import (
+from hsaudit.experiments.cebere.train.adversaries import (
     ADVERSARIES,
     Crafted,
     canonical_adversary,
@@ -154,11 +154,12 @@ def test_theta0_readings_share_d_bits_and_noise_and_differ_only_in_theta0():
     import yaml
 
     from conftest import REPO
-    from hsaudit.experiments.cebere.plan import plan_experiments, stream_key, theta0_known, theta0_shared
+    from hsaudit.experiments.cebere.plan import plan_dataset, stream_key
+    from hsaudit.experiments.cebere.train.shards import theta0_known, theta0_shared
     from hsaudit.pipeline.config import resolve_scale
 
     config = resolve_scale(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
-    plan = plan_experiments(config["cifar10"], seed=config["seed"], family="cifar10")
+    plan = plan_dataset(config["cifar10"], seed=config["seed"], dataset="cifar10")
     refs = plan.figures["fig12"]
     assert {r.theta0 for r in refs} == {"known", "shared_unknown", "per_run_known", "unknown"}
     assert len({r.rep for r in refs}) >= 5, "several coordinates d, one per repetition"

@@ -1,4 +1,4 @@
-"""CIFAR-10 figures and Table 2 (hsaudit.experiments.cebere.figures.cifar) on synthetic tables.
+"""CIFAR-10 figures and Table 2 (hsaudit.experiments.cebere.figures.cifar, .table2) on synthetic tables.
 
 Audit tables come from :func:`audit_table` on Gaussian scores (N(0, 1) against N(μ_t, 1), small R), so every
 column is the real one; each test checks that the CSV holds exactly the plotted numbers (recomputed here from
@@ -14,8 +14,9 @@ from scipy import stats
 
 from conftest import check_footer_inside, check_pdf
 from hsaudit.experiments import plotting
-from hsaudit.experiments.cebere.figures import cifar
-from hsaudit.experiments.cebere.tables import audit_table
+from hsaudit.experiments.cebere.audit import audit_table
+from hsaudit.experiments.cebere.figures import FIGURES, cifar
+from hsaudit.experiments.cebere.figures.table2 import write_table2
 
 RUNS = 200
 SOURCE = "cifar10:synthetic"
@@ -62,6 +63,14 @@ def footers(monkeypatch):
     return seen
 
 
+def epsilon_figure(entries, pdf, csv, *, figure, scale, code_version="", extra=()) -> pd.DataFrame:
+    """The workflow's path for fig2, fig5, fig12, fig13: the audits' table, then the figure from the registry."""
+    table = cifar.cifar_table(entries, extra_columns=extra)
+    return FIGURES.get(figure, cifar.plot_epsilon)(
+        table, pdf=pdf, csv=csv, facts={"figure": figure, "scale": scale, "code_version": code_version}
+    )
+
+
 def check_mean(csv: pd.DataFrame, summary: pd.DataFrame, *, panel: str, adversary: str, step: int) -> None:
     reps = csv[(csv.panel == panel) & (csv.adversary == adversary) & (csv.step == step)]["epsilon"]
     row = summary[(summary.panel == panel) & (summary.adversary == adversary) & (summary.step == step)].iloc[0]
@@ -80,8 +89,8 @@ def test_fig1_plots_every_audit_and_names_what_did_not_run(tmp_path, footers):
     entries += [entry(50 + i, adversary=a, model="resnet18_gn") for i, a in enumerate(("gc_r", "label_flip"))]
     housing = [({"adversary": a, "rep": rep, "key": f"h{a}{rep}"}, entry(70 + rep, adversary=a, rep=rep)[1])
                for a in ("gc_r", "label_flip") for rep in range(3)]  # fmt: skip
-    summary = cifar.plot_fig1(entries, housing, tmp_path / "fig1.pdf", tmp_path / "fig1.csv", scale="smoke",
-                              code_version="abc123")  # fmt: skip
+    summary = cifar.plot_fig1(cifar.fig1_table(entries, housing), pdf=tmp_path / "fig1.pdf",
+                              csv=tmp_path / "fig1.csv", facts={"scale": "smoke", "code_version": "abc123"})
     check_pdf(tmp_path / "fig1.pdf")
     csv = pd.read_csv(tmp_path / "fig1.csv")
     for column in ("panel", "adversary", "model", "clip_norm", "period", "rep", "step", "epsilon", "epsilon_upper",
@@ -132,7 +141,7 @@ def test_epsilon_figures_hold_their_audits(tmp_path, footers, figure, specs, pan
     entries = [entry(i, adversary=a, model=m, period=k, theta0=t, rep=rep)
                for i, (a, m, k, t) in enumerate(specs) for rep in range(2)]  # fmt: skip
     pdf, csv_path = tmp_path / f"{figure}.pdf", tmp_path / f"{figure}.csv"
-    summary = cifar.plot_cifar_figure(entries, pdf, csv_path, figure=figure, scale="laptop")
+    summary = epsilon_figure(entries, pdf, csv_path, figure=figure, scale="laptop")
     check_pdf(pdf)
     csv = pd.read_csv(csv_path)
     assert len(csv) == 5 * len(entries) and csv["panel"].nunique() == panels
@@ -162,7 +171,8 @@ def test_fig12_draws_every_theta0_reading_and_names_the_crafted_coordinate(tmp_p
         for rep in range(2):
             ref, audit = entry(i, theta0=t, rep=rep)
             entries.append(({**ref, "coordinate": 100 + rep, "layer": "conv1.weight"}, audit))
-    summary = cifar.plot_cifar_figure(entries, tmp_path / "f.pdf", tmp_path / "f.csv", figure="fig12", scale="laptop")
+    summary = epsilon_figure(entries, tmp_path / "f.pdf", tmp_path / "f.csv", figure="fig12", scale="laptop",
+                             extra=cifar.CRAFTED_COLUMNS)
     csv = pd.read_csv(tmp_path / "f.csv")
     assert set(summary["theta0"]) == set(readings) and "not run at this scale" not in " ".join(footers.texts)
     # every reading of a repetition names the same coordinate (the fair comparison) and its layer
@@ -186,8 +196,8 @@ def test_footer_fits_the_page_at_paper_scale(tmp_path, kept, figure):
     specs = {"fig12": [("convnet", "known"), ("convnet", "unknown")], "fig13": [("convnet", "known"),
              ("alexnet_head", "known")]}[figure]  # fmt: skip
     entries = [entry(i, model=m, theta0=t, rep=rep) for i, (m, t) in enumerate(specs) for rep in range(5)]
-    cifar.plot_cifar_figure(entries, tmp_path / "f.pdf", tmp_path / "f.csv", figure=figure, scale="paper",
-                            code_version="0123456789ab")  # fmt: skip
+    epsilon_figure(entries, tmp_path / "f.pdf", tmp_path / "f.csv", figure=figure, scale="paper",
+                   code_version="0123456789ab")
     check_pdf(tmp_path / "f.pdf")
     (fig,) = kept
     check_footer_inside(fig)
@@ -195,7 +205,7 @@ def test_footer_fits_the_page_at_paper_scale(tmp_path, kept, figure):
 
 def test_fig2_spans_each_period_to_its_own_last_step(tmp_path):
     entries = [entry(1, period=5, steps=np.array([5, 625, 1250])), entry(2, period=25, steps=np.array([25, 6250]))]
-    summary = cifar.plot_cifar_figure(entries, tmp_path / "f.pdf", tmp_path / "f.csv", figure="fig2", scale="smoke")
+    summary = epsilon_figure(entries, tmp_path / "f.pdf", tmp_path / "f.csv", figure="fig2", scale="smoke")
     assert summary.groupby("panel")["step"].max().to_dict() == {"(a) ConvNet, k = 5, C = 1": 1250,
                                                                "(b) ConvNet, k = 25, C = 1": 6250}  # fmt: skip
 
@@ -214,16 +224,16 @@ def test_fig2_spans_each_period_to_its_own_last_step(tmp_path):
 def test_an_audit_that_fits_no_panel_is_an_error_naming_it(tmp_path, figure, kwargs, needle):
     with pytest.raises(ValueError, match=needle):
         if figure == "fig1":
-            cifar.plot_fig1([entry(0, **kwargs)], [], tmp_path / "f.pdf", tmp_path / "f.csv", scale="smoke")
+            cifar.plot_fig1(cifar.fig1_table([entry(0, **kwargs)], []), pdf=tmp_path / "f.pdf",
+                            csv=tmp_path / "f.csv", facts={"scale": "smoke"})
         else:
-            cifar.plot_cifar_figure([entry(0, **kwargs)], tmp_path / "f.pdf", tmp_path / "f.csv", figure=figure,
-                                    scale="smoke")  # fmt: skip
+            epsilon_figure([entry(0, **kwargs)], tmp_path / "f.pdf", tmp_path / "f.csv", figure=figure, scale="smoke")
     assert not list(tmp_path.iterdir()), "nothing written"
 
 
 def test_unknown_figure_is_an_error(tmp_path):
     with pytest.raises(ValueError, match="'fig9'"):
-        cifar.plot_cifar_figure([entry(0)], tmp_path / "f.pdf", tmp_path / "f.csv", figure="fig9", scale="smoke")
+        epsilon_figure([entry(0)], tmp_path / "f.pdf", tmp_path / "f.csv", figure="fig9", scale="smoke")
 
 
 # ------------------------------------------------------------------------------------------ privacy profiles
@@ -232,7 +242,8 @@ def test_unknown_figure_is_an_error(tmp_path):
 def test_fig11_profiles_are_the_gdp_formula(tmp_path, footers):
     # k = 1 and 5 (two repetitions each); k = 25 not run: its panel says so.
     entries = [entry(10 * k + rep, period=k, rep=rep) for k in (1, 5) for rep in range(2)]
-    summary = cifar.plot_fig11(entries, tmp_path / "fig11.pdf", tmp_path / "fig11.csv", scale="smoke")
+    summary = cifar.plot_fig11(cifar.cifar_table(entries), pdf=tmp_path / "fig11.pdf", csv=tmp_path / "fig11.csv",
+                               facts={"scale": "smoke", "periods": (1, 5, 25)})
     check_pdf(tmp_path / "fig11.pdf")
     csv = pd.read_csv(tmp_path / "fig11.csv")
     assert set(csv["period"]) == {1, 5} and set(csv["curve"]) == {"empirical", "theoretical"}
@@ -260,7 +271,8 @@ def test_fig6a_empirical_curve_is_counted_at_each_threshold(tmp_path, footers):
     scores = gaussian_scores(3, steps=steps, level=0.5)
     ref, _ = entry(0, period=5)
     audit = audit_table(scores, delta=1e-5, confidence=0.95, mode="paper", noise_multiplier=4.0, period=5)
-    summary = cifar.plot_fig6a(ref, audit, scores, tmp_path / "fig6a.pdf", tmp_path / "fig6a.csv", scale="smoke")
+    summary = cifar.plot_fig6a(cifar.fig6a_table(ref, audit, scores), pdf=tmp_path / "fig6a.pdf",
+                               csv=tmp_path / "fig6a.csv", facts={"scale": "smoke"})
     check_pdf(tmp_path / "fig6a.pdf")
     csv = pd.read_csv(tmp_path / "fig6a.csv")
     assert set(csv["step"]) == {10} and set(csv["data_source"]) == {SOURCE} and set(csv["mode"]) == {"paper"}
@@ -283,7 +295,13 @@ def test_fig6a_refuses_a_step_it_does_not_have(tmp_path):
     scores = gaussian_scores(3, steps=np.array([5]), level=0.5)
     audit = audit_table(scores, delta=1e-5, confidence=0.95, mode="paper", noise_multiplier=4.0, period=5)
     with pytest.raises(ValueError, match="step 7"):
-        cifar.plot_fig6a(entry(0)[0], audit, scores, tmp_path / "f.pdf", tmp_path / "f.csv", scale="s", step=7)
+        cifar.fig6a_table(entry(0)[0], audit, scores, step=7)
+    two = gaussian_scores(3, steps=np.array([5, 10]), level=0.5)
+    table = cifar.fig6a_table(entry(0)[0], audit_table(two, delta=1e-5, confidence=0.95, mode="paper",
+                                                       noise_multiplier=4.0, period=5), two, step=10)
+    with pytest.raises(ValueError, match="one step"):
+        cifar.plot_fig6a(pd.concat([table, table.assign(step=5)]), pdf=tmp_path / "f.pdf", csv=tmp_path / "f.csv",
+                         facts={"scale": "s"})
 
 
 # ------------------------------------------------------------------------------------------- gradient norms
@@ -311,8 +329,8 @@ def norms_table(models=("convnet", "resnet18_gn"), runs=30, steps=20) -> pd.Data
 @pytest.mark.parametrize("models", [("convnet", "resnet18_gn"), ("convnet",)])
 def test_fig8_mean_and_two_sd_per_model_and_step(tmp_path, footers, models):
     norms = norms_table(models)
-    out = cifar.plot_fig8(norms, tmp_path / "fig8.pdf", tmp_path / "fig8.csv", scale="paper", data_source=SOURCE,
-                          clip_norm=1.0)  # fmt: skip
+    out = cifar.plot_fig8(norms, pdf=tmp_path / "fig8.pdf", csv=tmp_path / "fig8.csv",
+                          facts={"scale": "paper", "data_source": SOURCE, "clip_norm": 1.0})
     check_pdf(tmp_path / "fig8.pdf")
     csv = pd.read_csv(tmp_path / "fig8.csv")
     assert list(csv.columns) == ["model", "step", "runs", "mean", "sd", "lower", "upper", "world", "data_source",
@@ -335,19 +353,21 @@ def test_fig8_plots_the_canary_runs_only(tmp_path, footers):
     norms = norms_table(("convnet",), runs=30)
     norms["bit"] = (norms["run"] % 2 == 0).astype(int)
     norms.loc[norms["bit"] == 0, "norm"] += 100.0
-    out = cifar.plot_fig8(norms, tmp_path / "fig8.pdf", tmp_path / "fig8.csv", scale="paper", data_source=SOURCE)
+    out = cifar.plot_fig8(norms, pdf=tmp_path / "fig8.pdf", csv=tmp_path / "fig8.csv",
+                          facts={"scale": "paper", "data_source": SOURCE})
     canary = norms[(norms.bit == 1) & (norms.step == 3)]["norm"]
     row = out[out.step == 3].iloc[0]
     assert row["runs"] == 15 and row["mean"] == pytest.approx(canary.mean()) and set(out["world"]) == {"canary"}
     assert "runs=15" in footers[-1] and "canary runs only" in footers[-1]
     with pytest.raises(ValueError, match="canary runs"):
-        cifar.plot_fig8(norms[norms.bit == 0], tmp_path / "f.pdf", tmp_path / "f.csv", scale="s", data_source=SOURCE)
+        cifar.plot_fig8(norms[norms.bit == 0], pdf=tmp_path / "f.pdf", csv=tmp_path / "f.csv",
+                        facts={"scale": "s", "data_source": SOURCE})
 
 
 def test_fig8_refuses_a_table_without_norms(tmp_path):
     with pytest.raises(ValueError, match="'norm'"):
-        cifar.plot_fig8(norms_table().drop(columns="norm"), tmp_path / "f.pdf", tmp_path / "f.csv", scale="s",
-                        data_source=SOURCE)  # fmt: skip
+        cifar.plot_fig8(norms_table().drop(columns="norm"), pdf=tmp_path / "f.pdf", csv=tmp_path / "f.csv",
+                        facts={"scale": "s", "data_source": SOURCE})
 
 
 # --------------------------------------------------------------------------------------------------- table 2
@@ -362,9 +382,8 @@ def test_table2_is_generated_from_the_families_it_is_given(tmp_path):
          "noise_multiplier": 4.0, "clip_norm": [1.0, 2.0, 4.0], "period": 1, "steps": 250, "runs": 5000,
          "delta": 1e-5, "repetitions": 1, "data_source": SOURCE, "trainable_params": 62006},
     ]  # fmt: skip
-    out = cifar.write_table2(
-        families, tmp_path / "table2.md", tmp_path / "table2.csv", scale="smoke", code_version="c1"
-    )
+    out = write_table2(pd.DataFrame(families, dtype=object), pdf=tmp_path / "table2.md", csv=tmp_path / "table2.csv",
+                       facts={"scale": "smoke", "code_version": "c1"})
     md = (tmp_path / "table2.md").read_text()
     assert "| Hyper-parameter | fcnn (fig1c, fig4, fig7) | ConvNet (fig1) |" in md
     assert "| Clipping norm (C) | 1 | 1, 2, 4 |" in md
@@ -375,10 +394,11 @@ def test_table2_is_generated_from_the_families_it_is_given(tmp_path):
     assert len(csv) == 2 and csv["clip_norm"].tolist() == ["1", "1, 2, 4"] and set(csv["scale"]) == {"smoke"}
     assert list(out.columns[:4]) == ["dataset", "model", "figures", "trainable_params"]
     families[1]["batch_size"] = 256  # a different configuration, a different table
-    cifar.write_table2(families, tmp_path / "t.md", tmp_path / "t.csv", scale="smoke")
+    write_table2(pd.DataFrame(families, dtype=object), pdf=tmp_path / "t.md", csv=tmp_path / "t.csv",
+                 facts={"scale": "smoke"})
     assert "| Batch size | 400 | 256 |" in (tmp_path / "t.md").read_text()
 
 
 def test_table2_refuses_no_families(tmp_path):
     with pytest.raises(ValueError, match="at least one"):
-        cifar.write_table2([], tmp_path / "t.md", tmp_path / "t.csv", scale="smoke")
+        write_table2(pd.DataFrame(), pdf=tmp_path / "t.md", csv=tmp_path / "t.csv", facts={"scale": "smoke"})

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from conftest import housing_like, images_like
-from hsaudit.experiments.cebere.adversaries import craft
+from hsaudit.experiments.cebere.train.adversaries import craft
 from hsaudit.experiments.cebere.reference import reference_scores
-from hsaudit.experiments.cebere.shards import train_shard
+from hsaudit.experiments.cebere.train.shards import train_shard
 from hsaudit.engine.dpsgd import DPSGDConfig, make_setup, model_noise
 from hsaudit.engine.models import model_spec
 

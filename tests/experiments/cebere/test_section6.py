@@ -13,7 +13,7 @@ from scipy import special, stats
 
 from hsaudit.accounting import gdp_epsilon
 from hsaudit.audit import Paper, audit_scores
-from hsaudit.experiments.cebere.section6.experiments import check_section6_config
+from hsaudit.experiments.cebere.plan import check_section6_config
 from hsaudit.util.normals import Normals
 from hsaudit.experiments.cebere.section6 import (
     Process,

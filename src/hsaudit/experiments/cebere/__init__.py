@@ -1,10 +1,16 @@
 """Cebere, Bellet & Papernot: auditing DP-SGD in the hidden-state threat model.
 
-Trained-model experiments (Housing and CIFAR-10; docs/housing.md, docs/cifar10.md):
-:mod:`~hsaudit.experiments.cebere.plan` (audit keys, shards, setups: what training needs),
-:mod:`~hsaudit.experiments.cebere.adversaries` (the gradient-crafting adversaries and their scorers),
-:mod:`~hsaudit.experiments.cebere.shards` (one shard of a population), :mod:`~hsaudit.experiments.cebere.tables`
-(scores and per-step audits: what the audit jobs need), :mod:`~hsaudit.experiments.cebere.reference` (the Opacus
-reference trainer); the one-dimensional process of Section 6: :mod:`~hsaudit.experiments.cebere.section6`
-(docs/section6.md); figures: :mod:`~hsaudit.experiments.cebere.figures`.
+The package has the shape of every experiment package (:mod:`hsaudit.experiments.plans`):
+
+- :mod:`~hsaudit.experiments.cebere.plan`: the config → the frozen values its rules run and ``hsaudit plan`` prices
+  (trained populations, figure targets, audit keys, setups, figure jobs, Section 6 values).
+- :mod:`~hsaudit.experiments.cebere.train`: what the training jobs run (the adversaries' crafted objects and one
+  shard of a population; imports the engine and data layers only).
+- :mod:`~hsaudit.experiments.cebere.audit`: scores → per-step audit tables (imports the audit layer only).
+- :mod:`~hsaudit.experiments.cebere.figures`: one signature for every figure and table, ``fn(table, *, pdf, csv,
+  facts)``, listed in :data:`~hsaudit.experiments.cebere.figures.FIGURES`.
+- :mod:`~hsaudit.experiments.cebere.section6`: the one-dimensional process of Section 6 (simulation, exact law and
+  its audits: docs/section6.md).
+
+Trained-model experiments: Housing (docs/housing.md) and CIFAR-10 (docs/cifar10.md).
 """

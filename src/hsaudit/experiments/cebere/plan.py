@@ -1,79 +1,69 @@
-"""The trained-model experiments: plan, audit keys, shards and tables, for every dataset (Housing, CIFAR-10, ...).
+"""Cebere, Bellet & Papernot (2025): the plan, from the resolved config to the frozen values its rules run.
 
-Cebere et al. (2025) §5 and Appendices C–E train populations of DP-SGD models: the FCNN on California Housing
-(fig1c, fig4, fig7; the ``housing`` config section) and the ConvNet, ResNet18-GN and an AlexNet last layer on
-CIFAR-10 (fig1, fig2, fig5, fig6a, fig8, fig11, fig12, fig13; the ``cifar10`` section). One family of workflow
-rules (``workflow/rules/{data,train,scores,audit}.smk``) serves every such section ("family") through this module:
+:func:`plan` reads the ``housing``, ``cifar10``, ``section6`` and ``audit`` sections (after the scale preset) and
+returns a :class:`CeberePlan`: the trained populations and the figure targets (the values
+``workflow/rules/cebere.smk`` and ``hsaudit plan`` both read), the audits, setups and figure jobs of the trained-model
+experiments, and the Section 6 values.
 
-- **Plan** (:func:`plan_experiments`). An audit is a value: one adversary in one repetition with one set of
-  values, identified by a short hash (:func:`key_of`) of every parameter that changes its result (dataset and its
-  preparation, model, adversary, C, σ, k, T, η, batch size, seed, repetition, r for the noisy simulations, and the
-  θ0 scheme / recorded observations where they differ from the default). R and the shard size are not in the key:
-  they name the sub-directory ``R{runs}-s{shard_size}`` of the gathered scores, while the shard files
+Trained-model experiments (§5, Appendices C–E): the FCNN on California Housing (fig1c, fig4, fig7) and the
+ConvNet, ResNet18-GN and an AlexNet last layer on CIFAR-10 (fig1, fig2, fig5, fig6a, fig8, fig11, fig12, fig13;
+Table 2 lists their hyper-parameters). One dataset section (``housing``, ``cifar10``) plans into a
+:class:`DatasetPlan`:
+
+- An audit is a value: one adversary in one repetition with one set of values, identified by a short hash
+  (:func:`hsaudit.util.mapping.key_of`) of every parameter that changes its result (dataset and its preparation,
+  model, adversary, C, σ, k, T, η, batch size, seed, repetition, r for the noisy simulations, and the θ0 scheme /
+  recorded observations where they differ from the default). R and the shard size are not in the key: they name
+  the sub-directory ``R{runs}-s{shard_size}`` of the gathered scores, while the shard files
   (``shards/s{size}/{index}.npz``) depend on the shard size and index only, so raising R only adds shards. Two
   figures asking for the same audit share its files. A figure lists its adversaries, optional overrides of the
   section's values, and an optional ``grid`` (lists of values whose Cartesian product gives its series, e.g.
   ``{model: [convnet, resnet18_gn], clip_norm: [1, 2, 4]}``).
-- **Shards** (:func:`shard_bits`, :func:`noise_key`): the membership bits of a shard are an exact half split
-  (seeded), so every prefix of shards is balanced; model ``index·size + i`` of an audit draws the counter-based
-  noise of that global index (:mod:`hsaudit.engine.noise`), so its noise does not depend on the shard size.
-- **Tables** (:func:`scores_table`, :func:`audit_table`, :func:`norms_table`): tidy scores (run, shard, bit, step,
-  score; higher score ⇒ inserted), per-step audit results with the GDP upper bound, and the canary's gradient
-  norms (fig8).
+- The section's own configuration (its values before any figure's overrides) audited by A_GC-R is its
+  :class:`BaseAudit`: the population audit that a study of the same configuration compares with (the one-run
+  study, :mod:`hsaudit.experiments.one_run`, receives it as a value).
 
-The figures are in :mod:`hsaudit.experiments`; this module is separate so that the training rules' code version
-(hsaudit.pipeline.provenance.code_version) does not cover the plotting code: restyling a figure retrains nothing.
+Section 6 (the one-dimensional process: fig3, fig6b, fig6c, fig10, fig14; :mod:`hsaudit.experiments.cebere.section6`)
+plans into a :class:`Section6Plan` (simulate → audit → plot, no training).
+
+No job imports this module (the training jobs run :mod:`hsaudit.experiments.cebere.train`, the audits
+:mod:`hsaudit.experiments.cebere.audit`), so editing the plan reruns no job whose values it leaves alone.
 """
 
 from __future__ import annotations
 
-import json
-import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from hsaudit.data.datasets import configured_identity
-from hsaudit.util.io import atomic_savez, write_text_atomic
+from hsaudit.experiments.plans import Population, Target
 from hsaudit.util.mapping import deep_merge, grid_points, key_of
-from hsaudit.util.seeding import derive_seed, rng_for
+from hsaudit.util.seeding import derive_seed
 
-FAMILIES = ("housing", "cifar10")
-"""Config sections whose figures are trained-model audits (the ``{family}`` of the workflow's paths)."""
+DATASETS = ("housing", "cifar10")
+"""Config sections whose figures are trained-model audits (the ``{dataset}`` of ``results/{dataset}/...``)."""
 
-# Legend labels, in the paper's notation.
-ADVERSARY_LABELS = {
-    "gc_r": "A_GC-R",
-    "gc_s_noiseless_ps": "A_GC-S (Noiseless-PS)",
-    "gc_s_noiseless_fm": "A_GC-S (Noiseless-FM)",
-    "gc_s_noisy_ps": "A_GC-S (Noisy-PS)",
-    "gc_s_noisy_fm": "A_GC-S (Noisy-FM)",
-    "cots": "A_CotS",
-    "label_flip": "A_L",
-    "gc_s": "A_GC-S",
-}
+HOUSING_FIGURES = ("fig1c", "fig4", "fig7")
+CIFAR_FIGURES = ("fig1", "fig2", "fig5", "fig6a", "fig8", "fig11", "fig12", "fig13")
+SECTION6_FIGURES = ("fig3", "fig6b", "fig6c", "fig10", "fig14")
+TABLE2 = "results/table2.md"
 
-FIGURE_TITLES = {
-    "fig1c": "FCNN on Housing (Fig. 1c)",
-    "fig4": "FCNN on Housing: A_GC-S variants (Fig. 4)",
-    "fig7": "FCNN on Housing: A_GC vs A_CotS vs A_L (Fig. 7)",
-}
-
-# The keys of a family's section that are not audit values (every other key may be overridden per figure).
+# The keys of a dataset section that are not audit values (every other key may be overridden per figure).
 NOT_AUDIT_VALUES = ("data", "resources", "figures")
 # Keys of a figure entry that are not overrides.
 FIGURE_ENTRY_KEYS = ("adversaries", "grid")
 # Models trained on precomputed AlexNet features rather than on images (Cebere et al. Fig. 13).
 FEATURE_MODELS = {"alexnet_head": "alexnet"}
+# The adversary of a section's base audit (the population audit a study of the same configuration compares with).
+BASE_ADVERSARY = "gc_r"
 
 
-# ---------------------------------------------------------------------------------------------------- plan
+# ------------------------------------------------------------------------------------------ audit values
 
 
-def figure_values(section: Mapping[str, Any], figure: str, *, family: str = "housing") -> list[dict[str, Any]]:
+def figure_values(section: Mapping[str, Any], figure: str, *, dataset: str) -> list[dict[str, Any]]:
     """The audit values of each series of ``figure``: the section's values, the figure's overrides merged over,
     then one dict per point of the figure's ``grid`` (one dict when there is no grid).
 
@@ -82,15 +72,15 @@ def figure_values(section: Mapping[str, Any], figure: str, *, family: str = "hou
     """
     figures = section.get("figures", {})
     if figure not in figures:
-        raise ValueError(f"{family}.figures has no figure {figure!r} (known: {', '.join(figures)})")
+        raise ValueError(f"{dataset}.figures has no figure {figure!r} (known: {', '.join(figures)})")
     entry = figures[figure]
     base = {k: v for k, v in section.items() if k not in NOT_AUDIT_VALUES}
     override = {k: v for k, v in entry.items() if k not in FIGURE_ENTRY_KEYS}
     merged = deep_merge(base, override)
     grid = entry.get("grid") or {}
-    points = grid_points(grid, known=base, where=f"{family}.figures.{figure}")
+    points = grid_points(grid, known=base, where=f"{dataset}.figures.{figure}")
     out = []
-    where = f"{family}.figures.{figure}" if override or grid else family
+    where = f"{dataset}.figures.{figure}" if override or grid else dataset
     for point in points:
         values = {**merged, **point}
         per_model = (values.get("model_shard_sizes") or {}).get(values["model"])
@@ -117,22 +107,24 @@ def total_steps(values: Mapping[str, Any]) -> int:
     return int(values["insertions"]) * int(values["period"])
 
 
-def data_identity(data: Mapping[str, Any], *, family: str = "housing", model: str | None = None) -> dict[str, Any]:
-    """The parts of a family's ``data`` section that change the prepared arrays (not the cache directory).
+def data_identity(data: Mapping[str, Any], *, dataset: str, model: str | None = None) -> dict[str, Any]:
+    """The parts of a dataset section's ``data`` that change the prepared arrays (not the cache directory).
 
-    :func:`hsaudit.data.datasets.configured_identity` (Housing's is the one its audit keys were first made with, so they
-    never change), plus the feature extractor and its weights for models trained on features (``alexnet_head``).
+    :func:`hsaudit.data.datasets.configured_identity` (Housing's is the one its audit keys were first made with, so
+    they never change), plus the feature extractor and its weights for models trained on features
+    (``alexnet_head``).
     """
-    identity = configured_identity(family, data)
+    identity = configured_identity(dataset, data)
     if model in FEATURE_MODELS:
         identity["features"] = FEATURE_MODELS[model]
         identity["weights"] = data.get("alexnet_weights") or "torchvision"
     return identity
 
 
-def dataset_name(family: str, model: str) -> str:
-    """The prepared dataset an audit trains on: ``results/data/{name}.npz`` (e.g. ``cifar10_alexnet``)."""
-    return f"{family}_{FEATURE_MODELS[model]}" if model in FEATURE_MODELS else family
+def dataset_file(dataset: str, model: str) -> str:
+    """The prepared data an audit of ``model`` on ``dataset`` trains on (``results/data/cifar10_alexnet.npz``)."""
+    name = f"{dataset}_{FEATURE_MODELS[model]}" if model in FEATURE_MODELS else dataset
+    return f"results/data/{name}.npz"
 
 
 def model_kwargs(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -140,24 +132,6 @@ def model_kwargs(values: Mapping[str, Any]) -> dict[str, Any]:
     if values["model"] == "fcnn":
         return {"variant": values["model_variant"]}
     return {}
-
-
-def setup_params(
-    values: Mapping[str, Any], *, data: Mapping[str, Any], seed: int, rep: int, family: str = "housing"
-) -> dict[str, Any]:
-    """Parameters of one setup (θ0 and the minibatch schedule, shared by all adversaries of a repetition)."""
-    params = {
-        "data": data_identity(data, family=family, model=values["model"]),
-        "model": values["model"],
-        "model_kwargs": model_kwargs(values),
-        "dpsgd": dpsgd_values(values),
-        "seed": int(seed),
-        "rep": int(rep) if values["resample_setup"] else "shared",
-    }
-    # θ0's initialisation scheme enters the key only when it is not PyTorch's default (existing setups keep theirs).
-    if values.get("theta0_init", "default") != "default":
-        params["theta0_init"] = values["theta0_init"]
-    return params
 
 
 def dpsgd_values(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -172,21 +146,33 @@ def dpsgd_values(values: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def setup_params(
+    values: Mapping[str, Any], *, data: Mapping[str, Any], seed: int, rep: int, dataset: str
+) -> dict[str, Any]:
+    """Parameters of one setup (θ0 and the minibatch schedule, shared by all adversaries of a repetition)."""
+    params = {
+        "data": data_identity(data, dataset=dataset, model=values["model"]),
+        "model": values["model"],
+        "model_kwargs": model_kwargs(values),
+        "dpsgd": dpsgd_values(values),
+        "seed": int(seed),
+        "rep": int(rep) if values["resample_setup"] else "shared",
+    }
+    # θ0's initialisation scheme enters the key only when it is not PyTorch's default (existing setups keep theirs).
+    if values.get("theta0_init", "default") != "default":
+        params["theta0_init"] = values["theta0_init"]
+    return params
+
+
 def audit_params(
-    values: Mapping[str, Any],
-    *,
-    adversary: str,
-    data: Mapping[str, Any],
-    seed: int,
-    rep: int,
-    family: str = "housing",
+    values: Mapping[str, Any], *, adversary: str, data: Mapping[str, Any], seed: int, rep: int, dataset: str
 ) -> dict[str, Any]:
     """Every parameter that changes the result of one audit (R and the shard size aside, see module doc).
 
     Keys that are at their default (θ0 known, no gradient norms recorded) are left out, so that adding such an
     option never changes the keys of existing audits.
     """
-    setup = setup_params(values, data=data, seed=seed, rep=rep, family=family)
+    setup = setup_params(values, data=data, seed=seed, rep=rep, dataset=dataset)
     params = {
         "setup": setup,
         "setup_key": key_of(setup),
@@ -200,6 +186,20 @@ def audit_params(
     if values.get("canary_norms"):
         params["canary_norms"] = True
     return params
+
+
+def stream_key(params: Mapping[str, Any]) -> str:
+    """The key that seeds an audit's random streams (crafting, membership bits, DP noise, per-run θ0): its key
+    without the θ0 reading, so that audits that differ only in θ0 share d, the bits and the noise (a fair fig12).
+    For θ0 known (no ``theta0`` entry) it is the audit key itself, so no existing audit's streams change.
+
+    >>> stream_key({"adversary": "gc_r", "theta0": "unknown"}) == stream_key({"adversary": "gc_r"}) == key_of({"adversary": "gc_r"})
+    True
+    """
+    return key_of({k: v for k, v in params.items() if k != "theta0"})
+
+
+# --------------------------------------------------------------------------------------- dataset plans
 
 
 @dataclass(frozen=True)
@@ -216,95 +216,119 @@ class AuditRef:
     clip_norm: float = 1.0
     period: int = 1
     theta0: str = "known"
-    family: str = "housing"
+    dataset: str = "housing"
 
     @property
     def run_dir(self) -> str:
         """The sub-directory of the gathered scores and the audit table for this R and shard size."""
         return f"R{self.runs}-s{self.shard_size}"
 
+    @property
+    def root(self) -> str:
+        """The directory of the audit's files."""
+        return f"results/{self.dataset}/audits/{self.key}"
+
 
 @dataclass(frozen=True)
-class ExperimentPlan:
-    """All setups, audits and figure entries of one family's experiments.
+class BaseAudit:
+    """A dataset section's own configuration (its values before any figure's overrides) audited by A_GC-R,
+    repetition 0: the population audit that a study of the same configuration compares with. Its files are those
+    of any figure's audit with the same key (for Housing at the shipped values: fig1c's first A_GC-R repetition).
 
     Attributes:
-        family: the config section (``housing``, ``cifar10``).
-        setups: setup key -> setup parameters.
-        audits: audit key -> audit parameters (with ``setup_key``).
-        figures: figure name -> its audits, in series order, adversaries in legend order, then repetitions.
-        values: figure name -> the merged audit values of each of its series.
+        dataset: the config section.
+        key: the audit's key.
+        params: its parameters (:func:`audit_params`).
+        values: the section's merged values (model, T, η, B, C, σ, k, shard size, θ0 reading, device, ...).
     """
 
-    family: str = "housing"
-    setups: dict[str, dict[str, Any]] = field(default_factory=dict)
-    audits: dict[str, dict[str, Any]] = field(default_factory=dict)
-    figures: dict[str, list[AuditRef]] = field(default_factory=dict)
-    values: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    dataset: str
+    key: str
+    params: Mapping[str, Any]
+    values: Mapping[str, Any]
 
     @property
     def root(self) -> str:
-        """The results directory of the family."""
-        return f"results/{self.family}"
+        return f"results/{self.dataset}/audits/{self.key}"
+
+    @property
+    def setup_path(self) -> str:
+        """The setup (θ0, batches) that any audit of this configuration shares."""
+        return f"results/{self.dataset}/setups/{self.params['setup_key']}/setup.npz"
+
+    @property
+    def data_path(self) -> str:
+        return dataset_file(self.dataset, self.values["model"])
+
+    @property
+    def shard_size(self) -> int:
+        return int(self.values["shard_size"])
+
+    def table_path(self, runs: int) -> str:
+        """The per-step audit table of R = ``runs`` models (:func:`hsaudit.experiments.cebere.audit.audit_table`)."""
+        return f"{self.root}/R{int(runs)}-s{self.shard_size}/epsilon.csv"
 
 
-HousingPlan = ExperimentPlan  # the name it had when Housing was the only family
+@dataclass(frozen=True)
+class DatasetPlan:
+    """All setups, audits and figure entries of one dataset section.
 
-
-def plan_experiments(section: Mapping[str, Any], *, seed: int, family: str = "housing") -> ExperimentPlan:
-    """Resolve a family's config section into setups, audits and figure entries (see the module docstring).
-
-    Args:
-        section: the family's config section (after the scale preset), e.g. ``config["cifar10"]``.
-        seed: the master seed.
-        family: the section's name.
-
-    Raises:
-        ValueError: if a figure's values are inconsistent (naming the key).
+    Attributes:
+        dataset: the config section (``housing``, ``cifar10``).
+        setups: setup key -> setup parameters.
+        audits: audit key -> audit parameters (with ``setup_key``); the base audit included.
+        figures: figure name -> its audits, in series order, adversaries in legend order, then repetitions.
+        values: figure name -> the merged audit values of each of its series.
+        base: the section's own configuration audited by A_GC-R (:class:`BaseAudit`).
     """
-    if family not in FAMILIES:
-        raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
-    plan = ExperimentPlan(family=family)
-    for figure, entry in section.get("figures", {}).items():
-        series = figure_values(section, figure, family=family)
-        plan.values[figure] = series
-        refs = []
-        for values in series:
-            for adversary in entry["adversaries"]:
-                for rep in range(values["repetitions"]):
-                    params = audit_params(
-                        values, adversary=adversary, data=section["data"], seed=seed, rep=rep, family=family
-                    )
-                    key = key_of(params)
-                    plan.audits[key] = params
-                    plan.setups[params["setup_key"]] = params["setup"]
-                    refs.append(
-                        AuditRef(
-                            figure,
-                            adversary,
-                            rep,
-                            key,
-                            values["runs"],
-                            values["shard_size"],
-                            model=values["model"],
-                            clip_norm=float(values["clip_norm"]),
-                            period=int(values["period"]),
-                            theta0=values.get("theta0", "known"),
-                            family=family,
-                        )
-                    )
-        plan.figures[figure] = refs
-    return plan
 
+    dataset: str
+    setups: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    audits: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    figures: Mapping[str, tuple[AuditRef, ...]] = field(default_factory=dict)
+    values: Mapping[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
+    base: BaseAudit | None = None
 
-def plan_housing(housing: Mapping[str, Any], *, seed: int) -> ExperimentPlan:
-    """:func:`plan_experiments` of the ``housing`` section."""
-    return plan_experiments(housing, seed=seed, family="housing")
+    @property
+    def root(self) -> str:
+        """The results directory of the dataset's audits."""
+        return f"results/{self.dataset}"
 
+    def setup_path(self, key: str) -> str:
+        """The setup file (θ0 + batches) of audit ``key``."""
+        return f"{self.root}/setups/{self.audits[key]['setup_key']}/setup.npz"
 
-def setup_path(plan: ExperimentPlan, key: str, *, root: str | None = None) -> str:
-    """The setup file (θ0 + batches) of audit ``key`` under the results directory ``root`` (default: the plan's)."""
-    return f"{root or plan.root}/setups/{plan.audits[key]['setup_key']}/setup.npz"
+    def audit_data(self, key: str) -> str:
+        """The prepared data that audit ``key`` trains on."""
+        return dataset_file(self.dataset, self.audits[key]["setup"]["model"])
+
+    def setup_data(self, setup: str) -> str:
+        """The prepared data of setup ``setup``."""
+        return dataset_file(self.dataset, self.setups[setup]["model"])
+
+    def audit_tables(self, figure: str) -> list[str]:
+        """The per-step audit tables of every audit shown in ``figure`` (in the order of ``figures``)."""
+        return [f"{ref.root}/{ref.run_dir}/epsilon.csv" for ref in self.figures[figure]]
+
+    def scores(self, figure: str) -> list[str]:
+        """The gathered scores tables of every audit shown in ``figure``."""
+        return [f"{ref.root}/{ref.run_dir}/scores.parquet" for ref in self.figures[figure]]
+
+    def shards(self, figure: str) -> list[str]:
+        """Every shard file of every audit shown in ``figure`` (e.g. for the gradient norms of fig8)."""
+        return [
+            path
+            for ref in self.figures[figure]
+            for path in shard_paths(ref.key, runs=ref.runs, shard_size=ref.shard_size, root=self.root)
+        ]
+
+    def crafted(self, figure: str) -> list[str]:
+        """The adversaries' crafted objects of every audit shown in ``figure``."""
+        return [f"{ref.root}/crafted.npz" for ref in self.figures[figure]]
+
+    def datasets(self, figure: str) -> list[str]:
+        """The prepared data of every audit shown in ``figure``, in reference order (for their data_source)."""
+        return [dataset_file(self.dataset, ref.model) for ref in self.figures[figure]]
 
 
 def shard_paths(key: str, *, runs: int, shard_size: int, root: str) -> list[str]:
@@ -319,123 +343,407 @@ def shard_paths(key: str, *, runs: int, shard_size: int, root: str) -> list[str]
     return [f"{root}/audits/{key}/shards/s{shard_size}/{index}.npz" for index in range(runs // shard_size)]
 
 
-def audit_table_paths(plan: ExperimentPlan, figure: str, *, root: str | None = None) -> list[str]:
-    """The per-step audit tables of every audit shown in ``figure`` (in the order of ``plan.figures``)."""
-    return [f"{root or plan.root}/audits/{ref.key}/{ref.run_dir}/epsilon.csv" for ref in plan.figures[figure]]
+def plan_dataset(section: Mapping[str, Any], *, seed: int, dataset: str) -> DatasetPlan:
+    """Resolve a dataset section into setups, audits and figure entries (see the module docstring).
 
+    Args:
+        section: the dataset's config section (after the scale preset), e.g. ``config["cifar10"]``.
+        seed: the master seed.
+        dataset: the section's name.
 
-def scores_paths(plan: ExperimentPlan, figure: str) -> list[str]:
-    """The gathered scores tables of every audit shown in ``figure``."""
-    return [f"{plan.root}/audits/{ref.key}/{ref.run_dir}/scores.parquet" for ref in plan.figures[figure]]
-
-
-def figure_shard_paths(plan: ExperimentPlan, figure: str) -> list[str]:
-    """Every shard file of every audit shown in ``figure`` (e.g. for the gradient norms of fig8)."""
-    return [
-        path
-        for ref in plan.figures[figure]
-        for path in shard_paths(ref.key, runs=ref.runs, shard_size=ref.shard_size, root=plan.root)
-    ]
-
-
-def write_params_json(params: Mapping[str, Any], path: str | os.PathLike, **extra: Any) -> None:
-    """Write ``params`` (plus ``extra`` entries, e.g. the key) as indented JSON, atomically."""
-    write_text_atomic(path, json.dumps({**extra, **params}, indent=2, sort_keys=True, default=str) + "\n")
-
-
-# -------------------------------------------------------------------------------------------------- shards
-
-
-def shard_bits(*, seed: int, key: str, shard_size: int, index: int, family: str = "housing") -> np.ndarray:
-    """Membership bits of one shard: an exact half split (b = 1 ⇒ inserted), seeded by (key, size, index).
-
-    Every shard is balanced on its own, so the first ``R / shard_size`` shards form a balanced population
-    whatever R is (Cebere et al. §1 "exact split" [inferred]).
-
-    >>> int(shard_bits(seed=1, key="k", shard_size=10, index=0).sum())
-    5
+    Raises:
+        ValueError: an unknown dataset, or a figure whose values are inconsistent (naming the key).
     """
-    if shard_size < 2 or shard_size % 2:
-        raise ValueError(f"shard_size must be even and >= 2, got {shard_size}")
-    if index < 0:
-        raise ValueError(f"shard index must be >= 0, got {index}")
-    half = np.repeat(np.array([0, 1], dtype=np.int64), shard_size // 2)
-    return rng_for(seed, f"{family}-bits", key, shard_size, index).permutation(half)
+    if dataset not in DATASETS:
+        raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
+    setups: dict[str, dict[str, Any]] = {}
+    audits: dict[str, dict[str, Any]] = {}
+    figures: dict[str, tuple[AuditRef, ...]] = {}
+    values_of: dict[str, tuple[dict[str, Any], ...]] = {}
+    for figure, entry in section.get("figures", {}).items():
+        series = figure_values(section, figure, dataset=dataset)
+        values_of[figure] = tuple(series)
+        refs = []
+        for values in series:
+            for adversary in entry["adversaries"]:
+                for rep in range(values["repetitions"]):
+                    params = audit_params(
+                        values, adversary=adversary, data=section["data"], seed=seed, rep=rep, dataset=dataset
+                    )
+                    key = key_of(params)
+                    audits[key] = params
+                    setups[params["setup_key"]] = params["setup"]
+                    refs.append(
+                        AuditRef(
+                            figure,
+                            adversary,
+                            rep,
+                            key,
+                            values["runs"],
+                            values["shard_size"],
+                            model=values["model"],
+                            clip_norm=float(values["clip_norm"]),
+                            period=int(values["period"]),
+                            theta0=values.get("theta0", "known"),
+                            dataset=dataset,
+                        )
+                    )
+        figures[figure] = tuple(refs)
+    # The section's own values, as its figures see them before their overrides (a pseudo-figure with none).
+    own = {**section, "figures": {"_base": {"adversaries": [BASE_ADVERSARY]}}}
+    values = figure_values(own, "_base", dataset=dataset)[0]
+    params = audit_params(values, adversary=BASE_ADVERSARY, data=section["data"], seed=seed, rep=0, dataset=dataset)
+    base = BaseAudit(dataset, key_of(params), params, values)
+    audits.setdefault(base.key, params)
+    setups.setdefault(params["setup_key"], params["setup"])
+    return DatasetPlan(dataset, setups, audits, figures, values_of, base)
 
 
-THETA0_READINGS = ("known", "unknown", "shared_unknown", "per_run_known")
-"""How θ0 relates to the runs and the scorer (Cebere et al. Fig. 12 and its readings):
-``known``: one θ0 (the setup's) for every run, known to the scorer (θ_T − θ0); ``unknown``: θ0 re-drawn for every
-run, unknown (the score reads θ_T); ``shared_unknown``: the setup's one θ0, unknown; ``per_run_known``: θ0
-re-drawn for every run and known."""
+def hyperparameters(plan: DatasetPlan, *, audit: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The hyper-parameters that a dataset's audits run with, one mapping per model (Cebere et al. Table 2).
 
-
-def theta0_shared(reading: str) -> bool:
-    """Whether every run starts from the setup's one θ0 (else each run draws its own)."""
-    if reading not in THETA0_READINGS:
-        raise ValueError(f"theta0 must be one of {THETA0_READINGS}, got {reading!r}")
-    return reading in ("known", "shared_unknown")
-
-
-def theta0_known(reading: str) -> bool:
-    """Whether the scorer subtracts the run's θ0."""
-    if reading not in THETA0_READINGS:
-        raise ValueError(f"theta0 must be one of {THETA0_READINGS}, got {reading!r}")
-    return reading in ("known", "per_run_known")
-
-
-def stream_key(params: Mapping[str, Any]) -> str:
-    """The key that seeds an audit's random streams (crafting, membership bits, DP noise, per-run θ0): its key
-    without the θ0 reading, so that audits that differ only in θ0 share d, the bits and the noise (a fair fig12).
-    For θ0 known (no ``theta0`` entry) it is the audit key itself, so no existing audit's streams change.
-
-    >>> stream_key({"adversary": "gc_r", "theta0": "unknown"}) == stream_key({"adversary": "gc_r"}) == key_of({"adversary": "gc_r"})
-    True
+    Values that differ between the model's series (e.g. C ∈ {1, 2, 4}, k ∈ {1, 5, 25}) are listed; ``audit`` is
+    the config's ``audit`` section (δ, confidence, mode). Each mapping carries ``model_kwargs``, which
+    :func:`hsaudit.experiments.cebere.figures.table2.with_model_facts` turns into the parameter count and loss in
+    the Table 2 job (that needs torch and the model built, which the workflow's parse should not pay for).
     """
-    return key_of({k: v for k, v in params.items() if k != "theta0"})
+    by_model: dict[str, dict[str, Any]] = {}
+    for figure, series in plan.values.items():
+        for values in series:
+            model = values["model"]
+            row = by_model.setdefault(model, {"dataset": plan.dataset, "model": model, "figures": [], "_v": {}})
+            if figure not in row["figures"]:
+                row["figures"].append(figure)
+            for name in ("batch_size", "lr", "noise_multiplier", "clip_norm", "period", "runs", "repetitions"):
+                row["_v"].setdefault(name, []).append(values[name])
+            row["_v"].setdefault("steps", []).append(total_steps(values))
+    out = []
+    for model, row in by_model.items():
+        kwargs = model_kwargs(next(v for s in plan.values.values() for v in s if v["model"] == model))
+        entry = {
+            "dataset": row["dataset"],
+            "model": model,
+            "figures": row["figures"],
+            "model_kwargs": kwargs,
+        }
+        for name, seen in row["_v"].items():
+            distinct = sorted(set(seen))
+            entry[name] = distinct[0] if len(distinct) == 1 else distinct
+        entry.update({"delta": audit["delta"], "confidence": audit["confidence"], "audit_mode": audit["mode"]})
+        out.append(entry)
+    return out
 
 
-def noise_key(*, seed: int, key: str, family: str = "housing") -> int:
-    """The key of the counter-based DP noise of audit ``key`` (:mod:`hsaudit.engine.noise`); model i of the audit draws
-    the stream of global index i, whatever shard it is trained in."""
-    return derive_seed(seed, f"{family}-noise", key)
+# -------------------------------------------------------------------------------------------- Section 6
 
 
-def theta0_key(*, seed: int, key: str, family: str = "housing") -> int:
-    """The key of the per-model initialisations of audit ``key`` (θ0 unknown: :func:`hsaudit.engine.dpsgd.population_theta0`)."""
-    return derive_seed(seed, f"{family}-theta0", key)
+def check_section6_config(section: Mapping[str, Any]) -> None:
+    """Cross-key checks of the ``section6`` config section that the JSON schema cannot express.
 
+    Args:
+        section: the resolved ``section6`` section (scale preset merged in).
 
-def save_shard(
-    path: str | os.PathLike,
-    *,
-    bits: npt.ArrayLike,
-    scores: npt.ArrayLike,
-    steps: npt.ArrayLike,
-    grad_norms: npt.ArrayLike | None = None,
-) -> None:
-    """Write one shard (bits [n], scores [n, n_steps], recorded steps [n_steps], optionally the canary's gradient
-    norms [n, T]) to ``.npz``, atomically."""
-    bits = np.asarray(bits, dtype=np.int64)
-    scores = np.asarray(scores, dtype=np.float64)
-    steps = np.asarray(steps, dtype=np.int64)
-    if scores.shape != (bits.size, steps.size):
-        raise ValueError(f"scores must have shape {(bits.size, steps.size)}, got {scores.shape}")
-    arrays = {"bits": bits, "scores": scores, "steps": steps}
-    if grad_norms is not None:
-        grad_norms = np.asarray(grad_norms, dtype=np.float64)
-        if grad_norms.ndim != 2 or grad_norms.shape[0] != bits.size:
-            raise ValueError(f"grad_norms must have shape ({bits.size}, T), got {grad_norms.shape}")
-        arrays["grad_norms"] = grad_norms
-    atomic_savez(path, arrays)
-
-
-def insertion_steps(*, steps: int, period: int) -> np.ndarray:
-    """The 1-based steps t ≤ T with t % k == 0 at which the canary is inserted and the audit recorded.
-
-    >>> insertion_steps(steps=10, period=5).tolist()
-    [5, 10]
+    Raises:
+        ValueError: naming the offending key (e.g. a panel σ that is not simulated).
     """
-    if steps < 1 or period < 1:
-        raise ValueError(f"steps and period must be >= 1, got steps={steps}, period={period}")
-    return np.arange(period, steps + 1, period, dtype=np.int64)
+    sigmas = [float(s) for s in section["sigmas"]]
+    search_sigmas = section["threshold_search"]["sigmas"]
+    for key, values in (("section6.sigmas", sigmas), ("section6.threshold_search.sigmas", search_sigmas)):
+        for s in values:
+            if not re.fullmatch(r"\d+(\.\d+)?", f"{float(s):g}"):
+                raise ValueError(f"{key}: {s} cannot be written as a plain decimal (use e.g. 0.5, 2, 7.25)")
+    for s in section["panel_sigmas"]:
+        if float(s) not in sigmas:
+            raise ValueError(f"section6.panel_sigmas: {s} is not one of section6.sigmas {section['sigmas']}")
+    if section["tradeoff"]["step"] > section["steps"]:
+        raise ValueError(
+            f"section6.tradeoff.step: {section['tradeoff']['step']} exceeds section6.steps = {section['steps']}"
+        )
+    lo, hi = section["landscape"]["range"]
+    if not lo < hi:
+        raise ValueError(f"section6.landscape.range: need low < high, got {section['landscape']['range']}")
+
+
+@dataclass(frozen=True)
+class Section6Plan:
+    """The Section 6 process (simulate → audit → plot, and its exact law): what its rules run.
+
+    Attributes:
+        values: the resolved ``section6`` section.
+        rules: the sign rules of the process (the ``{sign}`` wildcard).
+        sigmas: σ of the audits, as written in paths (``0.5``, ``2``).
+        search_cells: (σ, B) of the threshold-search jobs (fig6c).
+        runs: R per world of each sign rule's audits (the literal rule may run cheaper, see config).
+        paper_mode: whether the audits use the paper's rule (and so the shared Clopper–Pearson tables).
+        facts: what every Section 6 figure's footer states (scale, audit rule, confidence, δ).
+    """
+
+    values: Mapping[str, Any]
+    rules: tuple[str, ...]
+    sigmas: tuple[str, ...]
+    search_cells: tuple[tuple[str, int], ...]
+    runs: Mapping[str, int]
+    paper_mode: bool
+    facts: Mapping[str, Any]
+
+    CP_TABLE = "results/section6/cp_table/n{n}.npy"
+    """The shared Clopper–Pearson table of R runs per world (paper mode only)."""
+
+    @property
+    def audits(self) -> list[str]:
+        """Every per-(rule, σ) audit table."""
+        return [f"results/section6/audit/{sign}/sigma{sigma}.csv" for sign in self.rules for sigma in self.sigmas]
+
+    @property
+    def exact(self) -> list[str]:
+        """Every per-rule exact-law table."""
+        return [f"results/section6/exact/{sign}.csv" for sign in self.rules]
+
+    @property
+    def searches(self) -> list[str]:
+        """Every threshold-search table (fig6c)."""
+        return [f"results/section6/threshold_search/sigma{s}_B{b}.csv" for s, b in self.search_cells]
+
+    def cp_tables(self, runs: int) -> list[str]:
+        """The Clopper–Pearson table an audit with R = ``runs`` per world reads (none outside paper mode)."""
+        return [self.CP_TABLE.format(n=int(runs))] if self.paper_mode else []
+
+
+def plan_section6(section: Mapping[str, Any], *, audit: Mapping[str, Any], scale: str) -> Section6Plan:
+    """Resolve the ``section6`` section (checked with :func:`check_section6_config`)."""
+    check_section6_config(section)
+    rules = tuple(section["rules"])
+    search = section["threshold_search"]
+    runs = {
+        sign: (
+            int(section["literal_runs_per_world"])
+            if sign == "literal" and section["literal_runs_per_world"]
+            else int(section["runs_per_world"])
+        )
+        for sign in rules
+    }
+    facts = {
+        "scale": scale,
+        "audit_mode": audit["mode"],
+        "selection_fraction": audit["selection_fraction"],
+        "confidence": audit["confidence"],
+        "delta": audit["delta"],
+    }
+    return Section6Plan(
+        values=section,
+        rules=rules,
+        sigmas=tuple(f"{float(s):g}" for s in section["sigmas"]),
+        search_cells=tuple((f"{float(s):g}", int(b)) for s in search["sigmas"] for b in search["batch_sizes"]),
+        runs=runs,
+        paper_mode=audit["mode"] == "paper",
+        facts=facts,
+    )
+
+
+# -------------------------------------------------------------------------------------------- figures
+
+
+@dataclass(frozen=True)
+class FigureJob:
+    """The plot job of one trained-model figure (``plot_cebere_<figure>``).
+
+    Attributes:
+        target: the figure target.
+        dataset: the section whose audits it draws (its script: ``plot_cebere_housing``, ``plot_cebere_cifar``).
+        caption: its report caption (``workflow/report/<caption>.rst``).
+        inputs: named input lists (audit tables, prepared data, and per figure scores, shards or crafted objects).
+        params: what the script needs beside the inputs: the audit references, the facts of the footer.
+        mem_mb: the job's memory.
+    """
+
+    target: Target
+    dataset: str
+    caption: str
+    inputs: Mapping[str, list[str]]
+    params: Mapping[str, Any]
+    mem_mb: int = 2000
+
+    @property
+    def figure(self) -> str:
+        return self.target.id
+
+    @property
+    def csv(self) -> str:
+        return self.target.path.removesuffix(".pdf") + ".csv"
+
+
+def _figure_jobs(datasets: Mapping[str, DatasetPlan], *, scale: str) -> tuple[FigureJob, ...]:
+    """The Housing figures (CPU-sized) and the CIFAR-10 figures (GPU-sized at paper scale: built only when named)."""
+    housing, cifar = datasets["housing"], datasets["cifar10"]
+    jobs = []
+    for figure in HOUSING_FIGURES:
+        first = housing.values[figure][0]
+        hyper = {k: first[k] for k in ("lr", "batch_size", "noise_multiplier", "clip_norm", "period")}
+        jobs.append(
+            FigureJob(
+                Target(f"results/{figure}.pdf"),
+                "housing",
+                f"housing_{figure}",
+                {"tables": housing.audit_tables(figure)},
+                {"refs": [vars(ref) for ref in housing.figures[figure]], "facts": {"scale": scale, "hyper": hyper}},
+                mem_mb=1000,
+            )
+        )
+    for figure in CIFAR_FIGURES:
+        inputs = {"tables": cifar.audit_tables(figure), "datasets": cifar.datasets(figure)}
+        params: dict[str, Any] = {"refs": [vars(ref) for ref in cifar.figures[figure]], "facts": {"scale": scale}}
+        parts: tuple[str, ...] = ()
+        if figure == "fig1":  # panel (c) is fig1c's Housing audits
+            inputs["housing"] = housing.audit_tables("fig1c")
+            params["housing_refs"] = [vars(ref) for ref in housing.figures["fig1c"]]
+            parts = ("fig1c",)
+        elif figure == "fig6a":
+            inputs["scores"] = cifar.scores(figure)
+        elif figure == "fig8":  # the canary's gradient norms, from the shards
+            inputs = {"shards": cifar.shards(figure), "datasets": cifar.datasets(figure)}
+            params["shards_per_ref"] = [ref.runs // ref.shard_size for ref in cifar.figures[figure]]
+        elif figure == "fig12":  # its CSV names the crafted coordinate d of every audit
+            inputs["crafted"] = cifar.crafted(figure)
+        jobs.append(
+            FigureJob(
+                Target(f"results/{figure}.pdf", kind="gpu", parts=parts),
+                "cifar10",
+                f"cifar_{figure}",
+                inputs,
+                params,
+                mem_mb=4000 if figure == "fig6a" else 2000,
+            )
+        )
+    return tuple(jobs)
+
+
+# ------------------------------------------------------------------------------------------------ plan
+
+
+@dataclass(frozen=True)
+class CeberePlan:
+    """Everything the Cebere et al. rules run and ``hsaudit plan`` prices (see the module docstring).
+
+    Attributes:
+        seed: the master seed.
+        datasets: dataset section -> its :class:`DatasetPlan`.
+        section6: the Section 6 values.
+        figure_jobs: the plot jobs of the trained-model figures.
+        table2: the rows of Table 2 (:func:`hyperparameters` of CIFAR-10, then Housing).
+        data_sources: dataset -> the data source Table 2 names.
+        resources: dataset -> the resources of its training jobs (threads, mem_mb, runtime, gpu).
+        populations: every trained population (one per audit a figure reads), keyed by its directory.
+        targets: every figure and table.
+    """
+
+    seed: int
+    datasets: Mapping[str, DatasetPlan]
+    section6: Section6Plan
+    figure_jobs: tuple[FigureJob, ...]
+    table2: tuple[dict[str, Any], ...]
+    data_sources: Mapping[str, str]
+    resources: Mapping[str, Mapping[str, Any]]
+    populations: tuple[Population, ...]
+    targets: tuple[Target, ...]
+
+    CRAFTING_RESOURCES = {"mem_mb": 2000, "runtime": 10, "gpu": 0}
+    """What crafting an adversary that does not simulate training needs (it draws a direction or picks a row)."""
+
+    @property
+    def base(self) -> dict[str, BaseAudit]:
+        """Dataset -> its section's own configuration audited by A_GC-R (:class:`BaseAudit`)."""
+        return {name: plan.base for name, plan in self.datasets.items()}
+
+    def audit(self, dataset: str, key: str) -> dict[str, Any]:
+        """The parameters of audit ``key`` of ``dataset``."""
+        return self.datasets[dataset].audits[key]
+
+    def setup_seed(self, dataset: str, setup: str) -> int:
+        """The seed of a setup's θ0 and minibatch schedule."""
+        return derive_seed(self.seed, f"{dataset}-setup", setup)
+
+    def stream(self, dataset: str, key: str) -> str:
+        """The key of an audit's random streams (:func:`stream_key`)."""
+        return stream_key(self.audit(dataset, key))
+
+    def craft_seed(self, dataset: str, key: str) -> int:
+        """The adversary's seed of an audit: from its stream key, so audits that differ only in θ0 craft the same d."""
+        return derive_seed(self.seed, f"{dataset}-craft", self.stream(dataset, key))
+
+    def crafting_resources(self, dataset: str, key: str) -> Mapping[str, Any]:
+        """The resources of an audit's crafting job: the dataset's training resources for A_GC-S (it simulates
+        training), else :attr:`CRAFTING_RESOURCES`."""
+        if self.audit(dataset, key)["adversary"].startswith("gc_s"):
+            return self.resources[dataset]
+        return self.CRAFTING_RESOURCES
+
+    def audit_seed(self, dataset: str, key: str, runs: int | str, size: int | str) -> int:
+        """The seed of an audit's threshold split (rules that hold data out) for R = ``runs`` in shards of ``size``."""
+        return derive_seed(self.seed, f"{dataset}-audit", key, runs, size)
+
+
+def _gpu(section: Mapping[str, Any]) -> bool:
+    return int((section.get("resources") or {}).get("gpu", 0) or 0) > 0
+
+
+def _populations(datasets: Mapping[str, DatasetPlan], config: Mapping[str, Any]) -> tuple[Population, ...]:
+    """One population per audit that a figure reads, with every figure that reads it. Its models are R (per
+    repetition: repetitions are separate audits) plus, for the A_GC-S Noisy variants, the r simulated trainings."""
+    out = []
+    for name, plan in datasets.items():
+        figures: dict[str, list[str]] = {}
+        refs: dict[str, AuditRef] = {}
+        for figure, entries in plan.figures.items():
+            for ref in entries:
+                figures.setdefault(ref.key, [])
+                if figure not in figures[ref.key]:
+                    figures[ref.key].append(figure)
+                refs.setdefault(ref.key, ref)
+        for key, ref in refs.items():
+            params = plan.audits[key]
+            dpsgd = params["setup"]["dpsgd"]
+            noisy = ref.adversary.startswith("gc_s_noisy")
+            out.append(
+                Population(
+                    root=ref.root,
+                    figures=tuple(figures[key]),
+                    model=ref.model,
+                    models=ref.runs + (int(params["simulations"] or 0) if noisy else 0),
+                    steps=int(dpsgd["steps"]),
+                    batch=int(dpsgd["batch_size"]),
+                    gpu=_gpu(config[name]),
+                    role=ref.adversary,
+                    detail=f"C={dpsgd['clip_norm']:g} k={dpsgd['period']} rep={ref.rep}",
+                )
+            )
+    return tuple(out)
+
+
+def plan(config: Mapping[str, Any]) -> CeberePlan:
+    """Resolve the config (after the scale preset) into the values Cebere et al.'s rules run.
+
+    Raises:
+        ValueError: naming the key of an inconsistent value (a figure's, or a Section 6 cross-check).
+    """
+    seed = int(config["seed"])
+    datasets = {name: plan_dataset(config[name], seed=seed, dataset=name) for name in DATASETS}
+    section6 = plan_section6(config["section6"], audit=config["audit"], scale=config["scale"])
+    jobs = _figure_jobs(datasets, scale=config["scale"])
+    simulated = tuple(Target(f"results/{f}.pdf", trained=False) for f in SECTION6_FIGURES)
+    return CeberePlan(
+        seed=seed,
+        datasets=datasets,
+        section6=section6,
+        figure_jobs=jobs,
+        table2=tuple(
+            hyperparameters(datasets["cifar10"], audit=config["audit"])
+            + hyperparameters(datasets["housing"], audit=config["audit"])
+        ),
+        data_sources={
+            "cifar10": f"cifar10:{config['cifar10']['data']['source']}",
+            "housing": f"housing:{config['housing']['data']['path'] or 'sklearn'}",
+        },
+        resources={name: dict(config[name]["resources"]) for name in DATASETS},
+        populations=_populations(datasets, config),
+        targets=(*(job.target for job in jobs), Target(TABLE2, kind="gpu"), *simulated),
+    )

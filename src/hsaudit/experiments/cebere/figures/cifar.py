@@ -1,37 +1,33 @@
-"""The CIFAR-10 figures and Table 2 of Cebere et al.: fig1, fig2, fig5, fig6a, fig8, fig11, fig12, fig13, table2.
+"""The CIFAR-10 figures of Cebere et al.: fig1, fig2, fig5, fig6a, fig8, fig11, fig12, fig13.
 
-Pure functions from tidy tables to ``results/<figure>.pdf`` plus a tidy ``<figure>.csv`` of every plotted number,
-both written atomically, the PDF with a footer stating the scale, R, repetitions, audit mode and data source. The
-workflow scripts only read the tables and call these functions.
+Every figure is ``fn(table, *, pdf, csv, facts)``: a tidy table to ``results/<figure>.pdf`` plus a tidy
+``<figure>.csv`` of every plotted number, both written atomically, the PDF with a footer stating the scale, R,
+repetitions, audit mode and data source. ``facts`` holds ``scale`` and ``code_version`` (left out of the footer
+when empty), ``figure`` where one function draws several figures, and what a figure needs beside its table.
 
-Inputs (the contract with the workflow):
+Tables (the contract with the workflow, built by the functions here from what the jobs wrote):
 
-- **entries**: pairs (audit reference, audit table). The table is :func:`hsaudit.experiments.cebere.tables.audit_table`'s
-  (step, insertions, runs, mu, epsilon, epsilon_free, threshold, fpr_upper, fnr_upper, mu_upper, epsilon_upper,
-  mode, confidence, delta); the reference is a mapping or object with ``adversary`` (:data:`ADVERSARIES`),
-  ``model`` (:data:`MODEL_LABELS`), ``clip_norm`` (C), ``period`` (k), ``theta0`` ("known" | "unknown"), ``rep``,
-  ``key`` and ``data_source`` (e.g. "cifar10:local"); ``figure`` and ``runs`` may be there and are not used.
-- **scores** (fig6a): :func:`hsaudit.experiments.cebere.tables.scores_table` of one audit (run, shard, bit, step,
-  score; higher score ⇒ inserted).
-- **norms** (fig8): model, run, step, norm (the unclipped per-sample gradient norm of the A_L canary).
-- **families** (table2): one mapping of resolved hyper-parameters per experiment family.
+- :func:`cifar_table`: the audits of a figure stacked, from pairs (audit reference, audit table). The audit table
+  is :func:`hsaudit.experiments.cebere.audit.audit_table`'s (step, insertions, runs, mu, epsilon, epsilon_free,
+  threshold, fpr_upper, fnr_upper, mu_upper, epsilon_upper, mode, confidence, delta); the reference is a mapping
+  or object with ``adversary`` (:data:`CIFAR_ADVERSARIES`), ``model`` (:data:`MODEL_LABELS`), ``clip_norm`` (C),
+  ``period`` (k), ``theta0`` (:data:`THETA0_LABELS`), ``rep``, ``key`` and ``data_source`` (e.g.
+  "cifar10:local"); ``figure`` and ``runs`` may be there and are not used.
+- :func:`fig1_table`: the CIFAR-10 audits and fig1c's Housing audits (panel c) in one table.
+- :func:`fig6a_table`: the scores of one audit at one step (:func:`hsaudit.experiments.cebere.audit.scores_table`:
+  run, shard, bit, step, score; higher score ⇒ inserted), each row with its audit's values at that step.
+- fig8 reads the canary's gradient norms (:func:`hsaudit.experiments.cebere.audit.norms_table` with a ``model``
+  column).
 
 Every ε-against-step figure draws, per panel, the μ-GDP upper bound (black, dashed) and ε̂ at δ (mean ± sd over
 the repetitions; the band is absent with one repetition) in one colour per adversary, the same colours as the
-Housing figures (:data:`hsaudit.experiments.cebere.figures.housing.ADVERSARY_COLOURS`). A series that the figure expects but the
-entries lack (e.g. a laptop preset that skips ResNet18) is named in its panel as "not run at this scale"; an
-entry that fits no panel of the figure is an error, so nothing is dropped silently.
-
-A workflow script is then a few lines, e.g. for fig2::
-
-    entries = [(ref, pd.read_csv(path)) for ref, path in zip(params.refs, snakemake.input.tables, strict=True)]
-    plot_cifar_figure(entries, snakemake.output.pdf, snakemake.output.csv, figure="fig2", scale=params.scale,
-                      code_version=params.code_version)
+Housing figures (:data:`hsaudit.experiments.cebere.figures.housing.ADVERSARY_COLOURS`). A series that the figure
+expects but the table lacks (e.g. a laptop preset that skips ResNet18) is named in its panel as "not run at this
+scale"; a row that fits no panel of the figure is an error, so nothing is dropped silently.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,7 +37,6 @@ import pandas as pd
 
 from hsaudit.experiments.cebere.figures.housing import (
     ADVERSARY_LABELS,
-    AuditRef,
     adversary_colour,
     audit_facts,
     figure_table,
@@ -51,10 +46,8 @@ from hsaudit.experiments.cebere.figures.housing import (
     summarise,
 )
 from hsaudit.engine.models import model_spec
-from hsaudit.util.io import write_text_atomic
 
-FIGURES = ("fig1", "fig2", "fig5", "fig6a", "fig8", "fig11", "fig12", "fig13")
-ADVERSARIES = ("gc_r", "gc_s", "label_flip")
+CIFAR_ADVERSARIES = ("gc_r", "gc_s", "label_flip")  # the adversaries the CIFAR-10 figures draw
 MODEL_LABELS = {m: model_spec(m).label for m in ("convnet", "resnet18_gn", "alexnet_head")}  # the registry's labels
 THETA0_LABELS = {
     "known": "θ0 shared, known",
@@ -82,7 +75,7 @@ NOT_RUN = "not run at this scale"
 
 
 def cifar_table(
-    entries: Sequence[tuple[AuditRef | Mapping[str, Any], pd.DataFrame]], *, extra_columns: Sequence[str] = ()
+    entries: Sequence[tuple[Any, pd.DataFrame]], *, extra_columns: Sequence[str] = ()
 ) -> pd.DataFrame:
     """Stack CIFAR-10 audits into one tidy table (:func:`hsaudit.experiments.cebere.figures.housing.figure_table` + :data:`REF_COLUMNS`).
 
@@ -98,7 +91,7 @@ def cifar_table(
         ValueError: no entries, a reference field missing, or an unknown model, adversary or θ0 (naming it).
     """
     table = figure_table(entries, ref_columns=(*REF_COLUMNS, *extra_columns))
-    for column, known in (("model", MODEL_LABELS), ("adversary", ADVERSARIES), ("theta0", THETA0_LABELS)):
+    for column, known in (("model", MODEL_LABELS), ("adversary", CIFAR_ADVERSARIES), ("theta0", THETA0_LABELS)):
         unknown = sorted(set(table[column]) - set(known))
         if unknown:
             raise ValueError(f"unknown {column} {unknown[0]!r} (known: {', '.join(known)})")
@@ -106,6 +99,46 @@ def cifar_table(
     table["clip_norm"] = table["clip_norm"].astype(float)
     table["period"] = table["period"].astype(int)
     return table
+
+
+HOUSING_PANEL = "(c) FCNN on Housing, C = 1"
+
+
+def fig1_table(entries: Sequence[tuple[Any, pd.DataFrame]], housing_entries: Sequence[tuple[Any, pd.DataFrame]]) -> pd.DataFrame:
+    """fig1's table: :func:`cifar_table` of the CIFAR-10 audits, then fig1c's Housing audits (panel c) with the
+    same columns (model "fcnn", C = 1, k = 1, θ0 known, data_source "housing" unless their references give one).
+
+    Args:
+        entries: the CIFAR-10 audits (reference, audit table), model convnet or resnet18_gn.
+        housing_entries: the Housing fig1c audits (references with adversary, rep, key; audit tables), as
+            :func:`hsaudit.experiments.cebere.figures.housing.figure_table` takes them (none: panel c says so).
+    """
+    table = cifar_table(entries)
+    if not housing_entries:
+        return table
+    housing = figure_table(housing_entries)
+    ref = housing_entries[0][0]
+    source = ref.get("data_source") if isinstance(ref, Mapping) else getattr(ref, "data_source", None)
+    housing = housing.assign(model="fcnn", clip_norm=1.0, period=1, theta0="known", data_source=source or "housing")
+    return pd.concat([table, housing], ignore_index=True)
+
+
+def fig6a_table(ref: Any, audit: pd.DataFrame, scores: pd.DataFrame, *, step: int | None = None) -> pd.DataFrame:
+    """fig6a's table: the scores of one audit at ``step`` (default: its audit table's last step), each row with the
+    audit's values at that step (:func:`cifar_table` of the audit: μ̂, ε̂, the bound, the threshold's CP bounds).
+
+    Raises:
+        ValueError: ``step`` missing from the audit or the scores table (naming it).
+    """
+    table = cifar_table([(ref, audit)])
+    step = int(table["step"].max()) if step is None else int(step)
+    row = table[table["step"] == step]
+    if row.empty:
+        raise ValueError(f"step {step} is not in the audit table (steps {table['step'].min()}..{table['step'].max()})")
+    at = scores[scores["step"] == step]
+    if at.empty:
+        raise ValueError(f"step {step} is not in the scores table")
+    return at.merge(row, on="step", how="left", validate="many_to_one")
 
 
 # ------------------------------------------------------------------------------------------- panel layouts
@@ -144,7 +177,7 @@ def _ab(i: int) -> str:
 
 
 def _layout(figure: str) -> _Layout:
-    """The panels of an ε-against-step figure, in the paper's arrangement (see :func:`plot_cifar_figure`)."""
+    """The panels of an ε-against-step figure, in the paper's arrangement (see :func:`plot_epsilon`)."""
     models = ("convnet", "resnet18_gn")
     if figure == "fig1":
         panels = [
@@ -192,10 +225,6 @@ def _assign_panels(table: pd.DataFrame, layout: _Layout, figure: str) -> pd.Data
             f"clip_norm={row['clip_norm']:g}, period={row['period']}, theta0={row['theta0']})"
         )
     return table.assign(panel=panel)
-
-
-def _has_fields(ref: AuditRef | Mapping[str, Any], fields: Sequence[str]) -> bool:
-    return all((f in ref) if isinstance(ref, Mapping) else hasattr(ref, f) for f in fields)
 
 
 def _series_label(adversary: str, style_by: str | None, value: Any) -> str:
@@ -285,15 +314,7 @@ def _save(fig, pdf_path, footer: str, *, top: float = 1.0) -> None:
 # ----------------------------------------------------------------------------------------- ε against step
 
 
-def plot_cifar_figure(
-    entries: Sequence[tuple[AuditRef | Mapping[str, Any], pd.DataFrame]],
-    pdf_path: str | os.PathLike,
-    csv_path: str | os.PathLike,
-    *,
-    figure: str,
-    scale: str,
-    code_version: str = "",
-) -> pd.DataFrame:
+def plot_epsilon(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
     """Plot an ε-against-step CIFAR-10 figure of Cebere et al.: fig2, fig5, fig12, fig13 (fig1: :func:`plot_fig1`).
 
     Layouts (ε̂ at δ against the training step, the upper bound in every panel, a shared legend above):
@@ -304,34 +325,32 @@ def plot_cifar_figure(
     - fig12: one panel, ConvNet, A_GC-R, k = 1, C = 1; the four θ0 readings (shared or per run, known to the
       scorer or not; :data:`THETA0_LABELS`), each a colour and line style, mean ± sd over repetitions, every
       reading with the same crafted coordinate d and noise in a repetition (its CSV has ``coordinate`` and
-      ``layer`` when the references carry them). Claim: unknown θ0 makes no meaningful difference.
+      ``layer`` when the table carries them). Claim: unknown θ0 makes no meaningful difference.
     - fig13: A_GC-R, k = 1; panels (a) AlexNet, last layer fine-tuned, and (b) ConvNet from scratch, side by side
       (each is claimed tight against its own bound; overlaid, two tight curves of one colour would hide each other).
       Claim: tight.
 
     Args:
-        entries: pairs (audit reference, audit table), see the module docstring.
-        pdf_path, csv_path: the outputs (written atomically).
-        figure: one of fig2, fig5, fig12, fig13.
-        scale: the scale preset (footer and CSV).
-        code_version: the code version (footer), left out when empty.
+        table: a :func:`cifar_table` of the figure's audits.
+        pdf, csv: the outputs (written atomically).
+        facts: ``figure`` (one of fig2, fig5, fig12, fig13), ``scale``, ``code_version`` (optional).
 
     Returns:
         The plotted summary: panel, adversary (and theta0 for fig12), step, mean, sd, reps.
 
     Raises:
-        ValueError: an unknown figure, model, adversary or θ0, or an entry that fits no panel (naming it).
+        ValueError: an unknown figure, or a row that fits no panel (naming it).
     """
     from hsaudit.experiments.plotting import figure as new_figure, footer_text
     from hsaudit.util.io import write_csv_atomic
 
+    figure, scale = facts["figure"], facts["scale"]
     if figure == "fig1":
         raise ValueError("figure 'fig1' has a Housing panel: use plot_fig1")
     if figure == "fig11":
         raise ValueError("figure 'fig11' is a privacy profile: use plot_fig11")
     layout = _layout(figure)
-    extra = CRAFTED_COLUMNS if figure == "fig12" and entries and _has_fields(entries[0][0], CRAFTED_COLUMNS) else ()
-    table = _assign_panels(cifar_table(entries, extra_columns=extra), layout, figure)
+    table = _assign_panels(table, layout, figure)
     fig, axes = new_figure(
         layout.ncols, layout.nrows, width=layout.width, height=layout.row_height * layout.nrows + 0.7
     )
@@ -341,20 +360,13 @@ def plot_cifar_figure(
     ncol = len(labels) if layout.ncols > 1 else 2
     top = 1.0 - (0.08 + 0.15 * -(-len(labels) // ncol)) / (layout.row_height * layout.nrows + 0.7)
     fig.legend(handles, labels, loc="upper center", ncol=ncol, frameon=False, bbox_to_anchor=(0.5, 1.0))
-    write_csv_atomic(table.assign(scale=scale), csv_path)
-    _save(fig, pdf_path, footer_text(scale=scale, **audit_facts(table), code_version=code_version), top=top)
+    write_csv_atomic(table.assign(scale=scale), csv)
+    footer = footer_text(scale=scale, **audit_facts(table), code_version=facts.get("code_version", ""))
+    _save(fig, pdf, footer, top=top)
     return pd.concat([s for s in summaries if not s.empty], ignore_index=True)
 
 
-def plot_fig1(
-    entries: Sequence[tuple[AuditRef | Mapping[str, Any], pd.DataFrame]],
-    housing_entries: Sequence[tuple[AuditRef | Mapping[str, Any], pd.DataFrame]],
-    pdf_path: str | os.PathLike,
-    csv_path: str | os.PathLike,
-    *,
-    scale: str,
-    code_version: str = "",
-) -> pd.DataFrame:
+def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
     """Fig. 1 of Cebere et al.: (a) ConvNet and (b) ResNet18-GN at k = 1, C ∈ {1, 2, 4}; (c) FCNN on Housing.
 
     Layout: a 3 × 3 grid. Columns (a) ConvNet and (b) ResNet18-GN hold one panel per C (rows C = 1, 2, 4), each
@@ -368,104 +380,91 @@ def plot_fig1(
     beats A_L, and A_GC-S is nearly tight.
 
     Args:
-        entries: the CIFAR-10 audits (reference, audit table), model convnet or resnet18_gn, adversary gc_r or
-            label_flip, period 1, clip_norm 1, 2 or 4 (module docstring).
-        housing_entries: the Housing fig1c audits (references with adversary, rep, key; audit tables), as
-            :func:`hsaudit.experiments.cebere.figures.housing.plot_housing_figure` takes them.
-        pdf_path, csv_path: the outputs (written atomically). The CSV stacks the CIFAR-10 rows (panel a/b) and
-            the Housing rows (panel c, model "fcnn", data_source "housing" unless the references give one).
-        scale: the scale preset; code_version: the code version (footer), left out when empty.
+        table: a :func:`fig1_table` (the Housing rows are those of model "fcnn"; none: panel (c) says so).
+        pdf, csv: the outputs (written atomically). The CSV stacks the CIFAR-10 rows (panel a/b) and the Housing
+            rows (panel c).
+        facts: ``scale``, ``code_version`` (optional).
 
     Returns:
         The plotted summary: panel, adversary, step, mean, sd, reps.
 
     Raises:
-        ValueError: as :func:`plot_cifar_figure` (no Housing entries is not an error: panel (c) says so).
+        ValueError: a CIFAR-10 row that fits no panel (naming it).
     """
     from hsaudit.experiments.plotting import figure as new_figure, footer_text
     from hsaudit.util.io import write_csv_atomic
 
+    scale = facts["scale"]
+    is_housing = table["model"] == "fcnn"
     layout = _layout("fig1")
-    table = _assign_panels(cifar_table(entries), layout, "fig1")
+    cifar = _assign_panels(table[~is_housing], layout, "fig1")
+    housing = table[is_housing].assign(panel=HOUSING_PANEL)
     fig, axes = new_figure(
         layout.ncols, layout.nrows, width=layout.width, height=layout.row_height * layout.nrows + 0.4
     )
-    summaries = [_epsilon_panel(axes[p.row][p.col], table, p, None) for p in layout.panels]
+    summaries = [_epsilon_panel(axes[p.row][p.col], cifar, p, None) for p in layout.panels]
     hax = axes[0][2]
-    housing_title = "(c) FCNN on Housing, C = 1"
-    if housing_entries:
-        housing = figure_table(housing_entries)
-        ref = housing_entries[0][0]
-        source = ref.get("data_source") if isinstance(ref, Mapping) else getattr(ref, "data_source", None)
-        housing = housing.assign(panel=housing_title, model="fcnn", clip_norm=1.0, period=1, theta0="known",
-                                 data_source=source or "housing")  # fmt: skip
-        plot_housing_panel(hax, housing, title=housing_title)
+    if not housing.empty:
+        plot_housing_panel(hax, housing, title=HOUSING_PANEL)
         hax.set_ylabel(f"ε (δ = {float(housing['delta'].iloc[0]):g})")
-        summaries.append(summarise(housing).assign(panel=housing_title))
+        summaries.append(summarise(housing).assign(panel=HOUSING_PANEL))
     else:
-        housing = table.iloc[:0]
-        hax.set_title(housing_title)
+        hax.set_title(HOUSING_PANEL)
         _note(hax, NOT_RUN, centre=True)
     used = {(p.row, p.col) for p in layout.panels} | {(0, 2)}
-    _finish_axes(axes, used, ymax=_ymax(table, housing), delta=float(table["delta"].iloc[0]))
+    _finish_axes(axes, used, ymax=_ymax(cifar, housing), delta=float(cifar["delta"].iloc[0]))
     handles, labels = _legend_handles([ax for row in axes for ax in row])
     for r in (1, 2):
         axes[r][2].axis("off")
     axes[1][2].legend(handles, labels, loc="upper left", frameon=False, fontsize=8, title="All panels (mean ± sd)")
-    both = pd.concat([table, housing], ignore_index=True)
-    write_csv_atomic(both.assign(scale=scale), csv_path)
-    facts = audit_facts(table) | {"data": both["data_source"].astype(str)}
+    both = pd.concat([cifar, housing], ignore_index=True)
+    write_csv_atomic(both.assign(scale=scale), csv)
+    shown = audit_facts(cifar) | {"data": both["data_source"].astype(str)}
     if not housing.empty:  # the Housing panel's own R and repetitions
         own = audit_facts(housing)
-        facts |= {"(c) R": own["R"], "(c) reps": own["reps"]}
-    _save(fig, pdf_path, footer_text(scale=scale, **facts, code_version=code_version))
+        shown |= {"(c) R": own["R"], "(c) reps": own["reps"]}
+    _save(fig, pdf, footer_text(scale=scale, **shown, code_version=facts.get("code_version", "")))
     return pd.concat([s for s in summaries if not s.empty], ignore_index=True)
 
 
 # --------------------------------------------------------------------------------------- privacy profiles
 
 
-def plot_fig11(
-    entries: Sequence[tuple[AuditRef | Mapping[str, Any], pd.DataFrame]],
-    pdf_path: str | os.PathLike,
-    csv_path: str | os.PathLike,
-    *,
-    scale: str,
-    code_version: str = "",
-    periods: Sequence[int] = (1, 5, 25),
-    points: int = 241,
-) -> pd.DataFrame:
+def plot_fig11(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
     """Fig. 11 of Cebere et al.: privacy profiles δ(ε) (log y) of A_GC-R, ConvNet, C = 1, at the last step.
 
-    One panel per k ∈ ``periods``: the empirical profile δ(ε) of μ̂-GDP (μ̂ at the last audited step, averaged
-    over the repetitions) against the theoretical profile of the upper bound μ = √⌊T/k⌋/σ (``mu_upper``), both
-    through :func:`hsaudit.accounting.gdp_delta` (Dong et al. 2022, Corollary 2.13), on ε from 0 to 1.25 × the
-    largest bound ε; a grey line marks the audit's δ. Claim: tight at k = 1 for every ε; not for k > 1.
+    One panel per k: the empirical profile δ(ε) of μ̂-GDP (μ̂ at the last audited step, averaged over the
+    repetitions) against the theoretical profile of the upper bound μ = √⌊T/k⌋/σ (``mu_upper``), both through
+    :func:`hsaudit.accounting.gdp_delta` (Dong et al. 2022, Corollary 2.13), on ε from 0 to 1.25 × the largest
+    bound ε; a grey line marks the audit's δ. Claim: tight at k = 1 for every ε; not for k > 1.
 
     Args:
-        entries: audits (module docstring) of adversary gc_r, model convnet, clip_norm 1, one period per panel.
-        pdf_path, csv_path: the outputs; the CSV has period, step, curve ("empirical" | "theoretical"), mu,
-            epsilon, delta (δ(ε)), audit_delta, reps, runs, mode, data_source, scale.
-        scale: the scale preset; code_version: the code version (footer), left out when empty.
-        periods: the k of the panels; points: ε grid size.
+        table: a :func:`cifar_table` of audits of adversary gc_r, model convnet, clip_norm 1, one period per panel.
+        pdf, csv: the outputs; the CSV has period, step, curve ("empirical" | "theoretical"), mu, epsilon, delta
+            (δ(ε)), audit_delta, reps, runs, mode, data_source, scale.
+        facts: ``scale``, ``code_version`` (optional), ``periods`` (the k of the panels; default: the table's),
+            ``points`` (ε grid size; default 241).
 
     Returns:
         Per period: period, step, reps, mu (mean μ̂), mu_sd, mu_upper, epsilon (mean ε̂), epsilon_upper.
 
     Raises:
-        ValueError: an entry of another adversary, model, C or period (naming it), points < 2.
+        ValueError: a row of another adversary, model, C or period (naming it), points < 2.
     """
     from hsaudit.accounting.gaussian import gdp_delta
     from hsaudit.experiments.plotting import UPPER_BOUND_STYLE, figure as new_figure, footer_text
     from hsaudit.util.io import write_csv_atomic
 
+    scale = facts["scale"]
+    periods = tuple(facts.get("periods") or sorted(int(k) for k in table["period"].unique()))
+    points = int(facts.get("points", 241))
     if points < 2:
         raise ValueError(f"points must be >= 2, got {points}")
     panels = tuple(
         _Panel(0, i, f"{_ab(i)}k = {k}", (("model", "convnet"), ("clip_norm", 1), ("period", k)), (("gc_r", None),))
         for i, k in enumerate(periods)
     )
-    table = _assign_panels(cifar_table(entries), _Layout(1, len(periods), panels), "fig11")
+    table = _assign_panels(table, _Layout(1, len(periods), panels), "fig11")
     last = table[table["step"] == table.groupby("period")["step"].transform("max")]
     summary = (
         last.groupby("period", sort=True)
@@ -516,63 +515,47 @@ def plot_fig11(
         data_source=out["period"].map(meta["data_source"]),
         scale=scale,
     )
-    write_csv_atomic(out, csv_path)
-    _save(fig, pdf_path, footer_text(scale=scale, **audit_facts(table), code_version=code_version))
+    write_csv_atomic(out, csv)
+    _save(fig, pdf, footer_text(scale=scale, **audit_facts(table), code_version=facts.get("code_version", "")))
     return summary
 
 
 # --------------------------------------------------------------------------------------------- trade-off
 
 
-def plot_fig6a(
-    ref: AuditRef | Mapping[str, Any],
-    audit: pd.DataFrame,
-    scores: pd.DataFrame,
-    pdf_path: str | os.PathLike,
-    csv_path: str | os.PathLike,
-    *,
-    scale: str,
-    step: int | None = None,
-    code_version: str = "",
-) -> pd.DataFrame:
+def plot_fig6a(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
     """Fig. 6a (Appendix E) of Cebere et al.: the empirical trade-off curve of A_GC-R's scores against G_μ̂.
 
     Left: FNR against FPR over every threshold (:func:`hsaudit.audit.empirical_tradeoff`, higher score ⇒
-    inserted) at ``step``, with the Gaussian trade-off G_μ̂(α) = Φ(Φ⁻¹(1 − α) − μ̂) of the audit's μ̂
+    inserted) at the table's step, with the Gaussian trade-off G_μ̂(α) = Φ(Φ⁻¹(1 − α) − μ̂) of the audit's μ̂
     (:func:`hsaudit.accounting.gdp_tradeoff`), G of the upper bound's μ, and the audit's threshold (its
     Clopper–Pearson upper bounds). Right: the same curves as TPR = 1 − FNR against FPR on log–log axes, where
     ε at small δ is decided. Claim: the GDP approximation error is negligible (the paper: ConvNet, k = 5, T = 1250).
 
     Args:
-        ref: the audit reference (module docstring).
-        audit: its audit table.
-        scores: its scores table (run, shard, bit, step, score).
-        pdf_path, csv_path: the outputs; the CSV has curve ("empirical" | "gdp_fit" | "upper_bound" |
-            "audit_threshold"), fpr, fnr, and the step, μ̂, μ_upper, ε̂, runs, members, key, model, adversary,
-            period, clip_norm, mode, data_source, scale.
-        scale: the scale preset; code_version: the code version (footer), left out when empty.
-        step: the step whose scores are used (default: the audit table's last step).
+        table: a :func:`fig6a_table` (the scores of one audit at one step, with the audit's values).
+        pdf, csv: the outputs; the CSV has curve ("empirical" | "gdp_fit" | "upper_bound" | "audit_threshold"),
+            fpr, fnr, and the step, μ̂, μ_upper, ε̂, runs, members, key, model, adversary, period, clip_norm, mode,
+            data_source, scale.
+        facts: ``scale``, ``code_version`` (optional).
 
     Returns:
         One row: step, mu, mu_upper, epsilon, epsilon_upper, runs, n_members, n_nonmembers, points.
 
     Raises:
-        ValueError: ``step`` missing from the audit or the scores table (naming it).
+        ValueError: a table of several steps or none (naming them).
     """
     from hsaudit.accounting.gaussian import gdp_tradeoff
     from hsaudit.audit.tradeoff import empirical_tradeoff
     from hsaudit.experiments.plotting import UPPER_BOUND_STYLE, figure as new_figure, footer_text
     from hsaudit.util.io import write_csv_atomic
 
-    table = cifar_table([(ref, audit)])
-    step = int(table["step"].max()) if step is None else int(step)
-    row = table[table["step"] == step]
-    if row.empty:
-        raise ValueError(f"step {step} is not in the audit table (steps {table['step'].min()}..{table['step'].max()})")
-    row = row.iloc[0]
-    at = scores[scores["step"] == step]
-    if at.empty:
-        raise ValueError(f"step {step} is not in the scores table")
+    scale = facts["scale"]
+    steps = sorted(int(t) for t in table["step"].unique())
+    if len(steps) != 1:
+        raise ValueError(f"fig6a plots the scores of one step, got steps {steps}")
+    step = steps[0]
+    row, at = table.iloc[0], table
     members = at["bit"].to_numpy().astype(bool)
     fpr, fnr = empirical_tradeoff(at["score"].to_numpy(dtype=float), members)
     n1, n0 = int(members.sum()), int((~members).sum())
@@ -608,8 +591,9 @@ def plot_fig6a(
              key=row["key"], rep=int(row["rep"]), model=row["model"], adversary=row["adversary"],
              period=int(row["period"]), clip_norm=float(row["clip_norm"]), mode=row["mode"],
              data_source=row["data_source"], scale=scale)  # fmt: skip
-    write_csv_atomic(out, csv_path)
-    _save(fig, pdf_path, footer_text(scale=scale, **audit_facts(table), step=step, code_version=code_version))
+    write_csv_atomic(out, csv)
+    footer = footer_text(scale=scale, **audit_facts(table), step=step, code_version=facts.get("code_version", ""))
+    _save(fig, pdf, footer)
     return pd.DataFrame(
         [{"step": step, "mu": mu, "mu_upper": mu_upper, "epsilon": float(row["epsilon"]),
           "epsilon_upper": float(row["epsilon_upper"]), "runs": n0 + n1, "n_members": n1, "n_nonmembers": n0,
@@ -620,17 +604,7 @@ def plot_fig6a(
 # ---------------------------------------------------------------------------------------- gradient norms
 
 
-def plot_fig8(
-    norms: pd.DataFrame,
-    pdf_path: str | os.PathLike,
-    csv_path: str | os.PathLike,
-    *,
-    scale: str,
-    data_source: str,
-    clip_norm: float | None = None,
-    code_version: str = "",
-    models: Sequence[str] = ("convnet", "resnet18_gn"),
-) -> pd.DataFrame:
+def plot_fig8(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
     """Fig. 8 of Cebere et al.: the unclipped gradient norm of the A_L canary along training, per model.
 
     Mean ± 2 sd (ddof = 1) over the runs at each step, one colour per model; a grey line marks the clipping
@@ -641,14 +615,13 @@ def plot_fig8(
     its norms describe a different optimisation path. (The paper's 30 runs are therefore 60 at paper scale.)
 
     Args:
-        norms: columns model, run, step, norm, and bit (1 = the canary was inserted; a table without the column
-            is taken as canary runs only).
-        pdf_path, csv_path: the outputs; the CSV has model, step, runs, mean, sd, lower (mean − 2 sd),
-            upper (mean + 2 sd), world (canary), data_source, scale: every plotted number.
-        scale: the scale preset; data_source: e.g. "cifar10:local" (footer and CSV).
-        clip_norm: C, drawn as a reference line when given.
-        code_version: the code version (footer), left out when empty.
-        models: the models the figure expects; a missing one is named in the panel.
+        table: the canary's gradient norms: columns model, run, step, norm, and bit (1 = the canary was inserted;
+            a table without the column is taken as canary runs only).
+        pdf, csv: the outputs; the CSV has model, step, runs, mean, sd, lower (mean − 2 sd), upper (mean + 2 sd),
+            world (canary), data_source, scale: every plotted number.
+        facts: ``scale``, ``data_source`` (e.g. "cifar10:local"; footer and CSV), ``clip_norm`` (C, drawn as a
+            reference line when given), ``models`` (the models the figure expects, a missing one is named in the
+            panel; default ConvNet and ResNet18-GN), ``code_version`` (optional).
 
     Returns:
         The CSV table.
@@ -656,6 +629,9 @@ def plot_fig8(
     Raises:
         ValueError: a missing column, an unknown model, or an empty table (naming it).
     """
+    norms, scale, data_source = table, facts["scale"], facts["data_source"]
+    clip_norm = facts.get("clip_norm")
+    models = tuple(facts.get("models") or ("convnet", "resnet18_gn"))
     from hsaudit.experiments.plotting import figure as new_figure, footer_text
     from hsaudit.util.io import write_csv_atomic
 
@@ -698,105 +674,8 @@ def plot_fig8(
     ax.set_ylim(bottom=0)
     ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
     out = out.assign(world="canary", data_source=data_source, scale=scale)
-    write_csv_atomic(out, csv_path)
+    write_csv_atomic(out, csv)
     footer = footer_text(scale=scale, data=data_source, audit="none (gradient norms)", runs=out["runs"].astype(int),
-                         world="canary runs only",
-                         code_version=code_version)  # fmt: skip
-    _save(fig, pdf_path, footer)
-    return out
-
-
-# ---------------------------------------------------------------------------------------------- table 2
-
-# Row order and labels of Table 2; keys not listed follow in the order first seen, labelled by their name.
-TABLE2_FIELDS = {
-    "dataset": "Dataset",
-    "model": "Model",
-    "figures": "Figures",
-    "trainable_params": "Trainable params",
-    "loss": "Loss function",
-    "batch_size": "Batch size",
-    "lr": "Learning rate (η)",
-    "noise_multiplier": "Noise multiplier (σ)",
-    "clip_norm": "Clipping norm (C)",
-    "period": "Periodicity (k)",
-    "steps": "Steps (T)",
-    "runs": "Auditing runs (R)",
-    "delta": "Failure probability (δ)",
-    "confidence": "Confidence",
-    "audit_mode": "Audit mode",
-    "repetitions": "Repetitions",
-    "data_source": "Data source",
-}
-
-
-def _cell(value: Any) -> str:
-    """One Table 2 cell: lists as "a, b", floats in the shortest form (0.01, 1e-05), the rest as text."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping):
-        return ", ".join(f"{k}={_cell(v)}" for k, v in value.items())
-    if isinstance(value, Sequence | set | tuple | np.ndarray):
-        return ", ".join(_cell(v) for v in value)
-    if isinstance(value, bool) or value is None:
-        return str(value)
-    if isinstance(value, int | np.integer):
-        return str(int(value))
-    if isinstance(value, float | np.floating):
-        return f"{float(value):g}"
-    return str(value)
-
-
-def write_table2(
-    families: Sequence[Mapping[str, Any]],
-    md_path: str | os.PathLike,
-    csv_path: str | os.PathLike,
-    *,
-    scale: str,
-    code_version: str = "",
-) -> pd.DataFrame:
-    """Table 2 of Cebere et al.: the hyper-parameters that ran, from the resolved configuration, never typed.
-
-    Markdown as in the paper (one row per hyper-parameter, one column per experiment family, headed by model
-    and figures) with a provenance line; CSV tidy (one row per family, one column per key, plus scale).
-    Rows follow :data:`TABLE2_FIELDS`, then any other key in the order first seen; a family without a key
-    shows "–". Lists are written "1, 2, 4", floats in their shortest form.
-
-    Args:
-        families: one mapping per experiment family (dataset, model, figures, batch_size, lr, noise_multiplier,
-            clip_norm, period, steps, runs, delta, repetitions, data_source, ... as the workflow resolved them).
-        md_path, csv_path: the outputs (written atomically).
-        scale: the scale preset; code_version: the code version, left out when empty.
-
-    Returns:
-        The CSV table (cells as written).
-
-    Raises:
-        ValueError: no families, or a family that is not a mapping (naming its index).
-    """
-    from hsaudit.experiments.plotting import footer_text
-    from hsaudit.util.io import write_csv_atomic
-
-    if not families:
-        raise ValueError("write_table2 needs at least one experiment family")
-    for i, family in enumerate(families):
-        if not isinstance(family, Mapping):
-            raise ValueError(f"family {i} must be a mapping, got {type(family).__name__}")
-    keys = [k for k in TABLE2_FIELDS if any(k in f for f in families)]
-    keys += list(dict.fromkeys(k for f in families for k in f if k not in TABLE2_FIELDS))
-    cells = pd.DataFrame([{k: _cell(f[k]) if k in f else "" for k in keys} for f in families])
-    heads = []
-    for i, f in enumerate(families):
-        name = MODEL_LABELS.get(f.get("model"), str(f.get("model", f"family {i + 1}")))
-        heads.append(f"{name} ({_cell(f['figures'])})" if "figures" in f else name)
-    lines = ["| Hyper-parameter | " + " | ".join(heads) + " |", "|---|" + "---|" * len(heads)]
-    for k in keys:
-        values = [(c if c != "" else "–").replace("|", "\\|") for c in cells[k]]
-        lines.append(f"| {TABLE2_FIELDS.get(k, k)} | " + " | ".join(values) + " |")
-    provenance = footer_text(scale=scale, code_version=code_version)
-    text = "Table 2: hyper-parameters used per experiment family (generated from the configuration that ran).\n\n"
-    text += "\n".join(lines) + f"\n\n{provenance}\n"
-    write_text_atomic(md_path, text)
-    out = cells.assign(scale=scale)
-    write_csv_atomic(out, csv_path)
+                         world="canary runs only", code_version=facts.get("code_version", ""))  # fmt: skip
+    _save(fig, pdf, footer)
     return out

@@ -1,19 +1,35 @@
 """The Housing/FCNN figures of Cebere et al.: fig1c (§5), fig4 and fig7 (Appendix C).
 
 ε̂ (δ = 1e−5) against the training step, mean ± sd over the repetitions, one series per adversary, and the μ-GDP
-upper-bound curve. The audits come from the workflow (plan, keys, shards and per-step audit tables:
-:mod:`hsaudit.experiments.cebere.plan`, re-exported here).
+upper-bound curve. The table is :func:`figure_table` of the figure's audits (their references from
+:class:`hsaudit.experiments.cebere.plan.AuditRef`, their per-step tables from
+:func:`hsaudit.experiments.cebere.audit.audit_table`).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
-from hsaudit.experiments.cebere.plan import ADVERSARY_LABELS, FIGURE_TITLES, AuditRef
+# Legend labels, in the paper's notation.
+ADVERSARY_LABELS = {
+    "gc_r": "A_GC-R",
+    "gc_s_noiseless_ps": "A_GC-S (Noiseless-PS)",
+    "gc_s_noiseless_fm": "A_GC-S (Noiseless-FM)",
+    "gc_s_noisy_ps": "A_GC-S (Noisy-PS)",
+    "gc_s_noisy_fm": "A_GC-S (Noisy-FM)",
+    "cots": "A_CotS",
+    "label_flip": "A_L",
+    "gc_s": "A_GC-S",
+}
+
+FIGURE_TITLES = {
+    "fig1c": "FCNN on Housing (Fig. 1c)",
+    "fig4": "FCNN on Housing: A_GC-S variants (Fig. 4)",
+    "fig7": "FCNN on Housing: A_GC vs A_CotS vs A_L (Fig. 7)",
+}
 
 # ------------------------------------------------------------------------------------------------- figures
 
@@ -32,13 +48,13 @@ ADVERSARY_COLOURS = {
 
 
 def figure_table(
-    entries: Sequence[tuple[AuditRef | Mapping[str, Any], pd.DataFrame]], *, ref_columns: Sequence[str] = ()
+    entries: Sequence[tuple[Any, pd.DataFrame]], *, ref_columns: Sequence[str] = ()
 ) -> pd.DataFrame:
     """Stack per-audit tables (:func:`audit_table`) into one tidy figure table.
 
     Args:
-        entries: pairs (audit reference: with ``adversary``, ``rep``, ``key`` and every name in ``ref_columns``;
-            its audit table).
+        entries: pairs (audit reference, a mapping or an :class:`hsaudit.experiments.cebere.plan.AuditRef`, with
+            ``adversary``, ``rep``, ``key`` and every name in ``ref_columns``; its audit table).
         ref_columns: further reference fields to carry as columns, after ``key`` (e.g. ``model``, ``clip_norm``
             for the CIFAR-10 figures). None by default (the Housing tables).
 
@@ -125,24 +141,19 @@ def audit_facts(table: pd.DataFrame) -> dict[str, Any]:
     return facts
 
 
-def plot_housing_figure(
-    table: pd.DataFrame,
-    pdf_path: str | os.PathLike,
-    csv_path: str | os.PathLike,
-    *,
-    figure: str,
-    scale: str,
-    code_version: str = "",
-    hyper: Mapping[str, Any] | None = None,
-) -> pd.DataFrame:
+def plot_housing(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
     """Plot ε̂ against the step (mean ± sd over repetitions, one series per adversary) and the upper bound.
 
-    Writes ``pdf_path`` (footer: scale, R, repetitions, audit mode, the DP-SGD hyper-parameters) and
-    ``csv_path`` (the tidy ``table``, every plotted number: per-repetition ε̂ and the bound, from which the means
-    and sds follow; plus one column per hyper-parameter). Both atomically.
+    Writes ``pdf`` (footer: scale, R, repetitions, audit mode, the DP-SGD hyper-parameters) and ``csv`` (the tidy
+    ``table``, every plotted number: per-repetition ε̂ and the bound, from which the means and sds follow; plus one
+    column per hyper-parameter). Both atomically.
 
-    ``hyper``: the figure's DP-SGD values (``lr``, ``batch_size``, ``noise_multiplier``, ``clip_norm``, ``period``,
-    ``steps``), so that two runs with different η say so on the page and in the CSV.
+    Args:
+        table: a :func:`figure_table`.
+        pdf, csv: the outputs.
+        facts: ``figure`` (its title), ``scale``, ``code_version`` (footer; optional) and ``hyper``, the figure's
+            DP-SGD values (``lr``, ``batch_size``, ``noise_multiplier``, ``clip_norm``, ``period``), so that two
+            runs with different η say so on the page and in the CSV.
 
     Returns:
         The per-step summary that was plotted (:func:`summarise`).
@@ -151,18 +162,19 @@ def plot_housing_figure(
     from hsaudit.util.io import write_csv_atomic
 
     if table.empty:
-        raise ValueError("plot_housing_figure needs a non-empty table")
+        raise ValueError("plot_housing needs a non-empty table")
+    figure, scale = facts["figure"], facts["scale"]
     summary = summarise(table)
     fig, axes = new_figure(1, 1, width=4.8, height=3.4)
     ax = axes[0][0]
     plot_housing_panel(ax, table, summary, title=FIGURE_TITLES.get(figure, figure))
     ax.legend(frameon=False, loc="upper left")
-    hyper = dict(hyper or {})
+    hyper = dict(facts.get("hyper") or {})
     symbols = {"lr": "η", "batch_size": "B", "noise_multiplier": "σ", "clip_norm": "C", "period": "k"}
-    facts = {symbols[k]: f"{v:g}" for k, v in hyper.items() if k in symbols}
-    footer = footer_text(scale=scale, **audit_facts(table), **facts, code_version=code_version)
-    write_csv_atomic(table.assign(**hyper, scale=scale), csv_path)
-    save(fig, pdf_path, footer=footer)
+    shown = {symbols[k]: f"{v:g}" for k, v in hyper.items() if k in symbols}
+    footer = footer_text(scale=scale, **audit_facts(table), **shown, code_version=facts.get("code_version", ""))
+    write_csv_atomic(table.assign(**hyper, scale=scale), csv)
+    save(fig, pdf, footer=footer)
     return summary
 
 

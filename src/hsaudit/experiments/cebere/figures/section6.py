@@ -1,6 +1,6 @@
 """Figures of the Section 6 process of Cebere et al.: fig3, fig14, fig6b, fig6c and fig10.
 
-Each ``plot_*`` function takes a tidy DataFrame (built by the workflow from :mod:`hsaudit.experiments.cebere.section6.records`
+Each ``plot_*`` function is ``fn(table, *, pdf, csv, facts)``: it takes a tidy DataFrame (built by the workflow from :mod:`hsaudit.experiments.cebere.section6.records`
 records), writes ``figN.pdf`` through :func:`hsaudit.experiments.plotting.save` (atomic, provenance footer) and
 ``figN.csv`` with every plotted number through :func:`hsaudit.util.io.write_csv_atomic`, and returns the CSV
 table. Conventions: ε at δ = 1e−5 unless the data say otherwise; "ε̂" is the GDP audit of the Monte Carlo
@@ -133,21 +133,15 @@ def _ratio_table(summary: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def plot_fig3(
-    table: pd.DataFrame,
-    *,
-    panel_sigmas: Sequence[float],
-    pdf: str,
-    csv: str,
-    facts: Mapping,
-) -> pd.DataFrame:
-    """Fig. 3 of Cebere et al.: (a) ε̂ vs t for σ ∈ ``panel_sigmas``, one line per B (mean ± sd over the
+def plot_fig3(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> pd.DataFrame:
+    """Fig. 3 of Cebere et al.: (a) ε̂ vs t for σ ∈ ``facts["panel_sigmas"]``, one line per B (mean ± sd over the
     repetitions, exact ε dashed, upper bound); (b) heatmap of ε̂_{t=T}/ε̂_{t=1} (rows σ, columns B).
 
     The first rule of ``table`` is plotted; a second rule (``literal``) gets a small panel of its own at the
     first panel σ. Returns the CSV table: the per-repetition rows (``panel`` = "a") and the heatmap cells
     (``panel`` = "b", columns ratio / ratio_exact).
     """
+    panel_sigmas: Sequence[float] = facts["panel_sigmas"]
     rules = list(dict.fromkeys(table["rule"]))
     primary = rules[0]
     summary = _summary(table)
@@ -219,11 +213,11 @@ def plot_fig14(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> pd
     return table
 
 
-def plot_fig6b(trade: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> pd.DataFrame:
+def plot_fig6b(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> pd.DataFrame:
     """Fig. 6b of Cebere et al.: empirical trade-off curves of A_S^{h*} (FNR vs FPR over all thresholds) per
     B against the Gaussian fit G_μ̂(α) = Φ(Φ⁻¹(1 − α) − μ̂), with the exact trade-off curve of the last
-    iterate. Returns the CSV table (``trade`` itself)."""
-    batches = sorted(trade["batch_size"].unique())
+    iterate. Returns the CSV table (``table`` itself)."""
+    batches = sorted(table["batch_size"].unique())
     ncols = min(3, len(batches))
     nrows = int(np.ceil(len(batches) / ncols))
     fig, axes = plotting.figure(ncols=ncols, nrows=nrows, height=2.4 * nrows + 0.5)
@@ -235,7 +229,7 @@ def plot_fig6b(trade: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> pd
     }
     for k, b in enumerate(batches):
         ax = flat[k]
-        sub = trade[trade["batch_size"] == b]
+        sub = table[table["batch_size"] == b]
         for name, style in styles.items():
             cur = sub[sub["curve"] == name]
             ax.plot(cur["fpr"], cur["fnr"], **style)
@@ -264,17 +258,17 @@ def plot_fig6b(trade: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> pd
         ins.set_ylabel("log(TPR/FPR)", fontsize=5, labelpad=1)
     for ax in flat[len(batches) :]:
         ax.axis("off")
-    row = trade.iloc[0]
+    row = table.iloc[0]
     plotting.save(
         fig,
         pdf,
-        footer=plotting.footer_text(**_provenance(facts, trade), σ=row["sigma"], t=int(row["step"])),
+        footer=plotting.footer_text(**_provenance(facts, table), σ=row["sigma"], t=int(row["step"])),
     )
-    write_csv_atomic(trade, csv)
-    return trade
+    write_csv_atomic(table, csv)
+    return table
 
 
-def plot_fig6c(search: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> pd.DataFrame:
+def plot_fig6c(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> pd.DataFrame:
     """Fig. 6c (App. F) of Cebere et al.: the T = 2 threshold search vs h* = C/2 vs the upper bound.
 
     Top row (one panel per B): ε̂ against σ for the search (max over the α grid, per repetition, then mean ±
@@ -282,11 +276,11 @@ def plot_fig6c(search: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> p
     ε(h) / ε(h*) against h/C for every σ, to show where the maximum lies. Returns the CSV table (one row per
     candidate and repetition plus the per-(σ, B) summary rows with ``candidate`` = "search-max").
     """
-    batches = sorted(search["batch_size"].unique())
+    batches = sorted(table["batch_size"].unique())
     fig, axes = plotting.figure(ncols=len(batches), nrows=2, height=5.6)
     rows = []
     for k, b in enumerate(batches):
-        sub = search[search["batch_size"] == b]
+        sub = table[table["batch_size"] == b]
         per_rep_max = sub[sub["candidate"] == "grid"].groupby(["sigma", "rep"])["epsilon_audit"].max()
         best = per_rep_max.groupby("sigma").agg(["mean", "std"])
         hstar = (
@@ -295,7 +289,7 @@ def plot_fig6c(search: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> p
             .agg(mean=("epsilon_audit", "mean"), std=("epsilon_audit", "std"), exact=("epsilon_exact", "first"))
         )
         sig = best.index.to_numpy()
-        delta = float(search["delta"].iloc[0])
+        delta = float(table["delta"].iloc[0])
         upper = [upper_bound_epsilon(sigma=s, delta=delta) for s in sig]
         ax = axes[0][k]
         ax.plot(sig, upper, **plotting.UPPER_BOUND_STYLE, marker="_", ms=8, label="upper bound")
@@ -379,8 +373,8 @@ def plot_fig6c(search: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> p
                     ),
                 }
             )
-    plotting.save(fig, pdf, footer=plotting.footer_text(**_provenance(facts, search)))
-    out = pd.concat([search, pd.DataFrame(rows)], ignore_index=True, sort=False)
+    plotting.save(fig, pdf, footer=plotting.footer_text(**_provenance(facts, table)))
+    out = pd.concat([table, pd.DataFrame(rows)], ignore_index=True, sort=False)
     write_csv_atomic(out, csv)
     return out
 
@@ -411,14 +405,14 @@ def landscape_table(
     return pd.concat(frames, ignore_index=True)
 
 
-def plot_fig10(land: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> pd.DataFrame:
+def plot_fig10(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> pd.DataFrame:
     """Fig. 10 of Cebere et al.: the per-sample loss landscape of A_S^{h*} (C = 1): gradient descent on it moves
-    θ away from h* (divergent rule; the literal reading gives the valley drawn thin). Returns ``land``."""
-    rules = list(dict.fromkeys(land["rule"]))
+    θ away from h* (divergent rule; the literal reading gives the valley drawn thin). Returns ``table``."""
+    rules = list(dict.fromkeys(table["rule"]))
     fig, axes = plotting.figure(ncols=1, nrows=1, width=4.2, height=3.0)
     ax = axes[0][0]
     for i, rule in enumerate(rules):
-        cur = land[land["rule"] == rule]
+        cur = table[table["rule"] == rule]
         ax.plot(
             cur["theta"],
             cur["loss"],
@@ -427,13 +421,13 @@ def plot_fig10(land: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> pd.
             ls="-" if i == 0 else "--",
             label=f"ℓ(θ), {rule} rule",
         )
-    h = float(land["switch_point"].iloc[0])
+    h = float(table["switch_point"].iloc[0])
     ax.axvline(h, color="0.4", lw=0.8, ls=":")
     ax.text(h, ax.get_ylim()[1], " h* = C/2", va="top", fontsize=7, color="0.3")
     ax.set_xlabel("θ")
     ax.set_ylabel("loss ℓ(θ)")
     twin = ax.twinx()
-    cur = land[land["rule"] == rules[0]]
+    cur = table[table["rule"] == rules[0]]
     twin.fill_between(
         cur["theta"],
         cur["density_not_inserted"],
@@ -456,6 +450,6 @@ def plot_fig10(land: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> pd.
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = twin.get_legend_handles_labels()
     ax.legend(h1 + h2, l1 + l2, frameon=False, fontsize=6.5, loc="lower left")
-    plotting.save(fig, pdf, footer=plotting.footer_text(**_provenance(facts), σ=land["sigma"].iloc[0]))
-    write_csv_atomic(land, csv)
-    return land
+    plotting.save(fig, pdf, footer=plotting.footer_text(**_provenance(facts), σ=table["sigma"].iloc[0]))
+    write_csv_atomic(table, csv)
+    return table

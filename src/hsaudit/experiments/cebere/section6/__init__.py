@@ -6,11 +6,13 @@ Modules (docs/section6.md):
   Carlo of one world with its noise streams.
 - :mod:`hsaudit.experiments.cebere.section6.exact` — the exact law by density propagation, the exact privacy profile, ε, the
   R → ∞ audit limit, the exact trade-off curve and the accounting upper bound.
-- :mod:`hsaudit.experiments.cebere.section6.experiments` — audits of every step (fig3, fig14) and the threshold search (fig6c).
+- :mod:`hsaudit.experiments.cebere.section6.audit` — audits of every step (fig3, fig14) and the threshold search (fig6c).
 - :mod:`hsaudit.experiments.cebere.section6.records` — tidy records for the workflow (fig3/fig14 audits, exact ε, fig6b curves).
 
 The audits are those of :mod:`hsaudit.audit` (the two-sample GDP audit with precomputed Clopper–Pearson tables,
-:func:`hsaudit.audit.gdp_audit_two_sample`, re-exported here). The config cross-checks of the ``section6`` section are :func:`hsaudit.experiments.cebere.section6.experiments.check_section6_config`.
+:func:`hsaudit.audit.gdp_audit_two_sample`, re-exported here). The section's plan (its values and cross-key checks)
+is :func:`hsaudit.experiments.cebere.plan.plan_section6`; its figures are
+:mod:`hsaudit.experiments.cebere.figures.section6`.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from hsaudit.experiments.cebere.section6.exact import (
     threshold_mu_limit,
     upper_bound_epsilon,
 )
-from hsaudit.experiments.cebere.section6.experiments import alpha_grid, audit_process, switch_points, threshold_search
+from hsaudit.experiments.cebere.section6.audit import alpha_grid, audit_process, switch_points, threshold_search
 from hsaudit.experiments.cebere.section6.process import RULES, Process, iter_scores, loss_landscape, simulate_scores, world_rng
 from hsaudit.experiments.cebere.section6.records import audit_records, exact_records, tradeoff_records
 

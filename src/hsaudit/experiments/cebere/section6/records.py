@@ -16,7 +16,7 @@ from hsaudit.audit.auditor import Auditor, Paper
 from hsaudit.audit.tradeoff import empirical_tradeoff
 from hsaudit.audit.two_sample import GdpTables, gdp_tables
 from hsaudit.experiments.cebere.section6.exact import exact_epsilon, exact_epsilon_curve, exact_laws, exact_tradeoff, upper_bound_epsilon
-from hsaudit.experiments.cebere.section6.experiments import audit_process
+from hsaudit.experiments.cebere.section6.audit import audit_process
 from hsaudit.experiments.cebere.section6.process import Process, simulate_scores, world_rng
 
 

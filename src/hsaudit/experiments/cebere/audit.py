@@ -1,8 +1,9 @@
-"""Tables of the trained-model experiments: gathered scores, per-step audits, canary gradient norms, Table 2.
+"""The audit side of the trained-model experiments: gathered scores, per-step audits, canary gradient norms.
 
 Cebere et al. (2025) Algorithm 4 / Appendix A audit every recorded step of a population's scores. These
-functions are what the scores, audit and table jobs run; they are apart from :mod:`hsaudit.experiments.cebere.plan`
-(what training needs) so that editing an estimator or a table never changes a training job's code version.
+functions are what the scores and audit jobs run (they import the audit and accounting layers only), apart from
+the training side (:mod:`hsaudit.experiments.cebere.train`) so that editing an estimator or a table never changes a
+training job's code version.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import pandas as pd
 
 from hsaudit.accounting.gaussian import gdp_epsilon, gdp_mu
 from hsaudit.audit.auditor import Auditor, rule_from_mode
-
 
 
 def scores_table(shard_paths: Sequence[str | os.PathLike]) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Experiments on the Section 6 process: the audit of every step (fig3, fig14) and the threshold search (fig6c).
+"""The audit side of the Section 6 process: the audit of every step (fig3, fig14) and the threshold search (fig6c).
 
 :func:`audit_process` simulates both worlds and audits θ_t at every step (Cebere et al. Section 6, Algorithm 4);
 :func:`threshold_search` is the T = 2 search over switch points of App. F (Algorithm 5), with the exact ε of
@@ -183,32 +183,3 @@ def threshold_search(
                 }
             )
     return records
-
-
-def check_section6_config(section: dict) -> None:
-    """Cross-key checks of the ``section6`` config section that the JSON schema cannot express.
-
-    Called by ``workflow/rules/cebere.smk`` before any job is planned (docs/section6.md).
-
-    Args:
-        section: the resolved ``section6`` section (scale preset merged in).
-
-    Raises:
-        ValueError: naming the offending key (e.g. a panel σ that is not simulated).
-    """
-    sigmas = [float(s) for s in section["sigmas"]]
-    search_sigmas = section["threshold_search"]["sigmas"]
-    for key, values in (("section6.sigmas", sigmas), ("section6.threshold_search.sigmas", search_sigmas)):
-        for s in values:
-            if not re.fullmatch(r"\d+(\.\d+)?", f"{float(s):g}"):
-                raise ValueError(f"{key}: {s} cannot be written as a plain decimal (use e.g. 0.5, 2, 7.25)")
-    for s in section["panel_sigmas"]:
-        if float(s) not in sigmas:
-            raise ValueError(f"section6.panel_sigmas: {s} is not one of section6.sigmas {section['sigmas']}")
-    if section["tradeoff"]["step"] > section["steps"]:
-        raise ValueError(
-            f"section6.tradeoff.step: {section['tradeoff']['step']} exceeds section6.steps = {section['steps']}"
-        )
-    lo, hi = section["landscape"]["range"]
-    if not lo < hi:
-        raise ValueError(f"section6.landscape.range: need low < high, got {section['landscape']['range']}")

@@ -1,4 +1,5 @@
-"""Audits in one training run on Cebere et al.'s settings: plan, canaries, bits, training, table and figure."""
+"""Audits in one training run on Cebere et al.'s settings (hsaudit.experiments.one_run): plan, canaries, bits,
+training, table and figure."""
 
 from __future__ import annotations
 
@@ -12,15 +13,12 @@ import yaml
 from conftest import REPO, check_pdf, housing_like
 from hsaudit.engine.dpsgd import DPSGDConfig, make_setup
 from hsaudit.engine.models import model_spec
-from hsaudit.experiments.cebere.one_run import (
-    Canaries,
-    canary_bits,
-    craft_canaries,
-    plan_one_run,
-    train_one_run_shard,
-)
-from hsaudit.experiments.cebere.one_run_tables import COLUMNS, METHODS, guess_sizes, one_run_table
-from hsaudit.experiments.cebere.plan import plan_housing
+from hsaudit.experiments.cebere.plan import plan as cebere_plan
+from hsaudit.experiments.cebere.train.adversaries import craft
+from hsaudit.experiments.one_run.audit import COLUMNS, METHODS, guess_sizes, one_run_table
+from hsaudit.experiments.one_run.figures import FIGURES
+from hsaudit.experiments.one_run.plan import plan
+from hsaudit.experiments.one_run.train import Canaries, canary_bits, craft_canaries, train_one_run_shard
 from hsaudit.pipeline.config import resolve_scale
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -31,31 +29,42 @@ KW = {"variant": "8-3-8-1"}
 
 @pytest.fixture(scope="module")
 def config() -> dict:
-    return yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    return resolve_scale({**yaml.safe_load((REPO / "config" / "config.yaml").read_text()), "seed": SEED})
+
+
+def one_run_plan(config: dict, one_run: dict | None = None):
+    """The one-run plan as the rules build it: from the config and Cebere et al.'s plan's base audits."""
+    config = {**config, "one_run": one_run or config["one_run"]}
+    return plan(config, populations=cebere_plan(config).base)
 
 
 def test_plan_shares_the_population_audit_with_fig1c(config):
-    plans = plan_one_run(config["one_run"], {"housing": config["housing"], "cifar10": config["cifar10"]}, seed=SEED)
-    spec = plans["housing"]
-    fig1c = {r.key for r in plan_housing(config["housing"], seed=SEED).figures["fig1c"]
-             if r.adversary == "gc_r" and r.rep == 0}
-    assert fig1c == {spec.population_key}
-    assert spec.params["setup_key"] == spec.population_params["setup_key"]
+    spec = one_run_plan(config).audits["housing"]
+    cebere = cebere_plan(config).datasets["housing"]
+    fig1c = {r.root for r in cebere.figures["fig1c"] if r.adversary == "gc_r" and r.rep == 0}
+    assert fig1c == {spec.population.root}
+    assert spec.params["setup_key"] == spec.population.params["setup_key"]
+    assert spec.population_tables() == [f"{spec.population.root}/R{r}-s{cebere.values['fig1c'][0]['shard_size']}"
+                                        f"/epsilon.csv" for r in spec.population_runs]
     # The key covers m and the coordinate rule, not the number of models or the population's R.
     section = copy.deepcopy(config["one_run"])
     section["housing"]["canaries"] = spec.canaries - 1
-    assert plan_one_run(section, {"housing": config["housing"]}, seed=SEED)["housing"].key != spec.key
+    assert one_run_plan(config, section).audits["housing"].key != spec.key
     section = copy.deepcopy(config["one_run"])
     section["housing"]["models"] = [1, 2]
-    section["housing"]["population_runs"] = [500]
-    assert plan_one_run(section, {"housing": config["housing"]}, seed=SEED)["housing"].key == spec.key
+    section["housing"]["population_runs"] = [section["housing"]["population_runs"][0]]
+    assert one_run_plan(config, section).audits["housing"].key == spec.key
 
 
 @pytest.mark.parametrize("scale", ["paper", "laptop", "smoke"])
 def test_every_scale_plans(config, scale):
     resolved = resolve_scale({**config, "scale": scale})
-    plans = plan_one_run(resolved["one_run"], {f: resolved[f] for f in ("housing", "cifar10")}, seed=SEED)
-    assert set(plans) == set(resolved["one_run"]["families"])
+    planned = one_run_plan(resolved)
+    assert set(planned.audits) == set(resolved["one_run"]["families"])
+    # One population of one-run models and the compared population per dataset, the latter with Cebere's root.
+    roots = {p.root for p in planned.populations}
+    assert roots == {a.root for a in planned.audits.values()} | {a.population.root for a in planned.audits.values()}
+    assert [t.id for t in planned.targets] == ["one_run/fig1"] and set(FIGURES) == {"one_run/fig1"}
 
 
 @pytest.mark.parametrize(
@@ -72,11 +81,11 @@ def test_plan_refuses_bad_values_naming_the_key(config, change, needle):
     for k, v in change.items():
         section[k] = {**section[k], **v} if isinstance(v, dict) else v
     with pytest.raises(ValueError, match=needle):
-        plan_one_run(section, {"housing": config["housing"]}, seed=SEED)
+        one_run_plan(config, section)
 
 
 def test_bits_are_fair_independent_and_per_model():
-    bits = canary_bits(seed=SEED, key="k", models=range(400), canaries=50)
+    bits = canary_bits(seed=SEED, key="k", models=range(400), canaries=50, dataset="housing")
     assert bits.shape == (400, 50)
     # Inclusion rate ½ per canary (20,000 draws: sd 0.0035) and per model.
     assert abs(bits.mean() - 0.5) < 0.015
@@ -86,7 +95,8 @@ def test_bits_are_fair_independent_and_per_model():
     off = corr[~np.eye(50, dtype=bool)]
     assert abs(off.mean()) < 0.01 and np.abs(off).max() < 0.25
     # Model i's bits do not depend on the shard it is drawn in.
-    np.testing.assert_array_equal(bits[100:110], canary_bits(seed=SEED, key="k", models=range(100, 110), canaries=50))
+    np.testing.assert_array_equal(bits[100:110], canary_bits(seed=SEED, key="k", models=range(100, 110), canaries=50,
+                                                                dataset="housing"))
 
 
 def test_canaries_gradients_and_validation():
@@ -104,12 +114,17 @@ def test_craft_canaries_distinct_coordinates(rule):
     X, y = housing_like(100, 0)
     cfg = DPSGDConfig(steps=3, batch_size=10, lr=0.1, clip_norm=1.0, noise_multiplier=1.0)
     setup = make_setup(spec=model_spec("fcnn", **KW), n_train=100, config=cfg, seed=1)
-    c = craft_canaries(rule, canaries=20, model="fcnn", model_kwargs=KW, X=X, y=y, setup=setup, config=cfg, seed=3)
+    training = dict(model="fcnn", model_kwargs=KW, X=X, y=y, setup=setup, config=cfg, seed=3)
+    # least_moving ranks by A_GC-S Noiseless-PS's simulation, as the crafting job does.
+    ranking = craft("gc_s_noiseless_ps", **training, simulations=1).ranking if rule == "least_moving" else None
+    c = craft_canaries(rule, canaries=20, ranking=ranking, **training)
     assert c.m == 20 and np.unique(c.coordinates).size == 20 and c.coordinates.max() < 68
     if rule == "least_moving":
         assert c.ranking[c.coordinates].max() <= np.delete(c.ranking, c.coordinates).min()
+        with pytest.raises(ValueError, match="ranking"):
+            craft_canaries(rule, canaries=20, **training)
     with pytest.raises(ValueError, match="canaries"):
-        craft_canaries(rule, canaries=69, model="fcnn", model_kwargs=KW, X=X, y=y, setup=setup, config=cfg, seed=3)
+        craft_canaries(rule, canaries=69, ranking=ranking, **training)
 
 
 def test_training_scores_the_included_canaries_higher_and_splits_by_model():
@@ -117,7 +132,7 @@ def test_training_scores_the_included_canaries_higher_and_splits_by_model():
     cfg = DPSGDConfig(steps=8, batch_size=20, lr=0.5, clip_norm=1.0, noise_multiplier=0.5)
     setup = make_setup(spec=model_spec("fcnn", **KW), n_train=200, config=cfg, seed=1)
     c = craft_canaries("random", canaries=30, model="fcnn", model_kwargs=KW, X=X, y=y, setup=setup, config=cfg, seed=2)
-    bits = canary_bits(seed=SEED, key="t", models=range(6), canaries=30)
+    bits = canary_bits(seed=SEED, key="t", models=range(6), canaries=30, dataset="housing")
     kw = dict(model="fcnn", model_kwargs=KW, X=X, y=y, setup=setup, config=cfg, canaries=c, noise_key=9)
     scores = train_one_run_shard(bits=bits, **kw)
     assert scores.shape == (6, 30)
@@ -138,7 +153,7 @@ def test_table_columns_methods_and_monotone_compute():
     rng = np.random.default_rng(0)
     bits = rng.integers(0, 2, (8, 50))
     scores = rng.standard_normal((8, 50)) + 3.0 * bits
-    table = one_run_table(family="housing", bits=bits, scores=scores,
+    table = one_run_table(dataset="housing", bits=bits, scores=scores,
                           population=[_population_table(20, 1.0), _population_table(40, 1.5)],
                           models=[1, 2, 4, 8], steps=2, guess_fractions=[0.1, 0.5], delta=1e-5, confidence=0.95,
                           coordinates="random")
@@ -165,15 +180,13 @@ def test_guess_sizes():
 
 
 def test_figure_writes_pdf_and_csv(tmp_path):
-    from hsaudit.experiments.cebere.figures.one_run import plot_one_run_figure
-
     rng = np.random.default_rng(1)
     bits = rng.integers(0, 2, (4, 20))
-    table = one_run_table(family="housing", bits=bits, scores=rng.standard_normal((4, 20)) + bits,
+    table = one_run_table(dataset="housing", bits=bits, scores=rng.standard_normal((4, 20)) + bits,
                           population=[_population_table(20, 1.0)], models=[1, 2, 4], steps=2,
                           guess_fractions=[0.5], delta=1e-5, confidence=0.95, coordinates="random")
-    plot_one_run_figure(table, tmp_path / "fig1.pdf", tmp_path / "fig1.csv", scale="smoke",
-                        data_sources={"housing": "housing:local"}, code_version="abc")
+    FIGURES["one_run/fig1"](table, pdf=tmp_path / "fig1.pdf", csv=tmp_path / "fig1.csv",
+                            facts={"scale": "smoke", "data_sources": {"housing": "housing:local"}, "code_version": "abc"})
     check_pdf(tmp_path / "fig1.pdf")
     csv = pd.read_csv(tmp_path / "fig1.csv")
     assert {"method", "models", "model_steps", "epsilon", "scale", "data_source"} <= set(csv.columns)

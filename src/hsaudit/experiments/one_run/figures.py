@@ -1,20 +1,20 @@
 """``results/one_run/fig1.pdf``: audits in one training run against population audits of the same DP-SGD
 configuration (docs/one_run.md).
 
-One panel per audited family (Housing FCNN, CIFAR-10 ConvNet): ε̂ (δ of the audit) against the compute in
-model-steps on a log axis, one series per method (:data:`hsaudit.experiments.cebere.one_run_tables.METHODS`), and the
+One panel per audited dataset (Housing FCNN, CIFAR-10 ConvNet): ε̂ (δ of the audit) against the compute in
+model-steps on a log axis, one series per method (:data:`hsaudit.experiments.one_run.audit.METHODS`), and the
 configuration's μ-GDP upper bound as a reference line. The CSV holds every point
-(:data:`hsaudit.experiments.cebere.one_run_tables.COLUMNS`, plus the scale and data source).
+(:data:`hsaudit.experiments.one_run.audit.COLUMNS`, plus the scale and data source).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pandas as pd
 
-from hsaudit.experiments.cebere.one_run_tables import METHODS
+from hsaudit.experiments.one_run.audit import METHODS
 
 PANEL_TITLES = {"housing": "FCNN on Housing", "cifar10": "ConvNet on CIFAR-10"}
 METHOD_STYLES = {
@@ -25,30 +25,22 @@ METHOD_STYLES = {
 }
 
 
-def plot_one_run_figure(
-    table: pd.DataFrame,
-    pdf_path: str | os.PathLike,
-    csv_path: str | os.PathLike,
-    *,
-    scale: str,
-    data_sources: Mapping[str, str],
-    code_version: str = "",
-) -> None:
-    """Plot ε̂ against model-steps per family and write the PDF and the CSV (both atomically).
+def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
+    """Plot ε̂ against model-steps per audited dataset and write the PDF and the CSV (both atomically).
 
     Args:
-        table: the families' :func:`hsaudit.experiments.cebere.one_run_tables.one_run_table` stacked.
-        pdf_path, csv_path: outputs.
-        scale: the scale preset (footer, CSV).
-        data_sources: family -> data source (e.g. ``housing:local``), for the footer and the CSV.
-        code_version: the figure job's code version (footer).
+        table: the datasets' :func:`hsaudit.experiments.one_run.audit.one_run_table` stacked.
+        pdf, csv: outputs.
+        facts: ``scale`` (footer, CSV), ``data_sources`` (dataset -> data source, e.g. ``housing:local``, for the
+            footer and the CSV), ``code_version`` (footer; optional).
     """
     from hsaudit.experiments.plotting import UPPER_BOUND_STYLE, footer_text, save
     from hsaudit.experiments.plotting import figure as new_figure
     from hsaudit.util.io import write_csv_atomic
 
     if table.empty:
-        raise ValueError("plot_one_run_figure needs a non-empty table")
+        raise ValueError("plot_fig1 needs a non-empty table")
+    scale, data_sources = facts["scale"], facts["data_sources"]
     families = list(dict.fromkeys(table["family"]))
     fig, axes = new_figure(len(families), 1, width=4.6 * len(families), height=3.6)
     for ax, family in zip(axes[0], families):
@@ -81,9 +73,13 @@ def plot_one_run_figure(
         m=[int(v) for v in table["canaries_per_model"].unique()],
         M=[int(v) for v in one["models"].unique()],
         coordinates=list(table["coordinates"].unique()),
-        code_version=code_version,
+        code_version=facts.get("code_version", ""),
     )
     write_csv_atomic(
-        table.assign(scale=scale, data_source=table["family"].map(lambda f: data_sources.get(f, f))), csv_path
+        table.assign(scale=scale, data_source=table["family"].map(lambda f: data_sources.get(f, f))), csv
     )
-    save(fig, pdf_path, footer=footer)
+    save(fig, pdf, footer=footer)
+
+
+FIGURES: dict[str, Callable[..., object]] = {"one_run/fig1": plot_fig1}
+"""Figure id → the function that draws it (``fn(table, *, pdf, csv, facts)``)."""

@@ -1,13 +1,13 @@
 """The audit table of the one-run study: audits in one training run against population audits of the same DP-SGD
 configuration, with the compute of each (docs/one_run.md).
 
-For every number of models M (:class:`hsaudit.experiments.cebere.one_run.OneRunFamily`): the M·m canaries of the first
+For every number of models M (:class:`hsaudit.experiments.one_run.plan.OneRunAudit`): the M·m canaries of the first
 M models are pooled (each included independently with probability ½, so the pool is one "run" of M·m canaries in
 the sense of Steinke et al. 2023) and audited with both one-run bounds — the counting bound
 (:func:`hsaudit.audit.one_run.one_run_audit`) and the f-DP (μ-GDP) bound of Mahloujifar et al. 2024
 (:func:`hsaudit.audit.one_run_fdp.one_run_fdp_audit`) — each the best of a few guess sizes paid for with Bonferroni
 (:func:`hsaudit.audit.one_run.one_run_audit_search`). Beside them, the population audit of A_GC-R (one canary,
-R models, half inserted) at its last step, from the per-step audit tables of :func:`hsaudit.experiments.cebere.tables.audit_table`
+R models, half inserted) at its last step, from the per-step audit tables of :func:`hsaudit.experiments.cebere.audit.audit_table`
 (the project's auditor, :class:`hsaudit.audit.auditor.Auditor`, under the configured threshold rule): its GDP ε̂
 and its assumption-free (ε, δ) bound from the same Clopper–Pearson bounds.
 
@@ -153,7 +153,7 @@ def population_rows(tables: Sequence[pd.DataFrame], *, steps: int) -> list[dict]
 
 def one_run_table(
     *,
-    family: str,
+    dataset: str,
     bits: np.ndarray,
     scores: np.ndarray,
     population: Sequence[pd.DataFrame],
@@ -164,12 +164,12 @@ def one_run_table(
     confidence: float,
     coordinates: str,
 ) -> pd.DataFrame:
-    """Every point of one family: the one-run bounds for each M and the population audits for each R.
+    """Every point of one dataset: the one-run bounds for each M and the population audits for each R.
 
     Args:
-        family: the config section audited (``housing``, ``cifar10``).
+        dataset: the config section audited (``housing``, ``cifar10``; the table's ``family`` column).
         bits, scores: ``[models, m]`` of the one-run models (:func:`load_one_run_shards`; higher score ⇒ included).
-        population: the population audit's per-step tables (:func:`hsaudit.experiments.cebere.tables.audit_table`), one
+        population: the population audit's per-step tables (:func:`hsaudit.experiments.cebere.audit.audit_table`), one
             per R; their ``epsilon_upper`` (the μ-GDP bound of the configuration) fills the column for every row.
         models: the M of the one-run points.
         steps: T.
@@ -188,7 +188,7 @@ def one_run_table(
     upper = pop[0]["epsilon_upper"]
     frame = pd.DataFrame(rows + pop)
     frame["epsilon_upper"] = upper
-    frame["family"] = family
+    frame["family"] = dataset
     frame["steps"] = int(steps)
     frame["canaries_per_model"] = int(np.asarray(bits).shape[1])
     frame["coordinates"] = coordinates
@@ -211,7 +211,7 @@ def summary_lines(table: pd.DataFrame) -> list[str]:
 
 
 def stack_tables(tables: Mapping[str, pd.DataFrame] | Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """The figure's table: the families' tables one under the other."""
+    """The figure's table: the datasets' tables one under the other."""
     frames = list(tables.values()) if isinstance(tables, Mapping) else list(tables)
     if not frames:
         raise ValueError("stack_tables needs at least one table")

@@ -20,6 +20,7 @@ A_GC-S variants (Appendix C, Algorithm 3), r simulations of training from the kn
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from collections.abc import Callable
@@ -28,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from hsaudit.util.io import atomic_savez
+from hsaudit.util.io import atomic_savez, write_text_atomic
 from hsaudit.engine.models import build_model, count_parameters, num_classes, parameter_at
 from hsaudit.engine.noise import CounterNoise
 from hsaudit.engine.models import model_spec
@@ -239,6 +240,12 @@ def save_crafted(crafted: Crafted, path: str | os.PathLike) -> None:
         if value is not None:
             arrays[key] = np.asarray(value)
     atomic_savez(path, arrays)
+
+
+def write_params_json(params: dict, path: str | os.PathLike, **extra: object) -> None:
+    """Write ``params`` (plus ``extra`` entries, e.g. the key) as indented JSON, atomically: what a crafting job
+    ran with, beside its crafted object."""
+    write_text_atomic(path, json.dumps({**extra, **params}, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def crafted_coordinate(path: str | os.PathLike, model: str, model_kwargs: dict | None = None) -> dict[str, object]:
