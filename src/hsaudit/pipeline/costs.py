@@ -115,17 +115,12 @@ CALIBRATION: tuple[Calibration, ...] = (
         "--opacus-models 0 --steps 1 --repeats 3 --threads 1 (2026-11-25; population 4; load 0.8-1.0)", "measured",
     ),
     # Steinke et al. Table 1's causal LM, per example (batch 1) of LM_REFERENCE_TOKENS tokens for a model of
-    # LM_REFERENCE_PARAMETERS parameters (Gemma 2 2B); a population scales it by its parameters x block size
-    # (Population.cost_factor). FLOPs 6 x 2.6e9 x 128 = 2.0e12 per example (forward + backward). Not measured.
+    # LM_REFERENCE_PARAMETERS parameters (Gemma 2 2B; both in hsaudit.experiments.steinke.plan); a population scales
+    # it by its parameters x block size (Population.cost_factor). FLOPs 6 x 2.6e9 x 128 = 2.0e12 per example (forward + backward). Not measured.
     Calibration("causal_lm", "gpu", 1, 0.04, "derived: 2.0e12 FLOPs per example at an effective 50 TFLOP/s (estimate; "
                 "one backward pass per example in float32 is likely several times slower, docs/steinke.md)"),
     Calibration("causal_lm", "cpu", 1, 40.0, "derived: 2.0e12 FLOPs per example at 50 GFLOP/s on one core (estimate)"),
 )
-
-LM_REFERENCE_PARAMETERS = 2.6e9
-"""Parameters of the model the ``causal_lm`` calibration rows are for (Gemma 2 2B)."""
-LM_REFERENCE_TOKENS = 128
-"""Tokens per example of the ``causal_lm`` calibration rows."""
 
 PAPER_GPU_HOURS = 3500.0
 """Cebere et al., Appendix D: "totaling approximately 3500 GPU hours" (ConvNet + ResNet, T = 250/1250/6250)."""
@@ -332,94 +327,16 @@ def yoon_populations(config: Mapping[str, Any]) -> list[Population]:
 
 
 def steinke_populations(config: Mapping[str, Any]) -> list[Population]:
-    """Steinke, Nasr et al. fig2, fig4 and table2 (:mod:`hsaudit.experiments.steinke.trained`, the plans their rules run,
-    built as ``workflow/rules/common.smk`` builds them): one population of 2R models (both worlds) per plan, trained
-    for its largest T (every plotted T is read off the same models); fig4 has one per background, table2 one per
-    row, and a table2 row with fig2's values is fig2's population (listed once, with both). Poisson batches of
-    expected size B are priced at B per-sample gradients per model-step."""
-    section = config.get("steinke") or {}
-    if not section.get("fig2"):
+    """Steinke, Nasr et al. fig2, fig4, table2 and table1: the populations of the plan their rules read
+    (:func:`hsaudit.experiments.steinke.plan.plan`), one per root: 2R models (both worlds) trained for the largest T;
+    a table2 row with fig2's values is fig2's population (listed once, with both). Poisson batches of expected size
+    B are priced at B per-sample gradients per model-step; table1's language model by the size the plan assumes
+    (``steinke.table1.plan``) against the ``causal_lm`` calibration rows'."""
+    if not config.get("steinke"):
         return []
-    from hsaudit.experiments.steinke.trained import plan_fig2, plan_fig4
+    from hsaudit.experiments.steinke.plan import plan as steinke_plan
 
-    seed = int(config.get("seed", 0))
-    data = section["fig2"].get("data", {})
-    test = {**data, "train": False, "subset": data.get("test_subset")}
-    entries = []  # (figure, plan, section that holds R and resources, adversary)
-    fig2 = section["fig2"]
-    entries.append(("steinke/fig2", plan_fig2(fig2, seed=seed, data_identity=data, test_identity=test), fig2,
-                    f"Dirac gradient canary ({fig2['background']} background)"))
-    if section.get("fig4"):
-        fig4 = section["fig4"]
-        for background, plan in plan_fig4(fig4, seed=seed, data_identity=data, test_identity=test).items():
-            entries.append(("steinke/fig4", plan, fig4, f"label-flip input canary ({background} background)"))
-    if section.get("table2"):
-        t2 = section["table2"]
-        for row in t2["rows"]:
-            values = {**{k: t2[k] for k in ("model", "model_kwargs", "backend", "lr", "clip_norm", "canary_dim",
-                                             "models_per_world", "shard_size")},
-                      "background": "natural", "batch_size": row["batch_size"],
-                      "noise_multiplier": row["noise_multiplier"], "steps": [row["steps"]],
-                      "lr": row.get("lr", t2["lr"])}
-            plan = plan_fig2(values, seed=seed, data_identity=data, test_identity=test)
-            entries.append(("steinke/table2", plan, t2, "Dirac gradient canary (natural background)"))
-    rows: dict[str, dict[str, Any]] = {}
-    for figure, plan, sec, adversary in entries:
-        spec = plan["train"]
-        gpu = int((sec.get("resources") or {}).get("gpu", 0) or 0) > 0
-        r = int(sec["models_per_world"])
-        row = rows.setdefault(plan["key"], {"figures": [], "spec": spec, "gpu": gpu, "r": r, "adversary": adversary,
-                                            "shards": len(plan["shards"])})
-        if figure not in row["figures"]:
-            row["figures"].append(figure)
-        row["gpu"] |= gpu
-        row["r"], row["shards"] = max(row["r"], r), max(row["shards"], len(plan["shards"]))
-    return [
-        Population(
-            figures=tuple(row["figures"]),
-            section="steinke",
-            adversary=row["adversary"],
-            model=row["spec"]["model"],
-            models=2 * row["r"],
-            steps=int(row["spec"]["steps"]),
-            batch=int(row["spec"]["batch_size"]),
-            device="gpu" if row["gpu"] else "cpu",
-            key=("steinke", key),
-            detail=f"q=B/N B={row['spec']['batch_size']} sigma={row['spec']['noise_multiplier']:g} "
-            f"R={row['r']}/world {row['shards']} shards",
-        )
-        for key, row in rows.items()
-    ]
-
-
-def steinke_lm_populations(config: Mapping[str, Any]) -> list[Population]:
-    """Steinke et al. Table 1 (:func:`hsaudit.experiments.steinke.language.plan_table1`, the plan its rules run): one
-    population of 2R models per row, T = round(epochs·N/B) steps of expected batch B. N and the model's size are
-    known only once the data are tokenised and the model read, so the plan takes them from
-    ``steinke.table1.plan`` (examples, parameters), and the ``causal_lm`` calibration rows are scaled by
-    parameters × block size (:data:`LM_REFERENCE_PARAMETERS`, :data:`LM_REFERENCE_TOKENS`)."""
-    section = (config.get("steinke") or {}).get("table1")
-    if not section:
-        return []
-    from hsaudit.experiments.steinke.language import plan_table1
-    from hsaudit.experiments.steinke.language_audit import training_steps
-
-    n, parameters = int(section["plan"]["examples"]), float(section["plan"]["parameters"])
-    block = int(section["block_size"])
-    factor = parameters / LM_REFERENCE_PARAMETERS * block / LM_REFERENCE_TOKENS
-    gpu = int((section.get("resources") or {}).get("gpu", 0) or 0) > 0
-    out = []
-    for row in plan_table1(section, seed=int(config.get("seed", 0)))["rows"]:
-        b = int(row["train"]["batch_size"])
-        out.append(Population(
-            figures=("steinke/table1",), section="steinke", adversary="unused tokens", model="causal_lm",
-            models=2 * int(section["models_per_world"]),
-            steps=training_steps(epochs=section["epochs"], n_train=n, batch_size=b), batch=b,
-            device="gpu" if gpu else "cpu", key=("steinke-lm", row["key"]),
-            detail=f"B={b} N={n} {parameters:.2g} params {block}-token blocks (assumed: steinke.table1.plan)",
-            cost_factor=factor,
-        ))
-    return out
+    return [_from_plan(pop) for pop in steinke_plan(config).populations]
 
 
 def all_populations(config: Mapping[str, Any]) -> list[Population]:
@@ -429,7 +346,7 @@ def all_populations(config: Mapping[str, Any]) -> list[Population]:
     cebere, one_run = _cebere_plans(config)
     ours = [_from_plan(pop) for pop in cebere.populations + (one_run.populations if one_run else ())]
     merged: dict[tuple, Population] = {}
-    for pop in (ours + yoon_populations(config) + steinke_populations(config) + steinke_lm_populations(config)):
+    for pop in (ours + yoon_populations(config) + steinke_populations(config)):
         seen = merged.get(pop.key) if pop.key else None
         if seen is None:
             merged[pop.key or (id(pop),)] = pop
