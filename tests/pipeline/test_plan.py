@@ -51,7 +51,7 @@ def test_housing_populations_match_the_training_rules_plan(config):
 
     h = config["housing"]
     rules_plan = plan_dataset(h, seed=config["seed"], dataset="housing")
-    ours = [a for a in P.trained_populations(config) if a.section == "housing"]
+    ours = [a for a in P.all_populations(config, ["cebere"]) if a.section == "housing"]
     # One population per audit of the rules' plan (repetitions are separate audits there), keyed by its directory.
     assert len(ours) == len(rules_plan.audits)
     assert {a.key for a in ours} == {(f"results/housing/audits/{key}",) for key in rules_plan.audits}
@@ -66,7 +66,7 @@ def test_housing_populations_match_the_training_rules_plan(config):
 def test_per_figure_override_splits_a_shared_population(config):
     cfg = json.loads(json.dumps(config))
     cfg["housing"]["figures"]["fig7"]["lr"] = 0.01
-    gc_r = [a for a in P.trained_populations(cfg) if a.adversary == "gc_r" and a.section == "housing"]
+    gc_r = [a for a in P.all_populations(cfg, ["cebere"]) if a.adversary == "gc_r" and a.section == "housing"]
     reps = cfg["housing"]["repetitions"]
     assert sorted(a.figures for a in gc_r) == [("fig1c", "fig4")] * reps + [("fig7",)] * reps
 
@@ -93,7 +93,7 @@ def test_scale_presets_shrink_the_plan(config):
 
 
 def cifar(config, figure):
-    return [a for a in P.trained_populations(config) if a.section == "cifar10" and figure in a.figures]
+    return [a for a in P.all_populations(config, ["cebere"]) if a.section == "cifar10" and figure in a.figures]
 
 
 def test_cifar_plan_follows_the_paper(config):
@@ -109,7 +109,7 @@ def test_cifar_plan_follows_the_paper(config):
 
 def test_gpu_rows_reproduce_the_papers_total(config):
     """Cebere et al., App. D: ~3500 GPU-hours for the ConvNet/ResNet audits; our GPU rows are derived from it."""
-    audits = [a for a in P.trained_populations(config) if a.model in ("convnet", "resnet18_gn")]
+    audits = [a for a in P.all_populations(config, ["cebere"]) if a.model in ("convnet", "resnet18_gn")]
     total = sum(a.hours("gpu") for a in audits)
     assert total == pytest.approx(P.PAPER_GPU_HOURS, rel=0.01)
 

@@ -3,19 +3,12 @@
 ``hsaudit plan results/fig4.pdf`` answers "how many models, how many steps, how long?" from the *resolved*
 config (scale preset applied) and a small calibration table of seconds per model-step (:data:`CALIBRATION`).
 
-Where the experiments come from:
-
-- **Cebere et al.** (Housing: fig1c, fig4, fig7; CIFAR-10: fig1, fig2, fig5, fig6a, fig8, fig11, fig12, fig13;
-  Table 2; the Section 6 simulations) and **the one-run study** (``one_run/fig1``): the populations and targets of
-  the very plans the rules run (:func:`hsaudit.experiments.cebere.plan.plan`,
-  :func:`hsaudit.experiments.one_run.plan.plan`), so the estimate follows the config. A population that several
-  figures read (same root) is counted once in totals.
-- **Yoon et al.** (``yoon/fig2`` … ``yoon/fig8``, ``yoon/table1``, ``yoon/crafting``): the populations of the plan
-  its rules read (``populations`` of :class:`hsaudit.experiments.yoon.plan.YoonPlan`): one row per population (crafting,
-  held-out and validation populations of every run) with full-batch steps of |D| + 1 examples, plus the black-box
-  surrogates (:func:`yoon_populations`).
-- Analytic / 1-D experiments (Section 6 process, Steinke, Annamalai): no training; listed as simulations
-  (Section 6's and Annamalai's: the untrained targets of their plans).
+Where the experiments come from: the plans the rules run. Every experiment package's ``plan(config)``
+(:data:`EXPERIMENTS`, :func:`experiment_plans`) hands its populations (what is trained, keyed by the directory it
+lives in; :class:`hsaudit.experiments.plans.Population`) and its targets (figures and tables, trained or simulated)
+to both the workflow and this module, which only prices them: a population that several figures or experiments
+read (same root) is counted once in totals, and untrained targets are listed as simulations. A user's own training
+(``byo``) is listed with its models but not priced (its cost is the user's code).
 
 Cost model: seconds per model-step scale linearly with the batch size from the calibration batch; a model
 trains ``steps`` DP-SGD steps with per-sample gradients, clipping and noise. Calibration rows say whether they
@@ -226,7 +219,7 @@ def calibration(model: str, device: str, *, path: str | os.PathLike | None = Non
 
 @dataclass(frozen=True)
 class Population:
-    """One population of trained models (one adversary, one parameter set, one repetition group)."""
+    """A plan's population (:class:`hsaudit.experiments.plans.Population`) as a priced row of ``hsaudit plan``."""
 
     figures: tuple[str, ...]
     section: str
@@ -240,123 +233,77 @@ class Population:
     detail: str = ""
     cost_factor: float = 1.0  # the model's cost per example relative to its calibration row's (e.g. LM size)
 
+    @classmethod
+    def of(cls, pop: Any) -> Population:
+        """The row of a plan's population: its section is the directory below ``results/`` its root lives in,
+        its key the root."""
+        return cls(
+            figures=tuple(pop.figures),
+            section=pop.root.split("/")[1],
+            adversary=pop.role,
+            model=pop.model,
+            models=int(pop.models),
+            steps=int(pop.steps),
+            batch=int(pop.batch),
+            device="gpu" if pop.gpu else "cpu",
+            key=(pop.root,),
+            detail=pop.detail,
+            cost_factor=float(pop.cost_factor),
+        )
+
     @property
     def model_steps(self) -> int:
         return self.models * self.steps
 
     def hours(self, device: str) -> float:
-        """Estimated hours on ``device`` (``"cpu"``: CPU core-hours at 1 thread per job; ``"gpu"``: GPU-hours)."""
+        """Estimated hours on ``device`` (``"cpu"``: CPU core-hours at 1 thread per job; ``"gpu"``: GPU-hours).
+        A population whose cost per step the plan cannot know (``batch`` 0: a user's own training, ``byo``) is not
+        priced: 0."""
+        if self.model_steps == 0 or self.batch == 0:
+            return 0.0
         cal = calibration(self.model, device)
         per_step = cal.seconds_per_model_step * (self.batch / cal.batch) * self.cost_factor
         return self.model_steps * per_step / 3600.0
 
 
-# Figures without trained models (simulate → audit → plot), by config section (Cebere et al.'s Section 6 figures and
-# Annamalai's are targets of their plans).
-SIMULATION_FIGURES = {
-    "steinke": ("steinke/fig1", "steinke/fig3", "steinke/fig5", "steinke/fig6"),
-}
+#: The experiment packages whose plans the workflow runs, in the order ``hsaudit plan`` lists them. A new
+#: experiment is one entry here (its ``plan.plan(config)``) beside its rule file.
+EXPERIMENTS = ("cebere", "one_run", "steinke", "yoon", "annamalai", "byo")
 
 
-def _from_plan(pop: Any) -> Population:
-    """A plan's :class:`hsaudit.experiments.plans.Population` as a row of this table (its section is the directory
-    below ``results/`` its root lives in; its key, the root)."""
-    return Population(
-        figures=tuple(pop.figures),
-        section=pop.root.split("/")[1],
-        adversary=pop.role,
-        model=pop.model,
-        models=int(pop.models),
-        steps=int(pop.steps),
-        batch=int(pop.batch),
-        device="gpu" if pop.gpu else "cpu",
-        key=(pop.root,),
-        detail=pop.detail,
-        cost_factor=float(pop.cost_factor),
-    )
+def experiment_plans(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Every experiment's plan, built as the rules build them (``plan(config)`` of each package in
+    :data:`EXPERIMENTS` whose config section is present; the one-run study reads the Cebere populations it
+    compares with from Cebere's plan, as its rule file does)."""
+    import importlib
+
+    plans: dict[str, Any] = {}
+    for name in EXPERIMENTS:
+        section = "cebere" if name == "cebere" else name
+        if name != "cebere" and not config.get(section):
+            continue
+        build = importlib.import_module(f"hsaudit.experiments.{name}.plan").plan
+        plans[name] = build(config, populations=plans["cebere"].base) if name == "one_run" else build(config)
+    return plans
 
 
-def _cebere_plans(config: Mapping[str, Any]) -> tuple[Any, Any]:
-    """Cebere et al.'s plan and the one-run study's (None without a ``one_run`` section), as the rules build them."""
-    from hsaudit.experiments.cebere.plan import plan as cebere_plan
-    from hsaudit.experiments.one_run.plan import plan as one_run_plan
+def all_populations(config: Mapping[str, Any], experiments: Iterable[str] | None = None) -> list[Population]:
+    """Every trained population the config describes (of ``experiments`` only, when given), priced: the plans'
+    populations, one per root (a population that several figures or experiments read is listed once, with all
+    their figures and the largest R; :func:`hsaudit.experiments.plans.merge_populations`)."""
+    from hsaudit.experiments.plans import merge_populations
 
-    cebere = cebere_plan(config)
-    one_run = one_run_plan(config, populations=cebere.base) if config.get("one_run") else None
-    return cebere, one_run
-
-
-def trained_populations(config: Mapping[str, Any]) -> list[Population]:
-    """Every population of Cebere et al.'s trained-model figures: the populations of its plan
-    (:func:`hsaudit.experiments.cebere.plan.plan`), one per audit (an audit shared by several figures once, with
-    all of them; repetitions are separate audits; R models, plus the simulated trainings of the A_GC-S Noisy
-    variants), on the GPU when its dataset's jobs ask for one."""
-    return [_from_plan(pop) for pop in _cebere_plans(config)[0].populations]
-
-
-def one_run_populations(config: Mapping[str, Any]) -> list[Population]:
-    """The populations of ``results/one_run/fig1.pdf``, from the plan its rules run
-    (:func:`hsaudit.experiments.one_run.plan.plan`): per audited dataset, the one-run models (the largest M,
-    rounded up to whole shards; m canaries each, same cost per model-step) and the A_GC-R population of the same
-    configuration (the largest R; its root is Cebere's, so for Housing it is fig1c's first repetition, counted once
-    with it)."""
-    one_run = _cebere_plans(config)[1]
-    return [_from_plan(pop) for pop in one_run.populations] if one_run else []
+    plans = experiment_plans(config)
+    wanted = plans.keys() if experiments is None else [e for e in experiments if e in plans]
+    return [Population.of(p) for p in merge_populations(p for e in wanted for p in plans[e].populations)]
 
 
 def _plan_targets(config: Mapping[str, Any]) -> tuple[Any, ...]:
-    """The targets of the plans that list theirs (Cebere et al., the one-run study, Annamalai)."""
-    cebere, one_run = _cebere_plans(config)
-    annamalai = ()
-    if config.get("annamalai"):
-        from hsaudit.experiments.annamalai.plan import plan as annamalai_plan
-
-        annamalai = annamalai_plan(config).targets
-    return cebere.targets + (one_run.targets if one_run else ()) + annamalai
+    """The targets of every plan."""
+    return tuple(t for plan in experiment_plans(config).values() for t in plan.targets)
 
 
-def yoon_populations(config: Mapping[str, Any]) -> list[Population]:
-    """The Yoon et al. populations of the config: those of the plan its rules read
-    (``populations`` of :class:`hsaudit.experiments.yoon.plan.YoonPlan`; every figure of the section, shared
-    populations once)."""
-    if not config.get("yoon"):
-        return []
-    from hsaudit.experiments.yoon.plan import plan as yoon_plan
-
-    return [_from_plan(pop) for pop in yoon_plan(config).populations]
-
-
-def steinke_populations(config: Mapping[str, Any]) -> list[Population]:
-    """Steinke, Nasr et al. fig2, fig4, table2 and table1: the populations of the plan their rules read
-    (:func:`hsaudit.experiments.steinke.plan.plan`), one per root: 2R models (both worlds) trained for the largest T;
-    a table2 row with fig2's values is fig2's population (listed once, with both). Poisson batches of expected size
-    B are priced at B per-sample gradients per model-step; table1's language model by the size the plan assumes
-    (``steinke.table1.plan``) against the ``causal_lm`` calibration rows'."""
-    if not config.get("steinke"):
-        return []
-    from hsaudit.experiments.steinke.plan import plan as steinke_plan
-
-    return [_from_plan(pop) for pop in steinke_plan(config).populations]
-
-
-def all_populations(config: Mapping[str, Any]) -> list[Population]:
-    """Every trained population the config describes (Housing, CIFAR-10, the one-run study, Yoon et al., and
-    Steinke et al. fig2, fig4, table2 and table1); a population that several experiments share (same key) is listed once,
-    with all their figures and the largest R."""
-    cebere, one_run = _cebere_plans(config)
-    ours = [_from_plan(pop) for pop in cebere.populations + (one_run.populations if one_run else ())]
-    merged: dict[tuple, Population] = {}
-    for pop in (ours + yoon_populations(config) + steinke_populations(config)):
-        seen = merged.get(pop.key) if pop.key else None
-        if seen is None:
-            merged[pop.key or (id(pop),)] = pop
-            continue
-        figures = seen.figures + tuple(f for f in pop.figures if f not in seen.figures)
-        merged[pop.key] = replace(seen, figures=figures, models=max(seen.models, pop.models))
-    return list(merged.values())
-
-
-_TARGET_RE = re.compile(r"^(?:results/)?(?:archive/)?(?P<fig>(?:[a-z0-9_]+/)?[a-z][0-9a-z_]*)"
+_TARGET_RE = re.compile(r"^(?:results/)?(?:archive/)?(?P<fig>(?:[A-Za-z0-9_-]+/)*[a-z][0-9a-z_]*)"
                         r"(?:\.pdf|\.csv|\.tar\.gz|\.md)?$")
 
 
@@ -373,10 +320,10 @@ def figure_id(target: str) -> str:
 
 
 def known_figures(config: Mapping[str, Any]) -> list[str]:
-    """Every figure (and table) id that :func:`plan` accepts."""
-    figs = {f for a in all_populations(config) for f in a.figures}
-    figs.update(f for group in SIMULATION_FIGURES.values() for f in group)
-    figs.update(t.id for t in _plan_targets(config))
+    """Every figure (and table) id that :func:`plan` accepts: the plans' targets, and the figures their populations
+    name (an optional target such as Steinke et al.'s Table 1 is priced even before its paths are given)."""
+    figs = {t.id for t in _plan_targets(config)}
+    figs.update(f for a in all_populations(config) for f in a.figures)
     return sorted(figs)
 
 
@@ -426,8 +373,7 @@ def plan(targets: Iterable[str], config: Mapping[str, Any]) -> CostPlan:
         wanted.append(fig)
         wanted.extend(parts.get(fig, ()))
     chosen = tuple(a for a in populations if set(a.figures) & set(wanted))
-    simulated = [t.id for t in planned if not t.trained] + [f for g in SIMULATION_FIGURES.values() for f in g]
-    sims = tuple(f for f in simulated if f in wanted)
+    sims = tuple(t.id for t in planned if not t.trained and t.id in wanted)
     return CostPlan(targets=targets, populations=chosen, simulations=sims)
 
 
@@ -449,10 +395,11 @@ def format_plan(p: Plan, *, scale: str) -> str:
                  f"{'model-steps':>14} {'CPU (1 core)':>13} {'GPU':>10}  runs on"
         lines += [header, "-" * len(header)]
         for a in p.populations:
+            priced = a.batch > 0  # a user's own training (byo) is not priced
+            cpu, gpu = (_fmt_hours(a.hours(d)) if priced else "not priced" for d in ("cpu", "gpu"))
             lines.append(
                 f"{','.join(a.figures):<{fw}} {a.adversary:<18} {a.model:<12} {a.detail:<{sw}} {a.models:>9,} "
-                f"{a.steps:>6,} {a.model_steps:>14,} {_fmt_hours(a.hours('cpu')):>13} {_fmt_hours(a.hours('gpu')):>10}"
-                f"  {a.device}"
+                f"{a.steps:>6,} {a.model_steps:>14,} {cpu:>13} {gpu:>10}  {a.device}"
             )
         lines.append("-" * len(header))
         lines.append(

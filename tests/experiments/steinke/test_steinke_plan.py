@@ -91,7 +91,7 @@ def test_targets_and_figures(scale):
 @pytest.mark.parametrize("scale", SCALES)
 def test_hsaudit_plan_prices_the_plans_populations(scale):
     config = _config(scale)
-    priced = costs.steinke_populations(config)
+    priced = costs.all_populations(config, ["steinke"])
     ours = plan(config).populations
     assert [pop.key for pop in priced] == [(pop.root,) for pop in ours] and {pop.section for pop in priced} <= {"steinke"}
     for pop, mine in zip(priced, ours):

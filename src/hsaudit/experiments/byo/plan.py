@@ -156,7 +156,7 @@ def plan(config: Mapping[str, Any]) -> ByoPlan:
     populations = tuple(
         Population(
             root=a.root,
-            figures=(f"byo/{name}",),
+            figures=(f"byo/{name}/report",),  # the id of its target, results/byo/<name>/report.md
             model="user",
             models=a.design.models,
             steps=int((a.design.setting.steps if a.design.setting else (a.design.claim or {}).get("steps", 0)) or 0),
