@@ -1,6 +1,6 @@
-# Shared Python for the rules: config resolution, the figure registry, code versions, logs, archives, and the input
-# functions of the papers whose planning is not yet a plan module. Beyond its rules, a paper's rule file builds
-# its plan once, `PLAN = plan(config)` (hsaudit.experiments.<paper>.plan), whose values its rules read.
+# Shared mechanics of the rules: config resolution, the figure registry, code versions, logs, benchmarks,
+# archives and the GPU warning. Nothing here is a paper's: each paper's (or study's) rule file builds its plan once,
+# `PLAN = plan(config)` (hsaudit.experiments.<paper>.plan), and its rules read that plan's values.
 import json
 import os
 import sys
@@ -129,5 +129,3 @@ def gpu_preflight_warning(workflow):
     message = gpu_warning(targets, config, has_gpu=has_local_gpu())
     if message:
         print(message, file=sys.stderr)
-
-

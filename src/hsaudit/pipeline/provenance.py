@@ -15,6 +15,11 @@ Two uses:
   ``audit/pld.py``. Importing the package ``hsaudit.audit`` itself (``from hsaudit.audit import audit_scores``)
   does follow every module that ``audit/__init__.py`` imports.
 
+  **Code, not text** [a decision]: what is hashed of each Python file is its code — the syntax tree without
+  comments, docstrings or layout (:func:`hsaudit.util.source.code_text`) — so a docstring edit or a reflow reruns
+  nothing, even in ``hsaudit/__init__.py``, whose code every job runs. (A new Python version could print the same
+  tree differently and rerun everything once.)
+
   **The source alone decides** [a decision]: the package version is not part of a code version, so a release
   that changes no module a job runs reruns nothing, and a job reruns after an edit even when the version number
   stays the same. The version is still recorded in archives (:func:`environment`).
@@ -33,6 +38,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from hsaudit import __version__
+from hsaudit.util.source import code_text
 
 PACKAGE = "hsaudit"
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -172,7 +178,7 @@ def _digest(files: list[Path], root: Path, *, extra: bytes = b"", length: int) -
     for path in files:
         digest.update(path.relative_to(root).as_posix().encode())
         digest.update(b"\0")
-        digest.update(path.read_bytes())
+        digest.update(code_text(path.read_bytes()) if path.suffix == ".py" else path.read_bytes())
         digest.update(b"\0")
     return digest.hexdigest()[:length]
 
@@ -208,7 +214,7 @@ def script_version(script: str | Path, *, root: Path | None = None, length: int 
     """
     root = Path(root) if root is not None else _PACKAGE_DIR
     script = Path(script)
-    return _digest(script_files(script, root=root), root, extra=script.read_bytes() + b"\0", length=length)
+    return _digest(script_files(script, root=root), root, extra=code_text(script.read_bytes()) + b"\0", length=length)
 
 
 def git_state(path: str | Path = ".") -> dict[str, object]:

@@ -27,7 +27,7 @@ def changed_by(root: Path, *edited: str) -> set[str]:
     before = {name: provenance.script_version(path, root=root) for name, path in SCRIPTS.items()}
     for rel in edited:
         with open(root / rel, "a") as fh:
-            fh.write("\n# an edit that changes nothing\n")
+            fh.write("\n_EDITED = True\n")
     return {name for name, path in SCRIPTS.items() if provenance.script_version(path, root=root) != before[name]}
 
 

@@ -45,10 +45,10 @@ def test_byo_targets_end_to_end(workflow_copy):
     assert not (workdir / "results/byo/early/shards").exists() and not (workdir / "results/byo/early/probe.json").exists()
     # editing user_b (which neither audit runs) reruns nothing; editing user_a reruns both audits that run it
     with open(workdir / "user_b" / "entries.py", "a") as fh:
-        fh.write("\n# an edit\n")
+        fh.write("\n_EDITED = True  # an edit\n")
     assert job_counts(run_snakemake(workdir, "-n", *targets, *config).stdout) == {}
     with open(workdir / "user_a" / "entries.py", "a") as fh:
-        fh.write("\n# an edit\n")
+        fh.write("\n_EDITED = True  # an edit\n")
     # (the shards sit behind the checkpoint in the DAG of report.md: name them to see their own jobs)
     files = [f"results/byo/first/{f}" for f in ("claim.json", "probe.json", "canary.npz", "shards/0.csv", "shards/1.csv")]
     files.append("results/byo/early/claim.json")

@@ -22,6 +22,7 @@ from hsaudit.experiments.byo.audit import AuditOptions, rule_value
 from hsaudit.experiments.byo.train.values import AuditSetting, Design, entry_file
 from hsaudit.experiments.plans import Population, Target
 from hsaudit.util.seeding import derive_seed
+from hsaudit.util.source import code_text
 
 DEFAULTS: dict[str, Any] = {
     "canary": "out_of_support",
@@ -64,12 +65,13 @@ def audit_setting(
 
 
 def entry_version(entry: str) -> str:
-    """A hash of the user's module file (12 hex digits): the code version of what the entry runs.
+    """A hash of the user's module file's code (12 hex digits; its comments and docstrings left out, as in every
+    code version: :func:`hsaudit.util.source.code_text`): the code version of what the entry runs.
 
     Raises:
         ValueError: the entry's file cannot be found.
     """
-    return hashlib.sha256(entry_file(entry).read_bytes()).hexdigest()[:12]
+    return hashlib.sha256(code_text(entry_file(entry).read_bytes())).hexdigest()[:12]
 
 
 @dataclass(frozen=True)
