@@ -15,7 +15,7 @@ from conftest import REPO
 TEXTS = sorted(
     [
         REPO / "README.md",
-        *(REPO / "docs").glob("*.md"),
+        *(REPO / "docs").rglob("*.md"),  # the pages, the reference and the results journal (docs/journal/)
         *(REPO / "config").glob("*.yaml"),
         *(REPO / "workflow").rglob("*.smk"),
         *(REPO / "workflow" / "scripts").glob("*.py"),
