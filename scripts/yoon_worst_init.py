@@ -26,7 +26,7 @@ import pandas as pd
 import torch
 
 from hsaudit.data.datasets import configured_dataset
-from hsaudit.experiments.yoon import crafting, populations
+from hsaudit.experiments.yoon import audit, crafting, train
 from hsaudit.experiments.yoon.plan import noise_multiplier
 from hsaudit.util.seeding import derive_seed
 
@@ -67,24 +67,24 @@ def _accuracy(theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
 def run_cell(name: str, run: int, *, data, models_per_world: int, epsilon: float, delta: float, seed: int) -> dict:
     init, aux_size, epochs, eta, steps = CELLS[name]
     d, aux, test = data
-    theta_avg = populations.average_theta0(MODEL, seed=derive_seed(seed, "yoon-worst-study", "theta0", run))
+    theta_avg = train.average_theta0(MODEL, seed=derive_seed(seed, "yoon-worst-study", "theta0", run))
     theta0 = theta_avg
     if init == "worst":
         n_aux = aux.X.shape[0] if aux_size is None else int(aux_size)
-        theta0 = populations.pretrain(MODEL, theta_avg, aux.X[:n_aux], aux.y[:n_aux], epochs=epochs, lr=0.01,
+        theta0 = train.pretrain(MODEL, theta_avg, aux.X[:n_aux], aux.y[:n_aux], epochs=epochs, lr=0.01,
                                       batch_size=32,
                                       seed=derive_seed(seed, "yoon-worst-study", "worst", run))  # fmt: skip
-    canary = populations.make_canary("blank", model=MODEL, X=d.X, aux_X=aux.X, aux_y=aux.y, theta0=theta0,
+    canary = train.make_canary("blank", model=MODEL, X=d.X, aux_X=aux.X, aux_y=aux.y, theta0=theta0,
                                      mean=d.mean, std=d.scale, seed=seed)  # fmt: skip
     sigma = noise_multiplier(epsilon, steps=steps, delta=delta)
-    theta, members = populations.train_worlds(
+    theta, members = train.train_worlds(
         model=MODEL, theta0=theta0, X=d.X, y=d.y, canary=canary, models_per_world=models_per_world, steps=steps,
         lr=eta, clip_norm=1.0, sigma=sigma, noise_key=derive_seed(seed, "yoon-worst-study", "noise", run), device="cpu",
     )
     sample = crafting.craft_sample("a_c", model=MODEL, theta=theta, members=members, canary=canary)
-    result, scores = crafting.audit_sample(model=MODEL, theta=theta, members=members, sample=sample, delta=delta,
-                                           confidence=0.95, mode="paper",
-                                           seed=derive_seed(seed, "yoon-audit", run))  # fmt: skip
+    scores = crafting.sample_scores(MODEL, theta, sample)
+    result = audit.audit_scores(scores, members, delta=delta, confidence=0.95, mode="paper",
+                                seed=derive_seed(seed, "yoon-audit", run))  # fmt: skip
     bits = members.astype(bool)
     return {
         "cell": name, "run": run, "init": init, "aux_size": aux_size or aux.X.shape[0] if init == "worst" else 0,

@@ -19,7 +19,7 @@ from hsaudit.engine.models import input_shape, model_spec
 from hsaudit.engine.psg import population_engine
 from hsaudit.engine.reference import train_reference
 from hsaudit.engine.dpsgd import DPSGDConfig, Setup, init_theta0, model_noise, train_population
-from hsaudit.experiments.yoon.populations import full_batch_schedule
+from hsaudit.experiments.yoon.train import full_batch_schedule
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

@@ -21,13 +21,13 @@ NAMES = [s.stem for s in SCRIPTS]
 
 # Rule families by script (workflow/rules/*.smk name each script once).
 TRAINING = ["prepare_data", "extract_features", "make_setup", "craft_adversary", "train_shard", "prepare_yoon_data",
-            "train_yoon_models", "prepare_steinke_data", "train_steinke_fig2", "train_steinke_fig4",
+            "train_yoon_models", "prepare_steinke_data", "train_steinke_shard",
             "craft_one_run_canaries", "train_one_run_shard", "prepare_steinke_table1_data", "train_steinke_table1"]
 AUDITS = ["extract_scores", "audit_epsilon", "audit_yoon_run", "audit_cebere_process", "tabulate_cebere_cp",
           "compute_cebere_exact_law", "compute_cebere_tradeoff_curves", "search_cebere_threshold",
           "compute_steinke_fig1", "audit_steinke_fig3", "compute_steinke_fig5", "attack_steinke_fig6",
-          "tabulate_annamalai_pld", "audit_annamalai", "simulate_annamalai_fig1", "audit_steinke_fig2",
-          "audit_one_run_canaries", "audit_steinke_fig4", "calibrate_steinke_table1"]
+          "tabulate_annamalai_pld", "audit_annamalai", "simulate_annamalai_fig1", "audit_steinke_trained",
+          "audit_one_run_canaries", "calibrate_steinke_table1"]
 SECTION6 = ["audit_cebere_process", "tabulate_cebere_cp", "compute_cebere_exact_law",
             "compute_cebere_tradeoff_curves", "search_cebere_threshold", "plot_cebere_section6"]
 
@@ -78,12 +78,24 @@ def test_figure_edits_leave_audits_and_training_alone(package_copy):
             "plot_yoon", "plot_one_run_fig1"} <= changed
 
 
-def test_yoon_crafting_and_plan_edits_leave_its_training_alone(package_copy):
-    """The Yoon recipes live in the plan and the crafting module, which the training job does not import: a recipe
-    change reruns the audits, not the populations (only a change of what is trained re-keys those)."""
-    changed = changed_by(package_copy, "experiments/yoon/plan.py", "experiments/yoon/crafting.py")
-    assert not changed & {"train_yoon_models", "prepare_yoon_data"}, sorted(changed)
-    assert "audit_yoon_run" in changed
+def test_yoon_adversary_and_plan_edits_leave_its_training_alone(package_copy):
+    """The Yoon recipe, crafting and audit modules are the audit job's, which the training job does not import: a
+    change there reruns the audits, not the populations (only a change of what is trained re-keys those); no job
+    imports the plan (its values are the jobs' parameters); the training module reruns the training jobs only."""
+    assert changed_by(package_copy, "experiments/yoon/plan.py", "experiments/plans.py") == set()
+    changed = changed_by(package_copy, "experiments/yoon/recipe.py", "experiments/yoon/crafting.py",
+                         "experiments/yoon/audit.py")
+    assert changed == {"audit_yoon_run"}, sorted(changed)
+    assert changed_by(package_copy, "experiments/yoon/train.py") == {"train_yoon_models", "audit_yoon_run"}
+
+
+def test_annamalai_edits_stay_on_their_side(package_copy):
+    """No job imports the Annamalai plan; an edit of the audits reruns the jobs that audit, not the PLD tables."""
+    assert changed_by(package_copy, "experiments/annamalai/plan.py") == set()
+    assert changed_by(package_copy, "experiments/annamalai/construction.py") == {"audit_annamalai",
+                                                                                 "simulate_annamalai_fig1",
+                                                                                 "tabulate_annamalai_pld"}
+    assert changed_by(package_copy, "experiments/annamalai/audit.py") == {"audit_annamalai", "simulate_annamalai_fig1"}
 
 
 def test_table2_edit_reruns_only_table2(package_copy):
@@ -108,13 +120,16 @@ def test_cebere_and_one_run_sides_are_apart(package_copy):
                                                                        "plot_one_run_fig1"}
 
 
-def test_table1_training_and_audit_sides_are_apart(package_copy):
-    """Steinke Table 1: the language-model module reruns its data and training jobs only; its audit module
-    (σ calibration, the table) retrains nothing."""
-    assert changed_by(package_copy, "experiments/steinke/language.py") == {"prepare_steinke_table1_data",
-                                                                       "train_steinke_table1"}
-    assert changed_by(package_copy, "experiments/steinke/language_audit.py") == {"calibrate_steinke_table1",
-                                                                             "tabulate_steinke_table1"}
+def test_steinke_training_audit_and_plan_are_apart(package_copy):
+    """Steinke et al.: each training module reruns its own data and training jobs only (the image trainer never the
+    language model's, nor the reverse); the audit module (the tables, Table 1's σ calibration) retrains nothing; the
+    plan is read by the workflow only and reruns no job by itself."""
+    assert changed_by(package_copy, "experiments/steinke/train/language.py") == {"prepare_steinke_table1_data",
+                                                                             "train_steinke_table1"}
+    assert changed_by(package_copy, "experiments/steinke/train/images.py") == {"train_steinke_shard"}
+    assert changed_by(package_copy, "experiments/steinke/audit.py") == {
+        "audit_steinke_trained", "tabulate_steinke_table2", "calibrate_steinke_table1", "tabulate_steinke_table1"}
+    assert changed_by(package_copy, "experiments/steinke/plan.py") == set()
 
 
 def test_section6_edit_stays_in_section6(package_copy):
@@ -125,7 +140,7 @@ def test_section6_edit_stays_in_section6(package_copy):
 def test_engine_edits_retrain(package_copy):
     for module in ("engine/dpsgd.py", "engine/psg.py", "engine/noise.py", "engine/evaluate.py"):
         changed = changed_by(package_copy, module)
-        retrained = {"train_steinke_fig2", "train_steinke_fig4"}
+        retrained = {"train_steinke_shard"}
         if module != "engine/evaluate.py":  # only the Steinke et al. jobs evaluate their models' test accuracy
             retrained |= {"train_shard", "train_yoon_models", "craft_adversary", "train_one_run_shard"}
         if module in ("engine/dpsgd.py", "engine/noise.py"):  # Table 1's fine-tuning has its own gradient backend
@@ -193,8 +208,8 @@ def test_model_registry_edits_retrain_and_the_reference_and_benchmarks_do_not(pa
     """The registry (engine/models.py) and its torch modules (engine/architectures.py) are what every training job
     builds: editing them retrains; the Opacus reference (engine/reference.py, the tests' oracle) and the benchmarks
     (bench/) are imported by no job."""
-    training = {"train_shard", "train_yoon_models", "craft_adversary", "train_one_run_shard", "train_steinke_fig2",
-                "train_steinke_fig4", "make_setup"}
+    training = {"train_shard", "train_yoon_models", "craft_adversary", "train_one_run_shard", "train_steinke_shard",
+                "make_setup"}
     for module in ("engine/models.py", "engine/architectures.py"):
         changed = changed_by(package_copy, module)
         assert training <= changed, (module, sorted(training - changed))

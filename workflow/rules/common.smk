@@ -6,6 +6,7 @@ import os
 import sys
 
 import yaml
+from snakemake.exceptions import WorkflowError
 
 from hsaudit.pipeline.config import (
     check_config,
@@ -78,6 +79,15 @@ def script_version(name):
     return _script_version(f"{workflow.basedir}/workflow/scripts/{name}.py")
 
 
+def unless_missing(missing, inputs):
+    """An input function's value for a job of an optional target: ``inputs``, or stop before any job with the message
+    ``missing`` (why the target cannot run, e.g. a path the user has not given) when there is one.
+    """
+    if missing:
+        raise WorkflowError(missing)
+    return inputs
+
+
 def log_path(name):
     return f"results/logs/{name}.log"
 
@@ -121,228 +131,3 @@ def gpu_preflight_warning(workflow):
         print(message, file=sys.stderr)
 
 
-# ---- Yoon et al. (workflow/rules/yoon.smk, docs/yoon.md): data, populations and audits keyed by
-# hsaudit.experiments.yoon.plan; every figure is GPU-sized at paper scale.
-from hsaudit.experiments.yoon.plan import FIGURES as YOON_FIGURES
-from hsaudit.experiments.yoon.plan import (
-    figure_audit_paths,
-    figure_outputs,
-    noise_multiplier,
-    plan_yoon,
-)
-
-YOON = plan_yoon(config["yoon"], seed=SEED, audit=AUDIT)
-
-
-def yoon_noise_multiplier(population):
-    """σ of a population's full-batch DP-SGD at its ε, δ and T (computed here, a param of the training job)."""
-    spec = YOON.populations[population]
-    return noise_multiplier(spec["epsilon"], steps=spec["steps"], delta=spec["delta"])
-
-
-def yoon_population_inputs(wc):
-    """The prepared data of a population (and the pre-training set of a CIFAR-10 θ_worst)."""
-    spec = YOON.populations[wc.population]
-    inputs = {"data": f"results/yoon/data/{spec['data']}.npz"}
-    if spec.get("pretrain_data"):
-        inputs["pretrain"] = f"results/yoon/data/{spec['pretrain_data']}.npz"
-    return inputs
-
-
-def yoon_audit_data(wc):
-    """The prepared data of the population an audit crafts on (the black box queries D′'s inputs)."""
-    population = YOON.populations[YOON.audits[wc.audit]["population"]]
-    return f"results/yoon/data/{population['data']}.npz"
-
-
-def yoon_scores_paths(figure):
-    """The per-model scores behind a figure that draws them (fig2's histograms); none for the others."""
-    if figure != "fig2":
-        return []
-    return [
-        path.removesuffix(".csv") + "_scores.csv"
-        for path in figure_audit_paths(YOON, figure)
-    ]
-
-
-# ---- Steinke et al. (workflow/rules/steinke.smk, docs/steinke.md)
-ST = config["steinke"]
-ST_FACTS = dict(scale=SCALE)
-ST_FIG3_Q = list(range(len(ST["fig3"]["sampling_rates"])))
-ST_FIG5_PANELS = list(range(len(ST["fig5"]["one_step_epsilons"])))
-ST_FIG6_STEPS = [int(t) for t in ST["fig6"]["steps"]]
-# fig2 (trained models): the plan its rules run (hsaudit.experiments.steinke.trained.plan_fig2), keyed by every value
-# that changes a shard; the data file is keyed by the data's identity only.
-from hsaudit.data.datasets import configured_identity as _configured_identity
-from hsaudit.experiments.steinke.trained import plan_fig2 as _plan_fig2
-from hsaudit.experiments.steinke.trained import plan_fig4 as _plan_fig4
-from hsaudit.util.mapping import key_of as _key_of
-
-ST_FIG2_DATA = {
-    k: v for k, v in ST["fig2"]["data"].items() if k not in ("dataset", "test_subset")
-}
-ST_FIG2_DATASET = ST["fig2"]["data"]["dataset"]
-ST_FIG2_DATA_ID = _configured_identity(ST_FIG2_DATASET, ST_FIG2_DATA)
-ST_FIG2_DATA_KEY = _key_of({"dataset": ST_FIG2_DATASET, **ST_FIG2_DATA_ID})
-# The test split of the same data (fig4's canary image, and the accuracy of fig4's and table2's models).
-ST_TEST_DATA = {
-    **ST_FIG2_DATA,
-    "train": False,
-    "subset": ST["fig2"]["data"]["test_subset"],
-}
-ST_TEST_DATA_ID = _configured_identity(ST_FIG2_DATASET, ST_TEST_DATA)
-ST_TEST_DATA_KEY = _key_of({"dataset": ST_FIG2_DATASET, **ST_TEST_DATA_ID})
-# Prepared data files by key: the training set and its test split (rule prepare_steinke_data).
-ST_DATA = {ST_FIG2_DATA_KEY: ST_FIG2_DATA, ST_TEST_DATA_KEY: ST_TEST_DATA}
-# fig2's models are also evaluated on the test split (the identity is not part of their key: it changes no score).
-ST_FIG2 = _plan_fig2(
-    ST["fig2"], seed=SEED, data_identity=ST_FIG2_DATA_ID, test_identity=ST_TEST_DATA_ID
-)
-# fig4: one plan per background; table2: one fig2-shaped plan per row (Dirac canary, natural data), so that a row
-# with fig2's values shares fig2's models.
-ST_FIG4 = _plan_fig4(
-    ST["fig4"], seed=SEED, data_identity=ST_FIG2_DATA_ID, test_identity=ST_TEST_DATA_ID
-)
-ST_TABLE2 = [
-    _plan_fig2(
-        {
-            **{
-                k: ST["table2"][k]
-                for k in (
-                    "model",
-                    "model_kwargs",
-                    "backend",
-                    "lr",
-                    "clip_norm",
-                    "canary_dim",
-                )
-            },
-            **{k: ST["table2"][k] for k in ("models_per_world", "shard_size")},
-            "background": "natural",
-            "batch_size": row["batch_size"],
-            "noise_multiplier": row["noise_multiplier"],
-            "steps": [row["steps"]],
-            "lr": row.get("lr", ST["table2"]["lr"]),
-        },
-        seed=SEED,
-        data_identity=ST_FIG2_DATA_ID,
-        test_identity=ST_TEST_DATA_ID,
-    )
-    for row in ST["table2"]["rows"]
-]
-# Training specs of the Dirac-canary jobs (rule train_steinke_fig2) and of the label-flip jobs (train_steinke_fig4).
-ST_DIRAC = {
-    ST_FIG2["key"]: ST_FIG2["train"],
-    **{plan["key"]: plan["train"] for plan in ST_TABLE2},
-}
-ST_LABEL_FLIP = {plan["key"]: plan["train"] for plan in ST_FIG4.values()}
-# Resources of a Dirac-canary training job: table2's rows, fig2's (a shared key takes the larger of each).
-ST_DIRAC_RESOURCES = {
-    plan["key"]: dict(ST["table2"]["resources"]) for plan in ST_TABLE2
-}
-ST_DIRAC_RESOURCES[ST_FIG2["key"]] = {
-    k: max(v, ST_DIRAC_RESOURCES.get(ST_FIG2["key"], {}).get(k, v))
-    for k, v in ST["fig2"]["resources"].items()
-}
-# What the footer says the figure was trained with, beside the paper's WRN-16-4 on all of CIFAR-10.
-ST_FIG2_FACTS = dict(
-    scale=SCALE,
-    setup=f"{ST['fig2']['model']} on {ST['fig2']['data']['subset'] or 'all'} {ST_FIG2_DATASET} images, "
-    f"B={ST['fig2']['batch_size']}, {ST['fig2']['background']} background"
-    + (
-        ""
-        if ST["fig2"]["model"] == "wrn16_4"
-        and ST_FIG2_DATASET == "cifar10"
-        and not ST["fig2"]["data"]["subset"]
-        else " (paper: WRN-16-4, all of CIFAR-10)"
-    ),
-)
-
-
-def _st_setup(section, what):
-    """The footer's `setup=`: what fig4/table2 trained, beside the paper's WRN-16-4 on all of CIFAR-10."""
-    paper = (
-        section["model"] == "wrn16_4"
-        and ST_FIG2_DATASET == "cifar10"
-        and not ST["fig2"]["data"]["subset"]
-    )
-    return (
-        f"{section['model']} on {ST['fig2']['data']['subset'] or 'all'} {ST_FIG2_DATASET} images, {what}"
-        + ("" if paper else " (paper: WRN-16-4, all of CIFAR-10)")
-    )
-
-
-ST_FIG4_FACTS = dict(
-    scale=SCALE, setup=_st_setup(ST["fig4"], f"B={ST['fig4']['batch_size']}")
-)
-ST_TABLE2_FACTS = dict(
-    scale=SCALE,
-    setup=_st_setup(
-        ST["table2"],
-        "B ∈ {"
-        + ", ".join(str(r["batch_size"]) for r in ST["table2"]["rows"])
-        + "}, natural data, Dirac canary",
-    ),
-)
-
-
-# Table 1 (the causal LM by path; hsaudit.experiments.steinke.language.plan_table1): one data job, one calibration job
-# (σ per row once N is known), one training job per row and shard. Optional: without `model` and `data` a request
-# for it stops before any job with ST_TABLE1_MISSING's message; every other target is unaffected.
-from snakemake.exceptions import WorkflowError
-from hsaudit.experiments.steinke.language import LM_EXTRA as _LM_EXTRA
-from hsaudit.experiments.steinke.language import plan_table1 as _plan_table1
-
-ST_T1 = ST["table1"]
-ST_TABLE1 = _plan_table1(ST_T1, seed=SEED)
-ST_TABLE1_ROWS = {row["key"]: i for i, row in enumerate(ST_TABLE1["rows"])}
-ST_TABLE1_MISSING = (
-    "results/steinke/table1.md is an optional target: it needs a causal language model and PersonaChat text, "
-    "given by path. Missing: "
-    + ", ".join(f"steinke.table1.{k}" for k in ("model", "data") if not ST_T1[k])
-    + ". Set steinke.table1.model to a Hugging Face model directory (config.json, weights, tokenizer; the paper's "
-    "is Gemma 2) and steinke.table1.data to a PersonaChat file (.txt, .jsonl or .json), e.g. in a --configfile, "
-    f"and install the language-model extra: {_LM_EXTRA}. See docs/steinke.md, 'table1'."
-    if not (ST_T1["model"] and ST_T1["data"])
-    else ""
-)
-ST_TABLE1_FACTS = dict(
-    scale=SCALE,
-    setup=f"{ST_T1['model']} fine-tuned on {ST_T1['data']}, blocks of {ST_T1['block_size']} tokens, "
-    f"{ST_T1['epochs']} epochs, {ST_T1['canary_tokens']} unused canary tokens",
-)
-
-
-def steinke_table1_sources(wc):
-    """Table 1's model config and data file (inputs of its data job); stops the DAG when a path is missing."""
-    if ST_TABLE1_MISSING:
-        raise WorkflowError(ST_TABLE1_MISSING)
-    return {"model": f"{ST_T1['model']}/config.json", "data": ST_T1["data"]}
-
-
-def steinke_table1_target(path):
-    """Table 1's Markdown path, registered as a (GPU-sized) figure only when its paths are given, so that
-    `archive_all` and `hsaudit plan` never reach for an optional target that cannot run.
-    """
-    return path if ST_TABLE1_MISSING else register_figure(path, kind="gpu")
-
-
-def steinke_table1_data_source():
-    """What the table's footer and CSV name as the data."""
-    return f"{ST_T1['data']} (tokenizer of {ST_T1['model']})"
-
-
-# ---- Annamalai (workflow/rules/annamalai.smk, docs/annamalai.md)
-AN = config["annamalai"]
-AN_FACTS = dict(scale=SCALE)
-AN_SETTINGS = list(range(len(AN["fig2"]["settings"])))
-AN_EPS = list(range(len(AN["fig2"]["epsilons"])))
-AN_BASE = AN["encoding"]["base_rule"]
-AN_OTHER_BASE = "three_sigma" if AN_BASE == "half_width" else "half_width"
-# Audits of fig2 as (update sign, encoding-base rule): the configured pair, the literal update (to show that it
-# fails) and the other base rule (to show the wraps' effect).
-AN_VARIANTS = [(AN["update"], AN_BASE)]
-if AN["fig2"]["show_literal"] and AN["update"] == "ascent":
-    AN_VARIANTS.append(("descent", AN_BASE))
-if AN["fig2"]["compare_base_rules"]:
-    AN_VARIANTS.append((AN["update"], AN_OTHER_BASE))

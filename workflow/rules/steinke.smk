@@ -1,8 +1,15 @@
-# Steinke, Nasr et al., "The Last Iterate Advantage" (fig1, fig3, fig5, fig6): analytic accounting and 1-D
-# simulations -> plot. fig2, fig4 and table2 train models (Poisson DP-SGD with the Dirac gradient canary, or the
-# label-flipped input canary for fig4; the plans ST_FIG2, ST_FIG4, ST_TABLE2 are built in common.smk): data -> one GPU
-# job per shard at paper scale (which also evaluates the models' test accuracy) -> audit table -> plot / table.
-# See docs/steinke.md.
+# Steinke, Nasr et al., "The Last Iterate Advantage" (docs/steinke.md). Every value comes from the plan
+# (hsaudit.experiments.steinke.plan), which `hsaudit plan` prices too. fig1, fig3, fig5, fig6: analytic accounting
+# and 1-D simulations -> plot. fig2, fig4, table2 train image classifiers (Poisson DP-SGD with the Dirac gradient
+# canary, or the label-flipped input canary for fig4): data -> one job per population shard (GPU at paper scale;
+# it also evaluates the models' test accuracy) -> audit table -> plot / table. table1 fine-tunes a causal language
+# model given by path (optional): data -> σ per row -> one job per row and shard -> table.
+from hsaudit.experiments.steinke.plan import plan as steinke_plan
+
+STEINKE = steinke_plan(config)
+STEINKE_T1 = STEINKE.table1
+for _target in STEINKE.targets:
+    register_figure(_target.path, _target.kind)
 
 
 rule prepare_steinke_data:
@@ -11,7 +18,7 @@ rule prepare_steinke_data:
     log:
         log_path("steinke/prepare_data_{data_key}"),
     wildcard_constraints:
-        data_key="|".join(ST_DATA),
+        data_key="|".join(STEINKE.data),
     conda:
         "../../envs/analysis.yaml"
     threads: 1
@@ -19,202 +26,88 @@ rule prepare_steinke_data:
         mem_mb=8000,
         runtime=30,
     params:
-        dataset=ST_FIG2_DATASET,
-        section=lambda w: ST_DATA[w.data_key],
+        dataset=STEINKE.dataset,
+        section=lambda w: dict(STEINKE.data[w.data_key]),
         code_version=script_version("prepare_steinke_data"),
     script:
         "../scripts/prepare_steinke_data.py"
 
 
-rule train_steinke_fig2:
+# One job per shard of every image population (fig2, table2: Dirac canary; fig4: label-flip canary), keyed by the
+# plan: results/steinke/{canary}/{key}/shard{shard}.npz.
+rule train_steinke_shard:
     input:
-        data=f"results/steinke/data/{ST_FIG2_DATA_KEY}.npz",
-        test=f"results/steinke/data/{ST_TEST_DATA_KEY}.npz",
+        data=STEINKE.train_data,
+        test=STEINKE.test_data,
     output:
-        shard="results/steinke/fig2/{key}/shard{shard}.npz",
+        shard="results/steinke/{canary}/{key}/shard{shard}.npz",
     log:
-        log_path("steinke/train_fig2_{key}_shard{shard}"),
+        log_path("steinke/train_{canary}_{key}_shard{shard}"),
     benchmark:
-        bench_path("steinke/train_fig2_{key}_shard{shard}")
+        bench_path("steinke/train_{canary}_{key}_shard{shard}")
     wildcard_constraints:
         shard=r"\d+",
-        key="|".join(ST_DIRAC),
+        canary="|".join(sorted({job.canary for job in STEINKE.jobs.values()})),
+        key="|".join(STEINKE.jobs),
     conda:
         "../../envs/torch.yaml"
-    threads: max(r["threads"] for r in ST_DIRAC_RESOURCES.values())
+    threads: lambda w: STEINKE.jobs[w.key].resources["threads"]
     resources:
-        mem_mb=lambda w: ST_DIRAC_RESOURCES[w.key]["mem_mb"],
-        runtime=lambda w: ST_DIRAC_RESOURCES[w.key]["runtime"],
-        gpu=lambda w: ST_DIRAC_RESOURCES[w.key]["gpu"],
+        mem_mb=lambda w: STEINKE.jobs[w.key].resources["mem_mb"],
+        runtime=lambda w: STEINKE.jobs[w.key].resources["runtime"],
+        gpu=lambda w: STEINKE.jobs[w.key].resources["gpu"],
     params:
-        spec=lambda w: ST_DIRAC[w.key],
-        device=ST["fig2"]["device"],
-        code_version=script_version("train_steinke_fig2"),
+        canary=lambda w: STEINKE.jobs[w.key].canary,
+        spec=lambda w: dict(STEINKE.jobs[w.key].spec),
+        device=lambda w: STEINKE.jobs[w.key].device,
+        code_version=script_version("train_steinke_shard"),
     script:
-        "../scripts/train_steinke_fig2.py"
+        "../scripts/train_steinke_shard.py"
 
 
-rule audit_steinke_fig2:
-    input:
-        shards=expand(
-            "results/steinke/fig2/{key}/shard{shard}.npz",
-            key=ST_FIG2["key"],
-            shard=ST_FIG2["shards"],
-        ),
-        data=f"results/steinke/data/{ST_FIG2_DATA_KEY}.npz",
-    output:
-        table="results/steinke/fig2/audit.csv",
-    log:
-        log_path("steinke/audit_fig2"),
-    benchmark:
-        bench_path("steinke/audit_fig2")
-    conda:
-        "../../envs/analysis.yaml"
-    threads: 1
-    resources:
-        mem_mb=4000,
-        runtime=60,
-    params:
-        steps=ST_FIG2["steps"],
-        noise_multiplier=ST["fig2"]["noise_multiplier"],
-        delta=ST["fig2"]["delta"],
-        confidence=AUDIT["confidence"],
-        mode=AUDIT["mode"],
-        seed=SEED,
-        model=ST["fig2"]["model"],
-        background=ST["fig2"]["background"],
-        value_discretization_interval=ST["value_discretization_interval"],
-        code_version=script_version("audit_steinke_fig2"),
-    script:
-        "../scripts/audit_steinke_fig2.py"
+for _audit in STEINKE.audits:
 
-
-rule plot_steinke_fig2:
-    input:
-        tables=[rules.audit_steinke_fig2.output.table],
-    output:
-        pdf=report(
-            register_figure("results/steinke/fig2.pdf", kind="gpu"),
-            caption="../report/steinke_fig2.rst",
-            category="Steinke",
-        ),
-        csv="results/steinke/fig2.csv",
-    log:
-        log_path("steinke/plot_fig2"),
-    conda:
-        "../../envs/analysis.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    params:
-        code_version=script_version("plot_steinke"),
-        figure="fig2",
-        delta=ST["fig2"]["delta"],
-        facts=ST_FIG2_FACTS,
-    script:
-        "../scripts/plot_steinke.py"
-
-
-rule train_steinke_fig4:
-    input:
-        data=f"results/steinke/data/{ST_FIG2_DATA_KEY}.npz",
-        test=f"results/steinke/data/{ST_TEST_DATA_KEY}.npz",
-    output:
-        shard="results/steinke/fig4/{key}/shard{shard}.npz",
-    log:
-        log_path("steinke/train_fig4_{key}_shard{shard}"),
-    benchmark:
-        bench_path("steinke/train_fig4_{key}_shard{shard}")
-    wildcard_constraints:
-        shard=r"\d+",
-        key="|".join(ST_LABEL_FLIP),
-    conda:
-        "../../envs/torch.yaml"
-    threads: ST["fig4"]["resources"]["threads"]
-    resources:
-        mem_mb=ST["fig4"]["resources"]["mem_mb"],
-        runtime=ST["fig4"]["resources"]["runtime"],
-        gpu=ST["fig4"]["resources"]["gpu"],
-    params:
-        spec=lambda w: ST_LABEL_FLIP[w.key],
-        device=ST["fig4"]["device"],
-        code_version=script_version("train_steinke_fig4"),
-    script:
-        "../scripts/train_steinke_fig4.py"
-
-
-rule audit_steinke_fig4:
-    input:
-        shards=[
-            f"results/steinke/fig4/{plan['key']}/shard{shard}.npz"
-            for plan in ST_FIG4.values()
-            for shard in plan["shards"]
-        ],
-    output:
-        table="results/steinke/fig4/audit.csv",
-    log:
-        log_path("steinke/audit_fig4"),
-    benchmark:
-        bench_path("steinke/audit_fig4")
-    conda:
-        "../../envs/analysis.yaml"
-    threads: 1
-    resources:
-        mem_mb=4000,
-        runtime=60,
-    params:
-        panels={b: len(plan["shards"]) for b, plan in ST_FIG4.items()},
-        steps=sorted({int(t) for t in ST["fig4"]["steps"]}),
-        noise_multiplier=ST["fig4"]["noise_multiplier"],
-        delta=ST["fig4"]["delta"],
-        confidence=AUDIT["confidence"],
-        mode=AUDIT["mode"],
-        seed=SEED,
-        model=ST["fig4"]["model"],
-        value_discretization_interval=ST["value_discretization_interval"],
-        code_version=script_version("audit_steinke_fig4"),
-    script:
-        "../scripts/audit_steinke_fig4.py"
-
-
-rule plot_steinke_fig4:
-    input:
-        tables=[rules.audit_steinke_fig4.output.table],
-    output:
-        pdf=report(
-            register_figure("results/steinke/fig4.pdf", kind="gpu"),
-            caption="../report/steinke_fig4.rst",
-            category="Steinke",
-        ),
-        csv="results/steinke/fig4.csv",
-    log:
-        log_path("steinke/plot_fig4"),
-    conda:
-        "../../envs/analysis.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    params:
-        code_version=script_version("plot_steinke"),
-        figure="fig4",
-        delta=ST["fig4"]["delta"],
-        facts=ST_FIG4_FACTS,
-    script:
-        "../scripts/plot_steinke.py"
+    rule:
+        name:
+            f"audit_steinke_{_audit.figure}"
+        input:
+            shards=_audit.paths,
+        output:
+            table=_audit.table,
+        log:
+            log_path(f"steinke/audit_{_audit.figure}"),
+        benchmark:
+            bench_path(f"steinke/audit_{_audit.figure}")
+        conda:
+            "../../envs/analysis.yaml"
+        threads: 1
+        resources:
+            mem_mb=4000,
+            runtime=60,
+        params:
+            figure=_audit.figure,
+            panels={name: len(training.shards) for name, training in _audit.panels},
+            steps=list(_audit.steps),
+            noise_multiplier=_audit.noise_multiplier,
+            delta=_audit.delta,
+            confidence=AUDIT["confidence"],
+            mode=AUDIT["mode"],
+            seed=SEED,
+            model=_audit.model,
+            value_discretization_interval=STEINKE.section[
+                "value_discretization_interval"
+            ],
+            code_version=script_version("audit_steinke_trained"),
+        script:
+            "../scripts/audit_steinke_trained.py"
 
 
 rule tabulate_steinke_table2:
     input:
-        shards=[
-            f"results/steinke/fig2/{plan['key']}/shard{shard}.npz"
-            for plan in ST_TABLE2
-            for shard in plan["shards"]
-        ],
+        shards=STEINKE.table2.paths,
     output:
         md=report(
-            register_figure("results/steinke/table2.md", kind="gpu"),
+            "results/steinke/table2.md",
             caption="../report/steinke_table2.rst",
             category="Steinke",
         ),
@@ -230,22 +123,14 @@ rule tabulate_steinke_table2:
         mem_mb=4000,
         runtime=60,
     params:
-        rows=[
-            {
-                "shards": len(plan["shards"]),
-                "steps": row["steps"],
-                "noise_multiplier": row["noise_multiplier"],
-                "paper": row.get("paper"),
-            }
-            for plan, row in zip(ST_TABLE2, ST["table2"]["rows"])
-        ],
-        delta=ST["table2"]["delta"],
+        rows=[dict(row) for row in STEINKE.table2.params],
+        delta=STEINKE.table2.delta,
         confidence=AUDIT["confidence"],
         mode=AUDIT["mode"],
         seed=SEED,
-        model=ST["table2"]["model"],
-        value_discretization_interval=ST["value_discretization_interval"],
-        facts=ST_TABLE2_FACTS,
+        model=STEINKE.table2.model,
+        value_discretization_interval=STEINKE.section["value_discretization_interval"],
+        facts=dict(STEINKE.table2.facts),
         code_version=script_version("tabulate_steinke_table2"),
     script:
         "../scripts/tabulate_steinke_table2.py"
@@ -253,9 +138,10 @@ rule tabulate_steinke_table2:
 
 rule prepare_steinke_table1_data:
     input:
-        unpack(steinke_table1_sources),
+        # the model's config and the data file; without their paths the DAG stops with the plan's message
+        unpack(lambda wc: unless_missing(STEINKE_T1.missing, dict(STEINKE_T1.sources))),
     output:
-        data=f"results/steinke/table1/data/{ST_TABLE1['data_key']}.npz",
+        data=STEINKE_T1.data_path,
     log:
         log_path("steinke/prepare_table1_data"),
     conda:
@@ -265,12 +151,7 @@ rule prepare_steinke_table1_data:
         mem_mb=8000,
         runtime=60,
     params:
-        data={
-            **{k: ST_T1[k] for k in ("model", "data", "block_size", "eval_fraction")},
-            "max_dialogues": ST_T1["max_dialogues"],
-            "canary_tokens": ST_T1["canary_tokens"],
-            "seed": SEED,
-        },
+        data=dict(STEINKE_T1.data),
         code_version=script_version("prepare_steinke_table1_data"),
     script:
         "../scripts/prepare_steinke_table1_data.py"
@@ -280,7 +161,7 @@ rule calibrate_steinke_table1:
     input:
         data=rules.prepare_steinke_table1_data.output.data,
     output:
-        privacy=f"results/steinke/table1/data/{ST_TABLE1['data_key']}_privacy.json",
+        privacy=STEINKE_T1.privacy_path,
     log:
         log_path("steinke/calibrate_table1"),
     conda:
@@ -290,15 +171,9 @@ rule calibrate_steinke_table1:
         mem_mb=2000,
         runtime=30,
     params:
-        rows=[
-            {
-                k: row.get(k)
-                for k in ("batch_size", "noise_multiplier", "heuristic_epsilon")
-            }
-            for row in ST_T1["rows"]
-        ],
-        epochs=ST_T1["epochs"],
-        delta=ST_T1["delta"],
+        rows=[dict(row) for row in STEINKE_T1.calibration],
+        epochs=STEINKE.section["table1"]["epochs"],
+        delta=STEINKE.section["table1"]["delta"],
         code_version=script_version("calibrate_steinke_table1"),
     script:
         "../scripts/calibrate_steinke_table1.py"
@@ -318,20 +193,20 @@ rule train_steinke_table1:
         bench_path("steinke/train_table1_{key}_shard{shard}")
     wildcard_constraints:
         shard=r"\d+",
-        key="|".join(ST_TABLE1_ROWS) or "^$",
+        key="|".join(row.key for row in STEINKE_T1.rows) or "^$",
     conda:
         "../../envs/torch.yaml"
-    threads: ST_T1["resources"]["threads"]
+    threads: STEINKE.section["table1"]["resources"]["threads"]
     resources:
-        mem_mb=ST_T1["resources"]["mem_mb"],
-        runtime=ST_T1["resources"]["runtime"],
-        gpu=ST_T1["resources"]["gpu"],
+        mem_mb=STEINKE.section["table1"]["resources"]["mem_mb"],
+        runtime=STEINKE.section["table1"]["resources"]["runtime"],
+        gpu=STEINKE.section["table1"]["resources"]["gpu"],
     params:
-        spec=lambda w: ST_TABLE1["rows"][ST_TABLE1_ROWS[w.key]]["train"],
-        row=lambda w: ST_TABLE1_ROWS[w.key],
-        model=ST_T1["model"],
-        data_source=steinke_table1_data_source(),
-        device=ST_T1["device"],
+        spec=lambda w: next(dict(r.spec) for r in STEINKE_T1.rows if r.key == w.key),
+        row=lambda w: [r.key for r in STEINKE_T1.rows].index(w.key),
+        model=STEINKE.section["table1"]["model"],
+        data_source=STEINKE_T1.data_source,
+        device=STEINKE.section["table1"]["device"],
         code_version=script_version("train_steinke_table1"),
     script:
         "../scripts/train_steinke_table1.py"
@@ -339,14 +214,10 @@ rule train_steinke_table1:
 
 rule tabulate_steinke_table1:
     input:
-        shards=[
-            f"results/steinke/table1/{row['key']}/shard{shard}.npz"
-            for row in ST_TABLE1["rows"]
-            for shard in row["shards"]
-        ],
+        shards=STEINKE_T1.paths,
     output:
         md=report(
-            steinke_table1_target("results/steinke/table1.md"),
+            "results/steinke/table1.md",
             caption="../report/steinke_table1.rst",
             category="Steinke",
         ),
@@ -363,17 +234,17 @@ rule tabulate_steinke_table1:
         runtime=60,
     params:
         rows=[
-            {"shards": len(row["shards"]), "paper": spec.get("paper")}
-            for row, spec in zip(ST_TABLE1["rows"], ST_T1["rows"])
+            {"shards": len(row.shards), "paper": paper}
+            for row, paper in zip(STEINKE_T1.rows, STEINKE_T1.paper)
         ],
-        delta=ST_T1["delta"],
+        delta=STEINKE.section["table1"]["delta"],
         confidence=AUDIT["confidence"],
         mode=AUDIT["mode"],
         seed=SEED,
-        model=ST_T1["model"] or "",
-        score=ST_T1["score"],
-        value_discretization_interval=ST["value_discretization_interval"],
-        facts=ST_TABLE1_FACTS,
+        model=STEINKE.section["table1"]["model"] or "",
+        score=STEINKE.section["table1"]["score"],
+        value_discretization_interval=STEINKE.section["value_discretization_interval"],
+        facts=dict(STEINKE_T1.facts),
         code_version=script_version("tabulate_steinke_table1"),
     script:
         "../scripts/tabulate_steinke_table1.py"
@@ -393,8 +264,8 @@ rule compute_steinke_fig1:
         mem_mb=1000,
         runtime=15,
     params:
-        fig1=ST["fig1"],
-        value_discretization_interval=ST["value_discretization_interval"],
+        fig1=STEINKE.section["fig1"],
+        value_discretization_interval=STEINKE.section["value_discretization_interval"],
         code_version=script_version("compute_steinke_fig1"),
     script:
         "../scripts/compute_steinke_fig1.py"
@@ -413,11 +284,11 @@ rule audit_steinke_fig3:
         "../../envs/analysis.yaml"
     threads: 1
     resources:
-        mem_mb=lambda wc: 800 + ST["fig3"]["runs_per_world"] // 1000,
+        mem_mb=lambda wc: 800 + STEINKE.section["fig3"]["runs_per_world"] // 1000,
         runtime=15,
     params:
-        sampling_rate=lambda wc: ST["fig3"]["sampling_rates"][int(wc.qi)],
-        fig3=ST["fig3"],
+        sampling_rate=lambda wc: STEINKE.section["fig3"]["sampling_rates"][int(wc.qi)],
+        fig3=STEINKE.section["fig3"],
         confidence=AUDIT["confidence"],
         mode=AUDIT["mode"],
         seed=SEED,
@@ -442,8 +313,10 @@ rule compute_steinke_fig5:
         mem_mb=1500,
         runtime=20,
     params:
-        one_step_epsilon=lambda wc: ST["fig5"]["one_step_epsilons"][int(wc.pi)],
-        fig5=ST["fig5"],
+        one_step_epsilon=lambda wc: STEINKE.section["fig5"]["one_step_epsilons"][
+            int(wc.pi)
+        ],
+        fig5=STEINKE.section["fig5"],
         code_version=script_version("compute_steinke_fig5"),
     script:
         "../scripts/compute_steinke_fig5.py"
@@ -463,11 +336,11 @@ rule attack_steinke_fig6:
     threads: 1
     resources:
         mem_mb=lambda wc: 1000
-        + ST["fig6"]["runs_per_world"] * int(wc.steps) * 40 // 10**6,
+        + STEINKE.section["fig6"]["runs_per_world"] * int(wc.steps) * 40 // 10**6,
         runtime=lambda wc: 5
-        + ST["fig6"]["runs_per_world"] * int(wc.steps) ** 2 // 10**8,
+        + STEINKE.section["fig6"]["runs_per_world"] * int(wc.steps) ** 2 // 10**8,
     params:
-        fig6=ST["fig6"],
+        fig6=STEINKE.section["fig6"],
         confidence=AUDIT["confidence"],
         mode=AUDIT["mode"],
         seed=SEED,
@@ -476,111 +349,33 @@ rule attack_steinke_fig6:
         "../scripts/attack_steinke_fig6.py"
 
 
-rule plot_steinke_fig1:
-    input:
-        tables=rules.compute_steinke_fig1.output,
-    output:
-        pdf=report(
-            register_figure("results/steinke/fig1.pdf"),
-            caption="../report/steinke_fig1.rst",
-            category="Steinke",
-        ),
-        csv="results/steinke/fig1.csv",
-    log:
-        log_path("steinke/plot_cebere_fig1"),
-    conda:
-        "../../envs/analysis.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    params:
-        code_version=script_version("plot_steinke"),
-        figure="fig1",
-        delta=ST["fig1"]["delta"],
-        facts=ST_FACTS,
-    script:
-        "../scripts/plot_steinke.py"
+# One plot rule per figure (plot_steinke_fig1 … plot_steinke_fig6): its tables -> PDF + CSV through
+# hsaudit.experiments.steinke.figures.FIGURES.
+for _figure in STEINKE.figures:
 
-
-rule plot_steinke_fig3:
-    input:
-        tables=expand("results/steinke/fig3/q{qi}.csv", qi=ST_FIG3_Q),
-    output:
-        pdf=report(
-            register_figure("results/steinke/fig3.pdf"),
-            caption="../report/steinke_fig3.rst",
-            category="Steinke",
-        ),
-        csv="results/steinke/fig3.csv",
-    log:
-        log_path("steinke/plot_cebere_fig3"),
-    conda:
-        "../../envs/analysis.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    params:
-        code_version=script_version("plot_steinke"),
-        figure="fig3",
-        delta=ST["fig3"]["delta"],
-        facts=ST_FACTS,
-        audit=ST["fig3"]["audit"],
-        sigma_family=ST["fig3"]["sigma_families"][0],
-    script:
-        "../scripts/plot_steinke.py"
-
-
-rule plot_steinke_fig5:
-    input:
-        tables=expand("results/steinke/fig5/panel{pi}.csv", pi=ST_FIG5_PANELS),
-    output:
-        pdf=report(
-            register_figure("results/steinke/fig5.pdf"),
-            caption="../report/steinke_fig5.rst",
-            category="Steinke",
-        ),
-        csv="results/steinke/fig5.csv",
-    log:
-        log_path("steinke/plot_cebere_fig5"),
-    conda:
-        "../../envs/analysis.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    params:
-        code_version=script_version("plot_steinke"),
-        figure="fig5",
-        delta=ST["fig5"]["delta"],
-        facts=ST_FACTS,
-    script:
-        "../scripts/plot_steinke.py"
-
-
-rule plot_steinke_fig6:
-    input:
-        tables=expand("results/steinke/fig6/T{steps}.csv", steps=ST_FIG6_STEPS),
-    output:
-        pdf=report(
-            register_figure("results/steinke/fig6.pdf"),
-            caption="../report/steinke_fig6.rst",
-            category="Steinke",
-        ),
-        csv="results/steinke/fig6.csv",
-    log:
-        log_path("steinke/plot_fig6"),
-    conda:
-        "../../envs/analysis.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    params:
-        code_version=script_version("plot_steinke"),
-        figure="fig6",
-        delta=ST["fig6"]["delta"],
-        facts=ST_FACTS,
-    script:
-        "../scripts/plot_steinke.py"
+    rule:
+        name:
+            f"plot_steinke_{_figure.name}"
+        input:
+            tables=list(_figure.tables),
+        output:
+            pdf=report(
+                _figure.target.path,
+                caption=f"../report/steinke_{_figure.name}.rst",
+                category="Steinke",
+            ),
+            csv=_figure.csv,
+        log:
+            log_path(f"steinke/plot_{_figure.name}"),
+        conda:
+            "../../envs/analysis.yaml"
+        threads: 1
+        resources:
+            mem_mb=1000,
+            runtime=10,
+        params:
+            figure=_figure.name,
+            facts=dict(_figure.facts),
+            code_version=script_version("plot_steinke"),
+        script:
+            "../scripts/plot_steinke.py"

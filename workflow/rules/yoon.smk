@@ -1,6 +1,10 @@
-# Yoon, Jeung & No: adversarial-sample audits of the final model of full-batch DP-SGD (hsaudit.experiments.yoon; the plan
-# hsaudit.experiments.yoon.plan.plan_yoon is built in common.smk as YOON). Data → one job per run training its two
+# Yoon, Jeung & No: adversarial-sample audits of the final model of full-batch DP-SGD (hsaudit.experiments.yoon,
+# docs/yoon.md). The plan (hsaudit.experiments.yoon.plan.plan) keys every job: data → one job per run training its
 # populations (GPU-sized at paper scale) → one job per run crafting and auditing its samples → the figures.
+from hsaudit.experiments.yoon.plan import figure_outputs as yoon_figure_outputs
+from hsaudit.experiments.yoon.plan import plan as yoon_plan
+
+YOON = yoon_plan(config)
 
 
 rule prepare_yoon_data:
@@ -23,7 +27,7 @@ rule prepare_yoon_data:
 
 rule train_yoon_models:
     input:
-        unpack(yoon_population_inputs),
+        unpack(lambda wc: YOON.training_inputs(wc.population)),
     output:
         models="results/yoon/models/{population}/run{run}.npz",
     log:
@@ -38,8 +42,8 @@ rule train_yoon_models:
         runtime=config["yoon"]["resources"]["runtime"],
         gpu=config["yoon"]["resources"]["gpu"],
     params:
-        spec=lambda wc: YOON.populations[wc.population],
-        noise_multiplier=lambda wc: yoon_noise_multiplier(wc.population),
+        spec=lambda wc: YOON.trainings[wc.population],
+        noise_multiplier=lambda wc: YOON.noise_multiplier(wc.population),
         device=config["yoon"]["device"],
         code_version=script_version("train_yoon_models"),
     script:
@@ -48,8 +52,7 @@ rule train_yoon_models:
 
 rule audit_yoon_run:
     input:
-        models=lambda wc: f"results/yoon/models/{YOON.audits[wc.audit]['population']}/run{wc.run}.npz",
-        data=yoon_audit_data,
+        unpack(lambda wc: YOON.audit_inputs(wc.audit, wc.run)),
     output:
         table="results/yoon/audits/{audit}/run{run}.csv",
         scores="results/yoon/audits/{audit}/run{run}_scores.csv",
@@ -70,7 +73,7 @@ rule audit_yoon_run:
         ),
     params:
         spec=lambda wc: YOON.audits[wc.audit],
-        population=lambda wc: YOON.populations[YOON.audits[wc.audit]["population"]],
+        population=lambda wc: YOON.trainings[YOON.audits[wc.audit]["population"]],
         delta=AUDIT["delta"],
         device=config["yoon"]["device"],
         code_version=script_version("audit_yoon_run"),
@@ -78,22 +81,23 @@ rule audit_yoon_run:
         "../scripts/audit_yoon_run.py"
 
 
-for _figure in YOON_FIGURES:
+for _target in YOON.targets:
+    _figure = _target.id.removeprefix("yoon/")
 
     rule:
         name:
             f"plot_yoon_{_figure}"
         input:
-            tables=figure_audit_paths(YOON, _figure),
-            scores=yoon_scores_paths(_figure),
+            tables=YOON.audit_paths(_figure),
+            scores=YOON.score_paths(_figure),
         output:
             main=report(
-                register_figure(figure_outputs(_figure)[0], kind="gpu"),
+                register_figure(_target.path, kind=_target.kind),
                 caption=f"../report/yoon_{_figure}.rst",
                 category="Yoon et al.",
             ),
-            csv=figure_outputs(_figure)[1],
-            runs=figure_outputs(_figure)[2],
+            csv=yoon_figure_outputs(_figure)[1],
+            runs=yoon_figure_outputs(_figure)[2],
         log:
             log_path(f"yoon/plot_yoon_{_figure}"),
         conda:
@@ -105,7 +109,7 @@ for _figure in YOON_FIGURES:
         params:
             figure=_figure,
             points=[vars(point) for point in YOON.figures[_figure]],
-            scale=SCALE,
+            facts=YOON.facts,
             code_version=script_version("plot_yoon"),
         script:
             "../scripts/plot_yoon.py"

@@ -1,7 +1,7 @@
 """Snakemake adapter: Steinke et al. fig6, one T (malicious-dataset attack of App. C, GDP audit)."""
 
 from hsaudit.util.io import write_csv_atomic
-from hsaudit.experiments.steinke.experiments import MaliciousConstants, fig6_table
+from hsaudit.experiments.steinke.simulations import MaliciousConstants, fig6_table
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)

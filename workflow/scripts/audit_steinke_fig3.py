@@ -1,7 +1,7 @@
 """Snakemake adapter: Steinke et al. fig3, one sampling rate (σ per T, simulation, σ̂ and GDP audits, heuristic)."""
 
 from hsaudit.util.io import write_csv_atomic
-from hsaudit.experiments.steinke.experiments import fig3_table
+from hsaudit.experiments.steinke.simulations import fig3_table
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)

@@ -1,11 +1,11 @@
 """Snakemake adapter: Steinke et al. Table 1's (q, T, σ) per row once N is known (σ calibrated to the row's heuristic
-ε, hsaudit.experiments.steinke.language_audit.privacy_plan) -> privacy.json."""
+ε, hsaudit.experiments.steinke.audit.privacy_plan) -> privacy.json."""
 
 import json
 
 import numpy as np
 
-from hsaudit.experiments.steinke.language_audit import privacy_plan
+from hsaudit.experiments.steinke.audit import privacy_plan
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_text_atomic
 

@@ -1,7 +1,7 @@
 """Snakemake adapter: Steinke et al. fig1 table (heuristic / standard / full-batch ε across T)."""
 
 from hsaudit.util.io import write_csv_atomic
-from hsaudit.experiments.steinke.experiments import fig1_table
+from hsaudit.experiments.steinke.simulations import fig1_table
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)

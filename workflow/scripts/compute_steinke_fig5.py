@@ -1,7 +1,7 @@
 """Snakemake adapter: Steinke et al. fig5, one panel (σ per q so one step is (ε₁, δ)-DP)."""
 
 from hsaudit.util.io import write_csv_atomic
-from hsaudit.experiments.steinke.experiments import Rounding, fig5_table
+from hsaudit.experiments.steinke.simulations import Rounding, fig5_table
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)

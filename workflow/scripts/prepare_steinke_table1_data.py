@@ -1,7 +1,7 @@
 """Snakemake adapter: Steinke et al. Table 1's data — PersonaChat by path tokenised with the model's tokenizer into
-blocks, the unused tokens and the canary (hsaudit.experiments.steinke.language.prepare_table1_data)."""
+blocks, the unused tokens and the canary (hsaudit.experiments.steinke.train.language.prepare_table1_data)."""
 
-from hsaudit.experiments.steinke.language import prepare_table1_data
+from hsaudit.experiments.steinke.train.language import prepare_table1_data
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import atomic_savez
 

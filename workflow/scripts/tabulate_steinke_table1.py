@@ -1,9 +1,8 @@
 """Snakemake adapter: Steinke et al. Table 1 (heuristic, standard ε, perplexity, empirical ε per batch size) from the
-rows' shards, via hsaudit.experiments.steinke.language_audit.table1 -> table1.csv + table1.md."""
+rows' shards, via hsaudit.experiments.steinke.audit.table1 -> table1.csv + table1.md."""
 
 from hsaudit.experiments.plotting import footer_text
-from hsaudit.experiments.steinke.language_audit import table1, table1_markdown
-from hsaudit.experiments.steinke.trained_audit import load_shards, split_shards
+from hsaudit.experiments.steinke.audit import load_shards, split_shards, table1, table1_markdown
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic, write_text_atomic
 

@@ -1,8 +1,8 @@
 """Snakemake adapter: Steinke et al. Table 2 (heuristic, standard ε, test accuracy, empirical ε per batch size) from
-the rows' shards, via hsaudit.experiments.steinke.trained_audit.table2 -> table2.csv + table2.md."""
+the rows' shards, via hsaudit.experiments.steinke.audit.table2 -> table2.csv + table2.md."""
 
 from hsaudit.experiments.plotting import footer_text
-from hsaudit.experiments.steinke.trained_audit import load_shards, split_shards, table2, table2_markdown
+from hsaudit.experiments.steinke.audit import load_shards, split_shards, table2, table2_markdown
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_text_atomic, write_csv_atomic
 

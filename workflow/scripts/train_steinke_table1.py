@@ -1,13 +1,13 @@
 """Snakemake adapter: one shard of Steinke et al. Table 1 (both worlds; Poisson DP-SGD fine-tuning of the causal LM
 by path with the unused-token canary; scores after every step; the final models' held-out perplexity) via
-hsaudit.experiments.steinke.language. Imports no audit or accounting code (σ comes from the calibration job's JSON)."""
+hsaudit.experiments.steinke.train.language. Imports no audit or accounting code (σ comes from the calibration job's JSON)."""
 
 import json
 
 import numpy as np
 import torch
 
-from hsaudit.experiments.steinke.language import load_causal_lm, train_table1_shard
+from hsaudit.experiments.steinke.train.language import load_causal_lm, train_table1_shard
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import atomic_savez
 

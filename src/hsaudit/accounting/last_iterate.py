@@ -20,7 +20,7 @@ This module computes it in two independent ways:
   (``from_mixture_gaussian_mechanism``), as the paper suggests (Section 2).
 
 The mixture functions (:func:`mixture_delta`, :func:`mixture_epsilon`) take arbitrary non-negative atoms, so
-they also serve the quadratic-regulariser example of Section 4.2 (:mod:`hsaudit.experiments.steinke.experiments`).
+they also serve the quadratic-regulariser example of Section 4.2 (:mod:`hsaudit.experiments.steinke.simulations`).
 
 Baselines (Section 2.1): :func:`standard_epsilon` (dp-accounting PLD of T self-composed Poisson-subsampled
 Gaussians, add/remove, i.e. releasing all iterates) and :func:`full_batch_epsilon` (Eq. 4: μ = q√T/σ,

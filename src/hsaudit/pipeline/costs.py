@@ -10,10 +10,12 @@ Where the experiments come from:
   the very plans the rules run (:func:`hsaudit.experiments.cebere.plan.plan`,
   :func:`hsaudit.experiments.one_run.plan.plan`), so the estimate follows the config. A population that several
   figures read (same root) is counted once in totals.
-- **Yoon et al.** (``yoon/fig2`` … ``yoon/fig8``, ``yoon/table1``, ``yoon/crafting``): the plan of its rules
-  (:func:`hsaudit.experiments.yoon.plan.plan_yoon`), one row per population (4N models per run: crafting and held-out
-  populations of N + N) with full-batch steps of |D| + 1 examples, plus the black-box surrogates (:func:`yoon_populations`).
-- Analytic / 1-D experiments (Section 6 process, Steinke, Annamalai): no training; listed as simulations.
+- **Yoon et al.** (``yoon/fig2`` … ``yoon/fig8``, ``yoon/table1``, ``yoon/crafting``): the populations of the plan
+  its rules read (``populations`` of :class:`hsaudit.experiments.yoon.plan.YoonPlan`): one row per population (crafting,
+  held-out and validation populations of every run) with full-batch steps of |D| + 1 examples, plus the black-box
+  surrogates (:func:`yoon_populations`).
+- Analytic / 1-D experiments (Section 6 process, Steinke, Annamalai): no training; listed as simulations
+  (Section 6's and Annamalai's: the untrained targets of their plans).
 
 Cost model: seconds per model-step scale linearly with the batch size from the calibration batch; a model
 trains ``steps`` DP-SGD steps with per-sample gradients, clipping and noise. Calibration rows say whether they
@@ -113,17 +115,12 @@ CALIBRATION: tuple[Calibration, ...] = (
         "--opacus-models 0 --steps 1 --repeats 3 --threads 1 (2026-11-25; population 4; load 0.8-1.0)", "measured",
     ),
     # Steinke et al. Table 1's causal LM, per example (batch 1) of LM_REFERENCE_TOKENS tokens for a model of
-    # LM_REFERENCE_PARAMETERS parameters (Gemma 2 2B); a population scales it by its parameters x block size
-    # (Population.cost_factor). FLOPs 6 x 2.6e9 x 128 = 2.0e12 per example (forward + backward). Not measured.
+    # LM_REFERENCE_PARAMETERS parameters (Gemma 2 2B; both in hsaudit.experiments.steinke.plan); a population scales
+    # it by its parameters x block size (Population.cost_factor). FLOPs 6 x 2.6e9 x 128 = 2.0e12 per example (forward + backward). Not measured.
     Calibration("causal_lm", "gpu", 1, 0.04, "derived: 2.0e12 FLOPs per example at an effective 50 TFLOP/s (estimate; "
                 "one backward pass per example in float32 is likely several times slower, docs/steinke.md)"),
     Calibration("causal_lm", "cpu", 1, 40.0, "derived: 2.0e12 FLOPs per example at 50 GFLOP/s on one core (estimate)"),
 )
-
-LM_REFERENCE_PARAMETERS = 2.6e9
-"""Parameters of the model the ``causal_lm`` calibration rows are for (Gemma 2 2B)."""
-LM_REFERENCE_TOKENS = 128
-"""Tokens per example of the ``causal_lm`` calibration rows."""
 
 PAPER_GPU_HOURS = 3500.0
 """Cebere et al., Appendix D: "totaling approximately 3500 GPU hours" (ConvNet + ResNet, T = 250/1250/6250)."""
@@ -254,11 +251,10 @@ class Population:
         return self.model_steps * per_step / 3600.0
 
 
-# Figures without trained models (simulate → audit → plot), by config section (Cebere et al.'s Section 6 figures are
-# targets of its plan).
+# Figures without trained models (simulate → audit → plot), by config section (Cebere et al.'s Section 6 figures and
+# Annamalai's are targets of their plans).
 SIMULATION_FIGURES = {
     "steinke": ("steinke/fig1", "steinke/fig3", "steinke/fig5", "steinke/fig6"),
-    "annamalai": ("annamalai/fig1", "annamalai/fig2"),
 }
 
 
@@ -309,177 +305,38 @@ def one_run_populations(config: Mapping[str, Any]) -> list[Population]:
 
 
 def _plan_targets(config: Mapping[str, Any]) -> tuple[Any, ...]:
-    """The targets of the plans that list theirs (Cebere et al., the one-run study)."""
+    """The targets of the plans that list theirs (Cebere et al., the one-run study, Annamalai)."""
     cebere, one_run = _cebere_plans(config)
-    return cebere.targets + (one_run.targets if one_run else ())
+    annamalai = ()
+    if config.get("annamalai"):
+        from hsaudit.experiments.annamalai.plan import plan as annamalai_plan
+
+        annamalai = annamalai_plan(config).targets
+    return cebere.targets + (one_run.targets if one_run else ()) + annamalai
 
 
 def yoon_populations(config: Mapping[str, Any]) -> list[Population]:
-    """The Yoon et al. populations of the config, from the plan its rules run (:func:`hsaudit.experiments.yoon.plan.plan_yoon`).
-
-    One row per population key (shared by figures, e.g. fig2/fig4 reuse fig3's MNIST populations, and counted
-    once): every run trains two independent populations (crafting and held-out audit) of N models on D and N on
-    D′, so ``models = 4N × runs``; every model takes ``T`` full-batch steps of ``|D| + 1`` per-sample gradients
-    (the engine appends the canary to the batch of every model and masks it out of the D models'). Black-box
-    audits add one row of surrogate distillation (``2N × runs`` surrogates, ``epochs × ⌈(|D| + 1) / b⌉`` Adam steps
-    of batch ``b``, priced as DP-SGD steps: an upper estimate, distillation needs no per-sample gradients).
-    Crafting (a few hundred forward/backward passes of one input) is not counted.
-    """
-    section = config.get("yoon")
-    if not section:
+    """The Yoon et al. populations of the config: those of the plan its rules read
+    (``populations`` of :class:`hsaudit.experiments.yoon.plan.YoonPlan`; every figure of the section, shared
+    populations once)."""
+    if not config.get("yoon"):
         return []
-    from hsaudit.experiments.yoon.plan import plan_yoon
+    from hsaudit.experiments.yoon.plan import plan as yoon_plan
 
-    seed = int(config.get("seed", 0))
-    plan = plan_yoon(section, seed=seed, audit=config.get("audit", {}))
-    device = "gpu" if int((section.get("resources") or {}).get("gpu", 0) or 0) > 0 else "cpu"
-    figures: dict[str, list[str]] = {}
-    runs: dict[str, int] = {}
-    audit_figures: dict[str, list[str]] = {}
-    for figure, points in plan.figures.items():
-        for point in points:
-            for table, key in ((figures, point.population), (audit_figures, point.audit)):
-                table.setdefault(key, [])
-                if f"yoon/{figure}" not in table[key]:
-                    table[key].append(f"yoon/{figure}")
-            runs[point.population] = max(runs.get(point.population, 0), point.runs)
-            runs[point.audit] = max(runs.get(point.audit, 0), point.runs)
-    out: list[Population] = []
-    for key, figs in figures.items():
-        pop = plan.populations[key]
-        d = int(plan.data[pop["data"]]["d_size"])
-        n = int(pop["models_per_world"])
-        # Crafting (N_craft per world), audit (N) and validation populations, two worlds each.
-        per_run = 2 * (int(pop.get("craft_models_per_world") or n) + n + int(pop.get("validation_models_per_world", 0)))
-        out.append(
-            Population(
-                figures=tuple(figs),
-                section="yoon",
-                adversary="full-batch DP-SGD",
-                model=pop["model"],
-                models=per_run * runs[key],
-                steps=int(pop["steps"]),
-                batch=d + 1,
-                device=device,
-                key=("yoon", key),
-                detail=f"{pop['dataset']} eps={pop['epsilon']:g} {pop['canary']} init={pop['init']} "
-                f"C={pop['clip_norm']:g} |D|={d} N={n}",
-            )
-        )
-    for key, figs in audit_figures.items():
-        aud = plan.audits[key]
-        if aud["access"] != "black":
-            continue
-        pop = plan.populations[aud["population"]]
-        d, s = int(plan.data[pop["data"]]["d_size"]), aud["surrogate"]
-        n = int(pop.get("craft_models_per_world") or pop["models_per_world"])  # one surrogate per crafting model
-        batch = int(s["batch_size"])
-        out.append(
-            Population(
-                figures=tuple(figs),
-                section="yoon",
-                adversary="surrogates",
-                model=pop["model"],
-                models=2 * n * runs[key],
-                steps=int(s["epochs"]) * -(-(d + 1) // batch),
-                batch=min(batch, d + 1),
-                device=device,
-                key=("yoon-surrogates", key),
-                detail=f"{pop['dataset']} eps={pop['epsilon']:g} black box, {s['epochs']} epochs",
-            )
-        )
-    return out
+    return [_from_plan(pop) for pop in yoon_plan(config).populations]
 
 
 def steinke_populations(config: Mapping[str, Any]) -> list[Population]:
-    """Steinke, Nasr et al. fig2, fig4 and table2 (:mod:`hsaudit.experiments.steinke.trained`, the plans their rules run,
-    built as ``workflow/rules/common.smk`` builds them): one population of 2R models (both worlds) per plan, trained
-    for its largest T (every plotted T is read off the same models); fig4 has one per background, table2 one per
-    row, and a table2 row with fig2's values is fig2's population (listed once, with both). Poisson batches of
-    expected size B are priced at B per-sample gradients per model-step."""
-    section = config.get("steinke") or {}
-    if not section.get("fig2"):
+    """Steinke, Nasr et al. fig2, fig4, table2 and table1: the populations of the plan their rules read
+    (:func:`hsaudit.experiments.steinke.plan.plan`), one per root: 2R models (both worlds) trained for the largest T;
+    a table2 row with fig2's values is fig2's population (listed once, with both). Poisson batches of expected size
+    B are priced at B per-sample gradients per model-step; table1's language model by the size the plan assumes
+    (``steinke.table1.plan``) against the ``causal_lm`` calibration rows'."""
+    if not config.get("steinke"):
         return []
-    from hsaudit.experiments.steinke.trained import plan_fig2, plan_fig4
+    from hsaudit.experiments.steinke.plan import plan as steinke_plan
 
-    seed = int(config.get("seed", 0))
-    data = section["fig2"].get("data", {})
-    test = {**data, "train": False, "subset": data.get("test_subset")}
-    entries = []  # (figure, plan, section that holds R and resources, adversary)
-    fig2 = section["fig2"]
-    entries.append(("steinke/fig2", plan_fig2(fig2, seed=seed, data_identity=data, test_identity=test), fig2,
-                    f"Dirac gradient canary ({fig2['background']} background)"))
-    if section.get("fig4"):
-        fig4 = section["fig4"]
-        for background, plan in plan_fig4(fig4, seed=seed, data_identity=data, test_identity=test).items():
-            entries.append(("steinke/fig4", plan, fig4, f"label-flip input canary ({background} background)"))
-    if section.get("table2"):
-        t2 = section["table2"]
-        for row in t2["rows"]:
-            values = {**{k: t2[k] for k in ("model", "model_kwargs", "backend", "lr", "clip_norm", "canary_dim",
-                                             "models_per_world", "shard_size")},
-                      "background": "natural", "batch_size": row["batch_size"],
-                      "noise_multiplier": row["noise_multiplier"], "steps": [row["steps"]],
-                      "lr": row.get("lr", t2["lr"])}
-            plan = plan_fig2(values, seed=seed, data_identity=data, test_identity=test)
-            entries.append(("steinke/table2", plan, t2, "Dirac gradient canary (natural background)"))
-    rows: dict[str, dict[str, Any]] = {}
-    for figure, plan, sec, adversary in entries:
-        spec = plan["train"]
-        gpu = int((sec.get("resources") or {}).get("gpu", 0) or 0) > 0
-        r = int(sec["models_per_world"])
-        row = rows.setdefault(plan["key"], {"figures": [], "spec": spec, "gpu": gpu, "r": r, "adversary": adversary,
-                                            "shards": len(plan["shards"])})
-        if figure not in row["figures"]:
-            row["figures"].append(figure)
-        row["gpu"] |= gpu
-        row["r"], row["shards"] = max(row["r"], r), max(row["shards"], len(plan["shards"]))
-    return [
-        Population(
-            figures=tuple(row["figures"]),
-            section="steinke",
-            adversary=row["adversary"],
-            model=row["spec"]["model"],
-            models=2 * row["r"],
-            steps=int(row["spec"]["steps"]),
-            batch=int(row["spec"]["batch_size"]),
-            device="gpu" if row["gpu"] else "cpu",
-            key=("steinke", key),
-            detail=f"q=B/N B={row['spec']['batch_size']} sigma={row['spec']['noise_multiplier']:g} "
-            f"R={row['r']}/world {row['shards']} shards",
-        )
-        for key, row in rows.items()
-    ]
-
-
-def steinke_lm_populations(config: Mapping[str, Any]) -> list[Population]:
-    """Steinke et al. Table 1 (:func:`hsaudit.experiments.steinke.language.plan_table1`, the plan its rules run): one
-    population of 2R models per row, T = round(epochs·N/B) steps of expected batch B. N and the model's size are
-    known only once the data are tokenised and the model read, so the plan takes them from
-    ``steinke.table1.plan`` (examples, parameters), and the ``causal_lm`` calibration rows are scaled by
-    parameters × block size (:data:`LM_REFERENCE_PARAMETERS`, :data:`LM_REFERENCE_TOKENS`)."""
-    section = (config.get("steinke") or {}).get("table1")
-    if not section:
-        return []
-    from hsaudit.experiments.steinke.language import plan_table1
-    from hsaudit.experiments.steinke.language_audit import training_steps
-
-    n, parameters = int(section["plan"]["examples"]), float(section["plan"]["parameters"])
-    block = int(section["block_size"])
-    factor = parameters / LM_REFERENCE_PARAMETERS * block / LM_REFERENCE_TOKENS
-    gpu = int((section.get("resources") or {}).get("gpu", 0) or 0) > 0
-    out = []
-    for row in plan_table1(section, seed=int(config.get("seed", 0)))["rows"]:
-        b = int(row["train"]["batch_size"])
-        out.append(Population(
-            figures=("steinke/table1",), section="steinke", adversary="unused tokens", model="causal_lm",
-            models=2 * int(section["models_per_world"]),
-            steps=training_steps(epochs=section["epochs"], n_train=n, batch_size=b), batch=b,
-            device="gpu" if gpu else "cpu", key=("steinke-lm", row["key"]),
-            detail=f"B={b} N={n} {parameters:.2g} params {block}-token blocks (assumed: steinke.table1.plan)",
-            cost_factor=factor,
-        ))
-    return out
+    return [_from_plan(pop) for pop in steinke_plan(config).populations]
 
 
 def all_populations(config: Mapping[str, Any]) -> list[Population]:
@@ -489,7 +346,7 @@ def all_populations(config: Mapping[str, Any]) -> list[Population]:
     cebere, one_run = _cebere_plans(config)
     ours = [_from_plan(pop) for pop in cebere.populations + (one_run.populations if one_run else ())]
     merged: dict[tuple, Population] = {}
-    for pop in (ours + yoon_populations(config) + steinke_populations(config) + steinke_lm_populations(config)):
+    for pop in (ours + yoon_populations(config) + steinke_populations(config)):
         seen = merged.get(pop.key) if pop.key else None
         if seen is None:
             merged[pop.key or (id(pop),)] = pop

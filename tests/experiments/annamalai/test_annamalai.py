@@ -9,14 +9,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from hsaudit.accounting.gaussian import PldTable, sigma_for_epsilon
-from hsaudit.audit.pld import audit_pld, pld_sigma_audit
-from hsaudit.audit.rules import Paper
-from hsaudit.experiments.annamalai import construction as A
 from hsaudit.accounting import last_iterate as H
 from hsaudit.accounting import tradeoff_from_deltas
-from hsaudit.audit import observed_rates
+from hsaudit.accounting.gaussian import PldTable, default_epsilon_grid, sigma_for_epsilon
 from hsaudit.accounting.last_iterate import delta_curve, linear_tradeoff
+from hsaudit.audit import observed_rates
+from hsaudit.audit.pld import audit_pld, pld_sigma_audit
+from hsaudit.audit.rules import Paper
+from hsaudit.experiments.annamalai import audit as AA
+from hsaudit.experiments.annamalai import construction as A
 
 
 @pytest.mark.parametrize(("sigma", "base"), [(0.5, 10.0), (3.94, 100.0), (0.3, 1.0), (0.837, 10.0), (4.0, 100.0)])
@@ -186,7 +187,7 @@ def test_bad_input():
 def test_pld_tradeoff_is_gaussian_for_one_full_step():
     """q = 1, T = 1: the symmetric PLD trade-off equals the Gaussian one Φ(Φ⁻¹(1 − α) − 1/σ)."""
     sigma = 0.8
-    eg = A.default_epsilon_grid()
+    eg = default_epsilon_grid()
     d = delta_curve(
         steps=1, sampling_rate=1.0, noise_multiplier=sigma, epsilons=eg, value_discretization_interval=1e-4
     )
@@ -234,9 +235,13 @@ def test_sigma_calibration_derived_values():
 
 
 @pytest.fixture(scope="module")
-def small_table():
-    frame = A.pld_table(steps=20, sampling_rate=0.1, delta=1e-5, n_sigmas=12, epsilon_range=(0.3, 25.0))
-    return PldTable.from_frame(frame)
+def small_frame():
+    return A.pld_table(steps=20, sampling_rate=0.1, delta=1e-5, n_sigmas=12, epsilon_range=(0.3, 25.0))
+
+
+@pytest.fixture(scope="module")
+def small_table(small_frame):
+    return PldTable.from_frame(small_frame)
 
 
 def test_table_interpolation(small_table):
@@ -288,10 +293,10 @@ def test_curve_gap_se():
     a = np.array([0.1, 0.2, 0.3])
     f = np.array([0.5, 0.4, 0.3])
     se = np.sqrt(f * (1 - f) / 400)
-    below, above = A.curve_gap_se(a, f - np.array([0.0, se[1], 0.0]), f, runs=400)
+    below, above = AA.curve_gap_se(a, f - np.array([0.0, se[1], 0.0]), f, runs=400)
     assert below == pytest.approx(1.0)
     assert above == pytest.approx(0.0, abs=1e-12)
-    below, above = A.curve_gap_se(a, f + 2 * se, f, runs=400)
+    below, above = AA.curve_gap_se(a, f + 2 * se, f, runs=400)
     assert below == pytest.approx(-2.0) and above == pytest.approx(2.0)
 
 
@@ -302,3 +307,29 @@ def test_ideal_statistics_orientation():
     v = np.random.default_rng(1).normal(0, 1, (20000, 10))
     ref = A.step_llr(v, noise_multiplier=1.0, sampling_rate=0.2).sum(1)
     assert stats.ks_2samp(o, ref).pvalue > 1e-3
+
+
+def test_repeated_audits_of_the_seeded_statistics(small_frame, small_table):
+    """One fig2 job: σ is the table's σ for ε; every repetition's statistics come from their own seeded stream (the
+    same as a direct simulation), and each method audits them: the paper's audit at every floor is audit_pld."""
+    from hsaudit.util.seeding import derive_seed
+
+    table, sigma = AA.calibrate(small_frame, epsilon=4.0)
+    assert sigma == sigma_for_epsilon(4.0, small_table)
+    c = A.Construction(noise_multiplier=sigma, sampling_rate=0.1, base_rule="half_width")
+    reps = A.repeated_statistics(c, steps=20, runs=500, repetitions=2, seed=3, ideal_reference=True)
+    rng = np.random.default_rng(derive_seed(3, "annamalai", 20, 0.1, sigma, 1))
+    o0, o1 = A.simulate_statistics(rng, steps=20, runs=500, construction=c)
+    np.testing.assert_array_equal(reps[1].out, o0)
+    np.testing.assert_array_equal(reps[1].inside, o1)
+    assert reps[1].ideal is not None and set(reps[1].wraps) == {"wrap_rate_out", "wrap_rate_in"}
+    out = AA.audit_repetitions(reps, table=table, tail_floors=[0.01, 0.0], confidence=0.95, seed=3, steps=20)
+    per_rep = {"paper": 2, "clopper_pearson": 1, "clopper_pearson_held_out": 1, "paper_ideal": 1}
+    assert out.groupby("method").size().to_dict() == {m: 2 * n for m, n in per_rep.items()}
+    assert (out["noise_multiplier"] == sigma).all() and (out["encoding_base"] == c.base).all()
+    assert (out["runs_per_world"] == 500).all() and (out["base_rule"] == "half_width").all()
+    for floor in (0.01, 0.0):
+        row = out[(out.method == "paper") & (out.repetition == 1) & (out.tail_floor == floor)]
+        assert row["epsilon_emp"].item() == audit_pld(o0, o1, table, tail_floor=floor)
+    with pytest.raises(ValueError, match="at least one repetition"):
+        AA.audit_repetitions([], table=table, tail_floors=[0.01], confidence=0.95, seed=3, steps=20)

@@ -1,4 +1,4 @@
-"""Steinke et al. Table 1 (hsaudit.experiments.steinke.language, language_audit): data by path, unused tokens, the
+"""Steinke et al. Table 1 (hsaudit.experiments.steinke.train.language, .audit, .plan): data by path, unused tokens, the
 canary, the embedding-row score at zero noise, perplexity against a hand computation, σ per batch size. Most tests
 use a plain-torch causal LM (no ``transformers``); the loading test needs the ``lm`` extra."""
 
@@ -13,8 +13,9 @@ import pytest
 import torch
 
 from hsaudit.accounting.last_iterate import heuristic_epsilon
-from hsaudit.experiments.steinke import language as L
-from hsaudit.experiments.steinke.language_audit import privacy_plan, table1
+from hsaudit.experiments.steinke.audit import privacy_plan, table1
+from hsaudit.experiments.steinke.plan import plan_table1
+from hsaudit.experiments.steinke.train import language as L
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 V, D = 24, 8
@@ -209,17 +210,21 @@ def test_plan_needs_one_of_sigma_and_heuristic():
                "canary_tokens": 4, "lr": 0.5, "clip_norm": 1.0, "epochs": 2, "score": "gradient", "shard_size": 2,
                "models_per_world": 3, "delta": 1e-5,
                "rows": [{"batch_size": 8, "heuristic_epsilon": 6.0}, {"batch_size": 4, "noise_multiplier": 1.0}]}
-    plan = L.plan_table1(section, seed=0)
-    assert len({r["key"] for r in plan["rows"]}) == 2 and plan["rows"][0]["shards"] == [0, 1, 2]
+    plan = plan_table1(section, seed=0)
+    assert len({r.key for r in plan.rows}) == 2 and plan.rows[0].shards == (0, 1, 2)
+    assert plan.rows[0].root == f"results/steinke/table1/{plan.rows[0].key}" and plan.rows[0].spec["data"] == plan.data_key
+    # without model and data paths the target says what is missing (and is no target of the plan)
+    assert "Missing: steinke.table1.model, steinke.table1.data" in plan.missing
+    assert not plan_table1({**section, "model": "m", "data": "d.txt"}, seed=0).missing
     with pytest.raises(ValueError, match="exactly one of"):
-        L.plan_table1({**section, "rows": [{"batch_size": 8}]}, seed=0)
+        plan_table1({**section, "rows": [{"batch_size": 8}]}, seed=0)
     with pytest.raises(ValueError, match="score"):
-        L.plan_table1({**section, "score": "loss"}, seed=0)
-    records = L.plan_table1({**section, "examples": "records"}, seed=0)
-    assert records["data"]["examples"] == "records" and records["data_key"] != plan["data_key"]
-    assert "examples" not in plan["data"]  # the default keeps the keys it had before the option
+        plan_table1({**section, "score": "loss"}, seed=0)
+    records = plan_table1({**section, "examples": "records"}, seed=0)
+    assert records.data["examples"] == "records" and records.data_key != plan.data_key
+    assert "examples" not in plan.data  # the default keeps the keys it had before the option
     with pytest.raises(ValueError, match="examples"):
-        L.plan_table1({**section, "examples": "turns"}, seed=0)
+        plan_table1({**section, "examples": "turns"}, seed=0)
 
 
 def test_table_audits_the_shards():

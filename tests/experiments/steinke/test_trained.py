@@ -1,5 +1,6 @@
-"""Steinke, Nasr et al. Figure 2 on the engine (hsaudit.experiments.steinke.trained, .trained_audit): the plan's keys, the
-Dirac score, Figure 3's one-dimensional law under the all-zero background (closed form), and the audit table."""
+"""Steinke, Nasr et al. Figure 2 on the engine (hsaudit.experiments.steinke.plan, .train.images, .audit): the plan's
+keys, the Dirac score, Figure 3's one-dimensional law under the all-zero background (closed form), and the audit
+table."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ import numpy as np
 import pytest
 
 from hsaudit.accounting import last_iterate as H
-from hsaudit.experiments.steinke.trained import (
+from hsaudit.experiments.steinke.audit import COLUMNS, METHODS, fig2_table
+from hsaudit.experiments.steinke.plan import plan_fig2
+from hsaudit.experiments.steinke.train.images import (
     canary_coordinate,
-    plan_fig2,
-    shard_models,
-    train_fig2_shard,
+    train_dirac_shard,
     zero_background_moments,
 )
-from hsaudit.experiments.steinke.trained_audit import COLUMNS, METHODS, fig2_table
+from hsaudit.experiments.steinke.train.shards import shard_models
 from hsaudit.pipeline import provenance
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -45,27 +46,28 @@ def _data(n=200, seed=0):
 
 def test_plan_keys_follow_the_training_values():
     base = plan_fig2(SECTION, seed=1, data_identity=DATA)
-    assert base["shards"] == [0] and base["steps"] == [1, 5, 20] and base["train"]["steps"] == 20
+    assert base.shards == (0,) and base.steps == (1, 5, 20) and base.spec["steps"] == 20
+    assert base.root == f"results/steinke/dirac/{base.key}" and base.paths == [f"{base.root}/shard0.npz"]
     # R adds shards, plotted T below the largest and the audit change nothing that is trained
     more = plan_fig2({**SECTION, "models_per_world": 600}, seed=1, data_identity=DATA)
-    assert more["key"] == base["key"] and more["shards"] == [0, 1, 2]
-    assert plan_fig2({**SECTION, "steps": [2, 20]}, seed=1, data_identity=DATA)["key"] == base["key"]
+    assert more.key == base.key and more.shards == (0, 1, 2)
+    assert plan_fig2({**SECTION, "steps": [2, 20]}, seed=1, data_identity=DATA).key == base.key
     # every training value, the largest T, the seed and the data re-key
     for change in ({"lr": 0.4}, {"noise_multiplier": 2.0}, {"batch_size": 10}, {"background": "natural"},
                    {"canary_dim": 3}, {"steps": [1, 30]}, {"model_kwargs": {"variant": "8-6-2"}}):
-        assert plan_fig2({**SECTION, **change}, seed=1, data_identity=DATA)["key"] != base["key"], change
-    assert plan_fig2(SECTION, seed=2, data_identity=DATA)["key"] != base["key"]
-    assert plan_fig2(SECTION, seed=1, data_identity={"dataset": "other"})["key"] != base["key"]
+        assert plan_fig2({**SECTION, **change}, seed=1, data_identity=DATA).key != base.key, change
+    assert plan_fig2(SECTION, seed=2, data_identity=DATA).key != base.key
+    assert plan_fig2(SECTION, seed=1, data_identity={"dataset": "other"}).key != base.key
     with pytest.raises(ValueError, match="multiple of shard_size"):
         plan_fig2({**SECTION, "models_per_world": 300}, seed=1, data_identity=DATA)
     with pytest.raises(ValueError, match="background"):
         plan_fig2({**SECTION, "background": "blank"}, seed=1, data_identity=DATA)
-    models, bits = shard_models(base["train"], 1)
+    models, bits = shard_models(base.spec, 1)
     assert list(models) == list(range(400, 800)) and bits.sum() == 200 and bits[0] == 0
 
 
 def test_canary_coordinate_is_seeded_or_given():
-    spec = plan_fig2(SECTION, seed=1, data_identity=DATA)["train"]
+    spec = plan_fig2(SECTION, seed=1, data_identity=DATA).spec
     d = canary_coordinate(spec, 68)
     assert 0 <= d < 68 and d == canary_coordinate(spec, 68)
     assert canary_coordinate({**spec, "canary_dim": 7}, 68) == 7
@@ -77,8 +79,8 @@ def test_noiseless_zero_background_score_counts_the_inclusions_exactly():
     """σ = 0, all-zero background: s_t = Σ_{u≤t} c_u for the canary's runs, 0 for the others (the score's scaling)."""
     X, y = _data()
     spec = plan_fig2({**SECTION, "noise_multiplier": 0.0, "models_per_world": 20, "shard_size": 40}, seed=3,
-                     data_identity=DATA)["train"]
-    out = train_fig2_shard(spec, 0, X=X, y=y, device="cpu")
+                     data_identity=DATA).spec
+    out = train_dirac_shard(spec, 0, X=X, y=y, device="cpu")
     bits = out["bits"].astype(bool)
     np.testing.assert_allclose(out["scores"][bits], np.cumsum(out["canary_steps"][bits], axis=1), atol=1e-5)
     np.testing.assert_array_equal(out["scores"][~bits], 0.0)
@@ -94,8 +96,8 @@ def test_zero_background_reproduces_fig3_law():
     """
     X, y = _data()
     spec = plan_fig2({**SECTION, "models_per_world": 4000, "shard_size": 8000, "noise_multiplier": 0.7}, seed=5,
-                     data_identity=DATA)["train"]
-    out = train_fig2_shard(spec, 0, X=X, y=y, device="cpu")
+                     data_identity=DATA).spec
+    out = train_dirac_shard(spec, 0, X=X, y=y, device="cpu")
     bits = out["bits"].astype(bool)
     q = float(out["sampling_rate"])
     for t in (1, 5, 20):
@@ -111,8 +113,8 @@ def test_zero_background_reproduces_fig3_law():
 
 def test_fig2_table_columns_and_accounting():
     X, y = _data()
-    spec = plan_fig2(SECTION, seed=1, data_identity=DATA)["train"]
-    shard = train_fig2_shard(spec, 0, X=X, y=y, device="cpu")
+    spec = plan_fig2(SECTION, seed=1, data_identity=DATA).spec
+    shard = train_dirac_shard(spec, 0, X=X, y=y, device="cpu")
     table = fig2_table([shard], steps=[1, 20], noise_multiplier=1.0, delta=1e-5, confidence=0.95, seed=1,
                        model="fcnn", background="zero", data_source="toy")
     assert list(table.columns) == list(COLUMNS)
@@ -131,13 +133,19 @@ def test_fig2_table_columns_and_accounting():
 
 def test_training_module_does_not_import_the_audit_layer():
     """A training job's code version covers its imports: editing an estimator must never retrain (docs/cluster.md)."""
-    names = {p.relative_to(provenance.package_dir()).as_posix() for p in provenance.module_files("hsaudit.experiments.steinke.trained")}
-    assert not any(n.startswith(("audit/", "accounting/")) for n in names), sorted(names)
-    assert "experiments/steinke/experiments.py" not in names
+    for module in ("hsaudit.experiments.steinke.train.images", "hsaudit.experiments.steinke.train.language"):
+        names = {p.relative_to(provenance.package_dir()).as_posix() for p in provenance.module_files(module)}
+        assert not any(n.startswith(("audit/", "accounting/")) for n in names), sorted(names)
+        assert not names & {"experiments/steinke/simulations.py", "experiments/steinke/audit.py",
+                            "experiments/steinke/plan.py"}, sorted(names)
+    # ... and each job covers its own trainer only: editing the image trainer never retrains the language model
+    assert "experiments/steinke/train/images.py" not in {
+        p.relative_to(provenance.package_dir()).as_posix()
+        for p in provenance.module_files("hsaudit.experiments.steinke.train.language")}
 
 
 def test_split_shards_cuts_consecutive_groups():
-    from hsaudit.experiments.steinke.trained_audit import split_shards
+    from hsaudit.experiments.steinke.audit import split_shards
 
     assert split_shards(list("abcdef"), [1, 3, 2]) == [["a"], ["b", "c", "d"], ["e", "f"]]
     with pytest.raises(ValueError, match="cannot be split"):

@@ -1,6 +1,6 @@
 """Steinke, Nasr et al. Figure 4 (label-flipped input canary, score −loss, blank or natural background) and Table 2
-(batch sizes: heuristic, standard ε, test accuracy, empirical ε) on the engine: hsaudit.experiments.steinke.trained and
-.trained_audit."""
+(batch sizes: heuristic, standard ε, test accuracy, empirical ε) on the engine: hsaudit.experiments.steinke.plan,
+.train.images and .audit."""
 
 from __future__ import annotations
 
@@ -11,22 +11,22 @@ import pytest
 import torch
 import yaml
 
-import hsaudit.experiments.steinke.trained as trained
+import hsaudit.experiments.steinke.train.images as images
 from conftest import REPO
 from hsaudit.accounting import last_iterate as H
 from hsaudit.engine.models import build_model, count_parameters, load_flat_parameters, model_spec
 from hsaudit.engine.psg import population_engine
-from hsaudit.experiments.steinke.trained import (
+from hsaudit.experiments.steinke.audit import FIG4_COLUMNS, TABLE2_COLUMNS, fig4_table, table2, table2_markdown
+from hsaudit.experiments.steinke.plan import plan_fig2, plan_fig4
+from hsaudit.experiments.steinke.train.images import (
     blank_background,
     fig4_canary,
     label_flip_canary,
     loss_score,
-    plan_fig2,
-    plan_fig4,
-    train_fig2_shard,
-    train_fig4_shard,
+    train_dirac_shard,
+    train_label_flip_shard,
+    train_shard,
 )
-from hsaudit.experiments.steinke.trained_audit import FIG4_COLUMNS, TABLE2_COLUMNS, fig4_table, table2, table2_markdown
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
@@ -64,7 +64,7 @@ def test_label_flip_canary_takes_a_wrong_label():
         label_flip_canary(X, y, index=4, label=int(y[4]), n_classes=3)
     with pytest.raises(ValueError, match="index"):
         label_flip_canary(X, y, index=10, label=None, n_classes=3)
-    spec = plan_fig4(FIG4, seed=1, data_identity=DATA, test_identity=TEST)["natural"]["train"]
+    spec = plan_fig4(FIG4, seed=1, data_identity=DATA, test_identity=TEST)["natural"].spec
     train, test = _data(50, 1), _data(5, 2)
     assert np.array_equal(fig4_canary(spec, train=train, test=test)[0][0], test[0][2])
     spec_train = {**spec, "canary": {"source": "train", "index": 2, "label": None}}
@@ -73,13 +73,13 @@ def test_label_flip_canary_takes_a_wrong_label():
 
 def test_fig4_plans_one_per_background_keyed_by_the_canary_and_test_set():
     plans = plan_fig4(FIG4, seed=1, data_identity=DATA, test_identity=TEST)
-    assert list(plans) == ["blank", "natural"] and plans["blank"]["key"] != plans["natural"]["key"]
-    assert plans["blank"]["train"]["background"] == "blank" and plans["blank"]["shards"] == [0]
-    base = plans["natural"]["key"]
+    assert list(plans) == ["blank", "natural"] and plans["blank"].key != plans["natural"].key
+    assert plans["blank"].spec["background"] == "blank" and plans["blank"].shards == (0,)
+    base = plans["natural"].key
     for change in ({"canary": {"source": "test", "index": 3, "label": None}}, {"noise_multiplier": 1.0},
                    {"batch_size": 10}, {"steps": [1, 11]}):
-        assert plan_fig4({**FIG4, **change}, seed=1, data_identity=DATA, test_identity=TEST)["natural"]["key"] != base
-    assert plan_fig4(FIG4, seed=1, data_identity=DATA, test_identity={"other": 1})["natural"]["key"] != base
+        assert plan_fig4({**FIG4, **change}, seed=1, data_identity=DATA, test_identity=TEST)["natural"].key != base
+    assert plan_fig4(FIG4, seed=1, data_identity=DATA, test_identity={"other": 1})["natural"].key != base
     with pytest.raises(ValueError, match="backgrounds"):
         plan_fig4({**FIG4, "backgrounds": ["zero"]}, seed=1, data_identity=DATA, test_identity=TEST)
     with pytest.raises(ValueError, match="canary"):
@@ -95,7 +95,7 @@ def test_fig2_key_ignores_the_test_set():
                    backend="auto")
     plain = plan_fig2(section, seed=1, data_identity=DATA)
     tested = plan_fig2(section, seed=1, data_identity=DATA, test_identity=TEST)
-    assert plain["key"] == tested["key"] and tested["train"]["test"] == TEST and "test" not in plain["train"]
+    assert plain.key == tested.key and tested.spec["test"] == TEST and "test" not in plain.spec
 
 
 def test_score_is_minus_the_canary_loss():
@@ -118,22 +118,43 @@ def test_blank_background_is_built_right(monkeypatch):
     blank = blank_background(X)
     assert blank.shape == X.shape and blank.dtype == np.float32 and not blank.any()
     seen = {}
-    real = trained.train_population
+    real = images.train_population
 
     def spy(**kwargs):
         seen.update(X=kwargs["X"].clone(), y=kwargs["y"].clone(), canary=kwargs["canary"])
         return real(**kwargs)
 
-    monkeypatch.setattr(trained, "train_population", spy)
-    spec = plan_fig4(FIG4, seed=1, data_identity=DATA, test_identity=TEST)["blank"]["train"]
+    monkeypatch.setattr(images, "train_population", spy)
+    spec = plan_fig4(FIG4, seed=1, data_identity=DATA, test_identity=TEST)["blank"].spec
     test = _data(20, 5)
     canary = fig4_canary(spec, train=(X, y), test=test)
-    out = train_fig4_shard(spec, 0, X=X, y=y, canary=canary, test=test, device="cpu")
+    out = train_label_flip_shard(spec, 0, X=X, y=y, canary=canary, test=test, device="cpu")
     assert not seen["X"].any() and seen["X"].shape == X.shape
     assert torch.equal(seen["y"], torch.as_tensor(y))
     assert torch.equal(seen["canary"][0], torch.as_tensor(test[0][2:3])) and int(seen["canary"][1]) == (test[1][2] + 1) % 3
     assert out["scores"].shape == (40, 10) and out["test_accuracy"].shape == (40,) and int(out["n_test"]) == 20
     assert int(out["canary_label"]) == (test[1][2] + 1) % 3
+
+
+def test_train_shard_runs_the_canarys_trainer():
+    """train_shard (the rule's one entry) is train_dirac_shard or train_label_flip_shard with the spec's canary
+    image: the same arrays, bit for bit; an unknown canary is named."""
+    X, y = _data()
+    test = _data(20, 5)
+    spec = plan_fig4(FIG4, seed=1, data_identity=DATA, test_identity=TEST)["natural"].spec
+    got = train_shard("label_flip", spec, 0, X=X, y=y, test=test, device="cpu")
+    want = train_label_flip_shard(spec, 0, X=X, y=y, canary=fig4_canary(spec, train=(X, y), test=test), test=test,
+                                  device="cpu")
+    assert got.keys() == want.keys() and all(np.array_equal(got[k], want[k]) for k in want)
+    section = dict(steps=[2], models_per_world=2, shard_size=4, model="alexnet_head", model_kwargs=MODEL,
+                   background="natural", batch_size=20, lr=0.5, clip_norm=1.0, noise_multiplier=1.0, canary_dim=None,
+                   backend="auto")
+    dirac = plan_fig2(section, seed=1, data_identity=DATA, test_identity=TEST).spec
+    got = train_shard("dirac", dirac, 0, X=X, y=y, test=test, device="cpu")
+    want = train_dirac_shard(dirac, 0, X=X, y=y, test=test, device="cpu")
+    assert got.keys() == want.keys() and all(np.array_equal(got[k], want[k]) for k in want)
+    with pytest.raises(ValueError, match="canary must be one of"):
+        train_shard("gradient", dirac, 0, X=X, y=y, test=test, device="cpu")
 
 
 def test_fig4_canary_lowers_its_own_loss_and_table_columns():
@@ -144,9 +165,9 @@ def test_fig4_canary_lowers_its_own_loss_and_table_columns():
     plans = plan_fig4({**FIG4, "noise_multiplier": 0.0, "lr": 2.0}, seed=1, data_identity=DATA, test_identity=TEST)
     panels = {}
     for background, plan in plans.items():
-        spec = plan["train"]
+        spec = plan.spec
         canary = fig4_canary(spec, train=(X, y), test=test)
-        panels[background] = [train_fig4_shard(spec, 0, X=X, y=y, canary=canary, test=test, device="cpu")]
+        panels[background] = [train_label_flip_shard(spec, 0, X=X, y=y, canary=canary, test=test, device="cpu")]
         shard = panels[background][0]
         bits = shard["bits"].astype(bool)
         assert shard["scores"][bits, -1].mean() > shard["scores"][~bits, -1].mean(), background
@@ -185,8 +206,8 @@ def test_table2_columns_accuracy_and_markdown():
     rows = []
     for b, sigma in ((20, 1.0), (10, 0.8)):
         spec = plan_fig2({**section, "batch_size": b, "noise_multiplier": sigma}, seed=1, data_identity=DATA,
-                         test_identity=TEST)["train"]
-        shard = train_fig2_shard(spec, 0, X=X, y=y, test=test, device="cpu")
+                         test_identity=TEST).spec
+        shard = train_dirac_shard(spec, 0, X=X, y=y, test=test, device="cpu")
         rows.append({"shards": [shard], "steps": 5, "noise_multiplier": sigma, "data_source": "toy",
                      "paper": {"heuristic": 6.34, "standard": 8.0, "accuracy": 0.795, "empirical": 1.7}})
     table = table2(rows, delta=1e-5, confidence=0.95, seed=1, model="alexnet_head")
@@ -201,7 +222,7 @@ def test_table2_columns_accuracy_and_markdown():
     lines = md.splitlines()
     assert lines[0].startswith("| Batch size |") and len([ln for ln in lines if ln.startswith("| 20 ")]) == 1
     assert "(6.34)" in md and "(79.5%)" in md and md.rstrip().endswith("scale=test")
-    no_test = train_fig2_shard(spec, 0, X=X, y=y, device="cpu")
+    no_test = train_dirac_shard(spec, 0, X=X, y=y, device="cpu")
     with pytest.raises(ValueError, match="test accuracy"):
         table2([{**rows[0], "shards": [no_test]}], delta=1e-5, confidence=0.95, seed=1)
     assert math.isfinite(table["empirical_sigma_last_iterate"].iloc[0])

@@ -75,6 +75,14 @@ def footers(monkeypatch):
     return seen
 
 
+def draw(figure, table, pdf, csv, *, scale, code_version="", scores=None):
+    """Draw ``figure`` through the registry (``fn(table, *, pdf, csv, facts)``), as workflow/scripts/plot_yoon.py does:
+    fig2's table is the per-model scores joined to their audit rows."""
+    if scores is not None:
+        table = yoon.with_scores(table.assign(point_audit="k"), scores.assign(point_audit="k"))
+    return yoon.FIGURES[figure](table, pdf=pdf, csv=csv, facts={"scale": scale, "code_version": code_version})
+
+
 def check_series(csv: pd.DataFrame, table: pd.DataFrame, **where) -> pd.Series:
     """The CSV row of one series has the mean, sd (ddof = 1), mean μ̂ and run count of its input rows."""
     def select(frame):
@@ -96,8 +104,8 @@ def check_series(csv: pd.DataFrame, table: pd.DataFrame, **where) -> pd.Series:
 
 def test_fig3_two_datasets_mean_sd_paper_and_footer(tmp_path, footers):
     table = audit_rows(epsilons=(1.0, 2.0, 4.0, 10.0), datasets=("mnist", "cifar10"))
-    summary = yoon.plot_yoon_figure("fig3", table, tmp_path / "fig3.pdf", tmp_path / "fig3.csv", scale="smoke",
-                                    code_version="abcdef1234")  # fmt: skip
+    summary = draw("fig3", table, tmp_path / "fig3.pdf", tmp_path / "fig3.csv", scale="smoke",
+                                    code_version="abcdef1234")
     check_pdf(tmp_path / "fig3.pdf")
     csv = pd.read_csv(tmp_path / "fig3.csv")
     for column in (*CSV_COLUMNS, "runs_finite", "epsilon_paper", "series", "data_source", "mode", "scale"):
@@ -129,7 +137,7 @@ def test_fig3_shows_both_named_recipes_in_rows_of_panels(tmp_path, footers, monk
     grids = []
     original = yoon.figure
     monkeypatch.setattr(yoon, "figure", lambda **kw: grids.append(kw) or original(**kw))
-    yoon.plot_yoon_figure("fig3", table, tmp_path / "fig3.pdf", tmp_path / "fig3.csv", scale="smoke")
+    draw("fig3", table, tmp_path / "fig3.pdf", tmp_path / "fig3.csv", scale="smoke")
     check_pdf(tmp_path / "fig3.pdf")
     assert (grids[-1]["nrows"], grids[-1]["ncols"]) == (2, 2)  # recipes × datasets
     csv = pd.read_csv(tmp_path / "fig3.csv")
@@ -147,7 +155,7 @@ def test_fig3_shows_both_named_recipes_in_rows_of_panels(tmp_path, footers, monk
 
 def test_tables_without_recipe_names_were_crafted_over_the_paper_reading(tmp_path):
     table = audit_rows()
-    yoon.plot_yoon_figure("fig3", table, tmp_path / "fig3.pdf", tmp_path / "fig3.csv", scale="smoke")
+    draw("fig3", table, tmp_path / "fig3.pdf", tmp_path / "fig3.csv", scale="smoke")
     assert set(pd.read_csv(tmp_path / "fig3.csv")["craft_recipe"]) == {"paper"}
 
 
@@ -157,7 +165,7 @@ def test_single_panel_figures_one_run_and_nan(tmp_path, figure):
     access, canary = ("black", "blank") if figure == "fig4" else ("white", "in_distribution")
     table = audit_rows(runs=1, epsilons=(4.0, 10.0), access=access, canaries=(canary,))
     table.loc[(table.adversary == "a_ude") & (table.epsilon_theory == 4.0), "epsilon"] = np.nan
-    yoon.plot_yoon_figure(figure, table, tmp_path / "f.pdf", tmp_path / "f.csv", scale="smoke", code_version="")
+    draw(figure, table, tmp_path / "f.pdf", tmp_path / "f.csv", scale="smoke", code_version="")
     check_pdf(tmp_path / "f.pdf")
     csv = pd.read_csv(tmp_path / "f.csv")
     assert (csv.epsilon_sd.fillna(0) == 0).all() and (csv.runs == 1).all()
@@ -171,19 +179,19 @@ def test_single_panel_figures_one_run_and_nan(tmp_path, figure):
 def test_curves_keep_only_the_main_margin_and_skip_missing_series(tmp_path):
     table = audit_rows(margins=(0.1, 0.2))
     table = table[~((table.adversary == "a_ude") & (table.split == "same"))]  # a series that did not run
-    csv = yoon.plot_yoon_figure("fig3", table, tmp_path / "f.pdf", tmp_path / "f.csv", scale="s", code_version="")
+    csv = draw("fig3", table, tmp_path / "f.pdf", tmp_path / "f.csv", scale="s", code_version="")
     assert set(csv.margin.dropna()) == {0.2}
     assert not ((csv.adversary == "a_ude") & (csv.split == "same")).any()
     assert len(csv) == 2 * (3 * 2 - 1)
     # without α = 0.2 the figure shows the nearest margin audited
-    csv = yoon.plot_yoon_figure("fig3", audit_rows(margins=(0.05, 0.15)), tmp_path / "g.pdf", tmp_path / "g.csv",
+    csv = draw("fig3", audit_rows(margins=(0.05, 0.15)), tmp_path / "g.pdf", tmp_path / "g.csv",
                                 scale="s", code_version="")  # fmt: skip
     assert set(csv.margin.dropna()) == {0.15}
 
 
 def test_fig7_series_by_initialisation(tmp_path):
     table = audit_rows(datasets=("mnist", "cifar10"), inits=("avg", "worst"), epsilons=(2.0, 10.0))
-    csv = yoon.plot_yoon_figure("fig7", table, tmp_path / "f.pdf", tmp_path / "f.csv", scale="s", code_version="")
+    csv = draw("fig7", table, tmp_path / "f.pdf", tmp_path / "f.csv", scale="s", code_version="")
     check_pdf(tmp_path / "f.pdf")
     # a_c at θ_avg and θ_worst, a_ade and a_ude at θ_worst: 4 series × 2 splits × 2 ε × 2 datasets
     assert len(csv) == 4 * 2 * 2 * 2
@@ -206,7 +214,7 @@ def test_fig7_series_by_initialisation(tmp_path):
 )
 def test_bar_figures_at_epsilon_10(tmp_path, footers, figure, grid, column, paper):
     table = audit_rows(epsilons=(4.0, 10.0), **grid)
-    csv = yoon.plot_yoon_figure(figure, table, tmp_path / "f.pdf", tmp_path / "f.csv", scale="s", code_version="")
+    csv = draw(figure, table, tmp_path / "f.pdf", tmp_path / "f.csv", scale="s", code_version="")
     check_pdf(tmp_path / "f.pdf")
     csv = pd.read_csv(tmp_path / "f.csv")
     groups = next(iter(grid.values()))
@@ -220,7 +228,7 @@ def test_bar_figures_at_epsilon_10(tmp_path, footers, figure, grid, column, pape
     # only ε = 4 audited: the figure shows ε = 4 (no paper value there); a whole NaN bar does not crash
     table = audit_rows(runs=1, epsilons=(4.0,), **grid)
     table.loc[table.adversary == "a_c", "epsilon"] = np.nan
-    csv = yoon.plot_yoon_figure(figure, table, tmp_path / "g.pdf", tmp_path / "g.csv", scale="s", code_version="")
+    csv = draw(figure, table, tmp_path / "g.pdf", tmp_path / "g.csv", scale="s", code_version="")
     assert set(csv.epsilon_theory) == {4.0} and csv.epsilon_paper.isna().all()
     assert csv[csv.adversary == "a_c"].epsilon.isna().all()
 
@@ -228,8 +236,8 @@ def test_bar_figures_at_epsilon_10(tmp_path, footers, figure, grid, column, pape
 def test_fig2_histograms(tmp_path, footers):
     table = audit_rows(runs=2, epsilons=(10.0,))
     scores = score_rows(table)
-    csv = yoon.plot_yoon_figure("fig2", table, tmp_path / "f.pdf", tmp_path / "f.csv", scores=scores, scale="s",
-                                code_version="")  # fmt: skip
+    csv = draw("fig2", table, tmp_path / "f.pdf", tmp_path / "f.csv", scores=scores, scale="s",
+                                code_version="")
     check_pdf(tmp_path / "f.pdf")
     csv = pd.read_csv(tmp_path / "f.csv")
     for column in (*CSV_COLUMNS, "member", "world", "bin_left", "bin_right", "count", "epsilon_run"):
@@ -243,15 +251,15 @@ def test_fig2_histograms(tmp_path, footers):
     assert got["epsilon"] == pytest.approx(rows.epsilon.mean()) and got["runs"] == 2
     assert got["epsilon_run"] == pytest.approx(rows[rows.run == 0].epsilon.iloc[0])
     assert "run 0" in footers[-1]
-    with pytest.raises(ValueError, match="scores"):
-        yoon.plot_yoon_figure("fig2", table, tmp_path / "f.pdf", tmp_path / "f.csv", scale="s", code_version="")
+    with pytest.raises(ValueError, match="per-model scores"):
+        draw("fig2", table, tmp_path / "f.pdf", tmp_path / "f.csv", scale="s", code_version="")
 
 
 def test_table1_markdown_and_csv(tmp_path):
     margins = (0.05, 0.1, 0.15, 0.2, 0.25)
     table = audit_rows(datasets=("cifar10",), epsilons=(4.0,), margins=margins)
     table.loc[(table.margin == 0.25) & (table.split == "held-out"), "epsilon"] = np.nan
-    csv = yoon.write_table1(table, tmp_path / "t.md", tmp_path / "t.csv", scale="smoke", code_version="abc")
+    csv = draw("table1", table, tmp_path / "t.md", tmp_path / "t.csv", scale="smoke", code_version="abc")
     text = (tmp_path / "t.md").read_text()
     lines = text.splitlines()
     assert lines[0].startswith("Table 1: ε̂ of a_ade (mean ± sd over 3 run(s)")
@@ -271,18 +279,49 @@ def test_table1_markdown_and_csv(tmp_path):
     assert csv.set_index(["margin", "split"]).loc[(0.05, "same"), "epsilon_paper_sd"] == 0.51
     # another setting: no paper column values, one run → no ± sd
     table = audit_rows(runs=1, datasets=("mnist",), epsilons=(10.0,), margins=(0.2,))
-    yoon.write_table1(table, tmp_path / "u.md", tmp_path / "u.csv", scale="smoke", code_version="")
+    draw("table1", table, tmp_path / "u.md", tmp_path / "u.csv", scale="smoke", code_version="")
     row = (tmp_path / "u.md").read_text().splitlines()[4]
     assert row.endswith("| – |") and "±" not in row
 
 
 def test_validation(tmp_path):
     table = audit_rows(runs=1)
-    with pytest.raises(ValueError, match="figure must be one of"):
-        yoon.plot_yoon_figure("fig9", table, tmp_path / "f.pdf", tmp_path / "f.csv", scale="s", code_version="")
     with pytest.raises(ValueError, match="no column 'split'"):
-        yoon.plot_yoon_figure("fig3", table.drop(columns="split"), tmp_path / "f.pdf", tmp_path / "f.csv",
+        draw("fig3", table.drop(columns="split"), tmp_path / "f.pdf", tmp_path / "f.csv",
                               scale="s", code_version="")  # fmt: skip
     with pytest.raises(ValueError, match="unknown adversary 'a_x'"):
-        yoon.plot_yoon_figure("fig3", table.assign(adversary="a_x"), tmp_path / "f.pdf", tmp_path / "f.csv",
+        draw("fig3", table.assign(adversary="a_x"), tmp_path / "f.pdf", tmp_path / "f.csv",
                               scale="s", code_version="")  # fmt: skip
+
+
+def test_registry_draws_every_configured_figure():
+    """One function per target of the config's yoon.figures (the schema requires exactly these)."""
+    import yaml
+
+    from conftest import REPO
+
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    assert set(yoon.FIGURES) == set(config["yoon"]["figures"])
+
+
+def test_runs_table_and_scores_round_trip():
+    """runs_table marks each run's rows with its point; with_scores joins every score to its audit row, and the
+    figure gets back exactly the audit rows (in order) and the scores."""
+    table = audit_rows(runs=2, epsilons=(10.0,))
+    frames = [part for _, part in table.groupby("run", sort=True)]
+    points = [{"audit": "abc", "runs": 2, "values": {"craft_recipe": "valid"}}]
+    runs = yoon.runs_table(frames, points, figure="fig2")
+    assert set(runs["point_audit"]) == {"abc"} and set(runs["craft_recipe"]) == {"valid"} and len(runs) == len(table)
+    scores = score_rows(runs)
+    score_frames = [part for _, part in scores.groupby("run", sort=True)]
+    joined = yoon.with_scores(runs, yoon.runs_table(score_frames, points, figure="fig2"))
+    assert len(joined) == len(scores)
+    pd.testing.assert_frame_equal(joined[list(scores.columns)], scores.assign(point_audit="abc")[list(scores.columns)])
+    for r in joined.sample(20, random_state=0).itertuples():  # each score carries its own audit row's ε̂
+        same_margin = runs.margin.isna() if pd.isna(r.margin) else np.isclose(runs.margin, r.margin)
+        row = runs[(runs.run == r.run) & (runs.adversary == r.adversary) & (runs.split == r.split) & same_margin]
+        assert r.epsilon == row.epsilon.item()
+    with pytest.raises(ValueError, match="run tables"):
+        yoon.runs_table(frames[:1], points, figure="fig2")
+    with pytest.raises(ValueError, match="no audit row"):
+        yoon.with_scores(runs[runs["run"] == 0], yoon.runs_table(score_frames, points, figure="fig2"))

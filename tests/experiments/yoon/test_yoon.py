@@ -1,5 +1,5 @@
-"""Yoon, Jeung & No (hsaudit.experiments.yoon, hsaudit.experiments.yoon.plan): σ(ε), full-batch DP-SGD against a naive loop, canaries,
-crafting, the validity of held-out crafting, surrogates, θ_worst, the audit of one sample and the plan's keys.
+"""Yoon, Jeung & No (hsaudit.experiments.yoon): σ(ε), full-batch DP-SGD against a naive loop, canaries, one run's
+training, crafting, the validity of held-out crafting, surrogates, θ_worst, the audit of a run and the plan's keys.
 
 Everything runs on tiny MNIST-shaped random tensors (|D| = 12, T ≤ 3) so the file stays fast on 2 cores.
 """
@@ -10,20 +10,21 @@ import copy
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 import yaml
 
 from conftest import REPO
-from hsaudit.experiments.yoon.plan import CraftRecipe
-from hsaudit.experiments.yoon import crafting, populations
-from hsaudit.experiments.yoon import plan as yoon_plan
 from hsaudit.accounting import gdp_epsilon
-from hsaudit.pipeline.config import resolve_scale
-from hsaudit.engine.models import build_model, count_parameters, load_flat_parameters, model_spec
-from hsaudit.util.seeding import derive_seed
 from hsaudit.engine.dpsgd import init_theta0
-from hsaudit.experiments.yoon.plan import figure_values, plan_yoon
+from hsaudit.engine.models import build_model, count_parameters, load_flat_parameters, model_spec
+from hsaudit.experiments.yoon import audit, crafting, train
+from hsaudit.experiments.yoon import plan as yoon_plan
+from hsaudit.experiments.yoon.plan import figure_values
+from hsaudit.experiments.yoon.recipe import CraftRecipe, craft_key
+from hsaudit.pipeline.config import resolve_scale
+from hsaudit.util.seeding import derive_seed
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
@@ -44,18 +45,18 @@ def data():
 
 @pytest.fixture(scope="module")
 def theta0():
-    return populations.average_theta0(MNIST, seed=3)
+    return train.average_theta0(MNIST, seed=3)
 
 
 def blank():
-    return populations.Canary("blank", np.zeros(SHAPE, np.float32), 9, "zeros")
+    return train.Canary("blank", np.zeros(SHAPE, np.float32), 9, "zeros")
 
 
 def worlds(data, theta0, **kw):
     X, y, _, _ = data
     args = dict(model=MNIST, theta0=theta0, X=X, y=y, canary=blank(), models_per_world=2, steps=2, lr=4.0,
                 clip_norm=1.0, sigma=0.0, noise_key=7, device="cpu")
-    return populations.train_worlds(**{**args, **kw})
+    return train.train_worlds(**{**args, **kw})
 
 
 # ------------------------------------------------------------------------------------------------- σ(ε)
@@ -85,25 +86,25 @@ def test_noise_multiplier_decreases_in_epsilon():
 
 
 def test_full_batch_schedule():
-    s = populations.full_batch_schedule(5, 3)
+    s = train.full_batch_schedule(5, 3)
     assert s.shape == (3, 5) and s.dtype == np.int64
     assert (s == np.arange(5)).all()
     with pytest.raises(ValueError, match="n=0"):
-        populations.full_batch_schedule(0, 3)
+        train.full_batch_schedule(0, 3)
     with pytest.raises(ValueError, match="steps=0"):
-        populations.full_batch_schedule(3, 0)
+        train.full_batch_schedule(3, 0)
 
 
 def test_world_members():
-    assert populations.world_members(3).tolist() == [0, 0, 0, 1, 1, 1]
+    assert train.world_members(3).tolist() == [0, 0, 0, 1, 1, 1]
     with pytest.raises(ValueError, match="models_per_world"):
-        populations.world_members(0)
+        train.world_members(0)
 
 
 def test_average_theta0_is_seeded_with_constant_biases():
-    a, b = populations.average_theta0(MNIST, seed=1), populations.average_theta0(MNIST, seed=1)
+    a, b = train.average_theta0(MNIST, seed=1), train.average_theta0(MNIST, seed=1)
     assert a.shape == (25_386,) and np.array_equal(a, b)
-    assert not np.array_equal(a, populations.average_theta0(MNIST, seed=2))
+    assert not np.array_equal(a, train.average_theta0(MNIST, seed=2))
     net = build_model(MNIST)
     load_flat_parameters(net, torch.from_numpy(a))
     biases = [p.detach().numpy() for name, p in net.named_parameters() if name.endswith("bias")]
@@ -183,7 +184,7 @@ def test_train_worlds_checks_theta0(data):
 
 def canary(kind, data, theta0, X=None, **kw):
     X_, _, aux_X, aux_y = data
-    return populations.make_canary(kind, model=MNIST, X=X_ if X is None else X, aux_X=aux_X, aux_y=aux_y, theta0=theta0,
+    return train.make_canary(kind, model=MNIST, X=X_ if X is None else X, aux_X=aux_X, aux_y=aux_y, theta0=theta0,
                             mean=MEAN, std=STD, seed=5, **kw)
 
 
@@ -231,8 +232,36 @@ def test_clipbkd_canary_is_the_least_variance_direction(theta0):
 
 def test_unknown_canary():
     with pytest.raises(ValueError, match="canary must be one of"):
-        populations.make_canary("gold", model=MNIST, X=np.zeros((2, *SHAPE)), aux_X=None, aux_y=None, theta0=None,
+        train.make_canary("gold", model=MNIST, X=np.zeros((2, *SHAPE)), aux_X=None, aux_y=None, theta0=None,
                          mean=MEAN, std=STD, seed=0)
+
+
+# ------------------------------------------------------------------------------------------- one run
+
+
+def test_train_run_trains_every_role_with_its_own_noise(data):
+    """One training job: θ0 from the run's seed, the canary, then the crafting, audit and validation populations,
+    each the engine's full-batch worlds under its own noise key (the reference: train_worlds called directly)."""
+    X, y, aux_X, aux_y = data
+    spec = dict(model=MNIST, seed=5, data="k", shared_init=True, init="avg", init_bias=0.01, canary="blank",
+                blank_label=9, clip_norm=1.0, steps=2, lr=4.0, epsilon=10.0, models_per_world=2,
+                craft_models_per_world=3, validation_models_per_world=1)  # fmt: skip
+    arrays = dict(X=X, y=y, aux_X=aux_X, aux_y=aux_y, mean=MEAN, std=STD, data_source="mnist:synthetic")
+    out = train.train_run(spec, arrays, population_key="abc", run=1, noise_multiplier=0.5, device="cpu",
+                          progress=False)  # fmt: skip
+    theta0 = train.average_theta0(MNIST, seed=derive_seed(5, "yoon-theta0", "k", MNIST, "shared"), bias=0.01)
+    np.testing.assert_array_equal(out["theta0"], theta0)
+    assert train.Canary.from_arrays(out) == train.Canary("blank", out["canary_x"], 9, "zeros")
+    assert float(out["noise_multiplier"]) == 0.5 and out["data_source"] == "mnist:synthetic"
+    sizes = {"craft": 3, "audit": 2, "validation": 1}
+    for role, n in sizes.items():
+        theta, bits = train.train_worlds(model=MNIST, theta0=theta0, X=X, y=y, canary=blank(), models_per_world=n,
+                                         steps=2, lr=4.0, clip_norm=1.0, sigma=0.5, device="cpu",
+                                         noise_key=derive_seed(5, "yoon-noise", "abc", 1, role))  # fmt: skip
+        np.testing.assert_array_equal(out[f"{role}_theta"], theta)
+        np.testing.assert_array_equal(out["members" if role == "audit" else f"{role}_members"], bits)
+    assert "audit_members" not in out
+    assert not np.allclose(out["craft_theta"][:2], out["audit_theta"][:2])  # fresh noise per population
 
 
 # --------------------------------------------------------------------------------------------- crafting
@@ -304,6 +333,11 @@ RECIPES = {
 }
 
 
+def audit_of(theta, *, members, sample, **kw):
+    """The GDP audit of ``sample`` scored on the models ``theta`` (what an audit job runs per split)."""
+    return audit.audit_scores(crafting.sample_scores(MNIST, theta, sample, device="cpu"), members, **kw)
+
+
 @pytest.fixture(scope="module")
 def null_populations(data, theta0):
     """Crafting, audit and validation populations whose halves all trained on D (the canary is never inserted)."""
@@ -323,10 +357,9 @@ def test_held_out_crafting_finds_no_leakage_where_there_is_none(null_populations
                               pixel_bounds=((0 - MEAN) / STD, (1 - MEAN) / STD), validation=null_populations["val"],
                               device="cpu")  # fmt: skip
     N = len(bits) // 2
-    audit = dict(model=MNIST, members=bits, sample=a, delta=1e-5, confidence=0.95, mode="paper", seed=0,
-                 device="cpu")
-    same, _ = crafting.audit_sample(theta=craft_theta, **audit)
-    held_out, _ = crafting.audit_sample(theta=audit_theta, **audit)
+    kw = dict(members=bits, sample=a, delta=1e-5, confidence=0.95, mode="paper", seed=0)
+    same = audit_of(craft_theta, **kw)
+    held_out = audit_of(audit_theta, **kw)
     print(f"{name}, null population, N = {N}: same ε̂ = {same['epsilon']:.3f}, held-out {held_out['epsilon']:.3f}")
     assert held_out["epsilon"] <= 0.5
 
@@ -371,8 +404,6 @@ def test_moment_mu_closed_form():
 
 
 def test_craft_key_keeps_the_paper_recipe_keys():
-    from hsaudit.experiments.yoon.plan import craft_key
-
     assert craft_key({"steps": 100, "lr": 0.01}) == {"steps": 100, "lr": 0.01}
     full = {"optimizer": "adam", "steps": 100, "lr": 0.01, "pixel_range": False, "budget_norm": None, "budget": 0.0,
             "stop_on_validation": False, "check_every": 10}
@@ -420,10 +451,10 @@ def mean_loss(model, theta, X, y, **kw):
 
 def test_pretrain_lowers_the_aux_loss(data, theta0):
     _, _, aux_X, aux_y = data
-    worst = populations.pretrain(MNIST, theta0, aux_X, aux_y, epochs=3, lr=0.05, batch_size=4, seed=0)
+    worst = train.pretrain(MNIST, theta0, aux_X, aux_y, epochs=3, lr=0.05, batch_size=4, seed=0)
     assert worst.shape == theta0.shape and worst.dtype == np.float32
     assert mean_loss(MNIST, worst, aux_X, aux_y) < mean_loss(MNIST, theta0, aux_X, aux_y)
-    np.testing.assert_array_equal(worst, populations.pretrain(MNIST, theta0, aux_X, aux_y, epochs=3, lr=0.05,
+    np.testing.assert_array_equal(worst, train.pretrain(MNIST, theta0, aux_X, aux_y, epochs=3, lr=0.05,
                                                        batch_size=4, seed=0))
 
 
@@ -432,17 +463,17 @@ def test_cifar_pretraining_keeps_the_body_and_resets_the_head():
     rng = np.random.default_rng(2)
     X_pre = rng.standard_normal((8, 3, 32, 32)).astype(np.float32)
     y_pre = rng.integers(0, 100, 8)
-    theta0 = populations.average_theta0(model, seed=0)
+    theta0 = train.average_theta0(model, seed=0)
     p = theta0.size
     head = 128 * 10 + 10  # FC 128 → 10
     # epochs=0: no fine-tuning, so the head is θ0's and the body is the CIFAR-100 pre-trained one
-    out = populations.pretrain(model, theta0, X_pre[:0], y_pre[:0], epochs=0, lr=0.01, batch_size=8, seed=0,
+    out = train.pretrain(model, theta0, X_pre[:0], y_pre[:0], epochs=0, lr=0.01, batch_size=8, seed=0,
                         X_pre=X_pre, y_pre=y_pre, pre_classes=100, pre_epochs=1)
     assert out.shape == (p,) == (count_parameters(build_model(model)),)
     np.testing.assert_array_equal(out[p - head:], theta0[p - head:])
     assert not np.allclose(out[: p - head], theta0[: p - head])
     # without pre_epochs the CIFAR-100 stage is skipped
-    same = populations.pretrain(model, theta0, X_pre[:0], y_pre[:0], epochs=0, lr=0.01, batch_size=8, seed=0,
+    same = train.pretrain(model, theta0, X_pre[:0], y_pre[:0], epochs=0, lr=0.01, batch_size=8, seed=0,
                          X_pre=X_pre, y_pre=y_pre, pre_epochs=0)
     np.testing.assert_array_equal(same, theta0)
 
@@ -457,12 +488,12 @@ def test_audit_sample_scores_are_negative_losses_and_separate_a_toy(theta0):
     theta = np.repeat(theta0[None], 2 * N, axis=0)
     theta[N:, last_bias.start + 9] += 5.0  # the D′ models favour class 9: lower loss on the blank canary
     theta += np.random.default_rng(0).normal(0, 1e-3, theta.shape).astype(np.float32)
-    members = populations.world_members(N)
+    members = train.world_members(N)
     sample = crafting.craft_sample("a_c", model=MNIST, theta=theta, members=members, canary=blank())
-    result, scores = crafting.audit_sample(model=MNIST, theta=theta, members=members, sample=sample, delta=1e-5,
-                                       confidence=0.95, mode="paper", seed=0, device="cpu")
+    scores = crafting.sample_scores(MNIST, theta, sample, device="cpu")
     np.testing.assert_allclose(scores, -crafting.sample_losses(MNIST, theta, sample.x, 9, device="cpu"))
     assert scores[N:].min() > scores[:N].max()
+    result = audit.audit_scores(scores, members, delta=1e-5, confidence=0.95, mode="paper", seed=0)
     assert result["epsilon"] > 0
     assert count_parameters(net) == theta0.size
 
@@ -480,10 +511,9 @@ def yplan(raw, scale="paper", edit=None):
     config = copy.deepcopy(raw)
     config["scale"] = scale
     resolved = resolve_scale(config)
-    section = resolved["yoon"]
     if edit:
-        edit(section)
-    return plan_yoon(section, seed=resolved["seed"], audit=resolved["audit"])
+        edit(resolved["yoon"])
+    return yoon_plan.plan(resolved)
 
 
 def points(plan, figure, **values):
@@ -507,14 +537,14 @@ def test_plan_shares_populations_across_figures(raw_config):
     # use the CIFAR ConvNet, η = 2, T = 200
     assert len(plan.figures["fig3"]) == 16 and all(p.runs == 10 for p in plan.figures["fig3"])
     assert len({p.population for p in plan.figures["fig3"]}) == 8 and len({p.audit for p in plan.figures["fig3"]}) == 16
-    cifar = plan.populations[points(plan, "fig3", dataset="cifar10")[0].population]
+    cifar = plan.trainings[points(plan, "fig3", dataset="cifar10")[0].population]
     assert (cifar["model"], cifar["lr"], cifar["steps"]) == ("cifar_cnn", 2.0, 200)
-    mnist = plan.populations[fig3_mnist10.population]
+    mnist = plan.trainings[fig3_mnist10.population]
     assert (mnist["model"], mnist["lr"], mnist["steps"], mnist["models_per_world"]) == ("mnist_cnn", 4.0, 100, 128)
     assert mnist["validation_models_per_world"] == 64  # the default recipe's validation population: null = N // 2
     laptop = yplan(raw_config, scale="laptop")
     sizes = {(p["dataset"], p["models_per_world"], p["validation_models_per_world"])
-             for k, p in laptop.populations.items() if k in {q.population for q in laptop.figures["fig3"]}}  # fmt: skip
+             for k, p in laptop.trainings.items() if k in {q.population for q in laptop.figures["fig3"]}}  # fmt: skip
     assert sizes == {("mnist", 32, 16), ("cifar10", 8, 4)}
 
 
@@ -562,7 +592,7 @@ def test_plan_table1_crafts_every_margin_in_one_audit(raw_config):
     plan = yplan(raw_config)
     (point,) = plan.figures["table1"]
     assert plan.audits[point.audit]["margins"] == [0.05, 0.1, 0.15, 0.2, 0.25]
-    pop = plan.populations[point.population]
+    pop = plan.trainings[point.population]
     assert (pop["dataset"], pop["epsilon"]) == ("cifar10", 4.0)
 
 
@@ -576,10 +606,10 @@ def test_plan_keys_ignore_runs_and_craft_options_only_change_audits(raw_config):
         section["craft"]["steps"] = 7
 
     runs = yplan(raw_config, edit=more_runs)
-    assert set(runs.populations) == set(base.populations) and set(runs.audits) == set(base.audits)
+    assert set(runs.trainings) == set(base.trainings) and set(runs.audits) == set(base.audits)
     assert all(p.runs == 3 for points_ in runs.figures.values() for p in points_)
     crafted = yplan(raw_config, edit=craft_steps)
-    assert set(crafted.populations) == set(base.populations)
+    assert set(crafted.trainings) == set(base.trainings)
     assert set(crafted.audits).isdisjoint(base.audits)
 
 
@@ -587,16 +617,16 @@ def test_plan_audit_delta_keys_the_audits_and_the_accountant_delta_the_populatio
     """The audit reports ε̂ at audit.delta (an audit key); σ is calibrated at yoon.delta (a population key)."""
     config = copy.deepcopy(raw_config)
     resolved = resolve_scale(config)
-    base = plan_yoon(resolved["yoon"], seed=resolved["seed"], audit=resolved["audit"])
-    other = plan_yoon(resolved["yoon"], seed=resolved["seed"], audit={**resolved["audit"], "delta": 1e-6})
-    assert set(other.populations) == set(base.populations) and set(other.audits).isdisjoint(base.audits)
+    base = yoon_plan.plan(resolved)
+    other = yoon_plan.plan({**resolved, "audit": {**resolved["audit"], "delta": 1e-6}})
+    assert set(other.trainings) == set(base.trainings) and set(other.audits).isdisjoint(base.audits)
     assert {a["delta"] for a in other.audits.values()} == {1e-6}
 
     def accountant(section):
         section["delta"] = 1e-6
 
     moved = yplan(raw_config, edit=accountant)
-    assert set(moved.populations).isdisjoint(base.populations)
+    assert set(moved.trainings).isdisjoint(base.trainings)
 
 
 def test_plan_dataset_entries_apply_to_their_dataset_only(raw_config):
@@ -611,15 +641,15 @@ def test_plan_dataset_entries_apply_to_their_dataset_only(raw_config):
             old = {p.population for p in points(base, figure, dataset=dataset)}
             new = {p.population for p in points(plan, figure, dataset=dataset)}
             assert (old == new) == (dataset == "mnist"), (figure, dataset)
-    cifar_data = {plan.populations[p.population]["data"] for p in points(plan, "fig3", dataset="cifar10")}
+    cifar_data = {plan.trainings[p.population]["data"] for p in points(plan, "fig3", dataset="cifar10")}
     assert [plan.data[k]["d_size"] for k in cifar_data] == [100]
-    mnist_data = {plan.populations[p.population]["data"] for p in points(plan, "fig3", dataset="mnist")}
+    mnist_data = {plan.trainings[p.population]["data"] for p in points(plan, "fig3", dataset="mnist")}
     assert [plan.data[k]["d_size"] for k in mnist_data] == [30_000]
 
 
 def test_plan_worst_init_pretrains_cifar_on_cifar100(raw_config):
     plan = yplan(raw_config)
-    worst = {p.values["dataset"]: plan.populations[p.population] for p in points(plan, "fig7", init="worst")}
+    worst = {p.values["dataset"]: plan.trainings[p.population] for p in points(plan, "fig7", init="worst")}
     assert worst["cifar10"]["pretrain_data"] is not None and worst["mnist"]["pretrain_data"] is None
     assert plan.data[worst["cifar10"]["pretrain_data"]]["dataset"] == "cifar100"
 
@@ -640,7 +670,7 @@ def test_figure_values_errors(raw_config):
 
 def test_smoke_plan_is_small(raw_config):
     plan = yplan(raw_config, scale="smoke")
-    assert all(pop["models_per_world"] == 3 and pop["steps"] == 2 for pop in plan.populations.values())
+    assert all(pop["models_per_world"] == 3 and pop["steps"] == 2 for pop in plan.trainings.values())
     assert {p.runs for pts in plan.figures.values() for p in pts} == {1}
 
 
@@ -664,3 +694,36 @@ def test_plan_data_splits_d_from_the_auxiliary_half(raw_config, tmp_path):
     assert not (flat_d[:, None, :] == flat_aux[None, :, :]).all(-1).any()
     np.testing.assert_allclose(d.mean, MEAN)
     np.testing.assert_allclose(d.scale, STD)
+
+
+# -------------------------------------------------------------------------------------- one audit job
+
+
+def test_craft_run_scores_every_model_and_audit_table_audits_each_block(data, theta0):
+    """An audit job: a_c, a_ude and a_ade at each margin crafted on the crafting population, every model of both
+    populations scored by −ℓ(x_a); one audit row per sample × split, each the GDP audit of its own block."""
+    X = data[0]
+    craft = worlds(data, theta0, models_per_world=3, sigma=0.5, noise_key=31)
+    held = worlds(data, theta0, models_per_world=2, sigma=0.5, noise_key=32)
+    run = {"craft_theta": craft[0], "craft_members": craft[1], "audit_theta": held[0], "members": held[1],
+           **blank().arrays()}  # fmt: skip
+    spec = {"craft": {"steps": 3, "lr": 0.05}, "access": "white", "margins": [0.1, 0.2]}
+    samples, scores = crafting.craft_run(run, {"X": X, "mean": MEAN, "std": STD}, spec=spec,
+                                         population={"model": MNIST, "seed": 0}, audit_key="k", run_index=4,
+                                         device="cpu")  # fmt: skip
+    assert [(s.adversary, s.margin) for s in samples][1:] == [("a_ude", 0.0), ("a_ade", 0.1), ("a_ade", 0.2)]
+    assert len(scores) == len(samples) * (6 + 4) and set(scores["run"]) == {4}
+    kw = dict(delta=1e-5, confidence=0.95, mode="paper", seed=0)
+    table = audit.audit_table(scores, crafting.sample_table(samples), access="white", facts={"dataset": "mnist"},
+                              **kw)  # fmt: skip
+    assert list(zip(table["adversary"], table["split"])) == [(a, s) for a in ("a_c", "a_ude", "a_ade", "a_ade")
+                                                             for s in crafting.SPLITS]  # fmt: skip
+    for row, sample in zip(table.itertuples(), [s for s in samples for _ in crafting.SPLITS]):
+        theta, bits = (craft if row.split == "same" else held)
+        expected = audit.audit_scores(crafting.sample_scores(MNIST, theta, sample, device="cpu"), bits, **kw)
+        assert row.epsilon == expected["epsilon"] and row.mu == expected["mu"]
+        assert row.objective_end == sample.objective_end or math.isnan(sample.objective_end)
+    assert list(table.columns[:5]) == ["run", "adversary", "margin", "split", "access"]
+    assert table.columns[-1] == "dataset" and table["access"].eq("white").all()
+    with pytest.raises(ValueError, match="one row per"):
+        audit.audit_table(scores, pd.concat([crafting.sample_table(samples)] * 2), access="white", **kw)

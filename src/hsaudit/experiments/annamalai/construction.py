@@ -9,16 +9,17 @@ therefore carries o = Σ_k round(λ(v_k), 2): the all-iterates likelihood-ratio 
 * :func:`adversarial_gradient`, :func:`simulate`, :func:`statistic` — the construction and a simulation
   vectorised over runs (batch counts n0 ~ Binomial(|D|, q), canary inclusion ~ Bernoulli(q); the records are
   never built).
+* :func:`ideal_statistics` — the all-iterates likelihood-ratio statistic the construction aims to carry, drawn
+  directly (no encoding, rounding or wraps).
 * :func:`pld_table` — the calibration table of the PLD trade-off curves of T composed Poisson-subsampled
   Gaussians (all iterates released), tabulated over σ once; its array form and interpolation
   (:class:`hsaudit.accounting.PldTable`, :func:`hsaudit.accounting.sigma_for_epsilon`,
   :func:`hsaudit.accounting.pld_tradeoff`) are accounting-side.
-* :func:`audit_many` — repetitions of the paper's audit (Algorithm 2; no confidence intervals) and its
-  Clopper–Pearson variants (every threshold, and the valid held-out rule), through the one auditor
-  (:meth:`hsaudit.audit.auditor.Auditor.pld_curve`, i.e. :func:`hsaudit.audit.audit_pld`); the σ̂ audit is
-  :func:`hsaudit.audit.pld.pld_sigma_audit`.
-  The linear-loss curve they are compared with is :func:`hsaudit.accounting.last_iterate.linear_tradeoff` (Steinke et al.'s
-  mixture of Gaussians).
+* :func:`repeated_statistics` (fig2's audits) and :func:`setting_statistics` (fig1) — the seeded statistics
+  (:class:`Statistics`) that :mod:`hsaudit.experiments.annamalai.audit` turns into tables.
+
+This module is the simulation and the accounting of its mechanism, apart from what audits it: the audits and the
+figures' tables are :mod:`hsaudit.experiments.annamalai.audit`, which never imports this module.
 
 Update sign: the paper prints the descent update θ_{k+1} = θ_k − (Σ clip(g̃) + Z), with which the encoding
 does not survive (the decoded values mix earlier steps and the statistic loses the canary's signal); the
@@ -29,21 +30,17 @@ construction works with θ_{k+1} = θ_k + Σ clip(g̃) + Z (equivalently descent
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
 from hsaudit.accounting import last_iterate as H
-from hsaudit.accounting.gaussian import PldTable
-from hsaudit.accounting.gaussian import default_epsilon_grid, tradeoff_from_deltas
-from hsaudit.audit.auditor import Auditor, HeldOut, Paper
-from hsaudit.audit.tradeoff import observed_rates
-from hsaudit.accounting.last_iterate import delta_curve, linear_tradeoff
-
-# Re-exported: the audits live in hsaudit.audit.pld and the PLD table's curves in hsaudit.accounting.
+from hsaudit.accounting.gaussian import default_epsilon_grid
+from hsaudit.util.seeding import derive_seed
 
 Update = Literal["ascent", "descent"]
 BaseRule = Literal["three_sigma", "half_width"]
@@ -271,9 +268,6 @@ def ideal_statistics(
     return o, o1
 
 
-# ------------------------------------------------------------------------------------------ trade-off curves
-
-
 # ------------------------------------------------------------------------------------------ PLD table
 
 
@@ -326,216 +320,85 @@ def pld_table(
     return out
 
 
+# ------------------------------------------------------------------------------------------ the audits' statistics
 
 
+@dataclass(frozen=True)
+class Statistics:
+    """The simulated statistics of one audit (higher ⇒ D′) and what produced them.
+
+    Attributes:
+        out, inside: O of the runs on D and O′ of the runs on D′ (the same number of runs).
+        setting: what was simulated, in the order an audit table lists it: ``name`` (fig1's settings only),
+            ``sampling_rate``, ``steps``, ``noise_multiplier``, ``update``, ``base_rule``, ``encoding_base`` (P).
+        wraps: ``wrap_rate_out`` / ``wrap_rate_in``, the fraction of runs on D / D′ in which some step's value left
+            the decoding window ±P/2 (:func:`simulate_statistics`); empty where not measured.
+        ideal: Σ_k λ(v_k) of freshly drawn raw per-step values on D and D′ (:func:`ideal_statistics`), the same
+            number of runs, where asked.
+    """
+
+    out: np.ndarray
+    inside: np.ndarray
+    setting: Mapping[str, Any]
+    wraps: Mapping[str, float] = field(default_factory=dict)
+    ideal: tuple[np.ndarray, np.ndarray] | None = None
 
 
+def _setting(construction: Construction, *, steps: int, update: Update) -> dict[str, Any]:
+    return {"sampling_rate": construction.sampling_rate, "steps": steps,
+            "noise_multiplier": construction.noise_multiplier, "update": update,
+            "base_rule": construction.base_rule, "encoding_base": construction.base}  # fmt: skip
 
 
-
-
-# ------------------------------------------------------------------------------------------ audit
-
-
-
-
-
-
-def audit_many(
+def repeated_statistics(
+    construction: Construction,
     *,
     steps: int,
-    sampling_rate: float,
-    noise_multiplier: float,
     runs: int,
     repetitions: int,
-    table: PldTable,
-    tail_floors: list[float],
-    confidence: float,
     seed: int,
-    dataset_size: float = 1e10,
     update: Update = "ascent",
-    base_rule: BaseRule = "three_sigma",
-    base_sigmas: float = 6.0,
     ideal_reference: bool = False,
     key: tuple = (),
-) -> pd.DataFrame:
-    """Repeat the audit: per repetition, the paper's audit at every tail floor, the Clopper–Pearson one over every
-    threshold (``clopper_pearson``: not a valid bound) and the valid held-out one (``clopper_pearson_held_out``).
+) -> list[Statistics]:
+    """The statistics of ``repetitions`` independent audits (``runs`` runs on D and on D′ each), with their wrap
+    rates and, with ``ideal_reference``, the ideal statistics Σ_k λ(v_k) of the same number of runs.
 
-    Every row also carries the encoding base P, its rule, and the wrap rates of that repetition (fraction of runs
-    on D and on D′ in which some step's value left the decoding window ±P/2; :func:`simulate_statistics`).
-    The random streams do not depend on ``base_rule``: both rules see the same batches and noise. With
-    ``ideal_reference`` a row ``method="paper_ideal"`` audits Σ_k λ(v_k) of freshly drawn raw per-step values
-    (:func:`ideal_statistics`) at the first tail floor, the same R.
+    Repetition r draws from its own stream, seeded by (seed, ``key``, T, q, σ, r): it does not depend on the
+    encoding-base rule, so both rules see the same batches and noise.
     """
-    from hsaudit.util.seeding import derive_seed
-
-    c = Construction(
-        noise_multiplier=noise_multiplier,
-        sampling_rate=sampling_rate,
-        dataset_size=dataset_size,
-        base_rule=base_rule,
-        base_sigmas=base_sigmas,
-    )
-    rows = []
-    paper = Auditor(confidence=confidence, rule=Paper())  # every threshold's CP point: a max over thresholds, not valid
-    for r in range(repetitions):
-        rng = np.random.default_rng(derive_seed(seed, "annamalai", *key, steps, sampling_rate, noise_multiplier, r))
-        wraps: dict = {}
+    c = construction
+    out = []
+    for r in range(int(repetitions)):
+        rng = np.random.default_rng(derive_seed(seed, "annamalai", *key, steps, c.sampling_rate, c.noise_multiplier, r))
+        wraps: dict[str, float] = {}
         o, o1 = simulate_statistics(rng, steps=steps, runs=runs, construction=c, update=update, wraps=wraps)
-        for fl in tail_floors:
-            rows.append(
-                {
-                    "repetition": r,
-                    "method": "paper",
-                    "tail_floor": fl,
-                    "epsilon_emp": paper.pld_curve(o, o1, table, bounded=False, tail_floor=fl),
-                    **wraps,
-                }
-            )
-        rows.append(
-            {
-                "repetition": r,
-                "method": "clopper_pearson",  # every threshold's CP point: a max over thresholds, not valid
-                "tail_floor": math.nan,
-                "epsilon_emp": paper.pld_curve(o, o1, table),
-                **wraps,
-            }
-        )
-        # The valid rule (issue 17 §1): one threshold chosen on half of the runs, its CP point from the others.
-        rows.append(
-            {
-                "repetition": r,
-                "method": "clopper_pearson_held_out",
-                "tail_floor": math.nan,
-                "epsilon_emp": Auditor(confidence=confidence, rule=HeldOut(seed=derive_seed(
-                    seed, "annamalai-select", *key, steps, r))).pld_curve(o, o1, table),  # fmt: skip
-                **wraps,
-            }
-        )
+        ideal = None
         if ideal_reference:
-            # The same audit on the statistic the construction aims to carry, Σ_k λ(v_k) of the raw per-step values
-            # (no encoding, no rounding, no wraps): what the audit gives when the construction loses nothing.
-            i0, i1 = ideal_statistics(
-                rng, steps=steps, runs=runs, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier
-            )
-            rows.append(
-                {
-                    "repetition": r,
-                    "method": "paper_ideal",
-                    "tail_floor": tail_floors[0],
-                    "epsilon_emp": paper.pld_curve(i0, i1, table, bounded=False, tail_floor=tail_floors[0]),
-                }
-            )
-    out = pd.DataFrame(rows)
-    out["sampling_rate"] = sampling_rate
-    out["steps"] = steps
-    out["noise_multiplier"] = noise_multiplier
-    out["update"] = update
-    out["base_rule"] = base_rule
-    out["encoding_base"] = c.base
-    out["confidence"] = confidence
-    out["runs_per_world"] = runs
+            ideal = ideal_statistics(rng, steps=steps, runs=runs, sampling_rate=c.sampling_rate,
+                                     noise_multiplier=c.noise_multiplier)  # fmt: skip
+        out.append(Statistics(o, o1, _setting(c, steps=steps, update=update), wraps, ideal))
     return out
 
 
-# ------------------------------------------------------------------------------------------ figures' tables
-
-
-def fig1_table(
-    settings: list[dict],
+def setting_statistics(
+    settings: Sequence[Mapping[str, Any]],
     *,
     runs: int,
-    delta: float,
     seed: int,
     dataset_size: float = 1e10,
     update: Update = "ascent",
-    value_discretization_interval: float = 1e-3,
-    curve_points: int = 400,
     base_rule: BaseRule = "three_sigma",
     base_sigmas: float = 6.0,
-) -> pd.DataFrame:
-    """Figure 1: per setting (σ, q, T), the observed (FPR, FNR) of one audit, the PLD trade-off curve (all
-    iterates) and the exact linear-loss curve; with the ε of both at δ in columns.
-
-    Columns ``max_below_se`` / ``max_above_se`` measure how close the observations lie to the PLD curve f:
-    the largest (f(α) − β)/se and (β − f(α))/se over the observed points with 0 < f(α) < 1, in binomial standard
-    errors se = √(f(α)(1 − f(α))/R) of an FNR estimated from R runs (:func:`curve_gap_se`).
-    """
-    from hsaudit.util.seeding import derive_seed
-
-    frames = []
-    alpha_grid = np.unique(np.concatenate([np.geomspace(1e-5, 1.0, curve_points), np.linspace(0, 1, curve_points)]))
-    eg = default_epsilon_grid()
+) -> list[Statistics]:
+    """fig1: the statistics of one audit (``runs`` runs on D and on D′) per setting (``name``, σ, q, T), each from
+    its own stream seeded by (seed, name, σ, q, T)."""
+    out = []
     for st in settings:
         sig, q, t = float(st["noise_multiplier"]), float(st["sampling_rate"]), int(st["steps"])
-        c = Construction(
-            noise_multiplier=sig,
-            sampling_rate=q,
-            dataset_size=dataset_size,
-            base_rule=base_rule,
-            base_sigmas=base_sigmas,
-        )
+        c = Construction(noise_multiplier=sig, sampling_rate=q, dataset_size=dataset_size, base_rule=base_rule,
+                         base_sigmas=base_sigmas)  # fmt: skip
         rng = np.random.default_rng(derive_seed(seed, "annamalai-fig1", st["name"], sig, q, t))
         o, o1 = simulate_statistics(rng, steps=t, runs=runs, construction=c, update=update)
-        a_obs, b_obs = observed_rates(o, o1)
-        deltas = delta_curve(
-            steps=t,
-            sampling_rate=q,
-            noise_multiplier=sig,
-            epsilons=eg,
-            value_discretization_interval=value_discretization_interval,
-        )
-        pld_curve = tradeoff_from_deltas(alpha_grid, eg, deltas)
-        below, above = curve_gap_se(a_obs, b_obs, tradeoff_from_deltas(a_obs, eg, deltas), runs=runs)
-        lin_curve = linear_tradeoff(alpha_grid, steps=t, sampling_rate=q, noise_multiplier=sig)
-        meta = {
-            "setting": st["name"],
-            "noise_multiplier": sig,
-            "sampling_rate": q,
-            "steps": t,
-            "epsilon_all_iterates": H.standard_epsilon(
-                delta,
-                steps=t,
-                sampling_rate=q,
-                noise_multiplier=sig,
-                value_discretization_interval=value_discretization_interval,
-            ),
-            "epsilon_linear": H.heuristic_epsilon(delta, steps=t, sampling_rate=q, noise_multiplier=sig),
-            "delta": delta,
-            "runs_per_world": runs,
-            "encoding_base": c.base,
-            "max_below_se": below,
-            "max_above_se": above,
-        }
-        frames += [
-            pd.DataFrame({**meta, "curve": "observed", "fpr": a_obs, "fnr": b_obs}),
-            pd.DataFrame({**meta, "curve": "pld_all_iterates", "fpr": alpha_grid, "fnr": pld_curve}),
-            pd.DataFrame({**meta, "curve": "linear_loss", "fpr": alpha_grid, "fnr": lin_curve}),
-        ]
-    return pd.concat(frames, ignore_index=True)
-
-
-def curve_gap_se(alpha: npt.ArrayLike, beta: npt.ArrayLike, curve: npt.ArrayLike, *, runs: int) -> tuple[float, float]:
-    """Largest gaps of observed points (α, β) below and above a trade-off curve f, in binomial standard errors.
-
-    Args:
-        alpha: observed FPRs.
-        beta: observed FNRs.
-        curve: f(α) at the same points.
-        runs: R, the number of runs each FNR is estimated from.
-
-    Returns:
-        ``(max (f(α) − β)/se, max (β − f(α))/se)`` over the points with 0 < f(α) < 1, se = √(f(α)(1 − f(α))/R);
-        NaN when no point qualifies.
-    """
-    a, b, f = (np.asarray(x, dtype=float) for x in (alpha, beta, curve))
-    if runs < 1:
-        raise ValueError(f"runs must be >= 1, got {runs}")
-    keep = (f > 0) & (f < 1) & (a > 0)
-    if not keep.any():
-        return math.nan, math.nan
-    z = (f[keep] - b[keep]) / np.sqrt(f[keep] * (1 - f[keep]) / runs)
-    return float(z.max()), float((-z).max())
-
-
+        out.append(Statistics(o, o1, {"name": st["name"], **_setting(c, steps=t, update=update)}))
+    return out

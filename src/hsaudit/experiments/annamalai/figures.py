@@ -1,8 +1,14 @@
-"""Figures 1 and 2 of Annamalai, "It's Our Loss", from the tables of :mod:`hsaudit.experiments.annamalai.construction`. Each ``plot_*``
-writes ``X.pdf`` (with the provenance footer) and ``X.csv`` (every plotted number, tidy). ``facts``: the
-workflow's keyword arguments of :func:`hsaudit.experiments.plotting.footer_text` (``scale``, ``code_version``)."""
+"""Figures 1 and 2 of Annamalai, "It's Our Loss", from the tables of :mod:`hsaudit.experiments.annamalai.audit`.
+
+Every figure function has the signature ``fn(table, *, pdf, csv, facts)`` and is listed in :data:`FIGURES`; each
+writes ``X.pdf`` (with the provenance footer) and ``X.csv`` (every plotted number, tidy). ``facts``: the keyword
+arguments of :func:`hsaudit.experiments.plotting.footer_text` (``scale``, ``code_version``), and for fig2 its
+options ``tail_floor`` and ``base_rule`` (``figures`` of :class:`hsaudit.experiments.annamalai.plan.AnnamalaiPlan`)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -11,7 +17,7 @@ from hsaudit.experiments.plotting import PALETTE, figure, footer_text, save
 from hsaudit.util.io import write_csv_atomic
 
 
-def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
+def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
     """FNR vs FPR: observations, PLD curve (all iterates), linear-loss curve; one panel per setting."""
     names = list(dict.fromkeys(table["setting"]))
     fig, axes = figure(ncols=len(names), height=3.0)
@@ -73,14 +79,19 @@ def fig2_summary(audits: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def plot_fig2(
-    audits: pd.DataFrame, *, pdf: str, csv: str, facts: dict, tail_floor: float, base_rule: str = "half_width"
-) -> None:
+def plot_fig2(audits: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
     """ε_emp (mean ± 2 sd over repetitions) vs theoretical ε, one line per (q, T); y = x.
 
     Lines: the configured encoding-base rule (paper's audit, and its Clopper–Pearson variant); markers: the other
     base rule (open circles), the literal update (crosses) and the ideal statistic Σ λ(v_t) (small diamonds).
+
+    Args:
+        facts: the footer's facts, with ``tail_floor`` (the paper's audit's floor that the lines show) and
+            ``base_rule`` (the configured encoding-base rule; default ``half_width``).
     """
+    facts = dict(facts)
+    tail_floor = float(facts.pop("tail_floor"))
+    base_rule = facts.pop("base_rule", "half_width")
     summ = fig2_summary(audits)
     fig, axes = figure(ncols=1, width=7.0, height=3.8)
     ax = axes[0][0]
@@ -188,3 +199,7 @@ def plot_fig2(
             P=base_rule,
         ),
     )
+
+
+FIGURES: dict[str, Callable[..., None]] = {"fig1": plot_fig1, "fig2": plot_fig2}
+"""The Annamalai figures by id, each ``fn(table, *, pdf, csv, facts)``."""

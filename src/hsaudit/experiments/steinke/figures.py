@@ -1,9 +1,18 @@
-"""Figures 1, 3, 5 and 6 of Steinke, Nasr et al. ("The Last Iterate Advantage") from the tables of
-:mod:`hsaudit.experiments.steinke.experiments`. Each ``plot_*`` writes ``X.pdf`` (with the provenance footer) and ``X.csv`` (every plotted
-number, tidy). ``facts``: the workflow's keyword arguments of :func:`hsaudit.experiments.plotting.footer_text`
-(``scale``, ``code_version``)."""
+"""Figures of Steinke, Nasr et al. ("The Last Iterate Advantage") from the tables of
+:mod:`hsaudit.experiments.steinke.simulations` (fig1, fig3, fig5, fig6) and :mod:`hsaudit.experiments.steinke.audit`
+(fig2, fig4).
+
+Every figure function has the signature ``fn(table, *, pdf, csv, facts)`` and is listed in :data:`FIGURES`; it writes
+``pdf`` (with the provenance footer) and ``csv`` (every plotted number, tidy). ``facts`` holds the footer's entries
+(:func:`hsaudit.experiments.plotting.footer_text`: ``scale``, ``code_version``, ``setup``, ...) and the settings a
+figure reads (named in its docstring, e.g. ``delta``), which the footer leaves out; the plan fills them
+(the ``facts`` of :class:`hsaudit.experiments.steinke.plan.Figure`).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -31,6 +40,18 @@ _METHOD_STYLE = {
 }
 
 
+def _split(facts: Mapping[str, Any], *settings: str) -> tuple[list[Any], dict[str, Any]]:
+    """(the values of ``settings`` in ``facts``, the rest: the footer's entries).
+
+    Raises:
+        ValueError: a setting missing from ``facts``.
+    """
+    missing = [s for s in settings if s not in facts]
+    if missing:
+        raise ValueError(f"facts must hold {missing}, got {sorted(facts)}")
+    return [facts[s] for s in settings], {k: v for k, v in facts.items() if k not in settings}
+
+
 def _legend_below(fig, ax, *, ncol: int, footer: str, space: float = 0.17) -> None:
     """One legend for the whole figure, below the panels (off the data), above the provenance footer.
 
@@ -42,8 +63,9 @@ def _legend_below(fig, ax, *, ncol: int, footer: str, space: float = 0.17) -> No
     fig.legend(handles, labels, loc="lower center", ncol=ncol, frameon=False, fontsize=6.5, bbox_to_anchor=(0.5, band))
 
 
-def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict, delta: float) -> None:
-    """Figure 1: ε at δ vs T, one panel per (q, σ)."""
+def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
+    """Figure 1: ε at δ vs T, one panel per (q, σ). ``facts["delta"]``: δ of the table's ε."""
+    (delta,), facts = _split(facts, "delta")
     panels = list(dict.fromkeys(table["panel"]))
     fig, axes = figure(ncols=len(panels), height=3.0)
     for ax, name in zip(axes[0], panels):
@@ -67,20 +89,14 @@ def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict, delta: fl
 _FAMILY_LABEL = {"last_iterate": "last-iterate family", "all_iterates": "all-iterates family"}
 
 
-def plot_fig3(
-    table: pd.DataFrame,
-    *,
-    pdf: str,
-    csv: str,
-    facts: dict,
-    audit: str = "pld_sigma",
-    sigma_family: str = "last_iterate",
-) -> None:
+def plot_fig3(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
     """Figure 3: gradient canary with an adversarial zero dataset; ε vs T per q (σ fixes standard ε).
 
-    The configured audit (``audit``: the σ̂ audit of ``sigma_family`` or the GDP audit) is the solid line; the other
-    audits of the same scores are drawn thinner and dashed. The infinite-run limits stay in the CSV.
+    The configured audit (``facts["audit"]``: ``pld_sigma``, the σ̂ audit of ``facts["sigma_family"]``, or ``gdp``)
+    is the solid line; the other audits of the same scores are drawn thinner and dashed. The infinite-run limits stay
+    in the CSV.
     """
+    (audit, sigma_family), facts = _split(facts, "audit", "sigma_family")
     main = f"empirical_sigma_{sigma_family}" if audit == "pld_sigma" else "empirical_gdp"
     others = [m for m in dict.fromkeys(table["method"]) if m.startswith("empirical_") and m != main]
     qs = sorted(table["sampling_rate"].unique())
@@ -136,8 +152,10 @@ def _fig3_style(method: str, *, primary: bool) -> dict:
     return dict(color=colour, marker=marker, markersize=3, linewidth=0.9, linestyle="--", alpha=0.8, label=label)
 
 
-def plot_fig5(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict, delta: float) -> None:
-    """Figure 5: ε(quadratic, α)/max_{t≤T} ε_t(linear) vs T, one line per q; one panel per one-step ε."""
+def plot_fig5(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
+    """Figure 5: ε(quadratic, α)/max_{t≤T} ε_t(linear) vs T, one line per q; one panel per one-step ε.
+    ``facts["delta"]``: δ of one step's ε."""
+    (delta,), facts = _split(facts, "delta")
     e1s = sorted(table["one_step_epsilon"].unique())
     fig, axes = figure(ncols=len(e1s), height=4.8)
     for ax, e1 in zip(axes[0], e1s):
@@ -183,7 +201,7 @@ def plot_fig5(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict, delta: fl
     save(fig, pdf, footer=footer, tight=False)
 
 
-def plot_fig6(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
+def plot_fig6(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
     """Figure 6: malicious-dataset attack (App. C) vs standard and heuristic ε."""
     fig, axes = figure(ncols=1, width=7.0, height=3.4)
     ax = axes[0][0]
@@ -244,13 +262,13 @@ def _trained_audit_label(table: pd.DataFrame) -> str:
     return f"σ̂ last_iterate (all thresholds; held-out) + GDP ({gdp_mode.iloc[0] if len(gdp_mode) else '?'})"
 
 
-def plot_fig2(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
+def plot_fig2(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
     """Figure 2: the Dirac gradient canary in trained models; ε vs T (fixed q, σ) for the σ̂ audit (the paper's rule,
     solid; held-out threshold, valid), the GDP audit, the heuristic and standard accounting.
 
-    ``table``: :func:`hsaudit.experiments.steinke.trained_audit.fig2_table`. The footer names the scale, R, the model, the
+    ``table``: :func:`hsaudit.experiments.steinke.audit.fig2_table`. The footer names the scale, R, the model, the
     background, the data source and the audits; ``facts`` as the other figures (``scale``, ``code_version``, and
-    e.g. ``substitute`` where the scale trains something other than the paper's model).
+    ``setup``: what was trained, beside the paper's model).
     """
     fig, axes = figure(ncols=1, width=5.5, height=4.4)
     ax = axes[0][0]
@@ -275,11 +293,11 @@ def plot_fig2(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
     save(fig, pdf, footer=footer, tight=False)
 
 
-def plot_fig4(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
+def plot_fig4(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
     """Figure 4: the label-flipped input canary (score −ℓ(θ_T; x*, y*)); ε vs T, one panel per background —
     (a) blank images, (b) the data — with the same audits and bounds as Figure 2.
 
-    ``table``: :func:`hsaudit.experiments.steinke.trained_audit.fig4_table`. The footer names the scale, R, the model,
+    ``table``: :func:`hsaudit.experiments.steinke.audit.fig4_table`. The footer names the scale, R, the model,
     the data source, the audits, the canary's label and the models' mean test accuracy per background.
     """
     order = [b for b in ("blank", "natural") if b in set(table["background"])]
@@ -310,3 +328,14 @@ def plot_fig4(table: pd.DataFrame, *, pdf: str, csv: str, facts: dict) -> None:
     _legend_below(fig, axes[0][0], ncol=len(order) + 1, footer=footer, space=0.12)
     write_csv_atomic(table, csv)
     save(fig, pdf, footer=footer, tight=False)
+
+
+FIGURES: dict[str, Callable[..., None]] = {
+    "fig1": plot_fig1,
+    "fig2": plot_fig2,
+    "fig3": plot_fig3,
+    "fig4": plot_fig4,
+    "fig5": plot_fig5,
+    "fig6": plot_fig6,
+}
+"""Every figure of the paper by id (``results/steinke/<id>.pdf``), each ``fn(table, *, pdf, csv, facts)``."""

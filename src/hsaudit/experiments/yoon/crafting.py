@@ -1,27 +1,35 @@
-"""Yoon, Jeung & No (2025), auditor side: the audit samples a_c, a_ude, a_ade, black-box surrogates, the audit.
+"""Yoon, Jeung & No (2025), the adversary's work on a trained run: the audit samples a_c, a_ude, a_ade, black-box
+surrogates, and the scores of every model.
 
 x_a starts at the canary, every pixel is free, the label stays the canary's; the objectives are the paper's UDE
-and ADE (:func:`objective`), minimised with Adam on the whole crafting population (:func:`craft_sample`). In the black
-box, the models are replaced by surrogates distilled from their output probabilities (:func:`distill_surrogates`).
-A model's score is −ℓ(model(x_a), y_c); :func:`audit_sample` runs the project's GDP audit on it.
+and ADE (:func:`objective`), minimised on the whole crafting population as a
+:class:`~hsaudit.experiments.yoon.recipe.CraftRecipe` says (:func:`craft_sample`). In the black box, the models are
+replaced by surrogates distilled from their output probabilities (:func:`distill_surrogates`). A model's score is
+−ℓ(model(x_a), y_c) (:func:`sample_scores`; higher ⇒ trained on D′). :func:`craft_run` is what an audit job runs
+before :mod:`hsaudit.experiments.yoon.audit` audits the scores.
+
+A module of its own, beside :mod:`hsaudit.experiments.yoon.train`: it imports the engine (losses and gradients of
+the models) but no training job imports it, so editing the crafting reruns the audits and never a population.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 import torch
 
-from hsaudit.audit.auditor import Auditor, rule_from_mode
+from hsaudit.engine.dpsgd import init_theta0, pick_device
 from hsaudit.engine.models import model_spec
 from hsaudit.engine.psg import population_engine
+from hsaudit.experiments.yoon.recipe import PAPER_RECIPE, CraftRecipe
+from hsaudit.experiments.yoon.train import Canary
 from hsaudit.util.seeding import derive_seed
-from hsaudit.engine.dpsgd import init_theta0, pick_device
-from hsaudit.experiments.yoon.plan import PAPER_RECIPE, CraftRecipe
-from hsaudit.experiments.yoon.populations import Canary
 
 ADVERSARIES = ("a_c", "a_ude", "a_ade")
 
@@ -56,8 +64,6 @@ def objective(name: str, loss_out: torch.Tensor, loss_in: torch.Tensor, *, margi
     if name == "a_ade":
         return torch.relu(loss_in - loss_out.mean() + float(margin)).mean()
     raise ValueError(f"crafting objective must be 'a_ude' or 'a_ade', got {name!r}")
-
-
 
 
 def project(x: torch.Tensor, start: torch.Tensor, recipe: CraftRecipe, bounds=None) -> torch.Tensor:
@@ -255,25 +261,94 @@ def distill_surrogates(
     return theta.detach().cpu().numpy()
 
 
-# ------------------------------------------------------------------------------------------------ audit
+# --------------------------------------------------------------------------------------------- scores
 
 
-def audit_sample(
+def sample_scores(model: str, theta: npt.ArrayLike, sample: CraftedSample, *, device=None) -> np.ndarray:
+    """The score of every model ``theta`` ``[m, p]``: −ℓ(model(x_a), y) (higher ⇒ trained on D′), float64."""
+    return -sample_losses(model, theta, sample.x, sample.y, device=device)
+
+
+SPLITS = ("same", "held-out")
+"""Where x_a is scored: on the crafting population (``same``, the paper's reading) and on the independent audit
+population (``held-out``, fresh noise: a valid audit)."""
+
+
+def craft_run(
+    run: Mapping[str, Any],
+    data: Mapping[str, np.ndarray],
     *,
-    model: str,
-    theta: npt.ArrayLike,
-    members: npt.ArrayLike,
-    sample: CraftedSample,
-    delta: float,
-    confidence: float,
-    mode: str,
-    seed: int,
-    selection_fraction: float = 0.5,
+    spec: Mapping[str, Any],
+    population: Mapping[str, Any],
+    audit_key: str,
+    run_index: int,
     device: str | None = None,
-) -> tuple[dict[str, float], np.ndarray]:
-    """Score every model by −ℓ(model(x_a), y) and run the GDP audit; return (the audit's fields, scores ``[m]``)."""
-    scores = -sample_losses(model, theta, sample.x, sample.y, device=device)
-    inserted = np.asarray(members).astype(bool)
-    rule = rule_from_mode(mode, selection_fraction=selection_fraction, seed=seed)
-    result = Auditor(delta=delta, confidence=confidence, rule=rule).gdp(scores[~inserted], scores[inserted])
-    return result.to_dict(), scores
+) -> tuple[list[CraftedSample], pd.DataFrame]:
+    """Craft the audit samples of one run and score every model of its crafting and audit populations.
+
+    x_a is crafted on the crafting population (white box: the models; black box: surrogates distilled from their
+    outputs on D′'s inputs): a_c, a_ude, and a_ade at every margin of the audit.
+
+    Args:
+        run: the run's arrays (:func:`hsaudit.experiments.yoon.train.train_run`).
+        data: the prepared data (``X``, ``mean``, ``std``).
+        spec: the audit's values (``audits`` of :class:`hsaudit.experiments.yoon.plan.YoonPlan`); population: its
+            population's training values.
+        audit_key: the audit's key and ``run_index`` the run's index (they seed the surrogates).
+
+    Returns:
+        ``(samples, scores)``: the crafted samples, and one score row per sample × split (:data:`SPLITS`) × model
+        (run, adversary, margin (NaN but for a_ade), split, model_index, member, score).
+    """
+    model = population["model"]
+    members = run["members"]
+    # Populations written before the crafting population had its own size share the audit population's bits.
+    craft_members = run.get("craft_members", members)
+    canary = Canary.from_arrays(run)
+    crafting_models = run["craft_theta"]
+    recipe = CraftRecipe.from_config(spec["craft"])
+    # The data's pixel range [0, 1] in the normalised space, per channel.
+    shape = (-1,) + (1,) * (canary.x.ndim - 1)
+    mean, std = np.asarray(data["mean"], np.float32).reshape(shape), np.asarray(data["std"], np.float32).reshape(shape)
+    pixel_bounds = ((0.0 - mean) / std, (1.0 - mean) / std)
+    validation = None
+    if "validation_theta" in run:
+        validation = (run["validation_theta"], run["validation_members"])
+    if spec["access"] == "black":
+        query = np.concatenate([data["X"], canary.x[None]])
+        s = spec["surrogate"]
+        crafting_models = distill_surrogates(
+            model=model, targets=run["craft_theta"], X_query=query, epochs=s["epochs"], batch_size=s["batch_size"],
+            lr=s["lr"], seed=derive_seed(population["seed"], "yoon-surrogates", audit_key, run_index), device=device,
+        )  # fmt: skip
+    samples = [craft_sample("a_c", model=model, theta=crafting_models, members=craft_members, canary=canary)]
+    for adversary in ("a_ude", "a_ade"):
+        for margin in spec["margins"] if adversary == "a_ade" else [float("nan")]:
+            samples.append(
+                craft_sample(
+                    adversary, model=model, theta=crafting_models, members=craft_members, canary=canary,
+                    margin=0.0 if np.isnan(margin) else margin, recipe=recipe, pixel_bounds=pixel_bounds,
+                    validation=validation, device=device,
+                )  # fmt: skip
+            )
+    scored = {"same": ("craft_theta", craft_members), "held-out": ("audit_theta", members)}
+    frames = []
+    for sample in samples:
+        margin = sample.margin if sample.adversary == "a_ade" else float("nan")
+        for split in SPLITS:
+            key, bits = scored[split]
+            s = sample_scores(model, run[key], sample, device=device)
+            frames.append(pd.DataFrame({"run": run_index, "adversary": sample.adversary, "margin": margin,
+                                        "split": split, "model_index": np.arange(s.size), "member": bits,
+                                        "score": s}))  # fmt: skip
+    return samples, pd.concat(frames, ignore_index=True)
+
+
+def sample_table(samples: list[CraftedSample]) -> pd.DataFrame:
+    """What the audit rows say of each crafted sample: adversary, margin (NaN but for a_ade), the objective's first
+    and last value, the kept step and its validation μ̂."""
+    return pd.DataFrame(
+        [{"adversary": s.adversary, "margin": s.margin if s.adversary == "a_ade" else float("nan"),
+          "objective_start": s.objective_start, "objective_end": s.objective_end,
+          "selected_step": s.selected_step, "validation_mu": s.validation_mu} for s in samples]
+    )  # fmt: skip

@@ -1,23 +1,26 @@
 """Figures 2–8 and Table 1 of Yoon, Jeung & No (results/yoon/fig2..fig8.pdf, table1.md) from the audits' rows.
 
 Input (the contract with ``workflow/scripts/plot_yoon.py``): the concatenation of the per-run audit CSVs
-(``results/yoon/audits/<key>/run<r>.csv``). Every row is one audit of one run: a setting (dataset, canary, init,
-clip_norm C, access, epsilon_theory ε, the crafting recipe's name ``craft_recipe`` and options ``recipe``) ×
-adversary (``a_c``: the canary itself; ``a_ude`` / ``a_ade``: a sample crafted from it, ``a_ade`` at margin α) × split (``held-out``: x_a crafted on one population and scored on a fresh
-one, a valid audit; ``same``: crafted and scored on the same models, the paper's reading), with ε̂ (``epsilon``,
+(``results/yoon/audits/<key>/run<r>.csv``, :func:`runs_table`). Every row is one audit of one run: a setting
+(dataset, canary, init, clip_norm C, access, epsilon_theory ε, the crafting recipe's name ``craft_recipe`` and
+options ``recipe``) × adversary (``a_c``: the canary itself; ``a_ude`` / ``a_ade``: a sample crafted from it,
+``a_ade`` at margin α) × split (``held-out``: x_a crafted on one population and scored on a fresh one, a valid
+audit; ``same``: crafted and scored on the same models, the paper's reading), with ε̂ (``epsilon``,
 at δ), μ̂ (``mu``) and the provenance columns (models_per_world, data_source, mode, confidence, delta). fig2 also
 takes the per-model scores (run, adversary, margin, split, model_index, member, score; score = −loss; member = 1
-for the models M′ trained on D′ = D ∪ {canary}).
+for the models M′ trained on D′ = D ∪ {canary}), each row with its audit row's columns (:func:`with_scores`).
 
-Figure kinds, one function each (:func:`plot_yoon_figure` dispatches):
+Every figure function has the signature ``fn(table, *, pdf, csv, facts)`` (``pdf``: the main output, Markdown for
+table1; ``facts``: the footer's ``scale`` and ``code_version``) and returns its CSV table; :data:`FIGURES` lists
+them by figure id. Figure kinds, one function each:
 
 - :func:`plot_loss_histograms` (fig2): the loss of x_a on M vs M′, one panel per adversary, held-out row and
   same row.
 - :func:`plot_epsilon_curves` (fig3, fig4, fig5, fig7): ε̂ against the theoretical ε, one panel per dataset
   (and one row of panels per named recipe: fig3 shows the default and the paper's), mean ± sd over runs, held-out
   solid and same dashed, the diagonal ε̂ = ε as the upper bound.
-- :func:`plot_epsilon_bars` (fig6, fig8): ε̂ at one ε as grouped bars (canary type or C) × adversary, held-out
-  plain and same hatched.
+- :func:`plot_epsilon_bars` (fig6, fig8, crafting): ε̂ at one ε as grouped bars (canary type, C or crafting
+  recipe) × adversary, held-out plain and same hatched.
 - :func:`write_table1` (table1): a_ade's ε̂ for every margin α (Markdown and CSV).
 
 Every figure works with whatever subset of the settings exists (a missing series is left out; one run has no
@@ -45,18 +48,17 @@ differ from Figs. 3 and 5).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from hsaudit.util.io import write_text_atomic
 from hsaudit.experiments.plotting import PALETTE, UPPER_BOUND_STYLE, figure, footer_text, reserve_footer, save
-from hsaudit.util.io import write_csv_atomic
+from hsaudit.util.io import write_csv_atomic, write_text_atomic
 
-FIGURES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "crafting")
 ADVERSARIES = ("a_c", "a_ude", "a_ade")
 SPLITS = ("held-out", "same")
 SETTING = ("dataset", "canary", "init", "clip_norm", "access", "epsilon_theory", "craft_recipe", "recipe")
@@ -459,9 +461,8 @@ def _curves_panel(ax, part: pd.DataFrame, paper: pd.DataFrame, spec: _Spec, marg
 
 
 def plot_epsilon_curves(
-    figure_name: str, table: pd.DataFrame, pdf: str | os.PathLike, csv: str | os.PathLike, *, scale: str,
-    code_version: str = "",
-) -> pd.DataFrame:  # fmt: skip
+    table: pd.DataFrame, *, pdf: str | os.PathLike, csv: str | os.PathLike, facts: Mapping[str, Any], figure_name: str
+) -> pd.DataFrame:
     """fig3, fig4, fig5, fig7: ε̂ against the theoretical ε, one panel per dataset, one row of panels per named
     crafting recipe (fig3: the default ``valid`` recipe above, the paper's below; the footer gives their options).
 
@@ -474,12 +475,11 @@ def plot_epsilon_curves(
     Returns:
         The CSV table: the plotted series (:func:`summarise` columns, series label, epsilon_paper, figure, scale).
     """
-    return _epsilon_figure(figure_name, _check(table), pdf, csv, _curves_panel, scale=scale,
-                           code_version=code_version)  # fmt: skip
+    return _epsilon_figure(figure_name, _check(table), pdf, csv, _curves_panel, facts=facts)
 
 
-def _epsilon_figure(figure_name: str, table: pd.DataFrame, pdf, csv, draw_panel: Callable, *, scale: str,
-                    code_version: str) -> pd.DataFrame:  # fmt: skip
+def _epsilon_figure(figure_name: str, table: pd.DataFrame, pdf, csv, draw_panel: Callable, *,
+                    facts: Mapping[str, Any]) -> pd.DataFrame:  # fmt: skip
     """The frame shared by the curve and bar figures: one panel per dataset, legend above, footer, CSV."""
     spec = SPECS[figure_name]
     table = _one_margin(table)
@@ -499,8 +499,8 @@ def _epsilon_figure(figure_name: str, table: pd.DataFrame, pdf, csv, draw_panel:
             named = f"\nx_a crafted by recipe '{recipe}'" if len(rows) > 1 else ""
             ax.set_title(_panel_title(part, spec.setting) + named)
     _legend(fig, axes.ravel(), spec, margin, bars=spec.group_by is not None)
-    _save(fig, pdf, footer_text(scale=scale, **_provenance(table), code_version=code_version), legend_rows=2)
-    return _write_csv(summary, csv, figure_name=figure_name, scale=scale)
+    _save(fig, pdf, footer_text(**facts, **_provenance(table)), legend_rows=2)
+    return _write_csv(summary, csv, figure_name=figure_name, scale=facts["scale"])
 
 
 # ------------------------------------------------------------------------------------------- grouped bars
@@ -572,9 +572,8 @@ def _bars_panel(ax, part: pd.DataFrame, paper: pd.DataFrame, spec: _Spec, margin
 
 
 def plot_epsilon_bars(
-    figure_name: str, table: pd.DataFrame, pdf: str | os.PathLike, csv: str | os.PathLike, *, scale: str,
-    code_version: str = "",
-) -> pd.DataFrame:  # fmt: skip
+    table: pd.DataFrame, *, pdf: str | os.PathLike, csv: str | os.PathLike, facts: Mapping[str, Any], figure_name: str
+) -> pd.DataFrame:
     """fig6 (canary types) and fig8 (clipping norm C): ε̂ at one ε as grouped bars.
 
     One group per canary (in-distribution, blank, mislabeled, ClipBKD) or per C (0.1, 1, 10), one bar per
@@ -586,8 +585,7 @@ def plot_epsilon_bars(
     Returns:
         The CSV table (as :func:`plot_epsilon_curves`).
     """
-    return _epsilon_figure(figure_name, _at_one_epsilon(_check(table)), pdf, csv, _bars_panel, scale=scale,
-                           code_version=code_version)  # fmt: skip
+    return _epsilon_figure(figure_name, _at_one_epsilon(_check(table)), pdf, csv, _bars_panel, facts=facts)
 
 
 # -------------------------------------------------------------------------------------- loss histograms
@@ -608,9 +606,8 @@ def _loss_bins(losses: np.ndarray) -> tuple[np.ndarray, bool]:
 
 
 def plot_loss_histograms(
-    table: pd.DataFrame, scores: pd.DataFrame, pdf: str | os.PathLike, csv: str | os.PathLike, *, scale: str,
-    code_version: str = "",
-) -> pd.DataFrame:  # fmt: skip
+    table: pd.DataFrame, *, pdf: str | os.PathLike, csv: str | os.PathLike, facts: Mapping[str, Any]
+) -> pd.DataFrame:
     """fig2: the loss of x_a (−score) on the models M trained on D (member = 0) and M′ trained on D′ (member = 1).
 
     One panel per adversary (a_c, a_ude, a_ade at α = 0.2), the held-out split in the top row and the same split
@@ -619,7 +616,7 @@ def plot_loss_histograms(
     a_ade separates their overlap best.
 
     Args:
-        table: the audit rows; scores: the per-model scores (module docstring).
+        table: the per-model scores, each with its audit row (:func:`with_scores`).
 
     Returns:
         The CSV table: one row per panel × world × bin (split, adversary, margin, member, world, bin_left,
@@ -628,6 +625,7 @@ def plot_loss_histograms(
     from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
 
+    table, scores = _split_scores(table)
     table = _at_one_epsilon(_one_margin(_check(table)))
     setting = table[list(SETTING)].drop_duplicates().iloc[0]
     table = table[(table[list(SETTING)] == setting).all(axis=1)]
@@ -675,14 +673,14 @@ def plot_loss_histograms(
     worlds = [Patch(facecolor=WORLD_COLOURS[m], alpha=0.5, label=WORLD_LABELS[m]) for m in (0, 1)]
     fig.legend(handles=worlds, loc="upper center", ncol=2, frameon=False, bbox_to_anchor=(0.5, 0.995))
     title = _panel_title(table, SETTING)
-    footer = footer_text(scale=scale, **_provenance(table), shown=f"run {run}, {title}", code_version=code_version)
+    footer = footer_text(**facts, **_provenance(table), shown=f"run {run}, {title}")
     _save(fig, pdf, footer, legend_rows=1)
     hist = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["split", "adversary", "member"])
     epsilon_run = table[table["run"] == run].set_index(["adversary", "split"])["epsilon"]
     hist["epsilon_run"] = [epsilon_run.get((a, s), np.nan) for a, s in zip(hist["adversary"], hist["split"])]
     hist["run"] = run
     out = hist.merge(summary, on=["adversary", "split"], how="left")
-    return _write_csv(out, csv, figure_name="fig2", scale=scale)
+    return _write_csv(out, csv, figure_name="fig2", scale=facts["scale"])
 
 
 # ------------------------------------------------------------------------------------------------- table 1
@@ -696,11 +694,11 @@ def _cell(mean: float, sd: float, runs: int) -> str:
 
 
 def write_table1(
-    table: pd.DataFrame, md: str | os.PathLike, csv: str | os.PathLike, *, scale: str, code_version: str = ""
+    table: pd.DataFrame, *, pdf: str | os.PathLike, csv: str | os.PathLike, facts: Mapping[str, Any]
 ) -> pd.DataFrame:
     """Table 1: ε̂ of a_ade (mean ± sd over runs) for every margin α, held-out and same, beside the paper's.
 
-    Markdown: a caption line (the setting, runs, δ), the table (α | held-out | same | paper; settings that vary
+    Markdown (written to ``pdf``, the target's main output): a caption line (the setting, runs, δ), the table (α | held-out | same | paper; settings that vary
     get a column of their own) and the footer line. Claim: ε̂ hardly depends on α (the paper: CIFAR-10, ε = 4).
 
     Returns:
@@ -734,35 +732,71 @@ def write_table1(
         "models it was not crafted on; same: crafted and scored on the same models (the paper's reading). "
         "Paper: Yoon et al., Table 1 (CIFAR-10, ε = 4, 10 runs)."
     ) if "delta" in table else f"Table 1: ε̂ of a_ade (mean ± sd over {runs} run(s)) for each ADE margin α."
-    footer = footer_text(scale=scale, **_provenance(table), code_version=code_version)
+    footer = footer_text(**facts, **_provenance(table))
     text = caption + "\n\n" + "\n".join(lines) + "\n\n" + footer
-    write_text_atomic(md, text + "\n")
-    return _write_csv(summary, csv, figure_name="table1", scale=scale)
+    write_text_atomic(pdf, text + "\n")
+    return _write_csv(summary, csv, figure_name="table1", scale=facts["scale"])
 
 
-# ---------------------------------------------------------------------------------------------- dispatch
+# ------------------------------------------------------------------------------------------------ inputs
 
 
-def plot_yoon_figure(
-    figure_name: str,
-    table: pd.DataFrame,
-    pdf: str | os.PathLike,
-    csv: str | os.PathLike,
-    *,
-    scores: pd.DataFrame | None = None,
-    scale: str,
-    code_version: str = "",
-) -> pd.DataFrame:
-    """Draw one Yoon et al. figure (:data:`FIGURES`) and write its CSV; returns the CSV table.
+SCORE_COLUMNS = ("model_index", "member", "score")
+"""The per-model columns of a scores file beside the keys of its audit row (run, adversary, margin, split)."""
+_ROW_KEYS = ("point_audit", "run", "adversary", "margin", "split")
 
-    Raises:
-        ValueError: an unknown figure, fig2 without scores, a missing column or an unknown adversary/split.
-    """
-    if figure_name == "fig2":
-        if scores is None or scores.empty:
-            raise ValueError("fig2 needs the per-model scores")
-        return plot_loss_histograms(table, scores, pdf, csv, scale=scale, code_version=code_version)
-    if figure_name not in SPECS:
-        raise ValueError(f"figure must be one of {', '.join(FIGURES)}, got {figure_name!r}")
-    draw = plot_epsilon_bars if SPECS[figure_name].group_by else plot_epsilon_curves
-    return draw(figure_name, table, pdf, csv, scale=scale, code_version=code_version)
+
+def runs_table(frames: Sequence[pd.DataFrame], points: Sequence[Mapping[str, Any]], *, figure: str) -> pd.DataFrame:
+    """The rows of a figure's runs, in point order: ``frames`` holds one frame per run of every point (``runs``
+    of each, as :meth:`hsaudit.experiments.yoon.plan.YoonPlan.audit_paths` lists them), each marked with the
+    figure, its audit's key (``point_audit``) and its recipe's name (``craft_recipe``; the rows hold its options,
+    in ``recipe``)."""
+    out, start = [], 0
+    for point in points:
+        runs = int(point["runs"])
+        if start + runs > len(frames):
+            raise ValueError(f"{figure}: {len(frames)} run tables for points that need {start + runs} or more")
+        for frame in frames[start : start + runs]:
+            out.append(frame.assign(figure=figure, point_audit=point["audit"],
+                                    craft_recipe=point["values"].get("craft_recipe", "paper")))  # fmt: skip
+        start += runs
+    if start != len(frames):
+        raise ValueError(f"{figure}: {len(frames)} run tables for points that need {start}")
+    return pd.concat(out, ignore_index=True)
+
+
+def with_scores(runs: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+    """The per-model scores (:func:`runs_table` of the ``run<r>_scores.csv`` frames), each with the columns of its
+    audit row in ``runs`` (a score without its audit row is an error)."""
+    rows = runs.drop(columns=[c for c in SCORE_COLUMNS if c in runs.columns])
+    keep = [*_ROW_KEYS, *SCORE_COLUMNS]
+    missing = [c for c in keep if c not in scores.columns]
+    if missing:
+        raise ValueError(f"the scores have no column {missing[0]!r}")
+    merged = scores[keep].merge(rows, on=list(_ROW_KEYS), how="left", validate="many_to_one", indicator=True)
+    if (merged["_merge"] != "both").any():
+        raise ValueError("some scores have no audit row")
+    return merged.drop(columns="_merge")
+
+
+def _split_scores(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(:func:`with_scores`' table →) the audit rows, in order of appearance, and the per-model scores."""
+    missing = [c for c in SCORE_COLUMNS if c not in table.columns]
+    if missing:
+        raise ValueError(f"fig2 needs the per-model scores: the table has no column {missing[0]!r}")
+    if table.empty:
+        raise ValueError("fig2 needs the per-model scores: the table is empty")
+    keys = [c for c in _ROW_KEYS if c in table.columns]
+    rows = table.drop(columns=list(SCORE_COLUMNS)).drop_duplicates(subset=keys).reset_index(drop=True)
+    return rows, table[["run", "adversary", "margin", "split", *SCORE_COLUMNS]].reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------------------------------ registry
+
+FIGURES: dict[str, Callable[..., pd.DataFrame]] = {
+    "fig2": plot_loss_histograms,
+    **{name: partial(plot_epsilon_bars if spec.group_by else plot_epsilon_curves, figure_name=name)
+       for name, spec in SPECS.items()},  # fmt: skip
+    "table1": write_table1,
+}
+"""Every Yoon et al. target by figure id, each ``fn(table, *, pdf, csv, facts)`` → its CSV table."""

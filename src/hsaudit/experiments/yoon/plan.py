@@ -1,9 +1,10 @@
-"""The plan of the Yoon et al. experiments: which data, populations and audits every figure needs, and their keys.
+"""The plan of the Yoon et al. experiments: from the resolved config to the data, populations, audits and figures
+that the rules (``workflow/rules/yoon.smk``) and ``hsaudit plan`` read (:func:`plan`).
 
 A figure entry of the ``yoon`` config section lists overrides of the section's values and an optional ``grid``
 (lists whose Cartesian product gives its series, e.g. ``{canary: [blank, in_distribution]}``). Every series is
 audited at each ε of ``epsilons`` in ``runs`` independent runs. Three kinds of work, each keyed by a short hash
-(:func:`hsaudit.experiments.cebere.plan.key_of`) of the values that change its result, so figures share work:
+(:func:`hsaudit.util.mapping.key_of`) of the values that change its result, so figures share work:
 
 - **data** (``results/yoon/data/{key}.npz``): D (``d_size`` rows of a seeded permutation of the training split)
   and the auxiliary half (``aux_size`` rows after the first half), or the whole pre-training set (CIFAR-100);
@@ -14,7 +15,8 @@ audited at each ε of ``epsilons`` in ``runs`` independent runs. Three kinds of 
   keyed by the population, the access (white/black box), the margins, the crafting and distillation options and
   the audit's mode, confidence and δ.
 
-A figure's CSV is the concatenation of its audits' rows with its series columns.
+A figure's CSV is the concatenation of its audits' rows with its series columns. No job imports this module: the
+jobs take its values as parameters.
 """
 
 from __future__ import annotations
@@ -23,12 +25,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hsaudit.data.datasets import DATASETS, configured_identity
 from hsaudit.accounting.gaussian import calibrate_noise
+from hsaudit.data.datasets import DATASETS, configured_identity
+from hsaudit.experiments.plans import Population, Target
+from hsaudit.experiments.yoon.recipe import craft_key
 from hsaudit.util.mapping import deep_merge, grid_points, key_of
 
-FIGURES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "table1", "crafting")
-"""The Yoon et al. targets (``results/yoon/{figure}.pdf``; table1 is ``results/yoon/table1.md``)."""
+SCORED_FIGURES = ("fig2",)
+"""The figures drawn from the per-model scores (``run<r>_scores.csv``) beside the audit rows."""
 NOT_VALUES = ("data", "resources", "figures", "datasets", "craft_recipes")
 PRETRAIN_DATASET = {"cifar10": "cifar100"}
 """θ_worst of a dataset is pre-trained on this dataset first (then fine-tuned on the auxiliary half)."""
@@ -47,12 +51,55 @@ class Point:
 
 @dataclass(frozen=True)
 class YoonPlan:
-    """Everything the Yoon rules need: data, populations, audits (key → parameters) and each figure's points."""
+    """Everything the Yoon rules and ``hsaudit plan`` need.
+
+    Attributes:
+        data: data key → what ``prepare_yoon_data`` prepares.
+        trainings: population key → the values its training jobs take (``train_yoon_models``).
+        audits: audit key → the values its audit jobs take (``audit_yoon_run``).
+        figures: figure id → its points (series × ε), in the config's order.
+        populations: what is trained, keyed by where it lives: one entry per population (both worlds of the
+            crafting, audit and validation populations of every run) and one per black-box audit (its surrogates).
+        targets: the figures and tables (every one GPU-sized: named, not built by ``rule all``).
+        facts: what every figure's footer says of the run (the scale).
+    """
 
     data: dict[str, dict[str, Any]]
-    populations: dict[str, dict[str, Any]]
+    trainings: dict[str, dict[str, Any]]
     audits: dict[str, dict[str, Any]]
-    figures: dict[str, list[Point]]
+    figures: dict[str, tuple[Point, ...]]
+    populations: tuple[Population, ...]
+    targets: tuple[Target, ...]
+    facts: dict[str, Any]
+
+    def noise_multiplier(self, population: str) -> float:
+        """σ of a population's full-batch DP-SGD at its ε, δ and T (:func:`noise_multiplier`)."""
+        spec = self.trainings[population]
+        return noise_multiplier(spec["epsilon"], steps=spec["steps"], delta=spec["delta"])
+
+    def training_inputs(self, population: str) -> dict[str, str]:
+        """The prepared data of a population (and the pre-training set of a CIFAR-10 θ_worst)."""
+        spec = self.trainings[population]
+        inputs = {"data": data_path(spec["data"])}
+        if spec.get("pretrain_data"):
+            inputs["pretrain"] = data_path(spec["pretrain_data"])
+        return inputs
+
+    def audit_inputs(self, audit: str, run: int | str) -> dict[str, str]:
+        """The run an audit crafts on and scores, and the prepared data of its population (the black box queries
+        D′'s inputs)."""
+        population = self.audits[audit]["population"]
+        return {"models": run_path("models", population, run), "data": data_path(self.trainings[population]["data"])}
+
+    def audit_paths(self, figure: str) -> list[str]:
+        """Every audit CSV a figure reads, in point order."""
+        return [path for point in self.figures[figure] for path in run_paths("audits", point.audit, point.runs)]
+
+    def score_paths(self, figure: str) -> list[str]:
+        """The per-model scores behind a figure that draws them (:data:`SCORED_FIGURES`); none for the others."""
+        if figure not in SCORED_FIGURES:
+            return []
+        return [path.removesuffix(".csv") + "_scores.csv" for path in self.audit_paths(figure)]
 
 
 def figure_values(section: Mapping[str, Any], figure: str) -> list[dict[str, Any]]:
@@ -127,7 +174,7 @@ def validation_size(values: Mapping[str, Any]) -> int:
     return int(values["models_per_world"]) // 2 if n_v is None else int(n_v)
 
 
-def _population_params(values: Mapping[str, Any], data_key: str, pre_key: str | None) -> dict[str, Any]:
+def _training_params(values: Mapping[str, Any], data_key: str, pre_key: str | None) -> dict[str, Any]:
     init = values["init"]
     params = {
         "data": data_key,
@@ -159,96 +206,6 @@ def _population_params(values: Mapping[str, Any], data_key: str, pre_key: str | 
     return params
 
 
-OPTIMIZERS = ("adam", "sgd", "sign_sgd")
-BUDGET_NORMS = ("l2", "linf")
-
-
-@dataclass(frozen=True)
-class CraftRecipe:
-    """How x_a is crafted from the canary (Yoon et al. give the objectives, not the optimisation).
-
-    Attributes:
-        optimizer: ``adam`` (per-coordinate normalised steps), ``sgd`` (plain gradient steps) or ``sign_sgd``
-            (x ← x − lr·sign(∇), an L∞ steepest-descent step).
-        lr: step size.
-        steps: optimisation steps (the budget; with ``stop_on_validation`` the best checkpoint is kept).
-        pixel_range: keep every pixel inside the data's range (a projection after every step; needs the
-            ``pixel_range`` bounds at crafting time).
-        budget_norm, budget: keep ‖x_a − x_c‖ ≤ ``budget`` in ``budget_norm`` (``l2`` or ``linf``; None: unbounded),
-            in the normalised input space.
-        stop_on_validation: choose the checkpoint (step 0 = the canary itself, then every ``check_every`` steps)
-            whose moment estimate of μ on a validation population (fresh noise, never the audited one) is highest.
-        check_every: steps between validation checkpoints.
-
-    The paper's reading is :data:`PAPER_RECIPE` (Adam, lr 0.01, 100 steps, unconstrained) [inferred].
-    """
-
-    optimizer: str = "adam"
-    lr: float = 0.01
-    steps: int = 100
-    pixel_range: bool = False
-    budget_norm: str | None = None
-    budget: float = 0.0
-    stop_on_validation: bool = False
-    check_every: int = 10
-
-    def __post_init__(self) -> None:
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"craft.optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
-        if int(self.steps) < 1 or not float(self.lr) > 0:
-            raise ValueError(f"crafting needs steps >= 1 and lr > 0, got steps={self.steps}, lr={self.lr}")
-        if self.budget_norm is not None and (self.budget_norm not in BUDGET_NORMS or not float(self.budget) > 0):
-            raise ValueError(f"craft.budget_norm must be one of {BUDGET_NORMS} with budget > 0, got "
-                             f"{self.budget_norm!r}, {self.budget!r}")  # fmt: skip
-        if int(self.check_every) < 1:
-            raise ValueError(f"craft.check_every must be >= 1, got {self.check_every}")
-
-    @classmethod
-    def from_config(cls, values) -> CraftRecipe:
-        """From the config's ``yoon.craft`` mapping (unknown keys are an error, naming them)."""
-        values = dict(values or {})
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"yoon.craft has unknown keys {unknown} (known: {sorted(known)})")
-        return cls(**values)
-
-
-PAPER_RECIPE = CraftRecipe()
-
-
-def craft_key(craft: Mapping[str, Any]) -> dict[str, Any]:
-    """The crafting recipe as it enters an audit's key: steps and lr always, every other option only where it
-    differs from the paper's reading (:data:`PAPER_RECIPE`), so that the audits
-    crafted with the paper's recipe keep the keys they had before the recipe grew options."""
-    recipe = CraftRecipe.from_config(craft)
-    paper = CraftRecipe()
-    out = {"steps": int(recipe.steps), "lr": float(recipe.lr)}
-    for name in CraftRecipe.__dataclass_fields__:
-        if name not in out and getattr(recipe, name) != getattr(paper, name):
-            out[name] = getattr(recipe, name)
-    return out
-
-
-def recipe_label(craft: Mapping[str, Any]) -> str:
-    """A short name of a crafting recipe for tables and legends, e.g. ``"adam lr=0.01 T=100, pixels in range"``.
-
-    >>> recipe_label({"steps": 100, "lr": 0.01})
-    'adam lr=0.01 T=100'
-    >>> recipe_label({"optimizer": "sign_sgd", "steps": 50, "lr": 0.005, "budget_norm": "linf", "budget": 0.5})
-    'sign_sgd lr=0.005 T=50, L∞ ≤ 0.5'
-    """
-    r = CraftRecipe.from_config(craft)
-    parts = [f"{r.optimizer} lr={r.lr:g} T={r.steps}"]
-    if r.pixel_range:
-        parts.append("pixels in range")
-    if r.budget_norm:
-        parts.append(f"{'L2' if r.budget_norm == 'l2' else 'L∞'} ≤ {r.budget:g}")
-    if r.stop_on_validation:
-        parts.append(f"validation stop/{r.check_every}")
-    return ", ".join(parts)
-
-
 def _audit_params(values: Mapping[str, Any], population_key: str, audit: Mapping[str, Any]) -> dict[str, Any]:
     params = {
         "population": population_key,
@@ -265,18 +222,21 @@ def _audit_params(values: Mapping[str, Any], population_key: str, audit: Mapping
     return params
 
 
-def plan_yoon(section: Mapping[str, Any], *, seed: int, audit: Mapping[str, Any]) -> YoonPlan:
-    """Turn the ``yoon`` config section into data, population and audit entries and each figure's points.
+def plan(config: Mapping[str, Any]) -> YoonPlan:
+    """The Yoon et al. plan of the resolved ``config`` (the scale preset applied).
 
-    Args:
-        section: the (scale-resolved) ``yoon`` section.
-        seed: the project's master seed.
-        audit: the project's ``audit`` section (mode, confidence, selection_fraction).
+    Reads ``yoon`` (its figures, their series and the work they need), ``seed`` (the project's master seed),
+    ``audit`` (mode, confidence, δ and selection fraction of the audits) and ``scale`` (the figures' footer).
+
+    Raises:
+        ValueError: an unknown figure, dataset or recipe, or a grid key that is not a value of the section
+            (:func:`figure_values`).
     """
+    section, seed, audit = config["yoon"], int(config["seed"]), config["audit"]
     data: dict[str, dict[str, Any]] = {}
-    populations: dict[str, dict[str, Any]] = {}
+    trainings: dict[str, dict[str, Any]] = {}
     audits: dict[str, dict[str, Any]] = {}
-    figures: dict[str, list[Point]] = {}
+    figures: dict[str, tuple[Point, ...]] = {}
     for figure in section.get("figures", {}):
         points = []
         for series in figure_values(section, figure):
@@ -292,28 +252,93 @@ def plan_yoon(section: Mapping[str, Any], *, seed: int, audit: Mapping[str, Any]
                 data.setdefault(pre_key, pre)
             for eps in series["epsilons"]:
                 values = {**series, "epsilon": float(eps)}
-                pop = _population_params(values, data_key, pre_key)
+                pop = _training_params(values, data_key, pre_key)
                 pop_key = key_of(pop)
-                populations.setdefault(pop_key, pop)
+                trainings.setdefault(pop_key, pop)
                 aud = _audit_params(values, pop_key, audit)
                 aud_key = key_of(aud)
                 audits.setdefault(aud_key, aud)
                 label = {k: values[k] for k in ("dataset", "canary", "init", "clip_norm", "access", "epsilon",
                                                 "craft_recipe")}  # fmt: skip
                 points.append(Point(figure, aud_key, pop_key, int(values["runs"]), label))
-        figures[figure] = points
-    return YoonPlan(data=data, populations=populations, audits=audits, figures=figures)
+        figures[figure] = tuple(points)
+    gpu = int((section.get("resources") or {}).get("gpu", 0) or 0) > 0
+    return YoonPlan(
+        data=data,
+        trainings=trainings,
+        audits=audits,
+        figures=figures,
+        populations=_populations(data, trainings, audits, figures, gpu=gpu),
+        targets=tuple(Target(figure_outputs(figure)[0], kind="gpu") for figure in figures),
+        facts={"scale": config["scale"]},
+    )
+
+
+def _populations(data, trainings, audits, figures, *, gpu: bool) -> tuple[Population, ...]:
+    """What is trained, in the order ``hsaudit plan`` lists it: every population, then the black-box surrogates.
+
+    A population shared by figures (e.g. fig2/fig4 reuse fig3's MNIST populations) is listed once, at the most runs
+    any point asks for: every run trains its crafting (N_craft per world), audit (N) and validation populations,
+    both worlds each, every model T full-batch steps of |D| + 1 per-sample gradients (the engine appends the
+    canary to the batch of every model and masks it out of the D models'). A black-box audit adds its surrogates
+    (one per crafting model, ``epochs × ⌈(|D| + 1) / b⌉`` Adam steps of batch ``b``, priced as DP-SGD steps: an
+    upper estimate, distillation needs no per-sample gradients). Crafting (a few hundred forward/backward passes of
+    one input) is not counted.
+    """
+    readers: dict[tuple[str, str], list[str]] = {}
+    runs: dict[tuple[str, str], int] = {}
+    for figure, points in figures.items():
+        for point in points:
+            for name in (("models", point.population), ("audits", point.audit)):
+                readers.setdefault(name, [])
+                if f"yoon/{figure}" not in readers[name]:
+                    readers[name].append(f"yoon/{figure}")
+                runs[name] = max(runs.get(name, 0), point.runs)
+    out = []
+    for (kind, key), figs in readers.items():
+        if kind != "models":
+            continue
+        pop = trainings[key]
+        d = int(data[pop["data"]]["d_size"])
+        n = int(pop["models_per_world"])
+        per_run = 2 * (int(pop.get("craft_models_per_world") or n) + n + int(pop.get("validation_models_per_world", 0)))
+        out.append(Population(
+            root=f"results/yoon/models/{key}", figures=tuple(figs), model=pop["model"],
+            models=per_run * runs[kind, key],
+            steps=int(pop["steps"]), batch=d + 1, gpu=gpu, role="full-batch DP-SGD",
+            detail=f"{pop['dataset']} eps={pop['epsilon']:g} {pop['canary']} init={pop['init']} "
+            f"C={pop['clip_norm']:g} |D|={d} N={n}",
+        ))  # fmt: skip
+    for (kind, key), figs in readers.items():
+        if kind != "audits" or audits[key]["access"] != "black":
+            continue
+        aud = audits[key]
+        pop = trainings[aud["population"]]
+        d, s = int(data[pop["data"]]["d_size"]), aud["surrogate"]
+        n = int(pop.get("craft_models_per_world") or pop["models_per_world"])  # one surrogate per crafting model
+        batch = int(s["batch_size"])
+        out.append(Population(
+            root=f"results/yoon/audits/{key}", figures=tuple(figs), model=pop["model"], models=2 * n * runs[kind, key],
+            steps=int(s["epochs"]) * -(-(d + 1) // batch), batch=min(batch, d + 1), gpu=gpu, role="surrogates",
+            detail=f"{pop['dataset']} eps={pop['epsilon']:g} black box, {s['epochs']} epochs",
+        ))  # fmt: skip
+    return tuple(out)
+
+
+def data_path(key: str) -> str:
+    """``results/yoon/data/{key}.npz``: one prepared dataset."""
+    return f"results/yoon/data/{key}.npz"
+
+
+def run_path(kind: str, key: str, run: int | str) -> str:
+    """``results/yoon/{models|audits}/{key}/run{run}.{npz|csv}``: one run's models or audit rows."""
+    ext = {"models": "npz", "audits": "csv"}[kind]
+    return f"results/yoon/{kind}/{key}/run{run}.{ext}"
 
 
 def run_paths(kind: str, key: str, runs: int) -> list[str]:
-    """``results/yoon/{models|audits}/{key}/run{r}.{npz|csv}`` for r = 0..runs-1."""
-    ext = {"models": "npz", "audits": "csv"}[kind]
-    return [f"results/yoon/{kind}/{key}/run{r}.{ext}" for r in range(int(runs))]
-
-
-def figure_audit_paths(plan: YoonPlan, figure: str) -> list[str]:
-    """Every audit CSV a figure reads, in point order."""
-    return [path for point in plan.figures[figure] for path in run_paths("audits", point.audit, point.runs)]
+    """:func:`run_path` of r = 0..runs-1."""
+    return [run_path(kind, key, r) for r in range(int(runs))]
 
 
 def figure_outputs(figure: str) -> list[str]:

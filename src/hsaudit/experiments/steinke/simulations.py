@@ -1,4 +1,4 @@
-"""Experiments of Steinke, Nasr et al., "The Last Iterate Advantage" (figures 1, 3, 5, 6 and §4.1).
+"""Simulations of Steinke, Nasr et al., "The Last Iterate Advantage" (figures 1, 3, 5, 6 and §4.1).
 
 All of them are analytic or one-dimensional simulations (no training):
 
@@ -6,7 +6,7 @@ All of them are analytic or one-dimensional simulations (no training):
 * :func:`simulate_linear_canary` and :func:`fig3_table` — the gradient-space canary with an adversarial
   all-zero "dataset", which reduces exactly to Σ_t Bern(q) + N(0, Tσ²) vs N(0, Tσ²) (Section 3.1, Figure 3),
   audited empirically beside the heuristic: the paper's known-(q, T) σ̂ audit
-  and the GDP audit of Nasr et al. 2023 (:func:`gdp_audit`), both through the one auditor
+  and the GDP audit of Nasr et al. 2023, both through the one auditor
   (:class:`hsaudit.audit.auditor.Auditor`), with each audit's infinite-run limit (:func:`population_audits`).
 * :func:`quadratic_mixture`, :func:`quadratic_epsilon` and :func:`fig5_table` — linear loss plus quadratic
   regulariser r(m) = αm²/2 (Section 4.2, Figure 5) with the paper's rounding upper bound.
@@ -23,45 +23,13 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
 from hsaudit.accounting import last_iterate as H
 from hsaudit.audit.auditor import Auditor, HeldOut, KnownFamily, Paper, rule_from_mode
 from hsaudit.audit.pld import SIGMA_FAMILIES, sigma_hat_from_points
-
-# --------------------------------------------------------------------------------------------- audit
-
-
-def gdp_audit(
-    scores_out: npt.ArrayLike,
-    scores_in: npt.ArrayLike,
-    *,
-    confidence: float = 0.95,
-    delta: float = 1e-5,
-    mode: str = "paper",
-) -> dict[str, float]:
-    """GDP audit of Nasr et al. (2023) by :class:`hsaudit.audit.auditor.Auditor` (higher score ⇒ canary present).
-
-    For each threshold τ, one-sided CP upper bounds on FPR and FNR give μ_τ = Φ⁻¹(1 − FPR_ub) − Φ⁻¹(FNR_ub);
-    μ̂ = max_τ μ_τ (``mode="paper"``: chosen on the same scores) and ε̂ = ε_{μ̂-GDP}(δ).
-
-    Returns:
-        ``{"mu": μ̂, "epsilon": ε̂, "threshold": τ̂, "epsilon_assumption_free": ...}``.
-    """
-    out = np.asarray(scores_out, dtype=float)
-    inn = np.asarray(scores_in, dtype=float)
-    if out.size == 0 or inn.size == 0:
-        raise ValueError(f"both score sets must be non-empty, got {out.size} and {inn.size}")
-    res = Auditor(delta=delta, confidence=confidence, rule=rule_from_mode(mode)).gdp(out, inn)
-    return {
-        "mu": max(float(res.mu), 0.0),
-        "epsilon": float(res.epsilon),
-        "threshold": float(res.threshold),
-        "epsilon_assumption_free": float(res.epsilon_assumption_free),
-    }
-
+from hsaudit.util.seeding import derive_seed
 
 # --------------------------------------------------------------------------------------------- fig1
 
@@ -134,18 +102,6 @@ def calibrate_standard_sigma(target_epsilon: float, *, delta: float, steps: int,
 
 
 FIG3_AUDITS = ("pld_sigma", "gdp")
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def linear_canary_rates(
@@ -226,7 +182,7 @@ def fig3_table(
     for q in sampling_rates:
         for t in steps:
             sigma = calibrate_standard_sigma(target_epsilon, delta=delta, steps=int(t), sampling_rate=float(q))
-            rng = np.random.default_rng(_seed(seed, "steinke-fig3", q, t))
+            rng = np.random.default_rng(derive_seed(seed, "steinke-fig3", q, t))
             kw = dict(steps=int(t), sampling_rate=float(q), noise_multiplier=sigma)
             out, inn = simulate_linear_canary(rng, runs=runs, **kw)
             base = {
@@ -263,7 +219,7 @@ def fig3_table(
                     )
                 )
                 # The valid rule beside the paper's: one threshold chosen on half of the runs (issue 17 §1).
-                rule = HeldOut(seed=_seed(seed, "steinke-fig3-select", q, t))
+                rule = HeldOut(seed=derive_seed(seed, "steinke-fig3-select", q, t))
                 held = Auditor(delta=delta, confidence=confidence, rule=rule).known_family(out, inn, known)
                 rows.append(
                     row(
@@ -273,8 +229,8 @@ def fig3_table(
                         audit_mode="held_out",
                     )
                 )
-            gdp = gdp_audit(out, inn, confidence=confidence, delta=delta, mode=mode)
-            rows.append(row("empirical_gdp", gdp["epsilon"], mu=gdp["mu"], audit_mode=mode))
+            gdp = Auditor(delta=delta, confidence=confidence, rule=rule_from_mode(mode)).gdp(out, inn)
+            rows.append(row("empirical_gdp", float(gdp.epsilon), mu=max(float(gdp.mu), 0.0), audit_mode=mode))
             if population:
                 pop = population_audits(delta=delta, families=tuple(sigma_families), **kw)
                 rows += [
@@ -282,12 +238,6 @@ def fig3_table(
                 ]
                 rows.append(row("population_gdp", pop["epsilon_gdp"], mu=pop["mu"], audit_mode="exact_rates"))
     return pd.DataFrame(rows)
-
-
-def _seed(master: int, *key: object) -> int:
-    from hsaudit.util.seeding import derive_seed
-
-    return derive_seed(master, *key)
 
 
 # --------------------------------------------------------------------------------------------- fig5
@@ -647,14 +597,15 @@ def fig6_table(
     for t in steps:
         kw = dict(steps=int(t), sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
         m0, d0 = simulate_malicious(
-            np.random.default_rng(_seed(seed, "steinke-fig6", t, 0)), runs=runs, canary=False, constants=constants, **kw
+            np.random.default_rng(derive_seed(seed, "steinke-fig6", t, 0)), runs=runs, canary=False, constants=constants, **kw
         )
         m1, d1 = simulate_malicious(
-            np.random.default_rng(_seed(seed, "steinke-fig6", t, 1)), runs=runs, canary=True, constants=constants, **kw
+            np.random.default_rng(derive_seed(seed, "steinke-fig6", t, 1)), runs=runs, canary=True, constants=constants, **kw
         )
         s0 = malicious_score(m0, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, constants=constants)
         s1 = malicious_score(m1, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, constants=constants)
-        aud = gdp_audit(s0, s1, confidence=confidence, delta=delta, mode=mode)
+        gdp = Auditor(delta=delta, confidence=confidence, rule=rule_from_mode(mode)).gdp
+        aud = gdp(s0, s1)
 
         def sigma_audit(o0, o1):
             # The known-(q, T) σ̂ audit with the all-iterates family (hsaudit.audit.pld.pld_sigma_audit, on the
@@ -665,19 +616,19 @@ def fig6_table(
         pld_aud = sigma_audit(s0, s1)
         # References under the same R: the linear-loss canary (last iterate, Section 3.1) and the all-iterates
         # likelihood-ratio attack (Σ_t λ(v_t) on the raw per-step values), the latter under both audits.
-        rng = np.random.default_rng(_seed(seed, "steinke-fig6-ref", t))
-        lin = gdp_audit(*simulate_linear_canary(rng, runs=runs, **kw), confidence=confidence, delta=delta, mode=mode)
+        rng = np.random.default_rng(derive_seed(seed, "steinke-fig6-ref", t))
+        lin = gdp(*simulate_linear_canary(rng, runs=runs, **kw))
         r0, r1 = _all_iterates_llr(rng, runs=runs, **kw)
-        ref = gdp_audit(r0, r1, confidence=confidence, delta=delta, mode=mode)
+        ref = gdp(r0, r1)
         ref_pld = sigma_audit(r0, r1)
         extra = []
         if value_store:
             vc = replace(constants, store="value")
             v0, _ = simulate_malicious(
-                np.random.default_rng(_seed(seed, "steinke-fig6", t, 0)), runs=runs, canary=False, constants=vc, **kw
+                np.random.default_rng(derive_seed(seed, "steinke-fig6", t, 0)), runs=runs, canary=False, constants=vc, **kw
             )
             v1, _ = simulate_malicious(
-                np.random.default_rng(_seed(seed, "steinke-fig6", t, 1)), runs=runs, canary=True, constants=vc, **kw
+                np.random.default_rng(derive_seed(seed, "steinke-fig6", t, 1)), runs=runs, canary=True, constants=vc, **kw
             )
             sv = [
                 malicious_score(v, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, constants=vc)
@@ -697,10 +648,10 @@ def fig6_table(
         rows += [
             {**base, "method": "standard", "epsilon": H.standard_epsilon(delta, **kw), "mu": math.nan},
             {**base, "method": "heuristic", "epsilon": H.heuristic_epsilon(delta, **kw), "mu": math.nan},
-            {**base, "method": "empirical_gdp", "epsilon": aud["epsilon"], "mu": aud["mu"]},
+            {**base, "method": "empirical_gdp", "epsilon": float(aud.epsilon), "mu": max(float(aud.mu), 0.0)},
             {**base, "method": "empirical_pld_cp", "epsilon": pld_aud["epsilon"], "mu": math.nan},
-            {**base, "method": "empirical_linear_gdp", "epsilon": lin["epsilon"], "mu": lin["mu"]},
-            {**base, "method": "empirical_all_iterates_gdp", "epsilon": ref["epsilon"], "mu": ref["mu"]},
+            {**base, "method": "empirical_linear_gdp", "epsilon": float(lin.epsilon), "mu": max(float(lin.mu), 0.0)},
+            {**base, "method": "empirical_all_iterates_gdp", "epsilon": float(ref.epsilon), "mu": max(float(ref.mu), 0.0)},
             {**base, "method": "empirical_all_iterates_pld_cp", "epsilon": ref_pld["epsilon"], "mu": math.nan},
         ] + [{**base, "method": m, "epsilon": e, "mu": mu} for m, e, mu in extra]
         for r in rows:

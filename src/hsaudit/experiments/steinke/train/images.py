@@ -1,4 +1,5 @@
-"""Steinke, Nasr et al. §3.1, Figure 2: the Dirac gradient canary in trained models (the training side).
+"""Steinke, Nasr et al., the training side of the image targets: Figure 2 and Table 2 (the Dirac gradient canary,
+§3.1) and Figure 4 (the label-flipped input canary).
 
 Two worlds of R models each are trained with Poisson-subsampled DP-SGD (Alg. 1, :func:`hsaudit.engine.dpsgd.train_population`
 with ``sampling=Poisson(q)``); in world 1 the "Dirac" canary — the one-hot gradient C·e_d on coordinate d, added
@@ -14,15 +15,20 @@ of "canary inclusions". Backgrounds (``background``):
 * ``natural`` — the other examples are the training data (Figure 2);
 * ``zero`` — the adversarial all-zero-gradient dataset (Figure 3's setting): every example's gradient is 0, so
   s = Σ_t c_t + σ Σ_t ξ_t exactly — Binomial(T, q) + N(0, Tσ²) with the canary, N(0, Tσ²) without — which checks the
-  one-dimensional reduction of :func:`hsaudit.experiments.steinke.experiments.simulate_linear_canary` on the engine.
+  one-dimensional reduction of :func:`hsaudit.experiments.steinke.simulations.simulate_linear_canary` on the engine.
 
 One population trained to T_max records s after *every* step: with a constant learning rate, no schedule and no
 regulariser, the first t steps of a T_max run are a t-step run, so the scores at step t have exactly the law of a
 t-step experiment and one training serves every T of the figure (the paper trains each T separately; our points
 share their models, so they are correlated across T, not biased).
 
+Figure 4's canary is an input instead (:func:`train_label_flip_shard`): an image with a wrong label, one more example
+of a step's Poisson batch with probability q, clipped like the others, scored by −ℓ(θ_t; x*, y*). Every population's
+job is :func:`train_shard` (rule ``train_steinke_shard``); its spec and shards come from
+:mod:`hsaudit.experiments.steinke.plan`.
+
 This module imports the engine and ``util`` only (a training job's code version must not cover the audit layer);
-the audit table is :mod:`hsaudit.experiments.steinke.trained_audit`.
+the tables are :mod:`hsaudit.experiments.steinke.audit`'s.
 """
 
 from __future__ import annotations
@@ -38,124 +44,15 @@ from hsaudit.engine.evaluate import population_accuracy
 from hsaudit.engine.models import input_shape, model_spec, num_classes
 from hsaudit.engine.psg import population_engine
 from hsaudit.engine.sampling import Poisson
-from hsaudit.util.mapping import key_of
+from hsaudit.experiments.steinke.train.shards import shard_models
 from hsaudit.util.seeding import derive_seed
 
+CANARIES = ("dirac", "label_flip")
+"""The canaries of :func:`train_shard`: the Dirac gradient canary (fig2, table2), the label-flipped input (fig4)."""
 BACKGROUNDS = ("natural", "zero")
 # Figure 4's other examples: blank (all-zero) images, panel (a), or the data, panel (b).
 FIG4_BACKGROUNDS = ("blank", "natural")
 CANARY_SOURCES = ("test", "train")
-# The keys of `steinke.fig2` that change what a training job computes (its key); the others (steps plotted, audit
-# settings, R) only select or add shards.
-TRAINING_KEYS = (
-    "model",
-    "model_kwargs",
-    "background",
-    "batch_size",
-    "lr",
-    "clip_norm",
-    "noise_multiplier",
-    "canary_dim",
-    "shard_size",
-    "backend",
-)
-# The keys of `steinke.fig4` that change a training job (besides the background, one plan per panel).
-FIG4_TRAINING_KEYS = ("model", "model_kwargs", "batch_size", "lr", "clip_norm", "noise_multiplier", "canary",
-                      "shard_size", "backend")
-
-
-def plan_fig2(
-    section: Mapping[str, Any],
-    *,
-    seed: int,
-    data_identity: Mapping[str, Any],
-    test_identity: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The plan of Figure 2 from the config section ``steinke.fig2``: its key, training spec and shards.
-
-    Args:
-        section: ``steinke.fig2`` (``steps``, ``models_per_world``, ``shard_size`` and :data:`TRAINING_KEYS`).
-        seed: the master seed.
-        data_identity: what identifies the prepared training set
-            (:func:`hsaudit.data.datasets.configured_identity`); part of the key.
-        test_identity: what identifies the test set the final models are evaluated on (their accuracy, Table 2);
-            ``None``: no evaluation. Carried in the spec but *not* in the key: it changes no score, so a Table 2 row
-            with Figure 2's values shares Figure 2's models (and keys made before the evaluation existed stay).
-
-    Returns:
-        ``{"key", "train": spec of every shard's job, "shards": [0, ..., n − 1], "steps": the plotted T}``; the key
-        hashes every value that changes a shard's content (the largest T included), so changing one of them
-        retrains, raising R adds shards and changing the plotted T below the largest retrains nothing.
-
-    Raises:
-        ValueError: a bad value, named.
-    """
-    if section["background"] not in BACKGROUNDS:
-        raise ValueError(f"steinke.fig2.background must be one of {BACKGROUNDS}, got {section['background']!r}")
-    return _plan(section, TRAINING_KEYS, seed=seed, data_identity=data_identity, test_identity=test_identity,
-                 test_in_key=False, name="steinke.fig2")
-
-
-def _plan(
-    section: Mapping[str, Any],
-    keys: tuple[str, ...],
-    *,
-    seed: int,
-    data_identity: Mapping[str, Any],
-    test_identity: Mapping[str, Any] | None,
-    test_in_key: bool,
-    name: str,
-) -> dict[str, Any]:
-    steps = sorted({int(t) for t in section["steps"]})
-    if not steps or steps[0] < 1:
-        raise ValueError(f"{name}.steps must be positive integers, got {section['steps']!r}")
-    r, size = int(section["models_per_world"]), int(section["shard_size"])
-    if r < 1 or size < 2 or size % 2:
-        raise ValueError(f"models_per_world must be >= 1 and shard_size even and >= 2, got {r}, {size}")
-    if (2 * r) % size:
-        raise ValueError(
-            f"2 * models_per_world ({2 * r}) must be a multiple of shard_size ({size}), so that raising R only adds shards"
-        )
-    train = {k: section[k] for k in keys}
-    train.update(steps=steps[-1], seed=int(seed), data=dict(data_identity))
-    if test_identity is not None and test_in_key:
-        train["test"] = dict(test_identity)
-    key = key_of(train)
-    train["key"] = key
-    if test_identity is not None:
-        train["test"] = dict(test_identity)
-    return {"key": key, "train": train, "shards": list(range(2 * r // size)), "steps": steps}
-
-
-def plan_fig4(
-    section: Mapping[str, Any],
-    *,
-    seed: int,
-    data_identity: Mapping[str, Any],
-    test_identity: Mapping[str, Any],
-) -> dict[str, dict[str, Any]]:
-    """The plans of Figure 4 from ``steinke.fig4``, one per background (panel) in ``section["backgrounds"]``.
-
-    Each is shaped as :func:`plan_fig2`'s (``key``, ``train``, ``shards``, ``steps``); ``train["canary"]`` is
-    ``{source, index, label}`` (:func:`label_flip_canary`) and ``train["test"]`` the test set's identity, part of
-    the key (the canary may come from it; the final models are evaluated on it).
-
-    Raises:
-        ValueError: a bad value, named.
-    """
-    backgrounds = list(section["backgrounds"])
-    if not backgrounds or any(b not in FIG4_BACKGROUNDS for b in backgrounds) or len(set(backgrounds)) < len(backgrounds):
-        raise ValueError(f"steinke.fig4.backgrounds must be distinct values of {FIG4_BACKGROUNDS}, got {backgrounds!r}")
-    canary = dict(section["canary"])
-    if set(canary) != {"source", "index", "label"} or canary["source"] not in CANARY_SOURCES:
-        raise ValueError(f"steinke.fig4.canary must be {{source: test|train, index, label}}, got {canary!r}")
-    plans = {}
-    for background in backgrounds:
-        values = {**section, "background": background}
-        plan = _plan(values, ("background", *FIG4_TRAINING_KEYS), seed=seed, data_identity=data_identity,
-                     test_identity=test_identity, test_in_key=True, name="steinke.fig4")
-        plans[background] = plan
-    return plans
 
 
 def fig4_canary(
@@ -167,13 +64,6 @@ def fig4_canary(
     X, y = test if c["source"] == "test" else train
     k = num_classes(spec["model"], **dict(spec["model_kwargs"] or {}))
     return label_flip_canary(X, y, index=int(c["index"]), label=c["label"], n_classes=k)
-
-
-def shard_models(spec: Mapping[str, Any], shard: int) -> tuple[range, np.ndarray]:
-    """Global model indices of ``shard`` and their bits: model i is in world i mod 2 (both worlds in every shard)."""
-    size = int(spec["shard_size"])
-    models = range(shard * size, (shard + 1) * size)
-    return models, np.arange(models.start, models.stop) % 2
 
 
 def canary_coordinate(spec: Mapping[str, Any], p: int) -> int:
@@ -280,7 +170,7 @@ def _train(
     return out
 
 
-def train_fig2_shard(
+def train_dirac_shard(
     spec: Mapping[str, Any],
     shard: int,
     *,
@@ -290,10 +180,11 @@ def train_fig2_shard(
     device: str | None = None,
     progress: bool = False,
 ) -> dict[str, np.ndarray]:
-    """Train one shard of Figure 2 (both worlds) and return its scores after every step.
+    """Train one shard of a Dirac-canary population (Figure 2, Table 2; both worlds) and return its scores after
+    every step.
 
     Args:
-        spec: ``plan_fig2(...)["train"]``.
+        spec: the spec of a Dirac population (:func:`hsaudit.experiments.steinke.plan.plan_fig2`).
         shard: the shard index (models ``shard·S .. shard·S + S − 1``).
         X, y: the training set (``N`` examples); q = B / N with B = ``spec["batch_size"]``.
         test: ``(X_test, y_test)``: also evaluate the final models' test accuracy (Table 2); ``None``: not.
@@ -378,7 +269,7 @@ def loss_score(engine, x: torch.Tensor, y: torch.Tensor):
     return score
 
 
-def train_fig4_shard(
+def train_label_flip_shard(
     spec: Mapping[str, Any],
     shard: int,
     *,
@@ -394,15 +285,16 @@ def train_fig4_shard(
     −ℓ(θ_t; x*, y*).
 
     Args:
-        spec: ``plan_fig4(...)[background]["train"]``; ``spec["background"]`` is ``natural`` (the data) or
+        spec: a label-flip population's spec (:func:`hsaudit.experiments.steinke.plan.plan_fig4`);
+            ``spec["background"]`` is ``natural`` (the data) or
             ``blank`` (every other image replaced by zeros, :func:`blank_background`; labels unchanged).
         shard: the shard index.
         X, y: the training set.
         canary: ``(x* [1, ...], y* [1])`` (:func:`label_flip_canary`).
-        test, device, progress: as :func:`train_fig2_shard`.
+        test, device, progress: as :func:`train_dirac_shard`.
 
     Returns:
-        As :func:`train_fig2_shard` with ``canary_label`` instead of ``canary_dim``.
+        As :func:`train_dirac_shard` with ``canary_label`` instead of ``canary_dim``.
     """
     if spec["background"] not in FIG4_BACKGROUNDS:
         raise ValueError(f"fig4 background must be one of {FIG4_BACKGROUNDS}, got {spec['background']!r}")
@@ -434,6 +326,37 @@ def train_fig4_shard(
     return {**out, "canary_label": np.int64(int(canary[1][0]))}
 
 
+def train_shard(
+    canary: str,
+    spec: Mapping[str, Any],
+    shard: int,
+    *,
+    X: np.ndarray,
+    y: np.ndarray,
+    test: tuple[np.ndarray, np.ndarray],
+    device: str | None = None,
+    progress: bool = False,
+) -> dict[str, np.ndarray]:
+    """One shard of an image population (what rule ``train_steinke_shard`` runs): :func:`train_dirac_shard` or
+    :func:`train_label_flip_shard` with the canary image its spec names (:func:`fig4_canary`), the final models
+    evaluated on ``test``.
+
+    Args:
+        canary: :data:`CANARIES`.
+        spec, shard, X, y, test, device, progress: as :func:`train_dirac_shard`.
+
+    Raises:
+        ValueError: an unknown canary.
+    """
+    if canary == "dirac":
+        return train_dirac_shard(spec, shard, X=X, y=y, test=test, device=device, progress=progress)
+    if canary == "label_flip":
+        image = fig4_canary(spec, train=(X, y), test=test)
+        return train_label_flip_shard(spec, shard, X=X, y=y, canary=image, test=test, device=device,
+                                      progress=progress)
+    raise ValueError(f"canary must be one of {CANARIES}, got {canary!r}")
+
+
 def zero_background_moments(*, steps: int, sampling_rate: float, noise_multiplier: float) -> dict[str, float]:
     """Mean and variance of the score in each world under the all-zero background (Figure 3's law):
     out N(0, Tσ²); in Binomial(T, q) + N(0, Tσ²)."""
@@ -443,20 +366,17 @@ def zero_background_moments(*, steps: int, sampling_rate: float, noise_multiplie
 
 __all__ = [
     "BACKGROUNDS",
+    "CANARIES",
     "CANARY_SOURCES",
     "FIG4_BACKGROUNDS",
-    "FIG4_TRAINING_KEYS",
     "blank_background",
+    "canary_coordinate",
+    "dirac_score",
     "fig4_canary",
     "label_flip_canary",
     "loss_score",
-    "plan_fig4",
-    "train_fig4_shard",
-    "TRAINING_KEYS",
-    "canary_coordinate",
-    "dirac_score",
-    "plan_fig2",
-    "shard_models",
-    "train_fig2_shard",
+    "train_dirac_shard",
+    "train_label_flip_shard",
+    "train_shard",
     "zero_background_moments",
 ]

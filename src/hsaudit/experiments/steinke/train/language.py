@@ -35,7 +35,8 @@ Here:
   final model.
 
 This module imports the engine and ``util`` only (a training job's code version must not cover the audit layer);
-σ is calibrated and the table is made in :mod:`hsaudit.experiments.steinke.language_audit`.
+σ is calibrated and the table is made in :mod:`hsaudit.experiments.steinke.audit`; the plan (keys, shards) is
+:func:`hsaudit.experiments.steinke.plan.plan_table1`.
 """
 
 from __future__ import annotations
@@ -51,16 +52,11 @@ import torch
 
 from hsaudit.engine.dpsgd import DPSGDConfig, pick_device, train_population
 from hsaudit.engine.sampling import Poisson
-from hsaudit.experiments.steinke.trained import shard_models
-from hsaudit.util.mapping import key_of
+from hsaudit.experiments.steinke.train.shards import shard_models
 from hsaudit.util.seeding import derive_seed, rng_for
 
 SCORES = ("gradient", "norm")
 LM_EXTRA = "pip install -e '.[lm]' (the `lm` extra: transformers)"
-# Keys of `steinke.table1` that change what a training job computes (with the row's batch size and σ).
-TRAINING_KEYS = ("lr", "clip_norm", "epochs", "score", "shard_size")
-# Keys that change the prepared data (the tokenised blocks and the canary).
-DATA_KEYS = ("model", "data", "examples", "block_size", "eval_fraction", "max_dialogues", "canary_tokens")
 EXAMPLES = ("blocks", "records")
 PAD = -1  # token id of padding in the arrays of `examples: records` (masked out of the loss and the attention)
 
@@ -361,46 +357,6 @@ def canary_direction(engine: CausalLMPopulation, theta0: torch.Tensor, canary: t
     return g / norm if norm > 0 else g
 
 
-def plan_table1(section: Mapping[str, Any], *, seed: int) -> dict[str, Any]:
-    """The plan of Table 1 from ``steinke.table1``: the data key and, per row, a training spec and its shards.
-
-    A row's spec holds every value that changes a shard (the data's identity, B, σ or the heuristic target, η, C,
-    the epochs, the score, the shard size, the seed); σ itself may depend on the data (calibrated to the row's
-    heuristic ε once N is known: :func:`hsaudit.experiments.steinke.language_audit.privacy_plan`), so the spec carries
-    the calibration's inputs, not its output.
-
-    Raises:
-        ValueError: a bad value, named.
-    """
-    if section["score"] not in SCORES:
-        raise ValueError(f"steinke.table1.score must be one of {SCORES}, got {section['score']!r}")
-    r, size = int(section["models_per_world"]), int(section["shard_size"])
-    if r < 1 or size < 2 or size % 2 or (2 * r) % size:
-        raise ValueError(
-            f"steinke.table1: models_per_world must be >= 1, shard_size even and 2R a multiple of it, got {r}, {size}"
-        )
-    examples = section.get("examples", "blocks")
-    if examples not in EXAMPLES:
-        raise ValueError(f"steinke.table1.examples must be one of {EXAMPLES}, got {examples!r}")
-    # `examples` enters the data's key only when it is not the default, so blocks keep the keys they had before
-    data = {k: section[k] for k in DATA_KEYS if k != "examples"}
-    if examples != "blocks":
-        data["examples"] = examples
-    data["seed"] = int(seed)
-    data_key = key_of(data)
-    rows = []
-    for i, row in enumerate(section["rows"]):
-        if (row.get("noise_multiplier") is None) == (row.get("heuristic_epsilon") is None):
-            raise ValueError(f"steinke.table1.rows[{i}]: give exactly one of noise_multiplier and heuristic_epsilon")
-        train = {k: section[k] for k in TRAINING_KEYS}
-        train.update(batch_size=int(row["batch_size"]), noise_multiplier=row.get("noise_multiplier"),
-                     heuristic_epsilon=row.get("heuristic_epsilon"), delta=float(section["delta"]),
-                     data=data_key, seed=int(seed))
-        key = key_of(train)
-        rows.append({"key": key, "train": {**train, "key": key}, "shards": list(range(2 * r // size))})
-    return {"data_key": data_key, "data": data, "rows": rows}
-
-
 def train_table1_shard(
     spec: Mapping[str, Any],
     shard: int,
@@ -414,10 +370,10 @@ def train_table1_shard(
     """Fine-tune one shard of Table 1 (both worlds: model i is in world i mod 2) and score it.
 
     Args:
-        spec: a row's ``plan_table1(...)["rows"][i]["train"]``.
+        spec: a row's spec (:func:`hsaudit.experiments.steinke.plan.plan_table1`).
         shard: the shard index.
         privacy: the row's ``{"sampling_rate", "steps", "noise_multiplier"}``
-            (:func:`hsaudit.experiments.steinke.language_audit.privacy_plan`).
+            (:func:`hsaudit.experiments.steinke.audit.privacy_plan`).
         data: :func:`prepare_table1_data`'s arrays.
         module: the loaded causal LM (θ_0; its parameters are overwritten).
         device: ``None``/``"auto"`` (CUDA when present), ``"cpu"`` or ``"cuda"``.
@@ -489,10 +445,8 @@ def train_table1_shard(
 
 
 __all__ = [
-    "DATA_KEYS",
     "LM_EXTRA",
     "SCORES",
-    "TRAINING_KEYS",
     "CausalLMPopulation",
     "build_canary",
     "canary_direction",
@@ -502,7 +456,6 @@ __all__ = [
     "load_tokenizer",
     "next_token_nll",
     "perplexity",
-    "plan_table1",
     "prepare_table1_data",
     "read_dialogues",
     "tokenise_blocks",

@@ -1,11 +1,15 @@
-"""Yoon, Jeung & No (2025), training side: full-batch DP-SGD populations of the two worlds, canaries, θ0.
+"""Yoon, Jeung & No (2025), training side: one run's full-batch DP-SGD populations of the two worlds, canaries, θ0.
 
 N models train on D (b = 0) and N on D′ = D ∪ {c} (b = 1) with the project's engine
 (:func:`hsaudit.engine.dpsgd.train_population`) and the full-batch schedule (:func:`full_batch_schedule`: every step
 uses all of D, the canary appended to the batch of the D′ models, normaliser |D| in both worlds). θ_avg is one
 Xavier-normal initialisation (bias 0.01); θ_worst is θ_avg pre-trained without privacy (:func:`pretrain`,
-Annamalai & De Cristofaro 2024). The crafting and audit side is :mod:`hsaudit.experiments.yoon.crafting`; the package
-docstring (:mod:`hsaudit.experiments.yoon`) describes the method and its validity question.
+Annamalai & De Cristofaro 2024). :func:`train_run` is what a training job runs. The adversary's side is
+:mod:`hsaudit.experiments.yoon.crafting` (x_a, surrogates, scores) and :mod:`hsaudit.experiments.yoon.audit`; the
+package docstring (:mod:`hsaudit.experiments.yoon`) describes the method and its validity question.
+
+This module imports the engine and util layers only, and nothing else of its package: a training job's code
+version covers it alone, so an edit of the plan, the crafting or the audit never retrains a population.
 """
 
 from __future__ import annotations
@@ -18,11 +22,10 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from hsaudit.engine.models import build_model, count_parameters, load_flat_parameters, num_classes
-from hsaudit.engine.models import model_spec
+from hsaudit.engine.dpsgd import DPSGDConfig, init_theta0, pick_device, train_population
+from hsaudit.engine.models import build_model, count_parameters, load_flat_parameters, model_spec, num_classes
 from hsaudit.engine.psg import population_engine
 from hsaudit.util.seeding import derive_seed
-from hsaudit.engine.dpsgd import DPSGDConfig, init_theta0, pick_device, train_population
 
 CANARIES = ("blank", "in_distribution", "mislabeled", "clipbkd")
 OOD_TRANSFORMS = ("invert", "noise")
@@ -130,6 +133,17 @@ class Canary:
     x: np.ndarray
     y: int
     source: str
+
+    def arrays(self) -> dict[str, Any]:
+        """The canary as a run's file stores it (``canary_kind``, ``canary_x``, ``canary_y``, ``canary_source``)."""
+        return {"canary_x": self.x, "canary_y": np.int64(self.y), "canary_kind": self.kind,
+                "canary_source": self.source}  # fmt: skip
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, Any]) -> Canary:
+        """The canary of a run's file (:meth:`arrays`)."""
+        return cls(str(arrays["canary_kind"]), arrays["canary_x"], int(arrays["canary_y"]),
+                   str(arrays["canary_source"]))  # fmt: skip
 
 
 def make_canary(
@@ -272,3 +286,79 @@ def pretrain(
         )
         theta = np.concatenate([trained[:body], theta[body:p]])
     return sgd_train(model, theta, X_aux, y_aux, epochs=epochs, lr=lr, batch_size=batch_size, seed=seed, progress=progress)
+
+
+# ------------------------------------------------------------------------------------------------ one run
+
+ROLES = ("craft", "audit", "validation")
+"""The populations of one run, each with its own noise: crafting (x_a is crafted on it, and scored on it in the
+paper's reading), audit (x_a is scored on it: a valid audit) and, where asked, validation (a recipe's stop)."""
+
+
+def train_run(
+    spec: Mapping[str, Any],
+    data: Mapping[str, np.ndarray],
+    *,
+    population_key: str,
+    run: int,
+    noise_multiplier: float,
+    pretrain_data: Mapping[str, np.ndarray] | None = None,
+    device: str | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """One run of a population: θ0 (θ_avg or θ_worst), the canary and the run's populations (:data:`ROLES`).
+
+    Args:
+        spec: the population's training values (``trainings`` of :class:`hsaudit.experiments.yoon.plan.YoonPlan`).
+        data: the prepared data (``X``, ``y``, ``aux_X``, ``aux_y``, ``mean``, ``std``, ``data_source``).
+        population_key: the population's key (it seeds the noise); run: the run index.
+        noise_multiplier: σ, calibrated by the plan (this module imports no accountant).
+        pretrain_data: the pre-training set (``X``, ``y``) of a CIFAR-10 θ_worst, None otherwise.
+
+    Returns:
+        The arrays of the run's file: ``<role>_theta`` and ``<role>_members`` of the crafting and validation
+        populations, ``members`` of the audit population (beside ``audit_theta``), ``theta0``, the canary
+        (:meth:`Canary.arrays`), ``noise_multiplier`` and ``data_source``.
+    """
+    model, seed = spec["model"], spec["seed"]
+    init_seed = derive_seed(seed, "yoon-theta0", spec["data"], spec["model"], "shared" if spec["shared_init"] else run)
+    theta0 = average_theta0(model, seed=init_seed, bias=spec["init_bias"])
+    if spec["init"] == "worst":
+        worst, pre = spec["worst"], {}
+        if pretrain_data is not None:
+            pre = {"X_pre": pretrain_data["X"], "y_pre": pretrain_data["y"], "pre_epochs": worst["pre_epochs"]}
+        theta0 = pretrain(
+            model, theta0, data["aux_X"], data["aux_y"], epochs=worst["epochs"], lr=worst["lr"],
+            batch_size=worst["batch_size"], seed=derive_seed(init_seed, "worst"), progress=progress, **pre,
+        )  # fmt: skip
+    canary = make_canary(
+        spec["canary"], model=model, X=data["X"], aux_X=data["aux_X"], aux_y=data["aux_y"], theta0=theta0,
+        mean=data["mean"], std=data["std"], seed=derive_seed(seed, "yoon-canary", spec["data"], run),
+        blank_label=spec["blank_label"], ood=spec.get("mislabeled_ood", "invert"),
+    )  # fmt: skip
+    sizes = {
+        "craft": spec.get("craft_models_per_world") or spec["models_per_world"],
+        "audit": spec["models_per_world"],
+        "validation": spec.get("validation_models_per_world", 0),
+    }
+    arrays: dict[str, Any] = {}
+    for role in ROLES:
+        if not sizes[role]:
+            continue
+        theta, bits = train_worlds(
+            model=model, theta0=theta0, X=data["X"], y=data["y"], canary=canary,
+            models_per_world=sizes[role], steps=spec["steps"], lr=spec["lr"], clip_norm=spec["clip_norm"],
+            sigma=noise_multiplier, noise_key=derive_seed(seed, "yoon-noise", population_key, run, role),
+            device=device, progress=progress,
+        )  # fmt: skip
+        arrays[f"{role}_theta"] = theta
+        arrays[f"{role}_members"] = bits
+    members = arrays.pop("audit_members")
+    return {
+        **arrays,
+        "members": members,
+        "theta0": theta0,
+        **canary.arrays(),
+        "noise_multiplier": np.float64(noise_multiplier),
+        "data_source": str(data["data_source"]),
+    }

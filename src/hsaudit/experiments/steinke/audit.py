@@ -1,7 +1,9 @@
-"""Steinke, Nasr et al. Figure 2 (the audit side): ε̂ per T from the trained shards of
-:mod:`hsaudit.experiments.steinke.trained`, beside the heuristic and standard accounting.
+"""Steinke, Nasr et al., the audit side of the trained-model targets: scores → tables.
 
-Per T, the scores after step T of the two worlds go through the one auditor (:class:`hsaudit.audit.auditor.Auditor`):
+Figures 2 and 4 and Tables 1 and 2 audit the scores of the training shards
+(:mod:`hsaudit.experiments.steinke.train.images`, :mod:`hsaudit.experiments.steinke.train.language`) per T, beside the
+heuristic and standard accounting. Per T, the scores after step T of the two worlds go through the one auditor
+(:class:`hsaudit.audit.auditor.Auditor`):
 
 * ``empirical_sigma_last_iterate`` — §3.1's audit: the adversary knows q and T and estimates σ (σ̂ = the largest σ
   whose last-iterate pair (Theorem 1) is consistent with every CP-bounded (FPR, FNR) point; ε̂ = heuristic ε(σ̂));
@@ -13,7 +15,15 @@ Per T, the scores after step T of the two worlds go through the one auditor (:cl
   :func:`~hsaudit.accounting.last_iterate.standard_epsilon` at (T, q, σ).
 
 Score diagnostics per world (mean, variance, mean number of canary inclusions) are in every row: under the zero
-background they must match :func:`hsaudit.experiments.steinke.trained.zero_background_moments`.
+background they must match :func:`hsaudit.experiments.steinke.train.images.zero_background_moments`.
+
+Table 1's σ per row (:func:`privacy_plan`) is computed here too, once the number N of training blocks is known:
+q = B/N, T = round(epochs · N/B) (App. D: "2 epochs ... for text"), and, without an explicit σ, the σ whose heuristic
+ε_{T,q,σ}(δ) (Theorem 1) is the row's target (App. D: "calculating the noise parameters required to achieve a similar
+privacy guarantee based on our heuristic"); :func:`table1` adds the final models' held-out perplexity.
+
+This module imports the audit and accounting layers only: editing it reruns the audits and tables, never a training
+job.
 """
 
 from __future__ import annotations
@@ -141,7 +151,7 @@ def fig2_table(
     """Figure 2's table: per T (≤ the shards' T_max), the accounting and the empirical audits (module docstring).
 
     Args:
-        shards: the outputs of :func:`hsaudit.experiments.steinke.trained.train_fig2_shard` (or their saved arrays).
+        shards: the outputs of :func:`hsaudit.experiments.steinke.train.images.train_dirac_shard` (or their saved arrays).
         steps: the T values to audit (1-based; scores after step T).
         noise_multiplier: σ of the training.
         delta, confidence: δ of every ε and the one-sided CP confidence.
@@ -215,7 +225,7 @@ def fig4_table(
     per background (``panels``: background → its shards), with :data:`FIG4_COLUMNS`.
 
     Args:
-        panels: ``{"blank": shards, "natural": shards}`` (:func:`hsaudit.experiments.steinke.trained.train_fig4_shard`).
+        panels: ``{"blank": shards, "natural": shards}`` (:func:`hsaudit.experiments.steinke.train.images.train_label_flip_shard`).
         seed: seeds the held-out splits (per background).
         **kwargs: :func:`fig2_table`'s other arguments (``steps``, ``noise_multiplier``, ``delta``, ...).
     """
@@ -225,6 +235,26 @@ def fig4_table(
         for background, shards in panels.items()
     ]
     return pd.concat(tables, ignore_index=True)
+
+
+def fig2_panel_table(
+    panels: Mapping[str, Sequence[Mapping[str, np.ndarray]]], *, seed: int, **kwargs
+) -> pd.DataFrame:
+    """Figure 2's table from its one panel ``{background: shards}``: :func:`fig2_table` with the panel's background,
+    in :data:`TRAINED_TABLES`' signature.
+
+    Raises:
+        ValueError: not exactly one panel.
+    """
+    if len(panels) != 1:
+        raise ValueError(f"fig2 has one panel (its background), got {list(panels)}")
+    ((background, shards),) = panels.items()
+    return fig2_table(shards, seed=seed, background=background, **kwargs)
+
+
+TRAINED_TABLES = {"fig2": fig2_panel_table, "fig4": fig4_table}
+"""The audit table of each trained-model figure, each ``fn(panels, *, seed, steps, noise_multiplier, delta,
+confidence, mode, model, data_source, value_discretization_interval)`` with ``panels`` background → shards."""
 
 
 TABLE2_COLUMNS = (
@@ -316,7 +346,7 @@ def table2(
     under the paper's rule and held out, and the GDP audit; :func:`fig2_table`).
 
     Args:
-        rows: one mapping per table row: ``shards`` (:func:`hsaudit.experiments.steinke.trained.train_fig2_shard` with a
+        rows: one mapping per table row: ``shards`` (:func:`hsaudit.experiments.steinke.train.images.train_dirac_shard` with a
             test set), ``steps`` (T), ``noise_multiplier`` (σ) and optionally the paper's printed values
             ``paper`` = ``{heuristic, standard, accuracy, empirical}`` (NaN where absent).
         delta, confidence, mode, seed, model, value_discretization_interval: as :func:`fig2_table`.
@@ -366,19 +396,161 @@ def table2_markdown(table: pd.DataFrame, *, footer: str) -> str:
     return "\n".join(lines) + f"\n\n{footer}\n"
 
 
+# --------------------------------------------------------------------------------------------- Table 1
+
+TABLE1_COLUMNS = (
+    "batch_size",
+    "sampling_rate",
+    "noise_multiplier",
+    "steps",
+    *METHODS,
+    "perplexity_mean",
+    "perplexity_sd",
+    "n_train",
+    "n_eval",
+    "delta",
+    "confidence",
+    "gdp_mode",
+    "runs_per_world",
+    "score",
+    "model",
+    "data_source",
+    "mean_out",
+    "mean_in",
+    "inclusions_in",
+    "paper_heuristic",
+    "paper_standard",
+    "paper_perplexity",
+    "paper_empirical",
+)
+
+
+def training_steps(*, epochs: float, n_train: int, batch_size: int) -> int:
+    """T = max(1, round(epochs · N / B)): the steps of ``epochs`` passes over N examples at expected batch B."""
+    return max(1, int(round(float(epochs) * int(n_train) / int(batch_size))))
+
+
+def privacy_plan(
+    rows: Sequence[Mapping[str, object]], *, n_train: int, epochs: float, delta: float
+) -> list[dict[str, float]]:
+    """(q, T, σ, heuristic ε) of every row for a training set of ``n_train`` examples.
+
+    Args:
+        rows: ``batch_size`` and either ``noise_multiplier`` or ``heuristic_epsilon`` (the calibration target).
+        n_train: N.
+        epochs: passes over the data; T = max(1, round(epochs · N / B)).
+        delta: δ of the heuristic.
+
+    Raises:
+        ValueError: B > N, or a target the calibration cannot reach.
+    """
+    out = []
+    for i, row in enumerate(rows):
+        b = int(row["batch_size"])
+        if not 1 <= b <= n_train:
+            raise ValueError(f"table1 row {i}: batch_size must be in [1, N = {n_train}], got {b}")
+        q, steps = b / n_train, training_steps(epochs=epochs, n_train=n_train, batch_size=b)
+        kw = dict(steps=steps, sampling_rate=q)
+        if row.get("noise_multiplier") is not None:
+            sigma = float(row["noise_multiplier"])
+        else:
+            target = float(row["heuristic_epsilon"])
+            sigma = H.calibrate(lambda s: H.heuristic_epsilon(delta, noise_multiplier=s, **kw), target,
+                                lo=0.05, hi=1000.0, start=1.0, what=f"table1 row {i} noise multiplier")
+        out.append({"batch_size": b, "sampling_rate": q, "steps": steps, "noise_multiplier": sigma,
+                    "heuristic": H.heuristic_epsilon(delta, noise_multiplier=sigma, **kw)})
+    return out
+
+
+def table1(
+    rows: Sequence[Mapping[str, object]],
+    *,
+    delta: float,
+    confidence: float,
+    mode: str = "paper",
+    seed: int,
+    model: str = "",
+    score: str = "gradient",
+    value_discretization_interval: float = 1e-3,
+) -> pd.DataFrame:
+    """Table 1 of Steinke, Nasr et al.: per batch size, heuristic and standard ε, the final models' held-out
+    perplexity (mean ± sd over both worlds) and the empirical ε of the unused-token canary at the row's T.
+
+    Args:
+        rows: per row ``shards`` (:func:`hsaudit.experiments.steinke.train.language.train_table1_shard` outputs),
+            ``noise_multiplier``, ``steps`` and optionally ``paper`` = ``{heuristic, standard, perplexity,
+            empirical}`` and ``data_source``.
+        delta, confidence, mode, seed, value_discretization_interval: as
+            :func:`fig2_table`.
+        model, score: recorded in every row.
+
+    Returns:
+        One row per input row with :data:`TABLE1_COLUMNS`.
+    """
+    out = []
+    for i, row in enumerate(rows):
+        data, audit, common = table_row(row, i, table="table1", delta=delta, confidence=confidence, mode=mode,
+                                        seed=seed, model=model, paper_keys=("heuristic", "standard", "perplexity",
+                                                                            "empirical"),
+                                        value_discretization_interval=value_discretization_interval)
+        ppl = [float(v) for s in row["shards"] for v in s["perplexity"]]
+        first = audit.iloc[0]
+        out.append({
+            **common,
+            "perplexity_mean": float(pd.Series(ppl).mean()),
+            "perplexity_sd": float(pd.Series(ppl).std(ddof=1)) if len(ppl) > 1 else math.nan,
+            "n_train": int(data["n_train"]),
+            "n_eval": int(row["shards"][0]["n_eval"]),
+            "score": score,
+            "mean_out": float(first["mean_out"]),
+            "mean_in": float(first["mean_in"]),
+            "inclusions_in": float(first["inclusions_in"]),
+        })
+    return pd.DataFrame(out, columns=list(TABLE1_COLUMNS))
+
+
+def table1_markdown(table: pd.DataFrame, *, footer: str) -> str:
+    """Table 1 as Markdown: the paper's columns (batch size, heuristic ε, standard ε, perplexity, empirical ε) with
+    its printed values in parentheses where given, then ``footer``."""
+
+    paper = paper_value
+    lines = [
+        "| Batch size | q | σ | T | Heuristic ε (paper) | Standard ε (paper) | Perplexity, mean ± sd (paper) "
+        "| Empirical ε: σ̂ audit, paper rule / held-out (paper) | Empirical ε: GDP audit |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in table.itertuples(index=False):
+        lines.append(
+            f"| {r.batch_size} | {r.sampling_rate:.4g} | {r.noise_multiplier:.4g} | {r.steps} "
+            f"| {r.heuristic:.2f}{paper(r.paper_heuristic, '{:.1f}')} "
+            f"| {r.standard:.2f}{paper(r.paper_standard, '{:g}')} "
+            f"| {r.perplexity_mean:.4g} ± {r.perplexity_sd:.2g}{paper(r.paper_perplexity, '{:g}')} "
+            f"| {r.empirical_sigma_last_iterate:.2f} / {r.empirical_sigma_last_iterate_held_out:.2f}"
+            f"{paper(r.paper_empirical, '{:g}')} | {r.empirical_gdp:.2f} |"
+        )
+    return "\n".join(lines) + f"\n\n{footer}\n"
+
+
 __all__ = [
-    "load_shards",
-    "split_shards",
-    "table_row",
-    "paper_value",
     "COLUMNS",
     "FIG4_COLUMNS",
     "METHODS",
+    "TABLE1_COLUMNS",
     "TABLE2_COLUMNS",
     "accuracy_summary",
+    "TRAINED_TABLES",
+    "fig2_panel_table",
     "fig2_table",
     "fig4_table",
+    "load_shards",
     "merge_shards",
+    "paper_value",
+    "privacy_plan",
+    "split_shards",
+    "table1",
+    "table1_markdown",
     "table2",
     "table2_markdown",
+    "table_row",
+    "training_steps",
 ]

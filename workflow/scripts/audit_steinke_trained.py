@@ -1,15 +1,14 @@
-"""Snakemake adapter: Steinke et al. fig4's audit table (σ̂ and GDP audits, heuristic, standard per T and background)
-from the shards, via hsaudit.experiments.steinke.trained_audit.fig4_table."""
+"""Snakemake adapter: the audit table of a Steinke et al. trained-model figure (fig2, fig4: σ̂ and GDP audits,
+heuristic, standard per T and background) from its shards, via hsaudit.experiments.steinke.audit.TRAINED_TABLES."""
 
-from hsaudit.experiments.steinke.trained_audit import fig4_table, load_shards, split_shards
+from hsaudit.experiments.steinke.audit import TRAINED_TABLES, load_shards, split_shards
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic
 
 log = script_logging(snakemake)
 p = snakemake.params
 panels = dict(zip(p.panels, split_shards(load_shards(snakemake.input.shards), list(p.panels.values()))))
-first = next(iter(panels.values()))[0]
-table = fig4_table(
+table = TRAINED_TABLES[p.figure](
     panels,
     steps=list(p.steps),
     noise_multiplier=float(p.noise_multiplier),
@@ -18,7 +17,7 @@ table = fig4_table(
     mode=p.mode,
     seed=int(p.seed),
     model=p.model,
-    data_source=str(first["data_source"]),
+    data_source=str(next(iter(panels.values()))[0]["data_source"]),
     value_discretization_interval=float(p.value_discretization_interval),
 )
 write_csv_atomic(table, snakemake.output.table)
