@@ -8,7 +8,7 @@ and audits the canary on it (audit mode ``paper``, δ = 1e-5). The runs are pair
 test accuracy of the init and of the final models (mean over the population, 1,000 test images) and the mean
 distance ‖θ_T − θ0‖, which shows how far the noisy training moves the models from their init.
 
-    PYTHONPATH=src python scripts/yoon_worst_init.py --mnist /tmp/package/data --runs 4 --out results/yoon_worst_init.csv
+    PYTHONPATH=src python scripts/yoon_worst_init.py --mnist <folder>/package/data --runs 4 --out results/yoon_worst_init.csv
     PYTHONPATH=src python scripts/yoon_worst_init.py --summary results/yoon_worst_init.csv
 
 Rows are appended as runs finish (a cell × run already in ``--out`` is skipped), so the study can be resumed.

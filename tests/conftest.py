@@ -33,7 +33,7 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-_COPIED = ("Snakefile", "workflow", "config", "profiles", "envs")
+_COPIED = ("Snakefile", "workflow", "config", "profiles", "envs", "examples")  # examples: the byo section's shipped entry
 
 
 # Under pytest-xdist (`-n auto`; pyproject.toml sets --dist loadgroup), the long workflow tests go out first, longest

@@ -15,7 +15,7 @@ from conftest import REPO
 TEXTS = sorted(
     [
         REPO / "README.md",
-        *(REPO / "docs").glob("*.md"),
+        *(REPO / "docs").rglob("*.md"),  # the pages, the reference and the results journal (docs/journal/)
         *(REPO / "config").glob("*.yaml"),
         *(REPO / "workflow").rglob("*.smk"),
         *(REPO / "workflow" / "scripts").glob("*.py"),
@@ -60,6 +60,17 @@ def test_every_reference_resolves(path):
     names, paths = references(path)
     assert sorted(n for n in names if not resolves(n)) == []
     assert sorted(p for p in paths if not (REPO / p).exists()) == []
+
+
+# Absolute paths of a machine, and the project's notes kept outside the repository (shared/specs, shared/papers, …).
+MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|tmp|home|root|scratch)/|\bshared/(?:experiments|specs|notes|papers)/")
+
+
+@pytest.mark.parametrize("path", [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))], ids=lambda p: str(p.relative_to(REPO)))
+def test_no_machine_specific_paths(path):
+    """A reader's machine is not ours: the docs cite papers by title and arXiv id and data by where to get them."""
+    lines = [f"{i}: {line.strip()}" for i, line in enumerate(path.read_text().splitlines(), 1) if MACHINE_PATH.search(line)]
+    assert lines == []
 
 
 def test_the_check_catches_a_stale_reference(tmp_path):

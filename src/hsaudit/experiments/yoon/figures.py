@@ -32,8 +32,8 @@ craft_recipe, recipe, adversary, margin, split) with ``epsilon`` (mean ε̂ over
 that setting, NaN where it gives none).
 
 The paper's values (:data:`PAPER`) are drawn only as reference markers labelled "paper". They come from the text
-of Yoon, Jeung & No (``shared/experiments/yoon-adversarial-sample-auditing.txt``), all at ε = 10, δ = 1e−5, blank
-canary, θ_avg, C = 1, white box unless stated: §5.2 (Fig. 3: MNIST a_c / a_ude / a_ade = 4.11 / 5.61 / 6.68,
+of Yoon, Jeung & No, "Adversarial Sample-Based Approach for Tighter Privacy Auditing in Final Model-Only
+Scenarios" (arXiv:2412.01756), all at ε = 10, δ = 1e−5, blank canary, θ_avg, C = 1, white box unless stated: §5.2 (Fig. 3: MNIST a_c / a_ude / a_ade = 4.11 / 5.61 / 6.68,
 CIFAR-10 0.30 / 1.05 / 4.10), §5.3 (Fig. 4, black box, MNIST: 4.11 / 4.40 / 4.51), §5.4 (Fig. 5, in-distribution
 canary, MNIST: a_c 0, a_ude 4.05, a_ade 4.33; Fig. 6, a_c / a_ade per canary: in-distribution 0.00 / 3.03,
 blank 1.29 / 3.94, mislabeled 0.93 / 3.96, ClipBKD 1.56 / 3.91), §5.5 (Fig. 7: MNIST a_c(θ_avg) 4.11,
