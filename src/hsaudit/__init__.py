@@ -5,17 +5,23 @@ The package is cut in layers; each imports only the layers below it (``tests/tes
 ==============  =====================================================================================
 ``util``        atomic writes, seeds, key hashing, dict merging (imports nothing of the package)
 ``accounting``  upper bounds and curves: μ-GDP, PLD, mixtures, the last-iterate heuristic   (maths)
-``audit``       every estimator: GDP, Clopper–Pearson, two-sample, σ̂/PLD, one-run, validation (maths)
-``engine``      the paper-neutral DP-SGD layer: per-sample gradients, noise, models          (torch)
+``audit``       every estimator as a threshold rule or a test: GDP, Clopper–Pearson, crossing, σ̂/PLD, one-run,
+                two-sample, validation                                                        (maths)
+``engine``      the paper-neutral DP-SGD layer: per-sample gradients, noise, the model registry
+                (``ModelSpec``), the canary registry, the Opacus reference                  (torch)
 ``data``        the dataset registry: Housing, CIFAR-10/100, MNIST, AlexNet features
-``experiments`` one package per paper or study, shaped alike (plan and keys, science, figures):
-                ``cebere`` (with ``section6``), ``steinke``, ``annamalai``, ``yoon``; ``plotting`` is shared
+``experiments`` one package per paper or study, shaped alike (``plan``, ``train``, ``audit``, ``figures``):
+                ``cebere`` (with ``section6``), ``one_run``, ``steinke``, ``annamalai``, ``yoon``, ``byo``
+                (a user's own training); ``plans`` (population and target values) and ``plotting`` are shared
 ``pipeline``    what the workflow needs around the science: config, provenance, archives, cost plans, logs
+``bench``       the benchmarks (training step, audit, Section 6) and the step-time calibration
 ``cli``         the ``hsaudit`` command
 ==============  =====================================================================================
 
-A fifth paper is a package under ``experiments/`` plus one rules file in ``workflow/rules/``; a new model is an entry
-of ``engine.models``; a new dataset an entry of ``data.datasets``; a new estimator a module of ``audit/``.
+A fifth paper is a package under ``experiments/`` plus one rules file in ``workflow/rules/`` and a line of
+``pipeline.costs.EXPERIMENTS``; a new model is a ``ModelSpec`` in ``engine.models``; a new dataset an entry of
+``data.datasets``; a new estimator a rule of ``audit.rules``; a new canary type an entry of ``engine.canaries``
+(docs/architecture.md).
 
 This file imports nothing eagerly, so that importing any module of the package runs no other layer's code (the
 workflow's code versions rely on it). The most used names are still reachable here, lazily:
@@ -52,18 +58,13 @@ _LAZY = {
         ),
         "hsaudit.accounting.gaussian",
     ),
-    **dict.fromkeys(
-        (
-            "AuditResult",
-            "assumption_free_epsilon",
-            "audit_scores",
-            "audit_steps",
-            "clopper_pearson_upper",
-            "empirical_tradeoff",
-            "reference_audit",
-        ),
-        "hsaudit.audit.gdp",
-    ),
+    "AuditResult": "hsaudit.audit.gdp",
+    "assumption_free_epsilon": "hsaudit.audit.bounds",
+    "clopper_pearson_upper": "hsaudit.audit.bounds",
+    "audit_scores": "hsaudit.audit.auditor",
+    "audit_steps": "hsaudit.audit.auditor",
+    "empirical_tradeoff": "hsaudit.audit.tradeoff",
+    "reference_audit": "hsaudit.audit.reference",
 }
 
 

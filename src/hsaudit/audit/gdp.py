@@ -21,7 +21,6 @@ is reported beside it. numpy and scipy only.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
 from dataclasses import dataclass
 
@@ -31,24 +30,6 @@ from hsaudit.accounting.gaussian import gdp_epsilon
 from hsaudit.audit.bounds import assumption_free_epsilon, clopper_pearson_upper, cp_probit
 
 __all__ = ["AuditResult", "result_from_counts", "result_from_mu"]
-
-# The package root's lazy names (``from hsaudit import audit_scores``) still point at this module for the audit
-# functions that lived here. The root is hashed into the code version of every job (hsaudit.pipeline.provenance),
-# so it changes only in a batch edit; until then these names resolve from here, from the modules that define
-# them (``assumption_free_epsilon`` and ``clopper_pearson_upper`` are imported above).
-_ROOT_NAMES = {
-    "audit_scores": "hsaudit.audit.auditor",
-    "audit_steps": "hsaudit.audit.auditor",
-    "empirical_tradeoff": "hsaudit.audit.tradeoff",
-    "reference_audit": "hsaudit.audit.reference",
-}
-
-
-def __getattr__(name: str):
-    if name in _ROOT_NAMES:
-        return getattr(importlib.import_module(_ROOT_NAMES[name]), name)
-    raise AttributeError(f"module 'hsaudit.audit.gdp' has no attribute {name!r}")
-
 
 @dataclass(frozen=True)
 class AuditResult:
