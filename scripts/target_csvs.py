@@ -6,7 +6,7 @@
 
 ``build`` copies the tracked files of the checkout it runs in to ``OUT/work`` (untracked files too, so that an
 uncommitted change is built), writes a synthetic Housing file there, and runs the default target of the workflow
-(every CPU-sized figure) plus the CIFAR-10 figures at ``scale=smoke`` with synthetic CIFAR-10 images. The CSVs and
+(every CPU-sized figure) plus every GPU-sized target of the plans (:func:`gpu_sized`) at ``scale=smoke`` with synthetic CIFAR-10 images. The CSVs and
 Markdown tables under ``results/`` (not logs, benchmarks or intermediates) are copied to ``OUT/tables``.
 ``compare`` reads each CSV of BEFORE with pandas and checks it equals AFTER's (same columns, same rows, same
 values: ``DataFrame.equals``), ignoring the columns named with ``--ignore`` (e.g. a code version); Markdown tables
@@ -24,10 +24,20 @@ from pathlib import Path
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
-GPU_SIZED = [  # built explicitly: rule all builds only the CPU-sized figures of the scale
-    "results/fig1.pdf", "results/fig2.pdf", "results/fig5.pdf", "results/fig6a.pdf", "results/fig8.pdf",
-    "results/fig11.pdf", "results/fig12.pdf", "results/fig13.pdf", "results/table2.md",
-]
+
+
+def gpu_sized() -> list[str]:
+    """The targets every plan marks GPU-sized at smoke scale, built explicitly (rule all builds only the CPU-sized
+    figures of the scale): read from the plans, so that a new paper's GPU targets are built without an edit here."""
+    import yaml
+
+    from hsaudit.pipeline.config import resolve_scale
+    from hsaudit.pipeline.costs import experiment_plans
+
+    config = {**yaml.safe_load((ROOT / "config" / "config.yaml").read_text()), "scale": "smoke"}
+    config = resolve_scale(config, explicit={"scale": "smoke"})
+    return sorted({t.path for plan in experiment_plans(config).values() for t in plan.targets if t.kind == "gpu"})
+
 OVERLAY = """\
 housing:
   data:
@@ -68,7 +78,7 @@ def build(out: Path, cores: int, extra: list[str], only: bool = False) -> int:
     # would make two builds in different directories disagree.
     (work / "smoke-overlay.yaml").write_text(OVERLAY.format(housing="housing.csv"))
     snakemake = Path(sys.executable).with_name("snakemake")
-    targets = extra if only else ["all", *GPU_SIZED, *extra]
+    targets = extra if only else ["all", *gpu_sized(), *extra]
     cmd = [str(snakemake), "--cores", str(cores), "--config", "scale=smoke", "--configfile",
            "config/config.yaml", "smoke-overlay.yaml", "--", *targets]
     print(" ".join(cmd), flush=True)
