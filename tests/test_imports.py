@@ -7,6 +7,7 @@ Every import counts, module-level or inside a function (a lazy import is still a
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from pathlib import Path
 
 from conftest import REPO
@@ -185,3 +186,10 @@ def test_the_side_check_can_fail():
         "hsaudit.experiments.cebere.train.shards (train side) imports hsaudit.experiments.cebere.plan",
         "hsaudit.experiments.yoon.train (train side) imports hsaudit.audit.gdp",
     ]
+
+
+def test_test_modules_have_unique_names():
+    """pytest's default import mode puts each test directory on sys.path and imports its files by basename, so two
+    test files of one name (tests/bench/test_train.py beside tests/engine/test_train.py) fail to collect."""
+    names = Counter(p.name for p in Path(__file__).resolve().parent.rglob("test_*.py"))
+    assert [n for n, k in names.items() if k > 1] == []
