@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 
 
 class _DropDocstrings(ast.NodeTransformer):
@@ -22,6 +23,7 @@ class _DropDocstrings(ast.NodeTransformer):
         return node
 
 
+@lru_cache(maxsize=4096)
 def code_text(source: bytes) -> bytes:
     r"""What a code version hashes of a Python file: its code without comments, docstrings or layout
     (``ast.unparse`` of the syntax tree with bare-string statements removed), so that editing a docstring or a
@@ -29,6 +31,9 @@ def code_text(source: bytes) -> bytes:
 
     >>> code_text(b"def f():\n    'Doc.'\n    return 1  # a comment\n") == code_text(b"def f():\n    return 1\n")
     True
+
+    Memoised on the bytes themselves (content-addressed, so an edited file is a new key): a workflow's DAG asks
+    for the same package files once per rule, and parsing them again each time cost ~10 s per `snakemake` call.
     """
     try:
         tree = ast.parse(source)
