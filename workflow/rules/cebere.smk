@@ -198,6 +198,7 @@ rule audit_epsilon:
         delta=AUDIT["delta"],
         confidence=AUDIT["confidence"],
         mode=AUDIT["mode"],
+        valid_mode=AUDIT["valid_mode"],
         selection_fraction=AUDIT["selection_fraction"],
         noise_multiplier=lambda wc: CEBERE.audit(wc.dataset, wc.audit)["setup"][
             "dpsgd"

@@ -13,6 +13,7 @@ table = audit_table(
     delta=params.delta,
     confidence=params.confidence,
     mode=params.mode,
+    valid_mode=params.valid_mode,
     selection_fraction=params.selection_fraction,
     noise_multiplier=params.noise_multiplier,
     period=params.period,
@@ -20,4 +21,4 @@ table = audit_table(
 )
 write_csv_atomic(table, snakemake.output.table)
 last = table.iloc[-1]
-log.info("step %d: eps_hat %.3f (mu %.3f), upper %.3f, mode %s", last["step"], last["epsilon"], last["mu"], last["epsilon_upper"], last["mode"])
+log.info("step %d: eps_hat %.3f (mu %.3f, %s), valid eps_hat %.3f (%s), upper %.3f", last["step"], last["epsilon"], last["mu"], last["mode"], last["epsilon_valid"], last["valid_mode"], last["epsilon_upper"])

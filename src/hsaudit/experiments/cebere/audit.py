@@ -97,6 +97,7 @@ def audit_table(
     noise_multiplier: float,
     period: int,
     seed: int = 0,
+    valid_mode: str = "crossing",
 ) -> pd.DataFrame:
     """Audit every recorded step of a scores table (Cebere et al. Algorithm 4 / Appendix A).
 
@@ -105,18 +106,29 @@ def audit_table(
         delta, confidence, mode: the audit (:meth:`hsaudit.audit.auditor.Auditor.gdp_steps` under the mode's rule).
         noise_multiplier, period: σ and k of the audited training, for the upper bound.
         seed: seed of the held-out split (unused in paper mode).
+        valid_mode: the valid rule whose estimate every row carries beside ``mode``'s (``mu_valid``,
+            ``epsilon_valid``): when ``mode`` is the paper's (not a valid bound) the figures show both. When ``mode``
+            is itself valid, the valid columns repeat its numbers and ``valid_mode`` names it.
 
     Returns:
         One row per recorded step: step, insertions (⌊t/k⌋), runs, mu (μ̂), epsilon (ε̂ at ``delta`` from μ̂),
         epsilon_free (the assumption-free (ε, δ) bound from the same Clopper–Pearson bounds), threshold,
         fpr_upper, fnr_upper, mu_upper = √insertions / σ and epsilon_upper (the μ-GDP upper bound, Cebere et
-        al. §1 "Upper bound"), mode, confidence, delta.
+        al. §1 "Upper bound"), mode, rule_valid (whether ``mode``'s ε̂ is a valid lower bound), valid_mode, mu_valid
+        and epsilon_valid (the valid rule's μ̂ and ε̂ of the same scores), confidence, delta.
     """
     steps, scores, members = scores_matrix(table)
     rule = rule_from_mode(mode, selection_fraction=selection_fraction, seed=seed)
     results = Auditor(delta=delta, confidence=confidence, rule=rule).gdp_steps(scores, members)
+    if rule.valid:
+        valid_rule, valid_results = rule, results
+    else:
+        valid_rule = rule_from_mode(valid_mode, selection_fraction=selection_fraction, seed=seed)
+        if not valid_rule.valid:
+            raise ValueError(f"valid_mode {valid_mode!r} is not a valid rule")
+        valid_results = Auditor(delta=delta, confidence=confidence, rule=valid_rule).gdp_steps(scores, members)
     rows = []
-    for step, res in zip(steps, results, strict=True):
+    for step, res, val in zip(steps, results, valid_results, strict=True):
         insertions = int(step) // int(period)
         mu_upper = gdp_mu(noise_multiplier=noise_multiplier, compositions=insertions)
         rows.append(
@@ -133,6 +145,10 @@ def audit_table(
                 "mu_upper": float(mu_upper),
                 "epsilon_upper": float(gdp_epsilon(mu=mu_upper, delta=delta)),
                 "mode": res.mode,
+                "rule_valid": bool(rule.valid),
+                "valid_mode": valid_rule.name,
+                "mu_valid": float(val.mu),
+                "epsilon_valid": float(val.epsilon),
                 "confidence": float(res.confidence),
                 "delta": float(res.delta),
             }

@@ -43,6 +43,7 @@ from hsaudit.experiments.cebere.figures.housing import (
     plot_housing_panel,
     plot_mean_sd,
     plot_upper_bound,
+    plot_valid_key,
     summarise,
 )
 from hsaudit.engine.models import model_spec
@@ -263,6 +264,7 @@ def _epsilon_panel(ax, table: pd.DataFrame, panel: _Panel, style_by: str | None)
         style = _STYLES[i % len(_STYLES)] if style_by is not None else _ADVERSARY_STYLES.get(adversary, "-")
         colour = THETA0_COLOURS.get(value) if style_by == "theta0" else adversary_colour(adversary, i)
         plot_mean_sd(ax, summary[rows], colour=colour, label=label, linestyle=style)
+    plot_valid_key(ax, part)
     if missing:
         _note(ax, "\n".join(f"{m}: {NOT_RUN}" for m in missing))
     return summary.assign(panel=panel.title)

@@ -92,11 +92,34 @@ def summarise(table: pd.DataFrame, *, by: Sequence[str] = ("adversary",)) -> pd.
         by: the columns that name a series (default: the adversary).
 
     Returns:
-        Columns ``by``, step, mean, sd, reps; series in their order of appearance.
+        Columns ``by``, step, mean, sd, reps (and valid_mean, valid_sd of ``epsilon_valid`` when
+        :func:`shows_valid`); series in their order of appearance.
     """
-    grouped = table.groupby([*by, "step"], sort=False)["epsilon"]
-    out = grouped.agg(mean="mean", sd=lambda s: float(s.std(ddof=1)) if len(s) > 1 else 0.0, reps="size")
+    def sd(s: pd.Series) -> float:
+        return float(s.std(ddof=1)) if len(s) > 1 else 0.0
+
+    grouped = table.groupby([*by, "step"], sort=False)
+    out = grouped["epsilon"].agg(mean="mean", sd=sd, reps="size")
+    if shows_valid(table):
+        out = out.join(grouped["epsilon_valid"].agg(valid_mean="mean", valid_sd=sd))
     return out.reset_index()
+
+
+def shows_valid(table: pd.DataFrame) -> bool:
+    """Whether a figure table carries a valid rule's ε̂ beside a rule that is not valid (the paper's): then the
+    figures draw it dotted (:func:`plot_mean_sd`) and the summaries have ``valid_mean`` and ``valid_sd``."""
+    return "epsilon_valid" in table and "rule_valid" in table and not table["rule_valid"].astype(bool).all()
+
+
+def valid_label(table: pd.DataFrame) -> str:
+    """The legend entry of the dotted valid-rule lines."""
+    return f"dotted: {table['valid_mode'].iloc[0]} rule (valid lower bound)"
+
+
+def plot_valid_key(ax, table: pd.DataFrame) -> None:
+    """A legend-only grey dotted line naming the valid rule, when the table shows one (:func:`shows_valid`)."""
+    if shows_valid(table):
+        ax.plot([], [], color="0.35", linestyle=":", linewidth=1.3, label=valid_label(table))
 
 
 def adversary_colour(adversary: str, index: int = 0) -> str:
@@ -115,12 +138,15 @@ def plot_upper_bound(ax, table: pd.DataFrame, **style: Any) -> None:
 
 
 def plot_mean_sd(ax, part: pd.DataFrame, *, colour: str, label: str, linestyle: Any = "-") -> None:
-    """Draw one series of a :func:`summarise` table: the mean line and a ± sd band."""
+    """Draw one series of a :func:`summarise` table: the mean line and a ± sd band (and, dotted, the valid
+    rule's mean when the summary has it)."""
     part = part.sort_values("step")
     ax.plot(part["step"], part["mean"], color=colour, label=label, linewidth=1.3, linestyle=linestyle)
     ax.fill_between(
         part["step"], part["mean"] - part["sd"], part["mean"] + part["sd"], color=colour, alpha=0.2, linewidth=0
     )
+    if "valid_mean" in part:  # the valid rule's mean ε̂ of the same scores, dotted (no band)
+        ax.plot(part["step"], part["valid_mean"], color=colour, linewidth=1.3, linestyle=":")
 
 
 def audit_facts(table: pd.DataFrame) -> dict[str, Any]:
@@ -133,7 +159,8 @@ def audit_facts(table: pd.DataFrame) -> dict[str, Any]:
     """
     facts: dict[str, Any] = {
         "R": table["runs"].astype(int),
-        "audit": f"{table['mode'].iloc[0]} (GDP, CP {float(table['confidence'].iloc[0]):g})",
+        "audit": f"{table['mode'].iloc[0]} (GDP, CP {float(table['confidence'].iloc[0]):g}"
+        + (f", not valid; dotted: {table['valid_mode'].iloc[0]}, valid)" if shows_valid(table) else ")"),
         "reps": int(table.groupby("adversary")["rep"].nunique().max()),
     }
     if "data_source" in table:
@@ -194,6 +221,7 @@ def plot_housing_panel(ax, table: pd.DataFrame, summary: pd.DataFrame | None = N
     for i, adversary in enumerate(dict.fromkeys(table["adversary"])):
         part = summary[summary["adversary"] == adversary]
         plot_mean_sd(ax, part, colour=adversary_colour(adversary, i), label=ADVERSARY_LABELS.get(adversary, adversary))
+    plot_valid_key(ax, table)
     delta = float(table["delta"].iloc[0])
     ax.set_xlabel("Training step")
     ax.set_ylabel(f"ε (δ = {delta:g})")
