@@ -104,8 +104,9 @@ def _facts(table: pd.DataFrame) -> str:
 def step_table(table: pd.DataFrame) -> str:
     """Cebere et al.'s trained-model figures (one row per adversary, repetition, step): per panel, adversary and
     rule, ε̂ at a few steps, at the last step T (mean ± sd over repetitions, each repetition's value in brackets),
-    the assumption-free ε and the upper bound there, and the mean ε̂/bound over the last fifth of the steps. When
-    the panels end at different T, the steps shown are named in each cell."""
+    the assumption-free ε and the upper bound there, and the mean ε̂/bound over the last fifth of the steps (and the
+    same two of the valid rule's ε̂ when the CSV carries one beside a rule that is not valid). When the panels end
+    at different T, the steps shown are named in each cell."""
     label = "label" if "label" in table else "adversary"
     mode = "mode" if "mode" in table else None
     keys = [c for c in ("panel", label) if c in table]
@@ -124,6 +125,10 @@ def step_table(table: pd.DataFrame) -> str:
         header += ["T", "ε̂ at earlier steps", "ε̂ at T (mean ± sd)", "assumption-free ε at T", "bound at T",
                    "mean ε̂/bound, last fifth"]  # fmt: skip
     header += ["rule", "valid"]
+    has_valid = "epsilon_valid" in table and "rule_valid" in table and not table["rule_valid"].astype(bool).all()
+    if has_valid:  # the valid rule's ε̂ of the same scores (audit.valid_mode), beside a rule that is not valid
+        header += [f"valid ε̂ at T, {', '.join(sorted(set(table['valid_mode'].astype(str))))} (mean ± sd)",
+                   "valid mean ε̂/bound, last fifth"]
     rows = []
     for group, g in groups:
         t_end = int(g["step"].max())
@@ -146,6 +151,12 @@ def step_table(table: pd.DataFrame) -> str:
         row += [cell, _num(end["epsilon_free"].mean(), 2) if "epsilon_free" in end else "–",
                 _num(end["epsilon_upper"].iloc[0], 2), _num(ratio, 3)]
         row += [group[mode], validity(group[mode])] if mode else ["?", "?"]
+        if has_valid:
+            cell = _mean_sd(end["epsilon_valid"], 2)
+            if 1 < reps <= 10:
+                cell += " (" + ", ".join(_num(v, 2) for v in end["epsilon_valid"]) + ")"
+            valid_ratio = (tail["epsilon_valid"] / tail["epsilon_upper"]).replace([np.inf, -np.inf], np.nan).mean()
+            row += [cell, _num(valid_ratio, 3)]
         rows.append(row)
     return markdown(header, rows)
 
