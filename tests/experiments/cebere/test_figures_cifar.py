@@ -117,7 +117,7 @@ def test_fig1_plots_every_audit_and_names_what_did_not_run(tmp_path, footers):
         "scale=smoke",
         f"R={RUNS}",
         "reps=2",
-        "paper (GDP, CP 0.95)",
+        "paper (GDP, CP 0.95, not valid; dotted: crossing, valid)",
         f"data={SOURCE}/housing",
         "abc123",
         f"(c) R={RUNS}",

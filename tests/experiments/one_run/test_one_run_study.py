@@ -145,8 +145,9 @@ def _population_table(runs: int, eps: float) -> pd.DataFrame:
     return pd.DataFrame({"step": [1, 2], "insertions": [1, 2], "runs": [runs, runs], "mu": [0.1, 0.5],
                          "epsilon": [0.2, eps], "epsilon_free": [0.1, eps / 2], "threshold": [0, 0],
                          "fpr_upper": [0.5, 0.4], "fnr_upper": [0.5, 0.4], "mu_upper": [1.0, 1.5],
-                         "epsilon_upper": [3.0, 4.0], "mode": ["paper"] * 2, "confidence": [0.95] * 2,
-                         "delta": [1e-5] * 2})
+                         "epsilon_upper": [3.0, 4.0], "mode": ["paper"] * 2, "rule_valid": [False] * 2,
+                         "valid_mode": ["crossing"] * 2, "mu_valid": [0.05, 0.4], "epsilon_valid": [0.1, eps - 0.25],
+                         "confidence": [0.95] * 2, "delta": [1e-5] * 2})
 
 
 def test_table_columns_methods_and_monotone_compute():
@@ -165,6 +166,12 @@ def test_table_columns_methods_and_monotone_compute():
     assert one["canaries"].tolist() == [50, 100, 200, 400] and one["model_steps"].tolist() == [2, 4, 8, 16]
     pop = table[table["method"] == METHODS["population_gdp"]]
     assert pop["runs_per_world"].tolist() == [10, 20] and pop["epsilon"].tolist() == [1.0, 1.5]
+    assert not pop["valid"].any() and "rule paper" in pop["bound"].iloc[0]
+    # The valid rule's GDP audit of the same population scores, beside the paper rule's (issue 24 §2).
+    valid = table[table["method"] == METHODS["population_gdp_valid"]]
+    assert valid["epsilon"].tolist() == [0.75, 1.25] and valid["mu"].tolist() == [0.4, 0.4]
+    assert valid["valid"].all() and "rule crossing" in valid["bound"].iloc[0]
+    assert table.loc[table["method"].isin([METHODS["counting"], METHODS["fdp"]]), "valid"].all()
     assert (table["epsilon_upper"] == 4.0).all()
     # Strong separation: the one-run bounds grow with the pooled canaries, f-DP above counting.
     fdp = table[table["method"] == METHODS["fdp"]]

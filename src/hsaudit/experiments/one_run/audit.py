@@ -28,7 +28,7 @@ from hsaudit.audit.one_run_fdp import one_run_fdp_audit
 
 COLUMNS = (
     "family", "method", "models", "runs_per_world", "model_steps", "canaries", "epsilon", "mu", "epsilon_upper",
-    "guesses", "correct", "k_plus", "k_minus", "bound", "confidence", "delta", "steps", "canaries_per_model",
+    "guesses", "correct", "k_plus", "k_minus", "bound", "valid", "confidence", "delta", "steps", "canaries_per_model",
     "coordinates",
 )
 """The columns of :func:`one_run_table` (and of the figure's CSV)."""
@@ -38,6 +38,7 @@ METHODS = {
     "fdp": "one run: f-DP, GDP (Mahloujifar et al. 2024)",
     "population_gdp": "population: GDP",
     "population_free": "population: (ε, δ), assumption-free",
+    "population_gdp_valid": "population: GDP, valid rule",
 }
 """Method labels of the table, in legend order."""
 
@@ -115,6 +116,7 @@ def one_run_rows(
                     "k_plus": res.k_plus,
                     "k_minus": res.k_minus,
                     "bound": res.method,
+                    "valid": True,  # both one-run bounds hold for any scores (their guess search is Bonferroni'd)
                     "confidence": float(confidence),
                     "delta": float(delta),
                 }
@@ -123,12 +125,19 @@ def one_run_rows(
 
 
 def population_rows(tables: Sequence[pd.DataFrame], *, steps: int) -> list[dict]:
-    """The population points: the last step of each per-step audit table (one per R), GDP and assumption-free."""
+    """The population points: the last step of each per-step audit table (one per R), GDP and assumption-free
+    under the audit's rule (``mode``), and the GDP audit under the valid rule (``valid_mode``) of the same scores
+    when the table carries one beside a rule that is not valid."""
     rows = []
     for table in tables:
         last = table.loc[table["step"].idxmax()]
         runs = int(last["runs"])
-        for name, column, mu in (("population_gdp", "epsilon", float(last["mu"])), ("population_free", "epsilon_free", np.nan)):
+        valid = bool(last["rule_valid"]) if "rule_valid" in last else None
+        points = [("population_gdp", "epsilon", float(last["mu"]), last["mode"], valid),
+                  ("population_free", "epsilon_free", np.nan, last["mode"], valid)]
+        if "epsilon_valid" in last and valid is False:
+            points.append(("population_gdp_valid", "epsilon_valid", float(last["mu_valid"]), last["valid_mode"], True))
+        for name, column, mu, rule, rule_valid in points:
             rows.append(
                 {
                     "method": METHODS[name],
@@ -142,7 +151,8 @@ def population_rows(tables: Sequence[pd.DataFrame], *, steps: int) -> list[dict]
                     "correct": np.nan,
                     "k_plus": np.nan,
                     "k_minus": np.nan,
-                    "bound": f"Auditor, rule {last['mode']}, step {int(last['step'])}",
+                    "bound": f"Auditor, rule {rule}, step {int(last['step'])}",
+                    "valid": rule_valid,
                     "confidence": float(last["confidence"]),
                     "delta": float(last["delta"]),
                     "epsilon_upper": float(last["epsilon_upper"]),

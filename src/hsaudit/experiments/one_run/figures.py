@@ -22,6 +22,7 @@ METHOD_STYLES = {
     METHODS["fdp"]: {"color": "#56B4E9", "marker": "s", "linestyle": "-"},
     METHODS["population_gdp"]: {"color": "#D55E00", "marker": "^", "linestyle": "--"},
     METHODS["population_free"]: {"color": "#E69F00", "marker": "v", "linestyle": "--"},
+    METHODS["population_gdp_valid"]: {"color": "#D55E00", "marker": "^", "linestyle": ":", "markerfacecolor": "none"},
 }
 
 
@@ -62,6 +63,9 @@ def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
     pop = table[table["method"].isin([METHODS["population_gdp"], METHODS["population_free"]])]
     one = table[table["method"].isin([METHODS["counting"], METHODS["fdp"]])]
     rule = pop["bound"].iloc[0].split(",")[1].strip() if not pop.empty else None
+    valid_pop = table[table["method"] == METHODS["population_gdp_valid"]]
+    if rule is not None and not valid_pop.empty:
+        rule += f", not valid; valid: {valid_pop['bound'].iloc[0].split(',')[1].strip()}"
     footer = footer_text(
         scale=scale,
         R=[f"{int(r)} per world" for r in pop["runs_per_world"].dropna().unique()],
