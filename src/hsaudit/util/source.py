@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import ast
+import hashlib
+import os
+import sys
+import tempfile
 from functools import lru_cache
+from pathlib import Path
 
 
 class _DropDocstrings(ast.NodeTransformer):
@@ -23,6 +28,50 @@ class _DropDocstrings(ast.NodeTransformer):
         return node
 
 
+def cache_dir() -> Path | None:
+    """Where :func:`code_text` keeps its results between processes: ``$HSAUDIT_CODE_CACHE``, else
+    ``$XDG_CACHE_HOME/hsaudit/code-text`` (``~/.cache/...``); None (no disk cache) when ``HSAUDIT_CODE_CACHE`` is
+    empty."""
+    env = os.environ.get("HSAUDIT_CODE_CACHE")
+    if env is not None:
+        return Path(env) if env else None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "hsaudit" / "code-text"
+
+
+def _cache_file(source: bytes) -> Path | None:
+    root = cache_dir()
+    if root is None:
+        return None
+    # Keyed by the bytes and the interpreter's minor version (ast.unparse's output may change between versions).
+    key = hashlib.sha256(b"%d.%d\0" % sys.version_info[:2] + source).hexdigest()
+    return root / key[:2] / key
+
+
+def _read_cached(path: Path | None) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _write_cached(path: Path | None, text: bytes) -> None:
+    """Atomically (a temporary file renamed into place), so that concurrent jobs never read half a file; a cache
+    that cannot be written is skipped."""
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
 @lru_cache(maxsize=4096)
 def code_text(source: bytes) -> bytes:
     r"""What a code version hashes of a Python file: its code without comments, docstrings or layout
@@ -32,11 +81,18 @@ def code_text(source: bytes) -> bytes:
     >>> code_text(b"def f():\n    'Doc.'\n    return 1  # a comment\n") == code_text(b"def f():\n    return 1\n")
     True
 
-    Memoised on the bytes themselves (content-addressed, so an edited file is a new key): a workflow's DAG asks
-    for the same package files once per rule, and parsing them again each time cost ~10 s per `snakemake` call.
+    Memoised on the bytes themselves (content-addressed, so an edited file is a new key), in the process and on
+    disk (:func:`cache_dir`): a workflow's DAG asks for the same package files once per rule, and every Snakemake
+    call (every SLURM job step too) would otherwise parse them all again.
     """
+    cached = _cache_file(source)
+    text = _read_cached(cached)
+    if text is not None:
+        return text
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return source
-    return ast.unparse(_DropDocstrings().visit(tree)).encode()
+    text = ast.unparse(_DropDocstrings().visit(tree)).encode()
+    _write_cached(cached, text)
+    return text
