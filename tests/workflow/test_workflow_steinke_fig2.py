@@ -60,7 +60,12 @@ def test_smoke_fig2(workflow_copy):
     table = pd.read_csv(pdf.with_suffix(".csv"))
     assert set(table["steps"]) == {1, 3} and set(table["runs_per_world"]) == {8}
     assert {"heuristic", "standard", "empirical_sigma_last_iterate", "empirical_sigma_last_iterate_held_out",
-            "empirical_gdp"} == set(table["method"])
+            "empirical_gdp", "empirical_gdp_valid"} == set(table["method"])
+    # every audit says its rule and whether it is valid: the paper rule's GDP and σ̂ are not, crossing and held-out are
+    audits = table.dropna(subset=["valid"]).groupby("method")[["audit_mode", "valid"]].first()
+    assert audits.loc["empirical_gdp"].tolist() == ["paper", False]
+    assert audits.loc["empirical_gdp_valid"].tolist() == ["crossing", True]
+    assert table.loc[table["method"].isin(["heuristic", "standard"]), "valid"].isna().all()
     assert set(table["data_source"]) == {"cifar10:synthetic"} and set(table["model"]) == {"convnet"}
     fig4 = pd.read_csv(workflow_copy / "results/steinke/fig4.csv")
     assert (workflow_copy / FIG4).stat().st_size > 1000
@@ -70,8 +75,9 @@ def test_smoke_fig2(workflow_copy):
     assert t2["batch_size"].tolist() == [10, 5, 2] and t2["test_accuracy_mean"].between(0, 1).all()
     assert t2["runs_per_world"].tolist() == [4, 4, 4]  # row 1 reads 4 + 4 of fig2's shared models
     assert (t2["heuristic"] - t2["heuristic"].iloc[0]).abs().max() < 0.01  # σ calibrated to one heuristic
+    assert set(t2["valid_mode"]) == {"crossing"} and not t2["empirical_gdp_valid"].isna().any()
     md = (workflow_copy / TABLE2).read_text()
-    assert md.count("\n| ") == 4 and "scale=smoke" in md
+    assert md.count("\n| ") == 4 and "scale=smoke" in md and "crossing rule, valid" in md
     # a second request trains nothing again
     again = run_snakemake(workflow_copy, TARGET, FIG4, TABLE2, "--config", "scale=smoke", "-n")
     assert "Nothing to be done" in again.stdout + again.stderr

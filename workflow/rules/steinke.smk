@@ -92,6 +92,7 @@ for _audit in STEINKE.audits:
             delta=_audit.delta,
             confidence=AUDIT["confidence"],
             mode=AUDIT["mode"],
+            valid_mode=AUDIT["valid_mode"],
             seed=SEED,
             model=_audit.model,
             value_discretization_interval=STEINKE.section[
@@ -127,6 +128,7 @@ rule tabulate_steinke_table2:
         delta=STEINKE.table2.delta,
         confidence=AUDIT["confidence"],
         mode=AUDIT["mode"],
+        valid_mode=AUDIT["valid_mode"],
         seed=SEED,
         model=STEINKE.table2.model,
         value_discretization_interval=STEINKE.section["value_discretization_interval"],
@@ -240,6 +242,7 @@ rule tabulate_steinke_table1:
         delta=STEINKE.section["table1"]["delta"],
         confidence=AUDIT["confidence"],
         mode=AUDIT["mode"],
+        valid_mode=AUDIT["valid_mode"],
         seed=SEED,
         model=STEINKE.section["table1"]["model"] or "",
         score=STEINKE.section["table1"]["score"],

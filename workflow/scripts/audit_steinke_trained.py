@@ -1,5 +1,6 @@
-"""Snakemake adapter: the audit table of a Steinke et al. trained-model figure (fig2, fig4: σ̂ and GDP audits,
-heuristic, standard per T and background) from its shards, via hsaudit.experiments.steinke.audit.TRAINED_TABLES."""
+"""Snakemake adapter: the audit table of a Steinke et al. trained-model figure (fig2, fig4: σ̂ and GDP audits, the
+GDP audit also under the valid rule `valid_mode`; heuristic, standard per T and background) from its shards, via
+hsaudit.experiments.steinke.audit.TRAINED_TABLES."""
 
 from hsaudit.experiments.steinke.audit import TRAINED_TABLES, load_shards, split_shards
 from hsaudit.pipeline.logs import script_logging
@@ -15,6 +16,7 @@ table = TRAINED_TABLES[p.figure](
     delta=float(p.delta),
     confidence=float(p.confidence),
     mode=p.mode,
+    valid_mode=p.valid_mode,
     seed=int(p.seed),
     model=p.model,
     data_source=str(next(iter(panels.values()))[0]["data_source"]),

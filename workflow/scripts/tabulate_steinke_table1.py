@@ -2,7 +2,7 @@
 rows' shards, via hsaudit.experiments.steinke.audit.table1 -> table1.csv + table1.md."""
 
 from hsaudit.experiments.plotting import footer_text
-from hsaudit.experiments.steinke.audit import load_shards, split_shards, table1, table1_markdown
+from hsaudit.experiments.steinke.audit import gdp_rules, load_shards, split_shards, table1, table1_markdown
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic, write_text_atomic
 
@@ -12,13 +12,15 @@ groups = split_shards(load_shards(snakemake.input.shards), [row["shards"] for ro
 rows = [{"shards": shards, "noise_multiplier": float(shards[0]["noise_multiplier"]),
          "steps": int(shards[0]["scores"].shape[1]), "paper": row.get("paper"),
          "data_source": str(shards[0]["data_source"])} for row, shards in zip(p.rows, groups)]
-table = table1(rows, delta=float(p.delta), confidence=float(p.confidence), mode=p.mode, seed=int(p.seed),
-               model=p.model, score=p.score, value_discretization_interval=float(p.value_discretization_interval))
+table = table1(rows, delta=float(p.delta), confidence=float(p.confidence), mode=p.mode, valid_mode=p.valid_mode,
+               seed=int(p.seed), model=p.model, score=p.score,
+               value_discretization_interval=float(p.value_discretization_interval))
 footer = footer_text(
     **dict(p.facts, code_version=p.code_version),
     R=f"{int(table['runs_per_world'].min())}/world",
     data=table["data_source"].iloc[0],
-    audit=f"unused-token canary, score {p.score}: σ̂ last_iterate (all thresholds / held-out) + GDP ({p.mode})",
+    audit=f"unused-token canary, score {p.score}: σ̂ last_iterate (all thresholds, not a valid bound / held-out, "
+    f"valid) + GDP ({gdp_rules(table)})",
     CP=float(p.confidence),
     delta=float(p.delta),
     perplexity=f"mean ± sd over both worlds' final models on {int(table['n_eval'].iloc[0])} held-out blocks",

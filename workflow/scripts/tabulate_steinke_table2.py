@@ -2,7 +2,7 @@
 the rows' shards, via hsaudit.experiments.steinke.audit.table2 -> table2.csv + table2.md."""
 
 from hsaudit.experiments.plotting import footer_text
-from hsaudit.experiments.steinke.audit import load_shards, split_shards, table2, table2_markdown
+from hsaudit.experiments.steinke.audit import gdp_rules, load_shards, split_shards, table2, table2_markdown
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_text_atomic, write_csv_atomic
 
@@ -10,13 +10,14 @@ log = script_logging(snakemake)
 p = snakemake.params
 groups = split_shards(load_shards(snakemake.input.shards), [row["shards"] for row in p.rows])
 rows = [{**row, "shards": shards, "data_source": str(shards[0]["data_source"])} for row, shards in zip(p.rows, groups)]
-table = table2(rows, delta=float(p.delta), confidence=float(p.confidence), mode=p.mode, seed=int(p.seed),
-               model=p.model, value_discretization_interval=float(p.value_discretization_interval))
+table = table2(rows, delta=float(p.delta), confidence=float(p.confidence), mode=p.mode, valid_mode=p.valid_mode,
+               seed=int(p.seed), model=p.model, value_discretization_interval=float(p.value_discretization_interval))
 footer = footer_text(
     **dict(p.facts, code_version=p.code_version),
     R=f"{int(table['runs_per_world'].min())}/world",
     data=table["data_source"].iloc[0],
-    audit=f"Dirac canary: σ̂ last_iterate (all thresholds / held-out) + GDP ({p.mode})",
+    audit="Dirac canary: σ̂ last_iterate (all thresholds, not a valid bound / held-out, valid) + GDP "
+    f"({gdp_rules(table)})",
     CP=float(p.confidence),
     delta=float(p.delta),
     accuracy=f"mean ± sd over both worlds' models on {int(table['n_test'].iloc[0])} test images",

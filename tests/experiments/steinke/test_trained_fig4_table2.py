@@ -16,7 +16,14 @@ from conftest import REPO
 from hsaudit.accounting import last_iterate as H
 from hsaudit.engine.models import build_model, count_parameters, load_flat_parameters, model_spec
 from hsaudit.engine.psg import population_engine
-from hsaudit.experiments.steinke.audit import FIG4_COLUMNS, TABLE2_COLUMNS, fig4_table, table2, table2_markdown
+from hsaudit.experiments.steinke.audit import (
+    FIG4_COLUMNS,
+    METHODS,
+    TABLE2_COLUMNS,
+    fig4_table,
+    table2,
+    table2_markdown,
+)
 from hsaudit.experiments.steinke.plan import plan_fig2, plan_fig4
 from hsaudit.experiments.steinke.train.images import (
     blank_background,
@@ -175,7 +182,7 @@ def test_fig4_canary_lowers_its_own_loss_and_table_columns():
     table = fig4_table(panels, steps=[1, 10], noise_multiplier=1.0, delta=1e-5, confidence=0.95, seed=1,
                        model="alexnet_head", data_source="toy")
     assert list(table.columns) == list(FIG4_COLUMNS)
-    assert set(table["background"]) == {"blank", "natural"} and len(table) == 2 * 2 * 5
+    assert set(table["background"]) == {"blank", "natural"} and len(table) == 2 * 2 * len(METHODS)
     assert table["test_accuracy_mean"].between(0, 1).all() and (table["n_test"] == 30).all()
 
 
@@ -218,6 +225,7 @@ def test_table2_columns_accuracy_and_markdown():
     assert table["heuristic"].iloc[1] == pytest.approx(H.heuristic_epsilon(1e-5, steps=5, sampling_rate=0.05,
                                                                             noise_multiplier=0.8))
     assert (table["standard"] >= table["heuristic"] - 1e-9).all() and not table["empirical_gdp"].isna().any()
+    assert not table["empirical_gdp_valid"].isna().any() and set(table["valid_mode"]) == {"crossing"}
     md = table2_markdown(table, footer="scale=test")
     lines = md.splitlines()
     assert lines[0].startswith("| Batch size |") and len([ln for ln in lines if ln.startswith("| 20 ")]) == 1

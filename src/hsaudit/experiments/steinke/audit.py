@@ -10,9 +10,17 @@ heuristic and standard accounting. Per T, the scores after step T of the two wor
   the paper's rule (all thresholds, ``audit_mode: all_thresholds``), which is *not* a valid 95 % bound;
 * ``empirical_sigma_last_iterate_held_out`` — the same with one threshold chosen on half of the runs and its CP point
   from the other half (valid);
-* ``empirical_gdp`` — the GDP audit of Nasr et al. 2023 (threshold rule ``mode``);
+* ``empirical_gdp`` — the GDP audit of Nasr et al. 2023 (threshold rule ``mode``; the paper's by default, which is
+  *not* a valid bound);
+* ``empirical_gdp_valid`` — the same GDP audit under a valid rule: ``mode``'s when it is valid, else ``valid_mode``'s
+  (the crossing rule by default), so that every trained-model figure and table carries a valid estimate of the same
+  scores beside the paper's;
 * ``heuristic`` and ``standard`` — :func:`hsaudit.accounting.last_iterate.heuristic_epsilon` and
   :func:`~hsaudit.accounting.last_iterate.standard_epsilon` at (T, q, σ).
+
+Every row says whether its ε is a valid lower bound (column ``valid``: True for the held-out σ̂ audit and
+``empirical_gdp_valid``, and for ``empirical_gdp`` when ``mode`` is valid; False for the paper-rule audits; empty for
+the accounting rows), and which rule it used (``audit_mode``).
 
 Score diagnostics per world (mean, variance, mean number of canary inclusions) are in every row: under the zero
 background they must match :func:`hsaudit.experiments.steinke.train.images.zero_background_moments`.
@@ -45,6 +53,7 @@ METHODS = (
     "empirical_sigma_last_iterate",
     "empirical_sigma_last_iterate_held_out",
     "empirical_gdp",
+    "empirical_gdp_valid",
 )
 COLUMNS = (
     "steps",
@@ -53,6 +62,7 @@ COLUMNS = (
     "mu",
     "sigma_hat",
     "audit_mode",
+    "valid",
     "confidence",
     "delta",
     "sampling_rate",
@@ -140,6 +150,7 @@ def fig2_table(
     delta: float,
     confidence: float,
     mode: str = "paper",
+    valid_mode: str = "crossing",
     seed: int,
     model: str = "",
     background: str = "natural",
@@ -156,18 +167,25 @@ def fig2_table(
         noise_multiplier: σ of the training.
         delta, confidence: δ of every ε and the one-sided CP confidence.
         mode: the GDP audit's threshold rule (``paper``, ``held-out``, ...; :func:`hsaudit.audit.auditor.rule_from_mode`).
-        seed: seeds the held-out splits.
+        valid_mode: the valid rule of ``empirical_gdp_valid`` when ``mode``'s is not valid (``crossing``,
+            ``held-out``, ``grid``, ``rays``); when ``mode`` is valid, ``empirical_gdp_valid`` repeats its audit.
+        seed: seeds the held-out splits (and the valid rule's split or calibration, for the rules that draw one).
         model, background, data_source: recorded in every row (the figure's footer names them).
         value_discretization_interval: of the standard accounting's PLD.
         columns: the columns kept (:data:`COLUMNS`; :data:`FIG4_COLUMNS` for Figure 4's shards).
         select_label: domain of the held-out splits' seeds.
 
     Returns:
-        One row per (T, method) with ``columns``; higher score ⇒ canary present throughout.
+        One row per (T, method) with ``columns``; higher score ⇒ canary present throughout. ``audit_mode`` names
+        each audit's rule and ``valid`` says whether its ε is a valid lower bound (NaN for the accounting rows).
 
     Raises:
-        ValueError: a T beyond the trained steps, or a world without runs.
+        ValueError: a T beyond the trained steps, a world without runs, or a ``valid_mode`` that is not a valid
+            rule.
     """
+    gdp_rule = rule_from_mode(mode)
+    if not rule_from_mode(valid_mode).valid:
+        raise ValueError(f"valid_mode {valid_mode!r} is not a valid rule")
     data = merge_shards(shards)
     scores, bits, included = data["scores"], data["bits"].astype(bool), data["canary_steps"]
     q, sigma = float(data["sampling_rate"]), float(noise_multiplier)
@@ -198,9 +216,9 @@ def fig2_table(
             "inclusions_in": float(included[bits, :t].sum(axis=1).mean()),
         }
 
-        def row(method, epsilon, *, mu=nan, sigma_hat=nan, audit_mode="none"):
+        def row(method, epsilon, *, mu=nan, sigma_hat=nan, audit_mode="none", valid=None):
             return {**base, "method": method, "epsilon": float(epsilon), "mu": mu, "sigma_hat": sigma_hat,
-                    "audit_mode": audit_mode}
+                    "audit_mode": audit_mode, "valid": valid}
 
         kw = dict(steps=t, sampling_rate=q, noise_multiplier=sigma)
         rows.append(row("standard", H.standard_epsilon(delta, value_discretization_interval=value_discretization_interval, **kw)))
@@ -208,14 +226,24 @@ def fig2_table(
         known = KnownFamily(family="last_iterate", **kw)
         paper = Auditor(delta=delta, confidence=confidence, rule=Paper()).known_family(out, inn, known)
         rows.append(row("empirical_sigma_last_iterate", paper["epsilon"], sigma_hat=paper["sigma_hat"],
-                        audit_mode="all_thresholds"))
+                        audit_mode="all_thresholds", valid=False))
         rule = HeldOut(seed=derive_seed(seed, select_label, t))
         held = Auditor(delta=delta, confidence=confidence, rule=rule).known_family(out, inn, known)
         rows.append(row("empirical_sigma_last_iterate_held_out", held["epsilon"], sigma_hat=held["sigma_hat"],
-                        audit_mode="held_out"))
-        gdp = Auditor(delta=delta, confidence=confidence, rule=rule_from_mode(mode)).gdp(out, inn)
-        rows.append(row("empirical_gdp", gdp.epsilon, mu=max(float(gdp.mu), 0.0), audit_mode=mode))
-    return pd.DataFrame(rows, columns=list(columns))
+                        audit_mode="held_out", valid=True))
+        gdp = Auditor(delta=delta, confidence=confidence, rule=gdp_rule).gdp(out, inn)
+        rows.append(row("empirical_gdp", gdp.epsilon, mu=max(float(gdp.mu), 0.0), audit_mode=gdp_rule.name,
+                        valid=gdp_rule.valid))
+        if gdp_rule.valid:
+            valid_rule, valid_gdp = gdp_rule, gdp
+        else:
+            valid_rule = rule_from_mode(valid_mode, seed=derive_seed(seed, select_label, "gdp-valid", t))
+            valid_gdp = Auditor(delta=delta, confidence=confidence, rule=valid_rule).gdp(out, inn)
+        rows.append(row("empirical_gdp_valid", valid_gdp.epsilon, mu=max(float(valid_gdp.mu), 0.0),
+                        audit_mode=valid_rule.name, valid=True))
+    table = pd.DataFrame(rows, columns=list(columns))
+    table["valid"] = table["valid"].astype("boolean")  # True / False, <NA> (an empty cell) for the accounting rows
+    return table
 
 
 def fig4_table(
@@ -254,7 +282,8 @@ def fig2_panel_table(
 
 TRAINED_TABLES = {"fig2": fig2_panel_table, "fig4": fig4_table}
 """The audit table of each trained-model figure, each ``fn(panels, *, seed, steps, noise_multiplier, delta,
-confidence, mode, model, data_source, value_discretization_interval)`` with ``panels`` background → shards."""
+confidence, mode, valid_mode, model, data_source, value_discretization_interval)`` with ``panels`` background →
+shards."""
 
 
 TABLE2_COLUMNS = (
@@ -269,9 +298,12 @@ TABLE2_COLUMNS = (
     "empirical_sigma_last_iterate",
     "empirical_sigma_last_iterate_held_out",
     "empirical_gdp",
+    "empirical_gdp_valid",
     "delta",
     "confidence",
     "gdp_mode",
+    "gdp_valid",
+    "valid_mode",
     "runs_per_world",
     "n_test",
     "model",
@@ -291,6 +323,7 @@ def table_row(
     delta: float,
     confidence: float,
     mode: str,
+    valid_mode: str = "crossing",
     seed: int,
     model: str,
     paper_keys: Sequence[str],
@@ -298,8 +331,9 @@ def table_row(
 ) -> tuple[dict[str, np.ndarray], pd.DataFrame, dict[str, Any]]:
     """What every row of a trained-model table (Table 1, Table 2) computes alike: the row's shards merged,
     :func:`fig2_table`'s audits at its T (seeded by ``(seed, "steinke-<table>", index)``) and the columns the tables
-    share (batch size, q, σ, T, each audit's ε, δ, confidence, GDP mode, R, model, data source and the paper's
-    printed ``paper_keys``, NaN where absent).
+    share (batch size, q, σ, T, each audit's ε, δ, confidence, the GDP audits' rules — ``gdp_mode`` of
+    ``empirical_gdp``, ``gdp_valid`` whether it is a valid bound, ``valid_mode`` of ``empirical_gdp_valid`` — R,
+    model, data source and the paper's printed ``paper_keys``, NaN where absent).
 
     Returns:
         ``(merged shards, the audit table, the shared columns)``.
@@ -308,11 +342,13 @@ def table_row(
     t = int(row["steps"])
     audit = fig2_table(
         row["shards"], steps=[t], noise_multiplier=float(row["noise_multiplier"]), delta=delta,
-        confidence=confidence, mode=mode, seed=derive_seed(seed, f"steinke-{table}", index), model=model,
-        data_source=str(row.get("data_source", "")), value_discretization_interval=value_discretization_interval,
-        select_label=f"steinke-{table}-select",
+        confidence=confidence, mode=mode, valid_mode=valid_mode, seed=derive_seed(seed, f"steinke-{table}", index),
+        model=model, data_source=str(row.get("data_source", "")),
+        value_discretization_interval=value_discretization_interval, select_label=f"steinke-{table}-select",
     )
     eps = dict(zip(audit["method"], audit["epsilon"]))
+    rules = dict(zip(audit["method"], audit["audit_mode"]))
+    valid = dict(zip(audit["method"], audit["valid"]))
     paper = dict(row.get("paper") or {})
     common = {
         "batch_size": int(data["batch_size"]),
@@ -322,7 +358,9 @@ def table_row(
         **{m: float(eps[m]) for m in METHODS},
         "delta": delta,
         "confidence": confidence,
-        "gdp_mode": mode,
+        "gdp_mode": rules["empirical_gdp"],
+        "gdp_valid": bool(valid["empirical_gdp"]),
+        "valid_mode": rules["empirical_gdp_valid"],
         "runs_per_world": int(audit["runs_per_world"].iloc[0]),
         "model": model,
         "data_source": str(row.get("data_source", "")),
@@ -337,19 +375,21 @@ def table2(
     delta: float,
     confidence: float,
     mode: str = "paper",
+    valid_mode: str = "crossing",
     seed: int,
     model: str = "",
     value_discretization_interval: float = 1e-3,
 ) -> pd.DataFrame:
     """Table 2 of Steinke, Nasr et al.: per batch size, heuristic and standard ε, test accuracy (mean ± sd over the
     2R models of both worlds) and the empirical ε of the Dirac gradient canary at the row's T (σ̂ last-iterate audit
-    under the paper's rule and held out, and the GDP audit; :func:`fig2_table`).
+    under the paper's rule and held out, and the GDP audit under ``mode``'s rule and a valid one;
+    :func:`fig2_table`).
 
     Args:
         rows: one mapping per table row: ``shards`` (:func:`hsaudit.experiments.steinke.train.images.train_dirac_shard` with a
             test set), ``steps`` (T), ``noise_multiplier`` (σ) and optionally the paper's printed values
             ``paper`` = ``{heuristic, standard, accuracy, empirical}`` (NaN where absent).
-        delta, confidence, mode, seed, model, value_discretization_interval: as :func:`fig2_table`.
+        delta, confidence, mode, valid_mode, seed, model, value_discretization_interval: as :func:`fig2_table`.
 
     Returns:
         One row per input row with :data:`TABLE2_COLUMNS`.
@@ -360,13 +400,34 @@ def table2(
     out = []
     for i, row in enumerate(rows):
         data, audit, common = table_row(row, i, table="table2", delta=delta, confidence=confidence, mode=mode,
-                                        seed=seed, model=model, paper_keys=("heuristic", "standard", "accuracy",
-                                                                            "empirical"),
+                                        valid_mode=valid_mode, seed=seed, model=model,
+                                        paper_keys=("heuristic", "standard", "accuracy", "empirical"),
                                         value_discretization_interval=value_discretization_interval)
         if "test_accuracy" not in data:
             raise ValueError(f"table2 row {i}: the shards carry no test accuracy (train them with a test set)")
         out.append({**common, **accuracy_summary(data)})
     return pd.DataFrame(out, columns=list(TABLE2_COLUMNS))
+
+
+def rule_label(name: str, valid: bool) -> str:
+    """How the tables and footers name an audit's rule: ``"crossing rule, valid"``, ``"paper rule, not a valid
+    bound"``."""
+    return f"{name} rule, {'valid' if valid else 'not a valid bound'}"
+
+
+def gdp_rules(table: pd.DataFrame) -> str:
+    """The rules of a Table 1 / Table 2 table's two GDP columns (``gdp_mode``, ``valid_mode``), as a footer names
+    them: ``"paper rule, not a valid bound; valid: crossing rule"``."""
+    first = table.iloc[0]
+    return f"{rule_label(first['gdp_mode'], bool(first['gdp_valid']))}; valid: {first['valid_mode']} rule"
+
+
+def _gdp_header(table: pd.DataFrame) -> str:
+    """The two GDP columns' header cells of the Markdown tables: ``mode``'s rule and the valid rule, each saying
+    whether it is valid."""
+    first = table.iloc[0]
+    return (f"| Empirical ε: GDP audit, {rule_label(first['gdp_mode'], bool(first['gdp_valid']))} "
+            f"| Empirical ε: GDP audit, {rule_label(first['valid_mode'], True)} |")
 
 
 def paper_value(value: float, fmt: str) -> str:
@@ -376,13 +437,15 @@ def paper_value(value: float, fmt: str) -> str:
 
 def table2_markdown(table: pd.DataFrame, *, footer: str) -> str:
     """Table 2 as Markdown: the paper's columns (batch size, heuristic ε, standard ε, accuracy, empirical ε) with
-    the paper's printed values in parentheses where given, then ``footer`` (scale, setup, audits)."""
+    the paper's printed values in parentheses where given, the GDP audit under ``gdp_mode``'s rule and under the
+    valid rule (each header says whether it is valid), then ``footer`` (scale, setup, audits)."""
 
     paper = paper_value
     lines = [
         "| Batch size | q | σ | T | Heuristic ε (paper) | Standard ε (paper) | Test accuracy, mean ± sd (paper) "
-        "| Empirical ε: σ̂ audit, paper rule / held-out (paper) | Empirical ε: GDP audit |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| Empirical ε: σ̂ audit, all thresholds (not a valid bound) / held-out (valid) (paper) "
+        + _gdp_header(table),
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in table.itertuples(index=False):
         lines.append(
@@ -391,7 +454,7 @@ def table2_markdown(table: pd.DataFrame, *, footer: str) -> str:
             f"| {r.standard:.2f}{paper(r.paper_standard, '{:g}')} "
             f"| {100 * r.test_accuracy_mean:.1f}% ± {100 * r.test_accuracy_sd:.1f}{paper(r.paper_accuracy, '{:.1%}')} "
             f"| {r.empirical_sigma_last_iterate:.2f} / {r.empirical_sigma_last_iterate_held_out:.2f}"
-            f"{paper(r.paper_empirical, '{:g}')} | {r.empirical_gdp:.2f} |"
+            f"{paper(r.paper_empirical, '{:g}')} | {r.empirical_gdp:.2f} | {r.empirical_gdp_valid:.2f} |"
         )
     return "\n".join(lines) + f"\n\n{footer}\n"
 
@@ -411,6 +474,8 @@ TABLE1_COLUMNS = (
     "delta",
     "confidence",
     "gdp_mode",
+    "gdp_valid",
+    "valid_mode",
     "runs_per_world",
     "score",
     "model",
@@ -468,6 +533,7 @@ def table1(
     delta: float,
     confidence: float,
     mode: str = "paper",
+    valid_mode: str = "crossing",
     seed: int,
     model: str = "",
     score: str = "gradient",
@@ -480,8 +546,7 @@ def table1(
         rows: per row ``shards`` (:func:`hsaudit.experiments.steinke.train.language.train_table1_shard` outputs),
             ``noise_multiplier``, ``steps`` and optionally ``paper`` = ``{heuristic, standard, perplexity,
             empirical}`` and ``data_source``.
-        delta, confidence, mode, seed, value_discretization_interval: as
-            :func:`fig2_table`.
+        delta, confidence, mode, valid_mode, seed, value_discretization_interval: as :func:`fig2_table`.
         model, score: recorded in every row.
 
     Returns:
@@ -490,8 +555,8 @@ def table1(
     out = []
     for i, row in enumerate(rows):
         data, audit, common = table_row(row, i, table="table1", delta=delta, confidence=confidence, mode=mode,
-                                        seed=seed, model=model, paper_keys=("heuristic", "standard", "perplexity",
-                                                                            "empirical"),
+                                        valid_mode=valid_mode, seed=seed, model=model,
+                                        paper_keys=("heuristic", "standard", "perplexity", "empirical"),
                                         value_discretization_interval=value_discretization_interval)
         ppl = [float(v) for s in row["shards"] for v in s["perplexity"]]
         first = audit.iloc[0]
@@ -511,13 +576,15 @@ def table1(
 
 def table1_markdown(table: pd.DataFrame, *, footer: str) -> str:
     """Table 1 as Markdown: the paper's columns (batch size, heuristic ε, standard ε, perplexity, empirical ε) with
-    its printed values in parentheses where given, then ``footer``."""
+    its printed values in parentheses where given, the two GDP columns as :func:`table2_markdown`, then
+    ``footer``."""
 
     paper = paper_value
     lines = [
         "| Batch size | q | σ | T | Heuristic ε (paper) | Standard ε (paper) | Perplexity, mean ± sd (paper) "
-        "| Empirical ε: σ̂ audit, paper rule / held-out (paper) | Empirical ε: GDP audit |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| Empirical ε: σ̂ audit, all thresholds (not a valid bound) / held-out (valid) (paper) "
+        + _gdp_header(table),
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in table.itertuples(index=False):
         lines.append(
@@ -526,7 +593,7 @@ def table1_markdown(table: pd.DataFrame, *, footer: str) -> str:
             f"| {r.standard:.2f}{paper(r.paper_standard, '{:g}')} "
             f"| {r.perplexity_mean:.4g} ± {r.perplexity_sd:.2g}{paper(r.paper_perplexity, '{:g}')} "
             f"| {r.empirical_sigma_last_iterate:.2f} / {r.empirical_sigma_last_iterate_held_out:.2f}"
-            f"{paper(r.paper_empirical, '{:g}')} | {r.empirical_gdp:.2f} |"
+            f"{paper(r.paper_empirical, '{:g}')} | {r.empirical_gdp:.2f} | {r.empirical_gdp_valid:.2f} |"
         )
     return "\n".join(lines) + f"\n\n{footer}\n"
 
@@ -542,10 +609,12 @@ __all__ = [
     "fig2_panel_table",
     "fig2_table",
     "fig4_table",
+    "gdp_rules",
     "load_shards",
     "merge_shards",
     "paper_value",
     "privacy_plan",
+    "rule_label",
     "split_shards",
     "table1",
     "table1_markdown",

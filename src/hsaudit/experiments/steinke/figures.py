@@ -129,7 +129,8 @@ def _fig3_style(method: str, *, primary: bool) -> dict:
     if method in ("standard", "heuristic"):
         return dict(_METHOD_STYLE[method], markersize=4)
     held_out = method.endswith("_held_out")
-    method = method.removesuffix("_held_out")
+    valid_gdp = method == "empirical_gdp_valid"  # the valid rule's GDP audit: empirical_gdp's colour, open marker
+    method = method.removesuffix("_held_out").removesuffix("_valid")
     label = {
         "empirical_gdp": "empirical, GDP audit (Nasr et al. 2023)",
         "empirical_sigma_last_iterate": "empirical, σ̂ audit, last-iterate family (§3.1)",
@@ -149,6 +150,9 @@ def _fig3_style(method: str, *, primary: bool) -> dict:
         marker = "x"
     if primary:
         return dict(color=colour, marker=marker, markersize=4, linewidth=1.6, label=label)
+    if valid_gdp:
+        return dict(color=colour, marker=marker, markersize=4, markerfacecolor="none", linewidth=1.1, linestyle=":",
+                    label=label)
     return dict(color=colour, marker=marker, markersize=3, linewidth=0.9, linestyle="--", alpha=0.8, label=label)
 
 
@@ -246,25 +250,52 @@ def plot_fig6(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
 _TRAINED_MAIN = "empirical_sigma_last_iterate"
 
 
+_GDP_METHODS = ("empirical_gdp", "empirical_gdp_valid")
+
+
+def _validity(valid: object) -> str:
+    """A table's ``valid`` cell in words: "valid", "not a valid bound" ("validity not recorded" when empty)."""
+    if pd.isna(valid):
+        return "validity not recorded"
+    return "valid" if bool(valid) else "not a valid bound"
+
+
+def _gdp_rule(table: pd.DataFrame, method: str) -> str | None:
+    """``"<rule> rule, valid"`` / ``"<rule> rule, not a valid bound"`` of a GDP series, read off its rows'
+    ``audit_mode`` and ``valid``; None where the table lacks the method."""
+    rows = table[table["method"] == method]
+    if rows.empty:
+        return None
+    first = rows.iloc[0]
+    return f"{first['audit_mode']} rule, {_validity(first['valid'] if 'valid' in rows else None)}"
+
+
 def _trained_curves(ax, table: pd.DataFrame) -> None:
     """ε vs T of every method of a trained-model audit table (fig2, fig4): accounting, the σ̂ audit (solid) and
-    held out, and the GDP audit."""
+    held out, and the GDP audit under ``audit.mode``'s rule (dashed, filled triangles) and under the valid rule
+    (``empirical_gdp_valid``: dotted, open triangles); each GDP label names its rule and whether it is valid."""
     main = _TRAINED_MAIN
-    for method in ("standard", "heuristic", main, f"{main}_held_out", "empirical_gdp"):
+    for method in ("standard", "heuristic", main, f"{main}_held_out", *_GDP_METHODS):
         d = table[table["method"] == method].sort_values("steps")
-        if not d.empty:
-            ax.plot(d["steps"], d["epsilon"], **_fig3_style(method, primary=method == main))
+        if d.empty:
+            continue
+        style = _fig3_style(method, primary=method == main)
+        if method in _GDP_METHODS:
+            style["label"] = f"empirical, GDP audit (Nasr et al. 2023), {_gdp_rule(table, method)}"
+        ax.plot(d["steps"], d["epsilon"], **style)
 
 
 def _trained_audit_label(table: pd.DataFrame) -> str:
-    """The footer's audit entry of fig2 and fig4 (the GDP audit's threshold rule read off the table)."""
-    gdp_mode = table.loc[table["method"] == "empirical_gdp", "audit_mode"]
-    return f"σ̂ last_iterate (all thresholds; held-out) + GDP ({gdp_mode.iloc[0] if len(gdp_mode) else '?'})"
+    """The footer's audit entry of fig2 and fig4: the σ̂ audit's two rules and the GDP audit's (``audit.mode``'s and
+    the valid one), each read off the table with whether it is valid."""
+    gdp = "; ".join(rule for rule in (_gdp_rule(table, m) for m in _GDP_METHODS) if rule) or "?"
+    return f"σ̂ last_iterate (all thresholds, not a valid bound; held-out, valid) + GDP ({gdp})"
 
 
 def plot_fig2(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
     """Figure 2: the Dirac gradient canary in trained models; ε vs T (fixed q, σ) for the σ̂ audit (the paper's rule,
-    solid; held-out threshold, valid), the GDP audit, the heuristic and standard accounting.
+    solid; held-out threshold, valid), the GDP audit under ``audit.mode``'s rule and under a valid rule
+    (``empirical_gdp_valid``, open markers), the heuristic and standard accounting.
 
     ``table``: :func:`hsaudit.experiments.steinke.audit.fig2_table`. The footer names the scale, R, the model, the
     background, the data source and the audits; ``facts`` as the other figures (``scale``, ``code_version``, and
@@ -325,7 +356,7 @@ def plot_fig4(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
         y_star=int(table["canary_label"].iloc[0]),
         test_accuracy=accuracy,
     )
-    _legend_below(fig, axes[0][0], ncol=len(order) + 1, footer=footer, space=0.12)
+    _legend_below(fig, axes[0][0], ncol=len(order), footer=footer, space=0.2)
     write_csv_atomic(table, csv)
     save(fig, pdf, footer=footer, tight=False)
 
