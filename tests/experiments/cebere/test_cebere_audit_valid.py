@@ -41,8 +41,9 @@ def test_paper_rows_carry_the_crossing_rules_estimate_of_the_same_scores():
         s = table[table["step"] == step]["score"].to_numpy()
         direct = Auditor(delta=1e-5, confidence=0.95, rule=Crossing()).gdp(s[~members], s[members])
         assert row.epsilon_valid == direct.epsilon and row.mu_valid == direct.mu
-    # The paper's rule picks its best threshold on the same scores: it reads at least as high as the valid rule.
-    assert (out["epsilon_valid"] > 0).all() and (out["epsilon_valid"] <= out["epsilon"] + 1e-9).all()
+    # Clear separation: evidence under the valid rule at every step. (Not "≤ the paper rule's" draw by draw: the
+    # crossing test is a joint exact test, not a per-threshold bound, and reads above it in ~1 draw in 6.)
+    assert (out["epsilon_valid"] > 0).all()
 
 
 def test_a_valid_mode_is_its_own_valid_column():
