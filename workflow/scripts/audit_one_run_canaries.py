@@ -20,6 +20,9 @@ table = one_run_table(
     delta=params.delta,
     confidence=params.confidence,
     coordinates=params.coordinates,
+    guess_counts=params.guess_counts,
+    ceiling=params.ceiling,
+    seed=params.seed,
 )
 write_csv_atomic(table, snakemake.output.table)
 for line in summary_lines(table):

@@ -35,6 +35,7 @@ __all__ = [
     "check_counts",
     "one_run_audit",
     "one_run_audit_search",
+    "one_run_delta_term",
     "one_run_epsilon",
     "one_run_guesses",
     "one_run_p_value",
@@ -69,12 +70,25 @@ def one_run_p_value(*, canaries: int, guesses: int, correct: int, epsilon: float
     d = _check_delta(delta)
     q = 1.0 / (1.0 + math.exp(-float(epsilon)))
     tail = float(stats.binom.sf(v - 1, r, q))  # P[Binomial(r, q) >= v]
+    return min(tail + one_run_delta_term(canaries=m, guesses=r, correct=v, epsilon=epsilon, delta=d), 1.0)
+
+
+def one_run_delta_term(*, canaries: int, guesses: int, correct: int, epsilon: float, delta: float) -> float:
+    """The δ term of :func:`one_run_p_value` at ``epsilon``: 2mδ · max_i P[v − i ≤ Binomial(r, q) < v] / i (0 at
+    δ = 0 or v = 0). It grows with the number m of canaries, so a pooled audit of many canaries pays for δ: where
+    it nears 1 − confidence no ε is rejected however many guesses are right.
+
+    >>> one_run_delta_term(canaries=10, guesses=10, correct=10, epsilon=1.0, delta=0.0)
+    0.0
+    """
+    m, r, v = check_counts(canaries, guesses, correct)
+    d = _check_delta(delta)
     if d == 0.0 or v == 0:
-        return min(tail, 1.0)
+        return 0.0
+    q = 1.0 / (1.0 + math.exp(-float(epsilon)))
     # P[v − i ≤ Binomial < v] for i = 1..v, as a cumulative sum of the pmf below v.
     below = np.cumsum(stats.binom.pmf(np.arange(v - 1, -1, -1), r, q))
-    worst = float(np.max(below / np.arange(1, v + 1)))
-    return min(tail + 2.0 * m * d * worst, 1.0)
+    return float(2.0 * m * d * np.max(below / np.arange(1, v + 1)))
 
 
 def one_run_epsilon(

@@ -159,7 +159,7 @@ def test_table_columns_methods_and_monotone_compute():
                           models=[1, 2, 4, 8], steps=2, guess_fractions=[0.1, 0.5], delta=1e-5, confidence=0.95,
                           coordinates="random")
     assert list(table.columns) == list(COLUMNS)
-    assert list(dict.fromkeys(table["method"])) == list(METHODS.values())
+    assert list(dict.fromkeys(table["method"])) == [m for k, m in METHODS.items() if not k.startswith("ceiling")]
     for _, rows in table.groupby("method"):
         assert rows["model_steps"].is_monotonic_increasing and rows["model_steps"].is_unique
     one = table[table["method"] == METHODS["counting"]]
@@ -182,8 +182,70 @@ def test_table_columns_methods_and_monotone_compute():
 
 def test_guess_sizes():
     assert guess_sizes(10, [0.01, 1.0]) == [(1, 1), (5, 5)]
+    assert guess_sizes(10, [1.0], counts=[1, 3, 30]) == [(5, 5), (1, 1), (3, 3)]  # capped at n/2, no duplicates
     with pytest.raises(ValueError, match="fractions"):
         guess_sizes(10, [0.0])
+    with pytest.raises(ValueError, match="counts"):
+        guess_sizes(10, [0.5], counts=[0])
+
+
+def test_ceiling_rows_are_the_same_bounds_on_ideal_canaries():
+    """The ceiling: ideal independent canaries at the population's μ̂ give the same bounds as measured canaries
+    drawn from that law; stronger canaries, a higher ceiling; no ceiling without a population μ̂."""
+    rng = np.random.default_rng(3)
+    bits = rng.integers(0, 2, (8, 50))
+    scores = rng.standard_normal((8, 50)) + 0.5 * bits  # weak measured canaries
+    kw = dict(dataset="housing", bits=bits, scores=scores, models=[1, 4, 8], steps=2, guess_fractions=[0.1, 0.5],
+              guess_counts=[1, 3], delta=1e-5, confidence=0.95, coordinates="random")
+    table = one_run_table(population=[_population_table(20, 1.0), _population_table(40, 1.5)], ceiling="valid",
+                          seed=1, **kw)
+    ceiling = table[table["method"] == METHODS["ceiling_counting"]]
+    assert ceiling["models"].tolist() == [1, 4, 8] and "μ = 0.4 (valid μ̂ (crossing) of the R = 40" in ceiling["bound"].iloc[0]
+    assert ceiling["valid"].all()
+    paper = one_run_table(population=[_population_table(40, 1.5)], ceiling="paper", seed=1, **kw)
+    strong = paper[paper["method"] == METHODS["ceiling_counting"]]  # μ̂ = 0.5 (the paper rule's) > 0.4
+    assert "μ = 0.5" in strong["bound"].iloc[0]
+    none = one_run_table(population=[_population_table(40, 1.5)], ceiling="none", **kw)
+    assert not none["method"].str.startswith("ceiling").any()
+    # The same seed, the same ceiling; the simulation is the one_run_rows of the ideal law.
+    again = one_run_table(population=[_population_table(20, 1.0), _population_table(40, 1.5)], ceiling="valid",
+                          seed=1, **kw)
+    pd.testing.assert_frame_equal(table, again)
+    with pytest.raises(ValueError, match="ceiling"):
+        one_run_table(population=[_population_table(40, 1.5)], ceiling="upper", **kw)
+
+
+def test_ideal_canaries_reach_a_higher_bound_than_drifting_ones():
+    """Canaries whose scores carry a per-canary offset (the training drift of their coordinates) are worse than
+    ideal ones of the same shift: the ceiling sits above them."""
+    rng = np.random.default_rng(4)
+    bits = rng.integers(0, 2, (16, 64))
+    drift = 3.0 * rng.standard_normal(64)  # one offset per coordinate, shared by every model
+    scores = rng.standard_normal((16, 64)) + 2.0 * bits + drift[None, :]
+    pop = _population_table(40, 1.5).assign(mu_valid=2.0)
+    table = one_run_table(dataset="housing", bits=bits, scores=scores, population=[pop], models=[16], steps=2,
+                          guess_fractions=[0.1, 0.5], guess_counts=[3, 10], delta=1e-5, confidence=0.95,
+                          coordinates="random", ceiling="valid", seed=0)
+    eps = table.set_index("method")["epsilon"]
+    assert eps[METHODS["ceiling_counting"]] > eps[METHODS["counting"]] + 0.5
+
+
+def test_delta_term_is_reported_and_grows_with_the_pooled_canaries():
+    from hsaudit.audit.one_run import one_run_delta_term, one_run_p_value
+
+    kw = dict(guesses=100, correct=90, epsilon=1.5, delta=1e-5)
+    small, large = one_run_delta_term(canaries=1_000, **kw), one_run_delta_term(canaries=100_000, **kw)
+    assert large == pytest.approx(100 * small) and small > 0
+    tail = one_run_p_value(canaries=1_000, **kw) - small
+    assert one_run_p_value(canaries=100_000, **kw) == pytest.approx(min(tail + large, 1.0))
+    rng = np.random.default_rng(5)
+    bits = rng.integers(0, 2, (4, 50))
+    table = one_run_table(dataset="housing", bits=bits, scores=rng.standard_normal((4, 50)) + 3.0 * bits,
+                          population=[_population_table(40, 1.5)], models=[1, 4], steps=2, guess_fractions=[0.5],
+                          delta=1e-5, confidence=0.95, coordinates="random")
+    counting = table[table["method"] == METHODS["counting"]]
+    assert (counting["delta_term"] > 0).all() and counting["delta_term"].is_monotonic_increasing
+    assert table.loc[table["method"] == METHODS["fdp"], "delta_term"].isna().all()
 
 
 def test_figure_writes_pdf_and_csv(tmp_path):

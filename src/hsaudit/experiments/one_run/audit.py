@@ -23,13 +23,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from hsaudit.audit.one_run import one_run_audit, one_run_audit_search
+from hsaudit.audit.one_run import one_run_audit, one_run_audit_search, one_run_delta_term
 from hsaudit.audit.one_run_fdp import one_run_fdp_audit
+from hsaudit.util.seeding import rng_for
 
 COLUMNS = (
     "family", "method", "models", "runs_per_world", "model_steps", "canaries", "epsilon", "mu", "epsilon_upper",
-    "guesses", "correct", "k_plus", "k_minus", "bound", "valid", "confidence", "delta", "steps", "canaries_per_model",
-    "coordinates",
+    "guesses", "correct", "k_plus", "k_minus", "delta_term", "bound", "valid", "confidence", "delta", "steps",
+    "canaries_per_model", "coordinates",
 )
 """The columns of :func:`one_run_table` (and of the figure's CSV)."""
 
@@ -39,25 +40,39 @@ METHODS = {
     "population_gdp": "population: GDP",
     "population_free": "population: (ε, δ), assumption-free",
     "population_gdp_valid": "population: GDP, valid rule",
+    "ceiling_counting": "ceiling: ideal canaries, counting",
+    "ceiling_fdp": "ceiling: ideal canaries, f-DP",
 }
+CEILINGS = ("valid", "paper", "none")
+"""The μ of the ideal canaries of the ceiling series (``one_run.ceiling``): the largest population's valid μ̂ or its
+paper-rule μ̂ (``mu_valid`` / ``mu`` of its last step), or no ceiling."""
 """Method labels of the table, in legend order."""
 
 
-def guess_sizes(pooled: int, fractions: Sequence[float]) -> list[tuple[int, int]]:
-    """(k_plus, k_minus) for each fraction f of the ``pooled`` canaries: k = round(f·n/2) on each side (at least 1),
-    duplicates dropped.
+def guess_sizes(pooled: int, fractions: Sequence[float], counts: Sequence[int] = ()) -> list[tuple[int, int]]:
+    """(k_plus, k_minus) for each fraction f of the ``pooled`` canaries, k = round(f·n/2) on each side (at least 1),
+    then for each absolute count k of ``counts`` (at most n/2), duplicates dropped.
 
     >>> guess_sizes(100, [0.02, 0.1, 0.5, 1.0])
     [(1, 1), (5, 5), (25, 25), (50, 50)]
+    >>> guess_sizes(1000, [0.5], counts=[5, 20])
+    [(250, 250), (5, 5), (20, 20)]
     """
     n = int(pooled)
     if n < 2:
         raise ValueError(f"need at least 2 canaries to guess on both sides, got {n}")
     out: list[tuple[int, int]] = []
+    sizes = []
     for f in fractions:
         if not 0.0 < float(f) <= 1.0:
             raise ValueError(f"guess fractions must be in (0, 1], got {f}")
-        k = min(max(1, int(round(float(f) * n / 2))), n // 2)
+        sizes.append(int(round(float(f) * n / 2)))
+    for k in counts:
+        if int(k) < 1 or int(k) != k:
+            raise ValueError(f"guess counts must be positive integers, got {k}")
+        sizes.append(int(k))
+    for size in sizes:
+        k = min(max(1, size), n // 2)
         if (k, k) not in out:
             out.append((k, k))
     return out
@@ -88,8 +103,12 @@ def one_run_rows(
     guess_fractions: Sequence[float],
     delta: float,
     confidence: float,
+    guess_counts: Sequence[int] = (),
+    names: tuple[str, str] = ("counting", "fdp"),
 ) -> list[dict]:
-    """The one-run points: for each M, the two bounds on the pooled canaries of the first M models."""
+    """The one-run points: for each M, the two bounds on the pooled canaries of the first M models (``names``: the
+    methods of :data:`METHODS` the two rows are labelled with), each with the δ term of the counting bound's
+    p-value at its ε̂ (:func:`hsaudit.audit.one_run.one_run_delta_term`; NaN for the f-DP bound)."""
     bits, scores = np.asarray(bits), np.asarray(scores, dtype=np.float64)
     if bits.shape != scores.shape or bits.ndim != 2:
         raise ValueError(f"bits and scores must both be [models, m], got {bits.shape} and {scores.shape}")
@@ -99,9 +118,12 @@ def one_run_rows(
         if not 1 <= M <= bits.shape[0]:
             raise ValueError(f"M = {M} models asked, {bits.shape[0]} trained")
         s, b = scores[:M].ravel(), bits[:M].ravel().astype(bool)
-        ks = guess_sizes(s.size, guess_fractions)
-        for name, audit in (("counting", one_run_audit), ("fdp", one_run_fdp_audit)):
+        ks = guess_sizes(s.size, guess_fractions, guess_counts)
+        for name, audit in zip(names, (one_run_audit, one_run_fdp_audit), strict=True):
             res = one_run_audit_search(s, b, ks=ks, delta=delta, confidence=confidence, audit=audit)
+            term = (one_run_delta_term(canaries=int(s.size), guesses=res.guesses, correct=res.correct,
+                                       epsilon=float(res.epsilon), delta=delta)
+                    if audit is one_run_audit else np.nan)
             rows.append(
                 {
                     "method": METHODS[name],
@@ -115,6 +137,7 @@ def one_run_rows(
                     "correct": res.correct,
                     "k_plus": res.k_plus,
                     "k_minus": res.k_minus,
+                    "delta_term": term,
                     "bound": res.method,
                     "valid": True,  # both one-run bounds hold for any scores (their guess search is Bonferroni'd)
                     "confidence": float(confidence),
@@ -161,6 +184,52 @@ def population_rows(tables: Sequence[pd.DataFrame], *, steps: int) -> list[dict]
     return rows
 
 
+def ceiling_rows(
+    mu: float,
+    *,
+    shape: tuple[int, int],
+    seed: int,
+    source: str,
+    **kwargs,
+) -> list[dict]:
+    """The ceiling: the same one-run bounds (:func:`one_run_rows`, same m, M and guess grid) on simulated ideal
+    canaries — each included independently with probability ½, its score N(0, 1) shifted by ``mu`` when included,
+    independent of every other canary. The gap between the measured one-run points and these is what the real
+    canaries lose (drift, interference); the gap between these and the population audit is the bound's own.
+
+    Args:
+        mu: the ideal canaries' shift (a population audit's μ̂, named by ``source``).
+        shape: ``[models, m]`` of the real one-run scores.
+        seed: the simulation's seed.
+        source: what ``mu`` is, recorded in the ``bound`` column.
+        **kwargs: :func:`one_run_rows`' ``models``, ``steps``, ``guess_fractions``, ``guess_counts``, ``delta``,
+            ``confidence``.
+    """
+    rng = rng_for(seed, "one-run-ceiling")
+    bits = rng.random(shape) < 0.5
+    scores = rng.standard_normal(shape) + float(mu) * bits
+    rows = one_run_rows(bits, scores, names=("ceiling_counting", "ceiling_fdp"), **kwargs)
+    for row in rows:
+        row["bound"] = f"ideal canaries N(μ·b, 1), μ = {float(mu):.4g} ({source}); {row['bound']}"
+    return rows
+
+
+def ceiling_mu(population: Sequence[pd.DataFrame], ceiling: str) -> tuple[float, str] | None:
+    """The ideal canaries' μ for ``ceiling`` (:data:`CEILINGS`) from the largest population's last step, and what
+    it is; None for ``"none"`` (or when that population has no valid column)."""
+    if ceiling not in CEILINGS:
+        raise ValueError(f"ceiling must be one of {CEILINGS}, got {ceiling!r}")
+    if ceiling == "none":
+        return None
+    table = max(population, key=lambda t: int(t["runs"].max()))
+    last = table.loc[table["step"].idxmax()]
+    if ceiling == "valid":
+        if "mu_valid" not in last:
+            return None
+        return float(last["mu_valid"]), f"valid μ̂ ({last['valid_mode']}) of the R = {int(last['runs'])} population"
+    return float(last["mu"]), f"μ̂ ({last['mode']}) of the R = {int(last['runs'])} population"
+
+
 def one_run_table(
     *,
     dataset: str,
@@ -173,8 +242,12 @@ def one_run_table(
     delta: float,
     confidence: float,
     coordinates: str,
+    guess_counts: Sequence[int] = (),
+    ceiling: str = "none",
+    seed: int = 0,
 ) -> pd.DataFrame:
-    """Every point of one dataset: the one-run bounds for each M and the population audits for each R.
+    """Every point of one dataset: the one-run bounds for each M, the population audits for each R and the ceiling
+    (:func:`ceiling_rows`).
 
     Args:
         dataset: the config section audited (``housing``, ``cifar10``; the table's ``family`` column).
@@ -183,17 +256,23 @@ def one_run_table(
             per R; their ``epsilon_upper`` (the μ-GDP bound of the configuration) fills the column for every row.
         models: the M of the one-run points.
         steps: T.
-        guess_fractions: the guess sizes searched (:func:`guess_sizes`).
+        guess_fractions, guess_counts: the guess sizes searched (:func:`guess_sizes`).
         delta, confidence: of the one-run bounds.
         coordinates: the coordinate rule (recorded).
+        ceiling: the ideal canaries' μ (:data:`CEILINGS`; ``"none"``: no ceiling rows).
+        seed: the ceiling's simulation seed.
 
     Returns:
         :data:`COLUMNS`, rows by method then compute.
     """
     if not population:
         raise ValueError("one_run_table needs at least one population audit table")
-    rows = one_run_rows(bits, scores, models=models, steps=steps, guess_fractions=guess_fractions,
-                        delta=delta, confidence=confidence)
+    kw = dict(models=models, steps=steps, guess_fractions=guess_fractions, guess_counts=guess_counts, delta=delta,
+              confidence=confidence)
+    rows = one_run_rows(bits, scores, **kw)
+    mu = ceiling_mu(population, ceiling)
+    if mu is not None:
+        rows += ceiling_rows(mu[0], shape=np.asarray(bits).shape, seed=seed, source=mu[1], **kw)
     pop = population_rows(population, steps=steps)
     upper = pop[0]["epsilon_upper"]
     frame = pd.DataFrame(rows + pop)

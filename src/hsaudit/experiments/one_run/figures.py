@@ -23,6 +23,8 @@ METHOD_STYLES = {
     METHODS["population_gdp"]: {"color": "#D55E00", "marker": "^", "linestyle": "--"},
     METHODS["population_free"]: {"color": "#E69F00", "marker": "v", "linestyle": "--"},
     METHODS["population_gdp_valid"]: {"color": "#D55E00", "marker": "^", "linestyle": ":", "markerfacecolor": "none"},
+    METHODS["ceiling_counting"]: {"color": "0.55", "marker": "o", "linestyle": ":", "markerfacecolor": "none"},
+    METHODS["ceiling_fdp"]: {"color": "0.55", "marker": "s", "linestyle": ":", "markerfacecolor": "none"},
 }
 
 
