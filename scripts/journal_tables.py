@@ -205,20 +205,29 @@ def one_run_table(table: pd.DataFrame) -> str:
 
 
 def yoon_table(table: pd.DataFrame) -> str:
-    """Yoon et al.'s figures (one row per series, adversary, margin and split): ε̂ mean ± sd over the runs, with
-    the rule of the audit and its validity, and the paper's value where the CSV has it."""
+    """Yoon et al.'s figures (one row per series, adversary, margin and split): the drawn ε̂ mean ± sd over the runs
+    with its rule and validity (``rule``: the valid rule on the held-out split, the audit mode on the same split;
+    ``mode`` in CSVs written before), then, where the CSV has them, the valid rule's and the audit mode's ε̂ of the
+    same scores, and the paper's value."""
     setting = [c for c in ("dataset", "canary", "init", "clip_norm", "access", "epsilon_theory", "craft_recipe")
                if c in table and table[c].nunique() > 1]  # fmt: skip
     keys = [*setting, *(c for c in ("adversary", "margin", "split") if c in table)]
-    header = [*keys, "ε̂ (mean ± sd)", "runs", "models per world", "rule", "valid", "paper"]
+    rule = "rule" if "rule" in table else "mode"
+    others = [(f"ε̂ {name}", column, by) for name, column, by in (("valid rule", "epsilon_valid", "valid_mode"),
+                                                                  ("audit mode", "epsilon_mode", "mode"))
+              if column in table and by in table]  # fmt: skip
+    header = [*keys, "ε̂ (mean ± sd)", "rule", "valid", *(name for name, *_ in others), "runs", "models per world",
+              "paper"]  # fmt: skip
     rows = []
     for _, r in table.iterrows():
         paper = _mean_sd(pd.Series([r["epsilon_paper"]]), 2) if pd.notna(r.get("epsilon_paper")) else "–"
         if pd.notna(r.get("epsilon_paper_sd")):
             paper += f" ± {_num(r['epsilon_paper_sd'], 2)}"
+        other = [f"{_num(r[c], 2)} ± {_num(r.get(f'{c}_sd', np.nan), 2)} ({r[by]})" for _, c, by in others]
         rows.append([*(r[k] if pd.notna(r[k]) else "–" for k in keys),
-                     f"{_num(r['epsilon'], 2)} ± {_num(r.get('epsilon_sd', np.nan), 2)}", _num(r.get("runs")),
-                     _num(r.get("models_per_world")), r.get("mode", "?"), validity(r.get("mode", "?")), paper])  # fmt: skip
+                     f"{_num(r['epsilon'], 2)} ± {_num(r.get('epsilon_sd', np.nan), 2)}", r.get(rule, "?"),
+                     validity(r.get(rule, "?")), *other, _num(r.get("runs")), _num(r.get("models_per_world")),
+                     paper])  # fmt: skip
     return markdown(header, rows)
 
 

@@ -71,6 +71,25 @@ def test_method_table_labels_each_column_with_its_rule(jt):
     assert "empirical_sigma_last_iterate_held_out (held_out: valid)" in header
 
 
+def test_yoon_table_names_the_drawn_rule_and_shows_both_rules(jt):
+    """A Yoon figure CSV: the held-out split's drawn ε̂ is the valid rule's, the same split's the paper rule's; both
+    rules' numbers sit beside (and a CSV written before the valid columns still renders, naming ``mode``)."""
+    frame = pd.DataFrame([
+        dict(adversary="a_c", margin=np.nan, split="held-out", epsilon=0.5, epsilon_sd=0.1, rule="crossing",
+             epsilon_valid=0.5, epsilon_valid_sd=0.1, valid_mode="crossing", epsilon_mode=3.0, epsilon_mode_sd=0.2,
+             mode="paper", runs=2, models_per_world=32, epsilon_paper=4.11),
+        dict(adversary="a_c", margin=np.nan, split="same", epsilon=3.5, epsilon_sd=0.3, rule="paper",
+             epsilon_valid=1.0, epsilon_valid_sd=0.0, valid_mode="crossing", epsilon_mode=3.5, epsilon_mode_sd=0.3,
+             mode="paper", runs=2, models_per_world=32, epsilon_paper=4.11),
+    ])  # fmt: skip
+    lines = jt.yoon_table(frame).splitlines()
+    assert "| ε̂ (mean ± sd) | rule | valid | ε̂ valid rule | ε̂ audit mode |" in lines[0]
+    assert "| 0.50 ± 0.10 | crossing | valid | 0.50 ± 0.10 (crossing) | 3.00 ± 0.20 (paper) |" in lines[2]
+    assert "| 3.50 ± 0.30 | paper | not valid | 1.00 ± 0.00 (crossing) | 3.50 ± 0.30 (paper) |" in lines[3]
+    old = jt.yoon_table(frame.drop(columns=["rule", "epsilon_valid", "valid_mode", "epsilon_mode"]))
+    assert "| paper | not valid |" in old.splitlines()[2] and "ε̂ valid rule" not in old
+
+
 def test_the_command_renders_csv_and_markdown_targets_and_fails_on_a_missing_one(jt, tmp_path, capsys):
     step_frame().to_csv(tmp_path / "fig7.csv", index=False)
     (tmp_path / "steinke").mkdir()

@@ -68,8 +68,13 @@ def test_smoke_every_yoon_target_end_to_end(workflow_copy):
         assert set(csv["split"]) == {"held-out", "same"}, figure
         assert set(csv["adversary"]) == {"a_c", "a_ude", "a_ade"}, figure
         assert np.isfinite(csv["epsilon"]).all() and (csv["epsilon"] >= 0).all(), figure
+        # the held-out split draws the valid rule's ε̂, the same split the paper rule's; both rules' in every row
+        assert set(csv.loc[csv["split"] == "held-out", "rule"]) == {"crossing"}, figure
+        assert set(csv.loc[csv["split"] == "same", "rule"]) == {"paper"}, figure
+        assert np.isfinite(csv[["epsilon_valid", "epsilon_mode"]]).all(axis=None), figure
         runs = pd.read_csv(results / f"{figure}_runs.csv")  # every run's audit row (the issue's columns)
-        columns = {"epsilon_theory", "adversary", "canary", "init", "clip_norm", "margin", "run", "epsilon", "mu"}
+        columns = {"epsilon_theory", "adversary", "canary", "init", "clip_norm", "margin", "run", "epsilon", "mu",
+                   "mode", "rule_valid", "valid_mode", "mu_valid", "epsilon_valid"}
         assert columns | {"split", "data_source", "craft_recipe", "recipe"} <= set(runs.columns), figure
         assert {"craft_recipe", "recipe"} <= set(csv.columns), figure
     fig3 = pd.read_csv(results / "fig3.csv")
@@ -81,7 +86,7 @@ def test_smoke_every_yoon_target_end_to_end(workflow_copy):
     assert set(pd.read_csv(results / "fig8.csv")["clip_norm"]) == {0.1, 1.0, 10.0}
     table1 = pd.read_csv(results / "table1.csv")
     assert sorted(table1["margin"].unique()) == [0.1, 0.2]  # the smoke preset's margins
-    assert "| α |" in (results / "table1.md").read_text()
+    assert "| α | ε̂ held-out, crossing rule (valid) |" in (results / "table1.md").read_text()
     # every audit row says where its data came from (synthetic files in the real formats at smoke scale)
     audits = [pd.read_csv(p) for p in (results / "audits").glob("*/run*.csv") if not p.stem.endswith("_scores")]
     assert len(audits) == 17  # smoke: 11 populations (one run each) + fig3's paper recipe (4) + fig4 + table1

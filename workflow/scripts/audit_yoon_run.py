@@ -2,8 +2,8 @@
 
 x_a is crafted on the crafting population and scored on it (split "same", the paper's reading) and on the
 independent audit population (split "held-out") by hsaudit.experiments.yoon.crafting.craft_run, then audited by
-hsaudit.experiments.yoon.audit.audit_table. Writes one CSV row per adversary × margin × split, and the scores of
-every model (fig2's histograms).
+hsaudit.experiments.yoon.audit.audit_table (under the audit's mode and, beside it, the valid rule valid_mode).
+Writes one CSV row per adversary × margin × split, and the scores of every model (fig2's histograms).
 """
 
 import numpy as np
@@ -37,9 +37,10 @@ facts = dict(
 table = audit.audit_table(
     scores, crafting.sample_table(samples), access=spec["access"], delta=snakemake.params.delta,
     confidence=spec["confidence"], mode=spec["mode"], selection_fraction=spec["selection_fraction"],
-    seed=derive_seed(pop["seed"], "yoon-audit", run), facts=facts,
+    valid_mode=snakemake.params.valid_mode, seed=derive_seed(pop["seed"], "yoon-audit", run), facts=facts,
 )
 for row in table.itertuples():
-    log.info("%s α=%s %s: ε̂ = %.3f (μ̂ = %.3f)", row.adversary, row.margin, row.split, row.epsilon, row.mu)
+    log.info("%s α=%s %s: ε̂ = %.3f (μ̂ = %.3f, %s), valid ε̂ = %.3f (μ̂ = %.3f, %s)", row.adversary, row.margin,
+             row.split, row.epsilon, row.mu, row.mode, row.epsilon_valid, row.mu_valid, row.valid_mode)
 write_csv_atomic(table, snakemake.output.table)
 write_csv_atomic(scores, snakemake.output.scores)

@@ -1,8 +1,9 @@
 """Yoon et al. figures and Table 1 (hsaudit.experiments.yoon.figures) on synthetic audit rows in the workflow's exact format.
 
 The audit rows have the columns of ``results/yoon/audits/<key>/run<r>.csv`` with ε̂ drawn per run from a seeded
-generator; each test checks that the figure writes a PDF, and that its CSV holds the series the figure plots with
-the mean and sd over runs recomputed here from the input rows, the counts, and the footer's provenance.
+generator (the paper rule's, and below it the valid crossing rule's); each test checks that the figure writes a
+PDF, and that its CSV holds the series the figure plots with the mean and sd over runs recomputed here from the
+input rows (held-out: the valid rule's ε̂, same: the paper rule's), the counts, and the footer's provenance.
 """
 
 from __future__ import annotations
@@ -19,11 +20,14 @@ from hsaudit.experiments.yoon import figures as yoon
 
 RUN_COLUMNS = ("run", "adversary", "margin", "split", "access", "epsilon", "mu", "threshold", "fpr_upper",
                "fnr_upper", "fpr", "fnr", "epsilon_assumption_free", "n_members", "n_nonmembers", "confidence",
-               "delta", "mode", "objective_start", "objective_end", "dataset", "model", "init", "canary",
-               "clip_norm", "epsilon_theory", "noise_multiplier", "steps", "lr", "models_per_world",
-               "data_source")  # fmt: skip
+               "delta", "mode", "rule_valid", "valid_mode", "mu_valid", "epsilon_valid", "objective_start",
+               "objective_end", "dataset", "model", "init", "canary", "clip_norm", "epsilon_theory",
+               "noise_multiplier", "steps", "lr", "models_per_world", "data_source")  # fmt: skip
 CSV_COLUMNS = ("epsilon_theory", "adversary", "canary", "init", "clip_norm", "margin", "split", "epsilon",
                "epsilon_sd", "mu", "runs", "dataset", "access")  # fmt: skip
+VALID_COLUMNS = ("rule", "rule_valid", "epsilon_valid", "epsilon_valid_sd", "mu_valid", "runs_finite_valid",
+                 "valid_mode", "epsilon_mode", "epsilon_mode_sd", "mu_mode", "runs_finite_mode", "mode", "mode_valid")
+"""What every figure CSV says of its rules: the drawn ε̂'s rule and validity, the valid rule's and the mode's ε̂."""
 N = 8
 
 
@@ -37,10 +41,12 @@ def audit_rows(*, runs=3, epsilons=(1.0, 10.0), datasets=("mnist",), canaries=("
         samples = [("a_c", np.nan), ("a_ude", np.nan)] + [("a_ade", m) for m in margins]
         for (adversary, margin), split in itertools.product(samples, yoon.SPLITS):
             epsilon = float(rng.uniform(0, eps))
+            valid = epsilon * float(rng.uniform(0, 1))  # a valid rule's ε̂ of the same scores: below the paper's
             rows.append({"run": run, "adversary": adversary, "margin": margin, "split": split, "access": access,
                          "epsilon": epsilon, "mu": epsilon / 3, "threshold": -1.0, "fpr_upper": 0.3,
                          "fnr_upper": 0.3, "fpr": 0.1, "fnr": 0.1, "epsilon_assumption_free": 0.0,
                          "n_members": N, "n_nonmembers": N, "confidence": 0.95, "delta": 1e-5, "mode": "paper",
+                         "rule_valid": False, "valid_mode": "crossing", "mu_valid": valid / 3, "epsilon_valid": valid,
                          "objective_start": 1.0, "objective_end": 0.5, "dataset": dataset, "model": "mnist_cnn",
                          "init": init, "canary": canary, "clip_norm": clip, "epsilon_theory": eps,
                          "noise_multiplier": 5.0, "steps": 2, "lr": 4.0, "models_per_world": N,
@@ -84,7 +90,9 @@ def draw(figure, table, pdf, csv, *, scale, code_version="", scores=None):
 
 
 def check_series(csv: pd.DataFrame, table: pd.DataFrame, **where) -> pd.Series:
-    """The CSV row of one series has the mean, sd (ddof = 1), mean μ̂ and run count of its input rows."""
+    """The CSV row of one series has the mean, sd (ddof = 1), mean μ̂ and run count of its input rows: the drawn
+    ``epsilon`` is the valid rule's on the held-out split and the paper rule's on the same split, and both rules'
+    are in ``epsilon_valid`` and ``epsilon_mode``."""
     def select(frame):
         mask = pd.Series(True, index=frame.index)
         for column, value in where.items():
@@ -94,11 +102,18 @@ def check_series(csv: pd.DataFrame, table: pd.DataFrame, **where) -> pd.Series:
     rows, got = select(table), select(csv)
     assert len(got) == 1, (where, got)
     got = got.iloc[0]
-    eps = rows["epsilon"].dropna()
-    assert got["epsilon"] == pytest.approx(eps.mean(), rel=1e-12)
-    assert got["epsilon_sd"] == pytest.approx(np.std(eps, ddof=1) if len(eps) > 1 else 0.0, rel=1e-12, abs=1e-15)
-    assert got["mu"] == pytest.approx(rows["mu"].mean(), rel=1e-12)
-    assert got["runs"] == len(rows) and got["runs_finite"] == len(eps)
+    held_out = got["split"] == "held-out"
+    drawn = "_valid" if held_out else ""
+    assert (got["rule"], got["rule_valid"]) == (("crossing", True) if held_out else ("paper", False))
+    assert (got["valid_mode"], got["mode"], got["mode_valid"]) == ("crossing", "paper", False)
+    for prefix, suffix in (("", drawn), ("_valid", "_valid"), ("_mode", "")):  # CSV column ← input column
+        eps = rows[f"epsilon{suffix}"].dropna()
+        assert got[f"epsilon{prefix}"] == pytest.approx(eps.mean(), rel=1e-12)
+        sd = np.std(eps, ddof=1) if len(eps) > 1 else 0.0
+        assert got[f"epsilon{prefix}_sd"] == pytest.approx(sd, rel=1e-12, abs=1e-15)
+        assert got[f"mu{prefix}"] == pytest.approx(rows[f"mu{suffix}"].mean(), rel=1e-12)
+        assert got[f"runs_finite{prefix}"] == len(eps)
+    assert got["runs"] == len(rows)
     return got
 
 
@@ -108,7 +123,7 @@ def test_fig3_two_datasets_mean_sd_paper_and_footer(tmp_path, footers):
                                     code_version="abcdef1234")
     check_pdf(tmp_path / "fig3.pdf")
     csv = pd.read_csv(tmp_path / "fig3.csv")
-    for column in (*CSV_COLUMNS, "runs_finite", "epsilon_paper", "series", "data_source", "mode", "scale"):
+    for column in (*CSV_COLUMNS, *VALID_COLUMNS, "runs_finite", "epsilon_paper", "series", "data_source", "scale"):
         assert column in csv.columns, column
     assert len(csv) == len(summary) == 2 * 4 * 3 * 2  # datasets × ε × adversaries × splits
     for dataset, adversary, split, eps in (("mnist", "a_c", "same", 10.0), ("cifar10", "a_ade", "held-out", 2.0)):
@@ -118,8 +133,10 @@ def test_fig3_two_datasets_mean_sd_paper_and_footer(tmp_path, footers):
     assert paper[("mnist", "a_ade", "same")] == 6.68 and paper[("cifar10", "a_c", "held-out")] == 0.30
     assert len(paper) == 2 * 3 * 2 and set(csv[csv.epsilon_paper.notna()]["epsilon_theory"]) == {10.0}
     assert set(csv.scale) == {"smoke"} and set(csv.margin.dropna()) == {0.2}
-    for fact in ("scale=smoke", f"N={N} per world", "runs=3", "mnist:synthetic/cifar10:synthetic",
-                 "audit=paper (GDP, CP 0.95)", "craft/audit split=held-out", "code=abcdef1234"):  # fmt: skip
+    audit = ("audit=GDP (confidence 0.95); ε̂ drawn: held-out crossing rule (valid), same paper rule (not valid); the "
+             "CSV has both rules' ε̂")
+    for fact in ("scale=smoke", f"N={N} per world", "runs=3", "mnist:synthetic/cifar10:synthetic", audit,
+                 "craft/audit split=held-out", "code=abcdef1234"):  # fmt: skip
         assert fact in footers[-1], (fact, footers[-1])
 
 
@@ -153,6 +170,53 @@ def test_fig3_shows_both_named_recipes_in_rows_of_panels(tmp_path, footers, monk
     assert f"recipe=valid = {VALID_LABEL}; paper = {yoon.UNNAMED_RECIPE}" in footers[-1], footers[-1]
 
 
+def legend_texts(monkeypatch) -> list[list[str]]:
+    """The legend entries of every figure saved from now on (one list per figure)."""
+    seen: list[list[str]] = []
+    original = yoon.save
+
+    def save(fig, path, **kw):
+        seen.append([t.get_text() for legend in fig.legends for t in legend.get_texts()])
+        original(fig, path, **kw)
+
+    monkeypatch.setattr(yoon, "save", save)
+    return seen
+
+
+@pytest.mark.parametrize("figure", ["fig3", "fig8"])
+def test_the_legend_names_the_rule_of_each_splits_drawn_estimate(tmp_path, monkeypatch, figure):
+    legends = legend_texts(monkeypatch)
+    grid = {"clip_norms": (0.1, 1.0)} if figure == "fig8" else {}
+    draw(figure, audit_rows(epsilons=(10.0,), **grid), tmp_path / "f.pdf", tmp_path / "f.csv", scale="s")
+    assert "held-out split: crossing rule (valid)" in legends[-1], legends[-1]
+    assert "same split (paper's reading): paper rule (not valid)" in legends[-1], legends[-1]
+
+
+def test_a_valid_mode_is_drawn_on_both_splits(tmp_path, footers):
+    """audit.mode crossing (valid): the rows' valid columns repeat it, and both splits draw it."""
+    table = audit_rows(datasets=("cifar10",), epsilons=(4.0,), margins=(0.1, 0.2))
+    table = table.assign(mode="crossing", rule_valid=True, valid_mode="crossing", epsilon_valid=table.epsilon,
+                         mu_valid=table.mu)  # fmt: skip
+    csv = draw("fig3", table, tmp_path / "f.pdf", tmp_path / "f.csv", scale="s")
+    assert set(csv.rule) == {"crossing"} and csv.rule_valid.all() and csv.mode_valid.all()
+    np.testing.assert_array_equal(csv.epsilon, csv.epsilon_valid)
+    np.testing.assert_array_equal(csv.epsilon, csv.epsilon_mode)
+    assert "ε̂ drawn: held-out crossing rule (valid), same crossing rule (valid);" in footers[-1], footers[-1]
+    draw("table1", table, tmp_path / "t.md", tmp_path / "t.csv", scale="s")
+    assert (tmp_path / "t.md").read_text().splitlines()[2] == (
+        "| α | ε̂ held-out, crossing rule (valid) | ε̂ same, crossing rule | paper (same models) |")
+
+
+def test_tables_without_valid_columns_draw_the_mode_and_say_so(tmp_path, footers):
+    """Audit rows written before the valid rule's columns: every split draws the mode's ε̂, labelled not valid, and
+    the valid columns are empty."""
+    table = audit_rows().drop(columns=["rule_valid", "valid_mode", "mu_valid", "epsilon_valid"])
+    csv = draw("fig3", table, tmp_path / "f.pdf", tmp_path / "f.csv", scale="s")
+    assert set(csv.rule) == {"paper"} and not csv.rule_valid.any() and csv.epsilon_valid.isna().all()
+    np.testing.assert_array_equal(csv.epsilon, csv.epsilon_mode)
+    assert "ε̂ drawn: held-out paper rule (not valid), same paper rule (not valid);" in footers[-1], footers[-1]
+
+
 def test_tables_without_recipe_names_were_crafted_over_the_paper_reading(tmp_path):
     table = audit_rows()
     draw("fig3", table, tmp_path / "fig3.pdf", tmp_path / "fig3.csv", scale="smoke")
@@ -164,7 +228,7 @@ def test_single_panel_figures_one_run_and_nan(tmp_path, figure):
     """One run (sd 0, no error bar), a NaN ε̂ in one run of another point: left out of the mean, counted."""
     access, canary = ("black", "blank") if figure == "fig4" else ("white", "in_distribution")
     table = audit_rows(runs=1, epsilons=(4.0, 10.0), access=access, canaries=(canary,))
-    table.loc[(table.adversary == "a_ude") & (table.epsilon_theory == 4.0), "epsilon"] = np.nan
+    table.loc[(table.adversary == "a_ude") & (table.epsilon_theory == 4.0), ["epsilon", "epsilon_valid"]] = np.nan
     draw(figure, table, tmp_path / "f.pdf", tmp_path / "f.csv", scale="smoke", code_version="")
     check_pdf(tmp_path / "f.pdf")
     csv = pd.read_csv(tmp_path / "f.csv")
@@ -227,7 +291,7 @@ def test_bar_figures_at_epsilon_10(tmp_path, footers, figure, grid, column, pape
         assert row[row.adversary == "a_ude"].epsilon_paper.isna().all()  # the paper gives a_c and a_ade only
     # only ε = 4 audited: the figure shows ε = 4 (no paper value there); a whole NaN bar does not crash
     table = audit_rows(runs=1, epsilons=(4.0,), **grid)
-    table.loc[table.adversary == "a_c", "epsilon"] = np.nan
+    table.loc[table.adversary == "a_c", ["epsilon", "epsilon_valid"]] = np.nan
     csv = draw(figure, table, tmp_path / "g.pdf", tmp_path / "g.csv", scale="s", code_version="")
     assert set(csv.epsilon_theory) == {4.0} and csv.epsilon_paper.isna().all()
     assert csv[csv.adversary == "a_c"].epsilon.isna().all()
@@ -240,7 +304,8 @@ def test_fig2_histograms(tmp_path, footers):
                                 code_version="")
     check_pdf(tmp_path / "f.pdf")
     csv = pd.read_csv(tmp_path / "f.csv")
-    for column in (*CSV_COLUMNS, "member", "world", "bin_left", "bin_right", "count", "epsilon_run"):
+    for column in (*CSV_COLUMNS, *VALID_COLUMNS, "member", "world", "bin_left", "bin_right", "count", "epsilon_run",
+                   "epsilon_valid_run", "epsilon_mode_run"):
         assert column in csv.columns, column
     assert set(csv.run) == {0}  # one run shown
     # every model of run 0 is in exactly one bin of its panel
@@ -249,7 +314,13 @@ def test_fig2_histograms(tmp_path, footers):
     got = csv[(csv.adversary == "a_ade") & (csv.split == "same")].iloc[0]
     rows = table[(table.adversary == "a_ade") & (table.split == "same")]
     assert got["epsilon"] == pytest.approx(rows.epsilon.mean()) and got["runs"] == 2
-    assert got["epsilon_run"] == pytest.approx(rows[rows.run == 0].epsilon.iloc[0])
+    assert got["epsilon_run"] == pytest.approx(rows[rows.run == 0].epsilon.iloc[0])  # same split: the paper's rule
+    assert got["epsilon_valid_run"] == pytest.approx(rows[rows.run == 0].epsilon_valid.iloc[0])
+    held = csv[(csv.adversary == "a_ade") & (csv.split == "held-out")].iloc[0]  # held-out: the valid rule's
+    rows = table[(table.adversary == "a_ade") & (table.split == "held-out") & (table.run == 0)]
+    assert (held["epsilon_run"], held["epsilon_mode_run"]) == pytest.approx((rows.epsilon_valid.item(),
+                                                                              rows.epsilon.item()))  # fmt: skip
+    assert held["rule"] == "crossing" and held["rule_valid"]
     assert "run 0" in footers[-1]
     with pytest.raises(ValueError, match="per-model scores"):
         draw("fig2", table, tmp_path / "f.pdf", tmp_path / "f.csv", scale="s", code_version="")
@@ -258,22 +329,28 @@ def test_fig2_histograms(tmp_path, footers):
 def test_table1_markdown_and_csv(tmp_path):
     margins = (0.05, 0.1, 0.15, 0.2, 0.25)
     table = audit_rows(datasets=("cifar10",), epsilons=(4.0,), margins=margins)
-    table.loc[(table.margin == 0.25) & (table.split == "held-out"), "epsilon"] = np.nan
+    table.loc[(table.margin == 0.25) & (table.split == "held-out"), ["epsilon", "epsilon_valid"]] = np.nan
     csv = draw("table1", table, tmp_path / "t.md", tmp_path / "t.csv", scale="smoke", code_version="abc")
     text = (tmp_path / "t.md").read_text()
     lines = text.splitlines()
     assert lines[0].startswith("Table 1: ε̂ of a_ade (mean ± sd over 3 run(s)")
     assert "CIFAR-10" in lines[0] and "ε = 4" in lines[0]
-    assert lines[2] == "| α | ε̂ held-out | ε̂ same | paper (same models) |"
+    assert lines[2] == ("| α | ε̂ held-out, crossing rule (valid) | ε̂ held-out, paper rule (not valid) | "
+                        "ε̂ same, paper rule (not valid) | ε̂ same, crossing rule | paper (same models) |")
     assert lines[-1].startswith("scale=smoke") and "code=abc" in lines[-1]
     rows = {line.split(" | ")[0].strip("| "): line for line in lines[4:9]}
     assert list(rows) == ["0.05", "0.1", "0.15", "0.2", "0.25"]
     same = table[(table.margin == 0.1) & (table.split == "same")].epsilon
     assert f"{same.mean():.2f} ± {np.std(same, ddof=1):.2f}" in rows["0.1"] and "1.84 ± 0.32" in rows["0.1"]
+    cells = [cell.strip() for cell in rows["0.1"].strip("|").split("|")]
+    for i, (split, column) in enumerate((("held-out", "epsilon_valid"), ("held-out", "epsilon"), ("same", "epsilon"),
+                                         ("same", "epsilon_valid")), start=1):  # fmt: skip
+        values = table[(table.margin == 0.1) & (table.split == split)][column]
+        assert cells[i] == f"{values.mean():.2f} ± {np.std(values, ddof=1):.2f}", (split, column)
     assert "| n/a |" in rows["0.25"] and "2.03 ± 0.24" in rows["0.25"]
     csv = pd.read_csv(tmp_path / "t.csv")
     assert len(csv) == 5 * 2 and set(csv.adversary) == {"a_ade"}
-    for column in (*CSV_COLUMNS, "epsilon_paper", "epsilon_paper_sd"):
+    for column in (*CSV_COLUMNS, *VALID_COLUMNS, "epsilon_paper", "epsilon_paper_sd"):
         assert column in csv.columns, column
     check_series(csv, table, margin=0.15, split="held-out")
     assert csv.set_index(["margin", "split"]).loc[(0.05, "same"), "epsilon_paper_sd"] == 0.51

@@ -722,6 +722,9 @@ def test_craft_run_scores_every_model_and_audit_table_audits_each_block(data, th
         theta, bits = (craft if row.split == "same" else held)
         expected = audit.audit_scores(crafting.sample_scores(MNIST, theta, sample, device="cpu"), bits, **kw)
         assert row.epsilon == expected["epsilon"] and row.mu == expected["mu"]
+        assert (row.epsilon_valid, row.mu_valid, row.valid_mode) == (expected["epsilon_valid"], expected["mu_valid"],
+                                                                     "crossing")  # fmt: skip
+        assert not row.rule_valid  # the paper's rule: not a valid bound
         assert row.objective_end == sample.objective_end or math.isnan(sample.objective_end)
     assert list(table.columns[:5]) == ["run", "adversary", "margin", "split", "access"]
     assert table.columns[-1] == "dataset" and table["access"].eq("white").all()

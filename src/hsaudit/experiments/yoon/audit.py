@@ -1,8 +1,11 @@
 """Yoon, Jeung & No (2025), the audit: per-model scores of a run → its audit rows (one per sample and split).
 
 Each (adversary, margin, split) of a run's scores (:func:`hsaudit.experiments.yoon.crafting.craft_run`) is audited
-with the project's GDP audit (:class:`hsaudit.audit.auditor.Auditor`, the threshold rule of the audit's mode). This
-module imports the audit layer only, so an estimator's edit reruns the audits and never a population.
+with the project's GDP audit (:class:`hsaudit.audit.auditor.Auditor`) twice: under the rule of the audit's mode
+(``audit.mode``; the default, the paper's, is not a valid lower bound) and under a valid rule (``audit.valid_mode``,
+default ``crossing``; the mode's own result when its rule is valid). Every row carries both, so a verdict can be read
+from a valid audit. This module imports the audit layer only, so an estimator's edit reruns the audits and never a
+population.
 """
 
 from __future__ import annotations
@@ -29,14 +32,45 @@ def audit_scores(
     mode: str,
     seed: int,
     selection_fraction: float = 0.5,
-) -> dict[str, float]:
-    """The GDP audit of one sample's scores (higher ⇒ member) against the models' bits; returns its fields."""
+    valid_mode: str = "crossing",
+) -> dict[str, Any]:
+    """The GDP audit of one sample's scores (higher ⇒ member) against the models' bits, under ``mode``'s rule and
+    under a valid rule.
+
+    Args:
+        scores: one score per model.
+        members: one bit per model (1: trained on D′ = D ∪ {canary}).
+        delta, confidence: the audit's δ and confidence.
+        mode: the rule of the audit's fields (``audit.mode``, :func:`hsaudit.audit.rules.rule_from_mode`).
+        seed: the seed of a rule that splits or simulates (held-out, grid, rays); both rules take it.
+        selection_fraction: the selection share of the held-out and grid rules.
+        valid_mode: the valid rule audited beside ``mode``'s when that one is not valid (``audit.valid_mode``).
+
+    Returns:
+        The fields of ``mode``'s :class:`hsaudit.audit.gdp.AuditResult` (epsilon, mu, threshold, …, mode), then
+        rule_valid (whether ``mode``'s rule gives a valid lower bound), valid_mode (the valid rule's name: ``mode``
+        itself when its rule is valid), mu_valid and epsilon_valid (that rule's μ̂ and ε̂ of the same scores).
+
+    Raises:
+        ValueError: scores and members of different shapes, an unknown mode, or a ``valid_mode`` whose rule is
+            not valid.
+    """
     scores = np.asarray(scores, dtype=float)
     inserted = np.asarray(members).astype(bool)
     if scores.shape != inserted.shape:
         raise ValueError(f"scores and members must have one entry per model, got {scores.shape} and {inserted.shape}")
+    x0, x1 = scores[~inserted], scores[inserted]
     rule = rule_from_mode(mode, selection_fraction=selection_fraction, seed=seed)
-    return Auditor(delta=delta, confidence=confidence, rule=rule).gdp(scores[~inserted], scores[inserted]).to_dict()
+    result = Auditor(delta=delta, confidence=confidence, rule=rule).gdp(x0, x1)
+    if rule.valid:
+        valid_rule, valid_result = rule, result
+    else:
+        valid_rule = rule_from_mode(valid_mode, selection_fraction=selection_fraction, seed=seed)
+        if not valid_rule.valid:
+            raise ValueError(f"valid_mode {valid_mode!r} is not a valid rule")
+        valid_result = Auditor(delta=delta, confidence=confidence, rule=valid_rule).gdp(x0, x1)
+    return {**result.to_dict(), "rule_valid": bool(rule.valid), "valid_mode": valid_rule.name,
+            "mu_valid": float(valid_result.mu), "epsilon_valid": float(valid_result.epsilon)}  # fmt: skip
 
 
 def audit_table(
@@ -49,6 +83,7 @@ def audit_table(
     mode: str,
     seed: int,
     selection_fraction: float = 0.5,
+    valid_mode: str = "crossing",
     facts: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """The audit rows of one run: one per consecutive block of ``scores`` with the same (adversary, margin, split).
@@ -58,11 +93,13 @@ def audit_table(
         samples: what the rows say of each sample (:func:`hsaudit.experiments.yoon.crafting.sample_table`), one
             row per (adversary, margin).
         access: ``white`` or ``black`` (a column of every row).
+        delta, confidence, mode, seed, selection_fraction, valid_mode: the audit of each block
+            (:func:`audit_scores`).
         facts: columns appended to every row (the setting: dataset, model, ε, …), in order.
 
     Returns:
-        run, adversary, margin, split, access, the audit's fields (:func:`audit_scores`), the sample's columns,
-        then ``facts``.
+        run, adversary, margin, split, access, the audit's fields (:func:`audit_scores`: ``mode``'s audit, then
+        rule_valid, valid_mode, mu_valid, epsilon_valid), the sample's columns, then ``facts``.
     """
     if scores.empty:
         raise ValueError("the run has no scores")
@@ -82,7 +119,7 @@ def audit_table(
     for _, block in scores.groupby(blocks, sort=False):
         first = block.iloc[0]
         result = audit_scores(block["score"], block["member"], delta=delta, confidence=confidence, mode=mode,
-                              seed=seed, selection_fraction=selection_fraction)  # fmt: skip
+                              seed=seed, selection_fraction=selection_fraction, valid_mode=valid_mode)  # fmt: skip
         margin = float(first["margin"])
         sample = sample_of[(first["adversary"], None if np.isnan(margin) else margin)]
         rows.append({"run": int(first["run"]), "adversary": first["adversary"], "margin": margin,

@@ -4,11 +4,14 @@ Input (the contract with ``workflow/scripts/plot_yoon.py``): the concatenation o
 (``results/yoon/audits/<key>/run<r>.csv``, :func:`runs_table`). Every row is one audit of one run: a setting
 (dataset, canary, init, clip_norm C, access, epsilon_theory ε, the crafting recipe's name ``craft_recipe`` and
 options ``recipe``) × adversary (``a_c``: the canary itself; ``a_ude`` / ``a_ade``: a sample crafted from it,
-``a_ade`` at margin α) × split (``held-out``: x_a crafted on one population and scored on a fresh one, a valid
-audit; ``same``: crafted and scored on the same models, the paper's reading), with ε̂ (``epsilon``,
-at δ), μ̂ (``mu``) and the provenance columns (models_per_world, data_source, mode, confidence, delta). fig2 also
-takes the per-model scores (run, adversary, margin, split, model_index, member, score; score = −loss; member = 1
-for the models M′ trained on D′ = D ∪ {canary}), each row with its audit row's columns (:func:`with_scores`).
+``a_ade`` at margin α) × split (``held-out``: x_a crafted on one population and scored on a fresh one;
+``same``: crafted and scored on the same models, the paper's reading), with ε̂ (``epsilon``, at δ) and μ̂ (``mu``)
+under the audit's rule (``mode``; ``rule_valid``: whether it is a valid lower bound), the valid rule's ε̂ and μ̂ of
+the same scores (``epsilon_valid``, ``mu_valid``, rule ``valid_mode``;
+:func:`hsaudit.experiments.yoon.audit.audit_scores`) and the provenance columns (models_per_world, data_source,
+confidence, delta). fig2 also takes the per-model scores (run, adversary, margin, split, model_index, member, score;
+score = −loss; member = 1 for the models M′ trained on D′ = D ∪ {canary}), each row with its audit row's columns
+(:func:`with_scores`).
 
 Every figure function has the signature ``fn(table, *, pdf, csv, facts)`` (``pdf``: the main output, Markdown for
 table1; ``facts``: the footer's ``scale`` and ``code_version``) and returns its CSV table; :data:`FIGURES` lists
@@ -23,13 +26,22 @@ them by figure id. Figure kinds, one function each:
   recipe) × adversary, held-out plain and same hatched.
 - :func:`write_table1` (table1): a_ade's ε̂ for every margin α (Markdown and CSV).
 
+**Which rule a drawn ε̂ used** (:func:`_headline`). A valid audit of x_a needs the held-out split *and* a valid
+threshold rule: the held-out split's ε̂ is the valid rule's (``valid_mode``, default crossing), the same split's is
+the audit mode's (default the paper's, not valid), as the paper reports it and so comparable with its printed
+values. Every legend, footer and table header names the rule of what it shows and whether it is valid, and the CSV
+keeps both rules' numbers for every row.
+
 Every figure works with whatever subset of the settings exists (a missing series is left out; one run has no
 error bar; a NaN ε̂ is left out of the mean and counted apart in ``runs_finite``), is 7 in wide, and carries the
-house footer (scale, N per world, runs, data source, audit mode, the named recipes' options, craft/audit split).
-Its CSV holds every plotted number: one row per series (dataset, canary, init, clip_norm, access, epsilon_theory,
-craft_recipe, recipe, adversary, margin, split) with ``epsilon`` (mean ε̂ over the runs), ``epsilon_sd`` (ddof = 1;
-0 for one run), ``mu`` (mean μ̂), ``runs``, ``runs_finite`` and ``epsilon_paper`` (the value the paper reports for
-that setting, NaN where it gives none).
+house footer (scale, N per world, runs, data source, the audit's rules, the named recipes' options, craft/audit
+split). Its CSV holds every plotted number: one row per series (dataset, canary, init, clip_norm, access,
+epsilon_theory, craft_recipe, recipe, adversary, margin, split) with ``epsilon`` (mean ε̂ over the runs of the drawn
+estimate), ``epsilon_sd`` (ddof = 1; 0 for one run), ``mu`` (mean μ̂), ``runs``, ``runs_finite``, ``rule`` and
+``rule_valid`` (the drawn estimate's rule and whether it is valid); ``epsilon_valid``, ``epsilon_valid_sd``,
+``mu_valid``, ``runs_finite_valid`` (the valid rule's, named by ``valid_mode``); ``epsilon_mode``,
+``epsilon_mode_sd``, ``mu_mode``, ``runs_finite_mode`` (the audit mode's, named by ``mode``, valid if
+``mode_valid``); and ``epsilon_paper`` (the value the paper reports for that setting, NaN where it gives none).
 
 The paper's values (:data:`PAPER`) are drawn only as reference markers labelled "paper". They come from the text
 of Yoon, Jeung & No, "Adversarial Sample-Based Approach for Tighter Privacy Auditing in Final Model-Only
@@ -56,6 +68,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hsaudit.audit.rules import RULES
 from hsaudit.experiments.plotting import PALETTE, UPPER_BOUND_STYLE, figure, footer_text, reserve_footer, save
 from hsaudit.util.io import write_csv_atomic, write_text_atomic
 
@@ -148,10 +161,47 @@ def _check(table: pd.DataFrame) -> pd.DataFrame:
         if unknown:
             raise ValueError(f"unknown {column} {unknown[0]!r} (known: {', '.join(known)})")
     table = table.copy()
-    for column in ("clip_norm", "epsilon_theory", "margin", "epsilon", "mu"):
+    if "rule_valid" not in table.columns:  # audit tables written before the valid rule's columns
+        table["rule_valid"] = table["mode"].map(lambda mode: _RULE_VALID.get(mode, False))
+    if "valid_mode" not in table.columns:  # ... have a valid estimate only when their own rule is valid
+        valid = table["rule_valid"].astype(bool)
+        table["valid_mode"] = table["mode"].where(valid)
+        table["mu_valid"] = table["mu"].where(valid)
+        table["epsilon_valid"] = table["epsilon"].where(valid)
+    table["rule_valid"] = table["rule_valid"].astype(bool)
+    for column in ("clip_norm", "epsilon_theory", "margin", "epsilon", "mu", "epsilon_valid", "mu_valid"):
         table[column] = pd.to_numeric(table[column], errors="coerce").astype(float)
     table.loc[table["adversary"] != "a_ade", "margin"] = np.nan
     return table
+
+
+_RULE_VALID = {cls.name: bool(cls.valid) for cls in RULES}
+"""Whether each audit rule (``mode`` as the audit rows spell it) gives a valid lower bound."""
+
+
+def _headline(table: pd.DataFrame) -> pd.DataFrame:
+    """The audit rows with the estimate a figure draws in ``epsilon`` and ``mu``, its rule in ``rule`` and whether
+    that rule is valid in ``rule_valid``; the mode's own estimate moves to ``epsilon_mode`` and ``mu_mode``.
+
+    The held-out split draws the valid rule's ε̂ (``valid_mode``; the mode's where a row has none): x_a is independent
+    of those models, so under a valid rule the audit is a valid lower bound. The same split draws the mode's ε̂, the
+    paper's reading (x_a crafted on the audited models: no rule makes that audit valid for a crafted sample), which
+    compares with the paper's printed values. A table that has been through this already (a ``rule`` column) is
+    returned as it is.
+    """
+    if "rule" in table.columns:
+        return table
+    table = _check(table)
+    valid = (table["split"] == "held-out") & table["valid_mode"].notna()
+    return table.assign(
+        epsilon_mode=table["epsilon"],
+        mu_mode=table["mu"],
+        mode_valid=table["rule_valid"],
+        epsilon=table["epsilon"].where(~valid, table["epsilon_valid"]),
+        mu=table["mu"].where(~valid, table["mu_valid"]),
+        rule=table["mode"].where(~valid, table["valid_mode"]),
+        rule_valid=table["rule_valid"] | valid,
+    )
 
 
 def _order(frame: pd.DataFrame) -> pd.DataFrame:
@@ -168,29 +218,50 @@ def _order(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values(list(SERIES), key=rank, na_position="first").reset_index(drop=True)
 
 
+def _sd(s: pd.Series) -> float:
+    """The sd (ddof = 1) of the finite values: 0 with one, NaN with none."""
+    return float(s.std(ddof=1)) if s.count() > 1 else (0.0 if s.count() else np.nan)
+
+
 def summarise(table: pd.DataFrame) -> pd.DataFrame:
-    """Mean ± sd of ε̂ and mean μ̂ over the runs of every series (:data:`SERIES`).
+    """Mean ± sd of ε̂ and mean μ̂ over the runs of every series (:data:`SERIES`), for the drawn estimate
+    (:func:`_headline`), the valid rule's and the audit mode's.
 
     Non-finite ε̂ (NaN) are left out of the mean and sd; ``runs`` counts every run and ``runs_finite`` those
-    with a finite ε̂. The sd has ddof = 1, and is 0 with a single finite run (NaN with none).
+    with a finite drawn ε̂ (``runs_finite_valid``, ``runs_finite_mode``: of the other two). The sd has ddof = 1, and
+    is 0 with a single finite run (NaN with none).
 
     Returns:
-        Columns :data:`SERIES`, epsilon, epsilon_sd, mu, runs, runs_finite, n_members, n_nonmembers,
-        models_per_world, data_source, mode.
+        Columns :data:`SERIES`, epsilon, epsilon_sd, mu, runs, runs_finite, rule, rule_valid (the drawn estimate),
+        epsilon_valid, epsilon_valid_sd, mu_valid, runs_finite_valid, valid_mode (the valid rule's), epsilon_mode,
+        epsilon_mode_sd, mu_mode, runs_finite_mode, mode, mode_valid (the audit mode's), n_members, n_nonmembers,
+        models_per_world, data_source.
     """
-    table = _check(table)
-    finite = table["epsilon"].where(np.isfinite(table["epsilon"]))
-    grouped = table.assign(epsilon=finite).groupby(list(SERIES), sort=False, dropna=False)
+    table = _headline(table)
+    finite = {c: table[c].where(np.isfinite(table[c])) for c in ("epsilon", "epsilon_valid", "epsilon_mode")}
+    grouped = table.assign(**finite).groupby(list(SERIES), sort=False, dropna=False)
     out = grouped.agg(
         epsilon=("epsilon", "mean"),
-        epsilon_sd=("epsilon", lambda s: float(s.std(ddof=1)) if s.count() > 1 else (0.0 if s.count() else np.nan)),
+        epsilon_sd=("epsilon", _sd),
         mu=("mu", "mean"),
         runs=("run", "size"),
         runs_finite=("epsilon", "count"),
+        rule=("rule", "first"),
+        rule_valid=("rule_valid", "all"),
+        epsilon_valid=("epsilon_valid", "mean"),
+        epsilon_valid_sd=("epsilon_valid", _sd),
+        mu_valid=("mu_valid", "mean"),
+        runs_finite_valid=("epsilon_valid", "count"),
+        valid_mode=("valid_mode", "first"),
+        epsilon_mode=("epsilon_mode", "mean"),
+        epsilon_mode_sd=("epsilon_mode", _sd),
+        mu_mode=("mu_mode", "mean"),
+        runs_finite_mode=("epsilon_mode", "count"),
+        mode=("mode", "first"),
+        mode_valid=("mode_valid", "all"),
         **{c: (c, "first") for c in ("n_members", "n_nonmembers") if c in table.columns},
         models_per_world=("models_per_world", "first"),
         data_source=("data_source", "first"),
-        mode=("mode", "first"),
     )
     return _order(out.reset_index())
 
@@ -250,13 +321,33 @@ def _recipes(table: pd.DataFrame) -> str | None:
     return "; ".join(f"{name} = {label}" for name, label in pairs.itertuples(index=False))
 
 
+def _rule_text(rule: str, valid: bool) -> str:
+    """"paper rule (not valid)", "crossing rule (valid)": a rule's name and whether it gives a valid lower bound."""
+    return f"{rule} rule ({'valid' if valid else 'not valid'})"
+
+
+def _split_rules(table: pd.DataFrame) -> dict[str, str]:
+    """The rule of the ε̂ drawn for each split of ``table`` (:func:`_headline`), as :func:`_rule_text` words."""
+    table = _headline(table)
+    out = {}
+    for split in SPLITS:
+        part = table[table["split"] == split]
+        if not part.empty:
+            pairs = part[["rule", "rule_valid"]].drop_duplicates()
+            out[split] = "/".join(_rule_text(r, bool(v)) for r, v in pairs.itertuples(index=False))
+    return out
+
+
 def _provenance(table: pd.DataFrame) -> dict[str, Any]:
     """The Yoon facts of a footer, as keyword arguments of :func:`hsaudit.experiments.plotting.footer_text`: data
-    source, audit mode, N (models per world), runs per series, the crafting recipes and the craft/audit split."""
-    confidence = f", CP {_unique(table, 'confidence', lambda v: f'{float(v):g}')}" if "confidence" in table else ""
+    source, the audit (its confidence and the rule of each split's drawn ε̂), N (models per world), runs per
+    series, the crafting recipes and the craft/audit split."""
+    level = _unique(table, "confidence", lambda v: f"{float(v):g}") if "confidence" in table else ""
+    confidence = f" (confidence {level})" if level else ""
+    rules = ", ".join(f"{split} {text}" for split, text in _split_rules(table).items())
     return {
         "data": table["data_source"].dropna(),
-        "audit": f"{_unique(table, 'mode')} (GDP{confidence})",
+        "audit": f"GDP{confidence}; ε̂ drawn: {rules}; the CSV has both rules' ε̂",
         "N": f"{_unique(table, 'models_per_world', lambda v: str(int(v)))} per world",
         "runs": table.groupby(list(SERIES), dropna=False).size(),
         "recipe": _recipes(table),
@@ -375,8 +466,9 @@ def _panels(summary: pd.DataFrame) -> list[list[tuple[str, pd.DataFrame]]]:
             for r in recipes]  # fmt: skip
 
 
-def _legend(fig, axes, spec: _Spec, margin: float | None, *, bars: bool) -> None:
-    """One legend above the panels: series colours, the two splits, the bound and the paper's marker."""
+def _legend(fig, axes, spec: _Spec, margin: float | None, *, bars: bool, rules: Mapping[str, str]) -> None:
+    """A legend of three rows above the panels: series colours; the two splits (each with the rule of its drawn ε̂,
+    ``rules`` as :func:`_split_rules` gives them); the bound and the paper's marker."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -392,16 +484,17 @@ def _legend(fig, axes, spec: _Spec, margin: float | None, *, bars: bool) -> None
         else:
             handles.append(Line2D([], [], **style, markersize=5, label=s.label(margin)))
     for split in SPLITS:
+        label = f"{SPLIT_LABELS[split]}: {rules[split]}" if split in rules else SPLIT_LABELS[split]
         if bars:
-            handles.append(Patch(facecolor="white", edgecolor="0.3", hatch=SPLIT_HATCH[split],
-                                 label=SPLIT_LABELS[split]))  # fmt: skip
+            handles.append(Patch(facecolor="white", edgecolor="0.3", hatch=SPLIT_HATCH[split], label=label))
         else:
-            handles.append(Line2D([], [], color="0.3", linestyle=SPLIT_LINES[split], label=SPLIT_LABELS[split]))
+            handles.append(Line2D([], [], color="0.3", linestyle=SPLIT_LINES[split], label=label))
     handles.append(Line2D([], [], **UPPER_BOUND_STYLE, label="theoretical ε (bound)"))
     if "paper" in present:
         handles.append(Line2D([], [], markerfacecolor="0.6", **PAPER_MARKER, label="paper"))
     row = 0.2 / fig.get_figheight()  # one legend row, in figure fraction
-    for i, part in enumerate(p for p in (handles[:n_series], handles[n_series:]) if p):
+    splits = n_series + len(SPLITS)  # series; the splits, each naming its rule; the bound and the paper
+    for i, part in enumerate(p for p in (handles[:n_series], handles[n_series:splits], handles[splits:]) if p):
         fig.legend(handles=part, loc="upper center", ncol=len(part), frameon=False,
                    bbox_to_anchor=(0.5, 1.0 - i * row), borderaxespad=0.2)  # fmt: skip
 
@@ -467,13 +560,15 @@ def plot_epsilon_curves(
     crafting recipe (fig3: the default ``valid`` recipe above, the paper's below; the footer gives their options).
 
     Every series (fig3–5: a_c, a_ude, a_ade at α = 0.2; fig7: a_c at θ_avg, a_c and a_ade at θ_worst, a_ude at
-    θ_worst lighter) is drawn held-out solid and same dashed, mean ± sd over runs (no bar with one run), with the
+    θ_worst lighter) is drawn held-out solid (the valid rule's ε̂) and same dashed (the audit mode's, the paper's
+    reading; :func:`_headline`, the legend names each rule), mean ± sd over runs (no bar with one run), with the
     theoretical ε as the diagonal upper bound and the paper's values at ε = 10 as black-edged stars ("paper").
     Claims: fig3 a_ade > a_ude > a_c on both datasets; fig4 the same order, closer, in the black box; fig5 a_c ≈ 0
     with an in-distribution canary while crafted samples audit; fig7 θ_worst with a_ade nearly reaches the bound.
 
     Returns:
-        The CSV table: the plotted series (:func:`summarise` columns, series label, epsilon_paper, figure, scale).
+        The CSV table: the plotted series (:func:`summarise` columns: the drawn ε̂ and its rule, the valid rule's and
+        the audit mode's; series label, epsilon_paper, figure, scale).
     """
     return _epsilon_figure(figure_name, _check(table), pdf, csv, _curves_panel, facts=facts)
 
@@ -498,8 +593,8 @@ def _epsilon_figure(figure_name: str, table: pd.DataFrame, pdf, csv, draw_panel:
             # With several named recipes, each row says which one crafted its samples (the footer gives the options).
             named = f"\nx_a crafted by recipe '{recipe}'" if len(rows) > 1 else ""
             ax.set_title(_panel_title(part, spec.setting) + named)
-    _legend(fig, axes.ravel(), spec, margin, bars=spec.group_by is not None)
-    _save(fig, pdf, footer_text(**facts, **_provenance(table)), legend_rows=2)
+    _legend(fig, axes.ravel(), spec, margin, bars=spec.group_by is not None, rules=_split_rules(table))
+    _save(fig, pdf, footer_text(**facts, **_provenance(table)), legend_rows=3)
     return _write_csv(summary, csv, figure_name=figure_name, scale=facts["scale"])
 
 
@@ -577,7 +672,8 @@ def plot_epsilon_bars(
     """fig6 (canary types) and fig8 (clipping norm C): ε̂ at one ε as grouped bars.
 
     One group per canary (in-distribution, blank, mislabeled, ClipBKD) or per C (0.1, 1, 10), one bar per
-    adversary (a_c, a_ude, a_ade at α = 0.2) × split (held-out plain, same hatched), mean ± sd over runs, the
+    adversary (a_c, a_ude, a_ade at α = 0.2) × split (held-out plain: the valid rule's ε̂; same hatched: the audit
+    mode's; :func:`_headline`, the legend names each rule), mean ± sd over runs, the
     theoretical ε as a dashed line and the paper's values as black-edged stars between each adversary's two bars.
     The figure shows ε = 10 if audited, else the largest ε audited (its title says which). Claims: fig6 a_ade
     audits every canary type, a_c fails on the in-distribution one; fig8 ε̂ falls as C grows, a_ade least.
@@ -605,6 +701,18 @@ def _loss_bins(losses: np.ndarray) -> tuple[np.ndarray, bool]:
     return np.linspace(low, high, count + 1), False
 
 
+def _estimates_text(row: pd.Series) -> str:
+    """"ε̂ = 0.41, crossing rule (valid)" and, when the other rule differs, "paper rule (not valid): 3.27": one
+    run's ε̂ as :func:`_headline` draws it, then the other rule's (a valid rule there is the same split's: not
+    tagged valid, since no rule makes the same split a valid audit of a crafted sample)."""
+    text = f"ε̂ = {float(row['epsilon']):.2f}, {_rule_text(row['rule'], bool(row['rule_valid']))}"
+    if row["rule"] != row["valid_mode"] and pd.notna(row["valid_mode"]):
+        return text + f"\n{row['valid_mode']} rule: {float(row['epsilon_valid']):.2f}"
+    if row["rule"] != row["mode"]:
+        return text + f"\n{_rule_text(row['mode'], bool(row['mode_valid']))}: {float(row['epsilon_mode']):.2f}"
+    return text
+
+
 def plot_loss_histograms(
     table: pd.DataFrame, *, pdf: str | os.PathLike, csv: str | os.PathLike, facts: Mapping[str, Any]
 ) -> pd.DataFrame:
@@ -612,7 +720,8 @@ def plot_loss_histograms(
 
     One panel per adversary (a_c, a_ude, a_ade at α = 0.2), the held-out split in the top row and the same split
     (the only one the paper shows) below, for one run (the first: runs are separate populations) at ε = 10 if
-    audited (else the largest ε); each panel states that run's ε̂. Claim: a_ude spreads the two distributions,
+    audited (else the largest ε); each panel states that run's ε̂ under both rules, the split's own first
+    (:func:`_headline`: held-out the valid rule, same the audit mode). Claim: a_ude spreads the two distributions,
     a_ade separates their overlap best.
 
     Args:
@@ -620,7 +729,8 @@ def plot_loss_histograms(
 
     Returns:
         The CSV table: one row per panel × world × bin (split, adversary, margin, member, world, bin_left,
-        bin_right, count, epsilon_run: ε̂ of the run shown) with the panel's series summary (:func:`summarise`).
+        bin_right, count, epsilon_run: ε̂ of the run shown, drawn as the figures draw it; epsilon_valid_run and
+        epsilon_mode_run: the valid rule's and the audit mode's) with the panel's series summary (:func:`summarise`).
     """
     from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
@@ -631,6 +741,7 @@ def plot_loss_histograms(
     table = table[(table[list(SETTING)] == setting).all(axis=1)]
     margin = _main_margin(table)
     summary = _with_paper(summarise(table), "fig2")
+    shown = _headline(table)
     run = int(scores["run"].min())
     scores = scores[scores["run"] == run].assign(margin=pd.to_numeric(scores["margin"], errors="coerce"))
     adversaries = [a for a in ADVERSARIES if (scores["adversary"] == a).any()]
@@ -660,11 +771,11 @@ def plot_loss_histograms(
             if log:
                 ax.set_xscale("log")
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-            hit = table[(table["run"] == run) & (table["adversary"] == adversary) & (table["split"] == split)]
+            hit = shown[(shown["run"] == run) & (shown["adversary"] == adversary) & (shown["split"] == split)]
             if not hit.empty:
                 box = {"facecolor": "white", "edgecolor": "none", "alpha": 0.8}
-                ax.text(0.97, 0.95, f"ε̂ = {float(hit['epsilon'].iloc[0]):.2f}", transform=ax.transAxes, ha="right",
-                        va="top", fontsize=7.5, bbox=box)  # fmt: skip
+                ax.text(0.97, 0.95, _estimates_text(hit.iloc[0]), transform=ax.transAxes, ha="right", va="top",
+                        fontsize=7, bbox=box)  # fmt: skip
             if r == len(SPLITS) - 1:
                 ax.set_xlabel("loss of x_a (−score)")
             ax.set_ylabel("models" if c else f"{SPLIT_LABELS[split]}\nmodels")
@@ -676,8 +787,9 @@ def plot_loss_histograms(
     footer = footer_text(**facts, **_provenance(table), shown=f"run {run}, {title}")
     _save(fig, pdf, footer, legend_rows=1)
     hist = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["split", "adversary", "member"])
-    epsilon_run = table[table["run"] == run].set_index(["adversary", "split"])["epsilon"]
-    hist["epsilon_run"] = [epsilon_run.get((a, s), np.nan) for a, s in zip(hist["adversary"], hist["split"])]
+    for column in ("epsilon", "epsilon_valid", "epsilon_mode"):
+        of_run = shown[shown["run"] == run].set_index(["adversary", "split"])[column]
+        hist[f"{column}_run"] = [of_run.get((a, s), np.nan) for a, s in zip(hist["adversary"], hist["split"])]
     hist["run"] = run
     out = hist.merge(summary, on=["adversary", "split"], how="left")
     return _write_csv(out, csv, figure_name="fig2", scale=facts["scale"])
@@ -693,13 +805,40 @@ def _cell(mean: float, sd: float, runs: int) -> str:
     return f"{mean:.2f} ± {sd:.2f}" if runs > 1 else f"{mean:.2f}"
 
 
+def _table1_columns(summary: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """Table 1's ε̂ columns as (split, suffix of the summary's columns, title): per split the drawn estimate
+    (:func:`_headline`), then the other rule's where it differs. A title says "(not valid)" after a rule that is
+    not valid and "(valid)" after a valid rule on the held-out split (a valid lower bound); a valid rule on the
+    same split gets neither (the caption: not a valid audit of a crafted sample under any rule)."""
+
+    def title(split: str, rule: str, valid: bool) -> str:
+        tag = " (not valid)" if not valid else (" (valid)" if split == "held-out" else "")
+        return f"ε̂ {split}, {rule} rule{tag}"
+
+    out = []
+    for split in SPLITS:
+        part = summary[summary["split"] == split]
+        if part.empty:
+            continue
+        first = part.iloc[0]
+        out.append((split, "", title(split, first["rule"], bool(first["rule_valid"]))))
+        if pd.notna(first["valid_mode"]) and first["rule"] != first["valid_mode"]:
+            out.append((split, "_valid", title(split, first["valid_mode"], True)))
+        elif first["rule"] != first["mode"]:
+            out.append((split, "_mode", title(split, first["mode"], bool(first["mode_valid"]))))
+    return out
+
+
 def write_table1(
     table: pd.DataFrame, *, pdf: str | os.PathLike, csv: str | os.PathLike, facts: Mapping[str, Any]
 ) -> pd.DataFrame:
     """Table 1: ε̂ of a_ade (mean ± sd over runs) for every margin α, held-out and same, beside the paper's.
 
-    Markdown (written to ``pdf``, the target's main output): a caption line (the setting, runs, δ), the table (α | held-out | same | paper; settings that vary
-    get a column of their own) and the footer line. Claim: ε̂ hardly depends on α (the paper: CIFAR-10, ε = 4).
+    Markdown (written to ``pdf``, the target's main output): a caption line (the setting, runs, δ), the table (α |
+    held-out under the valid rule, then under the audit mode's | same under the mode's, then under the valid rule |
+    paper; a split's second column only where the rules differ; settings that vary get a column of their own) and
+    the footer line. Each ε̂ column names its rule, and "(valid)" marks the one that is a valid lower bound (the
+    held-out split under a valid rule). Claim: ε̂ hardly depends on α (the paper: CIFAR-10, ε = 4).
 
     Returns:
         The CSV table: one row per setting × margin × split (:func:`summarise` columns, epsilon_paper,
@@ -713,15 +852,17 @@ def write_table1(
     varying = [c for c in SETTING if summary[c].nunique(dropna=False) > 1]
     words = {"dataset": "dataset", "canary": "canary", "init": "init", "clip_norm": "C", "access": "access",
              "epsilon_theory": "ε", "craft_recipe": "recipe name", "recipe": "recipe"}  # fmt: skip
-    head = [words[c] for c in varying] + ["α", "ε̂ held-out", "ε̂ same", "paper (same models)"]
+    columns = _table1_columns(summary)
+    head = [words[c] for c in varying] + ["α", *(title for *_, title in columns), "paper (same models)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for _, part in summary.groupby([*varying, "margin"], sort=False, dropna=False):
         first = part.iloc[0]
         cells = [str(first[c]) if not isinstance(first[c], float) else f"{first[c]:g}" for c in varying]
         cells.append(f"{first['margin']:g}")
-        for split in SPLITS:
+        for split, suffix, _ in columns:
             row = part[part["split"] == split]
-            cells.append(_cell(*row[["epsilon", "epsilon_sd", "runs_finite"]].iloc[0]) if not row.empty else "–")
+            keys = [f"epsilon{suffix}", f"epsilon{suffix}_sd", f"runs_finite{suffix}"]
+            cells.append(_cell(*row[keys].iloc[0]) if not row.empty else "–")
         paper = first["epsilon_paper"]
         cells.append(f"{paper:.2f} ± {first['epsilon_paper_sd']:.2f}" if np.isfinite(paper) else "–")
         lines.append("| " + " | ".join(cells) + " |")
@@ -729,7 +870,8 @@ def write_table1(
     caption = (
         f"Table 1: ε̂ of a_ade (mean ± sd over {runs} run(s), δ = {_unique(table, 'delta', lambda v: f'{v:g}')}) "
         f"for each ADE margin α; {_panel_title(summary, SETTING) or 'several settings'}. Held-out: x_a scored on "
-        "models it was not crafted on; same: crafted and scored on the same models (the paper's reading). "
+        "models it was not crafted on; same: crafted and scored on the same models (the paper's reading, not a valid "
+        "audit under any rule). (valid): a valid lower bound at the audit's confidence. "
         "Paper: Yoon et al., Table 1 (CIFAR-10, ε = 4, 10 runs)."
     ) if "delta" in table else f"Table 1: ε̂ of a_ade (mean ± sd over {runs} run(s)) for each ADE margin α."
     footer = footer_text(**facts, **_provenance(table))
