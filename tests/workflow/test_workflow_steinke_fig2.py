@@ -76,8 +76,13 @@ def test_smoke_fig2(workflow_copy):
     assert t2["runs_per_world"].tolist() == [4, 4, 4]  # row 1 reads 4 + 4 of fig2's shared models
     assert (t2["heuristic"] - t2["heuristic"].iloc[0]).abs().max() < 0.01  # σ calibrated to one heuristic
     assert set(t2["valid_mode"]) == {"crossing"} and not t2["empirical_gdp_valid"].isna().any()
+    # every accountant's standard ε beside the PLD (issue 24 §4); RDP bounds the same mechanism more loosely
+    rdp = ["standard_rdp_classic", "standard_rdp_improved", "standard_rdp_classic_fractional",
+           "standard_rdp_improved_fractional"]
+    assert (t2[rdp].to_numpy() >= t2[["standard"]].to_numpy() - 1e-3).all()
     md = (workflow_copy / TABLE2).read_text()
     assert md.count("\n| ") == 4 and "scale=smoke" in md and "crossing rule, valid" in md
+    assert "Standard ε: PLD (paper)" in md and "RDP, classic / improved conversion, α = 2…256" in md
     # a second request trains nothing again
     again = run_snakemake(workflow_copy, TARGET, FIG4, TABLE2, "--config", "scale=smoke", "-n")
     assert "Nothing to be done" in again.stdout + again.stderr

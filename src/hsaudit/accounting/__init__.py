@@ -3,6 +3,8 @@ dp-accounting; no torch).
 
 - :mod:`hsaudit.accounting.gaussian` — μ-GDP closed forms, trade-off curves, dp-accounting PLD for (subsampled)
   Gaussians and mixtures, σ calibration, PLD tables.
+- :mod:`hsaudit.accounting.rdp` — Rényi DP of Poisson-subsampled Gaussians (dp-accounting's curve) with the classic
+  and the improved conversion to (ε, δ), over a stated grid of orders.
 - :mod:`hsaudit.accounting.last_iterate` — mixtures of Gaussians and the last-iterate heuristic of Steinke, Nasr
   et al. (Theorem 1), with its baselines.
 

@@ -13,7 +13,14 @@ import pytest
 import torch
 
 from hsaudit.accounting.last_iterate import heuristic_epsilon
-from hsaudit.experiments.steinke.audit import privacy_plan, table1
+from hsaudit.experiments.steinke.audit import (
+    STANDARD_COLUMNS,
+    TABLE1_COLUMNS,
+    privacy_plan,
+    standard_epsilons,
+    table1,
+    table1_markdown,
+)
 from hsaudit.experiments.steinke.plan import plan_table1
 from hsaudit.experiments.steinke.train import language as L
 
@@ -242,6 +249,12 @@ def test_table_audits_the_shards():
                                                                noise_multiplier=1.0))
     assert row["standard"] >= row["heuristic"] - 1e-6 and row["paper_heuristic"] == 6.0
     assert math.isfinite(row["perplexity_mean"])
+    assert list(table.columns) == list(TABLE1_COLUMNS)  # every accountant's standard ε (issue 24 §4)
+    expected = standard_epsilons(1e-5, steps=3, sampling_rate=1 / 3, noise_multiplier=1.0)
+    assert {c: row[c] for c in STANDARD_COLUMNS} == pytest.approx({c: expected[c] for c in STANDARD_COLUMNS})
+    md = table1_markdown(table, footer="").splitlines()
+    assert "Standard ε: PLD (paper)" in md[0] and "RDP, classic / improved conversion, α = 2…256" in md[0]
+    assert md[0].count("|") == md[1].count("|") == md[2].count("|")
 
 
 def test_transformers_loading_path(tmp_path):

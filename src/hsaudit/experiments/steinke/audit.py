@@ -25,6 +25,12 @@ the accounting rows), and which rule it used (``audit_mode``).
 Score diagnostics per world (mean, variance, mean number of canary inclusions) are in every row: under the zero
 background they must match :func:`hsaudit.experiments.steinke.train.images.zero_background_moments`.
 
+Tables 1 and 2 put every accountant's standard (all-iterates) ε side by side (:func:`standard_epsilons`,
+:data:`STANDARD_COLUMNS`): dp-accounting's PLD (``standard``) and RDP with the classic and the improved conversion,
+each over the integer orders 2..256 and over Opacus' fractional grid; :func:`accountant_comparison` computes the
+same columns for the paper's rows without any training (``scripts/steinke_accountants.py``), so that which accountant
+the paper's printed standard ε came from can be judged from a command's output (docs/steinke.md).
+
 Table 1's σ per row (:func:`privacy_plan`) is computed here too, once the number N of training blocks is known:
 q = B/N, T = round(epochs · N/B) (App. D: "2 epochs ... for text"), and, without an explicit σ, the σ whose heuristic
 ε_{T,q,σ}(δ) (Theorem 1) is the row's target (App. D: "calculating the noise parameters required to achieve a similar
@@ -37,6 +43,7 @@ job.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -44,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from hsaudit.accounting import last_iterate as H
+from hsaudit.accounting import rdp as R
 from hsaudit.audit.auditor import Auditor, HeldOut, KnownFamily, Paper, rule_from_mode
 from hsaudit.util.seeding import derive_seed
 
@@ -286,13 +294,66 @@ confidence, mode, valid_mode, model, data_source, value_discretization_interval)
 shards."""
 
 
+# ----------------------------------------------------------------------------- every accountant's standard ε
+
+RDP_GRIDS: dict[str, tuple[str, tuple[float, ...]]] = {
+    "": ("α = 2…256", R.INTEGER_ORDERS),
+    "_fractional": ("Opacus' α = 1.1…63", R.OPACUS_ORDERS),
+}
+"""The grids of RDP orders the tables use, by column suffix: (how a header names it, the orders) — the integers
+2, 3, …, 256 (:data:`hsaudit.accounting.rdp.INTEGER_ORDERS`) and Opacus' default 1.1, 1.2, …, 10.9, 12, …, 63
+(:data:`hsaudit.accounting.rdp.OPACUS_ORDERS`). The grid is a choice of its own: at Table 1's small σ the integer
+grid's optimum sits at its end (α = 2) and its ε is far above the fractional grid's (docs/steinke.md)."""
+
+RDP_COLUMNS = tuple(f"standard_rdp_{conversion}{suffix}" for suffix in RDP_GRIDS for conversion in R.CONVERSIONS)
+STANDARD_COLUMNS = ("standard", *RDP_COLUMNS)
+"""The standard ε of every accountant, as Tables 1 and 2 name the columns: ``standard`` (dp-accounting PLD,
+:func:`hsaudit.accounting.last_iterate.standard_epsilon`), ``standard_rdp_classic`` / ``standard_rdp_improved``
+(RDP, integer orders 2..256) and ``standard_rdp_classic_fractional`` / ``standard_rdp_improved_fractional`` (RDP,
+Opacus' orders; :mod:`hsaudit.accounting.rdp`)."""
+
+
+def standard_epsilons(
+    delta: float,
+    *,
+    steps: int,
+    sampling_rate: float,
+    noise_multiplier: float,
+    value_discretization_interval: float = 1e-3,
+) -> dict[str, float]:
+    """The standard (all-iterates) ε of T Poisson-subsampled Gaussians (q, σ) at δ under every accountant.
+
+    Args:
+        delta: δ in (0, 1).
+        steps, sampling_rate, noise_multiplier: T, q, σ.
+        value_discretization_interval: of the PLD.
+
+    Returns:
+        ``{column: ε}`` for every column of :data:`STANDARD_COLUMNS`, plus ``"<column>_order"``: the optimal order
+        α* of each RDP column (NaN for q = 0, where ε = 0). A warning is raised where α* is an end of its grid.
+    """
+    kw = dict(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
+    out = {"standard": H.standard_epsilon(delta, value_discretization_interval=value_discretization_interval, **kw)}
+    for suffix, (_, orders) in RDP_GRIDS.items():
+        rdp = R.subsampled_gaussian_rdp(noise_multiplier=noise_multiplier, compositions=steps,
+                                        sampling_rate=sampling_rate, orders=orders)
+        for conversion in R.CONVERSIONS:
+            name = f"standard_rdp_{conversion}{suffix}"
+            if sampling_rate == 0:
+                out[name], out[f"{name}_order"] = 0.0, math.nan
+            else:
+                out[name], out[f"{name}_order"] = R.rdp_to_epsilon(rdp, orders=orders, delta=delta,
+                                                                   conversion=conversion)
+    return out
+
+
 TABLE2_COLUMNS = (
     "batch_size",
     "sampling_rate",
     "noise_multiplier",
     "steps",
     "heuristic",
-    "standard",
+    *STANDARD_COLUMNS,
     "test_accuracy_mean",
     "test_accuracy_sd",
     "empirical_sigma_last_iterate",
@@ -331,9 +392,10 @@ def table_row(
 ) -> tuple[dict[str, np.ndarray], pd.DataFrame, dict[str, Any]]:
     """What every row of a trained-model table (Table 1, Table 2) computes alike: the row's shards merged,
     :func:`fig2_table`'s audits at its T (seeded by ``(seed, "steinke-<table>", index)``) and the columns the tables
-    share (batch size, q, σ, T, each audit's ε, δ, confidence, the GDP audits' rules — ``gdp_mode`` of
-    ``empirical_gdp``, ``gdp_valid`` whether it is a valid bound, ``valid_mode`` of ``empirical_gdp_valid`` — R,
-    model, data source and the paper's printed ``paper_keys``, NaN where absent).
+    share (batch size, q, σ, T, each audit's ε, every accountant's standard ε (:data:`STANDARD_COLUMNS`), δ,
+    confidence, the GDP audits' rules — ``gdp_mode`` of ``empirical_gdp``, ``gdp_valid`` whether it is a valid bound,
+    ``valid_mode`` of ``empirical_gdp_valid`` — R, model, data source and the paper's printed ``paper_keys``, NaN
+    where absent).
 
     Returns:
         ``(merged shards, the audit table, the shared columns)``.
@@ -350,12 +412,16 @@ def table_row(
     rules = dict(zip(audit["method"], audit["audit_mode"]))
     valid = dict(zip(audit["method"], audit["valid"]))
     paper = dict(row.get("paper") or {})
+    standard = standard_epsilons(delta, steps=t, sampling_rate=float(data["sampling_rate"]),
+                                 noise_multiplier=float(row["noise_multiplier"]),
+                                 value_discretization_interval=value_discretization_interval)
     common = {
         "batch_size": int(data["batch_size"]),
         "sampling_rate": float(data["sampling_rate"]),
         "noise_multiplier": float(row["noise_multiplier"]),
         "steps": t,
         **{m: float(eps[m]) for m in METHODS},
+        **{c: float(standard[c]) for c in RDP_COLUMNS},
         "delta": delta,
         "confidence": confidence,
         "gdp_mode": rules["empirical_gdp"],
@@ -430,6 +496,20 @@ def _gdp_header(table: pd.DataFrame) -> str:
             f"| Empirical ε: GDP audit, {rule_label(first['valid_mode'], True)} |")
 
 
+def _standard_header() -> str:
+    """The standard-ε header cells of the Markdown tables: PLD with the paper's value, then RDP classic / improved
+    per grid of orders (:data:`RDP_GRIDS`)."""
+    rdp = "".join(f" | Standard ε: RDP, classic / improved conversion, {label}" for label, _ in RDP_GRIDS.values())
+    return f"Standard ε: PLD (paper){rdp}"
+
+
+def _standard_cells(r: Any) -> str:
+    """A row's standard-ε cells (:func:`_standard_header`): PLD (paper), then each grid's classic / improved."""
+    rdp = "".join(" | " + " / ".join(f"{getattr(r, f'standard_rdp_{c}{suffix}'):.2f}" for c in R.CONVERSIONS)
+                  for suffix in RDP_GRIDS)
+    return f"{r.standard:.2f}{paper_value(r.paper_standard, '{:g}')}{rdp}"
+
+
 def paper_value(value: float, fmt: str) -> str:
     """`` (value)`` formatted with ``fmt``, the paper's printed value beside ours in a table; empty for NaN."""
     return "" if math.isnan(value) else f" ({fmt.format(value)})"
@@ -437,21 +517,22 @@ def paper_value(value: float, fmt: str) -> str:
 
 def table2_markdown(table: pd.DataFrame, *, footer: str) -> str:
     """Table 2 as Markdown: the paper's columns (batch size, heuristic ε, standard ε, accuracy, empirical ε) with
-    the paper's printed values in parentheses where given, the GDP audit under ``gdp_mode``'s rule and under the
+    the paper's printed values in parentheses where given, the standard ε of every accountant (PLD, then RDP classic
+    / improved per grid of orders), the GDP audit under ``gdp_mode``'s rule and under the
     valid rule (each header says whether it is valid), then ``footer`` (scale, setup, audits)."""
 
     paper = paper_value
     lines = [
-        "| Batch size | q | σ | T | Heuristic ε (paper) | Standard ε (paper) | Test accuracy, mean ± sd (paper) "
+        f"| Batch size | q | σ | T | Heuristic ε (paper) | {_standard_header()} | Test accuracy, mean ± sd (paper) "
         "| Empirical ε: σ̂ audit, all thresholds (not a valid bound) / held-out (valid) (paper) "
         + _gdp_header(table),
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---" * (10 + len(RDP_GRIDS)) + "|",
     ]
     for r in table.itertuples(index=False):
         lines.append(
             f"| {r.batch_size} | {r.sampling_rate:.4g} | {r.noise_multiplier:g} | {r.steps} "
             f"| {r.heuristic:.2f}{paper(r.paper_heuristic, '{:.2f}')} "
-            f"| {r.standard:.2f}{paper(r.paper_standard, '{:g}')} "
+            f"| {_standard_cells(r)} "
             f"| {100 * r.test_accuracy_mean:.1f}% ± {100 * r.test_accuracy_sd:.1f}{paper(r.paper_accuracy, '{:.1%}')} "
             f"| {r.empirical_sigma_last_iterate:.2f} / {r.empirical_sigma_last_iterate_held_out:.2f}"
             f"{paper(r.paper_empirical, '{:g}')} | {r.empirical_gdp:.2f} | {r.empirical_gdp_valid:.2f} |"
@@ -466,7 +547,9 @@ TABLE1_COLUMNS = (
     "sampling_rate",
     "noise_multiplier",
     "steps",
-    *METHODS,
+    *METHODS[:1],
+    *RDP_COLUMNS,
+    *METHODS[1:],
     "perplexity_mean",
     "perplexity_sd",
     "n_train",
@@ -576,21 +659,21 @@ def table1(
 
 def table1_markdown(table: pd.DataFrame, *, footer: str) -> str:
     """Table 1 as Markdown: the paper's columns (batch size, heuristic ε, standard ε, perplexity, empirical ε) with
-    its printed values in parentheses where given, the two GDP columns as :func:`table2_markdown`, then
-    ``footer``."""
+    its printed values in parentheses where given, every accountant's standard ε and the two GDP columns as
+    :func:`table2_markdown`, then ``footer``."""
 
     paper = paper_value
     lines = [
-        "| Batch size | q | σ | T | Heuristic ε (paper) | Standard ε (paper) | Perplexity, mean ± sd (paper) "
+        f"| Batch size | q | σ | T | Heuristic ε (paper) | {_standard_header()} | Perplexity, mean ± sd (paper) "
         "| Empirical ε: σ̂ audit, all thresholds (not a valid bound) / held-out (valid) (paper) "
         + _gdp_header(table),
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---" * (10 + len(RDP_GRIDS)) + "|",
     ]
     for r in table.itertuples(index=False):
         lines.append(
             f"| {r.batch_size} | {r.sampling_rate:.4g} | {r.noise_multiplier:.4g} | {r.steps} "
             f"| {r.heuristic:.2f}{paper(r.paper_heuristic, '{:.1f}')} "
-            f"| {r.standard:.2f}{paper(r.paper_standard, '{:g}')} "
+            f"| {_standard_cells(r)} "
             f"| {r.perplexity_mean:.4g} ± {r.perplexity_sd:.2g}{paper(r.paper_perplexity, '{:g}')} "
             f"| {r.empirical_sigma_last_iterate:.2f} / {r.empirical_sigma_last_iterate_held_out:.2f}"
             f"{paper(r.paper_empirical, '{:g}')} | {r.empirical_gdp:.2f} | {r.empirical_gdp_valid:.2f} |"
@@ -598,12 +681,144 @@ def table1_markdown(table: pd.DataFrame, *, footer: str) -> str:
     return "\n".join(lines) + f"\n\n{footer}\n"
 
 
+# ------------------------------------------------------------------- which accountant: the paper's rows, no training
+
+ACCOUNTANT_COLUMNS = (
+    "table",
+    "n_train",
+    "batch_size",
+    "sampling_rate",
+    "noise_multiplier",
+    "steps",
+    "heuristic",
+    *STANDARD_COLUMNS,
+    *(f"{c}_order" for c in RDP_COLUMNS),
+    "delta",
+    "paper_heuristic",
+    "paper_standard",
+)
+
+
+def table2_accountant_rows(rows: Sequence[Mapping[str, Any]], *, n_train: int) -> list[dict[str, Any]]:
+    """Table 2's configured rows (``steinke.table2.rows``: B, σ, T, ``paper``) as :func:`accountant_comparison`
+    takes them, at q = B/N for a training set of ``n_train`` examples (CIFAR-10's 50,000 at paper scale)."""
+    return [{"table": "Table 2", "n_train": int(n_train), "batch_size": int(r["batch_size"]),
+             "sampling_rate": int(r["batch_size"]) / int(n_train), "noise_multiplier": float(r["noise_multiplier"]),
+             "steps": int(r["steps"]), "paper": dict(r.get("paper") or {})} for r in rows]
+
+
+def table1_accountant_rows(
+    rows: Sequence[Mapping[str, Any]], *, n_train: int, epochs: float, delta: float
+) -> list[dict[str, Any]]:
+    """Table 1's configured rows (``steinke.table1.rows``) for N = ``n_train`` examples: q, T and σ (calibrated to
+    the row's heuristic target) from :func:`privacy_plan`, with the row's ``paper`` values."""
+    plan = privacy_plan(rows, n_train=n_train, epochs=epochs, delta=delta)
+    return [{"table": "Table 1", "n_train": int(n_train), **{k: p[k] for k in ("batch_size", "sampling_rate",
+             "noise_multiplier", "steps")}, "paper": dict(r.get("paper") or {})} for r, p in zip(rows, plan)]
+
+
+def accountant_comparison(
+    rows: Sequence[Mapping[str, Any]], *, delta: float, value_discretization_interval: float = 1e-3
+) -> pd.DataFrame:
+    """The heuristic and every accountant's standard ε (:func:`standard_epsilons`) of each row, beside the paper's
+    printed values: which accountant the paper's standard ε came from, without training anything.
+
+    Args:
+        rows: :func:`table2_accountant_rows` / :func:`table1_accountant_rows` (``table``, ``n_train``,
+            ``batch_size``, ``sampling_rate``, ``noise_multiplier``, ``steps``, optional ``paper``).
+        delta: δ of every ε.
+        value_discretization_interval: of the PLD.
+
+    Returns:
+        One row per input row with :data:`ACCOUNTANT_COLUMNS` (each RDP column's optimal order in ``<column>_order``).
+    """
+    out = []
+    for r in rows:
+        kw = dict(steps=int(r["steps"]), sampling_rate=float(r["sampling_rate"]),
+                  noise_multiplier=float(r["noise_multiplier"]))
+        with warnings.catch_warnings():  # an optimum at a grid's end is in the ``_order`` columns instead
+            warnings.simplefilter("ignore", UserWarning)
+            standard = standard_epsilons(delta, value_discretization_interval=value_discretization_interval, **kw)
+        paper = r.get("paper") or {}
+        out.append({**{k: r[k] for k in ("table", "n_train", "batch_size")}, **kw,
+                    "heuristic": H.heuristic_epsilon(delta, **kw), **standard, "delta": delta,
+                    **{f"paper_{k}": float(paper[k]) if paper.get(k) is not None else math.nan
+                       for k in ("heuristic", "standard")}})
+    return pd.DataFrame(out, columns=list(ACCOUNTANT_COLUMNS))
+
+
+def accountant_fit(comparison: pd.DataFrame) -> pd.DataFrame:
+    """How well each accountant reproduces the paper's printed standard ε, per (table, N): the root mean square of
+    log(ours / paper's) over the table's rows (0 = every row exact; 0.1 ≈ 10 % off on average).
+
+    Returns:
+        One row per (table, n_train), in order of first appearance, with a column per :data:`STANDARD_COLUMNS`.
+    """
+    err = np.log(comparison[list(STANDARD_COLUMNS)].to_numpy(float) / comparison[["paper_standard"]].to_numpy(float))
+    frame = pd.DataFrame(err**2, columns=list(STANDARD_COLUMNS))
+    frame["table"], frame["n_train"] = comparison["table"].to_numpy(), comparison["n_train"].to_numpy()
+    fit = frame.groupby(["table", "n_train"], sort=False)[list(STANDARD_COLUMNS)].mean() ** 0.5
+    return fit.reset_index()
+
+
+def _accountant_labels() -> list[str]:
+    """The header of each :data:`STANDARD_COLUMNS` column in the accountant tables."""
+    return ["PLD", *(f"RDP {c}, {label}" for label, _ in RDP_GRIDS.values() for c in R.CONVERSIONS)]
+
+
+def _at_grid_end(order: float, suffix: str) -> bool:
+    orders = RDP_GRIDS[suffix][1]
+    return order in (min(orders), max(orders))
+
+
+def accountants_markdown(comparison: pd.DataFrame) -> str:
+    """:func:`accountant_comparison` as Markdown: per row the heuristic (paper's in parentheses), every
+    accountant's standard ε and the paper's; † marks an RDP value whose optimal order is an end of its grid (the
+    grid, not the mechanism, sets it)."""
+    header = ["Table", "B", "N", "q", "σ", "T", "Heuristic ε (paper)", *_accountant_labels(), "Paper's standard ε"]
+    lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    for r in comparison.to_dict("records"):
+        cells = [f"{r['standard']:.2f}"]
+        for suffix in RDP_GRIDS:
+            for c in R.CONVERSIONS:
+                name = f"standard_rdp_{c}{suffix}"
+                cells.append(f"{r[name]:.2f}" + ("†" if _at_grid_end(r[f"{name}_order"], suffix) else ""))
+        printed = "" if math.isnan(r["paper_standard"]) else f"{r['paper_standard']:g}"
+        heuristic = f"{r['heuristic']:.2f}{paper_value(r['paper_heuristic'], '{:g}')}"
+        lines.append(
+            f"| {r['table']} | {r['batch_size']} | {r['n_train']:,} | {r['sampling_rate']:.4g} | "
+            f"{r['noise_multiplier']:.4g} | {r['steps']} | {heuristic} | {' | '.join(cells)} | {printed} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def accountant_fit_markdown(fit: pd.DataFrame) -> str:
+    """:func:`accountant_fit` as Markdown, the best N of each accountant per table in bold."""
+    header = ["Table", "N", *_accountant_labels()]
+    lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    best = {(t, c): fit.loc[fit["table"] == t, c].min() for t in fit["table"].unique() for c in STANDARD_COLUMNS}
+    multi = fit.groupby("table")["n_train"].transform("size") > 1
+    for i, r in fit.iterrows():
+        cells = [f"**{r[c]:.3f}**" if multi[i] and r[c] == best[(r["table"], c)] else f"{r[c]:.3f}"
+                 for c in STANDARD_COLUMNS]
+        lines.append(f"| {r['table']} | {int(r['n_train']):,} | {' | '.join(cells)} |")
+    return "\n".join(lines) + "\n"
+
+
 __all__ = [
+    "ACCOUNTANT_COLUMNS",
     "COLUMNS",
     "FIG4_COLUMNS",
     "METHODS",
     "TABLE1_COLUMNS",
     "TABLE2_COLUMNS",
+    "RDP_COLUMNS",
+    "RDP_GRIDS",
+    "STANDARD_COLUMNS",
+    "accountant_comparison",
+    "accountant_fit",
+    "accountant_fit_markdown",
+    "accountants_markdown",
     "accuracy_summary",
     "TRAINED_TABLES",
     "fig2_panel_table",
@@ -616,9 +831,12 @@ __all__ = [
     "privacy_plan",
     "rule_label",
     "split_shards",
+    "standard_epsilons",
     "table1",
+    "table1_accountant_rows",
     "table1_markdown",
     "table2",
+    "table2_accountant_rows",
     "table2_markdown",
     "table_row",
     "training_steps",
