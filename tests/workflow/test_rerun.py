@@ -92,6 +92,40 @@ def test_package_code_change_reruns_dependent_jobs(built_copy):
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("fig3")
+def test_script_files_rerun_by_their_code_not_their_mtime(built_copy):
+    """A checkout, a pull or a comment edit rewrites a script's mtime: nothing reruns (Snakemake's `code` trigger,
+    which reruns a script rule whose file is newer than its outputs, is left out of the profile; the rules'
+    ``code_version`` covers the script's code). An edit to the script's code reruns its jobs."""
+    work = built_copy
+    later = time.time() + 60
+    for script in (work / "workflow" / "scripts").glob("*.py"):
+        os.utime(script, (later, later))
+    assert job_counts(dry(work, TARGET)) == {}
+    script = work / "workflow" / "scripts" / "audit_cebere_process.py"
+    script.write_text(script.read_text() + "\n# a comment: no code changes\n")
+    assert job_counts(dry(work, TARGET)) == {}
+    script.write_text(script.read_text() + "\n_EDITED = True\n")
+    counts = job_counts(dry(work, TARGET))
+    assert counts.get("audit_cebere_process") == 4 and counts.get("plot_cebere_fig3") == 1, counts
+
+
+def test_every_script_rule_carries_a_code_version():
+    """The profile leaves Snakemake's `code` trigger out, so each rule that runs a script must rerun through its
+    ``params: code_version=script_version(...)`` (of that very script)."""
+    rules = Path(__file__).resolve().parents[2] / "workflow" / "rules"
+    for path in rules.glob("*.smk"):
+        for block in re.split(r"^(?=(?:rule|checkpoint) \w+:)", path.read_text(), flags=re.M)[1:]:
+            name = block.split(":", 1)[0]
+            script = re.search(r"^    script:\n\s+\"\.\./scripts/(\w+)\.py\"", block, re.M)
+            if script is None:
+                continue
+            assert re.search(rf"code_version=script_version\(\s*\"{script.group(1)}\"", block), (path.name, name)
+    profile = yaml.safe_load((rules.parents[1] / "profiles" / "default" / "config.yaml").read_text())
+    assert "code" not in profile["rerun-triggers"] and "params" in profile["rerun-triggers"]
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("fig3")
 def test_interrupted_run_redoes_only_unfinished_jobs(built_copy):
     """Kill Snakemake (SIGKILL, the whole process group) mid-run; then only the unfinished jobs are planned."""
     work = built_copy
