@@ -230,3 +230,14 @@ def test_the_package_roots_lazy_names_resolve():
         assert getattr(hsaudit, name) is not None, name
     assert hsaudit.audit_scores is audit_scores and hsaudit.empirical_tradeoff is tradeoff.empirical_tradeoff
     assert hsaudit.reference_audit is reference_audit and hsaudit.clopper_pearson_upper is bounds.clopper_pearson_upper
+
+
+def test_valid_companion_keeps_a_valid_rule_and_replaces_the_papers():
+    from hsaudit.audit.rules import Crossing, HeldOut, Paper, valid_companion
+
+    held = HeldOut(seed=3)
+    assert valid_companion(held, "crossing") is held
+    assert valid_companion(Paper(), "crossing") == Crossing()
+    assert valid_companion(Paper(), "held-out", selection_fraction=0.1, seed=5) == HeldOut(fraction=0.1, seed=5)
+    with pytest.raises(ValueError, match="not a valid rule"):
+        valid_companion(Paper(), "paper")

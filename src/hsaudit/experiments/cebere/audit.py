@@ -16,6 +16,7 @@ import pandas as pd
 
 from hsaudit.accounting.gaussian import gdp_epsilon, gdp_mu
 from hsaudit.audit.auditor import Auditor, rule_from_mode
+from hsaudit.audit.rules import valid_companion
 
 
 def scores_table(shard_paths: Sequence[str | os.PathLike]) -> pd.DataFrame:
@@ -120,13 +121,9 @@ def audit_table(
     steps, scores, members = scores_matrix(table)
     rule = rule_from_mode(mode, selection_fraction=selection_fraction, seed=seed)
     results = Auditor(delta=delta, confidence=confidence, rule=rule).gdp_steps(scores, members)
-    if rule.valid:
-        valid_rule, valid_results = rule, results
-    else:
-        valid_rule = rule_from_mode(valid_mode, selection_fraction=selection_fraction, seed=seed)
-        if not valid_rule.valid:
-            raise ValueError(f"valid_mode {valid_mode!r} is not a valid rule")
-        valid_results = Auditor(delta=delta, confidence=confidence, rule=valid_rule).gdp_steps(scores, members)
+    valid_rule = valid_companion(rule, valid_mode, selection_fraction=selection_fraction, seed=seed)
+    valid_results = (results if valid_rule is rule
+                     else Auditor(delta=delta, confidence=confidence, rule=valid_rule).gdp_steps(scores, members))
     rows = []
     for step, res, val in zip(steps, results, valid_results, strict=True):
         insertions = int(step) // int(period)

@@ -53,6 +53,7 @@ import pandas as pd
 from hsaudit.accounting import last_iterate as H
 from hsaudit.accounting import rdp as R
 from hsaudit.audit.auditor import Auditor, HeldOut, KnownFamily, Paper, rule_from_mode
+from hsaudit.audit.rules import valid_companion
 from hsaudit.util.seeding import derive_seed
 
 METHODS = (
@@ -242,11 +243,8 @@ def fig2_table(
         gdp = Auditor(delta=delta, confidence=confidence, rule=gdp_rule).gdp(out, inn)
         rows.append(row("empirical_gdp", gdp.epsilon, mu=max(float(gdp.mu), 0.0), audit_mode=gdp_rule.name,
                         valid=gdp_rule.valid))
-        if gdp_rule.valid:
-            valid_rule, valid_gdp = gdp_rule, gdp
-        else:
-            valid_rule = rule_from_mode(valid_mode, seed=derive_seed(seed, select_label, "gdp-valid", t))
-            valid_gdp = Auditor(delta=delta, confidence=confidence, rule=valid_rule).gdp(out, inn)
+        valid_rule = valid_companion(gdp_rule, valid_mode, seed=derive_seed(seed, select_label, "gdp-valid", t))
+        valid_gdp = gdp if valid_rule is gdp_rule else Auditor(delta=delta, confidence=confidence, rule=valid_rule).gdp(out, inn)
         rows.append(row("empirical_gdp_valid", valid_gdp.epsilon, mu=max(float(valid_gdp.mu), 0.0),
                         audit_mode=valid_rule.name, valid=True))
     table = pd.DataFrame(rows, columns=list(columns))

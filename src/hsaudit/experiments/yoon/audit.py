@@ -18,6 +18,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from hsaudit.audit.auditor import Auditor, rule_from_mode
+from hsaudit.audit.rules import valid_companion
 
 KEYS = ("adversary", "margin", "split")
 """What names one audited sample × split in a run's scores."""
@@ -62,13 +63,8 @@ def audit_scores(
     x0, x1 = scores[~inserted], scores[inserted]
     rule = rule_from_mode(mode, selection_fraction=selection_fraction, seed=seed)
     result = Auditor(delta=delta, confidence=confidence, rule=rule).gdp(x0, x1)
-    if rule.valid:
-        valid_rule, valid_result = rule, result
-    else:
-        valid_rule = rule_from_mode(valid_mode, selection_fraction=selection_fraction, seed=seed)
-        if not valid_rule.valid:
-            raise ValueError(f"valid_mode {valid_mode!r} is not a valid rule")
-        valid_result = Auditor(delta=delta, confidence=confidence, rule=valid_rule).gdp(x0, x1)
+    valid_rule = valid_companion(rule, valid_mode, selection_fraction=selection_fraction, seed=seed)
+    valid_result = result if valid_rule is rule else Auditor(delta=delta, confidence=confidence, rule=valid_rule).gdp(x0, x1)
     return {**result.to_dict(), "rule_valid": bool(rule.valid), "valid_mode": valid_rule.name,
             "mu_valid": float(valid_result.mu), "epsilon_valid": float(valid_result.epsilon)}  # fmt: skip
 
