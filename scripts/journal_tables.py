@@ -29,12 +29,11 @@ import numpy as np
 import pandas as pd
 
 from hsaudit.accounting.gaussian import gdp_epsilon
-from hsaudit.audit.rules import RULES
+from hsaudit.audit.validity import RULE_VALID
 
 # --------------------------------------------------------------------------------------------------------------
 # validity of an audit rule, as the CSVs name it
 # --------------------------------------------------------------------------------------------------------------
-_RULE_VALID = {cls.name: cls.valid for cls in RULES}
 _OTHER_MODES = {
     "all_thresholds": "not valid",  # Steinke et al.'s σ̂ audit under the paper's rule (every threshold's point)
     "held_out": "valid",  # the σ̂ audit's held-out rule
@@ -46,8 +45,8 @@ _OTHER_MODES = {
 def validity(mode: object) -> str:
     """"valid", "not valid", "accountant", … for a rule name as a CSV's ``mode`` / ``audit_mode`` column spells it."""
     name = str(mode)
-    if name in _RULE_VALID:
-        return "valid" if _RULE_VALID[name] else "not valid"
+    if name in RULE_VALID:
+        return "valid" if RULE_VALID[name] else "not valid"
     return _OTHER_MODES.get(name, "?")
 
 

@@ -233,7 +233,8 @@ def test_the_package_roots_lazy_names_resolve():
 
 
 def test_valid_companion_keeps_a_valid_rule_and_replaces_the_papers():
-    from hsaudit.audit.rules import Crossing, HeldOut, Paper, valid_companion
+    from hsaudit.audit.rules import Crossing, HeldOut, Paper
+    from hsaudit.audit.validity import valid_companion
 
     held = HeldOut(seed=3)
     assert valid_companion(held, "crossing") is held

@@ -75,7 +75,6 @@ __all__ = [
     "ThresholdRule",
     "parse_rule",
     "rule_from_mode",
-    "valid_companion",
 ]
 
 #: Default number of candidate thresholds of the grid rule.
@@ -357,23 +356,6 @@ def rule_from_mode(
     if mode == "rays":
         return Rays(draws=calibration_draws, seed=seed)
     return _BY_NAME[mode]()
-
-
-def valid_companion(
-    rule: ThresholdRule, valid_mode: str, *, selection_fraction: float = DEFAULT_SELECTION_FRACTION, seed: Seed = 0
-) -> ThresholdRule:
-    """The valid rule whose estimate a table carries beside ``rule``'s: ``rule`` itself when it is valid, else the
-    rule of ``valid_mode`` (the config's ``audit.valid_mode``; :func:`rule_from_mode` with these options).
-
-    Raises:
-        ValueError: ``valid_mode`` names a rule that is not valid (or no rule).
-    """
-    if rule.valid:
-        return rule
-    companion = rule_from_mode(valid_mode, selection_fraction=selection_fraction, seed=seed)
-    if not companion.valid:
-        raise ValueError(f"valid_mode {valid_mode!r} is not a valid rule")
-    return companion
 
 
 def parse_rule(spec: str, *, seed: Seed = 0, calibration_draws: int = DEFAULT_CALIBRATION_DRAWS) -> ThresholdRule:

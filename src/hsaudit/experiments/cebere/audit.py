@@ -16,7 +16,7 @@ import pandas as pd
 
 from hsaudit.accounting.gaussian import gdp_epsilon, gdp_mu
 from hsaudit.audit.auditor import Auditor, rule_from_mode
-from hsaudit.audit.rules import valid_companion
+from hsaudit.audit.validity import valid_companion
 
 
 def scores_table(shard_paths: Sequence[str | os.PathLike]) -> pd.DataFrame:

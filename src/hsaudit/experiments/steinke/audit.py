@@ -53,7 +53,7 @@ import pandas as pd
 from hsaudit.accounting import last_iterate as H
 from hsaudit.accounting import rdp as R
 from hsaudit.audit.auditor import Auditor, HeldOut, KnownFamily, Paper, rule_from_mode
-from hsaudit.audit.rules import valid_companion
+from hsaudit.audit.validity import valid_companion
 from hsaudit.util.seeding import derive_seed
 
 METHODS = (

@@ -18,7 +18,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from hsaudit.audit.auditor import Auditor, rule_from_mode
-from hsaudit.audit.rules import valid_companion
+from hsaudit.audit.validity import valid_companion
 
 KEYS = ("adversary", "margin", "split")
 """What names one audited sample × split in a run's scores."""

@@ -68,7 +68,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hsaudit.audit.rules import RULES
+from hsaudit.audit.validity import RULE_VALID
 from hsaudit.experiments.plotting import PALETTE, UPPER_BOUND_STYLE, figure, footer_text, reserve_footer, save
 from hsaudit.util.io import write_csv_atomic, write_text_atomic
 
@@ -162,7 +162,7 @@ def _check(table: pd.DataFrame) -> pd.DataFrame:
             raise ValueError(f"unknown {column} {unknown[0]!r} (known: {', '.join(known)})")
     table = table.copy()
     if "rule_valid" not in table.columns:  # audit tables written before the valid rule's columns
-        table["rule_valid"] = table["mode"].map(lambda mode: _RULE_VALID.get(mode, False))
+        table["rule_valid"] = table["mode"].map(lambda mode: RULE_VALID.get(mode, False))
     if "valid_mode" not in table.columns:  # ... have a valid estimate only when their own rule is valid
         valid = table["rule_valid"].astype(bool)
         table["valid_mode"] = table["mode"].where(valid)
@@ -173,10 +173,6 @@ def _check(table: pd.DataFrame) -> pd.DataFrame:
         table[column] = pd.to_numeric(table[column], errors="coerce").astype(float)
     table.loc[table["adversary"] != "a_ade", "margin"] = np.nan
     return table
-
-
-_RULE_VALID = {cls.name: bool(cls.valid) for cls in RULES}
-"""Whether each audit rule (``mode`` as the audit rows spell it) gives a valid lower bound."""
 
 
 def _headline(table: pd.DataFrame) -> pd.DataFrame:
