@@ -1,9 +1,9 @@
 # hsaudit: auditing DP-SGD in the hidden-state threat model.
 # Usage: `snakemake results/fig3.pdf` (see README.md). Profiles: profiles/default (used automatically),
 # profiles/slurm (`--profile slurm`, see README.md).
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
-from hsaudit.pipeline.config import check_config
+from hsaudit.pipeline.config import validate_config
 
 min_version("8.0")
 
@@ -11,9 +11,9 @@ min_version("8.0")
 configfile: "config/config.yaml"
 
 
-# Readable errors first (every violation, named by its dotted key), then Snakemake fills schema defaults.
-check_config(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
-validate(config, "workflow/schemas/config.schema.yaml")
+# Readable errors (every violation, named by its dotted key), then the schema's defaults are filled in, as
+# Snakemake's `validate` does, with the schemas parsed once (hsaudit.pipeline.config.validate_config).
+validate_config(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
 
 
 include: "workflow/rules/common.smk"

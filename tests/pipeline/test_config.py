@@ -151,3 +151,62 @@ def test_decisions_doc_is_up_to_date():
 
     expected = decisions_markdown(REPO / "config" / "config.yaml")
     assert (REPO / "docs" / "decisions.md").read_text() == expected, "regenerate docs/decisions.md (see its header)"
+
+
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def _without_defaulted_keys(config, schema, where):
+    """``config`` less every optional key whose schema gives a default (so that validation has to fill them back in)."""
+    if "$ref" in schema:  # another file's schema (a reference inside a file is not followed: its keys stay)
+        ref = schema["$ref"]
+        schema = {} if ref.startswith("#") else yaml.safe_load((where / ref).read_text())
+    if not isinstance(config, dict):
+        return config
+    props, required = schema.get("properties", {}), set(schema.get("required", ()))
+    return {
+        k: _without_defaulted_keys(v, props.get(k, {}), where)
+        for k, v in config.items()
+        if k in required or not (isinstance(props.get(k), dict) and "default" in props[k])
+    }
+
+
+@pytest.mark.parametrize("scale", ["paper", "laptop", "smoke"])
+def test_validate_config_fills_the_defaults_snakemake_would(scale):
+    # validate_config replaces snakemake.utils.validate in the Snakefile (schemas parsed once instead of on every
+    # $ref lookup): the config it leaves must be the one Snakemake's validate leaves, or every job's params (and
+    # code versions) would change.
+    import copy
+
+    from snakemake.utils import validate
+
+    from hsaudit.pipeline.config import validate_config
+
+    raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    full = resolve_scale({**raw, "scale": scale})
+    sparse = _without_defaulted_keys(full, yaml.safe_load(SCHEMA.read_text()), SCHEMA.parent)
+    assert sparse != full  # the schema has defaults to fill
+    for config in (full, sparse):
+        ours, theirs = copy.deepcopy(config), copy.deepcopy(config)
+        validate(theirs, str(SCHEMA))
+        validate_config(ours, str(SCHEMA))
+        assert ours == theirs
+
+
+def test_validate_config_rereads_an_edited_schema(tmp_path):
+    from hsaudit.pipeline.config import validate_config
+
+    schema = tmp_path / "config.schema.yaml"
+    schema.write_text("$schema: https://json-schema.org/draft/2020-12/schema\ntype: object\n"
+                      "properties:\n  a: {$ref: part.schema.yaml}\n")
+    (tmp_path / "part.schema.yaml").write_text("type: object\nproperties:\n  b: {type: integer, default: 1}\n")
+    config = {"a": {}}
+    validate_config(config, str(schema))
+    assert config == {"a": {"b": 1}}
+    (tmp_path / "part.schema.yaml").write_text("type: object\nproperties:\n  b: {type: integer, default: 2}\n"
+                                                "additionalProperties: false\n")
+    config = {"a": {}}
+    validate_config(config, str(schema))
+    assert config == {"a": {"b": 2}}
+    with pytest.raises(ValueError, match="a: Additional properties"):
+        validate_config({"a": {"c": 0}}, str(schema))

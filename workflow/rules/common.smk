@@ -5,14 +5,14 @@ import json
 import os
 import sys
 
-import yaml
 from snakemake.exceptions import WorkflowError
 
 from hsaudit.pipeline.config import (
-    check_config,
+    load_yaml,
     preset_overrides,
     resolve_scale,
     user_values,
+    validate_config,
 )
 from hsaudit.pipeline.provenance import script_version as _script_version
 
@@ -20,21 +20,19 @@ from hsaudit.pipeline.provenance import script_version as _script_version
 # --configfiles whole, a full copy of the config where it differs from config/config.yaml) over them; the merged
 # config is validated again so that an override with a bad value is caught as well (precedence:
 # hsaudit.pipeline.config).
-with open(f"{workflow.basedir}/config/config.yaml") as _fh:
-    _EXPLICIT = user_values(
-        workflow.config_settings.configfiles,
-        workflow.config_settings.config,
-        yaml.safe_load(_fh),
-    )
+_EXPLICIT = user_values(
+    workflow.config_settings.configfiles,
+    workflow.config_settings.config,
+    load_yaml(f"{workflow.basedir}/config/config.yaml"),
+)
 for _line in preset_overrides(config, _EXPLICIT):
     print(f"config: your value wins over the preset: {_line}", file=sys.stderr)
 config.update(resolve_scale(config, explicit=_EXPLICIT))
-check_config(
+validate_config(
     config,
     f"{workflow.basedir}/workflow/schemas/config.schema.yaml",
     source="config after the scale preset",
 )
-validate(config, "../schemas/config.schema.yaml")
 
 SCALE = config["scale"]
 AUDIT = config["audit"]

@@ -29,7 +29,6 @@ Two uses:
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import platform
 import subprocess
@@ -38,7 +37,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from hsaudit import __version__
-from hsaudit.util.source import code_text
+from hsaudit.util.source import code_text, import_statements
 
 PACKAGE = "hsaudit"
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -70,49 +69,37 @@ def _module_name(path: Path, root: Path = _PACKAGE_DIR) -> str:
     return ".".join(parts)
 
 
-def _imports_in(tree: ast.AST, package: str, root: Path) -> set[str]:
-    """``hsaudit`` modules that the parsed source imports (absolute and relative, anywhere in the file).
+def _imports_in(source: bytes, package: str, root: Path) -> set[str]:
+    """``hsaudit`` modules that the Python source imports (absolute and relative, anywhere in the file).
 
     ``from a.b import c`` counts as importing the module ``a.b.c`` when there is one (then ``a.b`` is only its
     parent, which is hashed but not followed), else as importing ``a.b`` itself (``c`` is a name in it).
     """
     found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names if alias.name.split(".")[0] == PACKAGE)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                anchor = package.split(".")
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join(anchor + ([node.module] if node.module else []))
-            else:
-                base = node.module or ""
-            if base.split(".")[0] != PACKAGE:
-                continue
-            for alias in node.names:
-                sub = f"{base}.{alias.name}"
-                found.add(sub if _module_file(sub, root) is not None else base)
+    for level, module, names in import_statements(source):
+        if level < 0:  # import a.b, c
+            found.update(name for name in names if name.split(".")[0] == PACKAGE)
+            continue
+        if level:
+            anchor = package.split(".")
+            anchor = anchor[: len(anchor) - (level - 1)]
+            base = ".".join(anchor + ([module] if module else []))
+        else:
+            base = module
+        if base.split(".")[0] != PACKAGE:
+            continue
+        for name in names:
+            sub = f"{base}.{name}"
+            found.add(sub if _module_file(sub, root) is not None else base)
     return found
-
-
-# (file, package root) -> (its text, the modules it imports): the workflow computes ~55 code versions whose import
-# closures share most files, and parsing is what costs (6 of the 7 s a `snakemake -n` took before this cache).
-# Keyed on the text, so an edited file is parsed again.
-_IMPORTS_CACHE: dict[tuple[Path, Path], tuple[str, frozenset[str]]] = {}
 
 
 def _imports_of(path: Path, root: Path = _PACKAGE_DIR) -> set[str]:
-    """``hsaudit`` modules that the package file ``path`` imports."""
-    text = path.read_text(encoding="utf-8")
-    hit = _IMPORTS_CACHE.get((path, root))
-    if hit is not None and hit[0] == text:
-        return set(hit[1])
-    tree = ast.parse(text, filename=str(path))
+    """``hsaudit`` modules that the package file ``path`` imports (its statements parsed once per content:
+    :func:`hsaudit.util.source.import_statements`)."""
     name = _module_name(path, root)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found = _imports_in(tree, package, root)
-    _IMPORTS_CACHE[(path, root)] = (text, frozenset(found))
-    return found
+    return _imports_in(path.read_bytes(), package, root)
 
 
 def _closure(names: set[str], root: Path) -> set[Path]:
@@ -169,8 +156,8 @@ def module_files(*modules: str, root: Path | None = None) -> list[Path]:
 def script_modules(script: str | Path, *, root: Path | None = None) -> list[str]:
     """The ``hsaudit`` modules that a workflow script (a file outside the package) imports directly."""
     root = Path(root) if root is not None else _PACKAGE_DIR
-    tree = ast.parse(Path(script).read_text(encoding="utf-8"), filename=str(script))
-    return sorted(name for name in _imports_in(tree, "", root) if _module_file(name, root) is not None)
+    found = _imports_in(Path(script).read_bytes(), "", root)
+    return sorted(name for name in found if _module_file(name, root) is not None)
 
 
 def _digest(files: list[Path], root: Path, *, extra: bytes = b"", length: int) -> str:

@@ -39,12 +39,13 @@ def cache_dir() -> Path | None:
     return Path(base) / "hsaudit" / "code-text"
 
 
-def _cache_file(source: bytes) -> Path | None:
+def _cache_file(source: bytes, kind: bytes = b"") -> Path | None:
     root = cache_dir()
     if root is None:
         return None
-    # Keyed by the bytes and the interpreter's minor version (ast.unparse's output may change between versions).
-    key = hashlib.sha256(b"%d.%d\0" % sys.version_info[:2] + source).hexdigest()
+    # Keyed by what is computed, the bytes and the interpreter's minor version (ast.unparse's output may change
+    # between versions).
+    key = hashlib.sha256(kind + b"%d.%d\0" % sys.version_info[:2] + source).hexdigest()
     return root / key[:2] / key
 
 
@@ -96,3 +97,35 @@ def code_text(source: bytes) -> bytes:
     text = ast.unparse(_DropDocstrings().visit(tree)).encode()
     _write_cached(cached, text)
     return text
+
+
+@lru_cache(maxsize=4096)
+def import_statements(source: bytes) -> tuple[tuple[int, str, tuple[str, ...]], ...]:
+    r"""Every import statement of a Python file, anywhere in it (outer blocks first): ``(level, module, names)`` —
+    ``import a.b, c`` is ``(-1, "", ("a.b", "c"))``, ``from ..a import b`` is ``(2, "a", ("b",))``; ``()`` when the
+    file does not parse.
+
+    >>> import_statements(b"import os\nfrom . import x\ndef f():\n    from a.b import c, d\n")
+    ((-1, '', ('os',)), (1, '', ('x',)), (0, 'a.b', ('c', 'd')))
+
+    Memoised like :func:`code_text` (in the process and on disk, keyed by the bytes): code versions follow every
+    job's imports through the package, and parsing the same files in every Snakemake call is what costs.
+    """
+    import json
+
+    cached = _cache_file(source, b"imports\0")
+    text = _read_cached(cached)
+    if text is not None:
+        return tuple((level, module, tuple(names)) for level, module, names in json.loads(text))
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return ()
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.append((-1, "", tuple(alias.name for alias in node.names)))
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.level, node.module or "", tuple(alias.name for alias in node.names)))
+    _write_cached(cached, json.dumps(found).encode())
+    return tuple(found)
