@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from hsaudit.audit.rules import DEFAULT_SELECTION_FRACTION, RULES, Seed, ThresholdRule, rule_from_mode
 
-__all__ = ["RULE_VALID", "valid_companion"]
+__all__ = ["RULE_VALID", "rule_words", "valid_companion"]
 
 RULE_VALID: dict[str, bool] = {cls.name: bool(cls.valid) for cls in RULES}
 """Whether each rule, by the name the config and the CSVs' ``mode`` columns spell it, gives a valid lower bound."""
@@ -32,3 +32,15 @@ def valid_companion(
     if not companion.valid:
         raise ValueError(f"valid_mode {valid_mode!r} is not a valid rule")
     return companion
+
+
+def rule_words(name: str, valid: bool | None = None) -> str:
+    """How tables, legends and footers name a rule and its validity: ``"crossing rule (valid)"``, ``"paper rule (not a
+    valid bound)"``. ``valid`` None: looked up in :data:`RULE_VALID` by ``name``.
+
+    >>> rule_words("paper"), rule_words("crossing")
+    ('paper rule (not a valid bound)', 'crossing rule (valid)')
+    """
+    if valid is None:
+        valid = RULE_VALID[name]
+    return f"{name} rule ({'valid' if valid else 'not a valid bound'})"

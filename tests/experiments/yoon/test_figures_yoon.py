@@ -133,7 +133,7 @@ def test_fig3_two_datasets_mean_sd_paper_and_footer(tmp_path, footers):
     assert paper[("mnist", "a_ade", "same")] == 6.68 and paper[("cifar10", "a_c", "held-out")] == 0.30
     assert len(paper) == 2 * 3 * 2 and set(csv[csv.epsilon_paper.notna()]["epsilon_theory"]) == {10.0}
     assert set(csv.scale) == {"smoke"} and set(csv.margin.dropna()) == {0.2}
-    audit = ("audit=GDP (confidence 0.95); ε̂ drawn: held-out crossing rule (valid), same paper rule (not valid); the "
+    audit = ("audit=GDP (confidence 0.95); ε̂ drawn: held-out crossing rule (valid), same paper rule (not a valid bound); the "
              "CSV has both rules' ε̂")
     for fact in ("scale=smoke", f"N={N} per world", "runs=3", "mnist:synthetic/cifar10:synthetic", audit,
                  "craft/audit split=held-out", "code=abcdef1234"):  # fmt: skip
@@ -189,7 +189,7 @@ def test_the_legend_names_the_rule_of_each_splits_drawn_estimate(tmp_path, monke
     grid = {"clip_norms": (0.1, 1.0)} if figure == "fig8" else {}
     draw(figure, audit_rows(epsilons=(10.0,), **grid), tmp_path / "f.pdf", tmp_path / "f.csv", scale="s")
     assert "held-out split: crossing rule (valid)" in legends[-1], legends[-1]
-    assert "same split (paper's reading): paper rule (not valid)" in legends[-1], legends[-1]
+    assert "same split (paper's reading): paper rule (not a valid bound)" in legends[-1], legends[-1]
 
 
 def test_a_valid_mode_is_drawn_on_both_splits(tmp_path, footers):
@@ -214,7 +214,7 @@ def test_tables_without_valid_columns_draw_the_mode_and_say_so(tmp_path, footers
     csv = draw("fig3", table, tmp_path / "f.pdf", tmp_path / "f.csv", scale="s")
     assert set(csv.rule) == {"paper"} and not csv.rule_valid.any() and csv.epsilon_valid.isna().all()
     np.testing.assert_array_equal(csv.epsilon, csv.epsilon_mode)
-    assert "ε̂ drawn: held-out paper rule (not valid), same paper rule (not valid);" in footers[-1], footers[-1]
+    assert "ε̂ drawn: held-out paper rule (not a valid bound), same paper rule (not a valid bound);" in footers[-1], footers[-1]
 
 
 def test_tables_without_recipe_names_were_crafted_over_the_paper_reading(tmp_path):
@@ -335,8 +335,8 @@ def test_table1_markdown_and_csv(tmp_path):
     lines = text.splitlines()
     assert lines[0].startswith("Table 1: ε̂ of a_ade (mean ± sd over 3 run(s)")
     assert "CIFAR-10" in lines[0] and "ε = 4" in lines[0]
-    assert lines[2] == ("| α | ε̂ held-out, crossing rule (valid) | ε̂ held-out, paper rule (not valid) | "
-                        "ε̂ same, paper rule (not valid) | ε̂ same, crossing rule | paper (same models) |")
+    assert lines[2] == ("| α | ε̂ held-out, crossing rule (valid) | ε̂ held-out, paper rule (not a valid bound) | "
+                        "ε̂ same, paper rule (not a valid bound) | ε̂ same, crossing rule | paper (same models) |")
     assert lines[-1].startswith("scale=smoke") and "code=abc" in lines[-1]
     rows = {line.split(" | ")[0].strip("| "): line for line in lines[4:9]}
     assert list(rows) == ["0.05", "0.1", "0.15", "0.2", "0.25"]

@@ -68,7 +68,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hsaudit.audit.validity import RULE_VALID
+from hsaudit.audit.validity import RULE_VALID, rule_words
 from hsaudit.experiments.plotting import PALETTE, UPPER_BOUND_STYLE, figure, footer_text, reserve_footer, save
 from hsaudit.util.io import write_csv_atomic, write_text_atomic
 
@@ -317,20 +317,15 @@ def _recipes(table: pd.DataFrame) -> str | None:
     return "; ".join(f"{name} = {label}" for name, label in pairs.itertuples(index=False))
 
 
-def _rule_text(rule: str, valid: bool) -> str:
-    """"paper rule (not valid)", "crossing rule (valid)": a rule's name and whether it gives a valid lower bound."""
-    return f"{rule} rule ({'valid' if valid else 'not valid'})"
-
-
 def _split_rules(table: pd.DataFrame) -> dict[str, str]:
-    """The rule of the ε̂ drawn for each split of ``table`` (:func:`_headline`), as :func:`_rule_text` words."""
+    """The rule of the ε̂ drawn for each split of ``table`` (:func:`_headline`), in :func:`hsaudit.audit.validity.rule_words`' words."""
     table = _headline(table)
     out = {}
     for split in SPLITS:
         part = table[table["split"] == split]
         if not part.empty:
             pairs = part[["rule", "rule_valid"]].drop_duplicates()
-            out[split] = "/".join(_rule_text(r, bool(v)) for r, v in pairs.itertuples(index=False))
+            out[split] = "/".join(rule_words(r, bool(v)) for r, v in pairs.itertuples(index=False))
     return out
 
 
@@ -698,14 +693,14 @@ def _loss_bins(losses: np.ndarray) -> tuple[np.ndarray, bool]:
 
 
 def _estimates_text(row: pd.Series) -> str:
-    """"ε̂ = 0.41, crossing rule (valid)" and, when the other rule differs, "paper rule (not valid): 3.27": one
+    """"ε̂ = 0.41, crossing rule (valid)" and, when the other rule differs, "paper rule (not a valid bound): 3.27": one
     run's ε̂ as :func:`_headline` draws it, then the other rule's (a valid rule there is the same split's: not
     tagged valid, since no rule makes the same split a valid audit of a crafted sample)."""
-    text = f"ε̂ = {float(row['epsilon']):.2f}, {_rule_text(row['rule'], bool(row['rule_valid']))}"
+    text = f"ε̂ = {float(row['epsilon']):.2f}, {rule_words(row['rule'], bool(row['rule_valid']))}"
     if row["rule"] != row["valid_mode"] and pd.notna(row["valid_mode"]):
         return text + f"\n{row['valid_mode']} rule: {float(row['epsilon_valid']):.2f}"
     if row["rule"] != row["mode"]:
-        return text + f"\n{_rule_text(row['mode'], bool(row['mode_valid']))}: {float(row['epsilon_mode']):.2f}"
+        return text + f"\n{rule_words(row['mode'], bool(row['mode_valid']))}: {float(row['epsilon_mode']):.2f}"
     return text
 
 
@@ -803,13 +798,14 @@ def _cell(mean: float, sd: float, runs: int) -> str:
 
 def _table1_columns(summary: pd.DataFrame) -> list[tuple[str, str, str]]:
     """Table 1's ε̂ columns as (split, suffix of the summary's columns, title): per split the drawn estimate
-    (:func:`_headline`), then the other rule's where it differs. A title says "(not valid)" after a rule that is
-    not valid and "(valid)" after a valid rule on the held-out split (a valid lower bound); a valid rule on the
-    same split gets neither (the caption: not a valid audit of a crafted sample under any rule)."""
+    (:func:`_headline`), then the other rule's where it differs. A title names the rule in
+    :func:`hsaudit.audit.validity.rule_words`' words where it is not valid, or valid on the held-out split (a valid
+    lower bound); a valid rule on the same split gets no tag (the caption: not a valid audit of a crafted sample
+    under any rule)."""
 
     def title(split: str, rule: str, valid: bool) -> str:
-        tag = " (not valid)" if not valid else (" (valid)" if split == "held-out" else "")
-        return f"ε̂ {split}, {rule} rule{tag}"
+        tagged = not valid or split == "held-out"
+        return f"ε̂ {split}, {rule_words(rule, valid) if tagged else f'{rule} rule'}"
 
     out = []
     for split in SPLITS:

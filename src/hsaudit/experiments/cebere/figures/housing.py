@@ -113,7 +113,9 @@ def shows_valid(table: pd.DataFrame) -> bool:
 
 def valid_label(table: pd.DataFrame) -> str:
     """The legend entry of the dotted valid-rule lines."""
-    return f"dotted: {table['valid_mode'].iloc[0]} rule (valid lower bound)"
+    from hsaudit.audit.validity import rule_words
+
+    return f"dotted: {rule_words(table['valid_mode'].iloc[0], True)}"
 
 
 def plot_valid_key(ax, table: pd.DataFrame) -> None:
