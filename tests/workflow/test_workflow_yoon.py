@@ -78,8 +78,8 @@ def test_smoke_every_yoon_target_end_to_end(workflow_copy):
         assert columns | {"split", "data_source", "craft_recipe", "recipe"} <= set(runs.columns), figure
         assert {"craft_recipe", "recipe"} <= set(csv.columns), figure
     fig3 = pd.read_csv(results / "fig3.csv")
-    assert set(fig3["dataset"]) == {"mnist", "cifar10"} and set(fig3["craft_recipe"]) == {"valid", "paper"}
-    assert set(pd.read_csv(results / "fig7.csv")["craft_recipe"]) == {"valid"}  # the default recipe
+    assert set(fig3["dataset"]) == {"mnist", "cifar10"} and set(fig3["craft_recipe"]) == {"validation_stopped", "paper"}
+    assert set(pd.read_csv(results / "fig7.csv")["craft_recipe"]) == {"validation_stopped"}  # the default recipe
     assert set(pd.read_csv(results / "fig4.csv")["access"]) == {"black"}
     assert set(pd.read_csv(results / "fig6.csv")["canary"]) == {"in_distribution", "blank", "mislabeled", "clipbkd"}
     assert set(pd.read_csv(results / "fig7.csv")["init"]) == {"avg", "worst"}

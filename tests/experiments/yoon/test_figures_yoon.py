@@ -146,7 +146,7 @@ VALID_LABEL = "adam lr=0.01 T=100, pixels in range, validation stop/10"
 def test_fig3_shows_both_named_recipes_in_rows_of_panels(tmp_path, footers, monkeypatch):
     """fig3's default grid crafts with the valid recipe and the paper's: one row of panels per recipe (valid
     first), the CSV names each series' recipe (name and options), the footer says which options each name has."""
-    valid = audit_rows(epsilons=(4.0, 10.0), datasets=("mnist", "cifar10")).assign(craft_recipe="valid",
+    valid = audit_rows(epsilons=(4.0, 10.0), datasets=("mnist", "cifar10")).assign(craft_recipe="validation_stopped",
                                                                                   recipe=VALID_LABEL)  # fmt: skip
     paper = audit_rows(epsilons=(4.0, 10.0), datasets=("mnist", "cifar10"), seed=1).assign(
         craft_recipe="paper", recipe=yoon.UNNAMED_RECIPE)
@@ -158,16 +158,16 @@ def test_fig3_shows_both_named_recipes_in_rows_of_panels(tmp_path, footers, monk
     check_pdf(tmp_path / "fig3.pdf")
     assert (grids[-1]["nrows"], grids[-1]["ncols"]) == (2, 2)  # recipes × datasets
     csv = pd.read_csv(tmp_path / "fig3.csv")
-    assert list(dict.fromkeys(csv["craft_recipe"])) == ["valid", "paper"]
-    assert dict(csv[["craft_recipe", "recipe"]].drop_duplicates().values) == {"valid": VALID_LABEL,
+    assert list(dict.fromkeys(csv["craft_recipe"])) == ["validation_stopped", "paper"]
+    assert dict(csv[["craft_recipe", "recipe"]].drop_duplicates().values) == {"validation_stopped": VALID_LABEL,
                                                                              "paper": yoon.UNNAMED_RECIPE}  # fmt: skip
     assert len(csv) == 2 * 2 * 2 * 3 * 2  # recipes × datasets × ε × adversaries × splits
-    for recipe, rows in (("valid", valid), ("paper", paper)):
+    for recipe, rows in (("validation_stopped", valid), ("paper", paper)):
         check_series(csv, rows, craft_recipe=recipe, dataset="cifar10", adversary="a_ade", split="held-out",
                      epsilon_theory=10.0)  # fmt: skip
     # the paper's values sit beside both recipes (they are the paper's, whichever recipe we use)
-    assert set(csv[csv.epsilon_paper.notna()]["craft_recipe"]) == {"valid", "paper"}
-    assert f"recipe=valid = {VALID_LABEL}; paper = {yoon.UNNAMED_RECIPE}" in footers[-1], footers[-1]
+    assert set(csv[csv.epsilon_paper.notna()]["craft_recipe"]) == {"validation_stopped", "paper"}
+    assert f"recipe=validation_stopped = {VALID_LABEL}; paper = {yoon.UNNAMED_RECIPE}" in footers[-1], footers[-1]
 
 
 def legend_texts(monkeypatch) -> list[list[str]]:
@@ -386,9 +386,9 @@ def test_runs_table_and_scores_round_trip():
     figure gets back exactly the audit rows (in order) and the scores."""
     table = audit_rows(runs=2, epsilons=(10.0,))
     frames = [part for _, part in table.groupby("run", sort=True)]
-    points = [{"audit": "abc", "runs": 2, "values": {"craft_recipe": "valid"}}]
+    points = [{"audit": "abc", "runs": 2, "values": {"craft_recipe": "validation_stopped"}}]
     runs = yoon.runs_table(frames, points, figure="fig2")
-    assert set(runs["point_audit"]) == {"abc"} and set(runs["craft_recipe"]) == {"valid"} and len(runs) == len(table)
+    assert set(runs["point_audit"]) == {"abc"} and set(runs["craft_recipe"]) == {"validation_stopped"} and len(runs) == len(table)
     scores = score_rows(runs)
     score_frames = [part for _, part in scores.groupby("run", sort=True)]
     joined = yoon.with_scores(runs, yoon.runs_table(score_frames, points, figure="fig2"))

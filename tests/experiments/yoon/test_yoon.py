@@ -524,9 +524,9 @@ def test_plan_shares_populations_across_figures(raw_config):
     plan = yplan(raw_config)
     fig2 = plan.figures["fig2"]
     assert len(fig2) == 1
-    (fig3_mnist10,) = points(plan, "fig3", dataset="mnist", epsilon=10.0, craft_recipe="valid")
+    (fig3_mnist10,) = points(plan, "fig3", dataset="mnist", epsilon=10.0, craft_recipe="validation_stopped")
     assert fig2[0].population == fig3_mnist10.population and fig2[0].audit == fig3_mnist10.audit
-    fig3_mnist = {p.values["epsilon"]: p for p in points(plan, "fig3", dataset="mnist", craft_recipe="valid")}
+    fig3_mnist = {p.values["epsilon"]: p for p in points(plan, "fig3", dataset="mnist", craft_recipe="validation_stopped")}
     fig4 = {p.values["epsilon"]: p for p in plan.figures["fig4"]}
     assert set(fig4) == set(fig3_mnist) == {1.0, 2.0, 4.0, 10.0}
     for eps, point in fig4.items():
@@ -553,11 +553,11 @@ def test_plan_named_recipes(raw_config):
     and the validation stop; the paper's keeps the audit key it had before recipes had names (steps and lr only)."""
     plan = yplan(raw_config)
     by_recipe = {r: plan.audits[points(plan, "fig3", dataset="mnist", epsilon=10.0, craft_recipe=r)[0].audit]["craft"]
-                 for r in ("valid", "paper")}  # fmt: skip
-    assert by_recipe == {"valid": {"steps": 100, "lr": 0.01, "pixel_range": True, "stop_on_validation": True},
+                 for r in ("validation_stopped", "paper")}  # fmt: skip
+    assert by_recipe == {"validation_stopped": {"steps": 100, "lr": 0.01, "pixel_range": True, "stop_on_validation": True},
                          "paper": {"steps": 100, "lr": 0.01}}  # fmt: skip
     others = ("fig2", "fig5", "fig6", "fig7", "fig8", "table1")
-    assert {p.values["craft_recipe"] for f in others for p in plan.figures[f]} == {"valid"}
+    assert {p.values["craft_recipe"] for f in others for p in plan.figures[f]} == {"validation_stopped"}
     # the recipe study's grid entries are given over the paper's reading
     study = {plan.audits[p.audit]["craft"].get("stop_on_validation", False) for p in plan.figures["crafting"]}
     assert study == {False, True}
@@ -584,7 +584,7 @@ def test_plan_recipe_errors(raw_config):
     def no_validation(section):
         section["validation_models_per_world"] = 0
 
-    with pytest.raises(ValueError, match="recipe 'valid' stops on validation"):
+    with pytest.raises(ValueError, match="recipe 'validation_stopped' stops on validation"):
         yplan(raw_config, edit=no_validation)
 
 

@@ -83,7 +83,7 @@ SERIES = (*SETTING, "adversary", "margin", "split")
 REQUIRED = (*SERIES, "run", "epsilon", "mu", "models_per_world", "data_source", "mode")
 UNNAMED_RECIPE = "adam lr=0.01 T=100"
 """The recipe of audit tables that do not name theirs (the paper's reading, the only one before the options)."""
-RECIPE_NAMES = ("valid", "paper")
+RECIPE_NAMES = ("validation_stopped", "paper")
 """The named recipes of the config (``yoon.craft_recipes``), in the order figures show them; tables that do not
 name theirs were crafted over the paper's reading (``paper``)."""
 MAIN_MARGIN = 0.2
@@ -430,7 +430,7 @@ SPECS = {
     "fig6": _Spec(group_by="canary", setting=("dataset", "access", "init", "clip_norm", "epsilon_theory")),
     "fig7": _Spec(series=_WORST, setting=("dataset", "access", "canary", "clip_norm")),
     "fig8": _Spec(group_by="clip_norm", setting=("dataset", "access", "canary", "init", "epsilon_theory")),
-    # The crafting study (issue: does a valid recipe make x_a beat the canary?): one group per recipe.
+    # The crafting study (issue: does a recipe audited on held-out models make x_a beat the canary?): one group per recipe.
     "crafting": _Spec(group_by="recipe", setting=("dataset", "access", "canary", "init", "clip_norm", "epsilon_theory")),
 }
 
@@ -449,7 +449,7 @@ def _known_first(values: pd.Series, known: Sequence[str]) -> list[Any]:
 
 
 def _panels(summary: pd.DataFrame) -> list[list[tuple[str, pd.DataFrame]]]:
-    """Rows of panels: one row per named recipe (the default, valid, first), one panel per dataset (MNIST
+    """Rows of panels: one row per named recipe (the default, validation_stopped, first), one panel per dataset (MNIST
     first); a row's panels are ``(recipe name, rows)``."""
     datasets = _known_first(summary["dataset"], tuple(DATASET_LABELS))
     recipes = _known_first(summary["craft_recipe"], RECIPE_NAMES)
@@ -548,7 +548,7 @@ def plot_epsilon_curves(
     table: pd.DataFrame, *, pdf: str | os.PathLike, csv: str | os.PathLike, facts: Mapping[str, Any], figure_name: str
 ) -> pd.DataFrame:
     """fig3, fig4, fig5, fig7: ε̂ against the theoretical ε, one panel per dataset, one row of panels per named
-    crafting recipe (fig3: the default ``valid`` recipe above, the paper's below; the footer gives their options).
+    crafting recipe (fig3: the default ``validation_stopped`` recipe above, the paper's below; the footer gives their options).
 
     Every series (fig3–5: a_c, a_ude, a_ade at α = 0.2; fig7: a_c at θ_avg, a_c and a_ade at θ_worst, a_ude at
     θ_worst lighter) is drawn held-out solid (the valid rule's ε̂) and same dashed (the audit mode's, the paper's
