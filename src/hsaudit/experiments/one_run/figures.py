@@ -70,7 +70,7 @@ def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
         raise ValueError("plot_fig1 needs a non-empty table")
     scale, data_sources = facts["scale"], facts["data_sources"]
     families = list(dict.fromkeys(table["family"]))
-    fig, axes = new_figure(len(families), 1, width=4.6 * len(families), height=3.6)
+    fig, axes = new_figure(len(families), 1, width=4.6 * len(families) + 3.0, height=3.6)  # + the legend
     for ax, family in zip(axes[0], families):
         part = table[table["family"] == family]
         upper = float(part["epsilon_upper"].iloc[0])
@@ -83,7 +83,7 @@ def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
         m, steps = int(part["canaries_per_model"].iloc[0]), int(part["steps"].iloc[0])
         ax.set_title(f"{PANEL_TITLES.get(family, family)}: m = {m} canaries/model, T = {steps}", fontsize=9)
         ax.set_ylim(bottom=0, top=max(upper, float(part["epsilon"].max(skipna=True))) * 1.1 + 1e-9)
-    axes[0][0].legend(frameon=False, fontsize=6, loc="center left")
+    axes[0][-1].legend(frameon=False, fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     pop = table[table["method"].isin([METHODS["population_gdp"], METHODS["population_free"]])]
     one = table[table["method"].isin([METHODS["counting"], METHODS["fdp"]])]
     rule = pop["bound"].iloc[0].split(",")[1].strip() if not pop.empty else None
