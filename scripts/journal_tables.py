@@ -189,18 +189,51 @@ def method_table(table: pd.DataFrame) -> str:
 
 
 def one_run_table(table: pd.DataFrame) -> str:
-    """The one-run study: one row per point (one-run bounds by models M, population audits by R), with the
-    validity of each bound (the one-run bounds are valid; a population audit's is its rule's)."""
-    cols = [c for c in ("family", "method", "models", "runs_per_world", "model_steps", "canaries", "epsilon", "mu",
-                        "guesses", "correct", "bound") if c in table]  # fmt: skip
+    """The one-run study: one row per point (one-run bounds by models M and score, population audits by R), with
+    the validity of each bound (the one-run bounds are valid; a population audit's is its rule's), then, where the
+    CSV has a valid population point, the one-run bounds of every M and score as a percentage of it
+    (:func:`one_run_against_population`)."""
+    cols = [c for c in ("family", "method", "score", "models", "runs_per_world", "model_steps", "canaries", "epsilon",
+                        "mu", "guesses", "correct", "bound") if c in table]  # fmt: skip
 
     def valid(bound: object) -> str:
         rule = re.search(r"rule (\S+?),", str(bound))
         return validity(rule.group(1)) if rule else "valid"
 
-    return markdown([*cols, "valid"], [[*(_num(r[c]) if c not in ("family", "method", "bound") else r[c]
-                                          for c in cols), valid(r.get("bound"))]
-                                       for _, r in table.iterrows()])  # fmt: skip
+    text = [c for c in ("family", "method", "score", "bound")]
+    out = markdown([*cols, "valid"], [[*(_num(r[c]) if c not in text else r[c] for c in cols), valid(r.get("bound"))]
+                                      for _, r in table.iterrows()])  # fmt: skip
+    against = one_run_against_population(table)
+    return out if against is None else out + "\n\n" + against
+
+
+def one_run_against_population(table: pd.DataFrame) -> str | None:
+    """Per family, M and score: the counting and f-DP ε̂ of the one-run point, its model-steps as a fraction of the
+    largest valid population's, and the better of the two bounds as a percentage of that population's valid ε̂
+    (``population: GDP, valid rule`` at its largest R); the ceiling's ideal canaries are the rows of score
+    ``ideal``. None when the CSV has no valid population point."""
+    if "score" not in table:
+        return None
+    pops = table[table["method"] == "population: GDP, valid rule"]
+    if pops.empty:
+        return None
+    rows = []
+    for family, part in table.groupby("family", sort=False):
+        pop = pops[pops["family"] == family]
+        if pop.empty:
+            continue
+        ref = pop.loc[pop["model_steps"].idxmax()]
+        one = part[part["method"].str.startswith(("one run", "ceiling"))]
+        for (score, models), group in one.groupby(["score", "models"], sort=False):
+            eps = {"counting" if "counting" in m else "f-DP": float(e) for m, e in zip(group["method"], group["epsilon"])}
+            steps = float(group["model_steps"].max())
+            best = max(eps.values()) if not all(np.isnan(v) for v in eps.values()) else np.nan
+            rows.append([family, score, _num(int(models)), _num(int(steps)), f"{steps / ref['model_steps']:.3f}",
+                         _num(eps.get("counting", np.nan), 2), _num(eps.get("f-DP", np.nan), 2),
+                         "–" if np.isnan(best) else f"{100 * best / ref['epsilon']:.0f} %"])  # fmt: skip
+    header = ["family", "score", "M", "model-steps", "÷ population's", "counting ε̂", "f-DP ε̂",
+              f"best, % of valid population ε̂ (R = {int(pops['models'].max()):,})"]  # fmt: skip
+    return markdown(header, rows)
 
 
 def yoon_table(table: pd.DataFrame) -> str:

@@ -117,14 +117,17 @@ def test_table2_edit_reruns_only_table2(package_copy):
 def test_cebere_and_one_run_sides_are_apart(package_copy):
     """No job imports a plan: editing one reruns nothing (a changed value reruns the jobs it reaches through their
     params). A training module reruns its training jobs only (the one-run crafting ranks coordinates with Cebere's
-    adversaries); an audit module its audit jobs only."""
+    adversaries; the noiseless run of the one-run scores is the one-run trainer); an audit module its audit jobs
+    only."""
     assert changed_by(package_copy, "experiments/plans.py", "experiments/cebere/plan.py",
                       "experiments/one_run/plan.py") == set()
     assert changed_by(package_copy, "experiments/cebere/train/shards.py") == {"train_shard"}
     assert changed_by(package_copy, "experiments/cebere/train/adversaries.py") == {
         "craft_adversary", "train_shard", "plot_cebere_cifar", "craft_one_run_canaries"}
+    # The noiseless run of the one-run scores is the one-run trainer at σ = 0: it reruns with it.
     assert changed_by(package_copy, "experiments/one_run/train.py") == {"craft_one_run_canaries",
-                                                                       "train_one_run_shard"}
+                                                                       "train_one_run_shard",
+                                                                       "simulate_one_run_noiseless"}
     assert changed_by(package_copy, "experiments/cebere/audit.py") == {"extract_scores", "audit_epsilon",
                                                                       "plot_cebere_cifar"}
     assert changed_by(package_copy, "experiments/one_run/audit.py") == {"audit_one_run_canaries",

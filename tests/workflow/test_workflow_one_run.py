@@ -4,6 +4,7 @@ and compute, and a rerun that has nothing to do."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -24,11 +25,19 @@ def test_one_run_figure_end_to_end(housing_built, tmp_path, monkeypatch):
     table = pd.read_csv(workdir / "results/one_run/fig1.csv")
     methods = set(table["method"])
     assert {m for m in methods if m.startswith("one run")} and {m for m in methods if m.startswith("population")}
-    one = table[table["method"].str.startswith("one run: counting")]
+    counting = table[table["method"].str.startswith("one run: counting")]
+    one = counting[counting["score"] == "raw"]
     assert one["models"].tolist() == [1, 2, 4, 8] and one["canaries"].tolist() == [16, 32, 64, 128]
     assert (one["model_steps"] == one["models"] * 5).all()
+    # Every configured score on the same models; the noiseless one pays its canary-free run (T = 5 model-steps),
+    # the median-centred one has no point at M = 1.
+    assert list(dict.fromkeys(counting["score"])) == ["raw", "median_centred", "noiseless"]
+    noiseless = counting[counting["score"] == "noiseless"]
+    assert (noiseless["model_steps"] == (noiseless["models"] + 1) * 5).all() and noiseless["epsilon"].notna().all()
+    centred = counting[counting["score"] == "median_centred"].set_index("models")["epsilon"]
+    assert np.isnan(centred[1]) and centred.drop(1).notna().all()
     pop = table[table["method"] == "population: GDP"]
     assert pop["runs_per_world"].tolist() == [10, 20] and (pop["model_steps"] == pop["models"] * 5).all()
-    assert (table["epsilon"] >= 0).all() and table["epsilon_upper"].nunique() == 1
+    assert (table["epsilon"].dropna() >= 0).all() and table["epsilon_upper"].nunique() == 1
     assert set(table["data_source"]) == {"housing:local"} and set(table["scale"]) == {"smoke"}
     assert job_counts(run_snakemake(workdir, "-n", TARGET).stdout) == {}

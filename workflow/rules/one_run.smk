@@ -2,7 +2,8 @@
 # audits of the same DP-SGD configuration: results/one_run/fig1.pdf (hsaudit.experiments.one_run; docs/one_run.md).
 # Per audited dataset: craft the m canary coordinates, train the one-run models shard by shard (m canaries each,
 # their own bits), audit the pooled canaries of the first M models for every M beside the population audit's
-# per-step tables (Cebere et al.'s base audit of the same configuration, trained and audited by cebere.smk), plot.
+# per-step tables (Cebere et al.'s base audit of the same configuration, trained and audited by cebere.smk) under
+# every score of one_run.scores (the noiseless score reads one canary-free, noise-free run), plot.
 from hsaudit.experiments.one_run.plan import plan as one_run_plan
 
 ONE_RUN = one_run_plan(config, populations=CEBERE.base)
@@ -65,10 +66,39 @@ rule train_one_run_shard:
         "../scripts/train_one_run_shard.py"
 
 
+rule simulate_one_run_noiseless:
+    input:
+        data=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).population.data_path,
+        setup=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).population.setup_path,
+        canaries=rules.craft_one_run_canaries.output.canaries,
+    output:
+        noiseless="results/one_run/{dataset}/{key}/noiseless.npz",
+    log:
+        log_path("one_run/simulate_one_run_noiseless/{dataset}/{key}"),
+    benchmark:
+        bench_path("one_run/simulate_one_run_noiseless/{dataset}/{key}")
+    wildcard_constraints:
+        key=ONE_RUN.keys,
+    conda:
+        "../../envs/torch.yaml"
+    threads: 1
+    resources:
+        mem_mb=lambda wc: CEBERE.resources[wc.dataset]["mem_mb"],
+        runtime=lambda wc: CEBERE.resources[wc.dataset]["runtime"],
+        gpu=lambda wc: CEBERE.resources[wc.dataset]["gpu"],
+    params:
+        spec=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).params,
+        device=lambda wc: config[wc.dataset]["device"],
+        code_version=script_version("simulate_one_run_noiseless"),
+    script:
+        "../scripts/simulate_one_run_noiseless.py"
+
+
 rule audit_one_run_canaries:
     input:
         shards=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).shard_paths(),
         population=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).population_tables(),
+        noiseless=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).noiseless_inputs(),
     output:
         table="results/one_run/{dataset}/{key}/table.csv",
     log:
@@ -93,6 +123,7 @@ rule audit_one_run_canaries:
         delta=AUDIT["delta"],
         confidence=AUDIT["confidence"],
         coordinates=config["one_run"]["coordinates"],
+        scores=config["one_run"]["scores"],
         code_version=script_version("audit_one_run_canaries"),
     script:
         "../scripts/audit_one_run_canaries.py"

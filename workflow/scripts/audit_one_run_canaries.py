@@ -9,6 +9,8 @@ from hsaudit.util.io import write_csv_atomic
 log = script_logging(snakemake)
 params = snakemake.params
 bits, scores = load_one_run_shards(snakemake.input.shards)
+# s0 [m]: the canary-free, noise-free run's scores (simulate_one_run_noiseless), when the noiseless score is audited.
+noiseless = load_one_run_shards(list(snakemake.input.noiseless))[1][0] if snakemake.input.noiseless else None
 table = one_run_table(
     dataset=snakemake.wildcards.dataset,
     bits=bits,
@@ -23,6 +25,8 @@ table = one_run_table(
     guess_counts=params.guess_counts,
     ceiling=params.ceiling,
     seed=params.seed,
+    score_names=params.scores,
+    noiseless=noiseless,
 )
 write_csv_atomic(table, snakemake.output.table)
 for line in summary_lines(table):

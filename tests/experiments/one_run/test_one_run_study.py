@@ -54,6 +54,13 @@ def test_plan_shares_the_population_audit_with_fig1c(config):
     section["housing"]["models"] = [1, 2]
     section["housing"]["population_runs"] = [section["housing"]["population_runs"][0]]
     assert one_run_plan(config, section).audits["housing"].key == spec.key
+    # Nor the scores: they are computed by the audit job from the same shards (choosing them retrains nothing);
+    # the noiseless score adds the canary-free run's file to the audit's inputs.
+    assert spec.scores == tuple(config["one_run"]["scores"]) and spec.noiseless_inputs() == [spec.noiseless_path]
+    section = copy.deepcopy(config["one_run"])
+    section["scores"] = ["raw"]
+    raw = one_run_plan(config, section).audits["housing"]
+    assert raw.key == spec.key and raw.noiseless_inputs() == []
 
 
 @pytest.mark.parametrize("scale", ["paper", "laptop", "smoke"])
@@ -74,6 +81,8 @@ def test_every_scale_plans(config, scale):
         ({"housing": {"models": [4, 2]}}, "models"),
         ({"housing": {"population_runs": [250]}}, "population_runs"),
         ({"housing": {"models": [1, 3], "shard_size": 2}}, "shard_size"),
+        ({"scores": ["raw", "best"]}, "one_run.scores"),
+        ({"scores": []}, "one_run.scores"),
     ],
 )
 def test_plan_refuses_bad_values_naming_the_key(config, change, needle):

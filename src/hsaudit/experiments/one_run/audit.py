@@ -11,8 +11,15 @@ R models, half inserted) at its last step, from the per-step audit tables of :fu
 (the project's auditor, :class:`hsaudit.audit.auditor.Auditor`, under the configured threshold rule): its GDP ε̂
 and its assumption-free (ε, δ) bound from the same Clopper–Pearson bounds.
 
+Every one-run point is audited under each configured score (:data:`SCORES`, ``one_run.scores``) of the same models:
+A_GC-R's raw score, or one of two drift corrections that read no inclusion bit (:func:`corrected_scores`), so each is
+post-processing of the released models (and, for ``noiseless``, of what the adversary knows before training) and
+both one-run bounds stay valid.
+
 Compute is counted in model-steps: a model trained for T steps costs T, whatever its canaries (M·T for a one-run
-point, R·T for a population point; the crafting of ``least_moving`` coordinates adds one noiseless simulation, T).
+point, R·T for a population point; the crafting of ``least_moving`` coordinates adds one noiseless simulation, T;
+the ``noiseless`` score adds its one canary-free, noise-free run, T, shared by the M models because they share θ0
+and the batches).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from hsaudit.audit.one_run import one_run_audit, one_run_audit_search, one_run_delta_term
@@ -28,7 +36,7 @@ from hsaudit.audit.one_run_fdp import one_run_fdp_audit
 from hsaudit.util.seeding import rng_for
 
 COLUMNS = (
-    "family", "method", "models", "runs_per_world", "model_steps", "canaries", "epsilon", "mu", "epsilon_upper",
+    "family", "method", "score", "models", "runs_per_world", "model_steps", "canaries", "epsilon", "mu", "epsilon_upper",
     "guesses", "correct", "k_plus", "k_minus", "delta_term", "bound", "valid", "confidence", "delta", "steps",
     "canaries_per_model", "coordinates",
 )
@@ -43,10 +51,26 @@ METHODS = {
     "ceiling_counting": "ceiling: ideal canaries, counting",
     "ceiling_fdp": "ceiling: ideal canaries, f-DP",
 }
+"""Method labels of the table, in legend order."""
+
 CEILINGS = ("valid", "paper", "none")
 """The μ of the ideal canaries of the ceiling series (``one_run.ceiling``): the largest population's valid μ̂ or its
 paper-rule μ̂ (``mu_valid`` / ``mu`` of its last step), or no ceiling."""
-"""Method labels of the table, in legend order."""
+
+SCORES = ("raw", "median_centred", "noiseless")
+"""The one-run scores (``one_run.scores``), each audited on the same models (its own rows, ``score`` column):
+
+- ``raw``: A_GC-R's score of canary j in model i, s_ij = −(θ_T[d_j] − θ0[d_j]) (higher ⇒ included).
+- ``median_centred``: s_ij − median_i' s_i'j over the M models of the point (per coordinate). Removes the
+  coordinate's drift (the movement the data gives d_j, common to every model) without any bit: a function of the
+  released models only. Undefined at M = 1 (the centred score is 0).
+- ``noiseless``: s_ij − s⁰_j, where s⁰_j is the same score in the canary-free, noise-free run (DP-SGD with σ = 0 and
+  no canary) from the same θ0 with the same batches: −(θ_T[d_j] − θ⁰_T[d_j]). A function of the released model and
+  of what the adversary knows before training (θ0, batches, data, hyper-parameters), none of which depends on a bit;
+  defined at M = 1. Costs one more run of T steps (shared by all models: they share θ0 and the batches).
+"""
+SCORE_REASONS = {"median_centred": "undefined at M = 1: the median over one model is its own score (every centred score 0)"}
+"""Why a score has no point at some M (its row is kept, ε̂ NaN, the reason in ``bound``)."""
 
 
 def guess_sizes(pooled: int, fractions: Sequence[float], counts: Sequence[int] = ()) -> list[tuple[int, int]]:
@@ -94,6 +118,46 @@ def load_one_run_shards(paths: Sequence[str | os.PathLike]) -> tuple[np.ndarray,
     return np.concatenate(bits), np.concatenate(scores)
 
 
+def corrected_scores(scores: npt.ArrayLike, score: str, *, noiseless: npt.ArrayLike | None = None) -> np.ndarray:
+    """The ``[M, m]`` scores under ``score`` (:data:`SCORES`), from the raw scores of M models alone.
+
+    Takes no inclusion bit by construction: a drift correction that read the bits would not be post-processing and
+    would void the one-run bounds; one that reads only the released models (``median_centred``) or values fixed
+    before training (``noiseless``: θ0, the batches and the data are drawn independently of the bits, and the
+    gradient canaries are added by the bits alone, never subsampled with the batches) leaves both bounds valid.
+
+    Args:
+        scores: raw scores ``[M, m]`` (:func:`load_one_run_shards`; higher ⇒ included).
+        score: one of :data:`SCORES`.
+        noiseless: ``noiseless`` only: s⁰ ``[m]``, the raw score of every canary coordinate in the canary-free,
+            noise-free run from the same θ0 and batches.
+
+    Raises:
+        ValueError: unknown score, ``median_centred`` with fewer than 2 models, ``noiseless`` without s⁰ of shape
+            ``[m]``.
+
+    >>> corrected_scores([[1.0, 5.0], [3.0, 9.0]], "median_centred").tolist()
+    [[-1.0, -2.0], [1.0, 2.0]]
+    >>> corrected_scores([[1.0, 5.0]], "noiseless", noiseless=[0.5, 4.0]).tolist()
+    [[0.5, 1.0]]
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim != 2:
+        raise ValueError(f"scores must be [models, m], got shape {s.shape}")
+    if score == "raw":
+        return s.copy()
+    if score == "median_centred":
+        if s.shape[0] < 2:
+            raise ValueError(f"median_centred needs at least 2 models, got {s.shape[0]} ({SCORE_REASONS[score]})")
+        return s - np.median(s, axis=0, keepdims=True)
+    if score == "noiseless":
+        if noiseless is None or np.shape(noiseless) != (s.shape[1],):
+            raise ValueError(f"noiseless needs s0 of shape ({s.shape[1]},), got "
+                             f"{None if noiseless is None else np.shape(noiseless)}")
+        return s - np.asarray(noiseless, dtype=np.float64)[None, :]
+    raise ValueError(f"score must be one of {SCORES}, got {score!r}")
+
+
 def one_run_rows(
     bits: np.ndarray,
     scores: np.ndarray,
@@ -105,21 +169,40 @@ def one_run_rows(
     confidence: float,
     guess_counts: Sequence[int] = (),
     names: tuple[str, str] = ("counting", "fdp"),
+    score: str = "raw",
+    noiseless: npt.ArrayLike | None = None,
 ) -> list[dict]:
     """The one-run points: for each M, the two bounds on the pooled canaries of the first M models (``names``: the
     methods of :data:`METHODS` the two rows are labelled with), each with the δ term of the counting bound's
-    p-value at its ε̂ (:func:`hsaudit.audit.one_run.one_run_delta_term`; NaN for the f-DP bound)."""
+    p-value at its ε̂ (:func:`hsaudit.audit.one_run.one_run_delta_term`; NaN for the f-DP bound).
+
+    ``score`` (:data:`SCORES`) is computed from the first M models' raw scores alone (:func:`corrected_scores`; the
+    median of ``median_centred`` is over those M models, so the point costs M·T), never from the bits; where it is
+    undefined (``median_centred`` at M = 1) both rows have ε̂ NaN and the reason in ``bound``. A ``noiseless`` row
+    counts its canary-free run: M·T + T model-steps."""
     bits, scores = np.asarray(bits), np.asarray(scores, dtype=np.float64)
     if bits.shape != scores.shape or bits.ndim != 2:
         raise ValueError(f"bits and scores must both be [models, m], got {bits.shape} and {scores.shape}")
+    if score not in SCORES:
+        raise ValueError(f"score must be one of {SCORES}, got {score!r}")
+    extra = int(steps) if score == "noiseless" else 0
     rows = []
     for M in models:
         M = int(M)
         if not 1 <= M <= bits.shape[0]:
             raise ValueError(f"M = {M} models asked, {bits.shape[0]} trained")
-        s, b = scores[:M].ravel(), bits[:M].ravel().astype(bool)
+        b = bits[:M].ravel().astype(bool)
+        undefined = score == "median_centred" and M < 2
+        s = np.zeros(b.size) if undefined else corrected_scores(scores[:M], score, noiseless=noiseless).ravel()
         ks = guess_sizes(s.size, guess_fractions, guess_counts)
         for name, audit in zip(names, (one_run_audit, one_run_fdp_audit), strict=True):
+            if undefined:
+                rows.append({"method": METHODS[name], "score": score, "models": M, "runs_per_world": np.nan,
+                             "model_steps": M * int(steps) + extra, "canaries": int(s.size), "epsilon": np.nan,
+                             "mu": np.nan, "guesses": 0, "correct": 0, "k_plus": 0, "k_minus": 0, "delta_term": np.nan,
+                             "bound": SCORE_REASONS[score], "valid": True, "confidence": float(confidence),
+                             "delta": float(delta)})  # fmt: skip
+                continue
             res = one_run_audit_search(s, b, ks=ks, delta=delta, confidence=confidence, audit=audit)
             term = (one_run_delta_term(canaries=int(s.size), guesses=res.guesses, correct=res.correct,
                                        epsilon=float(res.epsilon), delta=delta)
@@ -127,9 +210,10 @@ def one_run_rows(
             rows.append(
                 {
                     "method": METHODS[name],
+                    "score": score,
                     "models": M,
                     "runs_per_world": np.nan,
-                    "model_steps": M * int(steps),
+                    "model_steps": M * int(steps) + extra,
                     "canaries": int(s.size),
                     "epsilon": float(res.epsilon),
                     "mu": np.nan if res.mu is None else float(res.mu),
@@ -138,7 +222,8 @@ def one_run_rows(
                     "k_plus": res.k_plus,
                     "k_minus": res.k_minus,
                     "delta_term": term,
-                    "bound": res.method,
+                    "bound": res.method + (" (+T: the canary-free noiseless run, shared by the M models)"
+                                           if extra else ""),
                     "valid": True,  # both one-run bounds hold for any scores (their guess search is Bonferroni'd)
                     "confidence": float(confidence),
                     "delta": float(delta),
@@ -164,6 +249,7 @@ def population_rows(tables: Sequence[pd.DataFrame], *, steps: int) -> list[dict]
             rows.append(
                 {
                     "method": METHODS[name],
+                    "score": "raw",
                     "models": runs,
                     "runs_per_world": runs // 2,
                     "model_steps": runs * int(steps),
@@ -210,6 +296,7 @@ def ceiling_rows(
     scores = rng.standard_normal(shape) + float(mu) * bits
     rows = one_run_rows(bits, scores, names=("ceiling_counting", "ceiling_fdp"), **kwargs)
     for row in rows:
+        row["score"] = "ideal"
         row["bound"] = f"ideal canaries N(μ·b, 1), μ = {float(mu):.4g} ({source}); {row['bound']}"
     return rows
 
@@ -245,6 +332,8 @@ def one_run_table(
     guess_counts: Sequence[int] = (),
     ceiling: str = "none",
     seed: int = 0,
+    score_names: Sequence[str] = ("raw",),
+    noiseless: npt.ArrayLike | None = None,
 ) -> pd.DataFrame:
     """Every point of one dataset: the one-run bounds for each M, the population audits for each R and the ceiling
     (:func:`ceiling_rows`).
@@ -261,15 +350,19 @@ def one_run_table(
         coordinates: the coordinate rule (recorded).
         ceiling: the ideal canaries' μ (:data:`CEILINGS`; ``"none"``: no ceiling rows).
         seed: the ceiling's simulation seed.
+        score_names: the scores audited (:data:`SCORES`, ``one_run.scores``), each its own rows on the same models.
+        noiseless: s⁰ ``[m]`` of the canary-free, noise-free run (needed when ``score_names`` has ``noiseless``).
 
     Returns:
-        :data:`COLUMNS`, rows by method then compute.
+        :data:`COLUMNS`, rows by method, then score (in :data:`SCORES` order), then compute.
     """
     if not population:
         raise ValueError("one_run_table needs at least one population audit table")
+    if not score_names or len(set(score_names)) != len(score_names) or set(score_names) - set(SCORES):
+        raise ValueError(f"score_names must be distinct names of {SCORES}, got {list(score_names)}")
     kw = dict(models=models, steps=steps, guess_fractions=guess_fractions, guess_counts=guess_counts, delta=delta,
               confidence=confidence)
-    rows = one_run_rows(bits, scores, **kw)
+    rows = [row for name in score_names for row in one_run_rows(bits, scores, score=name, noiseless=noiseless, **kw)]
     mu = ceiling_mu(population, ceiling)
     if mu is not None:
         rows += ceiling_rows(mu[0], shape=np.asarray(bits).shape, seed=seed, source=mu[1], **kw)
@@ -282,15 +375,22 @@ def one_run_table(
     frame["canaries_per_model"] = int(np.asarray(bits).shape[1])
     frame["coordinates"] = coordinates
     order = {label: i for i, label in enumerate(METHODS.values())}
-    frame = frame.sort_values(["method", "model_steps"], key=lambda c: c.map(order) if c.name == "method" else c,
-                              kind="stable")
+    score_order = {name: i for i, name in enumerate((*SCORES, "ideal"))}
+    ranks = {"method": order, "score": score_order}
+    frame = frame.sort_values(["method", "score", "model_steps"],
+                              key=lambda c: c.map(ranks[c.name]) if c.name in ranks else c, kind="stable")
     return frame[list(COLUMNS)].reset_index(drop=True)
 
 
 def summary_lines(table: pd.DataFrame) -> list[str]:
     """One log line per method: its ε̂ at the least and the most compute."""
     out = []
-    for (family, method), rows in table.groupby(["family", "method"], sort=False):
+    keys = ["family", "method", "score"] if "score" in table else ["family", "method"]
+    for group, rows in table.groupby(keys, sort=False):
+        family, method = group[0], ", ".join(str(g) for g in group[1:])
+        rows = rows.dropna(subset=["epsilon"])
+        if rows.empty:
+            continue
         first, last = rows.iloc[0], rows.iloc[-1]
         out.append(
             f"{family} {method}: eps_hat {first['epsilon']:.3f} at {int(first['model_steps']):,} model-steps "

@@ -2,8 +2,9 @@
 configuration (docs/one_run.md).
 
 One panel per audited dataset (Housing FCNN, CIFAR-10 ConvNet): ε̂ (δ of the audit) against the compute in
-model-steps on a log axis, one series per method (:data:`hsaudit.experiments.one_run.audit.METHODS`), and the
-configuration's μ-GDP upper bound as a reference line. The CSV holds every point
+model-steps on a log axis, one series per method (:data:`hsaudit.experiments.one_run.audit.METHODS`) and, for the
+one-run bounds, per score (:data:`hsaudit.experiments.one_run.audit.SCORES`: colour by score, marker by bound), and
+the configuration's μ-GDP upper bound as a reference line. The CSV holds every point
 (:data:`hsaudit.experiments.one_run.audit.COLUMNS`, plus the scale and data source).
 """
 
@@ -14,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from hsaudit.experiments.one_run.audit import METHODS
+from hsaudit.experiments.one_run.audit import METHODS, SCORES
 
 PANEL_TITLES = {"housing": "FCNN on Housing", "cifar10": "ConvNet on CIFAR-10"}
 METHOD_STYLES = {
@@ -26,6 +27,30 @@ METHOD_STYLES = {
     METHODS["ceiling_counting"]: {"color": "0.55", "marker": "o", "linestyle": ":", "markerfacecolor": "none"},
     METHODS["ceiling_fdp"]: {"color": "0.55", "marker": "s", "linestyle": ":", "markerfacecolor": "none"},
 }
+SCORE_STYLES = {
+    "median_centred": {METHODS["counting"]: "#009E73", METHODS["fdp"]: "#7FD6B9"},
+    "noiseless": {METHODS["counting"]: "#CC79A7", METHODS["fdp"]: "#E8B9D5"},
+}
+"""Colours of the one-run bounds under a drift-corrected score (the raw score keeps :data:`METHOD_STYLES`)."""
+SCORE_LABELS = {"median_centred": "median-centred", "noiseless": "noiseless-subtracted"}
+
+
+def series(part: pd.DataFrame) -> list[tuple[str, dict, pd.DataFrame]]:
+    """(label, style, rows) of every series of one panel: each method, and each one-run bound per score."""
+    out = []
+    scores = part["score"] if "score" in part else pd.Series("raw", index=part.index)
+    for method in METHODS.values():
+        for score in (*SCORES, "ideal"):
+            rows = part[(part["method"] == method) & (scores == score)].dropna(subset=["epsilon"])
+            if rows.empty:
+                continue
+            style = dict(METHOD_STYLES[method])
+            label = method
+            if score in SCORE_STYLES and method in SCORE_STYLES[score]:
+                style["color"] = SCORE_STYLES[score][method]
+                label = f"{method}, {SCORE_LABELS[score]}"
+            out.append((label, style, rows.sort_values("model_steps")))
+    return out
 
 
 def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
@@ -45,23 +70,20 @@ def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
         raise ValueError("plot_fig1 needs a non-empty table")
     scale, data_sources = facts["scale"], facts["data_sources"]
     families = list(dict.fromkeys(table["family"]))
-    fig, axes = new_figure(len(families), 1, width=4.6 * len(families), height=3.6)
+    fig, axes = new_figure(len(families), 1, width=4.6 * len(families) + 3.0, height=3.6)  # + the legend
     for ax, family in zip(axes[0], families):
         part = table[table["family"] == family]
         upper = float(part["epsilon_upper"].iloc[0])
         ax.axhline(upper, label="μ-GDP upper bound (theory)", **UPPER_BOUND_STYLE)
-        for method in METHODS.values():
-            rows = part[part["method"] == method].sort_values("model_steps")
-            if rows.empty:
-                continue
-            ax.plot(rows["model_steps"], rows["epsilon"], label=method, markersize=4, **METHOD_STYLES[method])
+        for label, style, rows in series(part):
+            ax.plot(rows["model_steps"], rows["epsilon"], label=label, markersize=4, **style)
         ax.set_xscale("log")
         ax.set_xlabel("compute (model-steps)")
         ax.set_ylabel(f"ε̂ (δ = {float(part['delta'].iloc[0]):g})")
         m, steps = int(part["canaries_per_model"].iloc[0]), int(part["steps"].iloc[0])
         ax.set_title(f"{PANEL_TITLES.get(family, family)}: m = {m} canaries/model, T = {steps}", fontsize=9)
-        ax.set_ylim(bottom=0, top=max(upper, float(part["epsilon"].max())) * 1.1 + 1e-9)
-    axes[0][0].legend(frameon=False, fontsize=7, loc="center left")
+        ax.set_ylim(bottom=0, top=max(upper, float(part["epsilon"].max(skipna=True))) * 1.1 + 1e-9)
+    axes[0][-1].legend(frameon=False, fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     pop = table[table["method"].isin([METHODS["population_gdp"], METHODS["population_free"]])]
     one = table[table["method"].isin([METHODS["counting"], METHODS["fdp"]])]
     rule = pop["bound"].iloc[0].split(",")[1].strip() if not pop.empty else None
@@ -79,6 +101,7 @@ def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
         m=[int(v) for v in table["canaries_per_model"].unique()],
         M=[int(v) for v in one["models"].unique()],
         coordinates=list(table["coordinates"].unique()),
+        scores=[s for s in SCORES if "score" in table and s in set(table["score"])] or None,
         code_version=facts.get("code_version", ""),
     )
     write_csv_atomic(

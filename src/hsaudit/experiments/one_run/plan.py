@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from hsaudit.experiments.one_run.audit import SCORES
 from hsaudit.experiments.plans import Population, Target
 from hsaudit.util.mapping import key_of
 from hsaudit.util.seeding import derive_seed
@@ -31,7 +32,9 @@ drawn uniformly: A_GC-R's draw, m times without replacement) or ``least_moving``
 in a noiseless, unclipped simulation of training: A_GC-S Noiseless-PS's ranking, Cebere et al. Algorithm 3)."""
 
 SCORE = "gc_r"
-"""The score of every canary: A_GC-R's, −(θ_T[d] − θ0[d]) (higher ⇒ included)."""
+"""The score every canary's shard records: A_GC-R's, −(θ_T[d] − θ0[d]) (higher ⇒ included). The drift corrections
+of ``one_run.scores`` (:data:`hsaudit.experiments.one_run.audit.SCORES`) are computed by the audit job from it, so
+they are not in the key and choosing them retrains nothing."""
 
 FIGURE = "results/one_run/fig1.pdf"
 
@@ -74,6 +77,7 @@ class OneRunAudit:
         population: the population audit of the same configuration (A_GC-R, repetition 0: the same setup, θ0 and
             batches).
         population_runs: the R of the population points (models in both worlds, half of them inserted), ascending.
+        scores: the scores audited (``one_run.scores``, :data:`hsaudit.experiments.one_run.audit.SCORES`).
     """
 
     dataset: str
@@ -84,11 +88,21 @@ class OneRunAudit:
     shard_size: int
     population: PopulationAudit
     population_runs: tuple[int, ...]
+    scores: tuple[str, ...] = ("raw",)
 
     @property
     def root(self) -> str:
         """The directory of the one-run audit's files."""
         return f"results/one_run/{self.dataset}/{self.key}"
+
+    @property
+    def noiseless_path(self) -> str:
+        """The canary-free, noise-free run's scores s⁰ (one model, σ = 0, no canary, the same θ0 and batches)."""
+        return f"{self.root}/noiseless.npz"
+
+    def noiseless_inputs(self) -> list[str]:
+        """[:attr:`noiseless_path`] when the ``noiseless`` score is audited, else []."""
+        return [self.noiseless_path] if "noiseless" in self.scores else []
 
     @property
     def shards(self) -> int:
@@ -179,6 +193,9 @@ def plan(config: Mapping[str, Any], *, populations: Mapping[str, PopulationAudit
     rule = section["coordinates"]
     if rule not in COORDINATE_RULES:
         raise ValueError(f"one_run.coordinates must be one of {COORDINATE_RULES}, got {rule!r}")
+    scores = tuple(section.get("scores", ("raw",)))
+    if not scores or len(set(scores)) != len(scores) or set(scores) - set(SCORES):
+        raise ValueError(f"one_run.scores must be a non-empty list of distinct names of {SCORES}, got {list(scores)}")
     audits: dict[str, OneRunAudit] = {}
     rows: list[Population] = []
     for dataset in section["families"]:
@@ -214,7 +231,7 @@ def plan(config: Mapping[str, Any], *, populations: Mapping[str, PopulationAudit
         }
         if rule == "least_moving":
             params["simulation"] = "noiseless_ps"
-        spec = OneRunAudit(dataset, key_of(params), params, canaries, models, shard_size, pop, runs)
+        spec = OneRunAudit(dataset, key_of(params), params, canaries, models, shard_size, pop, runs, scores)
         audits[dataset] = spec
         dpsgd = params["setup"]["dpsgd"]
         common = dict(

@@ -1,0 +1,141 @@
+"""The drift-corrected one-run scores (hsaudit.experiments.one_run.audit.SCORES): median centring over the models
+and subtraction of the canary-free, noise-free run. Known-mechanism checks: a per-coordinate shift is removed
+exactly, the bits never enter a score, and on coordinates the data never moves the noiseless-subtracted score at
+σ = 0 is the canaries' exact contribution."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import hsaudit.experiments.one_run.audit as audit_module
+from conftest import housing_like
+from hsaudit.engine.dpsgd import DPSGDConfig, make_setup
+from hsaudit.engine.models import model_spec
+from hsaudit.experiments.one_run.audit import (
+    METHODS,
+    SCORE_REASONS,
+    SCORES,
+    corrected_scores,
+    one_run_rows,
+    one_run_table,
+)
+from hsaudit.experiments.one_run.train import Canaries, train_one_run_shard
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
+KW = {"variant": "8-3-8-1"}
+ROWS = dict(steps=2, guess_fractions=[0.1, 0.5], guess_counts=[1, 3], delta=1e-5, confidence=0.95)
+
+
+def test_median_centring_removes_a_per_coordinate_shift_exactly():
+    rng = np.random.default_rng(0)
+    scores = rng.standard_normal((9, 20))
+    shift = 100.0 * rng.standard_normal(20)
+    np.testing.assert_allclose(corrected_scores(scores + shift[None, :], "median_centred"),
+                               corrected_scores(scores, "median_centred"), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.median(corrected_scores(scores, "median_centred"), axis=0), 0.0, atol=1e-12)
+    # The noiseless subtraction removes a known per-coordinate offset exactly too.
+    np.testing.assert_allclose(corrected_scores(scores + shift[None, :], "noiseless", noiseless=shift), scores,
+                               rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(corrected_scores(scores, "raw"), scores)
+
+
+def test_no_score_reads_the_bits(monkeypatch):
+    """Both corrections are post-processing of the released models: permuting the bits leaves the scores the audit
+    receives unchanged (so the one-run bounds hold for them as for the raw score)."""
+    assert "bits" not in inspect.signature(corrected_scores).parameters
+    rng = np.random.default_rng(1)
+    bits = rng.integers(0, 2, (8, 30))
+    scores = rng.standard_normal((8, 30)) + 2.0 * bits + 5.0 * rng.standard_normal(30)[None, :]
+    offset = rng.standard_normal(30)
+    seen: list[np.ndarray] = []
+    real = audit_module.one_run_audit_search
+
+    def spy(s, b, **kw):
+        seen.append(np.array(s, copy=True))
+        return real(s, b, **kw)
+
+    monkeypatch.setattr(audit_module, "one_run_audit_search", spy)
+    for score in SCORES:
+        seen.clear()
+        one_run_rows(bits, scores, models=[2, 8], score=score, noiseless=offset, **ROWS)
+        first = list(seen)
+        seen.clear()
+        permuted = rng.permutation(bits.ravel()).reshape(bits.shape)
+        one_run_rows(permuted, scores, models=[2, 8], score=score, noiseless=offset, **ROWS)
+        assert len(first) == len(seen) == 4
+        for a, b in zip(first, seen):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_median_centred_is_per_point_and_undefined_at_one_model():
+    rng = np.random.default_rng(2)
+    bits = rng.integers(0, 2, (8, 40))
+    scores = rng.standard_normal((8, 40)) + 3.0 * bits + 10.0 * rng.standard_normal(40)[None, :]
+    rows = pd.DataFrame(one_run_rows(bits, scores, models=[1, 4, 8], score="median_centred", **ROWS))
+    first = rows[rows["models"] == 1]
+    assert len(first) == 2 and first["epsilon"].isna().all() and (first["bound"] == SCORE_REASONS["median_centred"]).all()
+    assert (rows.loc[rows["models"] > 1, "epsilon"] > 0).all()
+    # The median of a point is over its own M models: M = 4 is the raw audit of the first 4 models centred alone.
+    raw = one_run_rows(bits[:4], corrected_scores(scores[:4], "median_centred"), models=[4], **ROWS)
+    assert [r["epsilon"] for r in raw] == rows.loc[rows["models"] == 4, "epsilon"].tolist()
+    with pytest.raises(ValueError, match="at least 2 models"):
+        corrected_scores(scores[:1], "median_centred")
+
+
+def test_corrections_recover_canaries_that_drift_hides():
+    """Scores dominated by a per-coordinate drift (docs/one_run.md): both corrections lift the bound, the
+    noiseless one from a single model; the noiseless rows count their one canary-free run (T model-steps)."""
+    rng = np.random.default_rng(3)
+    bits = rng.integers(0, 2, (16, 64))
+    drift = 5.0 * rng.standard_normal(64)
+    scores = 0.3 * rng.standard_normal((16, 64)) + 1.0 * bits + drift[None, :]
+    pop = pd.DataFrame({"step": [1], "runs": [40], "mu": [0.5], "epsilon": [1.5], "epsilon_free": [0.7],
+                        "epsilon_upper": [4.0], "mode": ["crossing"], "rule_valid": [True], "confidence": [0.95],
+                        "delta": [1e-5]})  # fmt: skip
+    table = one_run_table(dataset="housing", bits=bits, scores=scores, population=[pop], models=[1, 16],
+                          coordinates="random", score_names=SCORES, noiseless=drift, **ROWS)
+    fdp = table[table["method"] == METHODS["fdp"]].set_index(["score", "models"])["epsilon"]
+    assert fdp["median_centred", 16] > fdp["raw", 16] + 1.0
+    assert fdp["noiseless", 1] > fdp["raw", 1] + 1.0
+    assert list(dict.fromkeys(table.loc[table["method"] == METHODS["fdp"], "score"])) == list(SCORES)
+    steps = table[table["method"] == METHODS["counting"]].set_index(["score", "models"])["model_steps"]
+    assert steps["raw", 16] == steps["median_centred", 16] == 32 and steps["noiseless", 16] == 34
+    assert table["valid"].all()
+    with pytest.raises(ValueError, match="noiseless"):
+        one_run_table(dataset="housing", bits=bits, scores=scores, population=[pop], models=[1],
+                      coordinates="random", score_names=["noiseless"], **ROWS)
+    with pytest.raises(ValueError, match="score_names"):
+        one_run_table(dataset="housing", bits=bits, scores=scores, population=[pop], models=[1],
+                      coordinates="random", score_names=["raw", "raw"], **ROWS)
+
+
+def test_noiseless_subtraction_is_the_canary_contribution_at_zero_noise():
+    """On coordinates that no data example moves (the first layer's weights of an input that is always 0), with
+    σ = 0, the noiseless-subtracted score is exactly the canary's contribution b·η·C·(T/k)/B; on every coordinate a
+    model without canaries scores exactly 0 (the canary-free noiseless run is the same deterministic run)."""
+    X, y = housing_like(200, 0)
+    X = np.array(X, copy=True)
+    X[:, 0] = 0.0
+    cfg = DPSGDConfig(steps=12, batch_size=20, lr=0.5, clip_norm=1.0, noise_multiplier=0.0, period=3)
+    setup = make_setup(spec=model_spec("fcnn", **KW), n_train=200, config=cfg, seed=1)
+    # FCNN 8-3-8-1: the first layer's weight is [3, 8], flat index h·8 + f; f = 0 is the zeroed input.
+    silent = [0, 8, 16]
+    canaries = Canaries(np.array([*silent, 5, 30, 40, 60]), 1.0, "random")
+    bits = np.array([[1, 0, 1, 1, 0, 1, 0], [0, 1, 1, 0, 1, 1, 1], [0, 0, 0, 0, 0, 0, 0]])
+    kw = dict(model="fcnn", model_kwargs=KW, X=X, y=y, setup=setup, canaries=canaries, noise_key=3)
+    scores = train_one_run_shard(config=cfg, bits=bits, **kw)
+    # As simulate_one_run_noiseless runs it: the one-run trainer, σ = 0, every bit 0.
+    s0 = train_one_run_shard(config=dataclasses.replace(cfg, noise_multiplier=0.0),
+                             bits=np.zeros((1, canaries.m), dtype=np.int64), **kw)[0]
+    centred = corrected_scores(scores, "noiseless", noiseless=s0)
+    exact = cfg.lr * cfg.clip_norm * (cfg.steps // cfg.period) / cfg.batch_size
+    np.testing.assert_allclose(centred[:, :3], exact * bits[:, :3], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(centred[2], 0.0, atol=1e-7)
+    assert abs(s0[3:]).max() > 10 * exact * 1e-3  # the data does move the other coordinates
+    np.testing.assert_allclose(s0[:3], 0.0, atol=1e-7)
