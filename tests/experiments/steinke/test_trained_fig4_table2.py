@@ -24,11 +24,11 @@ from hsaudit.experiments.steinke.audit import (
     table2,
     table2_markdown,
 )
+from hsaudit.engine.canaries import label_flip_canary
 from hsaudit.experiments.steinke.plan import plan_fig2, plan_fig4
 from hsaudit.experiments.steinke.train.images import (
     blank_background,
     fig4_canary,
-    label_flip_canary,
     loss_score,
     train_dirac_shard,
     train_label_flip_shard,

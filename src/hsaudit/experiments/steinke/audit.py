@@ -54,6 +54,7 @@ from hsaudit.accounting import last_iterate as H
 from hsaudit.accounting import rdp as R
 from hsaudit.audit.auditor import Auditor, HeldOut, KnownFamily, Paper, rule_from_mode
 from hsaudit.audit.validity import valid_companion
+from hsaudit.util.schedule import training_steps
 from hsaudit.util.seeding import derive_seed
 
 METHODS = (
@@ -571,11 +572,6 @@ TABLE1_COLUMNS = (
 )
 
 
-def training_steps(*, epochs: float, n_train: int, batch_size: int) -> int:
-    """T = max(1, round(epochs · N / B)): the steps of ``epochs`` passes over N examples at expected batch B."""
-    return max(1, int(round(float(epochs) * int(n_train) / int(batch_size))))
-
-
 def privacy_plan(
     rows: Sequence[Mapping[str, object]], *, n_train: int, epochs: float, delta: float
 ) -> list[dict[str, float]]:
@@ -837,5 +833,4 @@ __all__ = [
     "table2_accountant_rows",
     "table2_markdown",
     "table_row",
-    "training_steps",
 ]

@@ -17,7 +17,7 @@ Every trained population is a :class:`Training`: 2R models (both worlds; model i
 shards for its largest T, keyed by a hash of every value that changes a shard, so that changing one retrains, raising
 R adds shards and changing a plotted T below the largest retrains nothing. Its files live under its
 :attr:`Training.root` (``results/steinke/<canary>/<key>``, a canary of
-:data:`hsaudit.experiments.steinke.train.images.CANARIES`; Table 1's under
+:data:`hsaudit.engine.canaries.STEINKE_CANARIES`; Table 1's under
 ``results/steinke/table1/<key>``). The tables are :mod:`hsaudit.experiments.steinke.audit`'s, the figures
 :data:`hsaudit.experiments.steinke.figures.FIGURES`.
 
@@ -33,10 +33,10 @@ from typing import Any
 
 from hsaudit.data.datasets import configured_identity
 from hsaudit.experiments.plans import Population, Target
-from hsaudit.experiments.steinke.audit import training_steps
-from hsaudit.experiments.steinke.train.images import BACKGROUNDS, CANARY_SOURCES, FIG4_BACKGROUNDS
-from hsaudit.experiments.steinke.train.language import EXAMPLES, LM_EXTRA, SCORES
+from hsaudit.engine.canaries import DIRAC_BACKGROUNDS, LABEL_FLIP_BACKGROUNDS, LABEL_FLIP_SOURCES
+from hsaudit.experiments.steinke.train.values import EXAMPLES, LM_EXTRA, SCORES
 from hsaudit.util.mapping import key_of
+from hsaudit.util.schedule import training_steps
 
 RESULTS = "results/steinke"
 # The keys of `steinke.fig2` that change what a training job computes (its key); the others (steps plotted, audit
@@ -93,7 +93,7 @@ class TrainingJob:
     """What every training job (one shard) of an image population runs.
 
     Attributes:
-        canary: :data:`hsaudit.experiments.steinke.train.images.CANARIES` (also the directory of its population).
+        canary: :data:`hsaudit.engine.canaries.STEINKE_CANARIES` (also the directory of its population).
         spec: :attr:`Training.spec`.
         device: ``auto``, ``cpu`` or ``cuda``.
         resources: ``threads``, ``mem_mb``, ``runtime``, ``gpu`` (a population that two tables share takes the
@@ -324,8 +324,8 @@ def plan_fig2(
     Raises:
         ValueError: a bad value, named.
     """
-    if section["background"] not in BACKGROUNDS:
-        raise ValueError(f"steinke.fig2.background must be one of {BACKGROUNDS}, got {section['background']!r}")
+    if section["background"] not in DIRAC_BACKGROUNDS:
+        raise ValueError(f"steinke.fig2.background must be one of {DIRAC_BACKGROUNDS}, got {section['background']!r}")
     return _population(section, TRAINING_KEYS, root="dirac", seed=seed, data_identity=data_identity,
                        test_identity=test_identity, test_in_key=False, name="steinke.fig2")
 
@@ -341,17 +341,19 @@ def plan_fig4(
     ``section["backgrounds"]``, under ``results/steinke/label_flip/<key>``.
 
     ``spec["canary"]`` is ``{source, index, label}``
-    (:func:`hsaudit.experiments.steinke.train.images.label_flip_canary`) and ``spec["test"]`` the test set's
+    (:func:`hsaudit.engine.canaries.label_flip_canary`) and ``spec["test"]`` the test set's
     identity, part of the key (the canary may come from it; the final models are evaluated on it).
 
     Raises:
         ValueError: a bad value, named.
     """
     backgrounds = list(section["backgrounds"])
-    if not backgrounds or any(b not in FIG4_BACKGROUNDS for b in backgrounds) or len(set(backgrounds)) < len(backgrounds):
-        raise ValueError(f"steinke.fig4.backgrounds must be distinct values of {FIG4_BACKGROUNDS}, got {backgrounds!r}")
+    if (not backgrounds or any(b not in LABEL_FLIP_BACKGROUNDS for b in backgrounds)
+            or len(set(backgrounds)) < len(backgrounds)):
+        raise ValueError(
+            f"steinke.fig4.backgrounds must be distinct values of {LABEL_FLIP_BACKGROUNDS}, got {backgrounds!r}")
     canary = dict(section["canary"])
-    if set(canary) != {"source", "index", "label"} or canary["source"] not in CANARY_SOURCES:
+    if set(canary) != {"source", "index", "label"} or canary["source"] not in LABEL_FLIP_SOURCES:
         raise ValueError(f"steinke.fig4.canary must be {{source: test|train, index, label}}, got {canary!r}")
     return {
         background: _population({**section, "background": background}, ("background", *FIG4_TRAINING_KEYS),

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from hsaudit.engine.canaries import LABEL_FLIP_BACKGROUNDS, STEINKE_CANARIES, dirac_coordinate, label_flip_canary
 from hsaudit.engine.dpsgd import DPSGDConfig, init_theta0, pick_device, train_population
 from hsaudit.engine.evaluate import population_accuracy
 from hsaudit.engine.models import input_shape, model_spec, num_classes
@@ -46,14 +47,6 @@ from hsaudit.engine.psg import population_engine
 from hsaudit.engine.sampling import Poisson
 from hsaudit.experiments.steinke.train.shards import shard_models
 from hsaudit.util.seeding import derive_seed
-
-CANARIES = ("dirac", "label_flip")
-"""The canaries of :func:`train_shard`: the Dirac gradient canary (fig2, table2), the label-flipped input (fig4)."""
-BACKGROUNDS = ("natural", "zero")
-# Figure 4's other examples: blank (all-zero) images, panel (a), or the data, panel (b).
-FIG4_BACKGROUNDS = ("blank", "natural")
-CANARY_SOURCES = ("test", "train")
-
 
 def fig4_canary(
     spec: Mapping[str, Any], *, train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.ndarray]
@@ -75,7 +68,7 @@ def canary_coordinate(spec: Mapping[str, Any], p: int) -> int:
     """
     d = spec["canary_dim"]
     if d is None:
-        return int(np.random.default_rng(derive_seed(spec["seed"], "steinke-fig2-dim")).integers(p))
+        return dirac_coordinate(p, derive_seed(spec["seed"], "steinke-fig2-dim"))
     if not 0 <= int(d) < p:
         raise ValueError(f"canary_dim must be in [0, {p}), got {d}")
     return int(d)
@@ -226,33 +219,6 @@ def train_dirac_shard(
     return {**out, "canary_dim": np.int64(dim)}
 
 
-def label_flip_canary(
-    X: np.ndarray, y: np.ndarray, *, index: int, label: int | None, n_classes: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """The label-flipped input canary (x*, y*) of Figure 4: image ``index`` of ``(X, y)`` with a wrong label.
-
-    Args:
-        X, y: the images the canary is taken from (by default the test split, an image the models never see
-            otherwise [inferred]).
-        index: which image.
-        label: the canary's label; ``None``: (y + 1) mod K [inferred: the paper names neither image nor label].
-        n_classes: K.
-
-    Returns:
-        ``x* [1, ...]`` float32 and ``y* [1]`` int64.
-
-    Raises:
-        ValueError: an index outside the set, or a label that is not a wrong class.
-    """
-    if not 0 <= int(index) < len(y):
-        raise ValueError(f"canary index must be in [0, {len(y)}), got {index}")
-    true = int(y[int(index)])
-    flipped = (true + 1) % int(n_classes) if label is None else int(label)
-    if not 0 <= flipped < int(n_classes) or flipped == true:
-        raise ValueError(f"canary label must be a class in [0, {n_classes}) other than the image's {true}, got {label}")
-    return np.asarray(X[int(index)][None], dtype=np.float32), np.array([flipped], dtype=np.int64)
-
-
 def blank_background(X: np.ndarray) -> np.ndarray:
     """Figure 4(a)'s other examples: all-zero images of the same shape (their labels stay those of the data)."""
     return np.zeros_like(np.asarray(X, dtype=np.float32))
@@ -290,14 +256,14 @@ def train_label_flip_shard(
             ``blank`` (every other image replaced by zeros, :func:`blank_background`; labels unchanged).
         shard: the shard index.
         X, y: the training set.
-        canary: ``(x* [1, ...], y* [1])`` (:func:`label_flip_canary`).
+        canary: ``(x* [1, ...], y* [1])`` (:func:`hsaudit.engine.canaries.label_flip_canary`).
         test, device, progress: as :func:`train_dirac_shard`.
 
     Returns:
         As :func:`train_dirac_shard` with ``canary_label`` instead of ``canary_dim``.
     """
-    if spec["background"] not in FIG4_BACKGROUNDS:
-        raise ValueError(f"fig4 background must be one of {FIG4_BACKGROUNDS}, got {spec['background']!r}")
+    if spec["background"] not in LABEL_FLIP_BACKGROUNDS:
+        raise ValueError(f"fig4 background must be one of {LABEL_FLIP_BACKGROUNDS}, got {spec['background']!r}")
     dev = pick_device(device)
     model, kwargs, _, _ = _check_inputs(spec, X)
     if spec["background"] == "blank":
@@ -342,7 +308,7 @@ def train_shard(
     evaluated on ``test``.
 
     Args:
-        canary: :data:`CANARIES`.
+        canary: :data:`hsaudit.engine.canaries.STEINKE_CANARIES`.
         spec, shard, X, y, test, device, progress: as :func:`train_dirac_shard`.
 
     Raises:
@@ -354,7 +320,7 @@ def train_shard(
         image = fig4_canary(spec, train=(X, y), test=test)
         return train_label_flip_shard(spec, shard, X=X, y=y, canary=image, test=test, device=device,
                                       progress=progress)
-    raise ValueError(f"canary must be one of {CANARIES}, got {canary!r}")
+    raise ValueError(f"canary must be one of {STEINKE_CANARIES}, got {canary!r}")
 
 
 def zero_background_moments(*, steps: int, sampling_rate: float, noise_multiplier: float) -> dict[str, float]:
@@ -365,15 +331,10 @@ def zero_background_moments(*, steps: int, sampling_rate: float, noise_multiplie
 
 
 __all__ = [
-    "BACKGROUNDS",
-    "CANARIES",
-    "CANARY_SOURCES",
-    "FIG4_BACKGROUNDS",
     "blank_background",
     "canary_coordinate",
     "dirac_score",
     "fig4_canary",
-    "label_flip_canary",
     "loss_score",
     "train_dirac_shard",
     "train_label_flip_shard",
