@@ -335,9 +335,11 @@ coordinate :func:`dirac_coordinate`) and the label-flipped input (Figure 4; :fun
 DIRAC_BACKGROUNDS = ("natural", "zero")
 """The other examples of a Dirac-canary training: ``natural`` (the data) or ``zero`` (every other example's clipped
 gradient is 0: the adversarial dataset of Steinke et al.'s Figure 3)."""
-LABEL_FLIP_BACKGROUNDS = ("blank", "natural")
-"""The other examples of a label-flipped-input training (Steinke et al.'s Figure 4 panels): ``blank`` (all-zero
-images, labels kept: the registry's ``blank``) or ``natural`` (the data)."""
+LABEL_FLIP_BACKGROUNDS = ("blank", "natural", "zero_gradient")
+"""The other examples of a label-flipped-input training (Steinke et al.'s Figure 4 panels): ``zero_gradient`` (every
+other example's clipped gradient is 0 while the canary's is computed and clipped: the paper's "all zero gradient
+inputs" of panel (a)), ``blank`` (all-zero images, labels kept: the registry's ``blank``, whose bias gradients are
+not 0) or ``natural`` (the data; panel (b))."""
 LABEL_FLIP_SOURCES = ("test", "train")
 """The splits a label-flipped input canary is taken from (test: an image the models never see otherwise)."""
 

@@ -260,7 +260,7 @@ def fig4_table(
     per background (``panels``: background → its shards), with :data:`FIG4_COLUMNS`.
 
     Args:
-        panels: ``{"blank": shards, "natural": shards}`` (:func:`hsaudit.experiments.steinke.train.images.train_label_flip_shard`).
+        panels: ``{"zero_gradient": shards, "natural": shards}`` (:func:`hsaudit.experiments.steinke.train.images.train_label_flip_shard`).
         seed: seeds the held-out splits (per background).
         **kwargs: :func:`fig2_table`'s other arguments (``steps``, ``noise_multiplier``, ``delta``, ...).
     """

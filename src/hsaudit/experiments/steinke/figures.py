@@ -326,14 +326,15 @@ def plot_fig2(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
 
 def plot_fig4(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
     """Figure 4: the label-flipped input canary (score −ℓ(θ_T; x*, y*)); ε vs T, one panel per background —
-    (a) blank images, (b) the data — with the same audits and bounds as Figure 2.
+    (a) zero-gradient inputs (or blank images, the other reading), (b) the data — with the same audits and bounds as
+    Figure 2.
 
     ``table``: :func:`hsaudit.experiments.steinke.audit.fig4_table`. The footer names the scale, R, the model,
     the data source, the audits, the canary's label and the models' mean test accuracy per background.
     """
-    order = [b for b in ("blank", "natural") if b in set(table["background"])]
+    order = [b for b in ("zero_gradient", "blank", "natural") if b in set(table["background"])]
     fig, axes = figure(ncols=len(order), width=4.2 * len(order), height=3.8, sharey=True)
-    titles = {"blank": "(a) blank images", "natural": "(b) natural data"}
+    titles = {"zero_gradient": "(a) zero-gradient inputs", "blank": "(a) blank images", "natural": "(b) natural data"}
     for ax, background in zip(axes[0], order):
         part = table[table["background"] == background]
         _trained_curves(ax, part)

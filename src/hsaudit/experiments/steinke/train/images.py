@@ -23,7 +23,10 @@ t-step experiment and one training serves every T of the figure (the paper train
 share their models, so they are correlated across T, not biased).
 
 Figure 4's canary is an input instead (:func:`train_label_flip_shard`): an image with a wrong label, one more example
-of a step's Poisson batch with probability q, clipped like the others, scored by −ℓ(θ_t; x*, y*). Every population's
+of a step's Poisson batch with probability q, clipped like the others, scored by −ℓ(θ_t; x*, y*). Its other
+examples are ``natural`` (the data, panel b), ``zero_gradient`` (panel a as the paper words it, "all zero gradient
+inputs": every other example's clipped gradient is 0, :class:`CanaryOnlyGradients`) or ``blank`` (all-zero images
+with their labels, whose bias gradients are not 0: the other reading). Every population's
 job is :func:`train_shard` (rule ``train_steinke_shard``); its spec and shards come from
 :mod:`hsaudit.experiments.steinke.plan`.
 
@@ -89,6 +92,46 @@ class _ZeroGradients:
     def clipped_sum_per_model(self, theta, x, y, clip, weights, counts=None) -> torch.Tensor:
         del x, y, clip, weights, counts
         return torch.zeros_like(theta)
+
+
+class CanaryOnlyGradients:
+    """A per-sample gradient engine in which every background example's clipped gradient is 0 and the input
+    canary's is computed and clipped by the wrapped engine: Figure 4(a)'s "all zero gradient inputs"
+    (background ``zero_gradient``).
+
+    The background rows are marked by the label :data:`BACKGROUND_MARK` (:func:`zero_gradient_background`), so
+    that a model's Poisson batch tells whether it holds the canary (the one row with a real label and a positive
+    weight); only the canary's gradient is computed, at each model's own θ.
+    """
+
+    def __init__(self, engine, canary: tuple[torch.Tensor, torch.Tensor]) -> None:
+        self.engine, self.p = engine, engine.p
+        self.x, self.y = canary
+
+    def loss(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.engine.loss(theta, x, y)
+
+    def clipped_sum_per_model(self, theta, x, y, clip, weights, counts=None) -> torch.Tensor:
+        """Σ over model m's batch of w · clip(g): 0 for every marked row, the wrapped engine's for the canary."""
+        del x, counts
+        w = (weights * (y != BACKGROUND_MARK).to(weights.dtype)).sum(dim=1)  # the canary's weight, 0 without it
+        present = [int(v) for v in (w > 0).tolist()]
+        if not any(present):
+            return torch.zeros_like(theta)
+        m = theta.shape[0]
+        xc = self.x.unsqueeze(0).expand(m, *self.x.shape)
+        yc = self.y.unsqueeze(0).expand(m, *self.y.shape)
+        return self.engine.clipped_sum_per_model(theta, xc, yc, clip, w[:, None].to(theta.dtype), present)
+
+
+BACKGROUND_MARK = -1
+"""The label of every background row of the ``zero_gradient`` background (no class: no loss is ever taken of it)."""
+
+
+def zero_gradient_background(y: np.ndarray) -> np.ndarray:
+    """Figure 4(a)'s labels under the paper's reading: every other example marked :data:`BACKGROUND_MARK`, so
+    that :class:`CanaryOnlyGradients` gives it a zero clipped gradient (its image is never read)."""
+    return np.full(np.shape(y), BACKGROUND_MARK, dtype=np.int64)
 
 
 def _check_inputs(spec: Mapping[str, Any], X: np.ndarray) -> tuple[str, dict, int, int]:
@@ -252,8 +295,9 @@ def train_label_flip_shard(
 
     Args:
         spec: a label-flip population's spec (:func:`hsaudit.experiments.steinke.plan.plan_fig4`);
-            ``spec["background"]`` is ``natural`` (the data) or
-            ``blank`` (every other image replaced by zeros, :func:`blank_background`; labels unchanged).
+            ``spec["background"]`` is ``natural`` (the data), ``blank`` (every other image replaced by zeros,
+            :func:`blank_background`; labels unchanged) or ``zero_gradient`` (every other example's clipped
+            gradient 0, the canary's computed and clipped: :class:`CanaryOnlyGradients`).
         shard: the shard index.
         X, y: the training set.
         canary: ``(x* [1, ...], y* [1])`` (:func:`hsaudit.engine.canaries.label_flip_canary`).
@@ -275,10 +319,14 @@ def train_label_flip_shard(
     )
     xc = torch.as_tensor(canary[0], dtype=torch.float32, device=dev)
     yc = torch.as_tensor(canary[1], dtype=torch.int64, device=dev)
+    trainer = engine
+    if spec["background"] == "zero_gradient":
+        y = zero_gradient_background(y)
+        trainer = CanaryOnlyGradients(engine, (xc, yc))
     out = _train(
         spec,
         shard,
-        engine=engine,
+        engine=trainer,
         X=X,
         y=y,
         dev=dev,
@@ -331,6 +379,8 @@ def zero_background_moments(*, steps: int, sampling_rate: float, noise_multiplie
 
 
 __all__ = [
+    "BACKGROUND_MARK",
+    "CanaryOnlyGradients",
     "blank_background",
     "canary_coordinate",
     "dirac_score",
@@ -339,5 +389,6 @@ __all__ = [
     "train_dirac_shard",
     "train_label_flip_shard",
     "train_shard",
+    "zero_gradient_background",
     "zero_background_moments",
 ]
