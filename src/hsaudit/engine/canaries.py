@@ -344,6 +344,22 @@ LABEL_FLIP_SOURCES = ("test", "train")
 """The splits a label-flipped input canary is taken from (test: an image the models never see otherwise)."""
 
 
+def draw_distinct(n: int, count: int, seed: int) -> np.ndarray:
+    """``count`` distinct values of range(n), uniformly from ``seed`` (the first ``count`` of one permutation, so a
+    larger ``count`` keeps the earlier draws): Steinke et al.'s spread of canaries, several Dirac coordinates or
+    label-flipped images [inferred: the paper audits one of each].
+
+    >>> draw_distinct(10, 3, 0).tolist() == draw_distinct(10, 5, 0)[:3].tolist()
+    True
+
+    Raises:
+        ValueError: ``count`` outside [1, n].
+    """
+    if not 1 <= int(count) <= int(n):
+        raise ValueError(f"cannot draw {count} distinct values of range({n})")
+    return np.random.default_rng(seed).permutation(int(n))[: int(count)]
+
+
 def label_flip_canary(
     X: np.ndarray, y: np.ndarray, *, index: int, label: int | None, n_classes: int
 ) -> tuple[np.ndarray, np.ndarray]:

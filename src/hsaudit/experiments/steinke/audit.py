@@ -94,7 +94,11 @@ FIG4_COLUMNS = tuple(c for c in COLUMNS if c != "canary_dim") + ("canary_label",
                                                                   "test_accuracy_sd", "n_test")
 
 
-_SCALARS = ("canary_dim", "canary_label", "sampling_rate", "batch_size", "n_train", "n_test")
+# fig4_spread's table: one block per canary (``panel``: dirac_0 …, label_flip_0 …; ``canary``: its type) with the
+# Dirac canary's coordinate or the label-flipped image's index and label.
+SPREAD_COLUMNS = ("panel", "canary", *FIG4_COLUMNS, "canary_dim", "canary_index")
+
+_SCALARS = ("canary_dim", "canary_label", "canary_index", "sampling_rate", "batch_size", "n_train", "n_test")
 
 
 def load_shards(paths: Sequence[str]) -> list[dict[str, np.ndarray]]:
@@ -217,7 +221,7 @@ def fig2_table(
             "model": model,
             "background": background,
             "data_source": data_source,
-            **{k: int(data[k]) for k in ("canary_dim", "canary_label") if k in data},
+            **{k: int(data[k]) for k in ("canary_dim", "canary_label", "canary_index") if k in data},
             **accuracy_summary(data),
             "mean_out": float(out.mean()),
             "var_out": float(out.var(ddof=1)) if out.size > 1 else nan,
@@ -287,7 +291,29 @@ def fig2_panel_table(
     return fig2_table(shards, seed=seed, background=background, **kwargs)
 
 
-TRAINED_TABLES = {"fig2": fig2_panel_table, "fig4": fig4_table}
+def fig4_spread_table(
+    panels: Mapping[str, Sequence[Mapping[str, np.ndarray]]], *, seed: int, **kwargs
+) -> pd.DataFrame:
+    """``fig4_spread``'s table: :func:`fig2_table`'s audits of every canary's population on natural data, one block
+    per panel (``dirac_<i>``: a Dirac coordinate; ``label_flip_<i>``: a label-flipped image), with
+    :data:`SPREAD_COLUMNS` (``canary`` is the panel's type). The spread over canaries is the figure's
+    (:func:`hsaudit.experiments.steinke.figures.spread_summary`).
+
+    Args:
+        panels: panel → its shards (:func:`hsaudit.experiments.steinke.plan.plan_fig4_spread`'s order).
+        seed: seeds the held-out splits and the valid rule's draws (per panel).
+        **kwargs: :func:`fig2_table`'s other arguments.
+    """
+    tables = []
+    for panel, shards in panels.items():
+        table = fig2_table(shards, seed=derive_seed(seed, "steinke-fig4-spread", panel), background="natural",
+                           columns=SPREAD_COLUMNS, select_label="steinke-fig4-spread-select", **kwargs)
+        table["panel"], table["canary"] = panel, panel.rsplit("_", 1)[0]
+        tables.append(table)
+    return pd.concat(tables, ignore_index=True)
+
+
+TRAINED_TABLES = {"fig2": fig2_panel_table, "fig4": fig4_table, "fig4_spread": fig4_spread_table}
 """The audit table of each trained-model figure, each ``fn(panels, *, seed, steps, noise_multiplier, delta,
 confidence, mode, valid_mode, model, data_source, value_discretization_interval)`` with ``panels`` background →
 shards."""
@@ -804,6 +830,7 @@ __all__ = [
     "COLUMNS",
     "FIG4_COLUMNS",
     "METHODS",
+    "SPREAD_COLUMNS",
     "TABLE1_COLUMNS",
     "TABLE2_COLUMNS",
     "RDP_COLUMNS",
@@ -817,6 +844,7 @@ __all__ = [
     "TRAINED_TABLES",
     "fig2_panel_table",
     "fig2_table",
+    "fig4_spread_table",
     "fig4_table",
     "gdp_rules",
     "load_shards",

@@ -42,7 +42,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from hsaudit.engine.canaries import LABEL_FLIP_BACKGROUNDS, STEINKE_CANARIES, dirac_coordinate, label_flip_canary
+from hsaudit.engine.canaries import (
+    LABEL_FLIP_BACKGROUNDS,
+    STEINKE_CANARIES,
+    dirac_coordinate,
+    draw_distinct,
+    label_flip_canary,
+)
 from hsaudit.engine.dpsgd import DPSGDConfig, init_theta0, pick_device, train_population
 from hsaudit.engine.evaluate import population_accuracy
 from hsaudit.engine.models import input_shape, model_spec, num_classes
@@ -55,21 +61,37 @@ def fig4_canary(
     spec: Mapping[str, Any], *, train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.ndarray]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Figure 4's canary (x*, y*) as ``spec["canary"]`` says: image ``index`` of the ``source`` split, ``label``
-    (``None``: (y + 1) mod K)."""
+    (``None``: (y + 1) mod K); ``index`` ``None``: the ``draw``-th of distinct images drawn uniformly with the seed
+    (:func:`canary_index`)."""
     c = spec["canary"]
     X, y = test if c["source"] == "test" else train
     k = num_classes(spec["model"], **dict(spec["model_kwargs"] or {}))
-    return label_flip_canary(X, y, index=int(c["index"]), label=c["label"], n_classes=k)
+    return label_flip_canary(X, y, index=canary_index(spec, len(y)), label=c["label"], n_classes=k)
+
+
+def canary_index(spec: Mapping[str, Any], n: int) -> int:
+    """The index of a label-flip population's canary image in its split of ``n`` images: ``spec["canary"]["index"]``,
+    or, when that is ``None``, the ``draw``-th of distinct indices drawn uniformly with the plan's seed
+    (:func:`hsaudit.engine.canaries.draw_distinct`; ``fig4_spread``) [inferred]."""
+    c = spec["canary"]
+    if c.get("index") is not None:
+        return int(c["index"])
+    draw = int(c["draw"])
+    return int(draw_distinct(n, draw + 1, derive_seed(spec["seed"], "steinke-fig4-spread-images"))[draw])
 
 
 def canary_coordinate(spec: Mapping[str, Any], p: int) -> int:
     """The canary's coordinate d: ``spec["canary_dim"]`` if set, else one drawn uniformly from the p parameters
-    with a seed derived from the plan's seed [inferred: the paper names no coordinate].
+    with a seed derived from the plan's seed [inferred: the paper names no coordinate] — with ``canary_draw`` i
+    (``fig4_spread``), the i-th of distinct coordinates drawn uniformly (:func:`hsaudit.engine.canaries.draw_distinct`).
 
     Raises:
         ValueError: a coordinate outside [0, p).
     """
     d = spec["canary_dim"]
+    if d is None and spec.get("canary_draw") is not None:
+        draw = int(spec["canary_draw"])
+        return int(draw_distinct(p, draw + 1, derive_seed(spec["seed"], "steinke-fig4-spread-dims"))[draw])
     if d is None:
         return dirac_coordinate(p, derive_seed(spec["seed"], "steinke-fig2-dim"))
     if not 0 <= int(d) < p:
@@ -366,8 +388,10 @@ def train_shard(
         return train_dirac_shard(spec, shard, X=X, y=y, test=test, device=device, progress=progress)
     if canary == "label_flip":
         image = fig4_canary(spec, train=(X, y), test=test)
-        return train_label_flip_shard(spec, shard, X=X, y=y, canary=image, test=test, device=device,
-                                      progress=progress)
+        out = train_label_flip_shard(spec, shard, X=X, y=y, canary=image, test=test, device=device,
+                                     progress=progress)
+        split = test if spec["canary"]["source"] == "test" else (X, y)
+        return {**out, "canary_index": np.int64(canary_index(spec, len(split[1])))}
     raise ValueError(f"canary must be one of {STEINKE_CANARIES}, got {canary!r}")
 
 
@@ -383,6 +407,7 @@ __all__ = [
     "CanaryOnlyGradients",
     "blank_background",
     "canary_coordinate",
+    "canary_index",
     "dirac_score",
     "fig4_canary",
     "loss_score",
