@@ -381,6 +381,8 @@ RENDERERS: tuple[tuple[str, Callable[..., str]], ...] = (
     (r"fig6a", curve_summary(("model", "adversary", "period", "clip_norm"), ("step", "mu", "mu_upper", "runs"))),
     (r"fig8", columns_table(("model", "step", "runs", "mean", "sd", "lower", "upper", "world", "data_source"))),
     (r"steinke/fig[12346]", method_table),
+    (r"steinke/fig4_spread", columns_table(("steps", "canary", "canaries", "audit_mode", "mean", "sd", "min", "max",
+                                            "heuristic", "standard", "values"))),  # fmt: skip
     (r"steinke/fig5", columns_table(("sampling_rate", "noise_multiplier", "one_step_epsilon", "rounding_direction",
                                      "steps", "epsilon_quadratic", "epsilon_quadratic_exact", "epsilon_linear_max",
                                      "ratio", "ratio_exact", "ratio_other_direction"))),  # fmt: skip

@@ -193,3 +193,17 @@ def test_test_modules_have_unique_names():
     test files of one name (tests/bench/test_train.py beside tests/engine/test_train.py) fail to collect."""
     names = Counter(p.name for p in Path(__file__).resolve().parent.rglob("test_*.py"))
     assert [n for n, k in names.items() if k > 1] == []
+
+
+def test_steinke_plan_imports_neither_torch_nor_scipy():
+    """Every `snakemake` call and `hsaudit plan` import Steinke et al.'s plan: its canary values come from the canary
+    registry (numpy) and its step counts from `hsaudit.util.schedule`, not from the training modules (torch, ~2 s)
+    or the audit (scipy, ~1.4 s)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, hsaudit.experiments.steinke.plan; "
+            "print(sorted(m for m in ('torch', 'scipy') if m in sys.modules))")
+    env = {**__import__("os").environ, "PYTHONPATH": str(REPO / "src")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

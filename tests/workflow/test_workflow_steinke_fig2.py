@@ -69,7 +69,7 @@ def test_smoke_fig2(workflow_copy):
     assert set(table["data_source"]) == {"cifar10:synthetic"} and set(table["model"]) == {"convnet"}
     fig4 = pd.read_csv(workflow_copy / "results/steinke/fig4.csv")
     assert (workflow_copy / FIG4).stat().st_size > 1000
-    assert set(fig4["background"]) == {"blank", "natural"} and set(fig4["steps"]) == {1, 3}
+    assert set(fig4["background"]) == {"zero_gradient", "natural"} and set(fig4["steps"]) == {1, 3}
     assert set(fig4["runs_per_world"]) == {4} and fig4["test_accuracy_mean"].between(0, 1).all()
     t2 = pd.read_csv(workflow_copy / "results/steinke/table2.csv")
     assert t2["batch_size"].tolist() == [10, 5, 2] and t2["test_accuracy_mean"].between(0, 1).all()

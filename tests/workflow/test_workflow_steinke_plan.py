@@ -19,6 +19,7 @@ from hsaudit.util.mapping import deep_merge
 READERS = {
     "results/steinke/fig2.pdf": "audit_steinke_fig2",
     "results/steinke/fig4.pdf": "audit_steinke_fig4",
+    "results/steinke/fig4_spread.pdf": "audit_steinke_fig4_spread",
     "results/steinke/table2.md": "tabulate_steinke_table2",
     "results/steinke/table1.md": "tabulate_steinke_table1",
 }

@@ -1,7 +1,8 @@
 # Steinke, Nasr et al., "The Last Iterate Advantage" (docs/steinke.md). Every value comes from the plan
 # (hsaudit.experiments.steinke.plan), which `hsaudit plan` prices too. fig1, fig3, fig5, fig6: analytic accounting
-# and 1-D simulations -> plot. fig2, fig4, table2 train image classifiers (Poisson DP-SGD with the Dirac gradient
-# canary, or the label-flipped input canary for fig4): data -> one job per population shard (GPU at paper scale;
+# and 1-D simulations -> plot. fig2, fig4, fig4_spread, table2 train image classifiers (Poisson DP-SGD with the Dirac
+# gradient canary, or the label-flipped input canary for fig4; fig4_spread: one population pair per Dirac
+# coordinate and per label-flipped image): data -> one job per population shard (GPU at paper scale;
 # it also evaluates the models' test accuracy) -> audit table -> plot / table. table1 fine-tunes a causal language
 # model given by path (optional): data -> σ per row -> one job per row and shard -> table.
 from hsaudit.experiments.steinke.plan import plan as steinke_plan
@@ -33,8 +34,8 @@ rule prepare_steinke_data:
         "../scripts/prepare_steinke_data.py"
 
 
-# One job per shard of every image population (fig2, table2: Dirac canary; fig4: label-flip canary), keyed by the
-# plan: results/steinke/{canary}/{key}/shard{shard}.npz.
+# One job per shard of every image population (fig2, table2: Dirac canary; fig4: label-flip canary; fig4_spread:
+# both), keyed by the plan: results/steinke/{canary}/{key}/shard{shard}.npz.
 rule train_steinke_shard:
     input:
         data=STEINKE.train_data,

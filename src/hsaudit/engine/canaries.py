@@ -220,13 +220,24 @@ def out_of_support(source: CanarySource) -> InputCanary:
     return InputCanary(x=xs, y=np.array(label, dtype=np.int64), origin=f"{where}, label {label}")
 
 
+def dirac_coordinate(parameters: int, seed: int) -> int:
+    """The coordinate d of a Dirac canary: uniform over the ``parameters`` coordinates of the flat parameters, from
+    ``seed`` (the :func:`dirac` entry's and Steinke et al.'s Figure 2 and Table 2 choice [inferred: the papers name
+    no coordinate]).
+
+    >>> dirac_coordinate(68, 0) == dirac_coordinate(68, 0) and 0 <= dirac_coordinate(68, 0) < 68
+    True
+    """
+    return int(np.random.default_rng(seed).integers(int(parameters)))
+
+
 def dirac(source: CanarySource) -> GradientCanary:
     """A Dirac gradient canary: coordinate d (drawn from the seed) of the flat parameters, with a per-example
     gradient of norm :data:`DIRAC_NORM` × C carried by an all-zero input (Nasr et al. 2023; Steinke et al. 2023)."""
     if source.parameters is None:
         raise ValueError("the dirac canary needs the model's parameter count (CanarySource.parameters)")
     p = int(source.parameters)
-    d = int(np.random.default_rng(source.seed).integers(p))
+    d = dirac_coordinate(p, source.seed)
     direction = np.zeros(p, dtype=np.float32)
     direction[d] = 1.0
     y = np.asarray(source.y)
@@ -313,6 +324,68 @@ def canary_from_arrays(arrays: Mapping[str, np.ndarray]) -> Canary:
     except KeyError as err:
         raise ValueError(f"canary arrays lack {err.args[0]!r}") from None
     raise ValueError(f"canary arrays of kind {kind!r}: expected input or gradient")
+
+
+# ---- Steinke et al. (2023)'s image canaries ------------------------------------------------------------------
+# Their trained-model targets (hsaudit.experiments.steinke) insert a canary whose value depends on the training
+# (the engine's per-sample gradients), so they name it here and build it in their training jobs.
+STEINKE_CANARIES = ("dirac", "label_flip")
+"""Steinke et al.'s image canaries: the Dirac gradient canary C·e_d added unclipped (their Figure 2, Table 2;
+coordinate :func:`dirac_coordinate`) and the label-flipped input (Figure 4; :func:`label_flip_canary`)."""
+DIRAC_BACKGROUNDS = ("natural", "zero")
+"""The other examples of a Dirac-canary training: ``natural`` (the data) or ``zero`` (every other example's clipped
+gradient is 0: the adversarial dataset of Steinke et al.'s Figure 3)."""
+LABEL_FLIP_BACKGROUNDS = ("blank", "natural", "zero_gradient")
+"""The other examples of a label-flipped-input training (Steinke et al.'s Figure 4 panels): ``zero_gradient`` (every
+other example's clipped gradient is 0 while the canary's is computed and clipped: the paper's "all zero gradient
+inputs" of panel (a)), ``blank`` (all-zero images, labels kept: the registry's ``blank``, whose bias gradients are
+not 0) or ``natural`` (the data; panel (b))."""
+LABEL_FLIP_SOURCES = ("test", "train")
+"""The splits a label-flipped input canary is taken from (test: an image the models never see otherwise)."""
+
+
+def draw_distinct(n: int, count: int, seed: int) -> np.ndarray:
+    """``count`` distinct values of range(n), uniformly from ``seed`` (the first ``count`` of one permutation, so a
+    larger ``count`` keeps the earlier draws): Steinke et al.'s spread of canaries, several Dirac coordinates or
+    label-flipped images [inferred: the paper audits one of each].
+
+    >>> draw_distinct(10, 3, 0).tolist() == draw_distinct(10, 5, 0)[:3].tolist()
+    True
+
+    Raises:
+        ValueError: ``count`` outside [1, n].
+    """
+    if not 1 <= int(count) <= int(n):
+        raise ValueError(f"cannot draw {count} distinct values of range({n})")
+    return np.random.default_rng(seed).permutation(int(n))[: int(count)]
+
+
+def label_flip_canary(
+    X: np.ndarray, y: np.ndarray, *, index: int, label: int | None, n_classes: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The label-flipped input canary (x*, y*) of Steinke et al.'s Figure 4: image ``index`` of ``(X, y)`` with a
+    wrong label.
+
+    Args:
+        X, y: the images the canary is taken from (by default the test split, an image the models never see
+            otherwise [inferred]).
+        index: which image.
+        label: the canary's label; ``None``: (y + 1) mod K [inferred: the paper names neither image nor label].
+        n_classes: K.
+
+    Returns:
+        ``x* [1, ...]`` float32 and ``y* [1]`` int64.
+
+    Raises:
+        ValueError: an index outside the set, or a label that is not a wrong class.
+    """
+    if not 0 <= int(index) < len(y):
+        raise ValueError(f"canary index must be in [0, {len(y)}), got {index}")
+    true = int(y[int(index)])
+    flipped = (true + 1) % int(n_classes) if label is None else int(label)
+    if not 0 <= flipped < int(n_classes) or flipped == true:
+        raise ValueError(f"canary label must be a class in [0, {n_classes}) other than the image's {true}, got {label}")
+    return np.asarray(X[int(index)][None], dtype=np.float32), np.array([flipped], dtype=np.int64)
 
 
 # ---- backgrounds ------------------------------------------------------------------------------------------------

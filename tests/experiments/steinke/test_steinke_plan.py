@@ -71,7 +71,7 @@ def test_targets_and_figures(scale):
     kinds = {t.path: (t.kind, t.trained) for t in p.targets}
     for name in ("fig1", "fig3", "fig5", "fig6"):
         assert kinds[f"{RESULTS}/{name}.pdf"] == ("cpu", False)
-    for path in (f"{RESULTS}/fig2.pdf", f"{RESULTS}/fig4.pdf", f"{RESULTS}/table2.md"):
+    for path in (f"{RESULTS}/fig2.pdf", f"{RESULTS}/fig4.pdf", f"{RESULTS}/fig4_spread.pdf", f"{RESULTS}/table2.md"):
         assert kinds[path] == ("gpu", True)
     # Table 1 is a target only once its model and data are given
     assert f"{RESULTS}/table1.md" not in kinds and p.table1.missing
@@ -97,3 +97,32 @@ def test_hsaudit_plan_prices_the_plans_populations(scale):
     for pop, mine in zip(priced, ours):
         assert (pop.figures, pop.models, pop.steps, pop.batch, pop.device == "gpu", pop.cost_factor) == (
             mine.figures, mine.models, mine.steps, mine.batch, mine.gpu, mine.cost_factor)
+
+
+def test_fig4_spread_has_one_population_pair_per_canary():
+    """fig4_spread: fig4's training on natural data, one Dirac population per coordinate (drawn: canary_draw i) and
+    one label-flip population per image (drawn: index null, draw i); an explicit image equal to fig4's canary, at
+    fig4's shard size, is fig4's natural population (one key, shared)."""
+    from hsaudit.experiments.steinke.plan import plan_fig4, plan_fig4_spread
+
+    config = _config("paper")
+    fig4 = config["steinke"]["fig4"]
+    ids = dict(seed=1, data_identity={"dataset": "toy"}, test_identity={"dataset": "toy", "split": "test"})
+    spread = plan_fig4_spread({"coordinates": 3, "canaries": 2, "models_per_world": 10, "shard_size": 10}, fig4,
+                              **ids)
+    assert [(panel, canary) for panel, canary, _ in spread] == [
+        ("dirac_0", "dirac"), ("dirac_1", "dirac"), ("dirac_2", "dirac"), ("label_flip_0", "label_flip"),
+        ("label_flip_1", "label_flip")]
+    assert len({p.key for _, _, p in spread}) == 5
+    assert [p.spec["canary_draw"] for _, _, p in spread[:3]] == [0, 1, 2]
+    assert all(p.spec["canary_dim"] is None and p.spec["background"] == "natural" for _, _, p in spread[:3])
+    assert [p.spec["canary"] for _, _, p in spread[3:]] == [
+        {"source": "test", "index": None, "label": None, "draw": i} for i in (0, 1)]
+    assert all(p.shards == (0, 1) and p.spec["batch_size"] == fig4["batch_size"] for _, _, p in spread)
+    explicit = plan_fig4_spread({"coordinates": [7], "canaries": [fig4["canary"]["index"]], "models_per_world": 50,
+                                 "shard_size": fig4["shard_size"]}, {**fig4, "backgrounds": ["natural"]}, **ids)
+    assert explicit[0][2].spec["canary_dim"] == 7 and "canary_draw" not in explicit[0][2].spec
+    natural = plan_fig4({**fig4, "backgrounds": ["natural"]}, **ids)["natural"]
+    assert explicit[1][2].key == natural.key
+    with pytest.raises(ValueError, match="fig4_spread.canaries"):
+        plan_fig4_spread({"coordinates": 1, "canaries": [3, 3], "models_per_world": 10, "shard_size": 10}, fig4, **ids)

@@ -150,3 +150,17 @@ def test_split_shards_cuts_consecutive_groups():
     assert split_shards(list("abcdef"), [1, 3, 2]) == [["a"], ["b", "c", "d"], ["e", "f"]]
     with pytest.raises(ValueError, match="cannot be split"):
         split_shards(list("abc"), [1, 1])
+
+
+def test_spread_draws_distinct_coordinates_and_images():
+    """fig4_spread's drawn canaries: draw i is the i-th of one seeded permutation (distinct across draws, the same
+    whatever the count), and an explicit value wins."""
+    from hsaudit.experiments.steinke.train.images import canary_index
+
+    spec = {"seed": 3, "canary_dim": None}
+    dims = [canary_coordinate({**spec, "canary_draw": i}, 68) for i in range(5)]
+    assert len(set(dims)) == 5 and all(0 <= d < 68 for d in dims)
+    assert canary_coordinate({**spec, "canary_draw": 2, "canary_dim": 9}, 68) == 9
+    images = [canary_index({"seed": 3, "canary": {"source": "test", "index": None, "draw": i}}, 20) for i in range(5)]
+    assert len(set(images)) == 5 and all(0 <= k < 20 for k in images)
+    assert canary_index({"seed": 3, "canary": {"source": "test", "index": 4, "label": None}}, 20) == 4

@@ -24,11 +24,11 @@ from hsaudit.experiments.steinke.audit import (
     table2,
     table2_markdown,
 )
+from hsaudit.engine.canaries import label_flip_canary
 from hsaudit.experiments.steinke.plan import plan_fig2, plan_fig4
 from hsaudit.experiments.steinke.train.images import (
     blank_background,
     fig4_canary,
-    label_flip_canary,
     loss_score,
     train_dirac_shard,
     train_label_flip_shard,
@@ -152,6 +152,7 @@ def test_train_shard_runs_the_canarys_trainer():
     got = train_shard("label_flip", spec, 0, X=X, y=y, test=test, device="cpu")
     want = train_label_flip_shard(spec, 0, X=X, y=y, canary=fig4_canary(spec, train=(X, y), test=test), test=test,
                                   device="cpu")
+    want["canary_index"] = np.int64(2)
     assert got.keys() == want.keys() and all(np.array_equal(got[k], want[k]) for k in want)
     section = dict(steps=[2], models_per_world=2, shard_size=4, model="alexnet_head", model_kwargs=MODEL,
                    background="natural", batch_size=20, lr=0.5, clip_norm=1.0, noise_multiplier=1.0, canary_dim=None,
@@ -234,3 +235,48 @@ def test_table2_columns_accuracy_and_markdown():
     with pytest.raises(ValueError, match="test accuracy"):
         table2([{**rows[0], "shards": [no_test]}], delta=1e-5, confidence=0.95, seed=1)
     assert math.isfinite(table["empirical_sigma_last_iterate"].iloc[0])
+
+
+def test_zero_gradient_background_clips_only_the_canary():
+    """The paper's reading of Figure 4(a): every background row's clipped gradient is exactly 0, the canary's is the
+    wrapped engine's clipped gradient (norm ≤ C, not 0) in the batches that hold it with a positive weight."""
+    engine = population_engine(model_spec("alexnet_head", **MODEL), "cpu")
+    rng = np.random.default_rng(4)
+    theta = torch.as_tensor(rng.normal(size=(4, engine.p)), dtype=torch.float32)
+    xc, yc = torch.as_tensor(rng.normal(size=(1, 8)), dtype=torch.float32), torch.tensor([2])
+    wrapped = images.CanaryOnlyGradients(engine, (xc, yc))
+    x = torch.as_tensor(rng.normal(size=(4, 5, 8)), dtype=torch.float32)
+    y = torch.full((4, 5), images.BACKGROUND_MARK, dtype=torch.int64)
+    weights = torch.ones((4, 5))
+    y[1, 2], x[1, 2] = 2, xc[0]  # model 1 holds the canary
+    y[3, 4], weights[3, 4] = 2, 0.0  # model 3: the canary's row is padding (weight 0)
+    got = wrapped.clipped_sum_per_model(theta, x, y, 1.0, weights, [5, 5, 5, 4])
+    assert torch.equal(got[[0, 2, 3]], torch.zeros_like(got[[0, 2, 3]]))
+    want = engine.clipped_sum(theta[1:2], xc, yc, 1.0, torch.ones((1, 1)))
+    assert torch.allclose(got[1:2], want, atol=1e-6) and 0 < float(got[1].norm()) <= 1.0 + 1e-5
+    assert torch.equal(wrapped.clipped_sum_per_model(theta, x, torch.full_like(y, -1), 1.0, weights),
+                       torch.zeros_like(theta))
+
+
+def test_zero_gradient_panel_without_noise_moves_only_with_the_canary():
+    """Closed form at σ = 0 under the zero-gradient background: a model moves only at the steps whose batch holds the
+    canary, so every model without an inclusion so far (every out-world model) scores −ℓ(θ0; x*, y*) exactly, and
+    an in-world model's score changes exactly at its inclusions."""
+    X, y = _data()
+    test = _data(20, 5)
+    spec = plan_fig4({**FIG4, "backgrounds": ["zero_gradient"], "noise_multiplier": 0.0}, seed=1,
+                     data_identity=DATA, test_identity=TEST)["zero_gradient"].spec
+    canary = fig4_canary(spec, train=(X, y), test=test)
+    out = train_label_flip_shard(spec, 0, X=X, y=y, canary=canary, test=test, device="cpu")
+    engine = population_engine(model_spec("alexnet_head", **MODEL), "cpu")
+    theta0 = torch.as_tensor(images.init_theta0(model_spec("alexnet_head", **MODEL), scheme="default",
+                                                seed=images.derive_seed(spec["seed"], "steinke-fig2-theta0")))
+    s0 = float(-engine.loss(theta0[None], torch.as_tensor(canary[0]), torch.as_tensor(canary[1]))[0, 0])
+    bits, scores, included = out["bits"].astype(bool), out["scores"], out["canary_steps"]
+    assert not included[~bits].any() and included[bits].any()
+    assert np.allclose(scores[~bits], s0, rtol=0, atol=1e-6)
+    seen = np.cumsum(included, axis=1) > 0
+    assert np.allclose(scores[~seen], s0, rtol=0, atol=1e-6)
+    moved = np.abs(np.diff(np.concatenate([np.full((len(bits), 1), s0), scores], axis=1), axis=1)) > 1e-6
+    assert np.array_equal(moved, included)
+    assert scores[seen].mean() > s0  # a step on the flipped label lowers its loss

@@ -54,6 +54,7 @@ from hsaudit.accounting import last_iterate as H
 from hsaudit.accounting import rdp as R
 from hsaudit.audit.auditor import Auditor, HeldOut, KnownFamily, Paper, rule_from_mode
 from hsaudit.audit.validity import valid_companion
+from hsaudit.util.schedule import training_steps
 from hsaudit.util.seeding import derive_seed
 
 METHODS = (
@@ -93,7 +94,11 @@ FIG4_COLUMNS = tuple(c for c in COLUMNS if c != "canary_dim") + ("canary_label",
                                                                   "test_accuracy_sd", "n_test")
 
 
-_SCALARS = ("canary_dim", "canary_label", "sampling_rate", "batch_size", "n_train", "n_test")
+# fig4_spread's table: one block per canary (``panel``: dirac_0 …, label_flip_0 …; ``canary``: its type) with the
+# Dirac canary's coordinate or the label-flipped image's index and label.
+SPREAD_COLUMNS = ("panel", "canary", *FIG4_COLUMNS, "canary_dim", "canary_index")
+
+_SCALARS = ("canary_dim", "canary_label", "canary_index", "sampling_rate", "batch_size", "n_train", "n_test")
 
 
 def load_shards(paths: Sequence[str]) -> list[dict[str, np.ndarray]]:
@@ -216,7 +221,7 @@ def fig2_table(
             "model": model,
             "background": background,
             "data_source": data_source,
-            **{k: int(data[k]) for k in ("canary_dim", "canary_label") if k in data},
+            **{k: int(data[k]) for k in ("canary_dim", "canary_label", "canary_index") if k in data},
             **accuracy_summary(data),
             "mean_out": float(out.mean()),
             "var_out": float(out.var(ddof=1)) if out.size > 1 else nan,
@@ -259,7 +264,7 @@ def fig4_table(
     per background (``panels``: background → its shards), with :data:`FIG4_COLUMNS`.
 
     Args:
-        panels: ``{"blank": shards, "natural": shards}`` (:func:`hsaudit.experiments.steinke.train.images.train_label_flip_shard`).
+        panels: ``{"zero_gradient": shards, "natural": shards}`` (:func:`hsaudit.experiments.steinke.train.images.train_label_flip_shard`).
         seed: seeds the held-out splits (per background).
         **kwargs: :func:`fig2_table`'s other arguments (``steps``, ``noise_multiplier``, ``delta``, ...).
     """
@@ -286,7 +291,29 @@ def fig2_panel_table(
     return fig2_table(shards, seed=seed, background=background, **kwargs)
 
 
-TRAINED_TABLES = {"fig2": fig2_panel_table, "fig4": fig4_table}
+def fig4_spread_table(
+    panels: Mapping[str, Sequence[Mapping[str, np.ndarray]]], *, seed: int, **kwargs
+) -> pd.DataFrame:
+    """``fig4_spread``'s table: :func:`fig2_table`'s audits of every canary's population on natural data, one block
+    per panel (``dirac_<i>``: a Dirac coordinate; ``label_flip_<i>``: a label-flipped image), with
+    :data:`SPREAD_COLUMNS` (``canary`` is the panel's type). The spread over canaries is the figure's
+    (:func:`hsaudit.experiments.steinke.figures.spread_summary`).
+
+    Args:
+        panels: panel → its shards (:func:`hsaudit.experiments.steinke.plan.plan_fig4_spread`'s order).
+        seed: seeds the held-out splits and the valid rule's draws (per panel).
+        **kwargs: :func:`fig2_table`'s other arguments.
+    """
+    tables = []
+    for panel, shards in panels.items():
+        table = fig2_table(shards, seed=derive_seed(seed, "steinke-fig4-spread", panel), background="natural",
+                           columns=SPREAD_COLUMNS, select_label="steinke-fig4-spread-select", **kwargs)
+        table["panel"], table["canary"] = panel, panel.rsplit("_", 1)[0]
+        tables.append(table)
+    return pd.concat(tables, ignore_index=True)
+
+
+TRAINED_TABLES = {"fig2": fig2_panel_table, "fig4": fig4_table, "fig4_spread": fig4_spread_table}
 """The audit table of each trained-model figure, each ``fn(panels, *, seed, steps, noise_multiplier, delta,
 confidence, mode, valid_mode, model, data_source, value_discretization_interval)`` with ``panels`` background →
 shards."""
@@ -571,11 +598,6 @@ TABLE1_COLUMNS = (
 )
 
 
-def training_steps(*, epochs: float, n_train: int, batch_size: int) -> int:
-    """T = max(1, round(epochs · N / B)): the steps of ``epochs`` passes over N examples at expected batch B."""
-    return max(1, int(round(float(epochs) * int(n_train) / int(batch_size))))
-
-
 def privacy_plan(
     rows: Sequence[Mapping[str, object]], *, n_train: int, epochs: float, delta: float
 ) -> list[dict[str, float]]:
@@ -808,6 +830,7 @@ __all__ = [
     "COLUMNS",
     "FIG4_COLUMNS",
     "METHODS",
+    "SPREAD_COLUMNS",
     "TABLE1_COLUMNS",
     "TABLE2_COLUMNS",
     "RDP_COLUMNS",
@@ -821,6 +844,7 @@ __all__ = [
     "TRAINED_TABLES",
     "fig2_panel_table",
     "fig2_table",
+    "fig4_spread_table",
     "fig4_table",
     "gdp_rules",
     "load_shards",
@@ -837,5 +861,4 @@ __all__ = [
     "table2_accountant_rows",
     "table2_markdown",
     "table_row",
-    "training_steps",
 ]

@@ -326,14 +326,15 @@ def plot_fig2(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
 
 def plot_fig4(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
     """Figure 4: the label-flipped input canary (score −ℓ(θ_T; x*, y*)); ε vs T, one panel per background —
-    (a) blank images, (b) the data — with the same audits and bounds as Figure 2.
+    (a) zero-gradient inputs (or blank images, the other reading), (b) the data — with the same audits and bounds as
+    Figure 2.
 
     ``table``: :func:`hsaudit.experiments.steinke.audit.fig4_table`. The footer names the scale, R, the model,
     the data source, the audits, the canary's label and the models' mean test accuracy per background.
     """
-    order = [b for b in ("blank", "natural") if b in set(table["background"])]
+    order = [b for b in ("zero_gradient", "blank", "natural") if b in set(table["background"])]
     fig, axes = figure(ncols=len(order), width=4.2 * len(order), height=3.8, sharey=True)
-    titles = {"blank": "(a) blank images", "natural": "(b) natural data"}
+    titles = {"zero_gradient": "(a) zero-gradient inputs", "blank": "(a) blank images", "natural": "(b) natural data"}
     for ax, background in zip(axes[0], order):
         part = table[table["background"] == background]
         _trained_curves(ax, part)
@@ -361,11 +362,92 @@ def plot_fig4(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
     save(fig, pdf, footer=footer, tight=False)
 
 
+SPREAD_METHOD = "empirical_gdp_valid"
+"""The audit the spread is taken of: the GDP audit under the valid rule (``audit.valid_mode``)."""
+
+
+def spread_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per T and canary type (``dirac``, ``label_flip``) of a ``fig4_spread`` table
+    (:func:`hsaudit.experiments.steinke.audit.fig4_spread_table`): the number of canaries, the mean, sd, min and max
+    of their valid ε̂ (:data:`SPREAD_METHOD`), the heuristic and standard ε there, and every canary's ε̂ (``values``:
+    ``d=<coordinate>`` or ``image <index>→<label>``, ``: ε̂``, in panel order)."""
+    rows = []
+    for (t, canary), part in table.groupby(["steps", "canary"], sort=True):
+        valid = part[part["method"] == SPREAD_METHOD]
+        eps = valid["epsilon"].astype(float)
+
+        def name(r) -> str:
+            if canary == "dirac":
+                return f"d={int(r['canary_dim'])}"
+            return f"image {int(r['canary_index'])}→{int(r['canary_label'])}"
+
+        rows.append({
+            "steps": int(t),
+            "canary": canary,
+            "canaries": int(len(valid)),
+            "audit_mode": valid["audit_mode"].iloc[0],
+            "valid": True,
+            "mean": float(eps.mean()),
+            "sd": float(eps.std(ddof=1)) if len(eps) > 1 else float("nan"),
+            "min": float(eps.min()),
+            "max": float(eps.max()),
+            "heuristic": float(part.loc[part["method"] == "heuristic", "epsilon"].iloc[0]),
+            "standard": float(part.loc[part["method"] == "standard", "epsilon"].iloc[0]),
+            "runs_per_world": int(valid["runs_per_world"].min()),
+            "data_source": valid["data_source"].iloc[0],
+            "confidence": float(valid["confidence"].iloc[0]),
+            "delta": float(valid["delta"].iloc[0]),
+            "values": "; ".join(f"{name(r)}: {float(r['epsilon']):.3f}" for _, r in valid.iterrows()),
+        })
+    return pd.DataFrame(rows)
+
+
+def plot_fig4_spread(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
+    """``fig4_spread``: the valid GDP ε̂ vs T of every canary (thin lines), the mean over the canaries of each type
+    (thick) and their min–max band, the Dirac gradient canary against the label-flipped input canary on natural
+    data, with the heuristic. The CSV is :func:`spread_summary`.
+
+    ``table``: :func:`hsaudit.experiments.steinke.audit.fig4_spread_table`.
+    """
+    summary = spread_summary(table)
+    fig, axes = figure(ncols=1, width=5.0, height=3.8)
+    ax = axes[0][0]
+    labels = {"dirac": "Dirac gradient canary", "label_flip": "label-flipped input canary"}
+    valid = table[table["method"] == SPREAD_METHOD]
+    for i, canary in enumerate(c for c in ("dirac", "label_flip") if c in set(summary["canary"])):
+        color = PALETTE[i % len(PALETTE)]
+        for _, part in valid[valid["canary"] == canary].groupby("panel", sort=False):
+            ax.plot(part["steps"], part["epsilon"], color=color, lw=0.6, alpha=0.45)
+        s = summary[summary["canary"] == canary]
+        ax.fill_between(s["steps"], s["min"], s["max"], color=color, alpha=0.12, lw=0)
+        ax.plot(s["steps"], s["mean"], color=color, lw=2.0, marker="o", ms=3,
+                label=f"{labels[canary]}: mean of {int(s['canaries'].iloc[0])} (band: min–max)")
+    heuristic = summary.drop_duplicates("steps")
+    ax.plot(heuristic["steps"], heuristic["heuristic"], label="heuristic (Theorem 1)", **UPPER_BOUND_STYLE)
+    ax.set_xscale("log")
+    ax.set_xlabel("iterations T")
+    ax.set_ylabel(f"valid ε̂ at δ = {float(table['delta'].iloc[0]):g}")
+    q, sigma = float(table["sampling_rate"].iloc[0]), float(table["noise_multiplier"].iloc[0])
+    ax.set_title(f"natural data: gradient vs input canary (q = {q:.3g}, σ = {sigma:g})", fontsize=8)
+    footer = footer_text(
+        **facts,
+        R=f"{int(table['runs_per_world'].min())}/world",
+        data=table["data_source"].iloc[0],
+        audit=f"GDP ({_gdp_rule(table, SPREAD_METHOD)})",
+        CP=float(table["confidence"].iloc[0]),
+        model=table["model"].iloc[0],
+    )
+    _legend_below(fig, ax, ncol=1, footer=footer, space=0.2)
+    write_csv_atomic(summary, csv)
+    save(fig, pdf, footer=footer, tight=False)
+
+
 FIGURES: dict[str, Callable[..., None]] = {
     "fig1": plot_fig1,
     "fig2": plot_fig2,
     "fig3": plot_fig3,
     "fig4": plot_fig4,
+    "fig4_spread": plot_fig4_spread,
     "fig5": plot_fig5,
     "fig6": plot_fig6,
 }

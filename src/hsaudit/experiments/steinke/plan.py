@@ -7,7 +7,8 @@ Targets (``results/steinke/…``):
 * simulations, no training — ``fig1`` (accounting), ``fig3`` (the Dirac canary's one-dimensional law), ``fig5``
   (quadratic regulariser), ``fig6`` (malicious dataset): :mod:`hsaudit.experiments.steinke.simulations`;
 * trained image classifiers — ``fig2`` (the Dirac gradient canary), ``fig4`` (the label-flipped input canary, one
-  population per background) and ``table2.md`` (one Dirac population per batch size; a row with fig2's values *is*
+  population per background), ``fig4_spread`` (fig4's natural-data audit over several Dirac coordinates and
+  label-flipped images, one population pair each) and ``table2.md`` (one Dirac population per batch size; a row with fig2's values *is*
   fig2's population): :mod:`hsaudit.experiments.steinke.train.images`;
 * a fine-tuned causal language model — ``table1.md``, optional (it needs a model and data by path; without them it is
   no target of ``rule all`` and a request for it stops with :attr:`Table1.missing`):
@@ -17,7 +18,7 @@ Every trained population is a :class:`Training`: 2R models (both worlds; model i
 shards for its largest T, keyed by a hash of every value that changes a shard, so that changing one retrains, raising
 R adds shards and changing a plotted T below the largest retrains nothing. Its files live under its
 :attr:`Training.root` (``results/steinke/<canary>/<key>``, a canary of
-:data:`hsaudit.experiments.steinke.train.images.CANARIES`; Table 1's under
+:data:`hsaudit.engine.canaries.STEINKE_CANARIES`; Table 1's under
 ``results/steinke/table1/<key>``). The tables are :mod:`hsaudit.experiments.steinke.audit`'s, the figures
 :data:`hsaudit.experiments.steinke.figures.FIGURES`.
 
@@ -33,10 +34,10 @@ from typing import Any
 
 from hsaudit.data.datasets import configured_identity
 from hsaudit.experiments.plans import Population, Target
-from hsaudit.experiments.steinke.audit import training_steps
-from hsaudit.experiments.steinke.train.images import BACKGROUNDS, CANARY_SOURCES, FIG4_BACKGROUNDS
-from hsaudit.experiments.steinke.train.language import EXAMPLES, LM_EXTRA, SCORES
+from hsaudit.engine.canaries import DIRAC_BACKGROUNDS, LABEL_FLIP_BACKGROUNDS, LABEL_FLIP_SOURCES
+from hsaudit.experiments.steinke.train.values import EXAMPLES, LM_EXTRA, SCORES
 from hsaudit.util.mapping import key_of
+from hsaudit.util.schedule import training_steps
 
 RESULTS = "results/steinke"
 # The keys of `steinke.fig2` that change what a training job computes (its key); the others (steps plotted, audit
@@ -93,7 +94,7 @@ class TrainingJob:
     """What every training job (one shard) of an image population runs.
 
     Attributes:
-        canary: :data:`hsaudit.experiments.steinke.train.images.CANARIES` (also the directory of its population).
+        canary: :data:`hsaudit.engine.canaries.STEINKE_CANARIES` (also the directory of its population).
         spec: :attr:`Training.spec`.
         device: ``auto``, ``cpu`` or ``cuda``.
         resources: ``threads``, ``mem_mb``, ``runtime``, ``gpu`` (a population that two tables share takes the
@@ -111,7 +112,7 @@ class TrainedAudit:
     """The audit table of a trained-model figure (fig2: one population; fig4: one per background).
 
     Attributes:
-        figure: ``fig2`` or ``fig4``.
+        figure: ``fig2``, ``fig4`` or ``fig4_spread``.
         panels: (background, population) in panel order.
         steps: the T values audited.
         noise_multiplier, delta: σ of the training and δ of every ε.
@@ -232,12 +233,12 @@ class SteinkePlan:
         section: the resolved ``steinke`` config section (the simulations' rules hand parts of it to their jobs).
         populations: every trained population, one per root (:class:`hsaudit.experiments.plans.Population`).
         targets: every target (Table 1 only when its paths are given).
-        figures: the PDF figures, fig1 … fig6.
+        figures: the PDF figures, fig1 … fig6 and fig4_spread.
         dataset: the image dataset of fig2, fig4 and table2.
         data: prepared data files by key (the training set and its test split): the dataset's config options.
         train_data, test_data: the prepared training set and test split (paths).
         jobs: the image populations' training jobs by key.
-        audits: the audit tables of fig2 and fig4.
+        audits: the audit tables of fig2, fig4 and fig4_spread.
         table2, table1: the tables.
     """
 
@@ -324,8 +325,8 @@ def plan_fig2(
     Raises:
         ValueError: a bad value, named.
     """
-    if section["background"] not in BACKGROUNDS:
-        raise ValueError(f"steinke.fig2.background must be one of {BACKGROUNDS}, got {section['background']!r}")
+    if section["background"] not in DIRAC_BACKGROUNDS:
+        raise ValueError(f"steinke.fig2.background must be one of {DIRAC_BACKGROUNDS}, got {section['background']!r}")
     return _population(section, TRAINING_KEYS, root="dirac", seed=seed, data_identity=data_identity,
                        test_identity=test_identity, test_in_key=False, name="steinke.fig2")
 
@@ -341,17 +342,19 @@ def plan_fig4(
     ``section["backgrounds"]``, under ``results/steinke/label_flip/<key>``.
 
     ``spec["canary"]`` is ``{source, index, label}``
-    (:func:`hsaudit.experiments.steinke.train.images.label_flip_canary`) and ``spec["test"]`` the test set's
+    (:func:`hsaudit.engine.canaries.label_flip_canary`) and ``spec["test"]`` the test set's
     identity, part of the key (the canary may come from it; the final models are evaluated on it).
 
     Raises:
         ValueError: a bad value, named.
     """
     backgrounds = list(section["backgrounds"])
-    if not backgrounds or any(b not in FIG4_BACKGROUNDS for b in backgrounds) or len(set(backgrounds)) < len(backgrounds):
-        raise ValueError(f"steinke.fig4.backgrounds must be distinct values of {FIG4_BACKGROUNDS}, got {backgrounds!r}")
+    if (not backgrounds or any(b not in LABEL_FLIP_BACKGROUNDS for b in backgrounds)
+            or len(set(backgrounds)) < len(backgrounds)):
+        raise ValueError(
+            f"steinke.fig4.backgrounds must be distinct values of {LABEL_FLIP_BACKGROUNDS}, got {backgrounds!r}")
     canary = dict(section["canary"])
-    if set(canary) != {"source", "index", "label"} or canary["source"] not in CANARY_SOURCES:
+    if set(canary) != {"source", "index", "label"} or canary["source"] not in LABEL_FLIP_SOURCES:
         raise ValueError(f"steinke.fig4.canary must be {{source: test|train, index, label}}, got {canary!r}")
     return {
         background: _population({**section, "background": background}, ("background", *FIG4_TRAINING_KEYS),
@@ -359,6 +362,67 @@ def plan_fig4(
                                  test_identity=test_identity, test_in_key=True, name="steinke.fig4")
         for background in backgrounds
     }
+
+
+def _spread_choices(value: Any, name: str) -> list[tuple[str, int]]:
+    """``coordinates`` / ``canaries`` of ``steinke.fig4_spread``: n → n draws ``("draw", i)``; a list → the given
+    values ``("value", v)``.
+
+    Raises:
+        ValueError: not a positive count nor a list of distinct non-negative integers.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 1:
+            raise ValueError(f"steinke.fig4_spread.{name} must be >= 1, got {value}")
+        return [("draw", i) for i in range(value)]
+    values = [int(v) for v in value]
+    if not values or any(v < 0 for v in values) or len(set(values)) < len(values):
+        raise ValueError(f"steinke.fig4_spread.{name} must be a count or distinct non-negative integers, got {value!r}")
+    return [("value", v) for v in values]
+
+
+def plan_fig4_spread(
+    spread: Mapping[str, Any],
+    fig4: Mapping[str, Any],
+    *,
+    seed: int,
+    data_identity: Mapping[str, Any],
+    test_identity: Mapping[str, Any],
+) -> tuple[tuple[str, str, Training], ...]:
+    """The populations of ``fig4_spread``: Figure 4's natural-data training (``steinke.fig4``'s model, B, η, C, σ,
+    T) with ``spread``'s R and shard size, one population pair per Dirac coordinate (a fig2-shaped population under
+    ``results/steinke/dirac/``; a drawn coordinate is ``canary_dim: null`` with ``canary_draw: i``,
+    :func:`hsaudit.experiments.steinke.train.images.canary_coordinate`) and per label-flipped test image (a
+    fig4-shaped population under ``results/steinke/label_flip/``; a drawn image is ``index: null`` with
+    ``draw: i``, :func:`hsaudit.experiments.steinke.train.images.canary_index`).
+
+    Returns:
+        ``(panel, canary, population)`` in order: ``dirac_0`` …, then ``label_flip_0`` …; ``canary`` is
+        ``dirac`` or ``label_flip``.
+
+    Raises:
+        ValueError: a bad value, named.
+    """
+    base = {k: fig4[k] for k in FIG4_TRAINING_KEYS if k != "canary"}
+    base.update(steps=fig4["steps"], models_per_world=spread["models_per_world"], shard_size=spread["shard_size"],
+                background="natural")
+    ids = dict(seed=seed, data_identity=data_identity, test_identity=test_identity)
+    out = []
+    for i, (how, value) in enumerate(_spread_choices(spread["coordinates"], "coordinates")):
+        section = {**base, "canary_dim": value if how == "value" else None}
+        keys = TRAINING_KEYS
+        if how == "draw":
+            section["canary_draw"], keys = value, (*TRAINING_KEYS, "canary_draw")
+        out.append((f"dirac_{i}", "dirac", _population(section, keys, root="dirac", test_in_key=False,
+                                                       name="steinke.fig4_spread", **ids)))
+    for i, (how, value) in enumerate(_spread_choices(spread["canaries"], "canaries")):
+        canary = {"source": "test", "index": value if how == "value" else None, "label": None}
+        if how == "draw":
+            canary["draw"] = value
+        out.append((f"label_flip_{i}", "label_flip",
+                    _population({**base, "canary": canary}, ("background", *FIG4_TRAINING_KEYS), root="label_flip",
+                                test_in_key=True, name="steinke.fig4_spread", **ids)))
+    return tuple(out)
 
 
 def plan_table2(
@@ -548,6 +612,8 @@ def plan(config: Mapping[str, Any]) -> SteinkePlan:
 
     fig2_population = plan_fig2(fig2, **identities)
     fig4_populations = plan_fig4(fig4, **identities)
+    spread = plan_fig4_spread(section["fig4_spread"], fig4, **identities)
+    spread_section = {**fig4, "models_per_world": section["fig4_spread"]["models_per_world"]}
     table2_populations = plan_table2(t2, **identities)
     table1 = plan_table1(t1, seed=seed, scale=scale)
 
@@ -556,6 +622,7 @@ def plan(config: Mapping[str, Any]) -> SteinkePlan:
     for canary, training, sec in (
         ("dirac", fig2_population, fig2),
         *(("label_flip", p, fig4) for p in fig4_populations.values()),
+        *((canary, p, fig4) for _, canary, p in spread),
         *(("dirac", p, t2) for p in table2_populations),
     ):
         seen = jobs.get(training.key)
@@ -569,12 +636,18 @@ def plan(config: Mapping[str, Any]) -> SteinkePlan:
         [("steinke/fig2", fig2_population, fig2, f"Dirac gradient canary ({fig2['background']} background)")]
         + [("steinke/fig4", p, fig4, f"label-flip input canary ({b} background)") for b, p in fig4_populations.items()]
         + [("steinke/table2", p, t2, "Dirac gradient canary (natural background)") for p in table2_populations]
+        + [("steinke/fig4_spread", p, spread_section,
+            "Dirac gradient canary (natural background)" if canary == "dirac" else
+            "label-flip input canary (natural background)") for _, canary, p in spread]
     ) + _table1_populations(t1, table1)
 
     audits = (
         TrainedAudit(figure="fig2", panels=((fig2["background"], fig2_population),), steps=fig2_population.steps,
                      noise_multiplier=fig2["noise_multiplier"], delta=fig2["delta"], model=fig2["model"]),
         TrainedAudit(figure="fig4", panels=tuple(fig4_populations.items()),
+                     steps=tuple(sorted({int(t) for t in fig4["steps"]})), noise_multiplier=fig4["noise_multiplier"],
+                     delta=fig4["delta"], model=fig4["model"]),
+        TrainedAudit(figure="fig4_spread", panels=tuple((panel, p) for panel, _, p in spread),
                      steps=tuple(sorted({int(t) for t in fig4["steps"]})), noise_multiplier=fig4["noise_multiplier"],
                      delta=fig4["delta"], model=fig4["model"]),
     )
@@ -589,6 +662,10 @@ def plan(config: Mapping[str, Any]) -> SteinkePlan:
                dict(simple, audit=section["fig3"]["audit"], sigma_family=section["fig3"]["sigma_families"][0])),
         Figure(Target(f"{RESULTS}/fig4.pdf", kind="gpu"), (audits[1].table,),
                dict(scale=scale, setup=_setup(fig4, data, f"B={fig4['batch_size']}"))),
+        Figure(Target(f"{RESULTS}/fig4_spread.pdf", kind="gpu"), (audits[2].table,),
+               dict(scale=scale, setup=_setup(fig4, data, f"B={fig4['batch_size']}, natural data, "
+                                              f"{sum(c == 'dirac' for _, c, _ in spread)} Dirac coordinates and "
+                                              f"{sum(c == 'label_flip' for _, c, _ in spread)} label-flipped images"))),
         Figure(Target(f"{RESULTS}/fig5.pdf", trained=False),
                tuple(f"{RESULTS}/fig5/panel{i}.csv" for i in range(len(section["fig5"]["one_step_epsilons"]))),
                dict(simple, delta=section["fig5"]["delta"])),
@@ -647,6 +724,7 @@ __all__ = [
     "plan",
     "plan_fig2",
     "plan_fig4",
+    "plan_fig4_spread",
     "plan_table1",
     "plan_table2",
 ]

@@ -23,7 +23,10 @@ t-step experiment and one training serves every T of the figure (the paper train
 share their models, so they are correlated across T, not biased).
 
 Figure 4's canary is an input instead (:func:`train_label_flip_shard`): an image with a wrong label, one more example
-of a step's Poisson batch with probability q, clipped like the others, scored by −ℓ(θ_t; x*, y*). Every population's
+of a step's Poisson batch with probability q, clipped like the others, scored by −ℓ(θ_t; x*, y*). Its other
+examples are ``natural`` (the data, panel b), ``zero_gradient`` (panel a as the paper words it, "all zero gradient
+inputs": every other example's clipped gradient is 0, :class:`CanaryOnlyGradients`) or ``blank`` (all-zero images
+with their labels, whose bias gradients are not 0: the other reading). Every population's
 job is :func:`train_shard` (rule ``train_steinke_shard``); its spec and shards come from
 :mod:`hsaudit.experiments.steinke.plan`.
 
@@ -39,6 +42,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from hsaudit.engine.canaries import (
+    LABEL_FLIP_BACKGROUNDS,
+    STEINKE_CANARIES,
+    dirac_coordinate,
+    draw_distinct,
+    label_flip_canary,
+)
 from hsaudit.engine.dpsgd import DPSGDConfig, init_theta0, pick_device, train_population
 from hsaudit.engine.evaluate import population_accuracy
 from hsaudit.engine.models import input_shape, model_spec, num_classes
@@ -47,35 +57,43 @@ from hsaudit.engine.sampling import Poisson
 from hsaudit.experiments.steinke.train.shards import shard_models
 from hsaudit.util.seeding import derive_seed
 
-CANARIES = ("dirac", "label_flip")
-"""The canaries of :func:`train_shard`: the Dirac gradient canary (fig2, table2), the label-flipped input (fig4)."""
-BACKGROUNDS = ("natural", "zero")
-# Figure 4's other examples: blank (all-zero) images, panel (a), or the data, panel (b).
-FIG4_BACKGROUNDS = ("blank", "natural")
-CANARY_SOURCES = ("test", "train")
-
-
 def fig4_canary(
     spec: Mapping[str, Any], *, train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.ndarray]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Figure 4's canary (x*, y*) as ``spec["canary"]`` says: image ``index`` of the ``source`` split, ``label``
-    (``None``: (y + 1) mod K)."""
+    (``None``: (y + 1) mod K); ``index`` ``None``: the ``draw``-th of distinct images drawn uniformly with the seed
+    (:func:`canary_index`)."""
     c = spec["canary"]
     X, y = test if c["source"] == "test" else train
     k = num_classes(spec["model"], **dict(spec["model_kwargs"] or {}))
-    return label_flip_canary(X, y, index=int(c["index"]), label=c["label"], n_classes=k)
+    return label_flip_canary(X, y, index=canary_index(spec, len(y)), label=c["label"], n_classes=k)
+
+
+def canary_index(spec: Mapping[str, Any], n: int) -> int:
+    """The index of a label-flip population's canary image in its split of ``n`` images: ``spec["canary"]["index"]``,
+    or, when that is ``None``, the ``draw``-th of distinct indices drawn uniformly with the plan's seed
+    (:func:`hsaudit.engine.canaries.draw_distinct`; ``fig4_spread``) [inferred]."""
+    c = spec["canary"]
+    if c.get("index") is not None:
+        return int(c["index"])
+    draw = int(c["draw"])
+    return int(draw_distinct(n, draw + 1, derive_seed(spec["seed"], "steinke-fig4-spread-images"))[draw])
 
 
 def canary_coordinate(spec: Mapping[str, Any], p: int) -> int:
     """The canary's coordinate d: ``spec["canary_dim"]`` if set, else one drawn uniformly from the p parameters
-    with a seed derived from the plan's seed [inferred: the paper names no coordinate].
+    with a seed derived from the plan's seed [inferred: the paper names no coordinate] — with ``canary_draw`` i
+    (``fig4_spread``), the i-th of distinct coordinates drawn uniformly (:func:`hsaudit.engine.canaries.draw_distinct`).
 
     Raises:
         ValueError: a coordinate outside [0, p).
     """
     d = spec["canary_dim"]
+    if d is None and spec.get("canary_draw") is not None:
+        draw = int(spec["canary_draw"])
+        return int(draw_distinct(p, draw + 1, derive_seed(spec["seed"], "steinke-fig4-spread-dims"))[draw])
     if d is None:
-        return int(np.random.default_rng(derive_seed(spec["seed"], "steinke-fig2-dim")).integers(p))
+        return dirac_coordinate(p, derive_seed(spec["seed"], "steinke-fig2-dim"))
     if not 0 <= int(d) < p:
         raise ValueError(f"canary_dim must be in [0, {p}), got {d}")
     return int(d)
@@ -96,6 +114,46 @@ class _ZeroGradients:
     def clipped_sum_per_model(self, theta, x, y, clip, weights, counts=None) -> torch.Tensor:
         del x, y, clip, weights, counts
         return torch.zeros_like(theta)
+
+
+class CanaryOnlyGradients:
+    """A per-sample gradient engine in which every background example's clipped gradient is 0 and the input
+    canary's is computed and clipped by the wrapped engine: Figure 4(a)'s "all zero gradient inputs"
+    (background ``zero_gradient``).
+
+    The background rows are marked by the label :data:`BACKGROUND_MARK` (:func:`zero_gradient_background`), so
+    that a model's Poisson batch tells whether it holds the canary (the one row with a real label and a positive
+    weight); only the canary's gradient is computed, at each model's own θ.
+    """
+
+    def __init__(self, engine, canary: tuple[torch.Tensor, torch.Tensor]) -> None:
+        self.engine, self.p = engine, engine.p
+        self.x, self.y = canary
+
+    def loss(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.engine.loss(theta, x, y)
+
+    def clipped_sum_per_model(self, theta, x, y, clip, weights, counts=None) -> torch.Tensor:
+        """Σ over model m's batch of w · clip(g): 0 for every marked row, the wrapped engine's for the canary."""
+        del x, counts
+        w = (weights * (y != BACKGROUND_MARK).to(weights.dtype)).sum(dim=1)  # the canary's weight, 0 without it
+        present = [int(v) for v in (w > 0).tolist()]
+        if not any(present):
+            return torch.zeros_like(theta)
+        m = theta.shape[0]
+        xc = self.x.unsqueeze(0).expand(m, *self.x.shape)
+        yc = self.y.unsqueeze(0).expand(m, *self.y.shape)
+        return self.engine.clipped_sum_per_model(theta, xc, yc, clip, w[:, None].to(theta.dtype), present)
+
+
+BACKGROUND_MARK = -1
+"""The label of every background row of the ``zero_gradient`` background (no class: no loss is ever taken of it)."""
+
+
+def zero_gradient_background(y: np.ndarray) -> np.ndarray:
+    """Figure 4(a)'s labels under the paper's reading: every other example marked :data:`BACKGROUND_MARK`, so
+    that :class:`CanaryOnlyGradients` gives it a zero clipped gradient (its image is never read)."""
+    return np.full(np.shape(y), BACKGROUND_MARK, dtype=np.int64)
 
 
 def _check_inputs(spec: Mapping[str, Any], X: np.ndarray) -> tuple[str, dict, int, int]:
@@ -226,33 +284,6 @@ def train_dirac_shard(
     return {**out, "canary_dim": np.int64(dim)}
 
 
-def label_flip_canary(
-    X: np.ndarray, y: np.ndarray, *, index: int, label: int | None, n_classes: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """The label-flipped input canary (x*, y*) of Figure 4: image ``index`` of ``(X, y)`` with a wrong label.
-
-    Args:
-        X, y: the images the canary is taken from (by default the test split, an image the models never see
-            otherwise [inferred]).
-        index: which image.
-        label: the canary's label; ``None``: (y + 1) mod K [inferred: the paper names neither image nor label].
-        n_classes: K.
-
-    Returns:
-        ``x* [1, ...]`` float32 and ``y* [1]`` int64.
-
-    Raises:
-        ValueError: an index outside the set, or a label that is not a wrong class.
-    """
-    if not 0 <= int(index) < len(y):
-        raise ValueError(f"canary index must be in [0, {len(y)}), got {index}")
-    true = int(y[int(index)])
-    flipped = (true + 1) % int(n_classes) if label is None else int(label)
-    if not 0 <= flipped < int(n_classes) or flipped == true:
-        raise ValueError(f"canary label must be a class in [0, {n_classes}) other than the image's {true}, got {label}")
-    return np.asarray(X[int(index)][None], dtype=np.float32), np.array([flipped], dtype=np.int64)
-
-
 def blank_background(X: np.ndarray) -> np.ndarray:
     """Figure 4(a)'s other examples: all-zero images of the same shape (their labels stay those of the data)."""
     return np.zeros_like(np.asarray(X, dtype=np.float32))
@@ -286,18 +317,19 @@ def train_label_flip_shard(
 
     Args:
         spec: a label-flip population's spec (:func:`hsaudit.experiments.steinke.plan.plan_fig4`);
-            ``spec["background"]`` is ``natural`` (the data) or
-            ``blank`` (every other image replaced by zeros, :func:`blank_background`; labels unchanged).
+            ``spec["background"]`` is ``natural`` (the data), ``blank`` (every other image replaced by zeros,
+            :func:`blank_background`; labels unchanged) or ``zero_gradient`` (every other example's clipped
+            gradient 0, the canary's computed and clipped: :class:`CanaryOnlyGradients`).
         shard: the shard index.
         X, y: the training set.
-        canary: ``(x* [1, ...], y* [1])`` (:func:`label_flip_canary`).
+        canary: ``(x* [1, ...], y* [1])`` (:func:`hsaudit.engine.canaries.label_flip_canary`).
         test, device, progress: as :func:`train_dirac_shard`.
 
     Returns:
         As :func:`train_dirac_shard` with ``canary_label`` instead of ``canary_dim``.
     """
-    if spec["background"] not in FIG4_BACKGROUNDS:
-        raise ValueError(f"fig4 background must be one of {FIG4_BACKGROUNDS}, got {spec['background']!r}")
+    if spec["background"] not in LABEL_FLIP_BACKGROUNDS:
+        raise ValueError(f"fig4 background must be one of {LABEL_FLIP_BACKGROUNDS}, got {spec['background']!r}")
     dev = pick_device(device)
     model, kwargs, _, _ = _check_inputs(spec, X)
     if spec["background"] == "blank":
@@ -309,10 +341,14 @@ def train_label_flip_shard(
     )
     xc = torch.as_tensor(canary[0], dtype=torch.float32, device=dev)
     yc = torch.as_tensor(canary[1], dtype=torch.int64, device=dev)
+    trainer = engine
+    if spec["background"] == "zero_gradient":
+        y = zero_gradient_background(y)
+        trainer = CanaryOnlyGradients(engine, (xc, yc))
     out = _train(
         spec,
         shard,
-        engine=engine,
+        engine=trainer,
         X=X,
         y=y,
         dev=dev,
@@ -342,7 +378,7 @@ def train_shard(
     evaluated on ``test``.
 
     Args:
-        canary: :data:`CANARIES`.
+        canary: :data:`hsaudit.engine.canaries.STEINKE_CANARIES`.
         spec, shard, X, y, test, device, progress: as :func:`train_dirac_shard`.
 
     Raises:
@@ -352,9 +388,11 @@ def train_shard(
         return train_dirac_shard(spec, shard, X=X, y=y, test=test, device=device, progress=progress)
     if canary == "label_flip":
         image = fig4_canary(spec, train=(X, y), test=test)
-        return train_label_flip_shard(spec, shard, X=X, y=y, canary=image, test=test, device=device,
-                                      progress=progress)
-    raise ValueError(f"canary must be one of {CANARIES}, got {canary!r}")
+        out = train_label_flip_shard(spec, shard, X=X, y=y, canary=image, test=test, device=device,
+                                     progress=progress)
+        split = test if spec["canary"]["source"] == "test" else (X, y)
+        return {**out, "canary_index": np.int64(canary_index(spec, len(split[1])))}
+    raise ValueError(f"canary must be one of {STEINKE_CANARIES}, got {canary!r}")
 
 
 def zero_background_moments(*, steps: int, sampling_rate: float, noise_multiplier: float) -> dict[str, float]:
@@ -365,18 +403,17 @@ def zero_background_moments(*, steps: int, sampling_rate: float, noise_multiplie
 
 
 __all__ = [
-    "BACKGROUNDS",
-    "CANARIES",
-    "CANARY_SOURCES",
-    "FIG4_BACKGROUNDS",
+    "BACKGROUND_MARK",
+    "CanaryOnlyGradients",
     "blank_background",
     "canary_coordinate",
+    "canary_index",
     "dirac_score",
     "fig4_canary",
-    "label_flip_canary",
     "loss_score",
     "train_dirac_shard",
     "train_label_flip_shard",
     "train_shard",
+    "zero_gradient_background",
     "zero_background_moments",
 ]

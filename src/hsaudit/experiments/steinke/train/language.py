@@ -53,11 +53,9 @@ import torch
 from hsaudit.engine.dpsgd import DPSGDConfig, pick_device, train_population
 from hsaudit.engine.sampling import Poisson
 from hsaudit.experiments.steinke.train.shards import shard_models
+from hsaudit.experiments.steinke.train.values import EXAMPLES, LM_EXTRA, SCORES
 from hsaudit.util.seeding import derive_seed, rng_for
 
-SCORES = ("gradient", "norm")
-LM_EXTRA = "pip install -e '.[lm]' (the `lm` extra: transformers)"
-EXAMPLES = ("blocks", "records")
 PAD = -1  # token id of padding in the arrays of `examples: records` (masked out of the loss and the attention)
 
 
@@ -445,8 +443,6 @@ def train_table1_shard(
 
 
 __all__ = [
-    "LM_EXTRA",
-    "SCORES",
     "CausalLMPopulation",
     "build_canary",
     "canary_direction",
@@ -459,7 +455,6 @@ __all__ = [
     "prepare_table1_data",
     "read_dialogues",
     "tokenise_blocks",
-    "EXAMPLES",
     "PAD",
     "train_table1_shard",
     "unused_tokens",
