@@ -79,9 +79,9 @@ def _mean_sd(values: pd.Series, digits: int = 3) -> str:
 
 
 def markdown(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """A Markdown table."""
+    """A Markdown table (a line break inside a cell, e.g. a two-line panel title, becomes a space)."""
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    out += ["| " + " | ".join(str(c).replace("\n", " ") for c in row) + " |" for row in rows]
     return "\n".join(out)
 
 

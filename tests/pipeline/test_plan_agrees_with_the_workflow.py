@@ -61,8 +61,9 @@ def trained_roots(jobs, deps, target_rule: str) -> set[str]:
                 todo.append(dep)
         return seen
 
-    def wildcard(job: int, rule: str, name: str) -> str:
-        (value,) = {jobs[a][1][name] for a in ancestors(job) if jobs[a][0] == rule}
+    def wildcard(job: int, rule: str | tuple[str, ...], name: str) -> str:
+        rules = (rule,) if isinstance(rule, str) else rule
+        (value,) = {jobs[a][1][name] for a in ancestors(job) if jobs[a][0] in rules}
         return value
 
     (final,) = [j for j, (rule, _) in jobs.items() if rule == target_rule]
@@ -71,7 +72,7 @@ def trained_roots(jobs, deps, target_rule: str) -> set[str]:
         rule = jobs[job][0]
         if rule == "train_shard":
             roots.add(f"results/{wildcard(job, 'prepare_data', 'dataset')}/audits/"
-                      f"{wildcard(job, 'craft_adversary', 'audit')}")
+                      f"{wildcard(job, ('craft_adversary', 'craft_fixed_init'), 'audit')}")
         elif rule == "train_one_run_shard":
             roots.add(f"results/one_run/{wildcard(job, 'prepare_data', 'dataset')}/"
                       f"{wildcard(job, 'craft_one_run_canaries', 'key')}")

@@ -20,7 +20,7 @@ SCRIPTS = sorted((REPO / "workflow" / "scripts").glob("*.py"))
 NAMES = [s.stem for s in SCRIPTS]
 
 # Rule families by script (workflow/rules/*.smk name each script once).
-TRAINING = ["prepare_data", "extract_features", "make_setup", "craft_adversary", "train_shard", "prepare_yoon_data",
+TRAINING = ["prepare_data", "extract_features", "make_setup", "craft_adversary", "craft_fixed_init", "train_shard", "prepare_yoon_data",
             "train_yoon_models", "prepare_steinke_data", "train_steinke_shard",
             "craft_one_run_canaries", "train_one_run_shard", "prepare_steinke_table1_data", "train_steinke_table1"]
 AUDITS = ["extract_scores", "audit_epsilon", "audit_yoon_run", "audit_cebere_process", "tabulate_cebere_cp",
@@ -123,7 +123,9 @@ def test_cebere_and_one_run_sides_are_apart(package_copy):
                       "experiments/one_run/plan.py") == set()
     assert changed_by(package_copy, "experiments/cebere/train/shards.py") == {"train_shard"}
     assert changed_by(package_copy, "experiments/cebere/train/adversaries.py") == {
-        "craft_adversary", "train_shard", "plot_cebere_cifar", "craft_one_run_canaries"}
+        "craft_adversary", "craft_fixed_init", "train_shard", "plot_cebere_cifar", "craft_one_run_canaries"}
+    # fig12's fixed-initialisation crafting is a module of its own: editing it re-crafts only those audits
+    assert changed_by(package_copy, "experiments/cebere/train/fixed_init.py") == {"craft_fixed_init"}
     # The noiseless run of the one-run scores is the one-run trainer at σ = 0: it reruns with it.
     assert changed_by(package_copy, "experiments/one_run/train.py") == {"craft_one_run_canaries",
                                                                        "train_one_run_shard",

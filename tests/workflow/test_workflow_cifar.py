@@ -20,11 +20,11 @@ ALL = (*TARGETS, "results/table2.md")
 def test_paper_scale_dag_asks_for_gpus(workflow_copy):
     proc = run_snakemake(workflow_copy, "-n", *ALL)
     counts = job_counts(proc.stdout)
-    # 47 distinct CIFAR-10 populations (fig5's k = 1 A_GC-R is fig1's C = 1 one, ...; fig12's 4 θ0 readings x 5
-    # repetitions have their own Xavier setups), of which fig8's two only give gradient norms, + fig1's 15 Housing
-    # audits
-    assert counts["audit_epsilon"] == 45 + 15
-    assert counts["craft_adversary"] == 47 + 15
+    # 67 distinct CIFAR-10 populations (fig5's k = 1 A_GC-R is fig1's C = 1 one, ...; fig12's 4 θ0 readings x 2
+    # readings of d x 5 repetitions have their own Xavier setups), of which fig8's two only give gradient norms, +
+    # fig1's 15 Housing audits; fig12's 20 fixed-initialisation audits craft d in a rule of their own
+    assert counts["audit_epsilon"] == 65 + 15
+    assert counts["craft_adversary"] == 47 + 15 and counts["craft_fixed_init"] == 20
     assert counts["extract_features"] == 1 and counts["write_cebere_table2"] == 1
     # ConvNet shards of 500, ResNet18-GN shards of 50 (model_shard_sizes), fig8's 60 runs in two shards of 30 each
     assert counts["train_shard"] > 1000

@@ -120,11 +120,38 @@ rule craft_adversary:
         "../scripts/craft_adversary.py"
 
 
+# fig12's fixed-initialisation reading (`coordinates: fixed_init`): A_GC-R's d among the coordinates whose θ0 is the
+# same in every run. A rule and script of its own, so that craft_adversary's code version (and every population
+# downstream of it) is untouched; train_shard reads whichever crafted object the plan names.
+rule craft_fixed_init:
+    input:
+        setup=lambda wc: CEBERE.datasets[wc.dataset].setup_path(wc.audit),
+    output:
+        crafted="results/{dataset}/audits/{audit}/crafted-fixed-init.npz",
+        params_json="results/{dataset}/audits/{audit}/params-fixed-init.json",
+    log:
+        log_path("{dataset}/craft_fixed_init/{audit}"),
+    benchmark:
+        bench_path("{dataset}/craft_fixed_init/{audit}")
+    conda:
+        "../../envs/torch.yaml"
+    threads: 1
+    resources:
+        mem_mb=lambda wc: CEBERE.crafting_resources(wc.dataset, wc.audit)["mem_mb"],
+        runtime=lambda wc: CEBERE.crafting_resources(wc.dataset, wc.audit)["runtime"],
+    params:
+        spec=lambda wc: CEBERE.audit(wc.dataset, wc.audit),
+        seed=lambda wc: CEBERE.craft_seed(wc.dataset, wc.audit),
+        code_version=script_version("craft_fixed_init"),
+    script:
+        "../scripts/craft_fixed_init.py"
+
+
 rule train_shard:
     input:
         data=lambda wc: CEBERE.datasets[wc.dataset].audit_data(wc.audit),
         setup=lambda wc: CEBERE.datasets[wc.dataset].setup_path(wc.audit),
-        crafted=rules.craft_adversary.output.crafted,
+        crafted=lambda wc: CEBERE.datasets[wc.dataset].crafted_path(wc.audit),
     output:
         # Not temp(): the shards are what makes raising R cheap (only new shards are trained).
         shard="results/{dataset}/audits/{audit}/shards/s{size}/{index}.npz",

@@ -163,13 +163,18 @@ def test_theta0_readings_share_d_bits_and_noise_and_differ_only_in_theta0():
     refs = plan.figures["fig12"]
     assert {r.theta0 for r in refs} == {"known", "shared_unknown", "per_run_known", "unknown"}
     assert len({r.rep for r in refs}) >= 5, "several coordinates d, one per repetition"
+    assert {r.coordinates for r in refs} == {"all", "fixed_init"}
     for rep in {r.rep for r in refs}:
-        audits = [plan.audits[r.key] for r in refs if r.rep == rep]
-        assert len({r.key for r in refs if r.rep == rep}) == 4
-        assert len({stream_key(a) for a in audits}) == 1 and len({a["setup_key"] for a in audits}) == 1
-        assert {a["setup"].get("theta0_init") for a in audits} == {"xavier_normal"}
+        for coordinates in ("all", "fixed_init"):
+            group = [r for r in refs if r.rep == rep and r.coordinates == coordinates]
+            audits = [plan.audits[r.key] for r in group]
+            assert len({r.key for r in group}) == 4
+            assert len({stream_key(a) for a in audits}) == 1 and len({a["setup_key"] for a in audits}) == 1
+            assert {a["setup"].get("theta0_init") for a in audits} == {"xavier_normal"}
+        # both readings of d train from the repetition's one setup
+        assert len({plan.audits[r.key]["setup_key"] for r in refs if r.rep == rep}) == 1
     # a known-θ0 audit's stream key is its own key: no existing audit's seeds moved
-    known = next(r for r in refs if r.theta0 == "known")
+    known = next(r for r in refs if r.theta0 == "known" and r.coordinates == "all")
     assert stream_key(plan.audits[known.key]) == known.key
     assert [(theta0_shared(t), theta0_known(t)) for t in ("known", "shared_unknown", "per_run_known", "unknown")] == [
         (True, True), (True, False), (False, True), (False, False)]

@@ -167,17 +167,33 @@ def test_epsilon_figures_hold_their_audits(tmp_path, footers, figure, specs, pan
 def test_fig12_draws_every_theta0_reading_and_names_the_crafted_coordinate(tmp_path, footers):
     readings = ("known", "shared_unknown", "per_run_known", "unknown")
     entries = []
-    for i, t in enumerate(readings):
-        for rep in range(2):
-            ref, audit = entry(i, theta0=t, rep=rep)
-            entries.append(({**ref, "coordinate": 100 + rep, "layer": "conv1.weight"}, audit))
+    for c, (coordinates, layer) in enumerate((("all", "conv1.weight"), ("fixed_init", "conv1.bias"))):
+        for i, t in enumerate(readings):
+            for rep in range(2):
+                ref, audit = entry(i, theta0=t, rep=rep)
+                ref = {**ref, "key": f"{ref['key']}-{coordinates}", "coordinates": coordinates,
+                       "coordinate": 100 * (c + 1) + rep, "layer": layer}  # fmt: skip
+                entries.append((ref, audit))
     summary = epsilon_figure(entries, tmp_path / "f.pdf", tmp_path / "f.csv", figure="fig12", scale="laptop",
                              extra=cifar.CRAFTED_COLUMNS)
     csv = pd.read_csv(tmp_path / "f.csv")
     assert set(summary["theta0"]) == set(readings) and "not run at this scale" not in " ".join(footers.texts)
+    # one panel per reading of d: over all coordinates, over the fixed-initialisation ones
+    assert csv.groupby("coordinates")["panel"].nunique().eq(1).all() and csv["panel"].nunique() == 2
+    assert set(csv.loc[csv.coordinates == "fixed_init", "panel"]) == {cifar.FIG12_PANELS["fixed_init"] + "\nConvNet, A_GC-R, k = 1, C = 1"}
     # every reading of a repetition names the same coordinate (the fair comparison) and its layer
-    assert csv.groupby("rep")["coordinate"].nunique().eq(1).all() and set(csv["layer"]) == {"conv1.weight"}
+    assert csv.groupby(["coordinates", "rep"])["coordinate"].nunique().eq(1).all()
+    assert set(csv.loc[csv.coordinates == "all", "layer"]) == {"conv1.weight"}
     assert set(csv.groupby("rep")["coordinate"].first()) == {100, 101}
+
+
+def test_fig12_without_the_coordinates_column_is_all_panel_a(tmp_path, footers):
+    """A table made before the fixed-init reading: every audit is d over all coordinates, panel (b) not run."""
+    entries = [entry(i, theta0=t) for i, t in enumerate(("known", "unknown"))]
+    epsilon_figure(entries, tmp_path / "f.pdf", tmp_path / "f.csv", figure="fig12", scale="laptop")
+    csv = pd.read_csv(tmp_path / "f.csv")
+    assert set(csv["coordinates"]) == {"all"} and csv["panel"].str.startswith("(a)").all()
+    assert "not run at this scale" in " ".join(footers.texts)
 
 
 @pytest.fixture

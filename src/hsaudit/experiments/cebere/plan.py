@@ -169,7 +169,7 @@ def audit_params(
 ) -> dict[str, Any]:
     """Every parameter that changes the result of one audit (R and the shard size aside, see module doc).
 
-    Keys that are at their default (θ0 known, no gradient norms recorded) are left out, so that adding such an
+    Keys that are at their default (θ0 known, d over all coordinates, no gradient norms recorded) are left out, so that adding such an
     option never changes the keys of existing audits.
     """
     setup = setup_params(values, data=data, seed=seed, rep=rep, dataset=dataset)
@@ -183,6 +183,12 @@ def audit_params(
     }
     if values.get("theta0", "known") != "known":
         params["theta0"] = values["theta0"]
+    if values.get("coordinates", "all") != "all":
+        if adversary != "gc_r":
+            raise ValueError(
+                f"{dataset}: coordinates {values['coordinates']!r} restricts A_GC-R's uniform d; got adversary {adversary!r}"
+            )
+        params["coordinates"] = values["coordinates"]
     if values.get("canary_norms"):
         params["canary_norms"] = True
     return params
@@ -217,6 +223,7 @@ class AuditRef:
     period: int = 1
     theta0: str = "known"
     dataset: str = "housing"
+    coordinates: str = "all"
 
     @property
     def run_dir(self) -> str:
@@ -322,9 +329,15 @@ class DatasetPlan:
             for path in shard_paths(ref.key, runs=ref.runs, shard_size=ref.shard_size, root=self.root)
         ]
 
+    def crafted_path(self, key: str) -> str:
+        """The adversary's crafted object of audit ``key``: ``crafted.npz`` (rule ``craft_adversary``), or
+        ``crafted-fixed-init.npz`` for d among the fixed-initialisation coordinates (rule ``craft_fixed_init``)."""
+        name = "crafted-fixed-init" if self.audits[key].get("coordinates", "all") == "fixed_init" else "crafted"
+        return f"{self.root}/audits/{key}/{name}.npz"
+
     def crafted(self, figure: str) -> list[str]:
         """The adversaries' crafted objects of every audit shown in ``figure``."""
-        return [f"{ref.root}/crafted.npz" for ref in self.figures[figure]]
+        return [self.crafted_path(ref.key) for ref in self.figures[figure]]
 
     def datasets(self, figure: str) -> list[str]:
         """The prepared data of every audit shown in ``figure``, in reference order (for their data_source)."""
@@ -386,6 +399,7 @@ def plan_dataset(section: Mapping[str, Any], *, seed: int, dataset: str) -> Data
                             period=int(values["period"]),
                             theta0=values.get("theta0", "known"),
                             dataset=dataset,
+                            coordinates=values.get("coordinates", "all"),
                         )
                     )
         figures[figure] = tuple(refs)

@@ -58,8 +58,14 @@ THETA0_LABELS = {
 }
 # fig12 tells its θ0 readings apart by colour and line style (one adversary, four readings).
 THETA0_COLOURS = {"known": "#332288", "shared_unknown": "#44AA99", "per_run_known": "#DDCC77", "unknown": "#CC6677"}
-# fig12's CSV also names the crafted coordinate d of every audit and the layer that holds it.
-CRAFTED_COLUMNS = ("coordinate", "layer")
+# fig12's CSV also names where d was drawn (``coordinates``: all, or fixed_init: the coordinates whose θ0 is the same
+# in every run), the crafted coordinate d of every audit and the layer that holds it.
+CRAFTED_COLUMNS = ("coordinates", "coordinate", "layer")
+# fig12's panels: d drawn over every coordinate (the paper's A_GC-R), then over the fixed-initialisation ones.
+FIG12_PANELS = {
+    "all": "(a) d over all coordinates",
+    "fixed_init": "(b) d over fixed-init coordinates (θ0[d] the same in every run)",
+}
 LABELS = {**ADVERSARY_LABELS, "gc_s": "A_GC-S"}
 # The reference fields every CIFAR-10 figure table carries as columns (beside adversary, label, rep, key).
 REF_COLUMNS = ("model", "clip_norm", "period", "theta0", "data_source")
@@ -197,8 +203,12 @@ def _layout(figure: str) -> _Layout:
         return _Layout(2, 2, tuple(panels), width=6.4)
     if figure == "fig12":
         where = (("model", "convnet"), ("period", 1), ("clip_norm", 1))
-        panel = _Panel(0, 0, "ConvNet, A_GC-R, k = 1, C = 1", where, tuple(("gc_r", t) for t in THETA0_LABELS))
-        return _Layout(1, 1, (panel,), style_by="theta0", width=5.2, row_height=3.2)
+        panels = [
+            _Panel(0, c, f"{title}\nConvNet, A_GC-R, k = 1, C = 1", (*where, ("coordinates", coordinates)),
+                   tuple(("gc_r", t) for t in THETA0_LABELS))
+            for c, (coordinates, title) in enumerate(FIG12_PANELS.items())
+        ]  # fmt: skip
+        return _Layout(1, 2, tuple(panels), style_by="theta0", width=7.0, row_height=3.2)
     if figure == "fig13":
         panels = [
             _Panel(0, c, f"{_ab(c)}{MODEL_LABELS[m]}, A_GC-R, k = 1", (("model", m), ("period", 1)), (("gc_r", None),))
@@ -324,10 +334,12 @@ def plot_epsilon(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str,
     - fig2: columns (a) k = 5, T = 1250 and (b) k = 25, T = 6250; rows ConvNet, ResNet18-GN; C = 1;
       A_GC-R vs A_L. Claim: A_GC beats A_L by far but stays under the bound, the gap growing with k.
     - fig5: columns k = 1, 5; rows ConvNet, ResNet18-GN; C = 1; A_GC-S vs A_GC-R. Claim: equivalent there.
-    - fig12: one panel, ConvNet, A_GC-R, k = 1, C = 1; the four θ0 readings (shared or per run, known to the
-      scorer or not; :data:`THETA0_LABELS`), each a colour and line style, mean ± sd over repetitions, every
-      reading with the same crafted coordinate d and noise in a repetition (its CSV has ``coordinate`` and
-      ``layer`` when the table carries them). Claim: unknown θ0 makes no meaningful difference.
+    - fig12: ConvNet, A_GC-R, k = 1, C = 1; panels (a) d over all coordinates and (b) d over the
+      fixed-initialisation coordinates (:data:`FIG12_PANELS`, column ``coordinates``; a table without it is all
+      (a)); in each, the four θ0 readings (shared or per run, known to the scorer or not; :data:`THETA0_LABELS`),
+      each a colour and line style, mean ± sd over repetitions, every reading with the same crafted coordinate d
+      and noise in a repetition (its CSV has ``coordinate`` and ``layer`` when the table carries them). Claim:
+      unknown θ0 makes no meaningful difference.
     - fig13: A_GC-R, k = 1; panels (a) AlexNet, last layer fine-tuned, and (b) ConvNet from scratch, side by side
       (each is claimed tight against its own bound; overlaid, two tight curves of one colour would hide each other).
       Claim: tight.
@@ -352,6 +364,8 @@ def plot_epsilon(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str,
     if figure == "fig11":
         raise ValueError("figure 'fig11' is a privacy profile: use plot_fig11")
     layout = _layout(figure)
+    if figure == "fig12" and "coordinates" not in table:  # tables made before the fixed-init reading
+        table = table.assign(coordinates="all")
     table = _assign_panels(table, layout, figure)
     fig, axes = new_figure(
         layout.ncols, layout.nrows, width=layout.width, height=layout.row_height * layout.nrows + 0.7
@@ -359,7 +373,7 @@ def plot_epsilon(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str,
     summaries = [_epsilon_panel(axes[p.row][p.col], table, p, layout.style_by) for p in layout.panels]
     _finish_axes(axes, {(p.row, p.col) for p in layout.panels}, ymax=_ymax(table), delta=float(table["delta"].iloc[0]))
     handles, labels = _legend_handles([ax for row in axes for ax in row])
-    ncol = len(labels) if layout.ncols > 1 else 2
+    ncol = 3 if figure == "fig12" else len(labels) if layout.ncols > 1 else 2  # fig12's labels are long
     top = 1.0 - (0.08 + 0.15 * -(-len(labels) // ncol)) / (layout.row_height * layout.nrows + 0.7)
     fig.legend(handles, labels, loc="upper center", ncol=ncol, frameon=False, bbox_to_anchor=(0.5, 1.0))
     write_csv_atomic(table.assign(scale=scale), csv)
