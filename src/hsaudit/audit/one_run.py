@@ -26,7 +26,6 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from hsaudit.audit.inputs import check_unit
 
@@ -69,6 +68,8 @@ def one_run_p_value(*, canaries: int, guesses: int, correct: int, epsilon: float
         raise ValueError(f"epsilon must be >= 0, got {epsilon}")
     d = _check_delta(delta)
     q = 1.0 / (1.0 + math.exp(-float(epsilon)))
+    from scipy import stats  # here: ~1 s to import, and every plan imports this module's callers
+
     tail = float(stats.binom.sf(v - 1, r, q))  # P[Binomial(r, q) >= v]
     return min(tail + one_run_delta_term(canaries=m, guesses=r, correct=v, epsilon=epsilon, delta=d), 1.0)
 
@@ -86,6 +87,8 @@ def one_run_delta_term(*, canaries: int, guesses: int, correct: int, epsilon: fl
     if d == 0.0 or v == 0:
         return 0.0
     q = 1.0 / (1.0 + math.exp(-float(epsilon)))
+    from scipy import stats  # here: ~1 s to import, and every plan imports this module's callers
+
     # P[v − i ≤ Binomial < v] for i = 1..v, as a cumulative sum of the pmf below v.
     below = np.cumsum(stats.binom.pmf(np.arange(v - 1, -1, -1), r, q))
     return float(2.0 * m * d * np.max(below / np.arange(1, v + 1)))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
+from scipy import special
 
 from hsaudit.audit.bounds import clopper_pearson_upper
 from hsaudit.audit.inputs import as_members, as_scores, check_classes
@@ -125,7 +125,7 @@ def held_out_point(
     # the extremes, where a rate of 0 or 1 is mostly luck.
     a = clopper_pearson_upper(np.round(alpha * s0.size), s0.size, confidence=confidence)
     b = clopper_pearson_upper(np.round(beta * s1.size), s1.size, confidence=confidence)
-    tau = taus[int(np.argmax(stats.norm.isf(a) - stats.norm.ppf(b)))]
+    tau = taus[int(np.argmax(-special.ndtri(a) - special.ndtri(b)))]
     fp = np.count_nonzero(est0 >= tau)
     fn = np.count_nonzero(est1 < tau)
     return (

@@ -33,6 +33,7 @@ import pandas as pd
 
 from hsaudit.audit.one_run import one_run_audit, one_run_audit_search, one_run_delta_term
 from hsaudit.audit.one_run_fdp import one_run_fdp_audit
+from hsaudit.experiments.one_run.values import SCORES
 from hsaudit.util.seeding import rng_for
 
 COLUMNS = (
@@ -57,18 +58,6 @@ CEILINGS = ("valid", "paper", "none")
 """The μ of the ideal canaries of the ceiling series (``one_run.ceiling``): the largest population's valid μ̂ or its
 paper-rule μ̂ (``mu_valid`` / ``mu`` of its last step), or no ceiling."""
 
-SCORES = ("raw", "median_centred", "noiseless")
-"""The one-run scores (``one_run.scores``), each audited on the same models (its own rows, ``score`` column):
-
-- ``raw``: A_GC-R's score of canary j in model i, s_ij = −(θ_T[d_j] − θ0[d_j]) (higher ⇒ included).
-- ``median_centred``: s_ij − median_i' s_i'j over the M models of the point (per coordinate). Removes the
-  coordinate's drift (the movement the data gives d_j, common to every model) without any bit: a function of the
-  released models only. Undefined at M = 1 (the centred score is 0).
-- ``noiseless``: s_ij − s⁰_j, where s⁰_j is the same score in the canary-free, noise-free run (DP-SGD with σ = 0 and
-  no canary) from the same θ0 with the same batches: −(θ_T[d_j] − θ⁰_T[d_j]). A function of the released model and
-  of what the adversary knows before training (θ0, batches, data, hyper-parameters), none of which depends on a bit;
-  defined at M = 1. Costs one more run of T steps (shared by all models: they share θ0 and the batches).
-"""
 SCORE_REASONS = {"median_centred": "undefined at M = 1: the median over one model is its own score (every centred score 0)"}
 """Why a score has no point at some M (its row is kept, ε̂ NaN, the reason in ``bound``)."""
 

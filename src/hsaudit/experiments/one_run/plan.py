@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from hsaudit.experiments.one_run.audit import SCORES
+from hsaudit.experiments.one_run.values import SCORES
 from hsaudit.experiments.plans import Population, Target
 from hsaudit.util.mapping import key_of
 from hsaudit.util.seeding import derive_seed
@@ -33,7 +33,7 @@ in a noiseless, unclipped simulation of training: A_GC-S Noiseless-PS's ranking,
 
 SCORE = "gc_r"
 """The score every canary's shard records: A_GC-R's, −(θ_T[d] − θ0[d]) (higher ⇒ included). The drift corrections
-of ``one_run.scores`` (:data:`hsaudit.experiments.one_run.audit.SCORES`) are computed by the audit job from it, so
+of ``one_run.scores`` (:data:`hsaudit.experiments.one_run.values.SCORES`) are computed by the audit job from it, so
 they are not in the key and choosing them retrains nothing."""
 
 FIGURE = "results/one_run/fig1.pdf"
@@ -77,7 +77,7 @@ class OneRunAudit:
         population: the population audit of the same configuration (A_GC-R, repetition 0: the same setup, θ0 and
             batches).
         population_runs: the R of the population points (models in both worlds, half of them inserted), ascending.
-        scores: the scores audited (``one_run.scores``, :data:`hsaudit.experiments.one_run.audit.SCORES`).
+        scores: the scores audited (``one_run.scores``, :data:`hsaudit.experiments.one_run.values.SCORES`).
     """
 
     dataset: str
