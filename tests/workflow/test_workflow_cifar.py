@@ -57,8 +57,14 @@ def test_smoke_every_cifar_target_end_to_end(housing_built, tmp_path, monkeypatc
     # every θ0 reading of the config's grid, each audit naming its crafted coordinate and the layer holding it
     assert set(fig12["theta0"]) == {"known", "shared_unknown", "per_run_known", "unknown"}
     assert {"coordinate", "layer"} <= set(fig12.columns) and fig12["layer"].notna().all()
-    # the readings of one repetition craft the same coordinate (only θ0 differs between them)
-    assert (fig12.groupby("rep")["coordinate"].nunique() == 1).all()
+    # the θ0 readings of one repetition and reading of d craft the same coordinate (only θ0 differs between them);
+    # the fixed-initialisation d is on a bias, where the per-run known and unknown θ0 give the same ε̂
+    assert set(fig12["coordinates"]) == {"all", "fixed_init"}
+    assert (fig12.groupby(["coordinates", "rep"])["coordinate"].nunique() == 1).all()
+    fixed = fig12[fig12["coordinates"] == "fixed_init"]
+    assert fixed["layer"].str.endswith(".bias").all()
+    by_theta0 = fixed.set_index(["theta0", "rep", "step"])["epsilon"]
+    np.testing.assert_array_equal(by_theta0.loc["per_run_known"], by_theta0.loc["unknown"])
     fig13 = pd.read_csv(results / "fig13.csv")
     assert set(fig13["model"]) == {"alexnet_head", "convnet"}
     assert any("alexnet-random" in s for s in fig13["data_source"])

@@ -64,7 +64,7 @@ CRAFTED_COLUMNS = ("coordinates", "coordinate", "layer")
 # fig12's panels: d drawn over every coordinate (the paper's A_GC-R), then over the fixed-initialisation ones.
 FIG12_PANELS = {
     "all": "(a) d over all coordinates",
-    "fixed_init": "(b) d over fixed-init coordinates (θ0[d] the same in every run)",
+    "fixed_init": "(b) d over fixed-init coordinates",  # θ0[d] the same in every run
 }
 LABELS = {**ADVERSARY_LABELS, "gc_s": "A_GC-S"}
 # The reference fields every CIFAR-10 figure table carries as columns (beside adversary, label, rep, key).
