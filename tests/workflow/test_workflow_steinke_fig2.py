@@ -81,7 +81,7 @@ def test_smoke_fig2(workflow_copy):
            "standard_rdp_improved_fractional"]
     assert (t2[rdp].to_numpy() >= t2[["standard"]].to_numpy() - 1e-3).all()
     md = (workflow_copy / TABLE2).read_text()
-    assert md.count("\n| ") == 4 and "scale=smoke" in md and "crossing rule, valid" in md
+    assert md.count("\n| ") == 4 and "scale=smoke" in md and "crossing rule (valid)" in md
     assert "Standard ε: PLD (paper)" in md and "RDP, classic / improved conversion, α = 2…256" in md
     # a second request trains nothing again
     again = run_snakemake(workflow_copy, TARGET, FIG4, TABLE2, "--config", "scale=smoke", "-n")

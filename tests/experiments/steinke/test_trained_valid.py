@@ -166,13 +166,13 @@ def test_tables_and_markdown_carry_both_gdp_columns():
     assert (table["empirical_gdp_valid"] > 0).all()  # the canary shifts the scores by 1.5 sd: evidence
     md = table2_markdown(table, footer="scale=test")
     header = md.splitlines()[0]
-    assert "GDP audit, paper rule, not a valid bound" in header and "GDP audit, crossing rule, valid" in header
+    assert "GDP audit, paper rule (not a valid bound)" in header and "GDP audit, crossing rule (valid)" in header
     assert header.count("|") == md.splitlines()[1].count("|") == md.splitlines()[2].count("|")
     assert f"| {table['empirical_gdp'].iloc[0]:.2f} | {table['empirical_gdp_valid'].iloc[0]:.2f} |" in md
-    assert gdp_rules(table) == "paper rule, not a valid bound; valid: crossing rule"
+    assert gdp_rules(table) == "paper rule (not a valid bound); valid: crossing rule"
     valid = table2(_table2_rows(np.random.default_rng(3)), delta=1e-5, confidence=0.95, seed=1, mode="crossing")
     assert valid["gdp_valid"].all() and (valid["empirical_gdp"] == valid["empirical_gdp_valid"]).all()
-    assert "GDP audit, crossing rule, valid |" in table2_markdown(valid, footer="")
+    assert "GDP audit, crossing rule (valid) |" in table2_markdown(valid, footer="")
 
 
 def test_fig2_draws_the_valid_series_with_its_rule(tmp_path, monkeypatch):
@@ -188,9 +188,9 @@ def test_fig2_draws_the_valid_series_with_its_rule(tmp_path, monkeypatch):
     monkeypatch.setattr(figures, "save", lambda fig, pdf, footer, tight: seen.update(fig=fig, footer=footer))
     plot_fig2(table, pdf=str(tmp_path / "fig2.pdf"), csv=str(tmp_path / "fig2.csv"), facts={"scale": "test"})
     lines = {line.get_label(): line for line in seen["fig"].axes[0].get_lines()}
-    paper = lines["empirical, GDP audit (Nasr et al. 2023), paper rule, not a valid bound"]
-    valid = lines["empirical, GDP audit (Nasr et al. 2023), crossing rule, valid"]
+    paper = lines["empirical, GDP audit (Nasr et al. 2023), paper rule (not a valid bound)"]
+    valid = lines["empirical, GDP audit (Nasr et al. 2023), crossing rule (valid)"]
     assert valid.get_color() == paper.get_color() and valid.get_markerfacecolor() == "none"
-    assert "paper rule, not a valid bound; crossing rule, valid" in seen["footer"]
+    assert "paper rule (not a valid bound); crossing rule (valid)" in seen["footer"]
     assert set(pd.read_csv(tmp_path / "fig2.csv")["method"]) == set(METHODS)
     plt.close(seen["fig"])

@@ -53,7 +53,7 @@ import pandas as pd
 from hsaudit.accounting import last_iterate as H
 from hsaudit.accounting import rdp as R
 from hsaudit.audit.auditor import Auditor, HeldOut, KnownFamily, Paper, rule_from_mode
-from hsaudit.audit.validity import valid_companion
+from hsaudit.audit.validity import rule_words, valid_companion
 from hsaudit.util.schedule import training_steps
 from hsaudit.util.seeding import derive_seed
 
@@ -500,25 +500,19 @@ def table2(
     return pd.DataFrame(out, columns=list(TABLE2_COLUMNS))
 
 
-def rule_label(name: str, valid: bool) -> str:
-    """How the tables and footers name an audit's rule: ``"crossing rule, valid"``, ``"paper rule, not a valid
-    bound"``."""
-    return f"{name} rule, {'valid' if valid else 'not a valid bound'}"
-
-
 def gdp_rules(table: pd.DataFrame) -> str:
     """The rules of a Table 1 / Table 2 table's two GDP columns (``gdp_mode``, ``valid_mode``), as a footer names
-    them: ``"paper rule, not a valid bound; valid: crossing rule"``."""
+    them: ``"paper rule (not a valid bound); valid: crossing rule"``."""
     first = table.iloc[0]
-    return f"{rule_label(first['gdp_mode'], bool(first['gdp_valid']))}; valid: {first['valid_mode']} rule"
+    return f"{rule_words(first['gdp_mode'], bool(first['gdp_valid']))}; valid: {first['valid_mode']} rule"
 
 
 def _gdp_header(table: pd.DataFrame) -> str:
     """The two GDP columns' header cells of the Markdown tables: ``mode``'s rule and the valid rule, each saying
     whether it is valid."""
     first = table.iloc[0]
-    return (f"| Empirical ε: GDP audit, {rule_label(first['gdp_mode'], bool(first['gdp_valid']))} "
-            f"| Empirical ε: GDP audit, {rule_label(first['valid_mode'], True)} |")
+    return (f"| Empirical ε: GDP audit, {rule_words(first['gdp_mode'], bool(first['gdp_valid']))} "
+            f"| Empirical ε: GDP audit, {rule_words(first['valid_mode'], True)} |")
 
 
 def _standard_header() -> str:
@@ -851,7 +845,6 @@ __all__ = [
     "merge_shards",
     "paper_value",
     "privacy_plan",
-    "rule_label",
     "split_shards",
     "standard_epsilons",
     "table1",

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from hsaudit.audit.validity import rule_words
 from hsaudit.experiments.plotting import PALETTE, UPPER_BOUND_STYLE, figure, footer_text, reserve_footer, save
 from hsaudit.util.io import write_csv_atomic
 
@@ -253,21 +254,18 @@ _TRAINED_MAIN = "empirical_sigma_last_iterate"
 _GDP_METHODS = ("empirical_gdp", "empirical_gdp_valid")
 
 
-def _validity(valid: object) -> str:
-    """A table's ``valid`` cell in words: "valid", "not a valid bound" ("validity not recorded" when empty)."""
-    if pd.isna(valid):
-        return "validity not recorded"
-    return "valid" if bool(valid) else "not a valid bound"
-
-
 def _gdp_rule(table: pd.DataFrame, method: str) -> str | None:
-    """``"<rule> rule, valid"`` / ``"<rule> rule, not a valid bound"`` of a GDP series, read off its rows'
-    ``audit_mode`` and ``valid``; None where the table lacks the method."""
+    """``"<rule> rule (valid)"`` / ``"<rule> rule (not a valid bound)"`` of a GDP series
+    (:func:`hsaudit.audit.validity.rule_words`), read off its rows' ``audit_mode`` and ``valid`` ("validity not
+    recorded" for a table without it); None where the table lacks the method."""
     rows = table[table["method"] == method]
     if rows.empty:
         return None
     first = rows.iloc[0]
-    return f"{first['audit_mode']} rule, {_validity(first['valid'] if 'valid' in rows else None)}"
+    valid = first["valid"] if "valid" in rows else None
+    if pd.isna(valid):
+        return f"{first['audit_mode']} rule (validity not recorded)"
+    return rule_words(first["audit_mode"], bool(valid))
 
 
 def _trained_curves(ax, table: pd.DataFrame) -> None:
