@@ -200,7 +200,7 @@ def one_run_table(table: pd.DataFrame) -> str:
         rule = re.search(r"rule (\S+?),", str(bound))
         return validity(rule.group(1)) if rule else "valid"
 
-    text = [c for c in ("family", "method", "score", "bound")]
+    text = ("family", "method", "score", "bound")
     out = markdown([*cols, "valid"], [[*(_num(r[c]) if c not in text else r[c] for c in cols), valid(r.get("bound"))]
                                       for _, r in table.iterrows()])  # fmt: skip
     against = one_run_against_population(table)

@@ -166,7 +166,8 @@ def _load_schemas(key):
     contents = {Path(f).as_uri(): load_yaml(f) for f in files}
     schema = contents.get(Path(root).as_uri()) or load_yaml(root)
     schema.setdefault("$id", Path(root).as_uri())
-    registry = Registry().with_resources((uri, Resource.from_contents(c, default_specification=DRAFT202012)) for uri, c in contents.items())
+    resources = ((uri, Resource.from_contents(c, default_specification=DRAFT202012)) for uri, c in contents.items())
+    registry = Registry().with_resources(resources)
     validator = jsonschema.Draft202012Validator
 
     def fill_defaults(v, properties, instance, subschema):
