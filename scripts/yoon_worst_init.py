@@ -74,7 +74,7 @@ def run_cell(name: str, run: int, *, data, models_per_world: int, epsilon: float
         theta0 = train.pretrain(MODEL, theta_avg, aux.X[:n_aux], aux.y[:n_aux], epochs=epochs, lr=0.01,
                                       batch_size=32,
                                       seed=derive_seed(seed, "yoon-worst-study", "worst", run))  # fmt: skip
-    canary = train.make_canary("blank", model=MODEL, X=d.X, aux_X=aux.X, aux_y=aux.y, theta0=theta0,
+    canary = train.make_canary("blank", model=MODEL, X=d.X, y=d.y, aux_X=aux.X, aux_y=aux.y, theta0=theta0,
                                      mean=d.mean, std=d.scale, seed=seed)  # fmt: skip
     sigma = noise_multiplier(epsilon, steps=steps, delta=delta)
     theta, members = train.train_worlds(

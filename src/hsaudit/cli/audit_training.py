@@ -39,7 +39,8 @@ def register(sub) -> None:
     parser.add_argument("--entry", required=True, help="package.module:make or path/to/file.py:make")
     parser.add_argument("--runs", type=int, required=True, help="models per world, on average (2 x RUNS in all)")
     parser.add_argument("--canary", default=PLAN_DEFAULTS["canary"],
-                        help="a canary type of the registry: mislabelled, out_of_support (default), dirac")  # fmt: skip
+                        help="a canary type of the registry: mislabelled, out_of_support (default), dirac, blank, "
+                             "in_distribution, ood_mislabelled, clipbkd")  # fmt: skip
     parser.add_argument("--background", default=PLAN_DEFAULTS["background"],
                         help="data (default), blank (all-zero inputs) or subset")  # fmt: skip
     parser.add_argument("--background-size", type=int, default=16, help="examples of the subset background")

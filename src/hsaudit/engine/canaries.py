@@ -1,8 +1,10 @@
 """The canary registry: every kind of canary an audit inserts, and the backgrounds it is inserted into.
 
 A canary is the one example (or one per-example gradient) whose presence an audit tests. A registry entry is a
-frozen :class:`CanaryType` value — its name, its kind, a builder and a line of description — and the builder turns
-a :class:`CanarySource` (the data, the model's parameter count, a reference model, a seed) into a canary *value*:
+frozen :class:`CanaryType` value — its name, its kind, a builder, a line of description and the options it reads —
+and the builder turns a :class:`CanarySource` (the data, a pool of candidate examples, a fixed row or label, the
+inputs' normalisation, the model's parameter count, a reference model, a seed, the entry's options) into a canary
+*value*:
 
 - :class:`InputCanary` (kind ``"input"``): an example (x*, y*), with where it came from; inserted as one more row of
   the training set, scored by its loss;
@@ -12,24 +14,47 @@ a :class:`CanarySource` (the data, the model's parameter count, a reference mode
   al. 2023 / Steinke et al. 2023 when the direction is a coordinate), scored by ``−⟨direction, θ⟩``;
 - ``"token"``: reserved for language-model canaries (unused-token sequences); no entry of this kind yet.
 
-Entries now (:data:`CANARIES`): ``mislabelled`` (an example of the data with a wrong label), ``out_of_support`` (an
-input outside the data's support, along its direction of least variance: a large gradient that no other example
-shares, after Jagielski et al. 2020's ClipBKD) and ``dirac`` (a gradient canary on one coordinate). The papers'
-canaries (Cebere's crafted gradients, Steinke's label-flipped input, Yoon's crafted and clipbkd samples, unused-token
-LM canaries) belong here as entries too. Adding a canary type is one entry of :data:`CANARIES`.
+Entries (:data:`CANARIES`):
+
+- ``mislabelled``: an example with a wrong label — drawn from the seed, or the row ``index`` with ``label``
+  (Steinke et al. 2023's label-flipped input, Figure 4: :func:`hsaudit.experiments.steinke.train.images.fig4_canary`
+  builds it from the test split as the pool);
+- ``out_of_support``: an input outside the data's support, along its direction of least variance (a large gradient
+  that no other example shares, after Jagielski et al. 2020's ClipBKD);
+- ``dirac``: a gradient canary on one coordinate;
+- ``blank``, ``in_distribution``, ``ood_mislabelled`` and ``clipbkd``: Yoon, Jeung & No (2025)'s four canaries (an
+  all-zero input; an example of the pool with its label; an example of the pool made out of distribution, with a
+  wrong label; the data's least-variance direction at its mean norm, labelled by the reference model), which
+  :func:`hsaudit.experiments.yoon.train.make_canary` builds from the auxiliary half as the pool and θ0 as the
+  reference (their config names map to these in :data:`hsaudit.experiments.yoon.train.REGISTRY_NAMES`).
+
+Adding a canary type is one entry of :data:`CANARIES`. Three canaries stay outside it, because their value depends on
+the training itself rather than on the data, a reference model and a seed:
+
+- Cebere et al. (2025)'s crafted gradients, :func:`hsaudit.experiments.cebere.train.adversaries.craft`: A_GC-S's
+  coordinate is ranked by simulated trainings from the setup's θ0 and batch schedule, and every adversary of that
+  paper (A_GC-R, A_CotS and A_L's label-flipped row too) is one ``Crafted`` value saved with its own file format;
+- Steinke et al.'s Dirac canary in trained models, :func:`hsaudit.experiments.steinke.train.images.train_dirac_shard`:
+  C·e_d added unclipped to the noisy sum inside each DP-SGD step in which it is sampled
+  (:func:`hsaudit.engine.dpsgd.train_population`'s ``gradient=``), not a row of the data that a canary value here
+  stands for (only its coordinate, :func:`dirac_coordinate`, is drawn here);
+- Steinke et al.'s unused-token language-model canary,
+  :func:`hsaudit.experiments.steinke.train.language.build_canary`: token ids that occur nowhere in the tokenised
+  data, so it needs the tokenizer and the tokenised corpus (the ``"token"`` kind is reserved for it).
 
 Backgrounds (:data:`BACKGROUNDS`): the rest of the training set a canary is inserted into — the data as it is, a
 blank background (every input zero, labels kept: a first linear layer's weights get no gradient from it, its bias
 still does) or a small random subset (fewer examples whose gradients could mask the canary's).
 
-This module is numpy only: the builders see arrays, the caller keeps its tensors (``engine`` layer, no torch here).
+This module is numpy only: the builders see arrays, the caller keeps its tensors (``engine`` layer, no torch here);
+a builder that needs a model's outputs gets them through :attr:`CanarySource.reference`, a function of arrays.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Any, Union
 
 import numpy as np
 
@@ -44,6 +69,10 @@ DIRAC_NORM = 100.0
 """``dirac``: the norm of the canary's per-example gradient in multiples of the clipping norm C, so that after
 clipping the canary's contribution is C along its coordinate, whatever the carrier row's own gradient."""
 
+OOD_TRANSFORMS = ("invert", "noise")
+"""``ood_mislabelled``'s ``transform`` option: how an example is made out of distribution — its pixels inverted
+(p ↦ 1 − p) or replaced by uniform noise in [0, 1] (pixel space: :attr:`CanarySource.normalisation`)."""
+
 
 @dataclass(frozen=True, eq=False)
 class InputCanary:
@@ -53,7 +82,8 @@ class InputCanary:
         x: one input, without the batch axis, float32.
         y: its label (int64 scalar array) or regression target (float32 scalar array).
         origin: where it came from, in words.
-        source_index: the row of the data it was taken from (the background then leaves that row out), or None.
+        source_index: the row of the data whose input it is (the background then leaves that row out), or None (an
+            input of the pool, a transformed or a synthetic one).
     """
 
     x: np.ndarray
@@ -98,8 +128,21 @@ class CanarySource:
         parameters: the length p of the model's flat parameter vector (gradient canaries need it), or None.
         clip_norm: the clipping norm C of the training, or None.
         seed: the builder's random stream.
-        reference: a model trained without the canary, as a function ``inputs [k, ...] -> outputs [k, o]`` (logits
-            or predictions), or None; builders use it to pick the label that the canary's loss is largest for.
+        reference: a model trained without the canary (or the initial model), as a function
+            ``inputs [k, ...] -> outputs [k, o]`` (logits or predictions), or None; builders use it to pick the label
+            that the canary's loss is largest for.
+        pool: ``(x, y)``, the candidate examples an input canary is taken from when they are not the data itself
+            (examples the models never see otherwise: Yoon et al.'s auxiliary half, Steinke et al.'s test split), or
+            None (the data). Same example shape as ``x``; it may be empty for an entry that draws nothing from it.
+        index: the row of the candidates (the pool, else the data) to take instead of one drawn from the seed, or
+            None.
+        label: the canary's label where its entry takes one (``mislabelled``: a wrong class; ``blank``: its
+            class), or None (the entry's own rule).
+        normalisation: ``(mean, std)`` with which the inputs were standardised, ``x = (pixels − mean) / std``, per
+            channel (the first axis of one example) or per feature; None: the inputs are pixels (mean 0, std 1).
+            Entries that transform pixels (``ood_mislabelled``) work in pixel space through it.
+        options: the entry's own knobs by name (those its :attr:`CanaryType.options` lists; e.g.
+            ``{"transform": "noise"}`` for ``ood_mislabelled``).
     """
 
     x: np.ndarray
@@ -109,6 +152,11 @@ class CanarySource:
     clip_norm: float | None = None
     seed: int = 0
     reference: Callable[[np.ndarray], np.ndarray] | None = None
+    pool: tuple[np.ndarray, np.ndarray] | None = None
+    index: int | None = None
+    label: int | None = None
+    normalisation: tuple[np.ndarray, np.ndarray] | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         x, y = np.asarray(self.x), np.asarray(self.y)
@@ -120,6 +168,45 @@ class CanarySource:
             raise ValueError(f"classes must be >= 2 or None (a regression target), got {self.classes}")
         if self.parameters is not None and int(self.parameters) < 1:
             raise ValueError(f"parameters must be >= 1, got {self.parameters}")
+        if self.pool is not None:
+            px, py = (np.asarray(a) for a in self.pool)
+            if px.shape[1:] != x.shape[1:] or py.shape != (px.shape[0],):
+                raise ValueError(f"the pool must be (x [k, {', '.join(map(str, x.shape[1:]))}], y [k]), "
+                                 f"got x of shape {px.shape} and y of shape {py.shape}")  # fmt: skip
+        if self.index is not None:
+            n = self.candidates()[1].shape[0]
+            if not 0 <= int(self.index) < n:
+                raise ValueError(f"canary index must be in [0, {n}), got {self.index}")
+        if self.label is not None:
+            if self.classes is None:
+                raise ValueError(f"a canary label needs class labels, not a regression target; got {self.label}")
+            if not 0 <= int(self.label) < int(self.classes):
+                raise ValueError(f"canary label must be in [0, {self.classes}), got {self.label}")
+        if self.normalisation is not None:
+            mean, std = (np.asarray(a, dtype=np.float64) for a in self.normalisation)
+            if mean.shape != std.shape or not np.all(std > 0):
+                raise ValueError(f"normalisation must be (mean, std) of one shape, std > 0, got {self.normalisation}")
+
+    def candidates(self) -> tuple[np.ndarray, np.ndarray]:
+        """The examples an input canary is taken from: the pool, else the data."""
+        return (self.x, self.y) if self.pool is None else (self.pool[0], self.pool[1])
+
+    def draw(self, rng: np.random.Generator) -> int:
+        """The candidate row to take: :attr:`index`, else one drawn uniformly with ``rng``.
+
+        Raises:
+            ValueError: no candidates (an empty pool).
+        """
+        if self.index is not None:
+            return int(self.index)
+        n = np.asarray(self.candidates()[1]).shape[0]
+        if n == 0:
+            raise ValueError("the canary needs candidate examples, and the pool is empty")
+        return int(rng.integers(n))
+
+    def data_row(self, row: int) -> int | None:
+        """``row`` of the candidates as a row of the data (:attr:`InputCanary.source_index`), None for the pool's."""
+        return row if self.pool is None else None
 
 
 @dataclass(frozen=True)
@@ -131,19 +218,24 @@ class CanaryType:
         kind: one of :data:`KINDS`; the builder's value has this kind.
         build: ``CanarySource -> canary value``.
         description: one line for docs and ``--help``.
+        options: the names of :attr:`CanarySource.options` the builder reads (any other is an error).
     """
 
     name: str
     kind: str
     build: Callable[[CanarySource], object]
     description: str
+    options: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"canary {self.name!r}: kind must be one of {KINDS}, got {self.kind!r}")
 
     def __call__(self, source: CanarySource):
-        """Build the canary; its kind must be the entry's."""
+        """Build the canary; its options must be the entry's, its kind must be the entry's."""
+        unknown = sorted(set(source.options) - set(self.options))
+        if unknown:
+            raise ValueError(f"canary {self.name!r} takes the options {list(self.options)}, got {unknown}")
         value = self.build(source)
         if getattr(value, "kind", None) != self.kind:
             raise ValueError(f"canary {self.name!r} is of kind {self.kind!r}, its builder returned {value!r}")
@@ -162,21 +254,40 @@ def _worst_label(source: CanarySource, x: np.ndarray, exclude: int | None) -> in
     return int(np.argmin(out))
 
 
-def mislabelled(source: CanarySource) -> InputCanary:
-    """An example of the data, drawn from the seed, with a wrong label: the class the reference model finds least
-    likely for it, or (y + 1) mod K without a reference (Steinke et al. 2023's label-flipped input)."""
+def _needs_classes(source: CanarySource, name: str) -> int:
     if source.classes is None:
-        raise ValueError("the mislabelled canary needs class labels; the data has a regression target")
-    x, y = np.asarray(source.x, dtype=np.float32), np.asarray(source.y)
-    index = int(np.random.default_rng(source.seed).integers(x.shape[0]))
-    true = int(y[index])
-    label = _worst_label(source, x[index], exclude=true)
-    label = (true + 1) % int(source.classes) if label is None else label
+        raise ValueError(f"the {name} canary needs class labels; the data has a regression target")
+    return int(source.classes)
+
+
+def mislabelled(source: CanarySource) -> InputCanary:
+    """An example of the candidates (the pool, else the data) with a wrong label.
+
+    The example is row :attr:`~CanarySource.index`, or one drawn from the seed; its label
+    :attr:`~CanarySource.label`, or the class the reference model finds least likely for it, or (y + 1) mod K
+    without a reference (Steinke et al. 2023's label-flipped input, Figure 4; the row and label the paper leaves
+    open [inferred]).
+
+    Raises:
+        ValueError: a regression target, or a given label that is the example's own.
+    """
+    k = _needs_classes(source, "mislabelled")
+    cx, cy = source.candidates()
+    index = source.draw(np.random.default_rng(source.seed))
+    true = int(cy[index])
+    if source.label is not None:
+        label = int(source.label)
+        if label == true:
+            raise ValueError(f"canary label must be a class in [0, {k}) other than the example's {true}, got {label}")
+    else:
+        label = _worst_label(source, np.asarray(cx[index], dtype=np.float32), exclude=true)
+        label = (true + 1) % k if label is None else label
+    where = "the data" if source.pool is None else "the pool"
     return InputCanary(
-        x=x[index].copy(),
+        x=np.asarray(cx[index], dtype=np.float32).copy(),
         y=np.array(label, dtype=np.int64),
-        origin=f"example {index} of the data with label {label} instead of {true}",
-        source_index=index,
+        origin=f"example {index} of {where} with label {label} instead of {true}",
+        source_index=source.data_row(index),
     )
 
 
@@ -253,6 +364,79 @@ def dirac(source: CanarySource) -> GradientCanary:
     )
 
 
+def blank(source: CanarySource) -> InputCanary:
+    """The all-zero input (in the inputs' own, normalised space) with label :attr:`~CanarySource.label`, or the last
+    class without one (Yoon, Jeung & No 2025's canary: label 9 of 10 [ref])."""
+    k = _needs_classes(source, "blank")
+    label = k - 1 if source.label is None else int(source.label)
+    return InputCanary(x=np.zeros(np.asarray(source.x).shape[1:], np.float32), y=np.array(label, dtype=np.int64),
+                       origin=f"all-zero input, label {label}")  # fmt: skip
+
+
+def in_distribution(source: CanarySource) -> InputCanary:
+    """An example of the candidates (the pool, else the data) with its own label: row
+    :attr:`~CanarySource.index` or one drawn from the seed (Yoon et al.'s in-distribution canary, a random example
+    of the auxiliary half [inferred])."""
+    cx, cy = source.candidates()
+    row = source.draw(np.random.default_rng(source.seed))
+    x = np.asarray(cx[row], dtype=np.float32).copy()
+    dtype = np.int64 if source.classes is not None else np.float32
+    where = "data" if source.pool is None else "pool"
+    return InputCanary(x=x, y=np.array(cy[row], dtype=dtype), origin=f"{where} row {row}",
+                       source_index=source.data_row(row))  # fmt: skip
+
+
+def ood_mislabelled(source: CanarySource) -> InputCanary:
+    """An out-of-distribution input with a wrong label (Yoon et al.'s "mislabeled" canary, "an OOD sample
+    intentionally assigned the wrong label" [inferred: the construction]): an example of the candidates (row
+    :attr:`~CanarySource.index` or one drawn from the seed) whose pixels are inverted, p ↦ 1 − p (option
+    ``transform="invert"``, the default), or replaced by uniform noise in [0, 1] drawn next from the same stream
+    (``"noise"``), in pixel space (:attr:`~CanarySource.normalisation`), with label (y + 1) mod K.
+
+    Raises:
+        ValueError: a regression target, or a transform not in :data:`OOD_TRANSFORMS`.
+    """
+    k = _needs_classes(source, "ood_mislabelled")
+    transform = source.options.get("transform", "invert")
+    if transform not in OOD_TRANSFORMS:
+        raise ValueError(f"the ood_mislabelled canary's transform must be one of {OOD_TRANSFORMS}, got {transform!r}")
+    cx, cy = source.candidates()
+    rng = np.random.default_rng(source.seed)
+    row = source.draw(rng)
+    x, label = np.asarray(cx[row], dtype=np.float32), int(cy[row])
+    shape = (-1,) + (1,) * (x.ndim - 1)
+    mean, std = source.normalisation if source.normalisation is not None else (np.zeros(1), np.ones(1))
+    m, s = np.asarray(mean, np.float32).reshape(shape), np.asarray(std, np.float32).reshape(shape)
+    pixels = 1.0 - (x * s + m) if transform == "invert" else rng.uniform(0.0, 1.0, x.shape)
+    ood_x = ((pixels - m) / s).astype(np.float32)
+    where = "data" if source.pool is None else "pool"
+    return InputCanary(x=ood_x, y=np.array((label + 1) % k, dtype=np.int64), origin=f"{where} row {row}, {transform}")
+
+
+def clipbkd(source: CanarySource) -> InputCanary:
+    """Jagielski et al. 2020's ClipBKD input as Yoon et al. build it: the data's direction of least variance (the
+    eigenvector of the smallest eigenvalue of the flattened inputs' covariance, its largest entry positive), scaled to
+    the mean norm of the data's inputs; label: the class of the reference model's smallest output there (Yoon et
+    al.: the initial model θ0's smallest logit), or the least frequent class without a reference.
+
+    Unlike :func:`out_of_support` it stays at the data's norm, not beyond its support.
+    """
+    k = _needs_classes(source, "clipbkd")
+    x = np.asarray(source.x, dtype=np.float32)
+    flat = x.reshape(x.shape[0], -1).astype(np.float64)
+    centred = flat - flat.mean(axis=0)
+    cov = centred.T @ centred / max(1, flat.shape[0] - 1)
+    _, vecs = np.linalg.eigh(cov)
+    direction = vecs[:, 0]
+    direction = direction * np.sign(direction[np.argmax(np.abs(direction))])  # a deterministic sign
+    xs = (direction * np.linalg.norm(flat, axis=1).mean()).reshape(x.shape[1:]).astype(np.float32)
+    label = _worst_label(source, xs, exclude=None)
+    if label is None:
+        label = int(np.argmin(np.bincount(np.asarray(source.y).astype(np.int64), minlength=k)))
+    return InputCanary(x=xs, y=np.array(label, dtype=np.int64),
+                       origin=f"the data's direction of least variance at its mean norm, label {label}")  # fmt: skip
+
+
 CANARIES: dict[str, CanaryType] = {
     entry.name: entry
     for entry in (
@@ -268,6 +452,21 @@ CANARIES: dict[str, CanaryType] = {
             "gradient",
             dirac,
             "a gradient on one parameter coordinate, carried by an extra per-example loss term",
+        ),
+        CanaryType("blank", "input", blank, "the all-zero input with a fixed label (Yoon et al.)"),
+        CanaryType("in_distribution", "input", in_distribution, "an example of the pool with its own label"),
+        CanaryType(
+            "ood_mislabelled",
+            "input",
+            ood_mislabelled,
+            "an example of the pool made out of distribution (inverted or noise), with a wrong label",
+            options=("transform",),
+        ),
+        CanaryType(
+            "clipbkd",
+            "input",
+            clipbkd,
+            "the data's direction of least variance at its mean norm, labelled by the reference (ClipBKD)",
         ),
     )
 }
@@ -331,15 +530,16 @@ def canary_from_arrays(arrays: Mapping[str, np.ndarray]) -> Canary:
 # (the engine's per-sample gradients), so they name it here and build it in their training jobs.
 STEINKE_CANARIES = ("dirac", "label_flip")
 """Steinke et al.'s image canaries: the Dirac gradient canary C·e_d added unclipped (their Figure 2, Table 2;
-coordinate :func:`dirac_coordinate`) and the label-flipped input (Figure 4; :func:`label_flip_canary`)."""
+coordinate :func:`dirac_coordinate`) and the label-flipped input (Figure 4; the :func:`mislabelled` entry with a
+fixed row and label, :func:`hsaudit.experiments.steinke.train.images.fig4_canary`)."""
 DIRAC_BACKGROUNDS = ("natural", "zero")
 """The other examples of a Dirac-canary training: ``natural`` (the data) or ``zero`` (every other example's clipped
 gradient is 0: the adversarial dataset of Steinke et al.'s Figure 3)."""
 LABEL_FLIP_BACKGROUNDS = ("blank", "natural", "zero_gradient")
 """The other examples of a label-flipped-input training (Steinke et al.'s Figure 4 panels): ``zero_gradient`` (every
 other example's clipped gradient is 0 while the canary's is computed and clipped: the paper's "all zero gradient
-inputs" of panel (a)), ``blank`` (all-zero images, labels kept: the registry's ``blank``, whose bias gradients are
-not 0) or ``natural`` (the data; panel (b))."""
+inputs" of panel (a)), ``blank`` (all-zero images, labels kept: the ``blank`` of :data:`BACKGROUNDS`, whose bias
+gradients are not 0) or ``natural`` (the data; panel (b))."""
 LABEL_FLIP_SOURCES = ("test", "train")
 """The splits a label-flipped input canary is taken from (test: an image the models never see otherwise)."""
 
@@ -358,34 +558,6 @@ def draw_distinct(n: int, count: int, seed: int) -> np.ndarray:
     if not 1 <= int(count) <= int(n):
         raise ValueError(f"cannot draw {count} distinct values of range({n})")
     return np.random.default_rng(seed).permutation(int(n))[: int(count)]
-
-
-def label_flip_canary(
-    X: np.ndarray, y: np.ndarray, *, index: int, label: int | None, n_classes: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """The label-flipped input canary (x*, y*) of Steinke et al.'s Figure 4: image ``index`` of ``(X, y)`` with a
-    wrong label.
-
-    Args:
-        X, y: the images the canary is taken from (by default the test split, an image the models never see
-            otherwise [inferred]).
-        index: which image.
-        label: the canary's label; ``None``: (y + 1) mod K [inferred: the paper names neither image nor label].
-        n_classes: K.
-
-    Returns:
-        ``x* [1, ...]`` float32 and ``y* [1]`` int64.
-
-    Raises:
-        ValueError: an index outside the set, or a label that is not a wrong class.
-    """
-    if not 0 <= int(index) < len(y):
-        raise ValueError(f"canary index must be in [0, {len(y)}), got {index}")
-    true = int(y[int(index)])
-    flipped = (true + 1) % int(n_classes) if label is None else int(label)
-    if not 0 <= flipped < int(n_classes) or flipped == true:
-        raise ValueError(f"canary label must be a class in [0, {n_classes}) other than the image's {true}, got {label}")
-    return np.asarray(X[int(index)][None], dtype=np.float32), np.array([flipped], dtype=np.int64)
 
 
 # ---- backgrounds ------------------------------------------------------------------------------------------------

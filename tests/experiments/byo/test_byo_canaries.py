@@ -116,10 +116,15 @@ def test_a_new_canary_type_is_one_entry(monkeypatch):
     """A toy canary — the data's first example, relabelled — registered in CANARIES alone is audited end to end."""
 
     def first_example(source: CanarySource) -> InputCanary:
-        return InputCanary(x=source.x[0].copy(), y=np.array((int(source.y[0]) + 1) % source.classes),
-                           origin="the first example, relabelled", source_index=0)  # fmt: skip
+        x, y = source.candidates()  # the data here: the byo path gives no pool
+        shift = int(source.options.get("shift", 1))
+        return InputCanary(x=x[0].copy(), y=np.array((int(y[0]) + shift) % source.classes),
+                           origin="the first example, relabelled", source_index=source.data_row(0))  # fmt: skip
 
-    monkeypatch.setitem(CANARIES, "toy", CanaryType("toy", "input", first_example, "a test's canary"))
+    toy = CanaryType("toy", "input", first_example, "a test's canary", options=("shift",))
+    monkeypatch.setitem(CANARIES, "toy", toy)
     result = audit_training(Design(entry=zoo_entry("no_clipping"), canary="toy", runs=30, seed=1), AuditOptions())
     assert result.report.details["canary origin"] == "the first example, relabelled"
     assert len(result.scores) == 60 and result.report.epsilon_hat is not None
+    x, y = _data()
+    assert int(canary_type("toy")(CanarySource(x, y, classes=3, options={"shift": 2})).y) == (int(y[0]) + 2) % 3

@@ -24,7 +24,7 @@ from hsaudit.experiments.steinke.audit import (
     table2,
     table2_markdown,
 )
-from hsaudit.engine.canaries import label_flip_canary
+from hsaudit.engine.canaries import CanarySource, canary_type
 from hsaudit.experiments.steinke.plan import plan_fig2, plan_fig4
 from hsaudit.experiments.steinke.train.images import (
     blank_background,
@@ -60,17 +60,56 @@ def _data(n=200, seed=0):
     return rng.normal(size=(n, 8)).astype(np.float32), rng.integers(0, 3, n)
 
 
-def test_label_flip_canary_takes_a_wrong_label():
+def frozen_label_flip_canary(X, y, *, index, label, n_classes):
+    """``label_flip_canary`` of the canary registry's module as it was before the registry's ``mislabelled`` entry
+    took a fixed row and label (commit 2388600): the reference of :func:`fig4_canary`."""
+    true = int(y[int(index)])
+    flipped = (true + 1) % int(n_classes) if label is None else int(label)
+    return np.asarray(X[int(index)][None], dtype=np.float32), np.array([flipped], dtype=np.int64)
+
+
+def test_the_label_flip_canary_is_the_registrys_mislabelled_entry():
     X, y = _data(10)
-    x, lab = label_flip_canary(X, y, index=4, label=None, n_classes=3)
-    assert x.shape == (1, 8) and x.dtype == np.float32 and np.array_equal(x[0], X[4])
-    assert lab.tolist() == [(y[4] + 1) % 3]
-    other = (y[4] + 2) % 3
-    assert label_flip_canary(X, y, index=4, label=other, n_classes=3)[1].tolist() == [other]
-    with pytest.raises(ValueError, match="label"):
-        label_flip_canary(X, y, index=4, label=int(y[4]), n_classes=3)
-    with pytest.raises(ValueError, match="index"):
-        label_flip_canary(X, y, index=10, label=None, n_classes=3)
+    c = canary_type("mislabelled")(CanarySource(X, y, classes=3, index=4))
+    assert np.array_equal(c.x, X[4]) and int(c.y) == (y[4] + 1) % 3 and c.source_index == 4
+    other = int((y[4] + 2) % 3)
+    assert int(canary_type("mislabelled")(CanarySource(X, y, classes=3, index=4, label=other)).y) == other
+    with pytest.raises(ValueError, match=r"canary label must be a class in \[0, 3\) other than the example's"):
+        canary_type("mislabelled")(CanarySource(X, y, classes=3, index=4, label=int(y[4])))
+    with pytest.raises(ValueError, match=r"canary label must be in \[0, 3\), got 3"):
+        CanarySource(X, y, classes=3, index=4, label=3)
+    with pytest.raises(ValueError, match=r"canary index must be in \[0, 10\), got 10"):
+        CanarySource(X, y, classes=3, index=10)
+    with pytest.raises(ValueError, match=r"canary index must be in \[0, 5\), got 5"):
+        CanarySource(X, y, classes=3, index=5, pool=_data(5, 2))
+
+
+@pytest.mark.parametrize("source", ["test", "train"])
+@pytest.mark.parametrize("index, label", [(0, None), (2, None), (4, None), (3, 0), (1, 2)])
+def test_fig4_canary_is_the_frozen_label_flip_bit_for_bit(source, index, label):
+    train, test = _data(50, 1), _data(5, 2)
+    X, y = test if source == "test" else train
+    if label is not None and label == int(y[index]):
+        label = (label + 1) % 3
+    spec = plan_fig4(FIG4, seed=1, data_identity=DATA, test_identity=TEST)["natural"].spec
+    spec = {**spec, "canary": {"source": source, "index": index, "label": label}}
+    x, lab = fig4_canary(spec, train=train, test=test)
+    fx, flab = frozen_label_flip_canary(X, y, index=index, label=label, n_classes=3)
+    assert x.shape == fx.shape == (1, 8) and x.dtype == fx.dtype and x.tobytes() == fx.tobytes()
+    assert lab.dtype == flab.dtype and lab.tolist() == flab.tolist()
+
+
+@pytest.mark.parametrize("draw", [0, 3])
+def test_fig4_spreads_drawn_canary_is_the_frozen_label_flip_bit_for_bit(draw):
+    train, test = _data(50, 1), _data(5, 2)
+    spec = plan_fig4(FIG4, seed=1, data_identity=DATA, test_identity=TEST)["natural"].spec
+    spec = {**spec, "canary": {"source": "test", "index": None, "label": None, "draw": draw}}
+    x, lab = fig4_canary(spec, train=train, test=test)
+    fx, flab = frozen_label_flip_canary(*test, index=images.canary_index(spec, 5), label=None, n_classes=3)
+    assert x.tobytes() == fx.tobytes() and lab.tolist() == flab.tolist()
+
+
+def test_fig4_canary_takes_its_split():
     spec = plan_fig4(FIG4, seed=1, data_identity=DATA, test_identity=TEST)["natural"].spec
     train, test = _data(50, 1), _data(5, 2)
     assert np.array_equal(fig4_canary(spec, train=train, test=test)[0][0], test[0][2])

@@ -183,8 +183,10 @@ def test_train_worlds_checks_theta0(data):
 
 
 def canary(kind, data, theta0, X=None, **kw):
-    X_, _, aux_X, aux_y = data
-    return train.make_canary(kind, model=MNIST, X=X_ if X is None else X, aux_X=aux_X, aux_y=aux_y, theta0=theta0,
+    X_, y_, aux_X, aux_y = data
+    X = X_ if X is None else X
+    y = np.zeros(len(X), np.int64) if y_ is None else y_
+    return train.make_canary(kind, model=MNIST, X=X, y=y, aux_X=aux_X, aux_y=aux_y, theta0=theta0,
                             mean=MEAN, std=STD, seed=5, **kw)
 
 
@@ -192,7 +194,7 @@ def test_blank_canary(data, theta0):
     c = canary("blank", data, theta0)
     assert c.x.shape == SHAPE and c.x.dtype == np.float32 and not c.x.any() and c.y == 9
     assert canary("blank", data, theta0, blank_label=3).y == 3
-    with pytest.raises(ValueError, match="blank_label"):
+    with pytest.raises(ValueError, match=r"canary label must be in \[0, 10\), got 10"):
         canary("blank", data, theta0, blank_label=10)
 
 
@@ -200,7 +202,7 @@ def test_in_distribution_canary_is_an_aux_row_with_its_label(data, theta0):
     _, _, aux_X, aux_y = data
     c = canary("in_distribution", data, theta0)
     rows = [i for i in range(len(aux_X)) if np.array_equal(aux_X[i], c.x)]
-    assert len(rows) == 1 and c.y == aux_y[rows[0]] and c.source == f"aux row {rows[0]}"
+    assert len(rows) == 1 and c.y == aux_y[rows[0]] and c.source == f"pool row {rows[0]}"
     assert np.array_equal(canary("in_distribution", data, theta0).x, c.x)  # seeded
 
 
@@ -232,8 +234,8 @@ def test_clipbkd_canary_is_the_least_variance_direction(theta0):
 
 def test_unknown_canary():
     with pytest.raises(ValueError, match="canary must be one of"):
-        train.make_canary("gold", model=MNIST, X=np.zeros((2, *SHAPE)), aux_X=None, aux_y=None, theta0=None,
-                         mean=MEAN, std=STD, seed=0)
+        train.make_canary("gold", model=MNIST, X=np.zeros((2, *SHAPE)), y=np.zeros(2), aux_X=None, aux_y=None,
+                          theta0=None, mean=MEAN, std=STD, seed=0)
 
 
 # ------------------------------------------------------------------------------------------- one run
@@ -251,7 +253,7 @@ def test_train_run_trains_every_role_with_its_own_noise(data):
                           progress=False)  # fmt: skip
     theta0 = train.average_theta0(MNIST, seed=derive_seed(5, "yoon-theta0", "k", MNIST, "shared"), bias=0.01)
     np.testing.assert_array_equal(out["theta0"], theta0)
-    assert train.Canary.from_arrays(out) == train.Canary("blank", out["canary_x"], 9, "zeros")
+    assert train.Canary.from_arrays(out) == train.Canary("blank", out["canary_x"], 9, "all-zero input, label 9")
     assert float(out["noise_multiplier"]) == 0.5 and out["data_source"] == "mnist:synthetic"
     sizes = {"craft": 3, "audit": 2, "validation": 1}
     for role, n in sizes.items():

@@ -341,8 +341,8 @@ def plan_fig4(
     """Figure 4's populations (the label-flipped input canary) from ``steinke.fig4``, one per background (panel) in
     ``section["backgrounds"]``, under ``results/steinke/label_flip/<key>``.
 
-    ``spec["canary"]`` is ``{source, index, label}``
-    (:func:`hsaudit.engine.canaries.label_flip_canary`) and ``spec["test"]`` the test set's
+    ``spec["canary"]`` is ``{source, index, label}`` (the registry's ``mislabelled`` entry with that row and label,
+    :func:`hsaudit.experiments.steinke.train.images.fig4_canary`) and ``spec["test"]`` the test set's
     identity, part of the key (the canary may come from it; the final models are evaluated on it).
 
     Raises:

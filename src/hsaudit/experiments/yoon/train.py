@@ -22,14 +22,18 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
+from hsaudit.engine.canaries import CanarySource, canary_type
 from hsaudit.engine.dpsgd import DPSGDConfig, init_theta0, pick_device, train_population
 from hsaudit.engine.models import build_model, count_parameters, load_flat_parameters, model_spec, num_classes
 from hsaudit.engine.psg import population_engine
 from hsaudit.util.seeding import derive_seed
 
-CANARIES = ("blank", "in_distribution", "mislabeled", "clipbkd")
-OOD_TRANSFORMS = ("invert", "noise")
-"""How the mislabeled canary is made out of distribution (:func:`make_canary`)."""
+REGISTRY_NAMES = {"blank": "blank", "in_distribution": "in_distribution", "mislabeled": "ood_mislabelled",
+                  "clipbkd": "clipbkd"}  # fmt: skip
+"""Yoon et al.'s canaries (the config's ``canary`` values) as entries of the canary registry
+(:data:`hsaudit.engine.canaries.CANARIES`): the one place the two names meet."""
+CANARIES = tuple(REGISTRY_NAMES)
+"""The config's canary values (``yoon.canary``)."""
 
 
 # ------------------------------------------------------------------------------------------------- DP-SGD
@@ -126,7 +130,7 @@ class Canary:
         kind: one of :data:`CANARIES`.
         x: float32 input (normalised space), shape of one example of D.
         y: its label.
-        source: where it came from (e.g. ``"aux row 17"``), for the record.
+        source: where it came from (e.g. ``"pool row 17"``: row 17 of the auxiliary half), for the record.
     """
 
     kind: str
@@ -151,6 +155,7 @@ def make_canary(
     *,
     model: str,
     X: npt.ArrayLike,
+    y: npt.ArrayLike,
     aux_X: npt.ArrayLike,
     aux_y: npt.ArrayLike,
     theta0: npt.ArrayLike,
@@ -160,57 +165,47 @@ def make_canary(
     blank_label: int = 9,
     ood: str = "invert",
 ) -> Canary:
-    """Build a canary of ``kind`` (:data:`CANARIES`) for the training set ``X``.
+    """The canary of ``kind`` (:data:`CANARIES`) for the training set ``(X, y)``: its registry entry
+    (:data:`REGISTRY_NAMES`) built from the auxiliary half as the pool, θ0's logits as the reference and the run's
+    normalisation, with the stream ``derive_seed(seed, "canary", kind)``.
 
-    - ``blank``: the all-zero tensor in normalised space, label ``blank_label`` (9 [ref]).
+    - ``blank`` (registry ``blank``): the all-zero tensor in normalised space, label ``blank_label`` (9 [ref]).
     - ``in_distribution``: a random example of the auxiliary half (never in D) with its true label [inferred].
-    - ``mislabeled``: an out-of-distribution image with a wrong label [inferred: the paper says only "an OOD
-      sample intentionally assigned the wrong label"]: a random auxiliary example whose pixels are inverted
-      (``ood="invert"``: p ↦ 1 − p, computed through ``mean``/``std``) or replaced by uniform noise in [0, 1]
-      (``ood="noise"``), with label y + 1 mod classes.
+    - ``mislabeled`` (registry ``ood_mislabelled``): an out-of-distribution image with a wrong label [inferred: the
+      paper says only "an OOD sample intentionally assigned the wrong label"]: a random auxiliary example whose
+      pixels are inverted (``ood="invert"``: p ↦ 1 − p, computed through ``mean``/``std``) or replaced by uniform
+      noise in [0, 1] (``ood="noise"``), with label y + 1 mod classes.
     - ``clipbkd`` (Jagielski et al. 2020): the direction of least variance of D (last principal component of the
       flattened, centred inputs), scaled to the mean norm of D's inputs, with the label of the smallest logit of
       the initial model θ0 on it.
 
     Raises:
-        ValueError: unknown kind.
+        ValueError: unknown kind, or a value its entry rejects (a label outside the classes, an unknown ``ood``,
+            no auxiliary examples).
     """
     if kind not in CANARIES:
         raise ValueError(f"canary must be one of {CANARIES}, got {kind!r}")
-    X = np.asarray(X, dtype=np.float32)
-    rng = np.random.default_rng(derive_seed(seed, "canary", kind))
-    classes = num_classes(model)
-    if kind == "blank":
-        if not 0 <= blank_label < classes:
-            raise ValueError(f"blank_label must be in [0, {classes - 1}], got {blank_label}")
-        return Canary(kind, np.zeros(X.shape[1:], np.float32), int(blank_label), "zeros")
-    if kind in ("in_distribution", "mislabeled"):
-        aux_X, aux_y = np.asarray(aux_X, dtype=np.float32), np.asarray(aux_y)
-        if aux_X.shape[0] == 0:
-            raise ValueError(f"the {kind} canary needs auxiliary examples (the other half), got none")
-        row = int(rng.integers(aux_X.shape[0]))
-        x, label = aux_X[row], int(aux_y[row])
-        if kind == "in_distribution":
-            return Canary(kind, x.copy(), label, f"aux row {row}")
-        if ood not in OOD_TRANSFORMS:
-            raise ValueError(f"ood must be one of {OOD_TRANSFORMS}, got {ood!r}")
-        shape = (-1,) + (1,) * (x.ndim - 1)
-        m, s = np.asarray(mean, np.float32).reshape(shape), np.asarray(std, np.float32).reshape(shape)
-        pixels = 1.0 - (x * s + m) if ood == "invert" else rng.uniform(0.0, 1.0, x.shape)
-        ood_x = ((pixels - m) / s).astype(np.float32)
-        return Canary(kind, ood_x, (label + 1) % classes, f"aux row {row}, {ood}")
-    flat = X.reshape(X.shape[0], -1).astype(np.float64)
-    centred = flat - flat.mean(axis=0)
-    cov = centred.T @ centred / max(1, flat.shape[0] - 1)
-    _, vecs = np.linalg.eigh(cov)
-    direction = vecs[:, 0]
-    direction = direction * np.sign(direction[np.argmax(np.abs(direction))])  # a deterministic sign
-    x = (direction * np.linalg.norm(flat, axis=1).mean()).reshape(X.shape[1:]).astype(np.float32)
-    net = build_model(model)
-    load_flat_parameters(net, torch.as_tensor(np.asarray(theta0, np.float32)))
-    with torch.no_grad():
-        label = int(torch.argmin(net(torch.from_numpy(x)[None])[0]))
-    return Canary(kind, x, label, "least-variance direction of D")
+    name = REGISTRY_NAMES[kind]
+
+    def theta0_logits(inputs: np.ndarray) -> np.ndarray:
+        net = build_model(model)
+        load_flat_parameters(net, torch.as_tensor(np.asarray(theta0, np.float32)))
+        with torch.no_grad():
+            return net(torch.from_numpy(np.ascontiguousarray(inputs, dtype=np.float32))).numpy()
+
+    source = CanarySource(
+        x=np.asarray(X, dtype=np.float32),
+        y=np.asarray(y),
+        classes=num_classes(model),
+        seed=derive_seed(seed, "canary", kind),
+        reference=theta0_logits,
+        pool=None if aux_X is None else (np.asarray(aux_X, dtype=np.float32), np.asarray(aux_y)),
+        label=int(blank_label) if name == "blank" else None,
+        normalisation=(np.asarray(mean), np.asarray(std)),
+        options={"transform": ood} if name == "ood_mislabelled" else {},
+    )
+    value = canary_type(name)(source)
+    return Canary(kind, value.x, int(value.y), value.origin)
 
 
 # ------------------------------------------------------------------------------------- worst-case θ0
@@ -332,7 +327,7 @@ def train_run(
             batch_size=worst["batch_size"], seed=derive_seed(init_seed, "worst"), progress=progress, **pre,
         )  # fmt: skip
     canary = make_canary(
-        spec["canary"], model=model, X=data["X"], aux_X=data["aux_X"], aux_y=data["aux_y"], theta0=theta0,
+        spec["canary"], model=model, X=data["X"], y=data["y"], aux_X=data["aux_X"], aux_y=data["aux_y"], theta0=theta0,
         mean=data["mean"], std=data["std"], seed=derive_seed(seed, "yoon-canary", spec["data"], run),
         blank_label=spec["blank_label"], ood=spec.get("mislabeled_ood", "invert"),
     )  # fmt: skip

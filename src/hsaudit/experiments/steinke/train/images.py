@@ -45,9 +45,10 @@ import torch
 from hsaudit.engine.canaries import (
     LABEL_FLIP_BACKGROUNDS,
     STEINKE_CANARIES,
+    CanarySource,
+    canary_type,
     dirac_coordinate,
     draw_distinct,
-    label_flip_canary,
 )
 from hsaudit.engine.dpsgd import DPSGDConfig, init_theta0, pick_device, train_population
 from hsaudit.engine.evaluate import population_accuracy
@@ -57,16 +58,34 @@ from hsaudit.engine.sampling import Poisson
 from hsaudit.experiments.steinke.train.shards import shard_models
 from hsaudit.util.seeding import derive_seed
 
+
 def fig4_canary(
     spec: Mapping[str, Any], *, train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.ndarray]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Figure 4's canary (x*, y*) as ``spec["canary"]`` says: image ``index`` of the ``source`` split, ``label``
-    (``None``: (y + 1) mod K); ``index`` ``None``: the ``draw``-th of distinct images drawn uniformly with the seed
-    (:func:`canary_index`)."""
+    """Figure 4's canary (x*, y*) as ``spec["canary"]`` says: the registry's ``mislabelled`` entry
+    (:func:`hsaudit.engine.canaries.mislabelled`) with image ``index`` of the ``source`` split (the test split: the
+    pool, an image the models never see otherwise [inferred]) and ``label`` (``None``: (y + 1) mod K); ``index``
+    ``None``: the ``draw``-th of distinct images drawn uniformly with the seed (:func:`canary_index`).
+
+    Returns:
+        ``x* [1, ...]`` float32 and ``y* [1]`` int64.
+
+    Raises:
+        ValueError: an index outside the split, or a label that is not a wrong class.
+    """
     c = spec["canary"]
-    X, y = test if c["source"] == "test" else train
     k = num_classes(spec["model"], **dict(spec["model_kwargs"] or {}))
-    return label_flip_canary(X, y, index=canary_index(spec, len(y)), label=c["label"], n_classes=k)
+    n = len((test if c["source"] == "test" else train)[1])
+    source = CanarySource(
+        x=train[0],
+        y=train[1],
+        classes=k,
+        pool=test if c["source"] == "test" else None,
+        index=canary_index(spec, n),
+        label=c["label"],
+    )
+    value = canary_type("mislabelled")(source)
+    return value.x[None], np.array([int(value.y)], dtype=np.int64)
 
 
 def canary_index(spec: Mapping[str, Any], n: int) -> int:
@@ -322,7 +341,7 @@ def train_label_flip_shard(
             gradient 0, the canary's computed and clipped: :class:`CanaryOnlyGradients`).
         shard: the shard index.
         X, y: the training set.
-        canary: ``(x* [1, ...], y* [1])`` (:func:`hsaudit.engine.canaries.label_flip_canary`).
+        canary: ``(x* [1, ...], y* [1])`` (:func:`fig4_canary`).
         test, device, progress: as :func:`train_dirac_shard`.
 
     Returns:
