@@ -4,20 +4,25 @@ pre-training set, prepared by hsaudit.data.datasets and written as one .npz."""
 from hsaudit.data.datasets import configured_dataset
 from hsaudit.util.io import atomic_savez
 from hsaudit.pipeline.logs import script_logging
+from hsaudit.util.locks import data_lock, file_lock
 
 log = script_logging(snakemake)
 spec = snakemake.params.spec
 section = dict(spec["section"])
 common = {"subset_seed": spec["split_seed"]}
-if spec["role"] == "train":
-    d = configured_dataset(spec["dataset"], {**section, **common, "subset": spec["d_size"], "subset_offset": 0})
-    aux = configured_dataset(
-        spec["dataset"], {**section, **common, "subset": spec["aux_size"], "subset_offset": spec["aux_offset"]}
-    )
-    arrays = {"X": d.X, "y": d.y, "aux_X": aux.X, "aux_y": aux.y}
-    log.info("%s: D %s, auxiliary %s (%s)", spec["dataset"], d.X.shape, aux.X.shape, d.data_source)
-else:
-    d = configured_dataset(spec["dataset"], {**section, **common, "subset": spec["size"], "subset_offset": 0})
-    arrays = {"X": d.X, "y": d.y}
-    log.info("%s: pre-training set %s (%s)", spec["dataset"], d.X.shape, d.data_source)
+
+
+def prepare(subset: int, offset: int):
+    return configured_dataset(spec["dataset"], {**section, **common, "subset": subset, "subset_offset": offset})
+
+
+with file_lock(data_lock(section)):  # a synthetic copy is written once, by one job, before any job reads it
+    if spec["role"] == "train":
+        d, aux = prepare(spec["d_size"], 0), prepare(spec["aux_size"], spec["aux_offset"])
+        arrays = {"X": d.X, "y": d.y, "aux_X": aux.X, "aux_y": aux.y}
+        log.info("%s: D %s, auxiliary %s (%s)", spec["dataset"], d.X.shape, aux.X.shape, d.data_source)
+    else:
+        d = prepare(spec["size"], 0)
+        arrays = {"X": d.X, "y": d.y}
+        log.info("%s: pre-training set %s (%s)", spec["dataset"], d.X.shape, d.data_source)
 atomic_savez(snakemake.output.data, {**arrays, "mean": d.mean, "std": d.scale, "data_source": d.data_source})
