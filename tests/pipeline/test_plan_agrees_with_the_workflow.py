@@ -73,9 +73,10 @@ def trained_roots(jobs, deps, target_rule: str) -> set[str]:
         if rule == "train_shard":
             roots.add(f"results/{wildcard(job, 'prepare_data', 'dataset')}/audits/"
                       f"{wildcard(job, ('craft_adversary', 'craft_fixed_init'), 'audit')}")
-        elif rule == "train_one_run_shard":
-            roots.add(f"results/one_run/{wildcard(job, 'prepare_data', 'dataset')}/"
-                      f"{wildcard(job, 'craft_one_run_canaries', 'key')}")
+        elif rule in ("train_one_run_shard", "simulate_one_run_noiseless"):
+            root = (f"results/one_run/{wildcard(job, 'prepare_data', 'dataset')}/"
+                    f"{wildcard(job, 'craft_one_run_canaries', 'key')}")
+            roots.add(root if rule == "train_one_run_shard" else f"{root}/noiseless")
     return roots
 
 
@@ -90,12 +91,14 @@ def test_the_graph_reader_finds_the_roots():
         '\t5[label = "train_one_run_shard\\nindex: 0", color = "0 0 0", style="rounded"];',
         '\t6[label = "craft_one_run_canaries\\nkey: def", color = "0 0 0", style="rounded"];',
         '\t7[label = "train_shard\\nindex: 0", color = "0 0 0", style="rounded"];',
+        '\t8[label = "simulate_one_run_noiseless", color = "0 0 0", style="rounded"];',
         "\t1 -> 0", "\t2 -> 0", "\t3 -> 1", "\t3 -> 2", "\t4 -> 3", "\t4 -> 1", "\t4 -> 2",
-        "\t5 -> 0", "\t6 -> 5", "\t4 -> 6", "\t4 -> 5", "\t4 -> 7",
+        "\t5 -> 0", "\t6 -> 5", "\t4 -> 6", "\t4 -> 5", "\t4 -> 7", "\t8 -> 0", "\t6 -> 8", "\t4 -> 8",
     ])  # fmt: skip
     jobs, deps = job_graph(dot)
     assert trained_roots(jobs, deps, "plot_cebere_fig9") == {"results/housing/audits/abc",
-                                                              "results/one_run/housing/def"}
+                                                              "results/one_run/housing/def",
+                                                              "results/one_run/housing/def/noiseless"}
 
 
 @pytest.mark.slow

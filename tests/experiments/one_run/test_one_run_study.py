@@ -68,9 +68,14 @@ def test_every_scale_plans(config, scale):
     resolved = resolve_scale({**config, "scale": scale})
     planned = one_run_plan(resolved)
     assert set(planned.audits) == set(resolved["one_run"]["families"])
-    # One population of one-run models and the compared population per dataset, the latter with Cebere's root.
+    # One population of one-run models and the compared population per dataset, the latter with Cebere's root, and
+    # the noiseless score's one-model run where that score is audited (priced as one model of T steps).
     roots = {p.root for p in planned.populations}
-    assert roots == {a.root for a in planned.audits.values()} | {a.population.root for a in planned.audits.values()}
+    noiseless = {a.noiseless_root for a in planned.audits.values() if "noiseless" in a.scores}
+    assert roots == ({a.root for a in planned.audits.values()} | {a.population.root for a in planned.audits.values()}
+                     | noiseless)  # fmt: skip
+    assert noiseless == {a.noiseless_root for a in planned.audits.values()}  # the default scores audit it
+    assert all(p.models == 1 for p in planned.populations if p.root in noiseless)
     assert [t.id for t in planned.targets] == ["one_run/fig1"] and set(FIGURES) == {"one_run/fig1"}
 
 

@@ -100,6 +100,11 @@ class OneRunAudit:
         """The canary-free, noise-free run's scores s⁰ (one model, σ = 0, no canary, the same θ0 and batches)."""
         return f"{self.root}/noiseless.npz"
 
+    @property
+    def noiseless_root(self) -> str:
+        """The noiseless run as a priced population of ``hsaudit plan`` (its root; the file is :attr:`noiseless_path`)."""
+        return f"{self.root}/noiseless"
+
     def noiseless_inputs(self) -> list[str]:
         """[:attr:`noiseless_path`] when the ``noiseless`` score is audited, else []."""
         return [self.noiseless_path] if "noiseless" in self.scores else []
@@ -250,6 +255,17 @@ def plan(config: Mapping[str, Any], *, populations: Mapping[str, PopulationAudit
                 **common,
             )
         )
+        if "noiseless" in scores:
+            # The noiseless score's canary-free, noise-free run: one model through the same T steps and batches.
+            rows.append(
+                Population(
+                    root=spec.noiseless_root,
+                    models=1,
+                    role="noiseless run",
+                    detail=f"{dataset} C={dpsgd['clip_norm']:g} k={dpsgd['period']} sigma=0, no canary",
+                    **common,
+                )
+            )
         rows.append(
             Population(
                 root=pop.root,
