@@ -30,12 +30,14 @@ def test_one_run_figure_end_to_end(housing_built, tmp_path, monkeypatch):
     assert one["models"].tolist() == [1, 2, 4, 8] and one["canaries"].tolist() == [16, 32, 64, 128]
     assert (one["model_steps"] == one["models"] * 5).all()
     # Every configured score on the same models; the noiseless one pays its canary-free run (T = 5 model-steps),
-    # the median-centred one has no point at M = 1.
-    assert list(dict.fromkeys(counting["score"])) == ["raw", "median_centred", "noiseless"]
+    # the median-centred and standardised ones have no point at M = 1.
+    assert list(dict.fromkeys(counting["score"])) == ["raw", "median_centred", "noiseless", "standardised"]
     noiseless = counting[counting["score"] == "noiseless"]
     assert (noiseless["model_steps"] == (noiseless["models"] + 1) * 5).all() and noiseless["epsilon"].notna().all()
     centred = counting[counting["score"] == "median_centred"].set_index("models")["epsilon"]
     assert np.isnan(centred[1]) and centred.drop(1).notna().all()
+    standardised = counting[counting["score"] == "standardised"].set_index("models")["epsilon"]
+    assert np.isnan(standardised[1]) and standardised.drop(1).notna().all()
     pop = table[table["method"] == "population: GDP"]
     assert pop["runs_per_world"].tolist() == [10, 20] and (pop["model_steps"] == pop["models"] * 5).all()
     assert (table["epsilon"].dropna() >= 0).all() and table["epsilon_upper"].nunique() == 1

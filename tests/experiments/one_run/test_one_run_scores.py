@@ -1,7 +1,9 @@
-"""The drift-corrected one-run scores (hsaudit.experiments.one_run.audit.SCORES): median centring over the models
-and subtraction of the canary-free, noise-free run. Known-mechanism checks: a per-coordinate shift is removed
-exactly, the bits never enter a score, and on coordinates the data never moves the noiseless-subtracted score at
-σ = 0 is the canaries' exact contribution."""
+"""The drift-corrected one-run scores (hsaudit.experiments.one_run.audit.SCORES): median centring over the models,
+subtraction of the canary-free, noise-free run and standardisation by the coordinate's median absolute deviation.
+Known-mechanism checks: a per-coordinate shift is removed exactly (and a per-coordinate scale, by the standardised
+score), the bits never enter a score, with no canary no score's bound exceeds ε = 0 more often than the audit's
+nominal rate, and on coordinates the data never moves the noiseless-subtracted score at σ = 0 is the canaries'
+exact contribution."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from hsaudit.engine.dpsgd import DPSGDConfig, make_setup
 from hsaudit.engine.models import model_spec
 from hsaudit.experiments.one_run.audit import (
     METHODS,
+    MAD_SCALE,
     SCORE_REASONS,
     SCORES,
     corrected_scores,
@@ -86,6 +89,60 @@ def test_median_centred_is_per_point_and_undefined_at_one_model():
     assert [r["epsilon"] for r in raw] == rows.loc[rows["models"] == 4, "epsilon"].tolist()
     with pytest.raises(ValueError, match="at least 2 models"):
         corrected_scores(scores[:1], "median_centred")
+
+
+def test_standardised_is_invariant_to_a_per_coordinate_shift_and_scale():
+    """(s − median) / (1.4826·MAD) per coordinate: an affine map a_j·s + c_j (a_j > 0) of each coordinate's scores
+    leaves it unchanged, and on a Gaussian sample it is close to the z-score."""
+    rng = np.random.default_rng(4)
+    scores = rng.standard_normal((9, 20))
+    shift, scale = 100.0 * rng.standard_normal(20), np.exp(3.0 * rng.standard_normal(20))
+    base = corrected_scores(scores, "standardised")
+    np.testing.assert_allclose(corrected_scores(scale * scores + shift, "standardised"), base, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(np.median(base, axis=0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(np.median(np.abs(base), axis=0), 1 / MAD_SCALE, rtol=1e-12)
+    # Its sign is the median-centred score's sign: it re-weights coordinates, it does not reorder one coordinate.
+    np.testing.assert_array_equal(np.sign(base), np.sign(corrected_scores(scores, "median_centred")))
+    big = rng.normal(3.0, 2.0, (20_000, 1))
+    z = corrected_scores(big, "standardised")
+    np.testing.assert_allclose(z, (big - 3.0) / 2.0, atol=0.05 * (1 + np.abs(z)).max())
+
+
+def test_standardised_is_undefined_where_a_coordinate_mad_is_zero():
+    rng = np.random.default_rng(5)
+    bits = rng.integers(0, 2, (8, 40))
+    scores = rng.standard_normal((8, 40)) + 3.0 * bits * rng.uniform(0.2, 5.0, 40)[None, :]
+    rows = pd.DataFrame(one_run_rows(bits, scores, models=[1, 2, 8], score="standardised", **ROWS))
+    first = rows[rows["models"] == 1]
+    assert len(first) == 2 and first["epsilon"].isna().all() and (first["bound"] == SCORE_REASONS["standardised"]).all()
+    assert rows.loc[rows["models"] > 1, "epsilon"].notna().all() and (rows.loc[rows["models"] == 8, "epsilon"] > 0).all()
+    assert rows["valid"].all()
+    with pytest.raises(ValueError, match="MAD"):
+        corrected_scores(scores[:1], "standardised")
+    # A coordinate constant in more than half of the models has MAD 0: no scale, so the point is undefined.
+    flat = scores.copy()
+    flat[:5, 7] = 1.25
+    with pytest.raises(ValueError, match="MAD"):
+        corrected_scores(flat, "standardised")
+    rows = pd.DataFrame(one_run_rows(bits, flat, models=[4, 8], score="standardised", **ROWS))
+    assert rows.set_index("models")["epsilon"].isna().tolist() == [True, True, True, True]
+    assert corrected_scores(flat, "median_centred").shape == flat.shape  # the other scores are still defined
+
+
+@pytest.mark.parametrize("score", SCORES)
+def test_no_canary_no_privacy_loss_at_the_nominal_rate(score):
+    """The null: scores that do not depend on the bits (per-coordinate drift and uneven noise, no canary), so every
+    score reads nothing about them. Each bound (Bonferroni'd over its guess sizes, confidence 95 %) may report
+    ε̂ > 0 in at most ~5 % of trials."""
+    rng = np.random.default_rng(24)
+    trials, over = 200, {METHODS["counting"]: 0, METHODS["fdp"]: 0}
+    for _ in range(trials):
+        bits = rng.integers(0, 2, (8, 32))
+        drift, spread = 5.0 * rng.standard_normal(32), np.exp(rng.standard_normal(32))
+        scores = spread[None, :] * rng.standard_normal((8, 32)) + drift[None, :]
+        for row in one_run_rows(bits, scores, models=[8], score=score, noiseless=drift, **ROWS):
+            over[row["method"]] += row["epsilon"] > 0
+    assert all(n <= 18 for n in over.values()), over  # P[Binomial(200, 0.05) > 18] < 0.01
 
 
 def test_corrections_recover_canaries_that_drift_hides():

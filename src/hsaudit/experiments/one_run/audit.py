@@ -12,7 +12,7 @@ R models, half inserted) at its last step, from the per-step audit tables of :fu
 and its assumption-free (ε, δ) bound from the same Clopper–Pearson bounds.
 
 Every one-run point is audited under each configured score (:data:`SCORES`, ``one_run.scores``) of the same models:
-A_GC-R's raw score, or one of two drift corrections that read no inclusion bit (:func:`corrected_scores`), so each is
+A_GC-R's raw score, or one of three drift corrections that read no inclusion bit (:func:`corrected_scores`), so each is
 post-processing of the released models (and, for ``noiseless``, of what the adversary knows before training) and
 both one-run bounds stay valid.
 
@@ -58,8 +58,35 @@ CEILINGS = ("valid", "paper", "none")
 """The μ of the ideal canaries of the ceiling series (``one_run.ceiling``): the largest population's valid μ̂ or its
 paper-rule μ̂ (``mu_valid`` / ``mu`` of its last step), or no ceiling."""
 
-SCORE_REASONS = {"median_centred": "undefined at M = 1: the median over one model is its own score (every centred score 0)"}
+SCORE_REASONS = {
+    "median_centred": "undefined at M = 1: the median over one model is its own score (every centred score 0)",
+    "standardised": "undefined: a coordinate's MAD over the M models is 0 (always at M = 1), so its scores have no scale",
+}
 """Why a score has no point at some M (its row is kept, ε̂ NaN, the reason in ``bound``)."""
+
+MAD_SCALE = 1.4826
+"""1/Φ⁻¹(¾): 1.4826·MAD estimates the standard deviation of a Gaussian sample (``standardised``)."""
+
+
+def score_undefined(scores: npt.ArrayLike, score: str) -> bool:
+    """Whether ``score`` is undefined on the raw scores ``[M, m]`` of a point (:data:`SCORE_REASONS`): ``median_centred``
+    at M = 1, ``standardised`` where some coordinate's MAD over the M models is 0 (always at M = 1). Reads the
+    scores only, never a bit.
+
+    >>> score_undefined([[1.0, 2.0]], "standardised"), score_undefined([[1.0, 2.0], [3.0, 5.0]], "standardised")
+    (True, False)
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    if score == "median_centred":
+        return s.shape[0] < 2
+    if score == "standardised":
+        return bool(s.shape[0] < 2 or (_mad(s) == 0).any())
+    return False
+
+
+def _mad(s: np.ndarray) -> np.ndarray:
+    """The median absolute deviation of every column of ``s`` from its median, ``[1, m]``."""
+    return np.median(np.abs(s - np.median(s, axis=0, keepdims=True)), axis=0, keepdims=True)
 
 
 def guess_sizes(pooled: int, fractions: Sequence[float], counts: Sequence[int] = ()) -> list[tuple[int, int]]:
@@ -111,7 +138,8 @@ def corrected_scores(scores: npt.ArrayLike, score: str, *, noiseless: npt.ArrayL
     """The ``[M, m]`` scores under ``score`` (:data:`SCORES`), from the raw scores of M models alone.
 
     Takes no inclusion bit by construction: a drift correction that read the bits would not be post-processing and
-    would void the one-run bounds; one that reads only the released models (``median_centred``) or values fixed
+    would void the one-run bounds; one that reads only the released models (``median_centred``, ``standardised``:
+    the median and MAD of each coordinate over the M released models) or values fixed
     before training (``noiseless``: θ0, the batches and the data are drawn independently of the bits, and the
     gradient canaries are added by the bits alone, never subsampled with the batches) leaves both bounds valid.
 
@@ -122,13 +150,19 @@ def corrected_scores(scores: npt.ArrayLike, score: str, *, noiseless: npt.ArrayL
             noise-free run from the same θ0 and batches.
 
     Raises:
-        ValueError: unknown score, ``median_centred`` with fewer than 2 models, ``noiseless`` without s⁰ of shape
-            ``[m]``.
+        ValueError: unknown score, ``median_centred`` with fewer than 2 models, ``standardised`` where a
+            coordinate's MAD is 0 (:func:`score_undefined`), ``noiseless`` without s⁰ of shape ``[m]``.
 
     >>> corrected_scores([[1.0, 5.0], [3.0, 9.0]], "median_centred").tolist()
     [[-1.0, -2.0], [1.0, 2.0]]
     >>> corrected_scores([[1.0, 5.0]], "noiseless", noiseless=[0.5, 4.0]).tolist()
     [[0.5, 1.0]]
+
+    ``standardised`` divides the centred scores by 1.4826 times the coordinate's MAD: for (0, 1, 4) the median is
+    1 and the absolute deviations (1, 0, 3) have median 1; for (10, 20, 30) the median is 20 and the MAD 10.
+
+    >>> (corrected_scores([[0.0, 10.0], [1.0, 20.0], [4.0, 30.0]], "standardised") * MAD_SCALE).round(12).tolist()
+    [[-1.0, -1.0], [0.0, 0.0], [3.0, 1.0]]
     """
     s = np.asarray(scores, dtype=np.float64)
     if s.ndim != 2:
@@ -139,6 +173,10 @@ def corrected_scores(scores: npt.ArrayLike, score: str, *, noiseless: npt.ArrayL
         if s.shape[0] < 2:
             raise ValueError(f"median_centred needs at least 2 models, got {s.shape[0]} ({SCORE_REASONS[score]})")
         return s - np.median(s, axis=0, keepdims=True)
+    if score == "standardised":
+        if score_undefined(s, score):
+            raise ValueError(f"standardised needs every coordinate's MAD over the models > 0 ({SCORE_REASONS[score]})")
+        return (s - np.median(s, axis=0, keepdims=True)) / (MAD_SCALE * _mad(s))
     if score == "noiseless":
         if noiseless is None or np.shape(noiseless) != (s.shape[1],):
             raise ValueError(f"noiseless needs s0 of shape ({s.shape[1]},), got "
@@ -167,7 +205,8 @@ def one_run_rows(
 
     ``score`` (:data:`SCORES`) is computed from the first M models' raw scores alone (:func:`corrected_scores`; the
     median of ``median_centred`` is over those M models, so the point costs M·T), never from the bits; where it is
-    undefined (``median_centred`` at M = 1) both rows have ε̂ NaN and the reason in ``bound``. A ``noiseless`` row
+    undefined (:func:`score_undefined`: ``median_centred`` at M = 1, ``standardised`` where a coordinate's MAD over
+    the M models is 0) both rows have ε̂ NaN and the reason in ``bound``. A ``noiseless`` row
     counts its canary-free run: M·T + T model-steps."""
     bits, scores = np.asarray(bits), np.asarray(scores, dtype=np.float64)
     if bits.shape != scores.shape or bits.ndim != 2:
@@ -181,7 +220,7 @@ def one_run_rows(
         if not 1 <= M <= bits.shape[0]:
             raise ValueError(f"M = {M} models asked, {bits.shape[0]} trained")
         b = bits[:M].ravel().astype(bool)
-        undefined = score == "median_centred" and M < 2
+        undefined = score_undefined(scores[:M], score)
         s = np.zeros(b.size) if undefined else corrected_scores(scores[:M], score, noiseless=noiseless).ravel()
         ks = guess_sizes(s.size, guess_fractions, guess_counts)
         for name, audit in zip(names, (one_run_audit, one_run_fdp_audit), strict=True):
