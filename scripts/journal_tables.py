@@ -4,7 +4,8 @@
     python scripts/journal_tables.py --list
 
 TARGET is a figure or table as the workflow names it, without ``results/`` and the suffix: ``fig3``, ``fig1c``,
-``table2``, ``steinke/fig2``, ``yoon/fig3``, ``one_run/fig1``, ``annamalai/fig2``, ``byo/example`` (its report).
+``table2``, ``steinke/fig2``, ``yoon/fig3``, ``yoon/crafting_runs`` (the per-run rows, as paired differences against
+a_c), ``one_run/fig1``, ``annamalai/fig2``, ``byo/example`` (its report).
 Each is read from ``RESULTS/<target>.csv`` (or the Markdown table the pipeline wrote, ``RESULTS/<target>.md``, and a
 byo audit's ``RESULTS/byo/<name>/report.md``) and printed as Markdown on stdout, so a journal entry is regenerated
 by a command instead of pasted: after a rerun, run the entry's command and replace its tables. Nothing is written.
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from hsaudit.accounting.gaussian import gdp_epsilon
 from hsaudit.audit.validity import RULE_VALID
@@ -263,6 +265,46 @@ def yoon_table(table: pd.DataFrame) -> str:
     return markdown(header, rows)
 
 
+def yoon_paired_table(table: pd.DataFrame) -> str:
+    """A Yoon figure's per-run CSV (``<figure>_runs.csv``: one audit row per run, recipe, adversary, margin and split)
+    as paired comparisons against the canary on the held-out split under the valid rule: per recipe and crafted
+    sample, ε̂ mean ± sd over the runs, the paired difference x_a − a_c (same run, same audit) mean ± sd with its 95 %
+    t interval and whether that interval excludes 0, the kept step and ‖x_a − x_c‖₂ where the CSV has them."""
+    held = table[table["split"] == "held-out"].copy()
+    value, rule = ("epsilon_valid", "valid_mode") if "epsilon_valid" in held else ("epsilon", "mode")
+    recipe = "craft_recipe" if "craft_recipe" in held else None
+    held["_margin"] = held["margin"].fillna(-1.0)
+    keys = [*([recipe] if recipe else []), "point_audit"] if "point_audit" in held else ([recipe] if recipe else [])
+    header = [*(["recipe"] if recipe else []), "sample", "ε̂ (mean ± sd)", "rule", "valid", "x_a − a_c, paired",
+              "95 % interval", "established", "kept step", "‖x_a − x_c‖₂", "runs"]  # fmt: skip
+    rows = []
+    for _, group in held.groupby(keys, sort=False) if keys else [(None, held)]:
+        canary = group[group["adversary"] == "a_c"].set_index("run")[value]
+        for (adversary, margin), part in group.groupby(["adversary", "_margin"], sort=False):
+            mine = part.set_index("run")[value]
+            label = adversary if margin < 0 else f"{adversary} (α = {margin:g})"
+            cells = [*([part[recipe].iloc[0]] if recipe else []), label, _mean_sd(mine, 2), part[rule].iloc[0],
+                     validity(part[rule].iloc[0])]  # fmt: skip
+            if adversary == "a_c" or canary.empty:
+                cells += ["–", "–", "–"]
+            else:
+                diff = (mine - canary.reindex(mine.index)).dropna()
+                n = len(diff)
+                mean, sd = float(diff.mean()), float(diff.std()) if n > 1 else float("nan")
+                half = float(stats.t.ppf(0.975, n - 1) * sd / np.sqrt(n)) if n > 1 else float("nan")
+                lo, hi = mean - half, mean + half
+                verdict = ("not established" if not (np.isfinite(lo) and (lo > 0 or hi < 0))
+                           else ("higher" if lo > 0 else "lower"))  # fmt: skip
+                cells += [f"{_num(mean, 2)} ± {_num(sd, 2)}", f"[{_num(lo, 2)}, {_num(hi, 2)}]", verdict]
+            steps = sorted({int(v) for v in part["selected_step"].dropna()}) if "selected_step" in part else []
+            cells.append(", ".join(map(str, steps)) if steps and adversary != "a_c" else "–")
+            has_distance = "distance" in part and part["distance"].notna().any() and adversary != "a_c"
+            cells.append(_mean_sd(part["distance"].dropna(), 2) if has_distance else "–")
+            cells.append(_num(part["run"].nunique()))
+            rows.append(cells)
+    return markdown(header, rows)
+
+
 def annamalai_fig1_table(table: pd.DataFrame) -> str:
     """Annamalai's fig1: per setting the all-iterates ε and the linear (last-iterate) ε of the construction."""
     cols = [c for c in ("setting", "noise_multiplier", "sampling_rate", "steps", "epsilon_all_iterates",
@@ -392,6 +434,7 @@ RENDERERS: tuple[tuple[str, Callable[..., str]], ...] = (
                                        "base_rule", "method", "tail_floor", "mean", "sd", "n", "wrap_rate_out", "wrap_rate_in",
                                        "epsilon_within_2sd"))),  # fmt: skip
     (r"yoon/(fig[3-8]|crafting)", yoon_table),
+    (r"yoon/(fig[3-8]|crafting)_runs", yoon_paired_table),
 )
 MARKDOWN_TARGETS = (r"table2", r"steinke/table[12]", r"yoon/table1")
 

@@ -90,6 +90,26 @@ def test_yoon_table_names_the_drawn_rule_and_shows_both_rules(jt):
     assert "| paper | not valid |" in old.splitlines()[2] and "ε̂ valid rule" not in old
 
 
+def test_yoon_paired_table_differences_each_run_against_its_canary(jt):
+    """The per-run rows of the crafting study: held-out split, valid rule; x_a − a_c paired by run (and audit), its
+    t interval, and "not established" when that interval holds 0; the same split is left out."""
+    rows = []
+    for run, (c, a, b) in enumerate([(1.0, 2.0, 1.0), (2.0, 3.5, 1.5), (3.0, 4.0, 3.5)]):
+        for adversary, margin, value, step, dist in (("a_c", np.nan, c, 0, 0.0), ("a_ude", np.nan, a, 10, 1.0),
+                                                      ("a_ade", 0.2, b, 20, 0.5)):  # fmt: skip
+            for split in ("held-out", "same"):
+                rows.append(dict(run=run, adversary=adversary, margin=margin, split=split, craft_recipe="snr_l2",
+                                 point_audit="k", epsilon_valid=value if split == "held-out" else 9.0,
+                                 valid_mode="crossing", selected_step=step, distance=dist))  # fmt: skip
+    lines = jt.yoon_paired_table(pd.DataFrame(rows)).splitlines()
+    assert len(lines) == 2 + 3
+    assert lines[2].startswith("| snr_l2 | a_c | 2.00 ± 1.00 | crossing | valid | – | – | – | – | – | 3 |")
+    # a_ude − a_c = 1.0, 1.5, 1.0: mean 1.17, sd 0.29, t(2) interval [0.45, 1.88] > 0
+    assert "| a_ude | 3.17 ± 1.04 | crossing | valid | 1.17 ± 0.29 | [0.45, 1.88] | higher | 10 | 1.00 ± 0.00 | 3 |" in lines[3]
+    # a_ade − a_c = 0, −0.5, 0.5: interval holds 0
+    assert "| a_ade (α = 0.2) |" in lines[4] and "| not established |" in lines[4]
+
+
 def test_the_command_renders_csv_and_markdown_targets_and_fails_on_a_missing_one(jt, tmp_path, capsys):
     step_frame().to_csv(tmp_path / "fig7.csv", index=False)
     (tmp_path / "steinke").mkdir()

@@ -23,7 +23,8 @@ from hsaudit.experiments.yoon import audit, crafting, train
 from hsaudit.experiments.yoon import plan as yoon_plan
 from hsaudit.experiments.yoon.plan import figure_values
 from hsaudit.experiments.yoon.recipe import CraftRecipe, craft_key
-from hsaudit.pipeline.config import resolve_scale
+from hsaudit.pipeline.config import resolve_scale, user_values
+from hsaudit.util.mapping import deep_merge
 from hsaudit.util.seeding import derive_seed
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -316,6 +317,10 @@ def test_craft_validates(noisy_population):
             CraftRecipe.from_config(bad)
     with pytest.raises(ValueError, match="crafting objective"):
         crafting.objective("a_c", torch.zeros(1), torch.zeros(1), margin=0.2)
+    with pytest.raises(ValueError, match="objective kind"):
+        crafting.objective("a_ude", torch.zeros(2), torch.zeros(2), margin=0.2, kind="ratio")
+    with pytest.raises(ValueError, match="craft.objective"):
+        CraftRecipe.from_config({"objective": "ratio"})
 
 
 def test_objectives_closed_form():
@@ -325,6 +330,60 @@ def test_objectives_closed_form():
     assert float(crafting.objective("a_ade", out, inn, margin=0.2)) == pytest.approx(0.35)
 
 
+def test_snr_objectives_closed_form():
+    out, inn = torch.tensor([1.0, 3.0]), torch.tensor([0.5, 2.5])
+    sd = math.sqrt((2.0 + 2.0) / 2)  # variances 2 and 2 (ddof 1)
+    assert float(crafting.objective("a_ude", out, inn, margin=0.2, kind="snr")) == pytest.approx((1.5 - 2.0) / sd)
+    # ReLU((ℓ′ − mean ℓ)/sd + α): ReLU(−1.5/√2 + 0.2) = 0, ReLU(0.5/√2 + 0.2)
+    expected = (0.5 / sd + 0.2) / 2
+    assert float(crafting.objective("a_ade", out, inn, margin=0.2, kind="snr")) == pytest.approx(expected)
+    # The paper's objective is the default kind.
+    assert float(crafting.objective("a_ude", out, inn, margin=0.2)) == float(
+        crafting.objective("a_ude", out, inn, margin=0.2, kind="loss_difference"))
+    # SNR UDE is minus the moment estimate of μ of the scores −ℓ (what the validation stop keeps).
+    scores, bits = -torch.cat([out, inn]), torch.tensor([False, False, True, True])
+    assert float(crafting.objective("a_ude", out, inn, margin=0.0, kind="snr")) == pytest.approx(
+        -crafting.moment_mu(scores, bits))
+
+
+def test_snr_objective_picks_the_higher_snr_candidate_where_the_loss_difference_does_not():
+    """Two candidate x_a's losses: A separates the worlds' mean losses by 2 with sd 4 (μ = 0.5); B by 1 with sd 0.5
+    (μ = 2). The paper's UDE prefers A (the larger gap), the SNR objective B (the better audit)."""
+    z = torch.tensor([-1.0, 0.0, 1.0])  # sd 1 (ddof 1)
+    a_out, a_in = 3.0 + 4 * z, 1.0 + 4 * z
+    b_out, b_in = 2.0 + 0.5 * z, 1.0 + 0.5 * z
+    ude = {k: float(crafting.objective("a_ude", o, i, margin=0.0)) for k, (o, i) in
+           {"A": (a_out, a_in), "B": (b_out, b_in)}.items()}  # fmt: skip
+    snr = {k: float(crafting.objective("a_ude", o, i, margin=0.0, kind="snr")) for k, (o, i) in
+           {"A": (a_out, a_in), "B": (b_out, b_in)}.items()}  # fmt: skip
+    assert min(ude, key=ude.get) == "A" and min(snr, key=snr.get) == "B"
+    assert snr == pytest.approx({"A": -0.5, "B": -2.0})
+
+
+def test_snr_gradient_step_raises_the_moment_estimate_of_mu():
+    """A small step of the losses against either objective's gradient raises μ̂ of the scores −ℓ (the sign is the
+    audit's: the D′ models' losses go down relative to the D models'), and the SNR gradient ignores a common shift
+    of every loss, which no audit can see."""
+    gen = torch.Generator().manual_seed(0)
+    out0, in0 = 2.0 + torch.randn(16, generator=gen), 1.5 + torch.randn(16, generator=gen)
+    bits = torch.cat([torch.zeros(16, dtype=torch.bool), torch.ones(16, dtype=torch.bool)])
+
+    def mu(o, i):
+        return crafting.moment_mu(-torch.cat([o, i]), bits)
+
+    for kind in ("snr", "loss_difference"):
+        o, i = out0.clone().requires_grad_(True), in0.clone().requires_grad_(True)
+        crafting.objective("a_ude", o, i, margin=0.0, kind=kind).backward()
+        step = 0.05
+        after = mu((o - step * o.grad).detach(), (i - step * i.grad).detach())
+        assert after > mu(out0, in0), kind
+    # The SNR gradient is orthogonal to a common shift of all losses.
+    o, i = out0.clone().requires_grad_(True), in0.clone().requires_grad_(True)
+    crafting.objective("a_ude", o, i, margin=0.0, kind="snr").backward()
+    grad = torch.cat([o.grad, i.grad])
+    assert float(grad.sum()) == pytest.approx(0.0, abs=1e-6)
+
+
 RECIPES = {
     "paper (adam)": CraftRecipe(steps=30, lr=0.05),
     "sgd": CraftRecipe(optimizer="sgd", steps=30, lr=0.5),
@@ -332,6 +391,9 @@ RECIPES = {
     "adam + l2 budget": CraftRecipe(steps=30, lr=0.05, budget_norm="l2", budget=2.0),
     "adam + linf budget + validation stop": CraftRecipe(steps=30, lr=0.05, budget_norm="linf", budget=0.3,
                                                         stop_on_validation=True, check_every=5),
+    "snr + l2 budget + validation stop (snr_l2)": CraftRecipe(steps=30, lr=0.05, objective="snr", budget_norm="l2",
+                                                              budget=2.0, pixel_range=True, stop_on_validation=True,
+                                                              check_every=5),
 }
 
 
@@ -411,6 +473,9 @@ def test_craft_key_keeps_the_paper_recipe_keys():
             "stop_on_validation": False, "check_every": 10}
     assert craft_key(full) == {"steps": 100, "lr": 0.01}
     assert craft_key({**full, "optimizer": "sgd"}) == {"steps": 100, "lr": 0.01, "optimizer": "sgd"}
+    # The objective enters the key only where it is not the paper's.
+    assert craft_key({**full, "objective": "loss_difference"}) == {"steps": 100, "lr": 0.01}
+    assert craft_key({**full, "objective": "snr"}) == {"steps": 100, "lr": 0.01, "objective": "snr"}
 
 
 # --------------------------------------------------------------------------------------------- black box
@@ -574,6 +639,31 @@ def test_plan_named_recipes(raw_config):
         section["craft"]["stop_on_validation"] = False
 
     assert yplan(raw_config, edit=recipe_wins).audits == plan.audits
+
+
+def test_plan_snr_recipe_and_the_paper_regime_overlay(raw_config):
+    """snr_l2's audit key names what differs from the paper's reading (the objective, the binding L2 budget, pixels
+    in range, the validation stop); config/yoon-paper-regime.yaml puts the crafting study at the paper's ηT/|D|
+    (η = 0.17 at |D| = 256, T = 20), with a larger crafting population and the three recipes on shared populations."""
+
+    def snr_study(section):
+        section["figures"]["crafting"]["grid"] = {"craft_recipe": ["snr_l2"]}
+
+    (point,) = yplan(raw_config, edit=snr_study).figures["crafting"]
+    assert yplan(raw_config, edit=snr_study).audits[point.audit]["craft"] == {
+        "steps": 100, "lr": 0.01, "objective": "snr", "budget_norm": "l2", "budget": 1.0, "pixel_range": True,
+        "stop_on_validation": True}  # fmt: skip
+    overlay = REPO / "config" / "yoon-paper-regime.yaml"
+    explicit = user_values([REPO / "config" / "config.yaml", overlay], {"scale": "laptop"}, raw_config)
+    resolved = resolve_scale(deep_merge(raw_config, explicit), explicit=explicit)
+    plan = yoon_plan.plan(resolved)
+    study = plan.figures["crafting"]
+    assert sorted(p.values["craft_recipe"] for p in study) == ["paper", "snr_l2", "validation_stopped"]
+    assert len({p.population for p in study}) == 1  # paired by run: every recipe crafts on the same models
+    pop = plan.trainings[study[0].population]
+    assert (pop["lr"], pop["steps"], pop["epsilon"], pop["models_per_world"]) == (0.17, 20, 10.0, 32)
+    assert pop["craft_models_per_world"] == 200 and pop["validation_models_per_world"] == 32
+    assert {p.runs for p in study} == {4}
 
 
 def test_plan_recipe_errors(raw_config):

@@ -2,7 +2,7 @@
 surrogates, and the scores of every model.
 
 x_a starts at the canary, every pixel is free, the label stays the canary's; the objectives are the paper's UDE
-and ADE (:func:`objective`), minimised on the whole crafting population as a
+and ADE (:func:`objective`; a recipe may standardise them, ``craft.objective: snr``), minimised on the whole crafting population as a
 :class:`~hsaudit.experiments.yoon.recipe.CraftRecipe` says (:func:`craft_sample`). In the black box, the models are
 replaced by surrogates distilled from their output probabilities (:func:`distill_surrogates`). A model's score is
 −ℓ(model(x_a), y_c) (:func:`sample_scores`; higher ⇒ trained on D′). :func:`craft_run` is what an audit job runs
@@ -54,11 +54,28 @@ def sample_losses(model: str, theta: npt.ArrayLike | torch.Tensor, x: npt.ArrayL
         return engine.loss(th, xt, torch.tensor([int(y)], device=dev))[:, 0].double().cpu().numpy()
 
 
-def objective(name: str, loss_out: torch.Tensor, loss_in: torch.Tensor, *, margin: float) -> torch.Tensor:
+def objective(name: str, loss_out: torch.Tensor, loss_in: torch.Tensor, *, margin: float,
+              kind: str = "loss_difference") -> torch.Tensor:
     """The crafting objective (to minimise) from the losses of the D models ``loss_out`` and D′ models ``loss_in``.
 
-    ``a_ude``: mean(ℓ′) − mean(ℓ); ``a_ade``: mean(ReLU(ℓ′ − mean(ℓ) + α)).
+    ``kind="loss_difference"`` (the paper's): ``a_ude``: mean(ℓ′) − mean(ℓ); ``a_ade``: mean(ReLU(ℓ′ − mean(ℓ) + α)).
+
+    ``kind="snr"``: the same objectives on losses divided by their pooled sd s = √((var ℓ + var ℓ′)/2), so that
+    ``a_ude`` is −(mean ℓ − mean ℓ′)/s, minus the moment estimate of μ of the scores −ℓ (:func:`moment_mu`, what
+    the validation stop scores: minimising it raises the audit's separation, not only the mean gap, which a
+    sample can also grow by spreading the losses); ``a_ade`` is mean(ReLU((ℓ′ − mean ℓ)/s + α)), its margin α in
+    sd units. [inferred: not in the paper.]
+
+    >>> import torch
+    >>> out, inn = torch.tensor([2.0, 4.0]), torch.tensor([0.0, 2.0])   # means 3 and 1, pooled sd √2
+    >>> round(float(objective("a_ude", out, inn, margin=0.0, kind="snr")), 4)
+    -1.4142
     """
+    if kind == "snr":
+        sd = torch.sqrt((loss_out.var() + loss_in.var()) / 2).clamp_min(1e-12)
+        loss_out, loss_in = loss_out / sd, loss_in / sd
+    elif kind != "loss_difference":
+        raise ValueError(f"crafting objective kind must be 'loss_difference' or 'snr', got {kind!r}")
     if name == "a_ude":
         return loss_in.mean() - loss_out.mean()
     if name == "a_ade":
@@ -98,7 +115,8 @@ def moment_mu(scores: torch.Tensor, members: torch.Tensor) -> float:
 class CraftedSample:
     """An audit sample: x_a, its fixed label, the objective along the optimisation (first and last value), and
     the step that was kept (``steps`` unless a validation population chose an earlier checkpoint; 0 = the canary)
-    with its validation μ̂ (NaN without one)."""
+    with its validation μ̂ (NaN without one); ``distance``: ‖x_a − x_c‖₂ in the normalised space (0 for a_c), which
+    says whether a distance budget bound."""
 
     adversary: str
     x: np.ndarray
@@ -108,6 +126,7 @@ class CraftedSample:
     objective_end: float
     selected_step: int = 0
     validation_mu: float = float("nan")
+    distance: float = 0.0
 
 
 def _members(members: npt.ArrayLike, n: int, device) -> torch.Tensor:
@@ -172,7 +191,7 @@ def craft_sample(
     best = (check(start), 0, start.clone()) if check else None
     for step in range(1, int(recipe.steps) + 1):
         losses = engine.loss(th, x, y)[:, 0]
-        value = objective(adversary, losses[~bits], losses[bits], margin=margin)
+        value = objective(adversary, losses[~bits], losses[bits], margin=margin, kind=recipe.objective)
         values.append(value.item())
         if opt is not None:
             opt.zero_grad()
@@ -194,9 +213,10 @@ def craft_sample(
         mu_v, selected, chosen = best
     with torch.no_grad():
         losses = engine.loss(th, chosen, y)[:, 0]
-        final = float(objective(adversary, losses[~bits], losses[bits], margin=margin))
+        final = float(objective(adversary, losses[~bits], losses[bits], margin=margin, kind=recipe.objective))
     return CraftedSample(adversary, chosen[0].cpu().numpy(), int(canary.y), float(margin), values[0], final,
-                         selected_step=selected, validation_mu=float(mu_v))  # fmt: skip
+                         selected_step=selected, validation_mu=float(mu_v),
+                         distance=float((chosen - start).norm()))  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------- black box
@@ -346,9 +366,10 @@ def craft_run(
 
 def sample_table(samples: list[CraftedSample]) -> pd.DataFrame:
     """What the audit rows say of each crafted sample: adversary, margin (NaN but for a_ade), the objective's first
-    and last value, the kept step and its validation μ̂."""
+    and last value, the kept step and its validation μ̂, and ‖x_a − x_c‖₂ (``distance``)."""
     return pd.DataFrame(
         [{"adversary": s.adversary, "margin": s.margin if s.adversary == "a_ade" else float("nan"),
           "objective_start": s.objective_start, "objective_end": s.objective_end,
-          "selected_step": s.selected_step, "validation_mu": s.validation_mu} for s in samples]
+          "selected_step": s.selected_step, "validation_mu": s.validation_mu, "distance": s.distance}
+         for s in samples]
     )  # fmt: skip

@@ -13,6 +13,7 @@ from typing import Any
 
 OPTIMIZERS = ("adam", "sgd", "sign_sgd")
 BUDGET_NORMS = ("l2", "linf")
+OBJECTIVES = ("loss_difference", "snr")
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,10 @@ class CraftRecipe:
         stop_on_validation: choose the checkpoint (step 0 = the canary itself, then every ``check_every`` steps)
             whose moment estimate of μ on a validation population (fresh noise, never the audited one) is highest.
         check_every: steps between validation checkpoints.
+        objective: ``loss_difference`` (the paper's UDE and ADE on raw losses) or ``snr`` (the same objectives on
+            losses standardised by the pooled sd of the two worlds' losses: UDE becomes −(mean ℓ − mean ℓ′)/sd, the
+            moment estimate of μ that the validation stop scores, and ADE's margin α is in sd units); see
+            :func:`hsaudit.experiments.yoon.crafting.objective`.
 
     The paper's reading is :data:`PAPER_RECIPE` (Adam, lr 0.01, 100 steps, unconstrained) [inferred].
     """
@@ -43,8 +48,11 @@ class CraftRecipe:
     budget: float = 0.0
     stop_on_validation: bool = False
     check_every: int = 10
+    objective: str = "loss_difference"
 
     def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"craft.objective must be one of {OBJECTIVES}, got {self.objective!r}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"craft.optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
         if int(self.steps) < 1 or not float(self.lr) > 0:
@@ -88,9 +96,13 @@ def recipe_label(craft: Mapping[str, Any]) -> str:
     'adam lr=0.01 T=100'
     >>> recipe_label({"optimizer": "sign_sgd", "steps": 50, "lr": 0.005, "budget_norm": "linf", "budget": 0.5})
     'sign_sgd lr=0.005 T=50, L∞ ≤ 0.5'
+    >>> recipe_label({"objective": "snr", "budget_norm": "l2", "budget": 3.0})
+    'adam lr=0.01 T=100, SNR objective, L2 ≤ 3'
     """
     r = CraftRecipe.from_config(craft)
     parts = [f"{r.optimizer} lr={r.lr:g} T={r.steps}"]
+    if r.objective != PAPER_RECIPE.objective:
+        parts.append("SNR objective")
     if r.pixel_range:
         parts.append("pixels in range")
     if r.budget_norm:
