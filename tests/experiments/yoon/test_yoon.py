@@ -666,6 +666,27 @@ def test_plan_snr_recipe_and_the_paper_regime_overlay(raw_config):
     assert {p.runs for p in study} == {4}
 
 
+def test_plan_grid_craft_may_name_a_recipe(raw_config):
+    """A grid's craft entry that names a craft_recipes entry gives the same audit as its options written out."""
+
+    def named(section):
+        section["figures"]["crafting"]["grid"] = {"craft": ["snr_l2"]}
+
+    def written(section):
+        section["figures"]["crafting"]["grid"] = {"craft": [dict(section["craft_recipes"]["snr_l2"])]}
+
+    (by_name,) = yplan(raw_config, edit=named).figures["crafting"]
+    (by_options,) = yplan(raw_config, edit=written).figures["crafting"]
+    assert by_name.audit == by_options.audit and by_name.population == by_options.population
+    assert yplan(raw_config, edit=named).audits[by_name.audit]["craft"]["objective"] == "snr"
+
+    def unknown(section):
+        section["figures"]["crafting"]["grid"] = {"craft": ["best"]}
+
+    with pytest.raises(ValueError, match="grid.craft: 'best' is not in yoon.craft_recipes"):
+        yplan(raw_config, edit=unknown)
+
+
 def test_plan_recipe_errors(raw_config):
     def unknown(section):
         section["craft_recipe"] = "best"

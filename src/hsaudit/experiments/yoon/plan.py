@@ -105,7 +105,9 @@ class YoonPlan:
 def figure_values(section: Mapping[str, Any], figure: str) -> list[dict[str, Any]]:
     """The values of every series of ``figure``, merged in this order: the section's values, the series'
     dataset entry (``datasets.<name>``, its null values skipped), the figure's overrides, the grid cell; then the
-    named recipe ``craft_recipe`` (an entry of ``craft_recipes``) is merged over ``craft``.
+    named recipe ``craft_recipe`` (an entry of ``craft_recipes``) is merged over ``craft``. A grid's ``craft``
+    entry may be a recipe's name: it stands for that recipe's options (the cell's key is the same as if they were
+    written out).
 
     Raises:
         ValueError: an unknown figure, dataset or recipe, a grid key that is not a value of the section, or a
@@ -128,8 +130,20 @@ def figure_values(section: Mapping[str, Any], figure: str) -> list[dict[str, Any
         unknown = sorted(set(grid) - set(values))
         if unknown:
             raise ValueError(f"yoon.figures.{figure}.grid: unknown keys {unknown}")
+        cell = {**cell, "craft": _named_craft(cell["craft"], section, figure)} if "craft" in cell else cell
         out.append(_with_recipe(deep_merge(deep_merge(values, entry), cell), section, figure))
     return out
+
+
+def _named_craft(craft: Any, section: Mapping[str, Any], figure: str) -> Any:
+    """A grid's ``craft`` entry with a recipe's name replaced by that recipe's options."""
+    if not isinstance(craft, str):
+        return craft
+    recipes = section.get("craft_recipes") or {}
+    if craft not in recipes:
+        raise ValueError(f"yoon.figures.{figure}.grid.craft: {craft!r} is not in yoon.craft_recipes "
+                         f"({sorted(recipes)})")  # fmt: skip
+    return dict(recipes[craft] or {})
 
 
 def _with_recipe(values: dict[str, Any], section: Mapping[str, Any], figure: str) -> dict[str, Any]:
