@@ -167,3 +167,57 @@ def test_real_copy_has_the_published_shape():
     data = load_housing(path=REPO / "data" / "california_housing.parquet.brotli")
     assert data.X.shape == (20640, 8)
     assert abs(float(data.y.mean()) - 0.5) < 0.001
+
+
+# ------------------------------------------------------------------ the synthetic copy, written atomically
+
+
+@pytest.mark.parametrize("name", ["cifar10", "mnist"])
+def test_two_concurrent_writers_end_with_one_complete_copy(tmp_path, monkeypatch, name):
+    """Two jobs that both find the synthetic copy missing (``--cores 2`` without the lock) both write it: each into
+    its own directory, renamed into place; the second rename loses and that writer reads the winner's copy. A
+    barrier holds both writers until each has seen the copy missing, so the race happens on every run."""
+    import threading
+
+    folder, write = hdata._SYNTHETIC_WRITERS[name]  # noqa: SLF001 (the registry's writer, wrapped)
+    barrier = threading.Barrier(2, timeout=30)
+
+    def racing_write(directory, **kw):
+        barrier.wait()  # both writers have found the copy missing
+        return write(directory, **kw)
+
+    monkeypatch.setitem(hdata._SYNTHETIC_WRITERS, name, (folder, racing_write))
+    section = {"source": "synthetic", "synthetic_train": 20, "synthetic_test": 10, "data_dir": str(tmp_path / "data")}
+    results, errors = [None, None], []
+
+    def job(i):
+        try:
+            results[i] = hdata.configured_dataset(name, section)
+        except BaseException as err:  # pragma: no cover - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=job, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    # one copy, no staging directory left behind
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == [f"synthetic-{name}-20-10"]
+    # complete and correct: both jobs read the same data, equal to a copy written alone
+    monkeypatch.setitem(hdata._SYNTHETIC_WRITERS, name, (folder, write))
+    alone = hdata.configured_dataset(name, {**section, "data_dir": str(tmp_path / "alone")})
+    for got in results:
+        assert got.X.shape == (20, *alone.X.shape[1:])
+        np.testing.assert_array_equal(got.X, alone.X)
+        np.testing.assert_array_equal(got.y, alone.y)
+    written = sorted(p.relative_to(tmp_path / "data") for p in (tmp_path / "data").rglob("*") if p.is_file())
+    assert written == sorted(p.relative_to(tmp_path / "alone") for p in (tmp_path / "alone").rglob("*") if p.is_file())
+
+
+def test_a_leftover_directory_without_a_copy_is_a_clear_error(tmp_path):
+    section = {"source": "synthetic", "synthetic_train": 20, "synthetic_test": 10, "data_dir": str(tmp_path)}
+    (tmp_path / "synthetic-cifar10-20-10" / "partial").mkdir(parents=True)  # an interrupted older writer's
+    with pytest.raises(ValueError, match="holds no synthetic cifar10 copy"):
+        hdata.configured_dataset("cifar10", section)
+    assert [p.name for p in tmp_path.iterdir()] == ["synthetic-cifar10-20-10"]  # the staging copy is removed
