@@ -174,45 +174,55 @@ def test_real_copy_has_the_published_shape():
 
 @pytest.mark.parametrize("name", ["cifar10", "mnist"])
 def test_two_concurrent_writers_end_with_one_complete_copy(tmp_path, monkeypatch, name):
-    """Two jobs that both find the synthetic copy missing (``--cores 2`` without the lock) both write it: each into
-    its own directory, renamed into place; the second rename loses and that writer reads the winner's copy. A
-    barrier holds both writers until each has seen the copy missing, so the race happens on every run."""
+    """Two jobs find the synthetic copy missing at once (``--cores 2`` without the lock). Job A's writer has begun
+    (its copy's folder exists, no file yet) and waits until job B has written and read its own copy; then A
+    finishes. B must never see A's half-written copy (in place, it did: B found the folder and read a copy without
+    its files), A's rename loses to B's copy and A reads it: one complete copy, equal to a copy written alone, and
+    no staging directory left behind."""
     import threading
 
     folder, write = hdata._SYNTHETIC_WRITERS[name]  # noqa: SLF001 (the registry's writer, wrapped)
-    barrier = threading.Barrier(2, timeout=30)
+    a_started, b_done = threading.Event(), threading.Event()
 
     def racing_write(directory, **kw):
-        barrier.wait()  # both writers have found the copy missing
+        if threading.current_thread().name == "job-a":
+            (Path(directory) / folder).mkdir(parents=True, exist_ok=True)  # the writer has begun: folder, no files
+            a_started.set()
+            assert b_done.wait(timeout=60)
         return write(directory, **kw)
 
     monkeypatch.setitem(hdata._SYNTHETIC_WRITERS, name, (folder, racing_write))
     section = {"source": "synthetic", "synthetic_train": 20, "synthetic_test": 10, "data_dir": str(tmp_path / "data")}
-    results, errors = [None, None], []
+    results, errors = {}, []
 
-    def job(i):
+    def job(tag):
         try:
-            results[i] = hdata.configured_dataset(name, section)
-        except BaseException as err:  # pragma: no cover - reported below
+            if tag == "job-b":
+                assert a_started.wait(timeout=60)
+            results[tag] = hdata.configured_dataset(name, section)
+        except BaseException as err:  # reported below
             errors.append(err)
+        finally:
+            if tag == "job-b":
+                b_done.set()
 
-    threads = [threading.Thread(target=job, args=(i,)) for i in range(2)]
+    threads = [threading.Thread(target=job, args=(tag,), name=tag) for tag in ("job-a", "job-b")]
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        t.join(timeout=120)
     assert not errors, errors
-    # one copy, no staging directory left behind
-    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == [f"synthetic-{name}-20-10"]
-    # complete and correct: both jobs read the same data, equal to a copy written alone
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == [f"synthetic-{name}-20-10"]  # no staging left
     monkeypatch.setitem(hdata._SYNTHETIC_WRITERS, name, (folder, write))
     alone = hdata.configured_dataset(name, {**section, "data_dir": str(tmp_path / "alone")})
-    for got in results:
+    assert set(results) == {"job-a", "job-b"}
+    for got in results.values():
         assert got.X.shape == (20, *alone.X.shape[1:])
         np.testing.assert_array_equal(got.X, alone.X)
         np.testing.assert_array_equal(got.y, alone.y)
-    written = sorted(p.relative_to(tmp_path / "data") for p in (tmp_path / "data").rglob("*") if p.is_file())
-    assert written == sorted(p.relative_to(tmp_path / "alone") for p in (tmp_path / "alone").rglob("*") if p.is_file())
+    files = {root: sorted(p.relative_to(tmp_path / root) for p in (tmp_path / root).rglob("*") if p.is_file())
+             for root in ("data", "alone")}
+    assert files["data"] == files["alone"]
 
 
 def test_a_leftover_directory_without_a_copy_is_a_clear_error(tmp_path):
