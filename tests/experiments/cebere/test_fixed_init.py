@@ -13,9 +13,8 @@ from hsaudit.experiments.cebere.train.fixed_init import (
     craft_fixed_init,
     fixed_init_coordinates,
     fixed_init_mask,
-    per_run_scheme,
 )
-from hsaudit.experiments.cebere.train.shards import train_shard
+from hsaudit.experiments.cebere.train.shards import per_run_scheme, train_shard
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
@@ -83,6 +82,8 @@ def test_craft_fixed_init_draws_d_among_the_fixed_coordinates():
     with pytest.raises(ValueError, match="no coordinate with a fixed initialisation"):  # default setups: none
         craft_fixed_init("gc_r", spec=model_spec("convnet"), setup=setup, clip_norm=2.0, seed=0)
     assert per_run_scheme("default") == "xavier_normal" and per_run_scheme("xavier_normal") == "xavier_normal"
+    with pytest.raises(ValueError, match="theta0_init must be one of"):
+        per_run_scheme("xavier")
 
 
 def _scores(crafted, *, known: bool, setup, theta0, config, X, y):
