@@ -26,11 +26,12 @@ import pandas as pd
 import torch
 
 from hsaudit.data.datasets import configured_dataset
+from hsaudit.engine.models import model_spec
 from hsaudit.experiments.yoon import audit, crafting, train
 from hsaudit.experiments.yoon.plan import noise_multiplier
 from hsaudit.util.seeding import derive_seed
 
-MODEL = "mnist_cnn"
+MODEL = model_spec("mnist_cnn")  # resolved once, handed to every function below
 # (name, init, aux_size (None: the whole other half, 30,000), pre-training epochs, η, T).
 # η = 4 is the paper's; η = 0.17 makes ηT/|D| (the per-coordinate scale of both the canary's signal and the noise
 # at fixed ε) the paper's 4·100/30,000 with |D| = 256, T = 20. The T = 100 cells (ηT of the η = 4 ones) are defined
@@ -74,14 +75,14 @@ def run_cell(name: str, run: int, *, data, models_per_world: int, epsilon: float
         theta0 = train.pretrain(MODEL, theta_avg, aux.X[:n_aux], aux.y[:n_aux], epochs=epochs, lr=0.01,
                                       batch_size=32,
                                       seed=derive_seed(seed, "yoon-worst-study", "worst", run))  # fmt: skip
-    canary = train.make_canary("blank", model=MODEL, X=d.X, y=d.y, aux_X=aux.X, aux_y=aux.y, theta0=theta0,
+    canary = train.make_canary("blank", spec=MODEL, X=d.X, y=d.y, aux_X=aux.X, aux_y=aux.y, theta0=theta0,
                                      mean=d.mean, std=d.scale, seed=seed)  # fmt: skip
     sigma = noise_multiplier(epsilon, steps=steps, delta=delta)
     theta, members = train.train_worlds(
-        model=MODEL, theta0=theta0, X=d.X, y=d.y, canary=canary, models_per_world=models_per_world, steps=steps,
+        spec=MODEL, theta0=theta0, X=d.X, y=d.y, canary=canary, models_per_world=models_per_world, steps=steps,
         lr=eta, clip_norm=1.0, sigma=sigma, noise_key=derive_seed(seed, "yoon-worst-study", "noise", run), device="cpu",
     )
-    sample = crafting.craft_sample("a_c", model=MODEL, theta=theta, members=members, canary=canary)
+    sample = crafting.craft_sample("a_c", spec=MODEL, theta=theta, members=members, canary=canary)
     scores = crafting.sample_scores(MODEL, theta, sample)
     result = audit.audit_scores(scores, members, delta=delta, confidence=0.95, mode="paper",
                                 seed=derive_seed(seed, "yoon-audit", run))  # fmt: skip

@@ -223,3 +223,24 @@ def test_plans_import_neither_torch_nor_scipy_stats(experiment):
     env = {**__import__("os").environ, "PYTHONPATH": str(REPO / "src")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_plot_jobs_import_no_torch():
+    """A plotting job reads tables and files with numpy and pandas: importing torch (~2–3 s) in every one of them is
+    waste (fig12 read its crafted coordinate through the training module once; it reads the adversary's file with
+    numpy now, :func:`hsaudit.experiments.cebere.figures.cifar.crafted_coordinate`). The hsaudit imports of every
+    ``workflow/scripts/plot_*.py`` are imported in turn in one fresh interpreter; the first that loads torch fails."""
+    import subprocess
+    import sys
+
+    scripts = sorted((REPO / "workflow" / "scripts").glob("plot_*.py"))
+    lines = ["import sys"]
+    for script in scripts:
+        for node in ast.walk(ast.parse(script.read_text())):
+            names = [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else (
+                [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            lines += [f"import {name}" for name in names if name.split(".")[0] == "hsaudit"]
+        lines.append(f"print({script.name!r}) if 'torch' in sys.modules else None; 'torch' in sys.modules and sys.exit()")
+    env = {**__import__("os").environ, "PYTHONPATH": str(REPO / "src")}
+    out = subprocess.run([sys.executable, "-c", "\n".join(lines)], capture_output=True, text=True, check=True, env=env)
+    assert scripts and out.stdout.strip() == "", f"{out.stdout.strip()} loads torch\n{out.stderr}"

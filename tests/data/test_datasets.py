@@ -167,3 +167,67 @@ def test_real_copy_has_the_published_shape():
     data = load_housing(path=REPO / "data" / "california_housing.parquet.brotli")
     assert data.X.shape == (20640, 8)
     assert abs(float(data.y.mean()) - 0.5) < 0.001
+
+
+# ------------------------------------------------------------------ the synthetic copy, written atomically
+
+
+@pytest.mark.parametrize("name", ["cifar10", "mnist"])
+def test_two_concurrent_writers_end_with_one_complete_copy(tmp_path, monkeypatch, name):
+    """Two jobs find the synthetic copy missing at once (``--cores 2`` without the lock). Job A's writer has begun
+    (its copy's folder exists, no file yet) and waits until job B has written and read its own copy; then A
+    finishes. B must never see A's half-written copy (in place, it did: B found the folder and read a copy without
+    its files), A's rename loses to B's copy and A reads it: one complete copy, equal to a copy written alone, and
+    no staging directory left behind."""
+    import threading
+
+    folder, write = hdata._SYNTHETIC_WRITERS[name]  # noqa: SLF001 (the registry's writer, wrapped)
+    a_started, b_done = threading.Event(), threading.Event()
+
+    def racing_write(directory, **kw):
+        if threading.current_thread().name == "job-a":
+            (Path(directory) / folder).mkdir(parents=True, exist_ok=True)  # the writer has begun: folder, no files
+            a_started.set()
+            assert b_done.wait(timeout=60)
+        return write(directory, **kw)
+
+    monkeypatch.setitem(hdata._SYNTHETIC_WRITERS, name, (folder, racing_write))
+    section = {"source": "synthetic", "synthetic_train": 20, "synthetic_test": 10, "data_dir": str(tmp_path / "data")}
+    results, errors = {}, []
+
+    def job(tag):
+        try:
+            if tag == "job-b":
+                assert a_started.wait(timeout=60)
+            results[tag] = hdata.configured_dataset(name, section)
+        except BaseException as err:  # reported below
+            errors.append(err)
+        finally:
+            if tag == "job-b":
+                b_done.set()
+
+    threads = [threading.Thread(target=job, args=(tag,), name=tag) for tag in ("job-a", "job-b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == [f"synthetic-{name}-20-10"]  # no staging left
+    monkeypatch.setitem(hdata._SYNTHETIC_WRITERS, name, (folder, write))
+    alone = hdata.configured_dataset(name, {**section, "data_dir": str(tmp_path / "alone")})
+    assert set(results) == {"job-a", "job-b"}
+    for got in results.values():
+        assert got.X.shape == (20, *alone.X.shape[1:])
+        np.testing.assert_array_equal(got.X, alone.X)
+        np.testing.assert_array_equal(got.y, alone.y)
+    files = {root: sorted(p.relative_to(tmp_path / root) for p in (tmp_path / root).rglob("*") if p.is_file())
+             for root in ("data", "alone")}
+    assert files["data"] == files["alone"]
+
+
+def test_a_leftover_directory_without_a_copy_is_a_clear_error(tmp_path):
+    section = {"source": "synthetic", "synthetic_train": 20, "synthetic_test": 10, "data_dir": str(tmp_path)}
+    (tmp_path / "synthetic-cifar10-20-10" / "partial").mkdir(parents=True)  # an interrupted older writer's
+    with pytest.raises(ValueError, match="holds no synthetic cifar10 copy"):
+        hdata.configured_dataset("cifar10", section)
+    assert [p.name for p in tmp_path.iterdir()] == ["synthetic-cifar10-20-10"]  # the staging copy is removed

@@ -42,8 +42,8 @@ def test_cuda_population_matches_cpu_and_reruns_bit_for_bit(model, shape):
         y = rng.integers(0, 10, 64)
     cfg = DPSGDConfig(steps=6, batch_size=16, lr=0.05, clip_norm=1.0, noise_multiplier=1.0, period=2)
     setup = make_setup(spec=model_spec(model), n_train=len(X), config=cfg, seed=0)
-    crafted = craft("gc_r", model=model, model_kwargs={}, X=X, y=y, setup=setup, config=cfg, seed=0)
-    kw = dict(model=model, model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted,
+    crafted = craft("gc_r", spec=model_spec(model), X=X, y=y, setup=setup, config=cfg, seed=0)
+    kw = dict(spec=model_spec(model), X=X, y=y, setup=setup, config=cfg, crafted=crafted,
               bits=np.arange(32) % 2, noise_key=5, progress=False)
     on_gpu = train_shard(device="cuda", **kw).scores
     again = train_shard(device="cuda", **kw).scores

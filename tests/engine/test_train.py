@@ -141,9 +141,9 @@ def test_models_share_theta0_and_batches():
     X, y = _data()
     cfg = DPSGDConfig(steps=5, batch_size=16, lr=0.5, clip_norm=1.0, noise_multiplier=0.0)
     setup = make_setup(spec=model_spec("fcnn"), n_train=len(X), config=cfg, seed=0)
-    crafted = craft("cots", model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, seed=0)
+    crafted = craft("cots", spec=model_spec("fcnn"), X=X, y=y, setup=setup, config=cfg, seed=0)
     scores = shard_scores(
-        model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted,
+        spec=model_spec("fcnn"), X=X, y=y, setup=setup, config=cfg, crafted=crafted,
         bits=np.zeros(4, dtype=int), seed=0, progress=False,
     )
     assert scores.shape == (4, 5) and scores.dtype == np.float64
@@ -153,8 +153,8 @@ def test_models_share_theta0_and_batches():
 def test_noise_stream_does_not_depend_on_shard_size():
     X, y = _data()
     setup = make_setup(spec=model_spec("fcnn"), n_train=len(X), config=CFG, seed=0)
-    crafted = craft("gc_r", model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=CFG, seed=0)
-    kw = dict(model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=CFG, crafted=crafted, progress=False)
+    crafted = craft("gc_r", spec=model_spec("fcnn"), X=X, y=y, setup=setup, config=CFG, seed=0)
+    kw = dict(spec=model_spec("fcnn"), X=X, y=y, setup=setup, config=CFG, crafted=crafted, progress=False)
     small = shard_scores(bits=np.array([0, 1, 0]), seed=9, **kw)
     large = shard_scores(bits=np.array([0, 1, 0, 1, 1]), seed=9, **kw)
     np.testing.assert_array_equal(small, large[:3])
@@ -175,10 +175,10 @@ def test_scores_are_oriented(adversary):
     X, y = _data(400)
     cfg = DPSGDConfig(steps=20, batch_size=32, lr=0.5, clip_norm=1.0, noise_multiplier=0.01)
     setup = make_setup(spec=model_spec("fcnn"), n_train=len(X), config=cfg, seed=2)
-    crafted = craft(adversary, model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, seed=2)
+    crafted = craft(adversary, spec=model_spec("fcnn"), X=X, y=y, setup=setup, config=cfg, seed=2)
     bits = np.array([0, 1] * 8)
     scores = shard_scores(
-        model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted, bits=bits, seed=1,
+        spec=model_spec("fcnn"), X=X, y=y, setup=setup, config=cfg, crafted=crafted, bits=bits, seed=1,
         progress=False,
     )
     last = scores[:, -1]
@@ -188,8 +188,8 @@ def test_scores_are_oriented(adversary):
 def test_train_shard_rejects_bad_input():
     X, y = _data()
     setup = make_setup(spec=model_spec("fcnn"), n_train=len(X), config=CFG, seed=0)
-    crafted = craft("gc_r", model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=CFG, seed=0)
-    kw = dict(model="fcnn", model_kwargs={}, setup=setup, config=CFG, seed=0, progress=False)
+    crafted = craft("gc_r", spec=model_spec("fcnn"), X=X, y=y, setup=setup, config=CFG, seed=0)
+    kw = dict(spec=model_spec("fcnn"), setup=setup, config=CFG, seed=0, progress=False)
     with pytest.raises(ValueError, match="bits"):
         shard_scores(X=X, y=y, crafted=crafted, bits=np.array([0, 2]), **kw)
     with pytest.raises(ValueError, match="X must have shape"):
@@ -206,6 +206,8 @@ def test_train_shard_rejects_bad_input():
     with pytest.raises(ValueError, match="batches"):
         wrong = Setup(theta0=setup.theta0, batches=setup.batches[:3])
         shard_scores(X=X, y=y, crafted=crafted, bits=np.array([0, 1]), **{**kw, "setup": wrong})
+    with pytest.raises(ValueError, match=r"spec must be a ModelSpec .*'fcnn'"):  # a name is resolved at the boundary
+        shard_scores(X=X, y=y, crafted=crafted, bits=np.array([0, 1]), **{**kw, "spec": "fcnn"})
 
 
 @pytest.mark.parametrize("model", ["convnet", "resnet18_gn"])
@@ -219,9 +221,9 @@ def test_cifar_models_train_at_tiny_size(model):
     if model == "resnet18_gn":
         cfg = DPSGDConfig(steps=2, batch_size=1, lr=0.01, clip_norm=1.0, noise_multiplier=0.0)
     setup = make_setup(spec=model_spec(model), n_train=6, config=cfg, seed=0)
-    crafted = craft("gc_r", model=model, model_kwargs={}, X=X, y=y, setup=setup, config=cfg, seed=0)
+    crafted = craft("gc_r", spec=model_spec(model), X=X, y=y, setup=setup, config=cfg, seed=0)
     scores = shard_scores(
-        model=model, model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted, bits=np.array([0, 1]),
+        spec=model_spec(model), X=X, y=y, setup=setup, config=cfg, crafted=crafted, bits=np.array([0, 1]),
         seed=0, progress=False, device="cpu",
     )
     # σ = 0: the two runs differ exactly by the crafted gradient's 2 steps (−(η/B)·C each) in coordinate d
@@ -237,9 +239,9 @@ def test_population_without_insertion_audits_to_zero():
     X, y = _data(400)
     cfg = DPSGDConfig(steps=5, batch_size=32, lr=0.5, clip_norm=1.0, noise_multiplier=1.0)
     setup = make_setup(spec=model_spec("fcnn"), n_train=len(X), config=cfg, seed=4)
-    crafted = craft("gc_r", model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, seed=4)
+    crafted = craft("gc_r", spec=model_spec("fcnn"), X=X, y=y, setup=setup, config=cfg, seed=4)
     members = np.arange(400) % 2
-    kw = dict(model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted, seed=8,
+    kw = dict(spec=model_spec("fcnn"), X=X, y=y, setup=setup, config=cfg, crafted=crafted, seed=8,
               progress=False)
     null = shard_scores(bits=np.zeros(400, dtype=int), **kw)
     eps_null = audit_scores(null[:, -1], members, delta=1e-5, confidence=0.95).epsilon

@@ -121,9 +121,15 @@ def test_cebere_and_one_run_sides_are_apart(package_copy):
     only."""
     assert changed_by(package_copy, "experiments/plans.py", "experiments/cebere/plan.py",
                       "experiments/one_run/plan.py") == set()
-    assert changed_by(package_copy, "experiments/cebere/train/shards.py") == {"train_shard"}
+    # fixed-init crafting takes the per-run θ0 scheme from the shards (per_run_scheme): it is re-crafted with them,
+    # seconds beside the shards that retrain anyway
+    assert changed_by(package_copy, "experiments/cebere/train/shards.py") == {"train_shard", "craft_fixed_init"}
+    # fig12's plot reads the crafted coordinate without the training module (no torch in a plot job)
     assert changed_by(package_copy, "experiments/cebere/train/adversaries.py") == {
-        "craft_adversary", "craft_fixed_init", "train_shard", "plot_cebere_cifar", "craft_one_run_canaries"}
+        "craft_adversary", "craft_fixed_init", "train_shard", "craft_one_run_canaries"}
+    # the worker pool of the CPU populations: the jobs that train through the two shard trainers
+    assert changed_by(package_copy, "engine/workers.py") == {
+        "train_shard", "craft_fixed_init", "train_one_run_shard", "simulate_one_run_noiseless", "craft_one_run_canaries"}
     # fig12's fixed-initialisation crafting is a module of its own: editing it re-crafts only those audits
     assert changed_by(package_copy, "experiments/cebere/train/fixed_init.py") == {"craft_fixed_init"}
     # The noiseless run of the one-run scores is the one-run trainer at σ = 0: it reruns with it.

@@ -4,6 +4,7 @@ import torch
 
 from hsaudit.data.datasets import load_dataset
 from hsaudit.engine.dpsgd import DPSGDConfig, load_setup
+from hsaudit.engine.models import model_spec
 from hsaudit.experiments.cebere.train.adversaries import craft, save_crafted, write_params_json
 from hsaudit.pipeline.logs import script_logging
 
@@ -14,8 +15,7 @@ setup_spec = spec["setup"]
 data = load_dataset(snakemake.input.data)
 crafted = craft(
     spec["adversary"],
-    model=setup_spec["model"],
-    model_kwargs=setup_spec["model_kwargs"],
+    spec=model_spec(setup_spec["model"], **setup_spec["model_kwargs"]),
     X=data.X,
     y=data.y,
     setup=load_setup(snakemake.input.setup),

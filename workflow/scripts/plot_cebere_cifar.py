@@ -10,7 +10,6 @@ import pandas as pd
 from hsaudit.data.datasets import dataset_source
 from hsaudit.experiments.cebere.audit import norms_table
 from hsaudit.experiments.cebere.figures import cifar
-from hsaudit.experiments.cebere.train.adversaries import crafted_coordinate
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)
@@ -40,7 +39,7 @@ else:
         extra = ()
         if inp.get("crafted"):  # fig12: which coordinate d (and layer) each audit's adversary crafted
             entries = [
-                ({**ref, **crafted_coordinate(path, ref["model"])}, table)
+                ({**ref, **cifar.crafted_coordinate(path)}, table)
                 for (ref, table), path in zip(entries, inp.crafted, strict=True)
             ]
             extra = cifar.CRAFTED_COLUMNS

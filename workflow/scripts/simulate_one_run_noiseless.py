@@ -14,6 +14,7 @@ import torch
 
 from hsaudit.data.datasets import load_dataset
 from hsaudit.engine.dpsgd import DPSGDConfig, load_setup
+from hsaudit.engine.models import model_spec
 from hsaudit.experiments.one_run.train import load_canaries, save_one_run_shard, train_one_run_shard
 from hsaudit.pipeline.logs import script_logging
 
@@ -24,8 +25,7 @@ canaries = load_canaries(snakemake.input.canaries)
 bits = np.zeros((1, canaries.m), dtype=np.int64)
 data = load_dataset(snakemake.input.data)
 scores = train_one_run_shard(
-    model=setup_spec["model"],
-    model_kwargs=setup_spec["model_kwargs"],
+    spec=model_spec(setup_spec["model"], **setup_spec["model_kwargs"]),
     X=data.X,
     y=data.y,
     setup=load_setup(snakemake.input.setup),

@@ -17,6 +17,7 @@ from hsaudit.experiments.cebere.train.adversaries import load_crafted
 from hsaudit.experiments.cebere.train.shards import (
     insertion_steps,
     noise_key,
+    per_run_scheme,
     save_shard,
     shard_bits,
     theta0_key,
@@ -32,6 +33,7 @@ params = snakemake.params
 spec, stream, seed = params.spec, params.stream, params.master_seed
 dataset = snakemake.wildcards.dataset
 setup_spec = spec["setup"]
+arch = model_spec(setup_spec["model"], **setup_spec["model_kwargs"])
 key, size, index = snakemake.wildcards.audit, int(snakemake.wildcards.size), int(snakemake.wildcards.index)
 bits = shard_bits(seed=seed, key=stream, shard_size=size, index=index, dataset=dataset)
 data = load_dataset(snakemake.input.data)
@@ -39,18 +41,14 @@ first = index * size
 reading = spec.get("theta0", "known")
 theta0 = None
 if not theta0_shared(reading):
-    # Per-run θ0 with the setup's scheme; Xavier-normal where the setup keeps PyTorch's default (the paper's
-    # "unknown θ0" is Xavier).
-    scheme = setup_spec.get("theta0_init", "default")
     theta0 = population_theta0(
-        model_spec(setup_spec["model"], **setup_spec["model_kwargs"]),
-        scheme="xavier_normal" if scheme == "default" else scheme,
+        arch,
+        scheme=per_run_scheme(setup_spec.get("theta0_init", "default")),
         key=theta0_key(seed=seed, key=stream, dataset=dataset),
         models=range(first, first + size),
     )
 obs = train_shard(
-    model=setup_spec["model"],
-    model_kwargs=setup_spec["model_kwargs"],
+    spec=arch,
     X=data.X,
     y=data.y,
     setup=load_setup(snakemake.input.setup),

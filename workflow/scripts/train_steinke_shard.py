@@ -5,6 +5,7 @@ test accuracy) via hsaudit.experiments.steinke.train.images.train_shard. Imports
 import numpy as np
 import torch
 
+from hsaudit.engine.models import model_spec
 from hsaudit.experiments.steinke.train.images import train_shard
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import atomic_savez
@@ -16,7 +17,8 @@ with np.load(snakemake.input.data) as f:
     X, y, source = f["X"], f["y"], str(f["data_source"])
 with np.load(snakemake.input.test) as f:
     test = (f["X"], f["y"])
-out = train_shard(p.canary, p.spec, shard, X=X, y=y, test=test, device=p.device, progress=True)
+arch = model_spec(p.spec["model"], **(p.spec["model_kwargs"] or {}))
+out = train_shard(p.canary, p.spec, shard, arch=arch, X=X, y=y, test=test, device=p.device, progress=True)
 atomic_savez(snakemake.output.shard, {**out, "data_source": np.array(source)})
 log.info("shard %d (%s canary, %s background): %d models x %d steps, q = %.4g (%s), test accuracy %.4f", shard,
          p.canary, p.spec["background"], len(out["bits"]), out["scores"].shape[1], float(out["sampling_rate"]), source,

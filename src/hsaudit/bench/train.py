@@ -106,12 +106,13 @@ def measure(
         X, y, source = ds.X, ds.y, str(data)
     kwargs = {"variant": variant}
     config = DPSGDConfig(steps=steps, batch_size=batch_size, lr=0.1, clip_norm=1.0, noise_multiplier=4.0)
-    setup = make_setup(spec=model_spec("fcnn", **kwargs), n_train=len(X), config=config, seed=seed)
-    crafted = craft(adversary, model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=config, seed=seed)
+    spec = model_spec("fcnn", **kwargs)  # resolved once, handed to every step below
+    setup = make_setup(spec=spec, n_train=len(X), config=config, seed=seed)
+    crafted = craft(adversary, spec=spec, X=X, y=y, setup=setup, config=config, seed=seed)
     bits = np.arange(models) % 2
     dev = pick_device(device)
     t0 = time.perf_counter()
-    task = dict(model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=config, crafted=crafted)
+    task = dict(spec=spec, X=X, y=y, setup=setup, config=config, crafted=crafted)
     scores = train_shard(**task, bits=bits, noise_key=seed, device=str(dev), progress=False, workers=workers).scores
     if dev.type == "cuda":
         torch.cuda.synchronize()

@@ -19,6 +19,8 @@ The prepared arrays go to one ``.npz`` file (:func:`save_dataset`, :func:`load_d
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -591,15 +593,45 @@ def configured_identity(name: str, section: Mapping[str, Any]) -> dict[str, Any]
 
 def configured_dataset(name: str, section: Mapping[str, Any]) -> Dataset:
     """Prepare dataset ``name`` as a workflow family's ``data`` section describes it (writing the synthetic copy
-    first when ``source: synthetic``)."""
+    first when ``source: synthetic``, atomically: :func:`write_synthetic_copy`)."""
     options = configured_options(name, section)
     if section.get("source") == "synthetic":
-        path = synthetic_path(name, section)
-        if not path.exists():
-            folder, write = _SYNTHETIC_WRITERS[name]
-            root = path.parent if folder else path
-            write(root, n_train=int(section["synthetic_train"]), n_test=int(section["synthetic_test"]), seed=0)
+        write_synthetic_copy(name, section)
     return prepare_dataset(name, **options)
+
+
+def write_synthetic_copy(name: str, section: Mapping[str, Any]) -> Path:
+    """The synthetic copy of ``name`` that ``section`` describes (:func:`synthetic_path`), written if missing.
+
+    The copy is written whole into a fresh directory beside its final place and then renamed into it, so no reader
+    ever sees a half-written copy, and two jobs that find it missing at once (``--cores 2``) both end with one
+    complete copy: the first rename wins, the other writer drops its own and uses the winner's (the copy is
+    deterministic, seed 0, so both are the same bytes). The data-preparation lock
+    (:func:`hsaudit.util.locks.data_lock`) still keeps a second job from writing it at all.
+
+    Raises:
+        ValueError: the rename lost to a directory that holds no copy (e.g. one left by an interrupted writer of an
+            older version): remove it and rerun.
+    """
+    path = synthetic_path(name, section)
+    if path.exists():
+        return path
+    folder, write = _SYNTHETIC_WRITERS[name]
+    top = path.parent if folder else path  # the directory that holds the whole copy: synthetic-{name}-{n}-{m}
+    top.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{top.name}.", suffix=".tmp", dir=top.parent))
+    staging.chmod(0o755)  # mkdtemp's 0o700 would follow the copy into place
+    try:
+        write(staging, n_train=int(section["synthetic_train"]), n_test=int(section["synthetic_test"]), seed=0)
+        try:
+            os.rename(staging, top)  # atomic; fails when another writer's copy (a non-empty directory) is there
+        except OSError:
+            if not path.exists():
+                raise ValueError(f"{top} exists but holds no synthetic {name} copy ({path}): remove it and rerun") from None
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    return path
 
 
 def dataset_source(path: str | os.PathLike) -> str:

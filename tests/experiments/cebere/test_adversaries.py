@@ -35,7 +35,7 @@ def task():
 
 def _craft(name, task, seed=0, **kw):
     X, y, setup = task
-    return craft(name, model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=CFG, seed=seed, **kw)
+    return craft(name, spec=model_spec("fcnn"), X=X, y=y, setup=setup, config=CFG, seed=seed, **kw)
 
 
 def test_names():
@@ -116,7 +116,7 @@ def test_save_load_round_trip(task, name, tmp_path):
     c = _craft(name, task)
     save_crafted(c, tmp_path / "c.npz")
     d = load_crafted(tmp_path / "c.npz")
-    assert d.adversary == c.adversary and d.dim == c.dim and d.source_index == c.source_index
+    assert d.adversary == c.adversary and d.dim == c.dim and d.source_index == c.source_index and d.layer == c.layer
     for key in ("gradient", "canary_x", "canary_y", "ranking"):
         a, b = getattr(c, key), getattr(d, key)
         assert (a is None) == (b is None)
@@ -130,15 +130,15 @@ def test_scores_orientation_by_hand(task):
     gc = Crafted("gc_r", 4, np.eye(68, dtype=np.float32)[4] * 2, None, None)
     moved = theta0.copy()
     moved[4] -= 0.5  # descent on +C·e_d lowers θ[d]
-    np.testing.assert_allclose(score(gc, moved, theta0, model="fcnn", model_kwargs={}), [0.5], rtol=1e-6)
+    np.testing.assert_allclose(score(gc, moved, theta0, spec=model_spec("fcnn")), [0.5], rtol=1e-6)
     cots = Crafted("cots", None, np.ones(68, dtype=np.float32), None, None)
-    s = score(cots, np.stack([theta0 - 0.1, theta0 + 0.1, theta0]), theta0, model="fcnn", model_kwargs={})
+    s = score(cots, np.stack([theta0 - 0.1, theta0 + 0.1, theta0]), theta0, spec=model_spec("fcnn"))
     np.testing.assert_allclose(s, [1.0, -1.0, 0.0], atol=1e-5)
     lf = Crafted("label_flip", None, None, np.zeros(8, dtype=np.float32), np.asarray(1))
     net = build_model("fcnn")
     load_flat_parameters(net, torch.from_numpy(theta0))
     expected = -per_sample_loss("bce", net(torch.zeros(1, 8)), torch.ones(1)).item()
-    assert score(lf, theta0, theta0, model="fcnn", model_kwargs={})[0] == pytest.approx(expected, rel=1e-5)
+    assert score(lf, theta0, theta0, spec=model_spec("fcnn"))[0] == pytest.approx(expected, rel=1e-5)
 
 
 def test_craft_rejects_bad_input(task):
@@ -180,3 +180,43 @@ def test_theta0_readings_share_d_bits_and_noise_and_differ_only_in_theta0():
         (True, True), (True, False), (False, True), (False, False)]
     with pytest.raises(ValueError, match="theta0 must be one of"):
         theta0_known("maybe")
+
+
+@pytest.mark.parametrize("name", ["gc_r", "gc_s", "cots", "label_flip"])
+def test_the_crafted_layer_is_read_back_without_torch(task, name, tmp_path):
+    """The crafting job records the parameter that holds d (fig12's ``layer`` column); the plot reads it back with
+    numpy only (:func:`hsaudit.experiments.cebere.figures.cifar.crafted_coordinate`), the same name as the built
+    module gives."""
+    from hsaudit.engine.models import parameter_at
+    from hsaudit.experiments.cebere.figures.cifar import crafted_coordinate
+
+    c = _craft(name, task)
+    save_crafted(c, tmp_path / "c.npz")
+    got = crafted_coordinate(tmp_path / "c.npz")
+    if c.dim is None:
+        assert c.layer is None and got == {"coordinate": None, "layer": None}
+    else:
+        assert got == {"coordinate": c.dim, "layer": parameter_at(build_model("fcnn"), c.dim)[0]} and c.layer == got["layer"]
+        np.savez(tmp_path / "old.npz", adversary=np.asarray(c.adversary), dim=np.asarray(c.dim))  # before the layer
+        with pytest.raises(ValueError, match="no layer: re-run its crafting job"):
+            crafted_coordinate(tmp_path / "old.npz")
+
+
+def test_craft_and_score_take_a_resolved_spec(task):
+    X, y, setup = task
+    with pytest.raises(ValueError, match="spec must be a ModelSpec"):
+        craft("gc_r", spec="fcnn", X=X, y=y, setup=setup, config=CFG, seed=0)
+    with pytest.raises(ValueError, match="spec must be a ModelSpec"):
+        score(_craft("gc_r", task), setup.theta0, setup.theta0, spec="fcnn")
+
+
+def test_crafting_draws_the_same_d_as_before_the_layer_was_recorded(task):
+    """Recording the layer builds no extra module from torch's global RNG: the stream after crafting is the one a
+    single build leaves (what the crafting job did before)."""
+    torch.manual_seed(0)
+    c = _craft("gc_r", task)
+    after = torch.rand(3)
+    torch.manual_seed(0)
+    build_model("fcnn")
+    np.testing.assert_array_equal(after.numpy(), torch.rand(3).numpy())
+    assert c.layer is not None

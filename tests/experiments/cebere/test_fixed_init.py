@@ -13,9 +13,8 @@ from hsaudit.experiments.cebere.train.fixed_init import (
     craft_fixed_init,
     fixed_init_coordinates,
     fixed_init_mask,
-    per_run_scheme,
 )
-from hsaudit.experiments.cebere.train.shards import train_shard
+from hsaudit.experiments.cebere.train.shards import per_run_scheme, train_shard
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
@@ -68,26 +67,28 @@ def test_craft_fixed_init_draws_d_among_the_fixed_coordinates():
     allowed = set(fixed_init_coordinates(spec, schemes=("xavier_normal",)).tolist())
     dims = set()
     for seed in range(12):
-        crafted = craft_fixed_init("gc_r", model="convnet", model_kwargs={}, setup=setup, clip_norm=2.0, seed=seed,
+        crafted = craft_fixed_init("gc_r", spec=model_spec("convnet"), setup=setup, clip_norm=2.0, seed=seed,
                                    setup_scheme="xavier_normal")  # fmt: skip
         assert crafted.dim in allowed and crafted.gradient[crafted.dim] == 2.0
         assert np.count_nonzero(crafted.gradient) == 1
         dims.add(crafted.dim)
     assert len(dims) > 1  # uniform over the candidates, not one fixed choice
-    again = craft_fixed_init("gc_r", model="convnet", model_kwargs={}, setup=setup, clip_norm=2.0, seed=3,
+    again = craft_fixed_init("gc_r", spec=model_spec("convnet"), setup=setup, clip_norm=2.0, seed=3,
                              setup_scheme="xavier_normal")  # fmt: skip
-    assert again.dim == craft_fixed_init("gc_r", model="convnet", model_kwargs={}, setup=setup, clip_norm=2.0,
+    assert again.dim == craft_fixed_init("gc_r", spec=model_spec("convnet"), setup=setup, clip_norm=2.0,
                                          seed=3, setup_scheme="xavier_normal").dim  # fmt: skip
     with pytest.raises(ValueError, match="restricts A_GC-R"):
-        craft_fixed_init("gc_s", model="convnet", model_kwargs={}, setup=setup, clip_norm=2.0, seed=0)
+        craft_fixed_init("gc_s", spec=model_spec("convnet"), setup=setup, clip_norm=2.0, seed=0)
     with pytest.raises(ValueError, match="no coordinate with a fixed initialisation"):  # default setups: none
-        craft_fixed_init("gc_r", model="convnet", model_kwargs={}, setup=setup, clip_norm=2.0, seed=0)
+        craft_fixed_init("gc_r", spec=model_spec("convnet"), setup=setup, clip_norm=2.0, seed=0)
     assert per_run_scheme("default") == "xavier_normal" and per_run_scheme("xavier_normal") == "xavier_normal"
+    with pytest.raises(ValueError, match="theta0_init must be one of"):
+        per_run_scheme("xavier")
 
 
 def _scores(crafted, *, known: bool, setup, theta0, config, X, y):
     bits = np.tile([0, 1], theta0.shape[0] // 2)
-    return train_shard(model="convnet", model_kwargs={}, X=X, y=y, setup=setup, config=config, crafted=crafted,
+    return train_shard(spec=model_spec("convnet"), X=X, y=y, setup=setup, config=config, crafted=crafted,
                        bits=bits, noise_key=11, theta0=theta0, known_theta0=known, device="cpu",
                        progress=False).scores, bits  # fmt: skip
 
@@ -102,7 +103,7 @@ def test_an_unknown_per_run_theta0_costs_nothing_on_a_fixed_coordinate():
     y = rng.integers(0, 10, 16)
     setup = make_setup(spec=spec, n_train=16, config=config, seed=2, theta0_init="xavier_normal")
     theta0 = population_theta0(spec, scheme="xavier_normal", key=5, models=range(8))  # per-run draws
-    fixed = craft_fixed_init("gc_r", model="convnet", model_kwargs={}, setup=setup, clip_norm=1.0, seed=4,
+    fixed = craft_fixed_init("gc_r", spec=model_spec("convnet"), setup=setup, clip_norm=1.0, seed=4,
                              setup_scheme="xavier_normal")  # fmt: skip
     known, bits = _scores(fixed, known=True, setup=setup, theta0=theta0, config=config, X=X, y=y)
     unknown, _ = _scores(fixed, known=False, setup=setup, theta0=theta0, config=config, X=X, y=y)

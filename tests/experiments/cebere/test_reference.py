@@ -49,21 +49,21 @@ def test_population_matches_opacus_fcnn(variant, adversary, backend):
     X, y = _housing_like()
     kwargs = {"variant": variant}
     setup = make_setup(spec=model_spec("fcnn", **kwargs), n_train=len(X), config=CFG, seed=1)
-    crafted = craft(adversary, model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=CFG, seed=2)
+    crafted = craft(adversary, spec=model_spec("fcnn", **kwargs), X=X, y=y, setup=setup, config=CFG, seed=2)
     scores = shard_scores(
-        model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=CFG, crafted=crafted, bits=BITS,
+        spec=model_spec("fcnn", **kwargs), X=X, y=y, setup=setup, config=CFG, crafted=crafted, bits=BITS,
         seed=7, progress=False, backend=backend, device="cpu",
     )
     assert scores.shape == (4, 3)
     for i, bit in enumerate(BITS):
         ref, _ = reference_scores(
-            model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=CFG, crafted=crafted, bit=int(bit),
+            spec=model_spec("fcnn", **kwargs), X=X, y=y, setup=setup, config=CFG, crafted=crafted, bit=int(bit),
             noise=model_noise(7, i, CFG.steps, 68),
         )
         np.testing.assert_allclose(scores[i], ref, rtol=1e-4, atol=1e-6)
     # the insertion mattered: the two worlds differ (so agreement is not trivially about b = 0)
     ref0, _ = reference_scores(
-        model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=CFG, crafted=crafted, bit=0,
+        spec=model_spec("fcnn", **kwargs), X=X, y=y, setup=setup, config=CFG, crafted=crafted, bit=0,
         noise=model_noise(7, 1, CFG.steps, 68),
     )
     assert np.abs(ref0 - scores[1]).max() > 1e-4
@@ -89,18 +89,18 @@ def test_population_matches_opacus_cifar_models(model, side, adversary):
     heavy = model == "resnet18_gn"
     cfg = DPSGDConfig(steps=2 if heavy else 4, batch_size=3, lr=0.05, clip_norm=0.5, noise_multiplier=1.0, period=2)
     setup = make_setup(spec=model_spec(model), n_train=8, config=cfg, seed=0)
-    crafted = craft(adversary, model=model, model_kwargs={}, X=X, y=y, setup=setup, config=cfg, seed=0)
+    crafted = craft(adversary, spec=model_spec(model), X=X, y=y, setup=setup, config=cfg, seed=0)
     bits = np.array([1, 0])
     p = setup.theta0.size
     per_model = population_theta0(model_spec(model), scheme="xavier_normal", key=5, models=range(2))
     for theta0 in (per_model,) if heavy else (None, per_model):
         obs = train_shard(
-            model=model, model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted, bits=bits,
+            spec=model_spec(model), X=X, y=y, setup=setup, config=cfg, crafted=crafted, bits=bits,
             noise_key=3, theta0=theta0, progress=False, device="cpu",
         )
         for i, bit in enumerate(bits):
             ref, _ = reference_scores(
-                model=model, model_kwargs={}, X=X, y=y, setup=setup, config=cfg, crafted=crafted, bit=int(bit),
+                spec=model_spec(model), X=X, y=y, setup=setup, config=cfg, crafted=crafted, bit=int(bit),
                 noise=model_noise(3, i, cfg.steps, p), theta0=None if theta0 is None else theta0[i],
             )
             np.testing.assert_allclose(obs.scores[i], ref, rtol=1e-4, atol=1e-5)
@@ -109,10 +109,10 @@ def test_population_matches_opacus_cifar_models(model, side, adversary):
 def test_reference_rejects_bad_noise():
     X, y = _housing_like()
     setup = make_setup(spec=model_spec("fcnn"), n_train=len(X), config=CFG, seed=1)
-    crafted = craft("gc_r", model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=CFG, seed=2)
+    crafted = craft("gc_r", spec=model_spec("fcnn"), X=X, y=y, setup=setup, config=CFG, seed=2)
     with pytest.raises(ValueError, match="noise"):
         reference_scores(
-            model="fcnn", model_kwargs={}, X=X, y=y, setup=setup, config=CFG, crafted=crafted, bit=1,
+            spec=model_spec("fcnn"), X=X, y=y, setup=setup, config=CFG, crafted=crafted, bit=1,
             noise=np.zeros((2, 68)),
         )
 
@@ -125,16 +125,16 @@ def test_per_model_theta0_matches_opacus(adversary, known):
     X, y = _housing_like()
     kwargs = {"variant": "8-3-8-1"}
     setup = make_setup(spec=model_spec("fcnn", **kwargs), n_train=len(X), config=CFG, seed=1)
-    crafted = craft(adversary, model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=CFG, seed=2)
+    crafted = craft(adversary, spec=model_spec("fcnn", **kwargs), X=X, y=y, setup=setup, config=CFG, seed=2)
     theta0 = population_theta0(model_spec("fcnn", **kwargs), scheme="xavier_normal", key=11, models=range(10, 14))
     assert not np.allclose(theta0[0], theta0[1])
     obs = train_shard(
-        model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=CFG, crafted=crafted, bits=BITS,
+        spec=model_spec("fcnn", **kwargs), X=X, y=y, setup=setup, config=CFG, crafted=crafted, bits=BITS,
         noise_key=7, first_model=10, theta0=theta0, known_theta0=known, progress=False, device="cpu",
     )
     for i, bit in enumerate(BITS):
         ref, _ = reference_scores(
-            model="fcnn", model_kwargs=kwargs, X=X, y=y, setup=setup, config=CFG, crafted=crafted, bit=int(bit),
+            spec=model_spec("fcnn", **kwargs), X=X, y=y, setup=setup, config=CFG, crafted=crafted, bit=int(bit),
             noise=model_noise(7, 10 + i, CFG.steps, 68), theta0=theta0[i], known_theta0=known,
         )
         np.testing.assert_allclose(obs.scores[i], ref, rtol=1e-4, atol=1e-6)

@@ -185,7 +185,7 @@ def test_noiseless_subtraction_is_the_canary_contribution_at_zero_noise():
     silent = [0, 8, 16]
     canaries = Canaries(np.array([*silent, 5, 30, 40, 60]), 1.0, "random")
     bits = np.array([[1, 0, 1, 1, 0, 1, 0], [0, 1, 1, 0, 1, 1, 1], [0, 0, 0, 0, 0, 0, 0]])
-    kw = dict(model="fcnn", model_kwargs=KW, X=X, y=y, setup=setup, canaries=canaries, noise_key=3)
+    kw = dict(spec=model_spec("fcnn", **KW), X=X, y=y, setup=setup, canaries=canaries, noise_key=3)
     scores = train_one_run_shard(config=cfg, bits=bits, **kw)
     # As simulate_one_run_noiseless runs it: the one-run trainer, σ = 0, every bit 0.
     s0 = train_one_run_shard(config=dataclasses.replace(cfg, noise_multiplier=0.0),

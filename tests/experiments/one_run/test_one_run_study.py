@@ -128,7 +128,7 @@ def test_craft_canaries_distinct_coordinates(rule):
     X, y = housing_like(100, 0)
     cfg = DPSGDConfig(steps=3, batch_size=10, lr=0.1, clip_norm=1.0, noise_multiplier=1.0)
     setup = make_setup(spec=model_spec("fcnn", **KW), n_train=100, config=cfg, seed=1)
-    training = dict(model="fcnn", model_kwargs=KW, X=X, y=y, setup=setup, config=cfg, seed=3)
+    training = dict(spec=model_spec("fcnn", **KW), X=X, y=y, setup=setup, config=cfg, seed=3)
     # least_moving ranks by A_GC-S Noiseless-PS's simulation, as the crafting job does.
     ranking = craft("gc_s_noiseless_ps", **training, simulations=1).ranking if rule == "least_moving" else None
     c = craft_canaries(rule, canaries=20, ranking=ranking, **training)
@@ -145,9 +145,9 @@ def test_training_scores_the_included_canaries_higher_and_splits_by_model():
     X, y = housing_like(200, 0)
     cfg = DPSGDConfig(steps=8, batch_size=20, lr=0.5, clip_norm=1.0, noise_multiplier=0.5)
     setup = make_setup(spec=model_spec("fcnn", **KW), n_train=200, config=cfg, seed=1)
-    c = craft_canaries("random", canaries=30, model="fcnn", model_kwargs=KW, X=X, y=y, setup=setup, config=cfg, seed=2)
+    c = craft_canaries("random", canaries=30, spec=model_spec("fcnn", **KW), X=X, y=y, setup=setup, config=cfg, seed=2)
     bits = canary_bits(seed=SEED, key="t", models=range(6), canaries=30, dataset="housing")
-    kw = dict(model="fcnn", model_kwargs=KW, X=X, y=y, setup=setup, config=cfg, canaries=c, noise_key=9)
+    kw = dict(spec=model_spec("fcnn", **KW), X=X, y=y, setup=setup, config=cfg, canaries=c, noise_key=9)
     scores = train_one_run_shard(bits=bits, **kw)
     assert scores.shape == (6, 30)
     assert scores[bits == 1].mean() > scores[bits == 0].mean()

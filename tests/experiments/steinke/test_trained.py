@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from hsaudit.accounting import last_iterate as H
+from hsaudit.engine.models import model_spec
 from hsaudit.experiments.steinke.audit import COLUMNS, METHODS, fig2_table
 from hsaudit.experiments.steinke.plan import plan_fig2
 from hsaudit.experiments.steinke.train.images import (
@@ -19,6 +20,11 @@ from hsaudit.experiments.steinke.train.images import (
 )
 from hsaudit.experiments.steinke.train.shards import shard_models
 from hsaudit.pipeline import provenance
+
+def arch_of(spec):
+    """The population's architecture, resolved once as ``workflow/scripts/train_steinke_shard.py`` does."""
+    return model_spec(spec["model"], **(spec["model_kwargs"] or {}))
+
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
@@ -80,7 +86,7 @@ def test_noiseless_zero_background_score_counts_the_inclusions_exactly():
     X, y = _data()
     spec = plan_fig2({**SECTION, "noise_multiplier": 0.0, "models_per_world": 20, "shard_size": 40}, seed=3,
                      data_identity=DATA).spec
-    out = train_dirac_shard(spec, 0, X=X, y=y, device="cpu")
+    out = train_dirac_shard(spec, 0, arch=arch_of(spec), X=X, y=y, device="cpu")
     bits = out["bits"].astype(bool)
     np.testing.assert_allclose(out["scores"][bits], np.cumsum(out["canary_steps"][bits], axis=1), atol=1e-5)
     np.testing.assert_array_equal(out["scores"][~bits], 0.0)
@@ -97,7 +103,7 @@ def test_zero_background_reproduces_fig3_law():
     X, y = _data()
     spec = plan_fig2({**SECTION, "models_per_world": 4000, "shard_size": 8000, "noise_multiplier": 0.7}, seed=5,
                      data_identity=DATA).spec
-    out = train_dirac_shard(spec, 0, X=X, y=y, device="cpu")
+    out = train_dirac_shard(spec, 0, arch=arch_of(spec), X=X, y=y, device="cpu")
     bits = out["bits"].astype(bool)
     q = float(out["sampling_rate"])
     for t in (1, 5, 20):
@@ -114,7 +120,7 @@ def test_zero_background_reproduces_fig3_law():
 def test_fig2_table_columns_and_accounting():
     X, y = _data()
     spec = plan_fig2(SECTION, seed=1, data_identity=DATA).spec
-    shard = train_dirac_shard(spec, 0, X=X, y=y, device="cpu")
+    shard = train_dirac_shard(spec, 0, arch=arch_of(spec), X=X, y=y, device="cpu")
     table = fig2_table([shard], steps=[1, 20], noise_multiplier=1.0, delta=1e-5, confidence=0.95, seed=1,
                        model="fcnn", background="zero", data_source="toy")
     assert list(table.columns) == list(COLUMNS)

@@ -35,6 +35,12 @@ from hsaudit.experiments.steinke.train.images import (
     train_shard,
 )
 
+
+def arch_of(spec):
+    """The population's architecture, resolved once as ``workflow/scripts/train_steinke_shard.py`` does."""
+    return model_spec(spec["model"], **(spec["model_kwargs"] or {}))
+
+
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 MODEL = {"features": 8, "num_classes": 3}  # alexnet_head: one Linear 8 -> 3 (mlp backend), a 3-class softmax
@@ -93,7 +99,7 @@ def test_fig4_canary_is_the_frozen_label_flip_bit_for_bit(source, index, label):
         label = (label + 1) % 3
     spec = plan_fig4(FIG4, seed=1, data_identity=DATA, test_identity=TEST)["natural"].spec
     spec = {**spec, "canary": {"source": source, "index": index, "label": label}}
-    x, lab = fig4_canary(spec, train=train, test=test)
+    x, lab = fig4_canary(spec, arch=arch_of(spec), train=train, test=test)
     fx, flab = frozen_label_flip_canary(X, y, index=index, label=label, n_classes=3)
     assert x.shape == fx.shape == (1, 8) and x.dtype == fx.dtype and x.tobytes() == fx.tobytes()
     assert lab.dtype == flab.dtype and lab.tolist() == flab.tolist()
@@ -104,7 +110,7 @@ def test_fig4_spreads_drawn_canary_is_the_frozen_label_flip_bit_for_bit(draw):
     train, test = _data(50, 1), _data(5, 2)
     spec = plan_fig4(FIG4, seed=1, data_identity=DATA, test_identity=TEST)["natural"].spec
     spec = {**spec, "canary": {"source": "test", "index": None, "label": None, "draw": draw}}
-    x, lab = fig4_canary(spec, train=train, test=test)
+    x, lab = fig4_canary(spec, arch=arch_of(spec), train=train, test=test)
     fx, flab = frozen_label_flip_canary(*test, index=images.canary_index(spec, 5), label=None, n_classes=3)
     assert x.tobytes() == fx.tobytes() and lab.tolist() == flab.tolist()
 
@@ -112,9 +118,9 @@ def test_fig4_spreads_drawn_canary_is_the_frozen_label_flip_bit_for_bit(draw):
 def test_fig4_canary_takes_its_split():
     spec = plan_fig4(FIG4, seed=1, data_identity=DATA, test_identity=TEST)["natural"].spec
     train, test = _data(50, 1), _data(5, 2)
-    assert np.array_equal(fig4_canary(spec, train=train, test=test)[0][0], test[0][2])
+    assert np.array_equal(fig4_canary(spec, arch=arch_of(spec), train=train, test=test)[0][0], test[0][2])
     spec_train = {**spec, "canary": {"source": "train", "index": 2, "label": None}}
-    assert np.array_equal(fig4_canary(spec_train, train=train, test=test)[0][0], train[0][2])
+    assert np.array_equal(fig4_canary(spec_train, arch=arch_of(spec_train), train=train, test=test)[0][0], train[0][2])
 
 
 def test_fig4_plans_one_per_background_keyed_by_the_canary_and_test_set():
@@ -173,8 +179,8 @@ def test_blank_background_is_built_right(monkeypatch):
     monkeypatch.setattr(images, "train_population", spy)
     spec = plan_fig4(FIG4, seed=1, data_identity=DATA, test_identity=TEST)["blank"].spec
     test = _data(20, 5)
-    canary = fig4_canary(spec, train=(X, y), test=test)
-    out = train_label_flip_shard(spec, 0, X=X, y=y, canary=canary, test=test, device="cpu")
+    canary = fig4_canary(spec, arch=arch_of(spec), train=(X, y), test=test)
+    out = train_label_flip_shard(spec, 0, arch=arch_of(spec), X=X, y=y, canary=canary, test=test, device="cpu")
     assert not seen["X"].any() and seen["X"].shape == X.shape
     assert torch.equal(seen["y"], torch.as_tensor(y))
     assert torch.equal(seen["canary"][0], torch.as_tensor(test[0][2:3])) and int(seen["canary"][1]) == (test[1][2] + 1) % 3
@@ -188,20 +194,20 @@ def test_train_shard_runs_the_canarys_trainer():
     X, y = _data()
     test = _data(20, 5)
     spec = plan_fig4(FIG4, seed=1, data_identity=DATA, test_identity=TEST)["natural"].spec
-    got = train_shard("label_flip", spec, 0, X=X, y=y, test=test, device="cpu")
-    want = train_label_flip_shard(spec, 0, X=X, y=y, canary=fig4_canary(spec, train=(X, y), test=test), test=test,
-                                  device="cpu")
+    got = train_shard("label_flip", spec, 0, arch=arch_of(spec), X=X, y=y, test=test, device="cpu")
+    canary = fig4_canary(spec, arch=arch_of(spec), train=(X, y), test=test)
+    want = train_label_flip_shard(spec, 0, arch=arch_of(spec), X=X, y=y, canary=canary, test=test, device="cpu")
     want["canary_index"] = np.int64(2)
     assert got.keys() == want.keys() and all(np.array_equal(got[k], want[k]) for k in want)
     section = dict(steps=[2], models_per_world=2, shard_size=4, model="alexnet_head", model_kwargs=MODEL,
                    background="natural", batch_size=20, lr=0.5, clip_norm=1.0, noise_multiplier=1.0, canary_dim=None,
                    backend="auto")
     dirac = plan_fig2(section, seed=1, data_identity=DATA, test_identity=TEST).spec
-    got = train_shard("dirac", dirac, 0, X=X, y=y, test=test, device="cpu")
-    want = train_dirac_shard(dirac, 0, X=X, y=y, test=test, device="cpu")
+    got = train_shard("dirac", dirac, 0, arch=arch_of(dirac), X=X, y=y, test=test, device="cpu")
+    want = train_dirac_shard(dirac, 0, arch=arch_of(dirac), X=X, y=y, test=test, device="cpu")
     assert got.keys() == want.keys() and all(np.array_equal(got[k], want[k]) for k in want)
     with pytest.raises(ValueError, match="canary must be one of"):
-        train_shard("gradient", dirac, 0, X=X, y=y, test=test, device="cpu")
+        train_shard("gradient", dirac, 0, arch=arch_of(dirac), X=X, y=y, test=test, device="cpu")
 
 
 def test_fig4_canary_lowers_its_own_loss_and_table_columns():
@@ -213,8 +219,8 @@ def test_fig4_canary_lowers_its_own_loss_and_table_columns():
     panels = {}
     for background, plan in plans.items():
         spec = plan.spec
-        canary = fig4_canary(spec, train=(X, y), test=test)
-        panels[background] = [train_label_flip_shard(spec, 0, X=X, y=y, canary=canary, test=test, device="cpu")]
+        canary = fig4_canary(spec, arch=arch_of(spec), train=(X, y), test=test)
+        panels[background] = [train_label_flip_shard(spec, 0, arch=arch_of(spec), X=X, y=y, canary=canary, test=test, device="cpu")]
         shard = panels[background][0]
         bits = shard["bits"].astype(bool)
         assert shard["scores"][bits, -1].mean() > shard["scores"][~bits, -1].mean(), background
@@ -254,7 +260,7 @@ def test_table2_columns_accuracy_and_markdown():
     for b, sigma in ((20, 1.0), (10, 0.8)):
         spec = plan_fig2({**section, "batch_size": b, "noise_multiplier": sigma}, seed=1, data_identity=DATA,
                          test_identity=TEST).spec
-        shard = train_dirac_shard(spec, 0, X=X, y=y, test=test, device="cpu")
+        shard = train_dirac_shard(spec, 0, arch=arch_of(spec), X=X, y=y, test=test, device="cpu")
         rows.append({"shards": [shard], "steps": 5, "noise_multiplier": sigma, "data_source": "toy",
                      "paper": {"heuristic": 6.34, "standard": 8.0, "accuracy": 0.795, "empirical": 1.7}})
     table = table2(rows, delta=1e-5, confidence=0.95, seed=1, model="alexnet_head")
@@ -270,7 +276,7 @@ def test_table2_columns_accuracy_and_markdown():
     lines = md.splitlines()
     assert lines[0].startswith("| Batch size |") and len([ln for ln in lines if ln.startswith("| 20 ")]) == 1
     assert "(6.34)" in md and "(79.5%)" in md and md.rstrip().endswith("scale=test")
-    no_test = train_dirac_shard(spec, 0, X=X, y=y, device="cpu")
+    no_test = train_dirac_shard(spec, 0, arch=arch_of(spec), X=X, y=y, device="cpu")
     with pytest.raises(ValueError, match="test accuracy"):
         table2([{**rows[0], "shards": [no_test]}], delta=1e-5, confidence=0.95, seed=1)
     assert math.isfinite(table["empirical_sigma_last_iterate"].iloc[0])
@@ -305,8 +311,8 @@ def test_zero_gradient_panel_without_noise_moves_only_with_the_canary():
     test = _data(20, 5)
     spec = plan_fig4({**FIG4, "backgrounds": ["zero_gradient"], "noise_multiplier": 0.0}, seed=1,
                      data_identity=DATA, test_identity=TEST)["zero_gradient"].spec
-    canary = fig4_canary(spec, train=(X, y), test=test)
-    out = train_label_flip_shard(spec, 0, X=X, y=y, canary=canary, test=test, device="cpu")
+    canary = fig4_canary(spec, arch=arch_of(spec), train=(X, y), test=test)
+    out = train_label_flip_shard(spec, 0, arch=arch_of(spec), X=X, y=y, canary=canary, test=test, device="cpu")
     engine = population_engine(model_spec("alexnet_head", **MODEL), "cpu")
     theta0 = torch.as_tensor(images.init_theta0(model_spec("alexnet_head", **MODEL), scheme="default",
                                                 seed=images.derive_seed(spec["seed"], "steinke-fig2-theta0")))

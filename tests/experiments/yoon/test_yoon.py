@@ -30,6 +30,7 @@ from hsaudit.util.seeding import derive_seed
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 MNIST = "mnist_cnn"
+ARCH = model_spec(MNIST)  # resolved once, as the workflow scripts do
 SHAPE = (1, 28, 28)
 MEAN, STD = np.array([0.1307], np.float32), np.array([0.3081], np.float32)
 
@@ -46,7 +47,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def theta0():
-    return train.average_theta0(MNIST, seed=3)
+    return train.average_theta0(ARCH, seed=3)
 
 
 def blank():
@@ -55,7 +56,7 @@ def blank():
 
 def worlds(data, theta0, **kw):
     X, y, _, _ = data
-    args = dict(model=MNIST, theta0=theta0, X=X, y=y, canary=blank(), models_per_world=2, steps=2, lr=4.0,
+    args = dict(spec=ARCH, theta0=theta0, X=X, y=y, canary=blank(), models_per_world=2, steps=2, lr=4.0,
                 clip_norm=1.0, sigma=0.0, noise_key=7, device="cpu")
     return train.train_worlds(**{**args, **kw})
 
@@ -103,9 +104,9 @@ def test_world_members():
 
 
 def test_average_theta0_is_seeded_with_constant_biases():
-    a, b = train.average_theta0(MNIST, seed=1), train.average_theta0(MNIST, seed=1)
+    a, b = train.average_theta0(ARCH, seed=1), train.average_theta0(ARCH, seed=1)
     assert a.shape == (25_386,) and np.array_equal(a, b)
-    assert not np.array_equal(a, train.average_theta0(MNIST, seed=2))
+    assert not np.array_equal(a, train.average_theta0(ARCH, seed=2))
     net = build_model(MNIST)
     load_flat_parameters(net, torch.from_numpy(a))
     biases = [p.detach().numpy() for name, p in net.named_parameters() if name.endswith("bias")]
@@ -187,7 +188,7 @@ def canary(kind, data, theta0, X=None, **kw):
     X_, y_, aux_X, aux_y = data
     X = X_ if X is None else X
     y = np.zeros(len(X), np.int64) if y_ is None else y_
-    return train.make_canary(kind, model=MNIST, X=X, y=y, aux_X=aux_X, aux_y=aux_y, theta0=theta0,
+    return train.make_canary(kind, spec=ARCH, X=X, y=y, aux_X=aux_X, aux_y=aux_y, theta0=theta0,
                             mean=MEAN, std=STD, seed=5, **kw)
 
 
@@ -235,7 +236,7 @@ def test_clipbkd_canary_is_the_least_variance_direction(theta0):
 
 def test_unknown_canary():
     with pytest.raises(ValueError, match="canary must be one of"):
-        train.make_canary("gold", model=MNIST, X=np.zeros((2, *SHAPE)), y=np.zeros(2), aux_X=None, aux_y=None,
+        train.make_canary("gold", spec=ARCH, X=np.zeros((2, *SHAPE)), y=np.zeros(2), aux_X=None, aux_y=None,
                           theta0=None, mean=MEAN, std=STD, seed=0)
 
 
@@ -250,15 +251,15 @@ def test_train_run_trains_every_role_with_its_own_noise(data):
                 blank_label=9, clip_norm=1.0, steps=2, lr=4.0, epsilon=10.0, models_per_world=2,
                 craft_models_per_world=3, validation_models_per_world=1)  # fmt: skip
     arrays = dict(X=X, y=y, aux_X=aux_X, aux_y=aux_y, mean=MEAN, std=STD, data_source="mnist:synthetic")
-    out = train.train_run(spec, arrays, population_key="abc", run=1, noise_multiplier=0.5, device="cpu",
+    out = train.train_run(spec, arrays, arch=ARCH, population_key="abc", run=1, noise_multiplier=0.5, device="cpu",
                           progress=False)  # fmt: skip
-    theta0 = train.average_theta0(MNIST, seed=derive_seed(5, "yoon-theta0", "k", MNIST, "shared"), bias=0.01)
+    theta0 = train.average_theta0(ARCH, seed=derive_seed(5, "yoon-theta0", "k", MNIST, "shared"), bias=0.01)
     np.testing.assert_array_equal(out["theta0"], theta0)
     assert train.Canary.from_arrays(out) == train.Canary("blank", out["canary_x"], 9, "all-zero input, label 9")
     assert float(out["noise_multiplier"]) == 0.5 and out["data_source"] == "mnist:synthetic"
     sizes = {"craft": 3, "audit": 2, "validation": 1}
     for role, n in sizes.items():
-        theta, bits = train.train_worlds(model=MNIST, theta0=theta0, X=X, y=y, canary=blank(), models_per_world=n,
+        theta, bits = train.train_worlds(spec=ARCH, theta0=theta0, X=X, y=y, canary=blank(), models_per_world=n,
                                          steps=2, lr=4.0, clip_norm=1.0, sigma=0.5, device="cpu",
                                          noise_key=derive_seed(5, "yoon-noise", "abc", 1, role))  # fmt: skip
         np.testing.assert_array_equal(out[f"{role}_theta"], theta)
@@ -278,13 +279,13 @@ def noisy_population(data, theta0):
 @pytest.mark.parametrize("adversary", ["a_ude", "a_ade"])
 def test_crafting_lowers_its_objective(noisy_population, adversary):
     theta, members = noisy_population
-    kw = dict(model=MNIST, theta=theta, members=members, canary=blank(), margin=0.2,
+    kw = dict(spec=ARCH, theta=theta, members=members, canary=blank(), margin=0.2,
               recipe=CraftRecipe(steps=10, lr=0.05), device="cpu")  # fmt: skip
     a = crafting.craft_sample(adversary, **kw)
     assert a.objective_end < a.objective_start or (adversary == "a_ade" and a.objective_end == 0.0)
     assert a.y == 9 and a.x.shape == SHAPE and not np.array_equal(a.x, blank().x)
     # the objective recomputed from sample_losses agrees with the reported end value
-    losses = torch.from_numpy(crafting.sample_losses(MNIST, theta, a.x, a.y, device="cpu"))
+    losses = torch.from_numpy(crafting.sample_losses(ARCH, theta, a.x, a.y, device="cpu"))
     bits = members.astype(bool)
     value = float(crafting.objective(adversary, losses[~bits], losses[bits], margin=0.2))
     assert value == pytest.approx(a.objective_end, rel=1e-4, abs=1e-6)
@@ -294,22 +295,22 @@ def test_crafting_lowers_its_objective(noisy_population, adversary):
 
 def test_a_c_returns_the_canary(noisy_population):
     theta, members = noisy_population
-    a = crafting.craft_sample("a_c", model=MNIST, theta=theta, members=members, canary=blank())
+    a = crafting.craft_sample("a_c", spec=ARCH, theta=theta, members=members, canary=blank())
     assert np.array_equal(a.x, blank().x) and a.y == 9 and math.isnan(a.objective_start)
 
 
 def test_craft_validates(noisy_population):
     theta, members = noisy_population
     with pytest.raises(ValueError, match="adversary must be one of"):
-        crafting.craft_sample("a_x", model=MNIST, theta=theta, members=members, canary=blank())
+        crafting.craft_sample("a_x", spec=ARCH, theta=theta, members=members, canary=blank())
     with pytest.raises(ValueError, match="both worlds"):
-        crafting.craft_sample("a_ude", model=MNIST, theta=theta, members=np.zeros(len(theta)), canary=blank(),
+        crafting.craft_sample("a_ude", spec=ARCH, theta=theta, members=np.zeros(len(theta)), canary=blank(),
                               recipe=CraftRecipe(steps=1))  # fmt: skip
     with pytest.raises(ValueError, match="validation population"):
-        crafting.craft_sample("a_ude", model=MNIST, theta=theta, members=members, canary=blank(),
+        crafting.craft_sample("a_ude", spec=ARCH, theta=theta, members=members, canary=blank(),
                               recipe=CraftRecipe(stop_on_validation=True))  # fmt: skip
     with pytest.raises(ValueError, match="pixel bounds"):
-        crafting.craft_sample("a_ude", model=MNIST, theta=theta, members=members, canary=blank(),
+        crafting.craft_sample("a_ude", spec=ARCH, theta=theta, members=members, canary=blank(),
                               recipe=CraftRecipe(pixel_range=True))  # fmt: skip
     for bad, needle in (({"optimizer": "lbfgs"}, "optimizer"), ({"budget_norm": "l1", "budget": 1.0}, "budget_norm"),
                         ({"budget_norm": "l2"}, "budget > 0"), ({"steps": 0}, "steps >= 1"), ({"stepz": 3}, "stepz")):
@@ -399,7 +400,7 @@ RECIPES = {
 
 def audit_of(theta, *, members, sample, **kw):
     """The GDP audit of ``sample`` scored on the models ``theta`` (what an audit job runs per split)."""
-    return audit.audit_scores(crafting.sample_scores(MNIST, theta, sample, device="cpu"), members, **kw)
+    return audit.audit_scores(crafting.sample_scores(ARCH, theta, sample, device="cpu"), members, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -417,7 +418,7 @@ def test_held_out_crafting_finds_no_leakage_where_there_is_none(null_populations
     craft_theta, bits = null_populations["craft"]
     audit_theta, _ = null_populations["audit"]
     recipe = RECIPES[name]
-    a = crafting.craft_sample("a_ade", model=MNIST, theta=craft_theta, members=bits, canary=blank(), recipe=recipe,
+    a = crafting.craft_sample("a_ade", spec=ARCH, theta=craft_theta, members=bits, canary=blank(), recipe=recipe,
                               pixel_bounds=((0 - MEAN) / STD, (1 - MEAN) / STD), validation=null_populations["val"],
                               device="cpu")  # fmt: skip
     N = len(bits) // 2
@@ -431,7 +432,7 @@ def test_held_out_crafting_finds_no_leakage_where_there_is_none(null_populations
 def test_recipe_constraints_hold_after_crafting(noisy_population):
     theta, members = noisy_population
     lo, hi = (0 - MEAN) / STD, (1 - MEAN) / STD
-    kw = dict(model=MNIST, theta=theta, members=members, canary=blank(), device="cpu")
+    kw = dict(spec=ARCH, theta=theta, members=members, canary=blank(), device="cpu")
     a = crafting.craft_sample("a_ude", recipe=CraftRecipe(steps=10, lr=0.5, pixel_range=True), pixel_bounds=(lo, hi), **kw)
     assert (a.x >= lo - 1e-6).all() and (a.x <= hi + 1e-6).all() and not np.array_equal(a.x, blank().x)
     b = crafting.craft_sample("a_ude", recipe=CraftRecipe(steps=10, lr=0.5, budget_norm="l2", budget=0.5), **kw)
@@ -451,13 +452,13 @@ def test_validation_stop_keeps_the_canary_when_crafting_never_helps(noisy_popula
     theta, members = noisy_population
     recipe = CraftRecipe(steps=6, lr=0.05, stop_on_validation=True, check_every=2)
     flipped = (theta, ~members.astype(bool))  # the same models, worlds swapped: crafting moves μ̂ the wrong way
-    a = crafting.craft_sample("a_ude", model=MNIST, theta=theta, members=members, canary=blank(), recipe=recipe,
+    a = crafting.craft_sample("a_ude", spec=ARCH, theta=theta, members=members, canary=blank(), recipe=recipe,
                               validation=flipped, device="cpu")  # fmt: skip
     assert a.selected_step == 0 and np.array_equal(a.x, blank().x)
-    b = crafting.craft_sample("a_ude", model=MNIST, theta=theta, members=members, canary=blank(), recipe=recipe,
+    b = crafting.craft_sample("a_ude", spec=ARCH, theta=theta, members=members, canary=blank(), recipe=recipe,
                               validation=(theta, members), device="cpu")  # fmt: skip
     assert b.selected_step in (0, 2, 4, 6) and b.validation_mu >= crafting.moment_mu(
-        -torch.from_numpy(crafting.sample_losses(MNIST, theta, blank().x, 9, device="cpu")), torch.as_tensor(members.astype(bool)))
+        -torch.from_numpy(crafting.sample_losses(ARCH, theta, blank().x, 9, device="cpu")), torch.as_tensor(members.astype(bool)))
 
 
 def test_moment_mu_closed_form():
@@ -483,15 +484,15 @@ def test_craft_key_keeps_the_paper_recipe_keys():
 
 def kl_to(targets, surrogates, X):
     with torch.no_grad():
-        p = torch.log_softmax(crafting.population_logits(MNIST, torch.as_tensor(targets), torch.as_tensor(X)), -1)
-        q = torch.log_softmax(crafting.population_logits(MNIST, torch.as_tensor(surrogates), torch.as_tensor(X)), -1)
+        p = torch.log_softmax(crafting.population_logits(ARCH, torch.as_tensor(targets), torch.as_tensor(X)), -1)
+        q = torch.log_softmax(crafting.population_logits(ARCH, torch.as_tensor(surrogates), torch.as_tensor(X)), -1)
     return (p.exp() * (p - q)).sum(-1).mean(-1).numpy()
 
 
 def test_distillation_moves_surrogates_towards_their_targets(data, noisy_population):
     X = data[0]
     targets = noisy_population[0][[0, 5]]
-    surrogates = crafting.distill_surrogates(model=MNIST, targets=targets, X_query=X, seed=4, epochs=3, batch_size=4,
+    surrogates = crafting.distill_surrogates(spec=ARCH, targets=targets, X_query=X, seed=4, epochs=3, batch_size=4,
                                          lr=1e-3, device="cpu")
     spec = model_spec(MNIST)
     start = np.stack([init_theta0(spec, scheme="xavier_normal", seed=derive_seed(4, "surrogate", i), bias=0.01)
@@ -502,7 +503,7 @@ def test_distillation_moves_surrogates_towards_their_targets(data, noisy_populat
 
 
 def test_population_logits_shape(noisy_population, data):
-    logits = crafting.population_logits(MNIST, torch.as_tensor(noisy_population[0][:3]), torch.as_tensor(data[0][:5]))
+    logits = crafting.population_logits(ARCH, torch.as_tensor(noisy_population[0][:3]), torch.as_tensor(data[0][:5]))
     assert logits.shape == (3, 5, 10)
 
 
@@ -518,10 +519,10 @@ def mean_loss(model, theta, X, y, **kw):
 
 def test_pretrain_lowers_the_aux_loss(data, theta0):
     _, _, aux_X, aux_y = data
-    worst = train.pretrain(MNIST, theta0, aux_X, aux_y, epochs=3, lr=0.05, batch_size=4, seed=0)
+    worst = train.pretrain(ARCH, theta0, aux_X, aux_y, epochs=3, lr=0.05, batch_size=4, seed=0)
     assert worst.shape == theta0.shape and worst.dtype == np.float32
     assert mean_loss(MNIST, worst, aux_X, aux_y) < mean_loss(MNIST, theta0, aux_X, aux_y)
-    np.testing.assert_array_equal(worst, train.pretrain(MNIST, theta0, aux_X, aux_y, epochs=3, lr=0.05,
+    np.testing.assert_array_equal(worst, train.pretrain(ARCH, theta0, aux_X, aux_y, epochs=3, lr=0.05,
                                                        batch_size=4, seed=0))
 
 
@@ -530,17 +531,17 @@ def test_cifar_pretraining_keeps_the_body_and_resets_the_head():
     rng = np.random.default_rng(2)
     X_pre = rng.standard_normal((8, 3, 32, 32)).astype(np.float32)
     y_pre = rng.integers(0, 100, 8)
-    theta0 = train.average_theta0(model, seed=0)
+    theta0 = train.average_theta0(model_spec(model), seed=0)
     p = theta0.size
     head = 128 * 10 + 10  # FC 128 → 10
     # epochs=0: no fine-tuning, so the head is θ0's and the body is the CIFAR-100 pre-trained one
-    out = train.pretrain(model, theta0, X_pre[:0], y_pre[:0], epochs=0, lr=0.01, batch_size=8, seed=0,
+    out = train.pretrain(model_spec(model), theta0, X_pre[:0], y_pre[:0], epochs=0, lr=0.01, batch_size=8, seed=0,
                         X_pre=X_pre, y_pre=y_pre, pre_classes=100, pre_epochs=1)
     assert out.shape == (p,) == (count_parameters(build_model(model)),)
     np.testing.assert_array_equal(out[p - head:], theta0[p - head:])
     assert not np.allclose(out[: p - head], theta0[: p - head])
     # without pre_epochs the CIFAR-100 stage is skipped
-    same = train.pretrain(model, theta0, X_pre[:0], y_pre[:0], epochs=0, lr=0.01, batch_size=8, seed=0,
+    same = train.pretrain(model_spec(model), theta0, X_pre[:0], y_pre[:0], epochs=0, lr=0.01, batch_size=8, seed=0,
                          X_pre=X_pre, y_pre=y_pre, pre_epochs=0)
     np.testing.assert_array_equal(same, theta0)
 
@@ -556,9 +557,9 @@ def test_audit_sample_scores_are_negative_losses_and_separate_a_toy(theta0):
     theta[N:, last_bias.start + 9] += 5.0  # the D′ models favour class 9: lower loss on the blank canary
     theta += np.random.default_rng(0).normal(0, 1e-3, theta.shape).astype(np.float32)
     members = train.world_members(N)
-    sample = crafting.craft_sample("a_c", model=MNIST, theta=theta, members=members, canary=blank())
-    scores = crafting.sample_scores(MNIST, theta, sample, device="cpu")
-    np.testing.assert_allclose(scores, -crafting.sample_losses(MNIST, theta, sample.x, 9, device="cpu"))
+    sample = crafting.craft_sample("a_c", spec=ARCH, theta=theta, members=members, canary=blank())
+    scores = crafting.sample_scores(ARCH, theta, sample, device="cpu")
+    np.testing.assert_allclose(scores, -crafting.sample_losses(ARCH, theta, sample.x, 9, device="cpu"))
     assert scores[N:].min() > scores[:N].max()
     result = audit.audit_scores(scores, members, delta=1e-5, confidence=0.95, mode="paper", seed=0)
     assert result["epsilon"] > 0
@@ -822,7 +823,7 @@ def test_craft_run_scores_every_model_and_audit_table_audits_each_block(data, th
            **blank().arrays()}  # fmt: skip
     spec = {"craft": {"steps": 3, "lr": 0.05}, "access": "white", "margins": [0.1, 0.2]}
     samples, scores = crafting.craft_run(run, {"X": X, "mean": MEAN, "std": STD}, spec=spec,
-                                         population={"model": MNIST, "seed": 0}, audit_key="k", run_index=4,
+                                         population={"model": MNIST, "seed": 0}, arch=ARCH, audit_key="k", run_index=4,
                                          device="cpu")  # fmt: skip
     assert [(s.adversary, s.margin) for s in samples][1:] == [("a_ude", 0.0), ("a_ade", 0.1), ("a_ade", 0.2)]
     assert len(scores) == len(samples) * (6 + 4) and set(scores["run"]) == {4}
@@ -833,7 +834,7 @@ def test_craft_run_scores_every_model_and_audit_table_audits_each_block(data, th
                                                              for s in crafting.SPLITS]  # fmt: skip
     for row, sample in zip(table.itertuples(), [s for s in samples for _ in crafting.SPLITS]):
         theta, bits = (craft if row.split == "same" else held)
-        expected = audit.audit_scores(crafting.sample_scores(MNIST, theta, sample, device="cpu"), bits, **kw)
+        expected = audit.audit_scores(crafting.sample_scores(ARCH, theta, sample, device="cpu"), bits, **kw)
         assert row.epsilon == expected["epsilon"] and row.mu == expected["mu"]
         assert (row.epsilon_valid, row.mu_valid, row.valid_mode) == (expected["epsilon_valid"], expected["mu_valid"],
                                                                      "crossing")  # fmt: skip

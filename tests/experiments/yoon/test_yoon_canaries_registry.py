@@ -12,7 +12,7 @@ import yaml
 
 from conftest import REPO
 from hsaudit.engine.canaries import CANARIES, OOD_TRANSFORMS, CanarySource, canary_type
-from hsaudit.engine.models import build_model, load_flat_parameters, num_classes
+from hsaudit.engine.models import build_model, load_flat_parameters, model_spec, num_classes
 from hsaudit.experiments.yoon import train
 from hsaudit.util.seeding import derive_seed
 
@@ -62,7 +62,7 @@ def data():
     y = rng.integers(0, 10, 40).astype(np.int64)
     aux_X = rng.standard_normal((25, *SHAPE)).astype(np.float32)
     aux_y = rng.integers(0, 10, 25).astype(np.int64)
-    theta0 = train.average_theta0(MNIST, seed=4)
+    theta0 = train.average_theta0(model_spec(MNIST), seed=4)
     return X, y, aux_X, aux_y, theta0
 
 
@@ -74,9 +74,9 @@ def data():
 )  # fmt: skip
 def test_every_yoon_canary_is_the_frozen_one_bit_for_bit(data, kind, options, seed):
     X, y, aux_X, aux_y, theta0 = data
-    args = dict(model=MNIST, X=X, aux_X=aux_X, aux_y=aux_y, theta0=theta0, mean=MEAN, std=STD, seed=seed)
-    c = train.make_canary(kind, y=y, **args, **options)
-    x, label = frozen_make_canary(kind, **args, **options)
+    args = dict(X=X, aux_X=aux_X, aux_y=aux_y, theta0=theta0, mean=MEAN, std=STD, seed=seed)
+    c = train.make_canary(kind, spec=model_spec(MNIST), y=y, **args, **options)
+    x, label = frozen_make_canary(kind, model=MNIST, **args, **options)
     assert c.kind == kind and c.x.dtype == np.float32 and c.x.shape == x.shape
     assert c.x.tobytes() == x.tobytes() and c.y == label and type(c.y) is int
 
@@ -90,7 +90,7 @@ def test_the_config_names_map_onto_registry_entries():
 
 def test_the_entries_reject_what_they_cannot_build(data):
     X, y, aux_X, aux_y, theta0 = data
-    args = dict(model=MNIST, X=X, y=y, theta0=theta0, mean=MEAN, std=STD, seed=0)
+    args = dict(spec=model_spec(MNIST), X=X, y=y, theta0=theta0, mean=MEAN, std=STD, seed=0)
     with pytest.raises(ValueError, match="pool is empty"):
         train.make_canary("in_distribution", aux_X=aux_X[:0], aux_y=aux_y[:0], **args)
     with pytest.raises(ValueError, match="transform must be one of"):

@@ -13,15 +13,14 @@ import numpy as np
 import numpy.typing as npt
 
 from hsaudit.engine.dpsgd import DPSGDConfig, Setup
-from hsaudit.engine.models import model_spec
+from hsaudit.engine.models import ModelSpec, require_spec
 from hsaudit.engine.reference import train_reference
 from hsaudit.experiments.cebere.train.adversaries import Crafted, insertion_tensors, score, validate_crafted
 
 
 def reference_scores(
     *,
-    model: str,
-    model_kwargs: dict,
+    spec: ModelSpec,
     X: npt.ArrayLike,
     y: npt.ArrayLike,
     setup: Setup,
@@ -43,13 +42,13 @@ def reference_scores(
     Returns:
         ``(scores, theta_T)``: the oriented scores ``[T // k]`` (float64, as ``train_shard``'s) and the final model.
     """
-    spec = model_spec(model, **model_kwargs)
+    spec = require_spec(spec, "spec")
     start = setup.theta0 if theta0 is None else np.asarray(theta0, dtype=np.float32)
-    validate_crafted(crafted, p=start.shape[-1], model=model, model_kwargs=model_kwargs)
+    validate_crafted(crafted, p=start.shape[-1], spec=spec)
     gradient, canary = insertion_tensors(crafted, "cpu")
     thetas, final = train_reference(
         spec=spec, X=X, y=y, setup=setup, config=config, bit=bit, noise=noise, gradient=gradient, canary=canary,
         theta0=theta0,
     )
-    scores = score(crafted, thetas, start, model=model, model_kwargs=model_kwargs, known_theta0=known_theta0)
+    scores = score(crafted, thetas, start, spec=spec, known_theta0=known_theta0)
     return scores, final

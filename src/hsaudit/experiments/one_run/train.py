@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,12 +28,11 @@ import numpy.typing as npt
 import torch
 
 from hsaudit.engine.dpsgd import DPSGDConfig, Setup, check_data, pick_device, train_population
-from hsaudit.engine.models import model_spec
-from hsaudit.engine.psg import MLPPopulation, population_engine
+from hsaudit.engine.models import ModelSpec, require_spec
+from hsaudit.engine.psg import population_engine
+from hsaudit.engine.workers import population_workers, run_in_groups
 from hsaudit.util.io import atomic_savez
 from hsaudit.util.seeding import derive_seed, rng_for
-
-MIN_MODELS_PER_WORKER = 32  # smaller groups are not worth a thread (as Cebere et al.'s shards)
 
 
 # ------------------------------------------------------------------------------------------------ canaries
@@ -82,8 +80,7 @@ def craft_canaries(
     rule: str,
     *,
     canaries: int,
-    model: str,
-    model_kwargs: dict,
+    spec: ModelSpec,
     X: npt.ArrayLike,
     y: npt.ArrayLike,
     setup: Setup,
@@ -97,7 +94,8 @@ def craft_canaries(
         rule: ``random`` (m distinct coordinates, uniform) or ``least_moving`` (the m smallest entries of
             ``ranking``; ties by index).
         canaries: m.
-        model, model_kwargs, X, y, setup, config: the training the canaries go into (data checked against it).
+        spec, X, y, setup, config: the training the canaries go into (data checked against it); ``spec`` is the
+            architecture, resolved once by the caller (:func:`hsaudit.engine.models.model_spec`).
         seed: the adversary's seed (``random``).
         ranking: ``least_moving`` only: S ``[p]``, each coordinate's movement in a noiseless, unclipped simulation
             of training (A_GC-S Noiseless-PS's ranking: the ``ranking`` of
@@ -109,7 +107,7 @@ def craft_canaries(
     """
     if rule not in ("random", "least_moving"):
         raise ValueError(f"rule must be 'random' or 'least_moving', got {rule!r}")
-    check_data(model_spec(model, **model_kwargs), X, y, setup)
+    check_data(require_spec(spec, "spec"), X, y, setup)
     p = int(np.asarray(setup.theta0).shape[0])
     m = int(canaries)
     if not 1 <= m <= p:
@@ -171,8 +169,7 @@ def one_run_noise_key(*, seed: int, key: str, dataset: str) -> int:
 
 def train_one_run_shard(
     *,
-    model: str,
-    model_kwargs: dict,
+    spec: ModelSpec,
     X: npt.ArrayLike,
     y: npt.ArrayLike,
     setup: Setup,
@@ -192,15 +189,16 @@ def train_one_run_shard(
     noise of that global index under ``noise_key``.
 
     Args:
+        spec: the architecture, resolved once by the caller (:func:`hsaudit.engine.models.model_spec`).
         bits: ``[models, m]`` in {0, 1}.
-        workers: CPU threads, each training a group of models (as :func:`hsaudit.experiments.cebere.train.shards.train_shard`);
-            results do not depend on it.
+        workers: CPU threads, each training a group of models (:func:`hsaudit.engine.workers.population_workers`,
+            as :func:`hsaudit.experiments.cebere.train.shards.train_shard`); results do not depend on it.
 
     Returns:
         float64 ``[models, m]``: −(θ_T[d_j] − θ0[d_j]), the final model's A_GC-R score of every canary (higher ⇒
         included).
     """
-    spec = model_spec(model, **model_kwargs)
+    spec = require_spec(spec, "spec")
     X, y = check_data(spec, X, y, setup)
     if config.sampling is not None:
         raise ValueError("one-run audits use the fixed batch schedule (config.sampling = None)")
@@ -209,7 +207,7 @@ def train_one_run_shard(
     dev = pick_device(device)
     engine = population_engine(spec, dev)
     if setup.theta0.shape != (engine.p,):
-        raise ValueError(f"setup.theta0 has shape {setup.theta0.shape}, {model!r} has {engine.p} parameters")
+        raise ValueError(f"setup.theta0 has shape {setup.theta0.shape}, {spec.name!r} has {engine.p} parameters")
     grads = canaries.gradients(bits, engine.p)
     m = grads.shape[0]
     if m == 0:
@@ -218,16 +216,9 @@ def train_one_run_shard(
     d = torch.as_tensor(np.asarray(canaries.coordinates, dtype=np.int64), device=dev)
     Xt, yt = torch.from_numpy(X).to(dev), torch.from_numpy(y).to(dev)
     g_all = torch.from_numpy(grads).to(dev)
-    if workers is None:
-        workers = torch.get_num_threads() if dev.type == "cpu" and isinstance(engine, MLPPopulation) else 1
-        workers = min(workers, m // MIN_MODELS_PER_WORKER or 1)
-    if int(workers) != workers or workers < 1:
-        raise ValueError(f"workers must be a positive integer, got {workers}")
-    if workers > 1 and not isinstance(engine, MLPPopulation):
-        raise ValueError(f"workers > 1 needs the FCNN ('mlp') engine, got workers={workers} for {model!r}")
-    workers = min(int(workers), m)
+    workers = population_workers(workers, engine=engine, device=dev, models=m, name=spec.name)
 
-    def run_group(rows: range) -> np.ndarray:
+    def run_group(rows: range, show: bool) -> np.ndarray:
         with torch.no_grad():
             obs = train_population(
                 engine=engine,
@@ -240,24 +231,13 @@ def train_one_run_shard(
                 models=range(first_model + rows.start, first_model + rows.stop),
                 gradient=g_all[rows.start : rows.stop],
                 keep_final=True,
-                progress=progress and rows.start == 0,
-                desc=f"one-run {model} x{m}",
+                progress=show,
+                desc=f"one-run {spec.name} x{m}",
             )
         theta = torch.from_numpy(obs.theta)
         return (-(theta[:, d.cpu()].double() - start.cpu()[d.cpu()].double())).numpy()
 
-    if workers == 1:
-        return run_group(range(m))
-    bounds = np.linspace(0, m, workers + 1).astype(int)
-    groups = [range(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            parts = [f.result() for f in [pool.submit(run_group, g) for g in groups]]
-    finally:
-        torch.set_num_threads(threads)
-    return np.concatenate(parts)
+    return np.concatenate(run_in_groups(run_group, models=m, workers=workers, progress=progress))
 
 
 def save_one_run_shard(path: str | os.PathLike, *, bits: npt.ArrayLike, scores: npt.ArrayLike,

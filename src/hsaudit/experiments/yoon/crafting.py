@@ -25,7 +25,7 @@ import pandas as pd
 import torch
 
 from hsaudit.engine.dpsgd import init_theta0, pick_device
-from hsaudit.engine.models import model_spec
+from hsaudit.engine.models import ModelSpec, require_spec
 from hsaudit.engine.psg import population_engine
 from hsaudit.experiments.yoon.recipe import PAPER_RECIPE, CraftRecipe
 from hsaudit.experiments.yoon.train import Canary
@@ -35,19 +35,19 @@ ADVERSARIES = ("a_c", "a_ude", "a_ade")
 
 
 @functools.lru_cache(maxsize=8)
-def func_engine(model: str, device: torch.device):
-    """The torch.func population engine of ``model`` on ``device`` (built once: crafting and distillation call it
-    at every optimisation step); its losses and logits are differentiable in both θ and x."""
-    return population_engine(model_spec(model), device, backend="func")
+def func_engine(spec: ModelSpec, device: torch.device):
+    """The torch.func population engine of the architecture ``spec`` on ``device`` (built once: crafting and
+    distillation call it at every optimisation step); its losses and logits are differentiable in both θ and x."""
+    return population_engine(require_spec(spec, "spec"), device, backend="func")
 
 
 # --------------------------------------------------------------------------------------- losses and crafting
 
 
-def sample_losses(model: str, theta: npt.ArrayLike | torch.Tensor, x: npt.ArrayLike, y: int, *, device=None) -> np.ndarray:
+def sample_losses(spec: ModelSpec, theta: npt.ArrayLike | torch.Tensor, x: npt.ArrayLike, y: int, *, device=None) -> np.ndarray:
     """ℓ(θ_i(x), y) ``[m]`` of one input for every model ``theta`` ``[m, p]`` (no gradient)."""
     dev = pick_device(device)
-    engine = func_engine(model, dev)
+    engine = func_engine(spec, dev)
     th = torch.as_tensor(np.asarray(theta, np.float32), device=dev)
     xt = torch.as_tensor(np.asarray(x, np.float32), device=dev)[None]
     with torch.no_grad():
@@ -139,7 +139,7 @@ def _members(members: npt.ArrayLike, n: int, device) -> torch.Tensor:
 def craft_sample(
     adversary: str,
     *,
-    model: str,
+    spec: ModelSpec,
     theta: npt.ArrayLike,
     members: npt.ArrayLike,
     canary: Canary,
@@ -156,6 +156,7 @@ def craft_sample(
     reading (Adam, lr 0.01, 100 steps) [inferred: the paper gives no optimiser]. Deterministic given its inputs.
 
     Args:
+        spec: the models' architecture (:func:`hsaudit.engine.models.model_spec`).
         pixel_bounds: ``(lo, hi)`` of the data's pixels in the normalised space (needed by ``recipe.pixel_range``).
         validation: ``(theta_v, members_v)`` of a validation population (needed by ``recipe.stop_on_validation``).
     """
@@ -168,7 +169,7 @@ def craft_sample(
     if recipe.stop_on_validation and validation is None:
         raise ValueError("craft.stop_on_validation needs a validation population (yoon.validation_models_per_world)")
     dev = pick_device(device)
-    engine = func_engine(model, dev)
+    engine = func_engine(spec, dev)
     th = torch.as_tensor(np.asarray(theta, np.float32), device=dev)
     bits = _members(members, th.shape[0], dev)
     start = torch.tensor(np.asarray(canary.x, np.float32)[None], device=dev)
@@ -222,9 +223,9 @@ def craft_sample(
 # ---------------------------------------------------------------------------------------------- black box
 
 
-def population_logits(model: str, theta: torch.Tensor, x: torch.Tensor, *, device=None) -> torch.Tensor:
+def population_logits(spec: ModelSpec, theta: torch.Tensor, x: torch.Tensor, *, device=None) -> torch.Tensor:
     """Logits ``[m, n, classes]`` of the models ``theta`` ``[m, p]`` on ``x`` (differentiable in both)."""
-    engine = func_engine(model, pick_device(device))
+    engine = func_engine(spec, pick_device(device))
 
     def one(params):
         return engine.params.call(params, x)
@@ -234,7 +235,7 @@ def population_logits(model: str, theta: torch.Tensor, x: torch.Tensor, *, devic
 
 def distill_surrogates(
     *,
-    model: str,
+    spec: ModelSpec,
     targets: npt.ArrayLike,
     X_query: npt.ArrayLike,
     seed: int,
@@ -259,10 +260,9 @@ def distill_surrogates(
     m, n = targets_t.shape[0], Xq.shape[0]
     with torch.no_grad():
         teacher = torch.cat(
-            [torch.log_softmax(population_logits(model, targets_t, Xq[i : i + 512], device=dev), -1) for i in range(0, n, 512)],
+            [torch.log_softmax(population_logits(spec, targets_t, Xq[i : i + 512], device=dev), -1) for i in range(0, n, 512)],
             dim=1,
         )
-    spec = model_spec(model)
     start = np.stack(
         [init_theta0(spec, scheme="xavier_normal", seed=derive_seed(seed, "surrogate", i), bias=bias) for i in range(m)]
     )
@@ -273,7 +273,7 @@ def distill_surrogates(
         for rows in torch.randperm(n, generator=gen).split(int(batch_size)):
             rows = rows.to(dev)
             opt.zero_grad()
-            log_q = torch.log_softmax(population_logits(model, theta, Xq[rows], device=dev), -1)
+            log_q = torch.log_softmax(population_logits(spec, theta, Xq[rows], device=dev), -1)
             log_p = teacher[:, rows]
             loss = (log_p.exp() * (log_p - log_q)).sum(-1).mean(-1).sum()  # Σ over surrogates of their mean KL
             loss.backward()
@@ -284,9 +284,10 @@ def distill_surrogates(
 # --------------------------------------------------------------------------------------------- scores
 
 
-def sample_scores(model: str, theta: npt.ArrayLike, sample: CraftedSample, *, device=None) -> np.ndarray:
-    """The score of every model ``theta`` ``[m, p]``: −ℓ(model(x_a), y) (higher ⇒ trained on D′), float64."""
-    return -sample_losses(model, theta, sample.x, sample.y, device=device)
+def sample_scores(spec: ModelSpec, theta: npt.ArrayLike, sample: CraftedSample, *, device=None) -> np.ndarray:
+    """The score of every model ``theta`` ``[m, p]`` of architecture ``spec``: −ℓ(model(x_a), y) (higher ⇒ trained
+    on D′), float64."""
+    return -sample_losses(spec, theta, sample.x, sample.y, device=device)
 
 
 SPLITS = ("same", "held-out")
@@ -300,6 +301,7 @@ def craft_run(
     *,
     spec: Mapping[str, Any],
     population: Mapping[str, Any],
+    arch: ModelSpec,
     audit_key: str,
     run_index: int,
     device: str | None = None,
@@ -313,14 +315,15 @@ def craft_run(
         run: the run's arrays (:func:`hsaudit.experiments.yoon.train.train_run`).
         data: the prepared data (``X``, ``mean``, ``std``).
         spec: the audit's values (``audits`` of :class:`hsaudit.experiments.yoon.plan.YoonPlan`); population: its
-            population's training values.
+            population's training values; arch: the architecture ``population["model"]`` names, resolved once by
+            the caller (:func:`hsaudit.engine.models.model_spec`).
         audit_key: the audit's key and ``run_index`` the run's index (they seed the surrogates).
 
     Returns:
         ``(samples, scores)``: the crafted samples, and one score row per sample × split (:data:`SPLITS`) × model
         (run, adversary, margin (NaN but for a_ade), split, model_index, member, score).
     """
-    model = population["model"]
+    arch = require_spec(arch, "arch")
     members = run["members"]
     # Populations written before the crafting population had its own size share the audit population's bits.
     craft_members = run.get("craft_members", members)
@@ -338,15 +341,15 @@ def craft_run(
         query = np.concatenate([data["X"], canary.x[None]])
         s = spec["surrogate"]
         crafting_models = distill_surrogates(
-            model=model, targets=run["craft_theta"], X_query=query, epochs=s["epochs"], batch_size=s["batch_size"],
+            spec=arch, targets=run["craft_theta"], X_query=query, epochs=s["epochs"], batch_size=s["batch_size"],
             lr=s["lr"], seed=derive_seed(population["seed"], "yoon-surrogates", audit_key, run_index), device=device,
         )  # fmt: skip
-    samples = [craft_sample("a_c", model=model, theta=crafting_models, members=craft_members, canary=canary)]
+    samples = [craft_sample("a_c", spec=arch, theta=crafting_models, members=craft_members, canary=canary)]
     for adversary in ("a_ude", "a_ade"):
         for margin in spec["margins"] if adversary == "a_ade" else [float("nan")]:
             samples.append(
                 craft_sample(
-                    adversary, model=model, theta=crafting_models, members=craft_members, canary=canary,
+                    adversary, spec=arch, theta=crafting_models, members=craft_members, canary=canary,
                     margin=0.0 if np.isnan(margin) else margin, recipe=recipe, pixel_bounds=pixel_bounds,
                     validation=validation, device=device,
                 )  # fmt: skip
@@ -357,7 +360,7 @@ def craft_run(
         margin = sample.margin if sample.adversary == "a_ade" else float("nan")
         for split in SPLITS:
             key, bits = scored[split]
-            s = sample_scores(model, run[key], sample, device=device)
+            s = sample_scores(arch, run[key], sample, device=device)
             frames.append(pd.DataFrame({"run": run_index, "adversary": sample.adversary, "margin": margin,
                                         "split": split, "model_index": np.arange(s.size), "member": bits,
                                         "score": s}))  # fmt: skip

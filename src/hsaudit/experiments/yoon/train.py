@@ -24,7 +24,7 @@ import torch
 
 from hsaudit.engine.canaries import CanarySource, canary_type
 from hsaudit.engine.dpsgd import DPSGDConfig, init_theta0, pick_device, train_population
-from hsaudit.engine.models import build_model, count_parameters, load_flat_parameters, model_spec, num_classes
+from hsaudit.engine.models import ModelSpec, count_parameters, load_flat_parameters, model_spec, require_spec
 from hsaudit.engine.psg import population_engine
 from hsaudit.util.seeding import derive_seed
 
@@ -46,9 +46,10 @@ def full_batch_schedule(n: int, steps: int) -> np.ndarray:
     return np.tile(np.arange(n, dtype=np.int64), (steps, 1))
 
 
-def average_theta0(model: str, *, seed: int, bias: float = 0.01) -> np.ndarray:
-    """θ_avg: Xavier-normal weights and constant biases (0.01), drawn once per run from ``seed``."""
-    return init_theta0(model_spec(model), scheme="xavier_normal", seed=seed, bias=bias)
+def average_theta0(spec: ModelSpec, *, seed: int, bias: float = 0.01) -> np.ndarray:
+    """θ_avg of the architecture ``spec``: Xavier-normal weights and constant biases (0.01), drawn once per run from
+    ``seed``."""
+    return init_theta0(require_spec(spec, "spec"), scheme="xavier_normal", seed=seed, bias=bias)
 
 
 def world_members(models_per_world: int) -> np.ndarray:
@@ -61,7 +62,7 @@ def world_members(models_per_world: int) -> np.ndarray:
 
 def train_worlds(
     *,
-    model: str,
+    spec: ModelSpec,
     theta0: npt.ArrayLike,
     X: npt.ArrayLike,
     y: npt.ArrayLike,
@@ -80,6 +81,7 @@ def train_worlds(
     """Train N models on D and N on D′ = D ∪ {canary} with full-batch DP-SGD from the shared ``theta0``.
 
     Args:
+        spec: the architecture, resolved once by the caller (:func:`hsaudit.engine.models.model_spec`).
         insert: ``False`` trains the last N models on D as well (the canary is never inserted; the bits are then
             labels only): a null population, on which no audit sample should separate the two halves (the
             validity check of held-out crafting).
@@ -93,7 +95,7 @@ def train_worlds(
     y = np.asarray(y, dtype=np.int64)
     n = X.shape[0]
     members = world_members(models_per_world)
-    engine = population_engine(model_spec(model), dev, backend=backend)
+    engine = population_engine(require_spec(spec, "spec"), dev, backend=backend)
     start = torch.from_numpy(np.ascontiguousarray(theta0, dtype=np.float32)).to(dev)
     if start.shape != (engine.p,):
         raise ValueError(f"theta0 must have shape ({engine.p},), got {tuple(start.shape)}")
@@ -114,7 +116,7 @@ def train_worlds(
             canary=(cx, cy),
             keep_final=True,
             progress=progress,
-            desc=f"full-batch DP-SGD {model} x{members.size}",
+            desc=f"full-batch DP-SGD {spec.name} x{members.size}",
         )
     return obs.theta, members
 
@@ -153,7 +155,7 @@ class Canary:
 def make_canary(
     kind: str,
     *,
-    model: str,
+    spec: ModelSpec,
     X: npt.ArrayLike,
     y: npt.ArrayLike,
     aux_X: npt.ArrayLike,
@@ -167,7 +169,8 @@ def make_canary(
 ) -> Canary:
     """The canary of ``kind`` (:data:`CANARIES`) for the training set ``(X, y)``: its registry entry
     (:data:`REGISTRY_NAMES`) built from the auxiliary half as the pool, θ0's logits as the reference and the run's
-    normalisation, with the stream ``derive_seed(seed, "canary", kind)``.
+    normalisation, with the stream ``derive_seed(seed, "canary", kind)``; ``spec`` is the trained architecture
+    (θ0's module).
 
     - ``blank`` (registry ``blank``): the all-zero tensor in normalised space, label ``blank_label`` (9 [ref]).
     - ``in_distribution``: a random example of the auxiliary half (never in D) with its true label [inferred].
@@ -186,9 +189,10 @@ def make_canary(
     if kind not in CANARIES:
         raise ValueError(f"canary must be one of {CANARIES}, got {kind!r}")
     name = REGISTRY_NAMES[kind]
+    spec = require_spec(spec, "spec")
 
     def theta0_logits(inputs: np.ndarray) -> np.ndarray:
-        net = build_model(model)
+        net = spec.build()
         load_flat_parameters(net, torch.as_tensor(np.asarray(theta0, np.float32)))
         with torch.no_grad():
             return net(torch.from_numpy(np.ascontiguousarray(inputs, dtype=np.float32))).numpy()
@@ -196,7 +200,7 @@ def make_canary(
     source = CanarySource(
         x=np.asarray(X, dtype=np.float32),
         y=np.asarray(y),
-        classes=num_classes(model),
+        classes=spec.classes,
         seed=derive_seed(seed, "canary", kind),
         reference=theta0_logits,
         pool=None if aux_X is None else (np.asarray(aux_X, dtype=np.float32), np.asarray(aux_y)),
@@ -212,7 +216,7 @@ def make_canary(
 
 
 def sgd_train(
-    model: str,
+    spec: ModelSpec,
     theta0: npt.ArrayLike,
     X: npt.ArrayLike,
     y: npt.ArrayLike,
@@ -221,11 +225,11 @@ def sgd_train(
     lr: float,
     batch_size: int,
     seed: int,
-    model_kwargs: Mapping[str, Any] | None = None,
     progress: bool = False,
 ) -> np.ndarray:
-    """Non-private minibatch SGD (cross-entropy, shuffled each epoch) from ``theta0``; returns the flat θ."""
-    net = build_model(model, **dict(model_kwargs or {}))
+    """Non-private minibatch SGD (cross-entropy, shuffled each epoch) of the architecture ``spec`` from ``theta0``;
+    returns the flat θ."""
+    net = require_spec(spec, "spec").build()
     load_flat_parameters(net, torch.as_tensor(np.asarray(theta0, np.float32)))
     Xt, yt = torch.as_tensor(np.asarray(X, np.float32)), torch.as_tensor(np.asarray(y, np.int64))
     opt = torch.optim.SGD(net.parameters(), lr=lr)
@@ -234,7 +238,7 @@ def sgd_train(
     if progress:
         from tqdm.auto import tqdm
 
-        batches = tqdm(batches, desc=f"pre-train {model}", unit="batch", leave=False)
+        batches = tqdm(batches, desc=f"pre-train {spec.name}", unit="batch", leave=False)
     for rows in batches:
         opt.zero_grad()
         torch.nn.functional.cross_entropy(net(Xt[rows]), yt[rows]).backward()
@@ -243,7 +247,7 @@ def sgd_train(
 
 
 def pretrain(
-    model: str,
+    spec: ModelSpec,
     theta0: npt.ArrayLike,
     X_aux: npt.ArrayLike,
     y_aux: npt.ArrayLike,
@@ -263,24 +267,25 @@ def pretrain(
     Without ``X_pre``: SGD on the auxiliary half (MNIST: 5 epochs, lr 0.01, batch 32 [ref]). With ``X_pre``
     (CIFAR-100 for CIFAR-10): the same network with a ``pre_classes``-way last layer is first trained on
     ``X_pre`` for ``pre_epochs`` epochs, its last layer is reset to θ0's, then it is fine-tuned on the auxiliary
-    half for ``epochs`` epochs.
+    half for ``epochs`` epochs. ``spec``: the trained architecture; the pre-training one is the same with
+    ``num_classes=pre_classes``.
     """
+    spec = require_spec(spec, "spec")
     theta = np.asarray(theta0, np.float32).copy()
     if X_pre is not None and pre_epochs > 0:
-        wide = build_model(model, num_classes=pre_classes)
+        wide_spec = model_spec(spec.name, **{**spec.model_kwargs, "num_classes": pre_classes})
+        wide = wide_spec.build()
         p_wide, p = count_parameters(wide), theta.size
         last = [prm.numel() for prm in wide.parameters()][-2:]  # the last Linear: weight, bias
         body = p_wide - sum(last)
-        head = init_theta0(
-            model_spec(model, num_classes=pre_classes), scheme="xavier_normal", seed=derive_seed(seed, "head"), bias=0.01
-        )
+        head = init_theta0(wide_spec, scheme="xavier_normal", seed=derive_seed(seed, "head"), bias=0.01)
         start = np.concatenate([theta[:body], head[body:]])
         trained = sgd_train(
-            model, start, X_pre, y_pre, epochs=pre_epochs, lr=lr, batch_size=batch_size, seed=derive_seed(seed, "pre"),
-            model_kwargs={"num_classes": pre_classes}, progress=progress,
-        )
+            wide_spec, start, X_pre, y_pre, epochs=pre_epochs, lr=lr, batch_size=batch_size,
+            seed=derive_seed(seed, "pre"), progress=progress,
+        )  # fmt: skip
         theta = np.concatenate([trained[:body], theta[body:p]])
-    return sgd_train(model, theta, X_aux, y_aux, epochs=epochs, lr=lr, batch_size=batch_size, seed=seed, progress=progress)
+    return sgd_train(spec, theta, X_aux, y_aux, epochs=epochs, lr=lr, batch_size=batch_size, seed=seed, progress=progress)
 
 
 # ------------------------------------------------------------------------------------------------ one run
@@ -294,6 +299,7 @@ def train_run(
     spec: Mapping[str, Any],
     data: Mapping[str, np.ndarray],
     *,
+    arch: ModelSpec,
     population_key: str,
     run: int,
     noise_multiplier: float,
@@ -306,6 +312,8 @@ def train_run(
     Args:
         spec: the population's training values (``trainings`` of :class:`hsaudit.experiments.yoon.plan.YoonPlan`).
         data: the prepared data (``X``, ``y``, ``aux_X``, ``aux_y``, ``mean``, ``std``, ``data_source``).
+        arch: the architecture ``spec["model"]`` names, resolved once by the caller
+            (:func:`hsaudit.engine.models.model_spec`).
         population_key: the population's key (it seeds the noise); run: the run index.
         noise_multiplier: σ, calibrated by the plan (this module imports no accountant).
         pretrain_data: the pre-training set (``X``, ``y``) of a CIFAR-10 θ_worst, None otherwise.
@@ -315,19 +323,19 @@ def train_run(
         populations, ``members`` of the audit population (beside ``audit_theta``), ``theta0``, the canary
         (:meth:`Canary.arrays`), ``noise_multiplier`` and ``data_source``.
     """
-    model, seed = spec["model"], spec["seed"]
+    arch, seed = require_spec(arch, "arch"), spec["seed"]
     init_seed = derive_seed(seed, "yoon-theta0", spec["data"], spec["model"], "shared" if spec["shared_init"] else run)
-    theta0 = average_theta0(model, seed=init_seed, bias=spec["init_bias"])
+    theta0 = average_theta0(arch, seed=init_seed, bias=spec["init_bias"])
     if spec["init"] == "worst":
         worst, pre = spec["worst"], {}
         if pretrain_data is not None:
             pre = {"X_pre": pretrain_data["X"], "y_pre": pretrain_data["y"], "pre_epochs": worst["pre_epochs"]}
         theta0 = pretrain(
-            model, theta0, data["aux_X"], data["aux_y"], epochs=worst["epochs"], lr=worst["lr"],
+            arch, theta0, data["aux_X"], data["aux_y"], epochs=worst["epochs"], lr=worst["lr"],
             batch_size=worst["batch_size"], seed=derive_seed(init_seed, "worst"), progress=progress, **pre,
         )  # fmt: skip
     canary = make_canary(
-        spec["canary"], model=model, X=data["X"], y=data["y"], aux_X=data["aux_X"], aux_y=data["aux_y"], theta0=theta0,
+        spec["canary"], spec=arch, X=data["X"], y=data["y"], aux_X=data["aux_X"], aux_y=data["aux_y"], theta0=theta0,
         mean=data["mean"], std=data["std"], seed=derive_seed(seed, "yoon-canary", spec["data"], run),
         blank_label=spec["blank_label"], ood=spec.get("mislabeled_ood", "invert"),
     )  # fmt: skip
@@ -341,7 +349,7 @@ def train_run(
         if not sizes[role]:
             continue
         theta, bits = train_worlds(
-            model=model, theta0=theta0, X=data["X"], y=data["y"], canary=canary,
+            spec=arch, theta0=theta0, X=data["X"], y=data["y"], canary=canary,
             models_per_world=sizes[role], steps=spec["steps"], lr=spec["lr"], clip_norm=spec["clip_norm"],
             sigma=noise_multiplier, noise_key=derive_seed(seed, "yoon-noise", population_key, run, role),
             device=device, progress=progress,

@@ -14,6 +14,8 @@ Tables (the contract with the workflow, built by the functions here from what th
   ``period`` (k), ``theta0`` (:data:`THETA0_LABELS`), ``rep``, ``key`` and ``data_source`` (e.g.
   "cifar10:local"); ``figure`` and ``runs`` may be there and are not used.
 - :func:`fig1_table`: the CIFAR-10 audits and fig1c's Housing audits (panel c) in one table.
+- fig12's references also carry the crafted coordinate d and its layer (:func:`crafted_coordinate`, read from the
+  adversary's file without torch).
 - :func:`fig6a_table`: the scores of one audit at one step (:func:`hsaudit.experiments.cebere.audit.scores_table`:
   run, shard, bit, step, score; higher score ⇒ inserted), each row with its audit's values at that step.
 - fig8 reads the canary's gradient norms (:func:`hsaudit.experiments.cebere.audit.norms_table` with a ``model``
@@ -28,6 +30,7 @@ scale"; a row that fits no panel of the figure is an error, so nothing is droppe
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -109,6 +112,24 @@ def cifar_table(
 
 
 HOUSING_PANEL = "(c) FCNN on Housing, C = 1"
+
+
+def crafted_coordinate(path: str | os.PathLike) -> dict[str, object]:
+    """``{"coordinate": d, "layer": name}`` of the crafted object at ``path`` (both ``None`` for an adversary without
+    a d): the coordinate the canary gradient points along and the parameter that holds it.
+
+    Reads the ``.npz`` of :func:`hsaudit.experiments.cebere.train.adversaries.save_crafted` with numpy only, so a
+    plotting job loads no torch: the layer is the name the crafting job recorded (its ``layer`` entry).
+
+    Raises:
+        ValueError: a file with a d but no layer (written before crafting jobs recorded it: re-craft).
+    """
+    with np.load(path) as data:
+        if "dim" not in data.files:
+            return {"coordinate": None, "layer": None}
+        if "layer" not in data.files:
+            raise ValueError(f"{os.fspath(path)} names coordinate {int(data['dim'])} but no layer: re-run its crafting job")
+        return {"coordinate": int(data["dim"]), "layer": str(data["layer"])}
 
 
 def fig1_table(entries: Sequence[tuple[Any, pd.DataFrame]], housing_entries: Sequence[tuple[Any, pd.DataFrame]]) -> pd.DataFrame:

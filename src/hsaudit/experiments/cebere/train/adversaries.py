@@ -30,9 +30,8 @@ import numpy.typing as npt
 import torch
 
 from hsaudit.util.io import atomic_savez, write_text_atomic
-from hsaudit.engine.models import build_model, count_parameters, num_classes, parameter_at
+from hsaudit.engine.models import ModelSpec, count_parameters, parameter_at, require_spec
 from hsaudit.engine.noise import CounterNoise
-from hsaudit.engine.models import model_spec
 from hsaudit.engine.psg import population_engine
 from hsaudit.util.seeding import derive_seed, rng_for
 from hsaudit.engine.dpsgd import DPSGDConfig, Setup, check_data, pick_device, run_population
@@ -65,6 +64,9 @@ class Crafted:
         canary_y: the canary's (flipped) integer label, a 0-d int64 array, for ``label_flip``; else ``None``.
         ranking: A_GC-S only: S ``[p]`` whose argmin is ``dim`` (for inspection); else ``None``.
         source_index: ``label_flip`` only: the training row the canary was copied from; else ``None``.
+        layer: the name of the parameter that holds ``dim`` (e.g. ``"conv1.weight"``) where there is a ``dim`` and
+            the crafting job knew the architecture; else ``None``. What fig12 reports beside d, read back without
+            torch (:func:`hsaudit.experiments.cebere.figures.cifar.crafted_coordinate`).
     """
 
     adversary: str
@@ -74,9 +76,23 @@ class Crafted:
     canary_y: np.ndarray | None
     ranking: np.ndarray | None = None
     source_index: int | None = None
+    layer: str | None = None
 
 
-def validate_crafted(crafted: Crafted, *, p: int, model: str, model_kwargs: dict) -> None:
+def layer_of(spec: ModelSpec, dim: int, net=None) -> str:
+    """The name of the parameter of ``spec``'s module that holds flat coordinate ``dim``.
+
+    ``net``: an already built module of ``spec`` (else one is built with torch's global RNG forked, so that asking
+    draws nothing from the caller's stream).
+    """
+    if net is None:
+        with torch.random.fork_rng(devices=[]):
+            net = require_spec(spec, "spec").build()
+    name, _ = parameter_at(net, int(dim))
+    return name
+
+
+def validate_crafted(crafted: Crafted, *, p: int, spec: ModelSpec) -> None:
     """Check that ``crafted`` fits a model with ``p`` parameters.
 
     Raises:
@@ -86,7 +102,7 @@ def validate_crafted(crafted: Crafted, *, p: int, model: str, model_kwargs: dict
     if name == "label_flip":
         if crafted.canary_x is None or crafted.canary_y is None:
             raise ValueError("label_flip needs canary_x and canary_y")
-        k = num_classes(model, **model_kwargs)
+        k = spec.classes
         if not 0 <= int(np.asarray(crafted.canary_y)) < k:
             raise ValueError(f"canary_y must be in [0, {k - 1}], got {crafted.canary_y}")
         return
@@ -104,8 +120,7 @@ def _unit(d: int, p: int, clip: float) -> np.ndarray:
 
 def _simulate_ranking(
     *,
-    model: str,
-    model_kwargs: dict,
+    spec: ModelSpec,
     X: np.ndarray,
     y: np.ndarray,
     setup: Setup,
@@ -118,7 +133,7 @@ def _simulate_ranking(
 ) -> np.ndarray:
     """S ``[p]`` of Algorithm 3 (Cebere et al. App. C): simulated training without any insertion."""
     dev = pick_device(device)
-    engine = population_engine(model_spec(model, **model_kwargs), dev)
+    engine = population_engine(spec, dev)
     r = simulations if noisy else 1  # noiseless: deterministic, every simulation gives the same S
     Xt, yt = torch.from_numpy(X).to(dev), torch.from_numpy(y).to(dev)
     theta0 = torch.from_numpy(np.ascontiguousarray(setup.theta0, dtype=np.float32)).to(dev)
@@ -158,8 +173,7 @@ def _simulate_ranking(
 def craft(
     adversary: str,
     *,
-    model: str,
-    model_kwargs: dict,
+    spec: ModelSpec,
     X: npt.ArrayLike,
     y: npt.ArrayLike,
     setup: Setup,
@@ -172,7 +186,7 @@ def craft(
 
     Args:
         adversary: one of :data:`ADVERSARIES` or the alias ``"gc_s"``.
-        model, model_kwargs: architecture.
+        spec: the architecture, resolved once by the caller (:func:`hsaudit.engine.models.model_spec`).
         X, y: training set (the adversary knows it).
         setup: θ0 and the batch schedule (known to the adversary).
         config: DP-SGD hyper-parameters (C scales ∇*; the simulations of A_GC-S use all of them).
@@ -184,28 +198,31 @@ def craft(
         The :class:`Crafted` object.
 
     Raises:
-        ValueError: unknown adversary, ``simulations < 1``, or inconsistent data.
+        ValueError: unknown adversary, ``simulations < 1``, inconsistent data, or a ``spec`` that is not a
+            :class:`hsaudit.engine.models.ModelSpec`.
     """
     name = canonical_adversary(adversary)
+    spec = require_spec(spec, "spec")
     if int(simulations) != simulations or simulations < 1:
         raise ValueError(f"simulations must be a positive integer, got {simulations}")
-    X, y = check_data(model_spec(model, **model_kwargs), X, y, setup)
+    X, y = check_data(spec, X, y, setup)
     p = setup.theta0.shape[0]
-    net_p = count_parameters(build_model(model, **model_kwargs))
+    net = spec.build()
+    net_p = count_parameters(net)
     if net_p != p:
-        raise ValueError(f"setup.theta0 has {p} entries, {model!r} has {net_p} parameters")
+        raise ValueError(f"setup.theta0 has {p} entries, {spec.name!r} has {net_p} parameters")
     rng = rng_for(seed, "craft", name)
     clip = float(config.clip_norm)
     if name == "gc_r":
         d = int(rng.integers(p))
-        return Crafted(name, d, _unit(d, p, clip), None, None)
+        return Crafted(name, d, _unit(d, p, clip), None, None, layer=layer_of(spec, d, net))
     if name == "cots":
         g = rng.standard_normal(p)
         g = (clip * g / np.linalg.norm(g)).astype(np.float32)
         return Crafted(name, None, g, None, None)
     if name == "label_flip":
         i = int(rng.integers(X.shape[0]))
-        k = num_classes(model, **model_kwargs)
+        k = spec.classes
         return Crafted(
             name,
             None,
@@ -216,8 +233,7 @@ def craft(
         )
     _, _, sim, rank = name.split("_")
     s = _simulate_ranking(
-        model=model,
-        model_kwargs=model_kwargs,
+        spec=spec,
         X=X,
         y=y,
         setup=setup,
@@ -229,13 +245,13 @@ def craft(
         device=device,
     )
     d = int(np.argmin(s))
-    return Crafted(name, d, _unit(d, p, clip), None, None, ranking=s)
+    return Crafted(name, d, _unit(d, p, clip), None, None, ranking=s, layer=layer_of(spec, d, net))
 
 
 def save_crafted(crafted: Crafted, path: str | os.PathLike) -> None:
     """Write ``crafted`` to an ``.npz`` file atomically (absent fields are left out)."""
     arrays: dict[str, np.ndarray] = {"adversary": np.asarray(crafted.adversary)}
-    for key in ("dim", "gradient", "canary_x", "canary_y", "ranking", "source_index"):
+    for key in ("dim", "gradient", "canary_x", "canary_y", "ranking", "source_index", "layer"):
         value = getattr(crafted, key)
         if value is not None:
             arrays[key] = np.asarray(value)
@@ -248,21 +264,11 @@ def write_params_json(params: dict, path: str | os.PathLike, **extra: object) ->
     write_text_atomic(path, json.dumps({**extra, **params}, indent=2, sort_keys=True, default=str) + "\n")
 
 
-def crafted_coordinate(path: str | os.PathLike, model: str, model_kwargs: dict | None = None) -> dict[str, object]:
-    """``{"coordinate": d, "layer": name}`` of the crafted object at ``path`` (d = None for an adversary
-    without one): the parameter of ``model`` that holds the coordinate the canary gradient points along."""
-    crafted = load_crafted(path)
-    if crafted.dim is None:
-        return {"coordinate": None, "layer": None}
-    name, _ = parameter_at(build_model(model, **dict(model_kwargs or {})), int(crafted.dim))
-    return {"coordinate": int(crafted.dim), "layer": name}
-
-
 def load_crafted(path: str | os.PathLike) -> Crafted:
     """Read a :class:`Crafted` written by :func:`save_crafted`."""
     with np.load(path) as data:
         get = lambda k: data[k] if k in data.files else None  # noqa: E731
-        dim, src = get("dim"), get("source_index")
+        dim, src, layer = get("dim"), get("source_index"), get("layer")
         return Crafted(
             adversary=canonical_adversary(str(data["adversary"])),
             dim=None if dim is None else int(dim),
@@ -271,6 +277,7 @@ def load_crafted(path: str | os.PathLike) -> Crafted:
             canary_y=get("canary_y"),
             ranking=get("ranking"),
             source_index=None if src is None else int(src),
+            layer=None if layer is None else str(layer),
         )
 
 
@@ -326,21 +333,21 @@ def score(
     theta: npt.ArrayLike,
     theta0: npt.ArrayLike,
     *,
-    model: str,
-    model_kwargs: dict,
+    spec: ModelSpec,
     known_theta0: bool = True,
 ) -> np.ndarray:
     """Oriented scores (float64, higher ⇒ inserted) of models ``theta`` ``[models, p]`` (or one ``[p]``).
 
     Cebere et al. §4 (RankSample): −(θ[d] − θ0[d]) for A_GC; −cos(∇*, θ − θ0) for A_CotS (Algorithm 7);
-    −ℓ(θ; x*, y*) for A_L. A model equal to θ0 has cosine 0.
+    −ℓ(θ; x*, y*) for A_L. A model equal to θ0 has cosine 0. ``spec``: the architecture
+    (:func:`hsaudit.engine.models.model_spec`).
     """
     theta_arr = np.atleast_2d(np.asarray(theta, dtype=np.float32))
     theta0_t = torch.from_numpy(np.asarray(theta0, dtype=np.float32))
-    engine = population_engine(model_spec(model, **model_kwargs), "cpu")
+    engine = population_engine(require_spec(spec, "spec"), "cpu")
     if theta_arr.shape[1] != engine.p or theta0_t.shape != (engine.p,):
-        raise ValueError(f"theta must have {engine.p} columns and theta0 {engine.p} entries for {model!r}")
-    validate_crafted(crafted, p=engine.p, model=model, model_kwargs=model_kwargs)
+        raise ValueError(f"theta must have {engine.p} columns and theta0 {engine.p} entries for {spec.name!r}")
+    validate_crafted(crafted, p=engine.p, spec=spec)
     with torch.no_grad():
         scorer = make_scorer(crafted, engine, theta0_t, known_theta0=known_theta0)
         return scorer(torch.from_numpy(theta_arr)).double().numpy()

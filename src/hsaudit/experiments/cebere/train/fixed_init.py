@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from hsaudit.engine.dpsgd import THETA0_SCHEMES, Setup, init_theta0
-from hsaudit.engine.models import ModelSpec, model_spec
-from hsaudit.experiments.cebere.train.adversaries import Crafted, canonical_adversary
+from hsaudit.engine.dpsgd import Setup, init_theta0
+from hsaudit.engine.models import ModelSpec, require_spec
+from hsaudit.experiments.cebere.train.adversaries import Crafted, canonical_adversary, layer_of
+from hsaudit.experiments.cebere.train.shards import per_run_scheme
 from hsaudit.util.seeding import rng_for
 
 COORDINATE_READINGS = ("all", "fixed_init")
@@ -33,14 +34,6 @@ COORDINATE_READINGS = ("all", "fixed_init")
 FIXED_INIT_SEEDS = (0, 1, 2)
 """The seeds of the θ0 draws compared by :func:`fixed_init_mask` (a drawn float32 coordinate equal in three
 independent draws has probability 0 for the continuous initialisations here)."""
-
-
-def per_run_scheme(setup_scheme: str) -> str:
-    """The scheme of the per-run θ0 draws for a setup drawn with ``setup_scheme``: Xavier-normal where the setup
-    keeps PyTorch's default (the paper's "unknown θ0" is Xavier), else the setup's (as ``workflow/scripts/train_shard.py``)."""
-    if setup_scheme not in THETA0_SCHEMES:
-        raise ValueError(f"theta0_init must be one of {THETA0_SCHEMES}, got {setup_scheme!r}")
-    return "xavier_normal" if setup_scheme == "default" else setup_scheme
 
 
 def fixed_init_mask(spec: ModelSpec, *, scheme: str, seeds: tuple[int, ...] = FIXED_INIT_SEEDS) -> np.ndarray:
@@ -64,8 +57,7 @@ def fixed_init_coordinates(spec: ModelSpec, *, schemes: tuple[str, ...]) -> np.n
 def craft_fixed_init(
     adversary: str,
     *,
-    model: str,
-    model_kwargs: dict,
+    spec: ModelSpec,
     setup: Setup,
     clip_norm: float,
     seed: int,
@@ -75,30 +67,31 @@ def craft_fixed_init(
 
     Args:
         adversary: ``"gc_r"`` (the other adversaries choose d by simulation or have no d).
-        model, model_kwargs: architecture.
+        spec: the architecture, resolved once by the caller (:func:`hsaudit.engine.models.model_spec`).
         setup: the audit's setup (its θ0 must hold the fixed values at d).
         clip_norm: C.
         seed: the adversary's seed.
         setup_scheme: the scheme the setup's θ0 was drawn with (``cifar10.theta0_init``).
 
     Raises:
-        ValueError: another adversary, a model without fixed coordinates, or a setup whose θ0 disagrees.
+        ValueError: another adversary, a model without fixed coordinates, a setup whose θ0 disagrees, or a
+            ``spec`` that is not a :class:`hsaudit.engine.models.ModelSpec`.
     """
     name = canonical_adversary(adversary)
     if name != "gc_r":
         raise ValueError(f"coordinates 'fixed_init' restricts A_GC-R's uniform d; got adversary {name!r}")
-    spec = model_spec(model, **model_kwargs)
+    spec = require_spec(spec, "spec")
     schemes = (setup_scheme, per_run_scheme(setup_scheme))
     candidates = fixed_init_coordinates(spec, schemes=schemes)
     if candidates.size == 0:
-        raise ValueError(f"{model!r} has no coordinate with a fixed initialisation under {schemes}")
+        raise ValueError(f"{spec.name!r} has no coordinate with a fixed initialisation under {schemes}")
     p = int(setup.theta0.shape[0])
     reference = init_theta0(spec, scheme=schemes[1], seed=0)
     if reference.shape[0] != p:
-        raise ValueError(f"setup.theta0 has {p} entries, {model!r} has {reference.shape[0]} parameters")
+        raise ValueError(f"setup.theta0 has {p} entries, {spec.name!r} has {reference.shape[0]} parameters")
     d = int(candidates[rng_for(seed, "craft", name, "fixed_init").integers(candidates.size)])
     if setup.theta0[d] != reference[d]:
         raise ValueError(f"setup.theta0[{d}] = {setup.theta0[d]} is not the fixed value {reference[d]}")
     gradient = np.zeros(p, dtype=np.float32)
     gradient[d] = float(clip_norm)
-    return Crafted(name, d, gradient, None, None)
+    return Crafted(name, d, gradient, None, None, layer=layer_of(spec, d))

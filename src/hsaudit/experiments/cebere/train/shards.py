@@ -16,26 +16,31 @@ scorer, and trains the shard's models with :func:`hsaudit.engine.dpsgd.train_pop
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
 import torch
 
-from hsaudit.engine.dpsgd import DPSGDConfig, Observations, Setup, check_data, pick_device, train_population
-from hsaudit.engine.models import model_spec
-from hsaudit.engine.psg import MLPPopulation, population_engine
+from hsaudit.engine.dpsgd import (
+    THETA0_SCHEMES,
+    DPSGDConfig,
+    Observations,
+    Setup,
+    check_data,
+    pick_device,
+    train_population,
+)
+from hsaudit.engine.models import ModelSpec, require_spec
+from hsaudit.engine.psg import population_engine
+from hsaudit.engine.workers import population_workers, run_in_groups
 from hsaudit.experiments.cebere.train.adversaries import Crafted, insertion_tensors, make_scorer, validate_crafted
 from hsaudit.util.io import atomic_savez
 from hsaudit.util.seeding import derive_seed, rng_for
 
-MIN_MODELS_PER_WORKER = 32  # smaller groups are not worth a thread
-
 
 def train_shard(
     *,
-    model: str,
-    model_kwargs: dict,
+    spec: ModelSpec,
     X: npt.ArrayLike,
     y: npt.ArrayLike,
     setup: Setup,
@@ -55,7 +60,7 @@ def train_shard(
     """Train ``len(bits)`` models at once with DP-SGD and the adversary's insertion; record their scores.
 
     Args:
-        model, model_kwargs: architecture (:func:`hsaudit.engine.models.build_model`).
+        spec: the architecture, resolved once by the caller (:func:`hsaudit.engine.models.model_spec`).
         X, y: training set (float features, integer labels).
         setup: the minibatch schedule (and the shared θ0) of the audit.
         config: DP-SGD hyper-parameters (T, B, η, C, σ, k).
@@ -70,18 +75,19 @@ def train_shard(
         device: ``None``/``"auto"`` = CUDA when available, else CPU. Computation is float32.
         progress: tqdm bar over the steps.
         backend: per-sample gradient backend (:func:`hsaudit.engine.psg.population_engine`).
-        workers: CPU worker threads, each training a contiguous group of the models with single-threaded ops.
-            ``None``: ``torch.get_num_threads()`` for the FCNN engine on the CPU, else 1 (intra-op threads).
-            Results do not depend on it (every model keeps its own noise stream).
+        workers: CPU worker threads, each training a contiguous group of the models with single-threaded ops
+            (:func:`hsaudit.engine.workers.population_workers`: ``None`` = ``torch.get_num_threads()`` for the FCNN
+            engine on the CPU, else 1). Results do not depend on it (every model keeps its own noise stream).
 
     Returns:
         :class:`hsaudit.engine.dpsgd.Observations`: ``scores`` float64 ``[models, T // k]`` (the oriented score, higher ⇒
         inserted, after the update of every insertion step) and, if asked, ``grad_norms`` ``[models, T]``.
 
     Raises:
-        ValueError: on inconsistent shapes, bits outside {0, 1}, or a crafted object of the wrong dimension.
+        ValueError: on inconsistent shapes, bits outside {0, 1}, a crafted object of the wrong dimension, or a
+            ``spec`` that is not a :class:`hsaudit.engine.models.ModelSpec`.
     """
-    spec = model_spec(model, **model_kwargs)
+    spec = require_spec(spec, "spec")
     X, y = check_data(spec, X, y, setup)
     bits = np.asarray(bits)
     if bits.ndim != 1 or bits.size == 0 or not np.all((bits == 0) | (bits == 1)):
@@ -97,28 +103,20 @@ def train_shard(
     m = bits.size
     if theta0 is None:
         if setup.theta0.shape != (engine.p,):
-            raise ValueError(f"setup.theta0 has shape {setup.theta0.shape}, {model!r} has {engine.p} parameters")
+            raise ValueError(f"setup.theta0 has shape {setup.theta0.shape}, {spec.name!r} has {engine.p} parameters")
         start = torch.from_numpy(np.ascontiguousarray(setup.theta0, dtype=np.float32)).to(dev)
     else:
         theta0 = np.asarray(theta0, dtype=np.float32)
         if theta0.shape != (m, engine.p):
             raise ValueError(f"theta0 must have shape ({m}, {engine.p}), got {theta0.shape}")
         start = torch.from_numpy(np.ascontiguousarray(theta0)).to(dev)
-    validate_crafted(crafted, p=engine.p, model=model, model_kwargs=model_kwargs)
+    validate_crafted(crafted, p=engine.p, spec=spec)
     gradient, canary = insertion_tensors(crafted, dev)
     if canary_norms and canary is None:
         raise ValueError(f"canary_norms needs a canary adversary, got {crafted.adversary!r}")
     Xt, yt = torch.from_numpy(X).to(dev), torch.from_numpy(y).to(dev)
     mask = torch.as_tensor(bits, dtype=torch.float32, device=dev)
-    if workers is None:
-        workers = torch.get_num_threads() if dev.type == "cpu" and isinstance(engine, MLPPopulation) else 1
-        workers = min(workers, m // MIN_MODELS_PER_WORKER or 1)
-    if int(workers) != workers or workers < 1:
-        raise ValueError(f"workers must be a positive integer, got {workers}")
-    if workers > 1 and not isinstance(engine, MLPPopulation):
-        # torch.func.functional_call swaps the module's parameters in place: not thread-safe.
-        raise ValueError(f"workers > 1 needs the FCNN ('mlp') engine, got workers={workers} for {model!r}")
-    workers = min(int(workers), m)
+    workers = population_workers(workers, engine=engine, device=dev, models=m, name=spec.name)
 
     def run_group(rows: range, show: bool) -> Observations:
         theta_rows = start if start.dim() == 1 else start[rows.start : rows.stop]
@@ -140,23 +138,12 @@ def train_shard(
                 observe=scorer,
                 canary_norms=canary_norms,
                 progress=show,
-                desc=f"train {model} x{m}" + (f" ({workers} workers, bar: first)" if workers > 1 else ""),
+                desc=f"train {spec.name} x{m}" + (f" ({workers} workers, bar: first)" if workers > 1 else ""),
             )
 
-    if workers == 1:
-        return run_group(range(m), progress)
-    # Models never interact, so a CPU population splits into independent groups, one per worker thread, each
-    # with single-threaded ops (torch releases the GIL inside ops). Far more robust than intra-op threading,
-    # whose per-op barriers stall whenever another process takes a core (measured in docs/trainer.md).
-    bounds = np.linspace(0, m, workers + 1).astype(int)
-    groups = [range(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            parts = [f.result() for f in [pool.submit(run_group, g, progress and i == 0) for i, g in enumerate(groups)]]
-    finally:
-        torch.set_num_threads(threads)
+    parts = run_in_groups(run_group, models=m, workers=workers, progress=progress)
+    if len(parts) == 1:
+        return parts[0]
     return Observations(
         scores=np.concatenate([p.scores for p in parts]),
         grad_norms=np.concatenate([p.grad_norms for p in parts]) if canary_norms else None,
@@ -202,6 +189,15 @@ def theta0_known(reading: str) -> bool:
     if reading not in THETA0_READINGS:
         raise ValueError(f"theta0 must be one of {THETA0_READINGS}, got {reading!r}")
     return reading in ("known", "per_run_known")
+
+
+def per_run_scheme(setup_scheme: str) -> str:
+    """The scheme of the per-run θ0 draws (the readings that re-draw θ0 for every run, :func:`theta0_shared`) for a
+    setup drawn with ``setup_scheme``: Xavier-normal where the setup keeps PyTorch's default (the paper's "unknown
+    θ0" is Xavier), else the setup's."""
+    if setup_scheme not in THETA0_SCHEMES:
+        raise ValueError(f"theta0_init must be one of {THETA0_SCHEMES}, got {setup_scheme!r}")
+    return "xavier_normal" if setup_scheme == "default" else setup_scheme
 
 
 def noise_key(*, seed: int, key: str, dataset: str) -> int:

@@ -52,7 +52,7 @@ from hsaudit.engine.canaries import (
 )
 from hsaudit.engine.dpsgd import DPSGDConfig, init_theta0, pick_device, train_population
 from hsaudit.engine.evaluate import population_accuracy
-from hsaudit.engine.models import input_shape, model_spec, num_classes
+from hsaudit.engine.models import ModelSpec, require_spec
 from hsaudit.engine.psg import population_engine
 from hsaudit.engine.sampling import Poisson
 from hsaudit.experiments.steinke.train.shards import shard_models
@@ -60,12 +60,18 @@ from hsaudit.util.seeding import derive_seed
 
 
 def fig4_canary(
-    spec: Mapping[str, Any], *, train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.ndarray]
+    spec: Mapping[str, Any],
+    *,
+    arch: ModelSpec,
+    train: tuple[np.ndarray, np.ndarray],
+    test: tuple[np.ndarray, np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray]:
     """Figure 4's canary (x*, y*) as ``spec["canary"]`` says: the registry's ``mislabelled`` entry
     (:func:`hsaudit.engine.canaries.mislabelled`) with image ``index`` of the ``source`` split (the test split: the
     pool, an image the models never see otherwise [inferred]) and ``label`` (``None``: (y + 1) mod K); ``index``
-    ``None``: the ``draw``-th of distinct images drawn uniformly with the seed (:func:`canary_index`).
+    ``None``: the ``draw``-th of distinct images drawn uniformly with the seed (:func:`canary_index`). ``arch``: the
+    architecture ``spec["model"]`` names (its classes), resolved once by the caller
+    (:func:`hsaudit.engine.models.model_spec`).
 
     Returns:
         ``x* [1, ...]`` float32 and ``y* [1]`` int64.
@@ -74,7 +80,7 @@ def fig4_canary(
         ValueError: an index outside the split, or a label that is not a wrong class.
     """
     c = spec["canary"]
-    k = num_classes(spec["model"], **dict(spec["model_kwargs"] or {}))
+    k = require_spec(arch, "arch").classes
     n = len((test if c["source"] == "test" else train)[1])
     source = CanarySource(
         x=train[0],
@@ -175,22 +181,22 @@ def zero_gradient_background(y: np.ndarray) -> np.ndarray:
     return np.full(np.shape(y), BACKGROUND_MARK, dtype=np.int64)
 
 
-def _check_inputs(spec: Mapping[str, Any], X: np.ndarray) -> tuple[str, dict, int, int]:
-    model, kwargs = spec["model"], dict(spec["model_kwargs"] or {})
-    shape = input_shape(model, **kwargs)
+def _check_inputs(spec: Mapping[str, Any], arch: ModelSpec, X: np.ndarray) -> tuple[int, int]:
+    shape = require_spec(arch, "arch").input_shape
     if X.ndim != len(shape) + 1 or any(s is not None and s != x for s, x in zip(shape, X.shape[1:])):
-        raise ValueError(f"{model} takes inputs of shape {shape}, the data has {X.shape[1:]}")
+        raise ValueError(f"{arch.name} takes inputs of shape {shape}, the data has {X.shape[1:]}")
     n = int(X.shape[0])
     batch = int(spec["batch_size"])
     if not 1 <= batch <= n:
         raise ValueError(f"batch_size must be in [1, N = {n}], got {batch}")
-    return model, kwargs, n, batch
+    return n, batch
 
 
 def _train(
     spec: Mapping[str, Any],
     shard: int,
     *,
+    arch: ModelSpec,
     engine,
     X: np.ndarray,
     y: np.ndarray,
@@ -204,7 +210,7 @@ def _train(
 ) -> dict[str, np.ndarray]:
     """One shard of Poisson DP-SGD (both worlds) with ``insertion`` (``gradient=`` or ``canary=``), scores after
     every step, and (``test`` given) the final models' test accuracy."""
-    model, kwargs, n, batch = _check_inputs(spec, X)
+    n, batch = _check_inputs(spec, arch, X)
     models, bits = shard_models(spec, shard)
     config = DPSGDConfig(
         steps=int(spec["steps"]),
@@ -242,7 +248,7 @@ def _train(
     }
     if test is not None:
         theta = torch.as_tensor(obs.theta, device=dev)
-        out["test_accuracy"] = population_accuracy(model_spec(model, **kwargs), theta, test[0], test[1])
+        out["test_accuracy"] = population_accuracy(arch, theta, test[0], test[1])
         out["n_test"] = np.int64(len(test[1]))
     return out
 
@@ -251,6 +257,7 @@ def train_dirac_shard(
     spec: Mapping[str, Any],
     shard: int,
     *,
+    arch: ModelSpec,
     X: np.ndarray,
     y: np.ndarray,
     test: tuple[np.ndarray, np.ndarray] | None = None,
@@ -263,6 +270,8 @@ def train_dirac_shard(
     Args:
         spec: the spec of a Dirac population (:func:`hsaudit.experiments.steinke.plan.plan_fig2`).
         shard: the shard index (models ``shard·S .. shard·S + S − 1``).
+        arch: the architecture ``spec["model"]`` and ``spec["model_kwargs"]`` name, resolved once by the caller
+            (:func:`hsaudit.engine.models.model_spec`).
         X, y: the training set (``N`` examples); q = B / N with B = ``spec["batch_size"]``.
         test: ``(X_test, y_test)``: also evaluate the final models' test accuracy (Table 2); ``None``: not.
         device: ``None``/``"auto"`` (CUDA when present), ``"cpu"`` or ``"cuda"``.
@@ -274,8 +283,7 @@ def train_dirac_shard(
         ``test_accuracy [S]`` and ``n_test``.
     """
     dev = pick_device(device)
-    model, kwargs, _, batch = _check_inputs(spec, X)
-    arch = model_spec(model, **kwargs)
+    _, batch = _check_inputs(spec, arch, X)
     engine = population_engine(arch, dev, backend=spec["backend"])
     if spec["background"] == "zero":
         engine = _ZeroGradients(engine)
@@ -289,6 +297,7 @@ def train_dirac_shard(
     out = _train(
         spec,
         shard,
+        arch=arch,
         engine=engine,
         X=X,
         y=y,
@@ -323,6 +332,7 @@ def train_label_flip_shard(
     spec: Mapping[str, Any],
     shard: int,
     *,
+    arch: ModelSpec,
     X: np.ndarray,
     y: np.ndarray,
     canary: tuple[np.ndarray, np.ndarray],
@@ -340,6 +350,7 @@ def train_label_flip_shard(
             :func:`blank_background`; labels unchanged) or ``zero_gradient`` (every other example's clipped
             gradient 0, the canary's computed and clipped: :class:`CanaryOnlyGradients`).
         shard: the shard index.
+        arch: the architecture (as :func:`train_dirac_shard`).
         X, y: the training set.
         canary: ``(x* [1, ...], y* [1])`` (:func:`fig4_canary`).
         test, device, progress: as :func:`train_dirac_shard`.
@@ -350,10 +361,9 @@ def train_label_flip_shard(
     if spec["background"] not in LABEL_FLIP_BACKGROUNDS:
         raise ValueError(f"fig4 background must be one of {LABEL_FLIP_BACKGROUNDS}, got {spec['background']!r}")
     dev = pick_device(device)
-    model, kwargs, _, _ = _check_inputs(spec, X)
+    _check_inputs(spec, arch, X)
     if spec["background"] == "blank":
         X = blank_background(X)
-    arch = model_spec(model, **kwargs)
     engine = population_engine(arch, dev, backend=spec["backend"])
     theta0 = torch.as_tensor(
         init_theta0(arch, scheme="default", seed=derive_seed(spec["seed"], "steinke-fig2-theta0")), device=dev
@@ -367,6 +377,7 @@ def train_label_flip_shard(
     out = _train(
         spec,
         shard,
+        arch=arch,
         engine=trainer,
         X=X,
         y=y,
@@ -386,6 +397,7 @@ def train_shard(
     spec: Mapping[str, Any],
     shard: int,
     *,
+    arch: ModelSpec,
     X: np.ndarray,
     y: np.ndarray,
     test: tuple[np.ndarray, np.ndarray],
@@ -398,16 +410,16 @@ def train_shard(
 
     Args:
         canary: :data:`hsaudit.engine.canaries.STEINKE_CANARIES`.
-        spec, shard, X, y, test, device, progress: as :func:`train_dirac_shard`.
+        spec, shard, arch, X, y, test, device, progress: as :func:`train_dirac_shard`.
 
     Raises:
         ValueError: an unknown canary.
     """
     if canary == "dirac":
-        return train_dirac_shard(spec, shard, X=X, y=y, test=test, device=device, progress=progress)
+        return train_dirac_shard(spec, shard, arch=arch, X=X, y=y, test=test, device=device, progress=progress)
     if canary == "label_flip":
-        image = fig4_canary(spec, train=(X, y), test=test)
-        out = train_label_flip_shard(spec, shard, X=X, y=y, canary=image, test=test, device=device,
+        image = fig4_canary(spec, arch=arch, train=(X, y), test=test)
+        out = train_label_flip_shard(spec, shard, arch=arch, X=X, y=y, canary=image, test=test, device=device,
                                      progress=progress)
         split = test if spec["canary"]["source"] == "test" else (X, y)
         return {**out, "canary_index": np.int64(canary_index(spec, len(split[1])))}
