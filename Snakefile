@@ -3,12 +3,17 @@
 # profiles/slurm (`--profile slurm`, see README.md).
 from snakemake.utils import min_version
 
+from hsaudit.pipeline import warm
 from hsaudit.pipeline.config import validate_config
 
 min_version("8.0")
 
 
 configfile: "config/config.yaml"
+
+
+# Python script jobs fork from a warm server when HSAUDIT_WARM_SOCKET names one (hsaudit.pipeline.warm).
+warm.enable(f"{workflow.basedir}/workflow")
 
 
 # Readable errors (every violation, named by its dotted key), then the schema's defaults are filled in, as

@@ -1,0 +1,136 @@
+"""The warm job runner (hsaudit.pipeline.warm): a script run through ``workflow/warm-python`` behaves as the real
+interpreter would run it (streams, exit status, working directory, environment, the package from its own path),
+only with the heavy libraries already imported; anything else, or a missing server, runs the real interpreter."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, warm_server
+from hsaudit.pipeline import warm
+
+WRAPPER = REPO / "workflow" / warm.WRAPPER
+
+SCRIPT = """\
+import os, sys
+warm = "torch" in sys.modules  # before this script imports anything heavy
+import hsaudit
+print("out", os.getcwd(), os.environ.get("JOB_VALUE"), hsaudit.MARK, warm, sys.argv[0].endswith("job.py"))
+print("err line", file=sys.stderr)
+sys.exit(int(os.environ.get("JOB_STATUS", "0")))
+"""
+
+
+@pytest.fixture(scope="module")
+def server() -> str:
+    sock = warm_server() or pytest.skip("HSAUDIT_TEST_WARM=0: no warm server")
+    return sock
+
+
+@pytest.fixture
+def job(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A script and an environment whose PYTHONPATH holds a stand-in ``hsaudit`` package (MARK = 'copy')."""
+    (tmp_path / "pkg" / "hsaudit").mkdir(parents=True)
+    (tmp_path / "pkg" / "hsaudit" / "__init__.py").write_text("MARK = 'copy'\n")
+    (tmp_path / "cwd").mkdir()
+    script = tmp_path / "job.py"
+    script.write_text(SCRIPT)
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(tmp_path / "pkg"), "JOB_VALUE": "v1"}
+    return script, env
+
+
+def run(script: Path, env: dict[str, str], cwd: Path, *, sock: str | None, **extra) -> subprocess.CompletedProcess:
+    env = {**env, **extra, warm.REAL_PYTHON_ENV: sys.executable, warm.CLIENT_ENV: warm.__file__}
+    if sock:
+        env[warm.SOCKET_ENV] = sock
+    return subprocess.run([str(WRAPPER), str(script)], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_a_script_runs_as_the_real_interpreter_would_with_the_libraries_loaded(server, job, tmp_path):
+    script, env = job
+    cold = subprocess.run([sys.executable, str(script)], cwd=tmp_path / "cwd", env=env, capture_output=True, text=True)
+    hot = run(script, env, tmp_path / "cwd", sock=server)
+    assert cold.returncode == hot.returncode == 0, (cold.stderr, hot.stderr)
+    assert cold.stdout == f"out {tmp_path / 'cwd'} v1 copy False True\n"  # the stand-in package, not the server's
+    assert hot.stdout == cold.stdout.replace("False", "True")  # the same, with torch already imported
+    assert hot.stderr == cold.stderr == "err line\n"
+
+
+def test_exit_status_and_errors_come_back(server, job, tmp_path):
+    script, env = job
+    assert run(script, env, tmp_path, sock=server, JOB_STATUS="3").returncode == 3
+    script.write_text("raise ValueError('boom')\n")
+    failed = run(script, env, tmp_path, sock=server)
+    assert failed.returncode == 1 and "ValueError: boom" in failed.stderr
+
+
+def test_without_a_server_or_for_other_commands_the_real_interpreter_runs(job, tmp_path):
+    script, env = job
+    missing = run(script, env, tmp_path / "cwd", sock=str(tmp_path / "no-such-socket"))
+    assert missing.returncode == 0 and missing.stdout.startswith("out ") and " False " in missing.stdout
+    other = subprocess.run([str(WRAPPER), "-c", "import sys; print(sys.argv[1:])", "a"], capture_output=True,
+                           text=True, env={**env, warm.REAL_PYTHON_ENV: sys.executable})  # fmt: skip
+    assert other.stdout == "['a']\n", other.stderr
+
+
+def test_a_job_dies_with_its_client(server, job, tmp_path):
+    script, env = job
+    pidfile = tmp_path / "pid"
+    script.write_text(f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n")
+    env = {**env, warm.REAL_PYTHON_ENV: sys.executable, warm.CLIENT_ENV: warm.__file__, warm.SOCKET_ENV: server}
+    client = subprocess.Popen([str(WRAPPER), str(script)], cwd=tmp_path, env=env)
+    deadline = time.monotonic() + 30
+    while not (pidfile.exists() and pidfile.read_text()):
+        assert time.monotonic() < deadline and client.poll() is None
+        time.sleep(0.05)
+    pid = int(pidfile.read_text())
+    assert pid != client.pid  # the job is the server's fork, not the client
+    client.send_signal(signal.SIGTERM)
+    assert client.wait(10) == 128 + signal.SIGTERM
+    deadline = time.monotonic() + 10
+    while _alive(pid):
+        assert time.monotonic() < deadline, "the job outlived its client"
+        time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat")
+    return not (status.exists() and status.read_text().split()[2] == "Z")
+
+
+def test_enable_points_snakemake_at_the_wrapper_only_when_asked(monkeypatch):
+    monkeypatch.setattr(sys, "executable", sys.executable)
+    environ: dict[str, str] = {}
+    assert not warm.enable(REPO / "workflow", environ) and environ == {}
+    real = sys.executable
+    environ[warm.SOCKET_ENV] = "/tmp/s"
+    assert warm.enable(REPO / "workflow", environ)
+    assert sys.executable == str(WRAPPER) and environ[warm.REAL_PYTHON_ENV] == real
+    assert warm.enable(REPO / "workflow", environ) and environ[warm.REAL_PYTHON_ENV] == real  # idempotent
+
+
+def test_the_server_never_imports_the_package():
+    with pytest.raises(ValueError, match="must not import hsaudit"):
+        warm.preload(("numpy", "hsaudit.audit"))
+
+
+def test_the_client_needs_only_the_standard_library():
+    code = textwrap.dedent(f"""
+        import runpy, sys
+        runpy.run_path({warm.__file__!r}, run_name="not_main")
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("numpy", "torch", "hsaudit", "pandas")))
+    """)
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout == "[]\n"
