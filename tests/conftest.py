@@ -123,9 +123,10 @@ def run_snakemake(
 ) -> subprocess.CompletedProcess:
     """Run ``snakemake ARGS`` in ``workdir`` (with ``env`` over the environment); on failure with ``check`` the
     output is shown in the assertion."""
+    exe = snakemake_exe()  # first: it names the warm server in os.environ
     env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
     proc = subprocess.run(
-        [snakemake_exe(), "--cores", "2", *args],
+        [exe, "--cores", "2", *args],
         cwd=workdir,
         capture_output=True,
         text=True,
