@@ -81,10 +81,11 @@ def test_without_a_server_or_for_other_commands_the_real_interpreter_runs(job, t
     assert other.stdout == "['a']\n", other.stderr
 
 
-def test_a_job_dies_with_its_client(server, job, tmp_path):
-    script, env = job
+def _started(script: Path, body: str, env: dict[str, str], server: str, tmp_path: Path):
+    """Start ``body`` as a job through the wrapper; (client process, the job's pid) once it runs."""
     pidfile = tmp_path / "pid"
-    script.write_text(f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n")
+    script.write_text(f"import os, signal, sys, time\n{body}\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
+                      "time.sleep(60)\n")  # fmt: skip
     env = {**env, warm.REAL_PYTHON_ENV: sys.executable, warm.CLIENT_ENV: warm.__file__, warm.SOCKET_ENV: server}
     client = subprocess.Popen([str(WRAPPER), str(script)], cwd=tmp_path, env=env)
     deadline = time.monotonic() + 30
@@ -93,12 +94,37 @@ def test_a_job_dies_with_its_client(server, job, tmp_path):
         time.sleep(0.05)
     pid = int(pidfile.read_text())
     assert pid != client.pid  # the job is the server's fork, not the client
-    client.send_signal(signal.SIGTERM)
-    assert client.wait(10) == 128 + signal.SIGTERM
+    return client, pid
+
+
+def test_signals_reach_the_job_and_a_killed_client_takes_its_job_along(server, job, tmp_path):
+    script, env = job
+    handler = "signal.signal(signal.SIGTERM, lambda *_: sys.exit(7))"
+    client, _ = _started(script, handler, env, server, tmp_path)
+    client.send_signal(signal.SIGTERM)  # passed on: the job's own handler decides the status
+    assert client.wait(10) == 7
+    client, pid = _started(script, "", env, server, tmp_path)
+    client.kill()  # SIGKILL cannot be passed on: the server kills the job
+    client.wait(10)
     deadline = time.monotonic() + 10
     while _alive(pid):
         assert time.monotonic() < deadline, "the job outlived its client"
         time.sleep(0.05)
+
+
+def test_snakemake_runs_through_the_server(server, tmp_path):
+    """``warm.py snakemake ARGS`` (the suite's ``snakemake``) is Snakemake, forked: the same dry run as a cold one."""
+    (tmp_path / "Snakefile").write_text('rule all:\n    output: "x.txt"\n    shell: "touch {output}"\n')
+    env = {**os.environ, warm.SOCKET_ENV: server}
+    cold = subprocess.run([str(Path(sys.executable).with_name("snakemake")), "-n", "--cores", "1"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True)  # fmt: skip
+    hot = subprocess.run([sys.executable, "-I", "-S", warm.__file__, "snakemake", "-n", "--cores", "1"], cwd=tmp_path,
+                         env=env, capture_output=True, text=True)  # fmt: skip
+    assert cold.returncode == hot.returncode == 0, (cold.stderr, hot.stderr)
+    assert "rule all:" in hot.stdout + hot.stderr and "This was a dry-run" in hot.stdout + hot.stderr
+    bad = subprocess.run([sys.executable, "-I", "-S", warm.__file__, "snakemake", "--no-such-flag"], cwd=tmp_path,
+                         env=env, capture_output=True, text=True)  # fmt: skip
+    assert bad.returncode != 0 and "no-such-flag" in bad.stderr
 
 
 def _alive(pid: int) -> bool:

@@ -54,6 +54,8 @@ PRELOAD = (
     "tqdm",
     "snakemake.script",
     "snakemake.iocontainers",
+    "snakemake.cli",
+    "snakemake.api",
 )
 """Imported once by the server (each one that is installed). Never ``hsaudit``: jobs import it afresh."""
 
@@ -85,24 +87,30 @@ def enable(workflow_dir: str | os.PathLike, environ=os.environ) -> bool:
 # ---------------------------------------------------------------------------------------------------------- client
 
 
-def client(script: str, environ=os.environ) -> int:
-    """Run ``script`` in a fork of the server at ``$HSAUDIT_WARM_SOCKET`` with this process's working directory,
-    environment and standard streams; its exit status. Falls back to the real interpreter (``exec``) when the server
-    does not answer."""
+def client(argv: list[str], environ=os.environ, *, mode: str = "script") -> int:
+    """Run ``argv`` in a fork of the server at ``$HSAUDIT_WARM_SOCKET`` with this process's working directory,
+    environment and standard streams; its exit status. ``mode``: ``script`` (``argv`` is one Python script) or
+    ``snakemake`` (``argv`` are Snakemake's arguments). SIGINT, SIGTERM and SIGHUP are passed on to the job; if
+    this process dies otherwise, the server kills the job (SIGKILL). Without a server, the real interpreter runs it
+    (``exec``)."""
     real = environ.get(REAL_PYTHON_ENV) or sys.executable
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.connect(environ[SOCKET_ENV])
+        sock.connect(environ.get(SOCKET_ENV, ""))
     except OSError:
         sock.close()
-        os.execv(real, [real, script])
-    request = json.dumps({"argv": [script], "cwd": os.getcwd(), "env": dict(environ)}).encode()
+        os.execv(real, [real, *(["-m", "snakemake"] if mode == "snakemake" else []), *argv])
+    request = json.dumps({"mode": mode, "argv": list(argv), "cwd": os.getcwd(), "env": dict(environ)}).encode()
     socket.send_fds(sock, [_STATUS.pack(len(request))], [0, 1, 2])
     sock.sendall(request)
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # dying closes the socket: the server kills the job
-        signal.signal(sig, lambda number, _frame: os._exit(128 + number))
+    for sig in FORWARDED:
+        signal.signal(sig, lambda number, _frame: sock.send(bytes([number])))
     reply = _recv_exactly(sock, _STATUS.size)
     return 1 if reply is None else _STATUS.unpack(reply)[0]
+
+
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""Signals a client passes on to its job."""
 
 
 def _recv_exactly(sock: socket.socket, n: int) -> bytes | None:
@@ -188,10 +196,16 @@ def serve(path: str | os.PathLike, *, modules=PRELOAD, ready: str | None = None)
                 elif key.data == "wake":
                     os.read(wake_r, 4096)
                     _reap(jobs, selector)
-                else:  # a client's connection is readable: it went away, so its job goes too
-                    selector.unregister(key.fileobj)
+                else:  # a client passes on a signal, or went away: then its job goes too
+                    try:
+                        data = key.fileobj.recv(16)
+                    except OSError:
+                        data = b""
+                    if not data:
+                        selector.unregister(key.fileobj)
                     if key.data in jobs:
-                        _kill(key.data)
+                        for number in data or [signal.SIGKILL]:
+                            _kill(key.data, number)
     finally:
         for pid in list(jobs):
             _kill(pid)
@@ -207,8 +221,8 @@ def _poke(fd: int) -> None:
         pass
 
 
-def _kill(pid: int) -> None:
-    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+def _kill(pid: int, number: int = signal.SIGKILL) -> None:
+    for target in (lambda: os.killpg(pid, number), lambda: os.kill(pid, number)):
         try:
             target()
             return
@@ -297,23 +311,40 @@ def _start(conn, listener, selector, wake_r, wake_w, base_path) -> int | None:
 
 
 def _run_job(request: dict, base_path: list[str]) -> int:
-    """Run the request's script as ``__main__`` in this (forked) process; its exit status."""
+    """Run the request in this (forked) process: its script as ``__main__``, or Snakemake's command line; its exit
+    status. The server's exit handlers are dropped and the job's own run at the end, as in a process of its own."""
+    import atexit
     import runpy
 
+    atexit._clear()  # noqa: SLF001 - the server's handlers are not the job's
+    try:
+        return _run(request, base_path, runpy)
+    finally:
+        atexit._run_exitfuncs()  # noqa: SLF001
+
+
+def _run(request: dict, base_path: list[str], runpy) -> int:
+    snakemake = request.get("mode") == "snakemake"
     script = request["argv"][0]
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
     for name in [m for m in sys.modules if m == "hsaudit" or m.startswith("hsaudit.")]:
         del sys.modules[name]  # the package is imported afresh from the job's own path
-    sys.path[:] = [os.path.dirname(os.path.abspath(script)), *_env_paths(request["env"]), *base_path]
-    sys.argv = list(request["argv"])
+    first = os.path.dirname(sys.executable) if snakemake else os.path.dirname(os.path.abspath(script))
+    sys.path[:] = [first, *_env_paths(request["env"]), *base_path]
+    sys.argv = ["snakemake", *request["argv"]] if snakemake else list(request["argv"])
     importlib.invalidate_caches()
     sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
     sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
     sys.stdin = os.fdopen(0, "r", closefd=False)
     try:
-        runpy.run_path(script, run_name="__main__")
+        if snakemake:
+            from snakemake.cli import main as snakemake_main
+
+            snakemake_main()
+        else:
+            runpy.run_path(script, run_name="__main__")
     except SystemExit as stop:
         code = stop.code
         if code is None:
@@ -333,11 +364,14 @@ def _run_job(request: dict, base_path: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) >= 2 and argv[0] == "client":
-        return client(argv[1])
+        return client(argv[1:2])
+    if argv and argv[0] == "snakemake":
+        return client(argv[1:], mode="snakemake")
     if len(argv) >= 2 and argv[0] == "serve":
         serve(argv[1], ready=argv[2] if len(argv) > 2 else None)
         return 0
-    print("usage: python -m hsaudit.pipeline.warm serve SOCKET [READY_FILE] | client SCRIPT", file=sys.stderr)
+    print("usage: python -m hsaudit.pipeline.warm serve SOCKET [READY_FILE] | client SCRIPT | snakemake ARGS...",
+          file=sys.stderr)
     return 2
 
 
