@@ -3,8 +3,10 @@
 # and 1-D simulations -> plot. fig2, fig4, fig4_spread, table2 train image classifiers (Poisson DP-SGD with the Dirac
 # gradient canary, or the label-flipped input canary for fig4; fig4_spread: one population pair per Dirac
 # coordinate and per label-flipped image): data -> one job per population shard (GPU at paper scale;
-# it also evaluates the models' test accuracy) -> audit table -> plot / table. table1 fine-tunes a causal language
-# model given by path (optional): data -> σ per row -> one job per row and shard -> table.
+# it also evaluates the models' test accuracy) -> audit table -> plot / table; with steinke.table2.lr_grid set, a
+# table2 row first trains its η candidates (no canary, scored on a validation split) and its shards take the best
+# η. table1 fine-tunes a causal language model given by path (optional): data -> σ per row -> one job per row and
+# shard -> table.
 from hsaudit.experiments.steinke.plan import plan as steinke_plan
 
 STEINKE = steinke_plan(config)

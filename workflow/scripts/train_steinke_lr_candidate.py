@@ -1,12 +1,12 @@
 """Snakemake adapter: one η candidate of a Steinke et al. Table 2 row (the row's DP-SGD setting without the canary,
 trained on the training set less the validation split, scored by validation accuracy) via
-hsaudit.experiments.steinke.train.tuning.train_lr_candidate. Imports no audit code (docs/cluster.md)."""
+hsaudit.experiments.steinke.train.candidates.train_lr_candidate. Imports no audit code (docs/cluster.md)."""
 
 import numpy as np
 import torch
 
 from hsaudit.engine.models import model_spec
-from hsaudit.experiments.steinke.train.tuning import train_lr_candidate
+from hsaudit.experiments.steinke.train.candidates import train_lr_candidate
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import atomic_savez
 

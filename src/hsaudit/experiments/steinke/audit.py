@@ -543,7 +543,7 @@ def table2_lr(
     Args:
         table: :func:`table2`'s table (its ``batch_size``, ``lr``, ``lr_tuned``).
         rows: the rows as :func:`table2` takes them (``noise_multiplier``, ``steps``).
-        candidates: per row the outputs of :func:`hsaudit.experiments.steinke.train.tuning.train_lr_candidate`
+        candidates: per row the outputs of :func:`hsaudit.experiments.steinke.train.candidates.train_lr_candidate`
             (empty where η is fixed: one line with that η, validation columns NaN).
 
     Returns:
@@ -632,7 +632,7 @@ def table2_markdown(table: pd.DataFrame, *, footer: str, lr_table: pd.DataFrame 
 
 def _lr_markdown(lr_table: pd.DataFrame) -> str:
     """The η tuning as Markdown: per tuned row, every candidate's validation accuracy (mean ± sd over its models),
-    the chosen η in bold."""
+    the chosen η in bold, and a † where the chosen η is an end of the row's grid (the best η may lie beyond it)."""
     tuned = lr_table[lr_table["lr_tuned"]]
     grid = sorted(set(tuned["lr"]))
     first = tuned.iloc[0]
@@ -640,11 +640,18 @@ def _lr_markdown(lr_table: pd.DataFrame) -> str:
              f"(trained on {int(first['n_train'])} examples, scored on {int(first['n_validation'])} held out; "
              "no canary); the chosen η in bold", "",
              "| Batch size | " + " | ".join(f"η = {v:g}" for v in grid) + " |", "|---" * (1 + len(grid)) + "|"]
+    ends = []
     for b, group in tuned.groupby("batch_size", sort=False):
         cells = {float(r.lr): (f"{100 * r.validation_accuracy_mean:.1f}% ± {100 * r.validation_accuracy_sd:.1f}",
                                bool(r.chosen)) for r in group.itertuples(index=False)}
+        (chosen,) = [v for v, (_, c) in cells.items() if c]
+        end = chosen in (min(cells), max(cells))
+        ends += [f"B = {b}"] if end else []
         lines.append(f"| {b} | " + " | ".join(
-            "" if v not in cells else (f"**{cells[v][0]}**" if cells[v][1] else cells[v][0]) for v in grid) + " |")
+            "" if v not in cells else (f"**{cells[v][0]}**" + ("†" if end else "") if cells[v][1] else cells[v][0])
+            for v in grid) + " |")
+    if ends:
+        lines += ["", f"† the chosen η is an end of the grid ({', '.join(ends)}): the best η may lie beyond it."]
     return "\n".join(lines)
 
 
@@ -788,7 +795,7 @@ def table1_markdown(table: pd.DataFrame, *, footer: str) -> str:
 
 def _lr_markdown(lr_table: pd.DataFrame) -> str:
     """The η tuning as Markdown: per tuned row, every candidate's validation accuracy (mean ± sd over its models),
-    the chosen η in bold."""
+    the chosen η in bold, and a † where the chosen η is an end of the row's grid (the best η may lie beyond it)."""
     tuned = lr_table[lr_table["lr_tuned"]]
     grid = sorted(set(tuned["lr"]))
     first = tuned.iloc[0]
@@ -796,11 +803,18 @@ def _lr_markdown(lr_table: pd.DataFrame) -> str:
              f"(trained on {int(first['n_train'])} examples, scored on {int(first['n_validation'])} held out; "
              "no canary); the chosen η in bold", "",
              "| Batch size | " + " | ".join(f"η = {v:g}" for v in grid) + " |", "|---" * (1 + len(grid)) + "|"]
+    ends = []
     for b, group in tuned.groupby("batch_size", sort=False):
         cells = {float(r.lr): (f"{100 * r.validation_accuracy_mean:.1f}% ± {100 * r.validation_accuracy_sd:.1f}",
                                bool(r.chosen)) for r in group.itertuples(index=False)}
+        (chosen,) = [v for v, (_, c) in cells.items() if c]
+        end = chosen in (min(cells), max(cells))
+        ends += [f"B = {b}"] if end else []
         lines.append(f"| {b} | " + " | ".join(
-            "" if v not in cells else (f"**{cells[v][0]}**" if cells[v][1] else cells[v][0]) for v in grid) + " |")
+            "" if v not in cells else (f"**{cells[v][0]}**" + ("†" if end else "") if cells[v][1] else cells[v][0])
+            for v in grid) + " |")
+    if ends:
+        lines += ["", f"† the chosen η is an end of the grid ({', '.join(ends)}): the best η may lie beyond it."]
     return "\n".join(lines)
 
 

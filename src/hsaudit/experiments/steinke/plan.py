@@ -492,7 +492,7 @@ def plan_table2_candidates(
     """The η candidates of every Table 2 row whose η is tuned (``steinke.table2.lr_grid`` set, no ``lr`` of the
     row's own): per η of the grid, ``tuning_models`` models of the row's DP-SGD setting (B, σ, T, C, the model)
     without the canary, trained on the training set less ``validation_size`` held-out examples and scored by their
-    accuracy on those (:func:`hsaudit.experiments.steinke.train.tuning.train_lr_candidate`) [inferred: the paper does
+    accuracy on those (:func:`hsaudit.experiments.steinke.train.candidates.train_lr_candidate`) [inferred: the paper does
     not say how η was chosen]. One job each, ``results/steinke/lr_tuning/<key>/shard0.npz``, keyed by every value that
     changes it (so that adding an η to the grid adds one job).
 
