@@ -788,34 +788,7 @@ def table1_markdown(table: pd.DataFrame, *, footer: str) -> str:
             f"| {r.empirical_sigma_last_iterate:.2f} / {r.empirical_sigma_last_iterate_held_out:.2f}"
             f"{paper(r.paper_empirical, '{:g}')} | {r.empirical_gdp:.2f} | {r.empirical_gdp_valid:.2f} |"
         )
-    if lr_table is not None and bool(lr_table["lr_tuned"].any()):
-        lines += ["", _lr_markdown(lr_table)]
     return "\n".join(lines) + f"\n\n{footer}\n"
-
-
-def _lr_markdown(lr_table: pd.DataFrame) -> str:
-    """The η tuning as Markdown: per tuned row, every candidate's validation accuracy (mean ± sd over its models),
-    the chosen η in bold, and a † where the chosen η is an end of the row's grid (the best η may lie beyond it)."""
-    tuned = lr_table[lr_table["lr_tuned"]]
-    grid = sorted(set(tuned["lr"]))
-    first = tuned.iloc[0]
-    lines = [f"η tuning: validation accuracy, mean ± sd over {int(first['validation_models'])} models per η "
-             f"(trained on {int(first['n_train'])} examples, scored on {int(first['n_validation'])} held out; "
-             "no canary); the chosen η in bold", "",
-             "| Batch size | " + " | ".join(f"η = {v:g}" for v in grid) + " |", "|---" * (1 + len(grid)) + "|"]
-    ends = []
-    for b, group in tuned.groupby("batch_size", sort=False):
-        cells = {float(r.lr): (f"{100 * r.validation_accuracy_mean:.1f}% ± {100 * r.validation_accuracy_sd:.1f}",
-                               bool(r.chosen)) for r in group.itertuples(index=False)}
-        (chosen,) = [v for v, (_, c) in cells.items() if c]
-        end = chosen in (min(cells), max(cells))
-        ends += [f"B = {b}"] if end else []
-        lines.append(f"| {b} | " + " | ".join(
-            "" if v not in cells else (f"**{cells[v][0]}**" + ("†" if end else "") if cells[v][1] else cells[v][0])
-            for v in grid) + " |")
-    if ends:
-        lines += ["", f"† the chosen η is an end of the grid ({', '.join(ends)}): the best η may lie beyond it."]
-    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------- which accountant: the paper's rows, no training
