@@ -22,7 +22,8 @@ NAMES = [s.stem for s in SCRIPTS]
 # Rule families by script (workflow/rules/*.smk name each script once).
 TRAINING = ["prepare_data", "extract_features", "make_setup", "craft_adversary", "craft_fixed_init", "train_shard", "prepare_yoon_data",
             "train_yoon_models", "prepare_steinke_data", "train_steinke_shard",
-            "craft_one_run_canaries", "train_one_run_shard", "prepare_steinke_table1_data", "train_steinke_table1"]
+            "craft_one_run_canaries", "train_one_run_shard", "prepare_steinke_table1_data", "train_steinke_table1",
+            "train_steinke_lr_candidate", "train_steinke_tuned_shard"]
 AUDITS = ["extract_scores", "audit_epsilon", "audit_yoon_run", "audit_cebere_process", "tabulate_cebere_cp",
           "compute_cebere_exact_law", "compute_cebere_tradeoff_curves", "search_cebere_threshold",
           "compute_steinke_fig1", "audit_steinke_fig3", "compute_steinke_fig5", "attack_steinke_fig6",
@@ -144,11 +145,16 @@ def test_cebere_and_one_run_sides_are_apart(package_copy):
 
 def test_steinke_training_audit_and_plan_are_apart(package_copy):
     """Steinke et al.: each training module reruns its own data and training jobs only (the image trainer never the
-    language model's, nor the reverse); the audit module (the tables, Table 1's σ calibration) retrains nothing; the
+    language model's, nor the reverse; Table 2's η selection only its tuned rows, its candidates only themselves);
+    the audit module (the tables, Table 1's σ calibration) retrains nothing; the
     plan is read by the workflow only and reruns no job by itself."""
     assert changed_by(package_copy, "experiments/steinke/train/language.py") == {"prepare_steinke_table1_data",
                                                                              "train_steinke_table1"}
-    assert changed_by(package_copy, "experiments/steinke/train/images.py") == {"train_steinke_shard"}
+    # Table 2's tuned rows train through the image trainer; their η candidates do not
+    assert changed_by(package_copy, "experiments/steinke/train/images.py") == {"train_steinke_shard",
+                                                                           "train_steinke_tuned_shard"}
+    assert changed_by(package_copy, "experiments/steinke/train/tuning.py") == {"train_steinke_tuned_shard"}
+    assert changed_by(package_copy, "experiments/steinke/train/candidates.py") == {"train_steinke_lr_candidate"}
     assert changed_by(package_copy, "experiments/steinke/audit.py") == {
         "audit_steinke_trained", "tabulate_steinke_table2", "calibrate_steinke_table1", "tabulate_steinke_table1"}
     assert changed_by(package_copy, "experiments/steinke/plan.py") == set()

@@ -86,3 +86,28 @@ def test_smoke_fig2(workflow_copy):
     # a second request trains nothing again
     again = run_snakemake(workflow_copy, TARGET, FIG4, TABLE2, "--config", "scale=smoke", "-n")
     assert "Nothing to be done" in again.stdout + again.stderr
+    assert t2["lr"].tolist() == [0.5, 0.5, 0.5] and not t2["lr_tuned"].any()
+    fixed = pd.read_csv(workflow_copy / "results/steinke/table2_lr.csv")
+    assert fixed["lr"].tolist() == [0.5, 0.5, 0.5] and fixed["validation_accuracy_mean"].isna().all()
+
+    # η tuned for the middle row only (the others fix their own η, so they keep their populations): 2 candidates
+    # and 1 shard train, the table records the choice (issue 24 §4)
+    (workflow_copy / "tuned.yaml").write_text(
+        "steinke:\n  table2:\n    lr_grid: [0.25, 1.0]\n    rows:\n"
+        "      - {batch_size: 10, noise_multiplier: 1.0, steps: 3, lr: 0.5}\n"
+        "      - {batch_size: 5, noise_multiplier: 0.744, steps: 6}\n"
+        "      - {batch_size: 2, noise_multiplier: 0.485, steps: 15, lr: 0.5}\n")
+    tuned = ("--config", "scale=smoke", "--configfile", "config/config.yaml", "tuned.yaml")
+    assert job_counts(run_snakemake(workflow_copy, TABLE2, *tuned, "-n").stdout) == {
+        "train_steinke_lr_candidate": 2, "train_steinke_tuned_shard": 1, "tabulate_steinke_table2": 1}
+    run_snakemake(workflow_copy, TABLE2, *tuned)
+    t2_tuned = pd.read_csv(workflow_copy / "results/steinke/table2.csv")
+    assert t2_tuned["lr_tuned"].tolist() == [False, True, False] and t2_tuned["lr"].iloc[1] in (0.25, 1.0)
+    kept = [0, 2]
+    assert t2_tuned["test_accuracy_mean"].iloc[kept].tolist() == t2["test_accuracy_mean"].iloc[kept].tolist()
+    lr = pd.read_csv(workflow_copy / "results/steinke/table2_lr.csv")
+    candidates = lr[lr["lr_tuned"]]
+    assert candidates["lr"].tolist() == [0.25, 1.0] and candidates["validation_models"].tolist() == [2, 2]
+    best = candidates.sort_values(["validation_accuracy_mean", "lr"], ascending=[False, True]).iloc[0]
+    assert candidates.loc[candidates["chosen"], "lr"].tolist() == [best["lr"]] == [t2_tuned["lr"].iloc[1]]
+    assert "η tuning: validation accuracy" in (workflow_copy / TABLE2).read_text()

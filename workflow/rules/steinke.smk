@@ -3,8 +3,10 @@
 # and 1-D simulations -> plot. fig2, fig4, fig4_spread, table2 train image classifiers (Poisson DP-SGD with the Dirac
 # gradient canary, or the label-flipped input canary for fig4; fig4_spread: one population pair per Dirac
 # coordinate and per label-flipped image): data -> one job per population shard (GPU at paper scale;
-# it also evaluates the models' test accuracy) -> audit table -> plot / table. table1 fine-tunes a causal language
-# model given by path (optional): data -> σ per row -> one job per row and shard -> table.
+# it also evaluates the models' test accuracy) -> audit table -> plot / table; with steinke.table2.lr_grid set, a
+# table2 row first trains its η candidates (no canary, scored on a validation split) and its shards take the best
+# η. table1 fine-tunes a causal language model given by path (optional): data -> σ per row -> one job per row and
+# shard -> table.
 from hsaudit.experiments.steinke.plan import plan as steinke_plan
 
 STEINKE = steinke_plan(config)
@@ -66,6 +68,64 @@ rule train_steinke_shard:
         "../scripts/train_steinke_shard.py"
 
 
+# Table 2 with η tuned per row (steinke.table2.lr_grid set; otherwise neither rule has a job): one job per row and
+# η of the grid (the row's DP-SGD setting without the canary, scored on a validation split), then the row's shards,
+# each training with the η of the best mean validation accuracy: results/steinke/dirac/{key}/shard{shard}.npz.
+rule train_steinke_lr_candidate:
+    input:
+        data=STEINKE.train_data,
+    output:
+        shard="results/steinke/lr_tuning/{key}/shard0.npz",
+    log:
+        log_path("steinke/train_lr_candidate_{key}"),
+    benchmark:
+        bench_path("steinke/train_lr_candidate_{key}")
+    wildcard_constraints:
+        key="|".join(STEINKE.candidate_jobs) or "^$",
+    conda:
+        "../../envs/torch.yaml"
+    threads: lambda w: STEINKE.candidate_jobs[w.key].resources["threads"]
+    resources:
+        mem_mb=lambda w: STEINKE.candidate_jobs[w.key].resources["mem_mb"],
+        runtime=lambda w: STEINKE.candidate_jobs[w.key].resources["runtime"],
+        gpu=lambda w: STEINKE.candidate_jobs[w.key].resources["gpu"],
+    params:
+        spec=lambda w: dict(STEINKE.candidate_jobs[w.key].spec),
+        device=lambda w: STEINKE.candidate_jobs[w.key].device,
+        code_version=script_version("train_steinke_lr_candidate"),
+    script:
+        "../scripts/train_steinke_lr_candidate.py"
+
+
+rule train_steinke_tuned_shard:
+    input:
+        data=STEINKE.train_data,
+        test=STEINKE.test_data,
+        candidates=lambda w: list(STEINKE.tuned_jobs[w.key].candidates),
+    output:
+        shard="results/steinke/dirac/{key}/shard{shard}.npz",
+    log:
+        log_path("steinke/train_tuned_{key}_shard{shard}"),
+    benchmark:
+        bench_path("steinke/train_tuned_{key}_shard{shard}")
+    wildcard_constraints:
+        shard=r"\d+",
+        key="|".join(STEINKE.tuned_jobs) or "^$",
+    conda:
+        "../../envs/torch.yaml"
+    threads: lambda w: STEINKE.tuned_jobs[w.key].job.resources["threads"]
+    resources:
+        mem_mb=lambda w: STEINKE.tuned_jobs[w.key].job.resources["mem_mb"],
+        runtime=lambda w: STEINKE.tuned_jobs[w.key].job.resources["runtime"],
+        gpu=lambda w: STEINKE.tuned_jobs[w.key].job.resources["gpu"],
+    params:
+        spec=lambda w: dict(STEINKE.tuned_jobs[w.key].job.spec),
+        device=lambda w: STEINKE.tuned_jobs[w.key].job.device,
+        code_version=script_version("train_steinke_tuned_shard"),
+    script:
+        "../scripts/train_steinke_tuned_shard.py"
+
+
 for _audit in STEINKE.audits:
 
     rule:
@@ -107,6 +167,7 @@ for _audit in STEINKE.audits:
 rule tabulate_steinke_table2:
     input:
         shards=STEINKE.table2.paths,
+        candidates=STEINKE.table2.candidate_paths,
     output:
         md=report(
             "results/steinke/table2.md",
@@ -114,6 +175,7 @@ rule tabulate_steinke_table2:
             category="Steinke",
         ),
         csv="results/steinke/table2.csv",
+        lr="results/steinke/table2_lr.csv",
     log:
         log_path("steinke/tabulate_table2"),
     benchmark:

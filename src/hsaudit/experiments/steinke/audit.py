@@ -377,6 +377,8 @@ TABLE2_COLUMNS = (
     "sampling_rate",
     "noise_multiplier",
     "steps",
+    "lr",
+    "lr_tuned",
     "heuristic",
     *STANDARD_COLUMNS,
     "test_accuracy_mean",
@@ -478,8 +480,10 @@ def table2(
 
     Args:
         rows: one mapping per table row: ``shards`` (:func:`hsaudit.experiments.steinke.train.images.train_dirac_shard` with a
-            test set), ``steps`` (T), ``noise_multiplier`` (σ) and optionally the paper's printed values
-            ``paper`` = ``{heuristic, standard, accuracy, empirical}`` (NaN where absent).
+            test set), ``steps`` (T), ``noise_multiplier`` (σ), ``lr`` (η; ``None`` where it is tuned), ``grid`` (the
+            candidate η values where η is tuned, else empty: the shards then carry the chosen η,
+            :func:`hsaudit.experiments.steinke.train.tuning.train_tuned_shard`) and optionally the paper's printed
+            values ``paper`` = ``{heuristic, standard, accuracy, empirical}`` (NaN where absent).
         delta, confidence, mode, valid_mode, seed, model, value_discretization_interval: as :func:`fig2_table`.
 
     Returns:
@@ -496,8 +500,71 @@ def table2(
                                         value_discretization_interval=value_discretization_interval)
         if "test_accuracy" not in data:
             raise ValueError(f"table2 row {i}: the shards carry no test accuracy (train them with a test set)")
-        out.append({**common, **accuracy_summary(data)})
+        out.append({**common, **row_lr(row, i), **accuracy_summary(data)})
     return pd.DataFrame(out, columns=list(TABLE2_COLUMNS))
+
+
+def row_lr(row: Mapping[str, Any], index: int) -> dict[str, Any]:
+    """A Table 2 row's ``lr`` and ``lr_tuned``: the η its shards record where it was tuned (``row["grid"]`` not
+    empty), else ``row["lr"]`` (NaN when not given).
+
+    Raises:
+        ValueError: tuned shards that record no η, or different ones.
+    """
+    if not row.get("grid"):
+        return {"lr": float(row["lr"]) if row.get("lr") is not None else math.nan, "lr_tuned": False}
+    chosen = {float(s["lr"]) for s in row["shards"] if "lr" in s}
+    if len(chosen) != 1 or any("lr" not in s for s in row["shards"]):
+        raise ValueError(f"table2 row {index}: its shards must all record one tuned η, got {sorted(chosen)}")
+    return {"lr": chosen.pop(), "lr_tuned": True}
+
+
+TABLE2_LR_COLUMNS = (
+    "batch_size",
+    "noise_multiplier",
+    "steps",
+    "lr",
+    "lr_tuned",
+    "chosen",
+    "validation_accuracy_mean",
+    "validation_accuracy_sd",
+    "validation_models",
+    "n_validation",
+    "n_train",
+)
+
+
+def table2_lr(
+    table: pd.DataFrame, rows: Sequence[Mapping[str, Any]], candidates: Sequence[Sequence[Mapping[str, np.ndarray]]]
+) -> pd.DataFrame:
+    """Table 2's η per row and, where η was tuned, every candidate's validation accuracy (mean and sd, ddof 1, over
+    its models; ``chosen`` marks the η the row trained with, the table's ``lr``).
+
+    Args:
+        table: :func:`table2`'s table (its ``batch_size``, ``lr``, ``lr_tuned``).
+        rows: the rows as :func:`table2` takes them (``noise_multiplier``, ``steps``).
+        candidates: per row the outputs of :func:`hsaudit.experiments.steinke.train.candidates.train_lr_candidate`
+            (empty where η is fixed: one line with that η, validation columns NaN).
+
+    Returns:
+        One line per row and η with :data:`TABLE2_LR_COLUMNS`.
+    """
+    out = []
+    for r, row, cands in zip(table.itertuples(index=False), rows, candidates):
+        common = {"batch_size": int(r.batch_size), "noise_multiplier": float(row["noise_multiplier"]),
+                  "steps": int(row["steps"]), "lr_tuned": bool(r.lr_tuned)}
+        if not cands:
+            out.append({**common, "lr": float(r.lr), "chosen": True, "validation_accuracy_mean": math.nan,
+                        "validation_accuracy_sd": math.nan, "validation_models": 0, "n_validation": math.nan,
+                        "n_train": math.nan})
+        for c in sorted(cands, key=lambda c: float(c["lr"])):
+            acc = np.asarray(c["validation_accuracy"], dtype=np.float64)
+            out.append({**common, "lr": float(c["lr"]), "chosen": float(c["lr"]) == float(r.lr),
+                        "validation_accuracy_mean": float(acc.mean()),
+                        "validation_accuracy_sd": float(acc.std(ddof=1)) if acc.size > 1 else math.nan,
+                        "validation_models": int(acc.size), "n_validation": float(c["n_validation"]),
+                        "n_train": float(c["n_train"])})
+    return pd.DataFrame(out, columns=list(TABLE2_LR_COLUMNS))
 
 
 def gdp_rules(table: pd.DataFrame) -> str:
@@ -534,29 +601,58 @@ def paper_value(value: float, fmt: str) -> str:
     return "" if math.isnan(value) else f" ({fmt.format(value)})"
 
 
-def table2_markdown(table: pd.DataFrame, *, footer: str) -> str:
+def table2_markdown(table: pd.DataFrame, *, footer: str, lr_table: pd.DataFrame | None = None) -> str:
     """Table 2 as Markdown: the paper's columns (batch size, heuristic ε, standard ε, accuracy, empirical ε) with
-    the paper's printed values in parentheses where given, the standard ε of every accountant (PLD, then RDP classic
-    / improved per grid of orders), the GDP audit under ``gdp_mode``'s rule and under the
-    valid rule (each header says whether it is valid), then ``footer`` (scale, setup, audits)."""
+    the paper's printed values in parentheses where given, η (``tuned`` where it was), the standard ε of every
+    accountant (PLD, then RDP classic / improved per grid of orders), the GDP audit under ``gdp_mode``'s rule and
+    under the valid rule (each header says whether it is valid), then, where a row's η was tuned, the candidates'
+    validation accuracy (``lr_table``, :func:`table2_lr`), then ``footer`` (scale, setup, audits)."""
 
     paper = paper_value
     lines = [
-        f"| Batch size | q | σ | T | Heuristic ε (paper) | {_standard_header()} | Test accuracy, mean ± sd (paper) "
+        f"| Batch size | q | σ | T | η | Heuristic ε (paper) | {_standard_header()} | Test accuracy, mean ± sd (paper) "
         "| Empirical ε: σ̂ audit, all thresholds (not a valid bound) / held-out (valid) (paper) "
         + _gdp_header(table),
-        "|---" * (10 + len(RDP_GRIDS)) + "|",
+        "|---" * (11 + len(RDP_GRIDS)) + "|",
     ]
     for r in table.itertuples(index=False):
         lines.append(
             f"| {r.batch_size} | {r.sampling_rate:.4g} | {r.noise_multiplier:g} | {r.steps} "
+            f"| {r.lr:g}{' (tuned)' if r.lr_tuned else ''} "
             f"| {r.heuristic:.2f}{paper(r.paper_heuristic, '{:.2f}')} "
             f"| {_standard_cells(r)} "
             f"| {100 * r.test_accuracy_mean:.1f}% ± {100 * r.test_accuracy_sd:.1f}{paper(r.paper_accuracy, '{:.1%}')} "
             f"| {r.empirical_sigma_last_iterate:.2f} / {r.empirical_sigma_last_iterate_held_out:.2f}"
             f"{paper(r.paper_empirical, '{:g}')} | {r.empirical_gdp:.2f} | {r.empirical_gdp_valid:.2f} |"
         )
+    if lr_table is not None and bool(lr_table["lr_tuned"].any()):
+        lines += ["", _lr_markdown(lr_table)]
     return "\n".join(lines) + f"\n\n{footer}\n"
+
+
+def _lr_markdown(lr_table: pd.DataFrame) -> str:
+    """The η tuning as Markdown: per tuned row, every candidate's validation accuracy (mean ± sd over its models),
+    the chosen η in bold, and a † where the chosen η is an end of the row's grid (the best η may lie beyond it)."""
+    tuned = lr_table[lr_table["lr_tuned"]]
+    grid = sorted(set(tuned["lr"]))
+    first = tuned.iloc[0]
+    lines = [f"η tuning: validation accuracy, mean ± sd over {int(first['validation_models'])} models per η "
+             f"(trained on {int(first['n_train'])} examples, scored on {int(first['n_validation'])} held out; "
+             "no canary); the chosen η in bold", "",
+             "| Batch size | " + " | ".join(f"η = {v:g}" for v in grid) + " |", "|---" * (1 + len(grid)) + "|"]
+    ends = []
+    for b, group in tuned.groupby("batch_size", sort=False):
+        cells = {float(r.lr): (f"{100 * r.validation_accuracy_mean:.1f}% ± {100 * r.validation_accuracy_sd:.1f}",
+                               bool(r.chosen)) for r in group.itertuples(index=False)}
+        (chosen,) = [v for v, (_, c) in cells.items() if c]
+        end = chosen in (min(cells), max(cells))
+        ends += [f"B = {b}"] if end else []
+        lines.append(f"| {b} | " + " | ".join(
+            "" if v not in cells else (f"**{cells[v][0]}**" + ("†" if end else "") if cells[v][1] else cells[v][0])
+            for v in grid) + " |")
+    if ends:
+        lines += ["", f"† the chosen η is an end of the grid ({', '.join(ends)}): the best η may lie beyond it."]
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------------------------- Table 1
@@ -827,6 +923,7 @@ __all__ = [
     "SPREAD_COLUMNS",
     "TABLE1_COLUMNS",
     "TABLE2_COLUMNS",
+    "TABLE2_LR_COLUMNS",
     "RDP_COLUMNS",
     "RDP_GRIDS",
     "STANDARD_COLUMNS",
@@ -845,6 +942,7 @@ __all__ = [
     "merge_shards",
     "paper_value",
     "privacy_plan",
+    "row_lr",
     "split_shards",
     "standard_epsilons",
     "table1",
@@ -852,6 +950,7 @@ __all__ = [
     "table1_markdown",
     "table2",
     "table2_accountant_rows",
+    "table2_lr",
     "table2_markdown",
     "table_row",
 ]

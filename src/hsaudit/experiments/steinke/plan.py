@@ -59,6 +59,9 @@ FIG4_TRAINING_KEYS = ("model", "model_kwargs", "batch_size", "lr", "clip_norm", 
                       "shard_size", "backend")
 # The keys of `steinke.table2` that every row's population takes (a row sets B, σ, T and may set its own lr).
 TABLE2_KEYS = ("model", "model_kwargs", "backend", "lr", "clip_norm", "canary_dim", "models_per_world", "shard_size")
+# The keys of `steinke.table2` that an η candidate shares with its row's population (with the row's B, σ, T, its η,
+# the validation split's size and its number of models): the same DP-SGD setting, without the canary.
+CANDIDATE_KEYS = ("model", "model_kwargs", "backend", "clip_norm")
 # Keys of `steinke.table1` that change what a training job computes (with the row's batch size and σ).
 TABLE1_TRAINING_KEYS = ("lr", "clip_norm", "epochs", "score", "shard_size")
 # Keys that change Table 1's prepared data (the tokenised blocks and the canary).
@@ -105,6 +108,23 @@ class TrainingJob:
     spec: Mapping[str, Any]
     device: str
     resources: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class TunedJob:
+    """What every training job (one shard) of a Table 2 row with η tuned on a validation split runs: the row's
+    population (:class:`TrainingJob`, ``spec["lr"]`` ``None``) with the η that its candidates' mean validation
+    accuracy picks (:func:`hsaudit.experiments.steinke.train.tuning.select_lr`).
+
+    Attributes:
+        job: the population's training job (Dirac canary; its spec has ``lr_tuning`` instead of an η).
+        candidates: the candidates' files, one per η of ``grid`` in grid order.
+        grid: the candidate η values (ascending).
+    """
+
+    job: TrainingJob
+    candidates: tuple[str, ...]
+    grid: tuple[float, ...]
 
 
 @dataclass(frozen=True)
@@ -167,9 +187,12 @@ class Table2:
 
     Attributes:
         rows: the rows' populations.
-        params: per row ``{shards, steps, noise_multiplier, paper}`` (what the table script is handed).
+        params: per row ``{shards, steps, noise_multiplier, paper, lr, grid}`` (what the table script is handed;
+            ``lr`` ``None`` and ``grid`` the candidate η values where η is tuned, else ``lr`` the row's η and
+            ``grid`` empty).
         delta, model: δ of every ε; the architecture.
         facts: the footer's entries.
+        candidates: per row its η candidates (:func:`plan_table2_candidates`; empty where η is not tuned).
     """
 
     rows: tuple[Training, ...]
@@ -177,10 +200,16 @@ class Table2:
     delta: float
     model: str
     facts: Mapping[str, Any]
+    candidates: tuple[tuple[Training, ...], ...] = ()
 
     @property
     def paths(self) -> list[str]:
         return [path for row in self.rows for path in row.paths]
+
+    @property
+    def candidate_paths(self) -> list[str]:
+        """Every η candidate's file, row after row, in grid order."""
+        return [path for row in self.candidates for c in row for path in c.paths]
 
 
 @dataclass(frozen=True)
@@ -237,7 +266,11 @@ class SteinkePlan:
         dataset: the image dataset of fig2, fig4 and table2.
         data: prepared data files by key (the training set and its test split): the dataset's config options.
         train_data, test_data: the prepared training set and test split (paths).
-        jobs: the image populations' training jobs by key.
+        jobs: the image populations' training jobs by key (rule ``train_steinke_shard``).
+        candidate_jobs: Table 2's η candidates' training jobs by key (rule ``train_steinke_lr_candidate``; canary
+            ``none``; empty unless ``steinke.table2.lr_grid`` is set).
+        tuned_jobs: the training jobs of Table 2's rows whose η is tuned, by key (rule
+            ``train_steinke_tuned_shard``; empty unless ``steinke.table2.lr_grid`` is set).
         audits: the audit tables of fig2, fig4 and fig4_spread.
         table2, table1: the tables.
     """
@@ -254,6 +287,8 @@ class SteinkePlan:
     audits: tuple[TrainedAudit, ...]
     table2: Table2
     table1: Table1
+    candidate_jobs: Mapping[str, TrainingJob]
+    tuned_jobs: Mapping[str, TunedJob]
 
     def figure(self, name: str) -> Figure:
         """The figure ``name`` (``fig2``).
@@ -425,6 +460,68 @@ def plan_fig4_spread(
     return tuple(out)
 
 
+def _lr_grid(section: Mapping[str, Any]) -> tuple[float, ...]:
+    """``steinke.table2.lr_grid`` as ascending distinct floats; ``()`` when η is not tuned (``null``).
+
+    Raises:
+        ValueError: an empty grid, a non-positive or repeated η, or a bad ``validation_size`` / ``tuning_models``.
+    """
+    grid = section.get("lr_grid")
+    if grid is None:
+        return ()
+    values = [float(v) for v in grid]
+    if not values or any(not v > 0 for v in values) or len(set(values)) < len(values):
+        raise ValueError(f"steinke.table2.lr_grid must be null or distinct positive values, got {grid!r}")
+    if int(section["validation_size"]) < 1 or int(section["tuning_models"]) < 1:
+        raise ValueError("steinke.table2.validation_size and tuning_models must be >= 1, got "
+                         f"{section['validation_size']!r}, {section['tuning_models']!r}")
+    return tuple(sorted(values))
+
+
+def _tuned(section: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
+    """Whether a row's η is tuned: a grid is given and the row sets no ``lr`` of its own."""
+    return bool(_lr_grid(section)) and row.get("lr") is None
+
+
+def plan_table2_candidates(
+    section: Mapping[str, Any],
+    *,
+    seed: int,
+    data_identity: Mapping[str, Any],
+) -> tuple[tuple[Training, ...], ...]:
+    """The η candidates of every Table 2 row whose η is tuned (``steinke.table2.lr_grid`` set, no ``lr`` of the
+    row's own): per η of the grid, ``tuning_models`` models of the row's DP-SGD setting (B, σ, T, C, the model)
+    without the canary, trained on the training set less ``validation_size`` held-out examples and scored by their
+    accuracy on those (:func:`hsaudit.experiments.steinke.train.candidates.train_lr_candidate`) [inferred: the paper does
+    not say how η was chosen]. One job each, ``results/steinke/lr_tuning/<key>/shard0.npz``, keyed by every value that
+    changes it (so that adding an η to the grid adds one job).
+
+    Returns:
+        Per row, its candidates in ascending η (empty for a row whose η is fixed).
+
+    Raises:
+        ValueError: a bad grid, named.
+    """
+    grid = _lr_grid(section)
+    out = []
+    for row in section["rows"]:
+        if not _tuned(section, row):
+            out.append(())
+            continue
+        base = {k: section[k] for k in CANDIDATE_KEYS}
+        base.update({k: row[k] for k in ("batch_size", "noise_multiplier", "steps")})
+        base.update(validation_size=int(section["validation_size"]), models=int(section["tuning_models"]),
+                    seed=int(seed), data=dict(data_identity))
+        candidates = []
+        for lr in grid:
+            spec = {**base, "lr": lr}
+            key = key_of(spec)
+            candidates.append(Training(root=f"{RESULTS}/lr_tuning/{key}", key=key, spec={**spec, "key": key},
+                                       shards=(0,), steps=(int(row["steps"]),)))
+        out.append(tuple(candidates))
+    return tuple(out)
+
+
 def plan_table2(
     section: Mapping[str, Any],
     *,
@@ -433,23 +530,32 @@ def plan_table2(
     test_identity: Mapping[str, Any],
 ) -> tuple[Training, ...]:
     """Table 2's populations from ``steinke.table2``: one Figure-2-shaped population per row (Dirac canary, natural
-    data, the row's B, σ, T and optional ``lr``), so that a row with Figure 2's values shares Figure 2's models."""
-    return tuple(
-        plan_fig2(
-            {
-                **{k: section[k] for k in TABLE2_KEYS},
-                "background": "natural",
-                "batch_size": row["batch_size"],
-                "noise_multiplier": row["noise_multiplier"],
-                "steps": [row["steps"]],
-                "lr": row.get("lr", section["lr"]),
-            },
-            seed=seed,
-            data_identity=data_identity,
-            test_identity=test_identity,
-        )
-        for row in section["rows"]
-    )
+    data, the row's B, σ, T and optional ``lr``), so that a row with Figure 2's values shares Figure 2's models.
+
+    A row whose η is tuned (``lr_grid`` set, no ``lr`` of its own) has ``lr`` ``None`` in its spec and
+    ``lr_tuning`` = ``{grid, validation_size, models}`` in its key instead: its η is known only once its candidates
+    are trained (:func:`plan_table2_candidates`), and what decides it is in the key. With ``lr_grid`` null every key
+    is what it was before the option existed."""
+    grid = _lr_grid(section)
+    out = []
+    for row in section["rows"]:
+        values = {
+            **{k: section[k] for k in TABLE2_KEYS},
+            "background": "natural",
+            "batch_size": row["batch_size"],
+            "noise_multiplier": row["noise_multiplier"],
+            "steps": [row["steps"]],
+            "lr": row.get("lr", section["lr"]),
+        }
+        if not _tuned(section, row):
+            out.append(plan_fig2(values, seed=seed, data_identity=data_identity, test_identity=test_identity))
+            continue
+        values.update(lr=None, lr_tuning={"grid": list(grid), "validation_size": int(section["validation_size"]),
+                                          "models": int(section["tuning_models"])})
+        out.append(_population(values, (*TRAINING_KEYS, "lr_tuning"), root="dirac", seed=seed,
+                               data_identity=data_identity, test_identity=test_identity, test_in_key=False,
+                               name="steinke.table2"))
+    return tuple(out)
 
 
 def plan_table1(section: Mapping[str, Any], *, seed: int, scale: str = "paper") -> Table1:
@@ -561,6 +667,21 @@ def _image_populations(
     return tuple(out)
 
 
+def _candidate_populations(
+    section: Mapping[str, Any], candidates: tuple[tuple[Training, ...], ...]
+) -> tuple[Population, ...]:
+    """Table 2's η candidates as :class:`~hsaudit.experiments.plans.Population`: ``tuning_models`` models of the
+    row's T steps at expected batch B each (priced like the row's population, per model-step)."""
+    return tuple(
+        Population(root=c.root, figures=("steinke/table2",), model=c.spec["model"], models=int(c.spec["models"]),
+                   steps=int(c.spec["steps"]), batch=int(c.spec["batch_size"]), gpu=_gpu(section),
+                   role="η candidate (no canary)",
+                   detail=f"B={c.spec['batch_size']} sigma={c.spec['noise_multiplier']:g} lr={c.spec['lr']:g} "
+                   f"{c.spec['models']} models, {c.spec['validation_size']} validation")
+        for row in candidates for c in row
+    )
+
+
 # What `hsaudit plan` prices Table 1's language model at: the `causal_lm` calibration rows are per example of this
 # many tokens of a model of this many parameters, scaled by parameters × block size.
 LM_REFERENCE_PARAMETERS = 2.6e9
@@ -615,6 +736,7 @@ def plan(config: Mapping[str, Any]) -> SteinkePlan:
     spread = plan_fig4_spread(section["fig4_spread"], fig4, **identities)
     spread_section = {**fig4, "models_per_world": section["fig4_spread"]["models_per_world"]}
     table2_populations = plan_table2(t2, **identities)
+    table2_candidates = plan_table2_candidates(t2, seed=seed, data_identity=train_identity)
     table1 = plan_table1(t1, seed=seed, scale=scale)
 
     # The training jobs by key: a table2 row with fig2's values is fig2's population, with the larger resources.
@@ -623,7 +745,7 @@ def plan(config: Mapping[str, Any]) -> SteinkePlan:
         ("dirac", fig2_population, fig2),
         *(("label_flip", p, fig4) for p in fig4_populations.values()),
         *((canary, p, fig4) for _, canary, p in spread),
-        *(("dirac", p, t2) for p in table2_populations),
+        *(("dirac", p, t2) for p, c in zip(table2_populations, table2_candidates) if not c),
     ):
         seen = jobs.get(training.key)
         resources = dict(sec["resources"])
@@ -632,14 +754,26 @@ def plan(config: Mapping[str, Any]) -> SteinkePlan:
         jobs[training.key] = TrainingJob(canary=canary, spec=training.spec,
                                          device=seen.device if seen else sec["device"], resources=resources)
 
+    # A row with η tuned: its candidates (one job each) and its population's shards, which read them.
+    candidate_jobs = {c.key: TrainingJob(canary="none", spec=c.spec, device=t2["device"], resources=dict(t2["resources"]))
+                      for row in table2_candidates for c in row}
+    tuned_jobs = {
+        p.key: TunedJob(job=TrainingJob(canary="dirac", spec=p.spec, device=t2["device"],
+                                        resources=dict(t2["resources"])),
+                        candidates=tuple(path for c in cands for path in c.paths),
+                        grid=tuple(c.spec["lr"] for c in cands))
+        for p, cands in zip(table2_populations, table2_candidates) if cands
+    }
+
     populations = _image_populations(
         [("steinke/fig2", fig2_population, fig2, f"Dirac gradient canary ({fig2['background']} background)")]
         + [("steinke/fig4", p, fig4, f"label-flip input canary ({b} background)") for b, p in fig4_populations.items()]
-        + [("steinke/table2", p, t2, "Dirac gradient canary (natural background)") for p in table2_populations]
+        + [("steinke/table2", p, t2, "Dirac gradient canary (natural background)"
+            + (", η tuned" if c else "")) for p, c in zip(table2_populations, table2_candidates)]
         + [("steinke/fig4_spread", p, spread_section,
             "Dirac gradient canary (natural background)" if canary == "dirac" else
             "label-flip input canary (natural background)") for _, canary, p in spread]
-    ) + _table1_populations(t1, table1)
+    ) + _candidate_populations(t2, table2_candidates) + _table1_populations(t1, table1)
 
     audits = (
         TrainedAudit(figure="fig2", panels=((fig2["background"], fig2_population),), steps=fig2_population.steps,
@@ -676,13 +810,14 @@ def plan(config: Mapping[str, Any]) -> SteinkePlan:
         rows=table2_populations,
         params=tuple(
             {"shards": len(p.shards), "steps": row["steps"], "noise_multiplier": row["noise_multiplier"],
-             "paper": row.get("paper")}
-            for p, row in zip(table2_populations, t2["rows"])
+             "paper": row.get("paper"), "lr": p.spec["lr"], "grid": [c.spec["lr"] for c in cands]}
+            for p, row, cands in zip(table2_populations, t2["rows"], table2_candidates)
         ),
         delta=t2["delta"],
         model=t2["model"],
         facts=dict(scale=scale, setup=_setup(
             t2, data, "B ∈ {" + ", ".join(str(r["batch_size"]) for r in t2["rows"]) + "}, natural data, Dirac canary")),
+        candidates=table2_candidates,
     )
     targets = (
         *(f.target for f in figures),
@@ -702,10 +837,13 @@ def plan(config: Mapping[str, Any]) -> SteinkePlan:
         audits=audits,
         table2=table2,
         table1=table1,
+        candidate_jobs=candidate_jobs,
+        tuned_jobs=tuned_jobs,
     )
 
 
 __all__ = [
+    "CANDIDATE_KEYS",
     "FIG4_TRAINING_KEYS",
     "LM_REFERENCE_PARAMETERS",
     "LM_REFERENCE_TOKENS",
@@ -721,10 +859,12 @@ __all__ = [
     "TrainedAudit",
     "Training",
     "TrainingJob",
+    "TunedJob",
     "plan",
     "plan_fig2",
     "plan_fig4",
     "plan_fig4_spread",
     "plan_table1",
     "plan_table2",
+    "plan_table2_candidates",
 ]
