@@ -8,9 +8,14 @@ with it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from hsaudit.audit.rules import DEFAULT_SELECTION_FRACTION, RULES, Seed, ThresholdRule, rule_from_mode
 
-__all__ = ["RULE_VALID", "rule_words", "valid_companion"]
+__all__ = ["RULE_VALID", "rule_words", "valid_companion", "with_valid"]
+
+R = TypeVar("R")
 
 RULE_VALID: dict[str, bool] = {cls.name: bool(cls.valid) for cls in RULES}
 """Whether each rule, by the name the config and the CSVs' ``mode`` columns spell it, gives a valid lower bound."""
@@ -32,6 +37,17 @@ def valid_companion(
     if not companion.valid:
         raise ValueError(f"valid_mode {valid_mode!r} is not a valid rule")
     return companion
+
+
+def with_valid(rule: ThresholdRule, valid_rule: ThresholdRule, estimate: Callable[[ThresholdRule], R]) -> tuple[R, R]:
+    """``estimate(rule)`` and ``estimate(valid_rule)`` (the rule's :func:`valid_companion`), the second computed only
+    when it is another rule than the first.
+
+    >>> with_valid(rule_from_mode("crossing"), rule_from_mode("crossing"), lambda r: r.name)
+    ('crossing', 'crossing')
+    """
+    result = estimate(rule)
+    return result, (result if valid_rule is rule else estimate(valid_rule))
 
 
 def rule_words(name: str, valid: bool | None = None) -> str:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from hsaudit.accounting.gaussian import gdp_epsilon, gdp_mu
 from hsaudit.audit.auditor import Auditor, rule_from_mode
-from hsaudit.audit.validity import valid_companion
+from hsaudit.audit.validity import valid_companion, with_valid
 
 
 def scores_table(shard_paths: Sequence[str | os.PathLike]) -> pd.DataFrame:
@@ -120,10 +120,10 @@ def audit_table(
     """
     steps, scores, members = scores_matrix(table)
     rule = rule_from_mode(mode, selection_fraction=selection_fraction, seed=seed)
-    results = Auditor(delta=delta, confidence=confidence, rule=rule).gdp_steps(scores, members)
     valid_rule = valid_companion(rule, valid_mode, selection_fraction=selection_fraction, seed=seed)
-    valid_results = (results if valid_rule is rule
-                     else Auditor(delta=delta, confidence=confidence, rule=valid_rule).gdp_steps(scores, members))
+    results, valid_results = with_valid(
+        rule, valid_rule, lambda r: Auditor(delta=delta, confidence=confidence, rule=r).gdp_steps(scores, members)
+    )
     rows = []
     for step, res, val in zip(steps, results, valid_results, strict=True):
         insertions = int(step) // int(period)

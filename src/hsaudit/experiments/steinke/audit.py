@@ -53,7 +53,7 @@ import pandas as pd
 from hsaudit.accounting import last_iterate as H
 from hsaudit.accounting import rdp as R
 from hsaudit.audit.auditor import Auditor, HeldOut, KnownFamily, Paper, rule_from_mode
-from hsaudit.audit.validity import rule_words, valid_companion
+from hsaudit.audit.validity import rule_words, valid_companion, with_valid
 from hsaudit.util.schedule import training_steps
 from hsaudit.util.seeding import derive_seed
 
@@ -245,11 +245,11 @@ def fig2_table(
         held = Auditor(delta=delta, confidence=confidence, rule=rule).known_family(out, inn, known)
         rows.append(row("empirical_sigma_last_iterate_held_out", held["epsilon"], sigma_hat=held["sigma_hat"],
                         audit_mode="held_out", valid=True))
-        gdp = Auditor(delta=delta, confidence=confidence, rule=gdp_rule).gdp(out, inn)
+        valid_rule = valid_companion(gdp_rule, valid_mode, seed=derive_seed(seed, select_label, "gdp-valid", t))
+        gdp, valid_gdp = with_valid(gdp_rule, valid_rule,
+                                    lambda r: Auditor(delta=delta, confidence=confidence, rule=r).gdp(out, inn))  # fmt: skip
         rows.append(row("empirical_gdp", gdp.epsilon, mu=max(float(gdp.mu), 0.0), audit_mode=gdp_rule.name,
                         valid=gdp_rule.valid))
-        valid_rule = valid_companion(gdp_rule, valid_mode, seed=derive_seed(seed, select_label, "gdp-valid", t))
-        valid_gdp = gdp if valid_rule is gdp_rule else Auditor(delta=delta, confidence=confidence, rule=valid_rule).gdp(out, inn)
         rows.append(row("empirical_gdp_valid", valid_gdp.epsilon, mu=max(float(valid_gdp.mu), 0.0),
                         audit_mode=valid_rule.name, valid=True))
     table = pd.DataFrame(rows, columns=list(columns))

@@ -18,7 +18,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from hsaudit.audit.auditor import Auditor, rule_from_mode
-from hsaudit.audit.validity import valid_companion
+from hsaudit.audit.validity import valid_companion, with_valid
 
 KEYS = ("adversary", "margin", "split")
 """What names one audited sample × split in a run's scores."""
@@ -62,9 +62,9 @@ def audit_scores(
         raise ValueError(f"scores and members must have one entry per model, got {scores.shape} and {inserted.shape}")
     x0, x1 = scores[~inserted], scores[inserted]
     rule = rule_from_mode(mode, selection_fraction=selection_fraction, seed=seed)
-    result = Auditor(delta=delta, confidence=confidence, rule=rule).gdp(x0, x1)
     valid_rule = valid_companion(rule, valid_mode, selection_fraction=selection_fraction, seed=seed)
-    valid_result = result if valid_rule is rule else Auditor(delta=delta, confidence=confidence, rule=valid_rule).gdp(x0, x1)
+    result, valid_result = with_valid(rule, valid_rule,
+                                      lambda r: Auditor(delta=delta, confidence=confidence, rule=r).gdp(x0, x1))  # fmt: skip
     return {**result.to_dict(), "rule_valid": bool(rule.valid), "valid_mode": valid_rule.name,
             "mu_valid": float(valid_result.mu), "epsilon_valid": float(valid_result.epsilon)}  # fmt: skip
 
