@@ -15,6 +15,9 @@ How it fits together:
   child takes them over and runs the script as ``__main__``, and the client exits with the child's status. A client
   that dies (Snakemake cancelling the job) takes its job with it.
 
+Snakemake's ``benchmark:`` files of a warm job keep its wall time, but their CPU and memory columns measure the client
+(the job is not its child): use cold runs to measure a job's resources.
+
 This module imports only the standard library at the top: the client runs it with ``python -I -S`` (≈ 20 ms).
 """
 
