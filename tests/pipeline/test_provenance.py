@@ -155,6 +155,9 @@ def test_steinke_training_audit_and_plan_are_apart(package_copy):
                                                                            "train_steinke_tuned_shard"}
     assert changed_by(package_copy, "experiments/steinke/train/tuning.py") == {"train_steinke_tuned_shard"}
     assert changed_by(package_copy, "experiments/steinke/train/candidates.py") == {"train_steinke_lr_candidate"}
+    # the θ0 and DP-SGD setting the rows' populations share with their candidates
+    assert changed_by(package_copy, "experiments/steinke/train/rows.py") == {
+        "train_steinke_shard", "train_steinke_tuned_shard", "train_steinke_lr_candidate"}
     assert changed_by(package_copy, "experiments/steinke/audit.py") == {
         "audit_steinke_trained", "tabulate_steinke_table2", "calibrate_steinke_table1", "tabulate_steinke_table1"}
     assert changed_by(package_copy, "experiments/steinke/plan.py") == set()

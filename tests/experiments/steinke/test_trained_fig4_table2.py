@@ -34,6 +34,7 @@ from hsaudit.experiments.steinke.train.images import (
     train_label_flip_shard,
     train_shard,
 )
+from hsaudit.experiments.steinke.train.rows import row_theta0
 
 
 def arch_of(spec):
@@ -314,8 +315,7 @@ def test_zero_gradient_panel_without_noise_moves_only_with_the_canary():
     canary = fig4_canary(spec, arch=arch_of(spec), train=(X, y), test=test)
     out = train_label_flip_shard(spec, 0, arch=arch_of(spec), X=X, y=y, canary=canary, test=test, device="cpu")
     engine = population_engine(model_spec("alexnet_head", **MODEL), "cpu")
-    theta0 = torch.as_tensor(images.init_theta0(model_spec("alexnet_head", **MODEL), scheme="default",
-                                                seed=images.derive_seed(spec["seed"], "steinke-fig2-theta0")))
+    theta0 = row_theta0(model_spec("alexnet_head", **MODEL), spec, torch.device("cpu"))
     s0 = float(-engine.loss(theta0[None], torch.as_tensor(canary[0]), torch.as_tensor(canary[1]))[0, 0])
     bits, scores, included = out["bits"].astype(bool), out["scores"], out["canary_steps"]
     assert not included[~bits].any() and included[bits].any()

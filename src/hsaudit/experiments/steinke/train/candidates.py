@@ -6,10 +6,11 @@ final model's accuracy on those. The candidates' q is B/(N − V): the same expe
 normaliser), σ and T as the row, on the examples they train on. Which η a row then trains with is
 :mod:`hsaudit.experiments.steinke.train.tuning`'s (:func:`~hsaudit.experiments.steinke.train.tuning.select_lr`).
 
-Every spec comes from :func:`hsaudit.experiments.steinke.plan.plan_table2_candidates`. This module imports the engine
-and ``util`` only, and only the candidates' jobs (rule ``train_steinke_lr_candidate``) import it: no other job's code
-version covers it, and an edit of the image trainer (:mod:`hsaudit.experiments.steinke.train.images`) retrains no
-candidate.
+Every spec comes from :func:`hsaudit.experiments.steinke.plan.plan_table2_candidates`. This module imports the engine,
+``util`` and :mod:`hsaudit.experiments.steinke.train.rows` (the θ0 and DP-SGD setting it shares with the rows'
+populations) only, and only the candidates' jobs (rule ``train_steinke_lr_candidate``) import it: no other job's
+code version covers it, and an edit of the image trainer (:mod:`hsaudit.experiments.steinke.train.images`) retrains
+no candidate.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from hsaudit.engine.dpsgd import DPSGDConfig, init_theta0, pick_device, train_population
+from hsaudit.engine.dpsgd import pick_device, train_population
 from hsaudit.engine.evaluate import population_accuracy
 from hsaudit.engine.models import ModelSpec
 from hsaudit.engine.psg import population_engine
-from hsaudit.engine.sampling import Poisson
+from hsaudit.experiments.steinke.train.rows import poisson_config, row_theta0
 from hsaudit.util.seeding import derive_seed
 
 
@@ -82,25 +83,14 @@ def train_lr_candidate(
         raise ValueError(f"batch_size must be in [1, N - validation_size = {n}], got {batch}")
     dev = pick_device(device)
     engine = population_engine(arch, dev, backend=spec["backend"])
-    # the row's θ0 (its audit population's, :func:`hsaudit.experiments.steinke.train.images.train_dirac_shard`)
-    theta0 = torch.as_tensor(
-        init_theta0(arch, scheme="default", seed=derive_seed(spec["seed"], "steinke-fig2-theta0")), device=dev
-    )
-    config = DPSGDConfig(
-        steps=int(spec["steps"]),
-        batch_size=batch,
-        lr=float(spec["lr"]),
-        clip_norm=float(spec["clip_norm"]),
-        noise_multiplier=float(spec["noise_multiplier"]),
-        sampling=Poisson(batch / n),
-    )
     obs = train_population(
         engine=engine,
-        theta0=theta0,
+        theta0=row_theta0(arch, spec, dev),  # the row's θ0: its audit population's
+
         X=torch.as_tensor(X[train_idx], dtype=torch.float32, device=dev),
         y=torch.as_tensor(y[train_idx], dtype=torch.int64, device=dev),
         batches=None,
-        config=config,
+        config=poisson_config(spec, n=n),
         noise_key=derive_seed(spec["seed"], "steinke-lr-candidate-noise", spec["key"]),
         sampling_key=derive_seed(spec["seed"], "steinke-lr-candidate-sampling", spec["key"]),
         models=range(int(spec["models"])),

@@ -50,11 +50,11 @@ from hsaudit.engine.canaries import (
     dirac_coordinate,
     draw_distinct,
 )
-from hsaudit.engine.dpsgd import DPSGDConfig, init_theta0, pick_device, train_population
+from hsaudit.engine.dpsgd import pick_device, train_population
 from hsaudit.engine.evaluate import population_accuracy
 from hsaudit.engine.models import ModelSpec, require_spec
 from hsaudit.engine.psg import population_engine
-from hsaudit.engine.sampling import Poisson
+from hsaudit.experiments.steinke.train.rows import poisson_config, row_theta0
 from hsaudit.experiments.steinke.train.shards import shard_models
 from hsaudit.util.seeding import derive_seed
 
@@ -212,14 +212,7 @@ def _train(
     every step, and (``test`` given) the final models' test accuracy."""
     n, batch = _check_inputs(spec, arch, X)
     models, bits = shard_models(spec, shard)
-    config = DPSGDConfig(
-        steps=int(spec["steps"]),
-        batch_size=batch,
-        lr=float(spec["lr"]),
-        clip_norm=float(spec["clip_norm"]),
-        noise_multiplier=float(spec["noise_multiplier"]),
-        sampling=Poisson(batch / n),
-    )
+    config = poisson_config(spec, n=n)
     obs = train_population(
         engine=engine,
         theta0=theta0,
@@ -288,9 +281,7 @@ def train_dirac_shard(
     if spec["background"] == "zero":
         engine = _ZeroGradients(engine)
     dim = canary_coordinate(spec, engine.p)
-    theta0 = torch.as_tensor(
-        init_theta0(arch, scheme="default", seed=derive_seed(spec["seed"], "steinke-fig2-theta0")), device=dev
-    )
+    theta0 = row_theta0(arch, spec, dev)
     gradient = torch.zeros(engine.p, device=dev)
     gradient[dim] = float(spec["clip_norm"])
     lr, clip = float(spec["lr"]), float(spec["clip_norm"])
@@ -365,9 +356,7 @@ def train_label_flip_shard(
     if spec["background"] == "blank":
         X = blank_background(X)
     engine = population_engine(arch, dev, backend=spec["backend"])
-    theta0 = torch.as_tensor(
-        init_theta0(arch, scheme="default", seed=derive_seed(spec["seed"], "steinke-fig2-theta0")), device=dev
-    )
+    theta0 = row_theta0(arch, spec, dev)
     xc = torch.as_tensor(canary[0], dtype=torch.float32, device=dev)
     yc = torch.as_tensor(canary[1], dtype=torch.int64, device=dev)
     trainer = engine
