@@ -681,11 +681,29 @@ def test_plan_grid_craft_may_name_a_recipe(raw_config):
     assert by_name.audit == by_options.audit and by_name.population == by_options.population
     assert yplan(raw_config, edit=named).audits[by_name.audit]["craft"]["objective"] == "snr"
 
+    def named_with_override(section):
+        section["figures"]["crafting"]["grid"] = {"craft": [{"recipe": "snr_l2", "check_every": 1}]}
+
+    def written_with_override(section):
+        section["figures"]["crafting"]["grid"] = {"craft": [{**section["craft_recipes"]["snr_l2"], "check_every": 1}]}
+
+    (by_name,) = yplan(raw_config, edit=named_with_override).figures["crafting"]
+    (by_options,) = yplan(raw_config, edit=written_with_override).figures["crafting"]
+    assert by_name.audit == by_options.audit and by_name.population == by_options.population
+    craft = yplan(raw_config, edit=named_with_override).audits[by_name.audit]["craft"]
+    assert craft["check_every"] == 1 and craft["objective"] == "snr" and "recipe" not in craft
+
     def unknown(section):
         section["figures"]["crafting"]["grid"] = {"craft": ["best"]}
 
     with pytest.raises(ValueError, match="grid.craft: 'best' is not in yoon.craft_recipes"):
         yplan(raw_config, edit=unknown)
+
+    def unknown_with_override(section):
+        section["figures"]["crafting"]["grid"] = {"craft": [{"recipe": "best", "check_every": 1}]}
+
+    with pytest.raises(ValueError, match="grid.craft: 'best' is not in yoon.craft_recipes"):
+        yplan(raw_config, edit=unknown_with_override)
 
 
 def test_plan_recipe_errors(raw_config):

@@ -106,8 +106,8 @@ def figure_values(section: Mapping[str, Any], figure: str) -> list[dict[str, Any
     """The values of every series of ``figure``, merged in this order: the section's values, the series'
     dataset entry (``datasets.<name>``, its null values skipped), the figure's overrides, the grid cell; then the
     named recipe ``craft_recipe`` (an entry of ``craft_recipes``) is merged over ``craft``. A grid's ``craft``
-    entry may be a recipe's name: it stands for that recipe's options (the cell's key is the same as if they were
-    written out).
+    entry may be a recipe's name, or ``{recipe: name, ...}`` with options over it: it stands for that recipe's
+    options (the cell's key is the same as if they were written out).
 
     Raises:
         ValueError: an unknown figure, dataset or recipe, a grid key that is not a value of the section, or a
@@ -136,14 +136,19 @@ def figure_values(section: Mapping[str, Any], figure: str) -> list[dict[str, Any
 
 
 def _named_craft(craft: Any, section: Mapping[str, Any], figure: str) -> Any:
-    """A grid's ``craft`` entry with a recipe's name replaced by that recipe's options."""
+    """A grid's ``craft`` entry with a recipe's name replaced by that recipe's options: ``NAME`` or
+    ``{recipe: NAME, **overrides}`` (the overrides win, e.g. a smoke grid's ``check_every: 1``)."""
+    overrides: dict[str, Any] = {}
+    if isinstance(craft, Mapping) and "recipe" in craft:
+        overrides = {k: v for k, v in craft.items() if k != "recipe"}
+        craft = craft["recipe"]
     if not isinstance(craft, str):
         return craft
     recipes = section.get("craft_recipes") or {}
     if craft not in recipes:
         raise ValueError(f"yoon.figures.{figure}.grid.craft: {craft!r} is not in yoon.craft_recipes "
                          f"({sorted(recipes)})")  # fmt: skip
-    return dict(recipes[craft] or {})
+    return {**(recipes[craft] or {}), **overrides}
 
 
 def _with_recipe(values: dict[str, Any], section: Mapping[str, Any], figure: str) -> dict[str, Any]:
