@@ -23,7 +23,7 @@ from hsaudit.experiments.yoon import audit, crafting, train
 from hsaudit.experiments.yoon import plan as yoon_plan
 from hsaudit.experiments.yoon.plan import figure_values
 from hsaudit.experiments.yoon.recipe import CraftRecipe, craft_key
-from hsaudit.pipeline.config import resolve_scale, user_values
+from hsaudit.pipeline.config import check_config, resolve_scale, user_values
 from hsaudit.util.mapping import deep_merge
 from hsaudit.util.seeding import derive_seed
 
@@ -698,6 +698,15 @@ def test_plan_grid_craft_may_name_a_recipe(raw_config):
 
     with pytest.raises(ValueError, match="grid.craft: 'best' is not in yoon.craft_recipes"):
         yplan(raw_config, edit=unknown)
+
+    # The schema takes the named form with craft options over it, and nothing else beside the name.
+    schema = str(REPO / "workflow" / "schemas" / "config.schema.yaml")
+    config = copy.deepcopy(raw_config)
+    config["yoon"]["figures"]["crafting"]["grid"] = {"craft": [{"recipe": "snr_l2", "check_every": 1}]}
+    check_config(config, schema)
+    config["yoon"]["figures"]["crafting"]["grid"] = {"craft": [{"recipe": "snr_l2", "check_evry": 1}]}
+    with pytest.raises(ValueError, match="grid.craft"):
+        check_config(config, schema)
 
     def unknown_with_override(section):
         section["figures"]["crafting"]["grid"] = {"craft": [{"recipe": "best", "check_every": 1}]}
