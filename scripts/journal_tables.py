@@ -275,16 +275,19 @@ def yoon_paired_table(table: pd.DataFrame) -> str:
     recipe = "craft_recipe" if "craft_recipe" in held else None
     held["_margin"] = held["margin"].fillna(-1.0)
     keys = [*([recipe] if recipe else []), "point_audit"] if "point_audit" in held else ([recipe] if recipe else [])
-    header = [*(["recipe"] if recipe else []), "sample", "ε̂ (mean ± sd)", "rule", "valid", "x_a − a_c, paired",
-              "95 % interval", "established", "kept step", "‖x_a − x_c‖₂", "runs"]  # fmt: skip
+    # The figure's own axis (ε, canary type, C, …): the columns that tell its series apart, as in yoon_table.
+    setting = [c for c in ("dataset", "canary", "init", "clip_norm", "access", "epsilon_theory")
+               if c in held and held[c].nunique() > 1]  # fmt: skip
+    header = [*(["recipe"] if recipe else []), *setting, "sample", "ε̂ (mean ± sd)", "rule", "valid",
+              "x_a − a_c, paired", "95 % interval", "established", "kept step", "‖x_a − x_c‖₂", "runs"]  # fmt: skip
     rows = []
     for _, group in held.groupby(keys, sort=False) if keys else [(None, held)]:
         canary = group[group["adversary"] == "a_c"].set_index("run")[value]
         for (adversary, margin), part in group.groupby(["adversary", "_margin"], sort=False):
             mine = part.set_index("run")[value]
             label = adversary if margin < 0 else f"{adversary} (α = {margin:g})"
-            cells = [*([part[recipe].iloc[0]] if recipe else []), label, _mean_sd(mine, 2), part[rule].iloc[0],
-                     validity(part[rule].iloc[0])]  # fmt: skip
+            cells = [*([part[recipe].iloc[0]] if recipe else []), *(part[c].iloc[0] for c in setting), label,
+                     _mean_sd(mine, 2), part[rule].iloc[0], validity(part[rule].iloc[0])]  # fmt: skip
             if adversary == "a_c" or canary.empty:
                 cells += ["–", "–", "–"]
             else:

@@ -110,6 +110,19 @@ def test_yoon_paired_table_differences_each_run_against_its_canary(jt):
     assert "| a_ade (α = 0.2) |" in lines[4] and "| not established |" in lines[4]
 
 
+def test_yoon_paired_table_names_the_figures_axis(jt):
+    """fig4–fig8's per-run rows: one group per point (ε, canary type, C, …); the column that tells the points apart
+    is printed, so that each paired difference says which point it is."""
+    rows = [dict(run=run, adversary=adversary, margin=np.nan, split="held-out", craft_recipe="validation_stopped",
+                 point_audit=f"k{clip}", clip_norm=clip, epsilon_theory=10.0, epsilon_valid=value + clip,
+                 valid_mode="crossing")
+            for run in range(2) for clip in (0.1, 10.0) for adversary, value in (("a_c", 1.0), ("a_ude", 1.5))]
+    lines = jt.yoon_paired_table(pd.DataFrame(rows)).splitlines()
+    assert lines[0].startswith("| recipe | clip_norm | sample |") and "epsilon_theory" not in lines[0]
+    assert lines[2].startswith("| validation_stopped | 0.1 | a_c |") and lines[4].startswith("| validation_stopped | 10.0 | a_c |")
+    assert "| 0.50 ± 0.00 |" in lines[3]
+
+
 def test_the_command_renders_csv_and_markdown_targets_and_fails_on_a_missing_one(jt, tmp_path, capsys):
     step_frame().to_csv(tmp_path / "fig7.csv", index=False)
     (tmp_path / "steinke").mkdir()
