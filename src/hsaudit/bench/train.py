@@ -151,6 +151,7 @@ def measure(
     out["load_average_1min"] = os.getloadavg()[0]
     out["cpu_count"] = os.cpu_count()
     out["machine"] = platform.processor() or platform.machine()
+    out["device_name"] = torch.cuda.get_device_name(dev) if dev.type == "cuda" else out["machine"]
     out["torch"] = torch.__version__
     return out
 
@@ -365,7 +366,7 @@ def measure_engine(
         "device_name": (
             torch.cuda.get_device_name(dev) if dev.type == "cuda" else (platform.processor() or platform.machine())
         ),
-        "backend": backend if backend != "auto" else f"auto ({spec.preferred_backend})",
+        "backend": backend if backend != "auto" else f"auto ({spec.backend_on(dev)})",
         "batch_size": batch_size,
         "full_batch": full_batch,
         "n_train": n_train,

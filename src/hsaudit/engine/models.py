@@ -93,7 +93,9 @@ class ModelSpec:
         mlp_sizes: the layer widths (input first) when the module is a plain ReLU MLP, which the hand-derived ``mlp``
             backend can train; ``None`` otherwise.
         backends: the per-sample-gradient backends that differentiate this module correctly, preferred first
-            (``backend="auto"`` takes the first: the measured winner, docs/trainer.md).
+            (``backend="auto"`` takes the first on the CPU: the measured winner, docs/trainer.md).
+        cuda_backend: the backend ``auto`` takes on CUDA where the measured winner there differs (one of
+            :attr:`backends`); ``None``: the first of :attr:`backends` there too (:meth:`backend_on`).
         bench: the benchmark's default sizes.
     """
 
@@ -106,6 +108,7 @@ class ModelSpec:
     mlp_sizes: tuple[int, ...] | None = None
     backends: tuple[str, ...] = ("hooks", "func")
     bench: BenchSizes = BenchSizes()
+    cuda_backend: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -120,6 +123,9 @@ class ModelSpec:
             raise ValueError(
                 f"backends of {self.name!r} must be a non-empty subset of {PSG_BACKENDS}, got {self.backends}"
             )
+        if self.cuda_backend is not None and self.cuda_backend not in self.backends:
+            raise ValueError(f"cuda_backend of {self.name!r} must be one of its backends {self.backends}, "
+                             f"got {self.cuda_backend!r}")  # fmt: skip
         if ("mlp" in self.backends) != (self.mlp_sizes is not None):
             raise ValueError(f"{self.name!r}: the 'mlp' backend needs mlp_sizes and mlp_sizes need it in backends")
         if self.mlp_sizes is not None and (
@@ -148,8 +154,15 @@ class ModelSpec:
 
     @property
     def preferred_backend(self) -> str:
-        """The backend ``backend="auto"`` uses (the first of :attr:`backends`)."""
+        """The backend ``backend="auto"`` uses on the CPU (the first of :attr:`backends`)."""
         return self.backends[0]
+
+    def backend_on(self, device: Any) -> str:
+        """The backend ``backend="auto"`` uses on ``device`` (a ``torch.device`` or its name): :attr:`cuda_backend`
+        on CUDA where the spec names one, else the first of :attr:`backends`. It depends on the model and the device
+        only, never on the population size, so a shard's result never depends on it."""
+        kind = device.type if hasattr(device, "type") else str(device).split(":")[0]
+        return self.cuda_backend if kind == "cuda" and self.cuda_backend else self.backends[0]
 
     def example_shape(self, free: int = 32) -> tuple[int, ...]:
         """:attr:`input_shape` with every free size set to ``free`` (CIFAR's 32 by default)."""
@@ -239,11 +252,18 @@ def _fcnn(variant: str = DEFAULT_FCNN_VARIANT) -> ModelSpec:
     )
 
 
+# The measured winner on CUDA where it is not the CPU's (hsaudit bench train --device cuda, one H100, torch 2.11,
+# 2026-11-26; docs/benchmarks.md): `hooks` runs one model at a time, which a GPU pays in kernel launches, and `func`
+# vectorises the population: ConvNet 2.65e-4 vs 4.13e-3 s per model-step (x15.6), MNIST ConvNet 2.52e-4 vs 2.63e-3
+# (x10.4), CIFAR-10 ConvNet 2.69e-3 vs 8.53e-3 (x3.2). ResNet18-GN keeps `hooks` (func 9.19e-2 vs 4.56e-2: x0.5).
+CUDA_FUNC = "func"
+
+
 def _convnet(num_classes: int = 10) -> ModelSpec:
     k = _classes(num_classes)
     return ModelSpec(
         name="convnet", builder=_build_convnet, input_shape=(3, 32, 32), outputs=k, kwargs=(("num_classes", k),),
-        label="ConvNet", bench=BenchSizes(models=(1, 8, 64, 256), steps=3),
+        label="ConvNet", bench=BenchSizes(models=(1, 8, 64, 256), steps=3), cuda_backend=CUDA_FUNC,
     )
 
 
@@ -273,6 +293,7 @@ def _mnist_cnn(num_classes: int = 10) -> ModelSpec:
     return ModelSpec(
         name="mnist_cnn", builder=_build_mnist_cnn, input_shape=(1, 28, 28), outputs=k,
         kwargs=(("num_classes", k),), label="MNIST ConvNet", bench=BenchSizes(models=(1, 8, 64), steps=3),
+        cuda_backend=CUDA_FUNC,
     )
 
 
@@ -281,6 +302,7 @@ def _cifar_cnn(num_classes: int = 10) -> ModelSpec:
     return ModelSpec(
         name="cifar_cnn", builder=_build_cifar_cnn, input_shape=(3, 32, 32), outputs=k,
         kwargs=(("num_classes", k),), label="CIFAR-10 ConvNet", bench=BenchSizes(models=(1, 8), steps=3),
+        cuda_backend=CUDA_FUNC,
     )
 
 

@@ -623,9 +623,10 @@ def population_engine(spec: ModelSpec, device: torch.device | str = "cpu", *, ba
     Args:
         spec: the architecture (:func:`hsaudit.engine.models.model_spec`).
         device: where the engine's module lives; ``theta``, ``x``, ``y`` passed to it must be there too.
-        backend: ``"auto"`` (the spec's preferred backend, :attr:`~hsaudit.engine.models.ModelSpec.backends`: the
-            measured winner, docs/trainer.md; it depends on the model only, never on the population size, so results
-            never change with the shard size), or one of the spec's backends.
+        backend: ``"auto"`` (the spec's preferred backend on ``device``,
+            :meth:`~hsaudit.engine.models.ModelSpec.backend_on`: the measured winner, docs/trainer.md; it depends on
+            the model and the device only, never on the population size, so results never change with the shard
+            size), or one of the spec's backends.
 
     Raises:
         ValueError: not a spec, an unknown backend, or one the spec does not allow (e.g. ``"mlp"`` for a ConvNet,
@@ -635,7 +636,7 @@ def population_engine(spec: ModelSpec, device: torch.device | str = "cpu", *, ba
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "auto":
-        backend = spec.preferred_backend
+        backend = spec.backend_on(device)
     if backend not in spec.backends:
         raise ValueError(f"backend {backend!r} cannot differentiate {spec.name!r}; its backends are {spec.backends}")
     if backend == "mlp":

@@ -52,14 +52,14 @@ class Calibration:
 # in `source`) on the project's development machine (2 cores of an AMD EPYC, torch 2.13.0 CPU build, 1 torch
 # thread as the rules run, other engineers' jobs sharing the machine: load average in `source`), 2026-11-23,
 # through the population engine of hsaudit.engine.psg (`auto` backend) at the largest population measured. The FCNN
-# row is the Housing shard's step time divided by the shard size (issue 3). GPU rows are NOT measured (no GPU
-# here). They are derived from the paper's total, "approximately 3500 GPU hours" for the ConvNet and ResNet
-# audits at T = 250, 1250, 6250 (Cebere et al., Appendix D), spread over the model-steps of the paper-scale CIFAR-10
-# plan (91.26M ConvNet, 90.0M ResNet18) in the ratio of the CPU costs measured with torch.func on 2026-11-22
-# (ResNet18/ConvNet = 768, close to their FLOP ratio): c_conv·91.25M + 768·c_conv·90.0M = 3500 h. The ResNet18
-# row is therefore the paper's own cost; the ConvNet row assumes populations vectorised as well as the FLOPs allow
-# (on a GPU a lone ConvNet is launch-bound and slower). See docs/cluster.md "Cost estimates". A measured row
+# row is the Housing shard's step time divided by the shard size (issue 3). The GPU rows (below) are measured on one
+# H100; Cebere et al.'s own total (PAPER_GPU_HOURS, Appendix D) is what they were derived from before, and what
+# docs/cluster.md "Cost estimates" compares the measured plan with. A measured row
 # stored by `hsaudit bench train --save-calibration` (:data:`STORED_CALIBRATION`) takes precedence.
+H100 = ("measured: hsaudit bench train --device cuda --opacus-models 0 on one NVIDIA H100 80GB HBM3 "
+        "(torch 2.11.0+cu130, 2026-11-26)")
+"""Where the GPU rows come from (the command's options follow it in each row's ``source``)."""
+
 CALIBRATION: tuple[Calibration, ...] = (
     Calibration(
         "fcnn", "cpu", 400, 2.36e-4,
@@ -88,20 +88,40 @@ CALIBRATION: tuple[Calibration, ...] = (
         "cifar_cnn", "cpu", 128, 1.31,
         "measured: hsaudit plan --calibrate cifar_cnn --population 4 --steps 2 (2026-11-23; load 8.3)", "measured",
     ),
-    Calibration("fcnn", "gpu", 400, 1.79e-4, "assumed: CPU cost of 2026-11-22 (68 parameters: launch-bound)"),
-    Calibration("convnet", "gpu", 128, 1.82e-4, "derived: paper's 3,500 GPU-h x measured CPU cost ratio"),
-    Calibration("resnet18_gn", "gpu", 128, 0.140, "derived: paper's 3,500 GPU-h x measured CPU cost ratio"),
-    Calibration("alexnet_head", "gpu", 128, 1.82e-4, "assumed equal to the ConvNet on GPU (launch-bound)"),
-    # Yoon et al.'s ConvNets: the ConvNet GPU row x the ratio of forward multiply-adds per example (ConvNet
-    # 651,720; MNIST ConvNet 910,656: x1.40; CIFAR-10 ConvNet 38,896,896: x59.7). Not measured (no GPU here).
-    Calibration("mnist_cnn", "gpu", 128, 2.54e-4, "derived: ConvNet GPU row x multiply-adds ratio 1.40 (estimate)"),
-    Calibration("cifar_cnn", "gpu", 128, 1.09e-2, "derived: ConvNet GPU row x multiply-adds ratio 59.7 (estimate)"),
-    # De et al.'s WRN-16-4 (Steinke et al. fig2): ≈ 392M forward multiply-adds per 32x32 image (convolutions; hand
-    # count in docs/steinke.md), x602 the ConvNet's. The GPU row is not measured, and the WRN trains through the
-    # `func` backend (weight standardisation), which was 3.5x slower than `hooks` on the ResNet18 on the CPU: a
-    # lower estimate. The CPU row is measured (2026-11-25, idle; the earlier derived 13.3 s, ResNet18-GN CPU row x
-    # 392/556, was 2.9x too high).
-    Calibration("wrn16_4", "gpu", 128, 0.110, "derived: ConvNet GPU row x multiply-adds ratio 602 (estimate)"),
+    # GPU rows: measured on one H100 (the first GPU lent to the project, 2026-11-26; docs/benchmarks.md) through the
+    # population engine with `auto`'s CUDA backend (ModelSpec.backend_on: func for the three small ConvNets, hooks for
+    # ResNet18-GN, the MLP engine for the FCNN and the AlexNet head), at the largest population measured. Before, they
+    # were derived from the paper's 3,500 GPU-h (ConvNet 1.82e-4, ResNet18-GN 0.140) and from multiply-add ratios.
+    Calibration(
+        "fcnn", "gpu", 400, 1.42e-5,
+        f"{H100} --models 4096 --steps 50 --workers 1 (4,096 models x 50 steps in 2.90 s)", "measured",
+    ),
+    Calibration(
+        "convnet", "gpu", 128, 2.65e-4,
+        f"{H100} --model convnet --models 64,256 --steps 5 (func, population 256)", "measured",
+    ),
+    Calibration(
+        "resnet18_gn", "gpu", 128, 4.56e-2,
+        f"{H100} --model resnet18_gn --models 1,4 --steps 3 (hooks, population 4; func 9.19e-2)", "measured",
+    ),
+    Calibration(
+        "alexnet_head", "gpu", 128, 2.51e-6,
+        f"{H100} --model alexnet_head --models 256,1024 --steps 10 (mlp, population 1,024)", "measured",
+    ),
+    Calibration(
+        "mnist_cnn", "gpu", 128, 2.52e-4,
+        f"{H100} --model mnist_cnn --models 64,256 --steps 5 (func, population 256)", "measured",
+    ),
+    Calibration(
+        "cifar_cnn", "gpu", 128, 2.69e-3,
+        f"{H100} --model cifar_cnn --models 16,64 --steps 5 (func, population 64)", "measured",
+    ),
+    # De et al.'s WRN-16-4 (Steinke et al. fig2) trains through `func` (weight standardisation) on every device.
+    # Poisson subsampling (--sampling poisson --n-train 1560, population 16) measured 4.78e-2.
+    Calibration(
+        "wrn16_4", "gpu", 128, 4.65e-2,
+        f"{H100} --model wrn16_4 --models 1,4,8 --steps 3 (func, population 8)", "measured",
+    ),
     Calibration(
         "wrn16_4", "cpu", 128, 4.65,
         "measured: hsaudit bench train --model wrn16_4 --sampling poisson --n-train 1560 --batch-size 128 --models 4 "
