@@ -428,7 +428,8 @@ def format_plan(p: Plan, *, scale: str) -> str:
         )
     for fig in p.simulations:
         lines.append(f"{fig}: simulation, no training (CPU minutes at paper scale; docs/benchmarks.md)")
-    lines.append("CPU = core-hours at 1 thread per job; GPU = GPU-hours (derived, see docs/cluster.md).")
+    lines.append("CPU = core-hours at 1 thread per job; GPU = GPU-hours at the GPU rows' speed (built in: one H100, "
+                 "measured; docs/cluster.md).")
     return "\n".join(lines)
 
 
