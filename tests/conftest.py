@@ -170,7 +170,9 @@ def copy_workflow(dest: Path, *, package: bool = False) -> Path:
     if package:
         from hsaudit.pipeline.provenance import package_dir
 
-        shutil.copytree(package_dir(), dest / "_pkg" / "hsaudit", ignore=shutil.ignore_patterns("__pycache__"))
+        # The byte-code comes along (copy2 keeps the sources' mtimes, which validate it): each job would otherwise
+        # compile every module it imports where PYTHONDONTWRITEBYTECODE is set; an edited module is compiled afresh.
+        shutil.copytree(package_dir(), dest / "_pkg" / "hsaudit")
     return dest
 
 

@@ -97,7 +97,7 @@ def slurm_copy(workflow_copy: Path, cluster, monkeypatch) -> Path:
     work = workflow_copy
     # Import the package from a private copy (jobs inherit the environment: sbatch --export=ALL), so that edits
     # to the checkout during the test cannot change the code version and rerun jobs.
-    shutil.copytree(provenance.package_dir(), work / "_pkg" / "hsaudit", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(provenance.package_dir(), work / "_pkg" / "hsaudit")  # byte-code too, as copy_workflow
     monkeypatch.setenv("PYTHONPATH", str(work / "_pkg"))
     (work / "slurm").symlink_to("profiles/slurm")
     with open(work / "Snakefile", "a") as fh:
