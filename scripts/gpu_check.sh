@@ -28,3 +28,4 @@ bench 90 --model resnet18_gn --models 1,4 --steps 3 --backend func
 bench 90 --model wrn16_4 --models 1,4,8 --steps 3 "${CAL[@]}"
 bench 60 --model alexnet_head --models 256,1024 --steps 10 "${CAL[@]}"
 bench 60 --model fcnn --models 4096 --steps 50 --workers 1 "${CAL[@]}"
+timeout 300 $PY scripts/gpu_shard.py 500 250 | tee "$OUT/shard.log"  # a paper-scale ConvNet shard end to end
