@@ -1,7 +1,16 @@
-"""A paper-scale Cebere ConvNet shard end to end on CUDA (default 500 models x 250 steps, B = 128, gc_r, synthetic CIFAR-sized
-data), timed against the planner's price (models x steps x the calibration row). Usage: python scripts/gpu_shard.py [MODELS STEPS]."""
-import sys, time, json
-import numpy as np, torch
+"""A paper-scale Cebere ConvNet shard end to end on CUDA (default 500 models x 250 steps, B = 128, gc_r,
+synthetic CIFAR-sized data), timed against the planner's price (models x steps x the calibration row).
+
+Usage: python scripts/gpu_shard.py [MODELS STEPS]   (docs/benchmarks.md, "On a GPU")
+"""
+
+import json
+import sys
+import time
+
+import numpy as np
+import torch
+
 from hsaudit.engine.dpsgd import DPSGDConfig, make_setup
 from hsaudit.engine.models import model_spec
 from hsaudit.experiments.cebere.train.adversaries import craft
