@@ -2,7 +2,8 @@
 # GPU check (docs/benchmarks.md, "On a GPU"): the gpu-marked tests, then the engine's seconds per model-step on CUDA
 # for every image model, `auto` against the other backend where both apply. Run from the repository root on a CUDA
 # machine with the package importable (pip install -e . or PYTHONPATH=src); OUT (default gpu-check/) gets the logs
-# and calibration.json (the measured rows; copy it to config/calibration.json to plan with them). ≈ 3-4 min on an H100.
+# and calibration.json (the measured rows; copy it to config/calibration.json to plan with them). Assembled from the
+# commands of the 2026-11-26 H100 calls (173 + 83 + 76 + 64 s there); not yet run as one script on a GPU.
 set -uo pipefail
 OUT=${OUT:-gpu-check}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 HSAUDIT_TEST_WARM=0 MPLBACKEND=Agg
