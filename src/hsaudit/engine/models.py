@@ -252,18 +252,18 @@ def _fcnn(variant: str = DEFAULT_FCNN_VARIANT) -> ModelSpec:
     )
 
 
-# The measured winner on CUDA where it is not the CPU's (hsaudit bench train --device cuda, one H100, torch 2.11,
-# 2026-11-26; docs/benchmarks.md): `hooks` runs one model at a time, which a GPU pays in kernel launches, and `func`
-# vectorises the population: ConvNet 2.65e-4 vs 4.13e-3 s per model-step (x15.6), MNIST ConvNet 2.52e-4 vs 2.63e-3
-# (x10.4), CIFAR-10 ConvNet 2.69e-3 vs 8.53e-3 (x3.2). ResNet18-GN keeps `hooks` (func 9.19e-2 vs 4.56e-2: x0.5).
-CUDA_FUNC = "func"
+# cuda_backend="func" below is the measured winner on CUDA where it is not the CPU's (hsaudit bench train --device
+# cuda, one H100, torch 2.11, 2026-11-26; docs/benchmarks.md): `hooks` runs one model at a time, which a GPU pays in
+# kernel launches, and `func` vectorises the population: ConvNet 2.65e-4 vs 4.13e-3 s per model-step (x15.6), MNIST
+# ConvNet 2.52e-4 vs 2.63e-3 (x10.4), CIFAR-10 ConvNet 2.69e-3 vs 8.53e-3 (x3.2). ResNet18-GN keeps `hooks` (func
+# 9.19e-2 vs 4.56e-2: x0.5).
 
 
 def _convnet(num_classes: int = 10) -> ModelSpec:
     k = _classes(num_classes)
     return ModelSpec(
         name="convnet", builder=_build_convnet, input_shape=(3, 32, 32), outputs=k, kwargs=(("num_classes", k),),
-        label="ConvNet", bench=BenchSizes(models=(1, 8, 64, 256), steps=3), cuda_backend=CUDA_FUNC,
+        label="ConvNet", bench=BenchSizes(models=(1, 8, 64, 256), steps=3), cuda_backend="func",
     )
 
 
@@ -293,7 +293,7 @@ def _mnist_cnn(num_classes: int = 10) -> ModelSpec:
     return ModelSpec(
         name="mnist_cnn", builder=_build_mnist_cnn, input_shape=(1, 28, 28), outputs=k,
         kwargs=(("num_classes", k),), label="MNIST ConvNet", bench=BenchSizes(models=(1, 8, 64), steps=3),
-        cuda_backend=CUDA_FUNC,
+        cuda_backend="func",
     )
 
 
@@ -302,7 +302,7 @@ def _cifar_cnn(num_classes: int = 10) -> ModelSpec:
     return ModelSpec(
         name="cifar_cnn", builder=_build_cifar_cnn, input_shape=(3, 32, 32), outputs=k,
         kwargs=(("num_classes", k),), label="CIFAR-10 ConvNet", bench=BenchSizes(models=(1, 8), steps=3),
-        cuda_backend=CUDA_FUNC,
+        cuda_backend="func",
     )
 
 
