@@ -298,18 +298,23 @@ def test_steinke_fig2_plan_follows_the_paper(config):
 
 
 def test_one_run_figure_is_planned_and_shares_fig1c_population(config):
-    """results/one_run/fig1.pdf: the one-run models, the noiseless score's one-model run (T steps of the same
-    batches) plus the A_GC-R population, which is fig1c's first gc_r repetition (the same key) and counted once."""
+    """results/one_run/fig1.pdf: the one-run models, the noiseless score's one-model run and the reference score's K
+    canary-free models (T steps of the same batches each) plus the A_GC-R population, which is fig1c's first gc_r
+    repetition (the same key) and counted once."""
     plan = P.plan(["results/one_run/fig1.pdf"], config)
-    one = [a for a in plan.populations if a.section == "one_run" and a.adversary != "noiseless run"]
+    one = [a for a in plan.populations if a.section == "one_run" and a.adversary.startswith("one run")]
     assert len(one) == 1 and one[0].models == max(config["one_run"]["housing"]["models"])
     (noiseless,) = [a for a in plan.populations if a.adversary == "noiseless run"]
     assert noiseless.models == 1 and noiseless.steps == one[0].steps and noiseless.batch == one[0].batch
     assert noiseless.hours("cpu") == pytest.approx(one[0].hours("cpu") / one[0].models)
+    (reference,) = [a for a in plan.populations if a.adversary == "reference models"]
+    k = config["one_run"]["housing"]["reference_models"]
+    assert reference.models == k and reference.steps == one[0].steps
+    assert reference.hours("cpu") == pytest.approx(k * one[0].hours("cpu") / one[0].models)
     pop = [a for a in plan.populations if a.section == "housing"]
     assert len(pop) == 1 and pop[0].models == config["housing"]["runs"] and "fig1c" in pop[0].figures
     both = P.plan(["results/one_run/fig1.pdf", "results/fig1c.pdf"], config)
-    assert both.models == P.plan(["results/fig1c.pdf"], config).models + one[0].models + 1
+    assert both.models == P.plan(["results/fig1c.pdf"], config).models + one[0].models + 1 + k
 
 
 def test_steinke_table1_plan_prices_the_assumed_lm(config):

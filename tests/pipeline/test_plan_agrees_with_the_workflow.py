@@ -73,10 +73,11 @@ def trained_roots(jobs, deps, target_rule: str) -> set[str]:
         if rule == "train_shard":
             roots.add(f"results/{wildcard(job, 'prepare_data', 'dataset')}/audits/"
                       f"{wildcard(job, ('craft_adversary', 'craft_fixed_init'), 'audit')}")
-        elif rule in ("train_one_run_shard", "simulate_one_run_noiseless"):
+        elif rule in ("train_one_run_shard", "simulate_one_run_noiseless", "train_one_run_reference"):
             root = (f"results/one_run/{wildcard(job, 'prepare_data', 'dataset')}/"
                     f"{wildcard(job, 'craft_one_run_canaries', 'key')}")
-            roots.add(root if rule == "train_one_run_shard" else f"{root}/noiseless")
+            roots.add({"train_one_run_shard": root, "simulate_one_run_noiseless": f"{root}/noiseless",
+                       "train_one_run_reference": f"{root}/reference"}[rule])
     return roots
 
 

@@ -3,7 +3,8 @@
 # Per audited dataset: craft the m canary coordinates, train the one-run models shard by shard (m canaries each,
 # their own bits), audit the pooled canaries of the first M models for every M beside the population audit's
 # per-step tables (Cebere et al.'s base audit of the same configuration, trained and audited by cebere.smk) under
-# every score of one_run.scores (the noiseless score reads one canary-free, noise-free run), plot.
+# every score of one_run.scores (the noiseless score reads one canary-free, noise-free run, the reference score K
+# canary-free reference models), plot.
 from hsaudit.experiments.one_run.plan import plan as one_run_plan
 
 ONE_RUN = one_run_plan(config, populations=CEBERE.base)
@@ -72,7 +73,7 @@ rule simulate_one_run_noiseless:
         setup=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).population.setup_path,
         canaries=rules.craft_one_run_canaries.output.canaries,
     output:
-        noiseless="results/one_run/{dataset}/{key}/noiseless.npz",
+        shard="results/one_run/{dataset}/{key}/noiseless.npz",
     log:
         log_path("one_run/simulate_one_run_noiseless/{dataset}/{key}"),
     benchmark:
@@ -88,10 +89,45 @@ rule simulate_one_run_noiseless:
         gpu=lambda wc: CEBERE.resources[wc.dataset]["gpu"],
     params:
         spec=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).params,
+        run="noiseless",
+        models=1,
+        master_seed=ONE_RUN.seed,
         device=lambda wc: config[wc.dataset]["device"],
-        code_version=script_version("simulate_one_run_noiseless"),
+        code_version=script_version("train_one_run_canary_free"),
     script:
-        "../scripts/simulate_one_run_noiseless.py"
+        "../scripts/train_one_run_canary_free.py"
+
+
+rule train_one_run_reference:
+    input:
+        data=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).population.data_path,
+        setup=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).population.setup_path,
+        canaries=rules.craft_one_run_canaries.output.canaries,
+    output:
+        shard="results/one_run/{dataset}/{key}/reference/k{models}.npz",
+    log:
+        log_path("one_run/train_one_run_reference/{dataset}/{key}/k{models}"),
+    benchmark:
+        bench_path("one_run/train_one_run_reference/{dataset}/{key}/k{models}")
+    wildcard_constraints:
+        key=ONE_RUN.keys,
+        models=r"\d+",
+    conda:
+        "../../envs/torch.yaml"
+    threads: lambda wc: CEBERE.resources[wc.dataset]["threads"]
+    resources:
+        mem_mb=lambda wc: CEBERE.resources[wc.dataset]["mem_mb"],
+        runtime=lambda wc: CEBERE.resources[wc.dataset]["runtime"],
+        gpu=lambda wc: CEBERE.resources[wc.dataset]["gpu"],
+    params:
+        spec=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).params,
+        run="reference",
+        models=lambda wc: int(wc.models),
+        master_seed=ONE_RUN.seed,
+        device=lambda wc: config[wc.dataset]["device"],
+        code_version=script_version("train_one_run_canary_free"),
+    script:
+        "../scripts/train_one_run_canary_free.py"
 
 
 rule audit_one_run_canaries:
@@ -99,6 +135,7 @@ rule audit_one_run_canaries:
         shards=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).shard_paths(),
         population=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).population_tables(),
         noiseless=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).noiseless_inputs(),
+        reference=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).reference_inputs(),
     output:
         table="results/one_run/{dataset}/{key}/table.csv",
     log:
@@ -124,6 +161,7 @@ rule audit_one_run_canaries:
         confidence=AUDIT["confidence"],
         coordinates=config["one_run"]["coordinates"],
         scores=config["one_run"]["scores"],
+        shift=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).canary_shift,
         code_version=script_version("audit_one_run_canaries"),
     script:
         "../scripts/audit_one_run_canaries.py"

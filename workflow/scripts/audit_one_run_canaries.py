@@ -11,6 +11,8 @@ params = snakemake.params
 bits, scores = load_one_run_shards(snakemake.input.shards)
 # s0 [m]: the canary-free, noise-free run's scores (simulate_one_run_noiseless), when the noiseless score is audited.
 noiseless = load_one_run_shards(list(snakemake.input.noiseless))[1][0] if snakemake.input.noiseless else None
+# [K, m]: the canary-free reference models' scores (train_one_run_reference), when the reference score is audited.
+reference = load_one_run_shards(list(snakemake.input.reference))[1] if snakemake.input.reference else None
 table = one_run_table(
     dataset=snakemake.wildcards.dataset,
     bits=bits,
@@ -27,6 +29,8 @@ table = one_run_table(
     seed=params.seed,
     score_names=params.scores,
     noiseless=noiseless,
+    reference=reference,
+    shift=params.shift,
 )
 write_csv_atomic(table, snakemake.output.table)
 for line in summary_lines(table):

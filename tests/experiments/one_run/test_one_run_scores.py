@@ -1,7 +1,8 @@
 """The drift-corrected one-run scores (hsaudit.experiments.one_run.audit.SCORES): median centring over the models,
-subtraction of the canary-free, noise-free run and standardisation by the coordinate's median absolute deviation.
+subtraction of the canary-free, noise-free run, standardisation by the coordinate's median absolute deviation and
+the likelihood ratio against canary-free reference models.
 Known-mechanism checks: a per-coordinate shift is removed exactly (and a per-coordinate scale, by the standardised
-score), the bits never enter a score, with no canary no score's bound exceeds ε = 0 more often than the audit's
+score; the reference score is the closed-form Gaussian log-likelihood ratio), the bits never enter a score, with no canary no score's bound exceeds ε = 0 more often than the audit's
 nominal rate, and on coordinates the data never moves the noiseless-subtracted score at σ = 0 is the canaries'
 exact contribution."""
 
@@ -56,6 +57,7 @@ def test_no_score_reads_the_bits(monkeypatch):
     bits = rng.integers(0, 2, (8, 30))
     scores = rng.standard_normal((8, 30)) + 2.0 * bits + 5.0 * rng.standard_normal(30)[None, :]
     offset = rng.standard_normal(30)
+    reference = rng.standard_normal((5, 30)) + offset[None, :]
     seen: list[np.ndarray] = []
     real = audit_module.one_run_audit_search
 
@@ -66,11 +68,12 @@ def test_no_score_reads_the_bits(monkeypatch):
     monkeypatch.setattr(audit_module, "one_run_audit_search", spy)
     for score in SCORES:
         seen.clear()
-        one_run_rows(bits, scores, models=[2, 8], score=score, noiseless=offset, **ROWS)
+        one_run_rows(bits, scores, models=[2, 8], score=score, noiseless=offset, reference=reference, shift=2.0, **ROWS)
         first = list(seen)
         seen.clear()
         permuted = rng.permutation(bits.ravel()).reshape(bits.shape)
-        one_run_rows(permuted, scores, models=[2, 8], score=score, noiseless=offset, **ROWS)
+        one_run_rows(permuted, scores, models=[2, 8], score=score, noiseless=offset, reference=reference, shift=2.0,
+                     **ROWS)
         assert len(first) == len(seen) == 4
         for a, b in zip(first, seen):
             np.testing.assert_array_equal(a, b)
@@ -140,29 +143,35 @@ def test_no_canary_no_privacy_loss_at_the_nominal_rate(score):
         bits = rng.integers(0, 2, (8, 32))
         drift, spread = 5.0 * rng.standard_normal(32), np.exp(rng.standard_normal(32))
         scores = spread[None, :] * rng.standard_normal((8, 32)) + drift[None, :]
-        for row in one_run_rows(bits, scores, models=[8], score=score, noiseless=drift, **ROWS):
+        reference = spread[None, :] * rng.standard_normal((6, 32)) + drift[None, :]
+        for row in one_run_rows(bits, scores, models=[8], score=score, noiseless=drift, reference=reference,
+                                shift=1.0, **ROWS):
             over[row["method"]] += row["epsilon"] > 0
     assert all(n <= 18 for n in over.values()), over  # P[Binomial(200, 0.05) > 18] < 0.01
 
 
 def test_corrections_recover_canaries_that_drift_hides():
-    """Scores dominated by a per-coordinate drift (docs/one_run.md): both corrections lift the bound, the
-    noiseless one from a single model; the noiseless rows count their one canary-free run (T model-steps)."""
+    """Scores dominated by a per-coordinate drift (docs/one_run.md): the corrections lift the bound, the noiseless
+    and reference ones from a single model; the noiseless rows count their one canary-free run (T model-steps), the
+    reference rows their K reference models (K·T)."""
     rng = np.random.default_rng(3)
     bits = rng.integers(0, 2, (16, 64))
     drift = 5.0 * rng.standard_normal(64)
     scores = 0.3 * rng.standard_normal((16, 64)) + 1.0 * bits + drift[None, :]
+    reference = 0.3 * rng.standard_normal((4, 64)) + drift[None, :]
     pop = pd.DataFrame({"step": [1], "runs": [40], "mu": [0.5], "epsilon": [1.5], "epsilon_free": [0.7],
                         "epsilon_upper": [4.0], "mode": ["crossing"], "rule_valid": [True], "confidence": [0.95],
                         "delta": [1e-5]})  # fmt: skip
     table = one_run_table(dataset="housing", bits=bits, scores=scores, population=[pop], models=[1, 16],
-                          coordinates="random", score_names=SCORES, noiseless=drift, **ROWS)
+                          coordinates="random", score_names=SCORES, noiseless=drift, reference=reference, shift=1.0,
+                          **ROWS)
     fdp = table[table["method"] == METHODS["fdp"]].set_index(["score", "models"])["epsilon"]
     assert fdp["median_centred", 16] > fdp["raw", 16] + 1.0
-    assert fdp["noiseless", 1] > fdp["raw", 1] + 1.0
+    assert fdp["noiseless", 1] > fdp["raw", 1] + 1.0 and fdp["reference", 1] > fdp["raw", 1] + 1.0
     assert list(dict.fromkeys(table.loc[table["method"] == METHODS["fdp"], "score"])) == list(SCORES)
     steps = table[table["method"] == METHODS["counting"]].set_index(["score", "models"])["model_steps"]
     assert steps["raw", 16] == steps["median_centred", 16] == 32 and steps["noiseless", 16] == 34
+    assert steps["reference", 16] == 32 + 4 * 2
     assert table["valid"].all()
     with pytest.raises(ValueError, match="noiseless"):
         one_run_table(dataset="housing", bits=bits, scores=scores, population=[pop], models=[1],
@@ -196,3 +205,65 @@ def test_noiseless_subtraction_is_the_canary_contribution_at_zero_noise():
     np.testing.assert_allclose(centred[2], 0.0, atol=1e-7)
     assert abs(s0[3:]).max() > 10 * exact * 1e-3  # the data does move the other coordinates
     np.testing.assert_allclose(s0[:3], 0.0, atol=1e-7)
+
+
+def test_reference_score_is_the_gaussian_likelihood_ratio():
+    """Δ·(s − μ − Δ/2)/σ² with μ, σ the reference models' mean and sd (ddof 1) per coordinate: the log of the density
+    ratio N(μ + Δ, σ²)/N(μ, σ²) at s, checked against scipy's densities; a per-coordinate shift of scores and
+    references together leaves it unchanged; it needs K ≥ 2 references of nonzero spread and Δ > 0."""
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(6)
+    scores = rng.standard_normal((5, 12))
+    reference = rng.standard_normal((7, 12)) * np.exp(rng.standard_normal(12))[None, :]
+    mu, sd = reference.mean(axis=0), reference.std(axis=0, ddof=1)
+    llr = norm.logpdf(scores, mu + 0.7, sd) - norm.logpdf(scores, mu, sd)
+    got = corrected_scores(scores, "reference", reference=reference, shift=0.7)
+    np.testing.assert_allclose(got, llr, rtol=1e-9, atol=1e-12)
+    shift = 50.0 * rng.standard_normal(12)
+    np.testing.assert_allclose(corrected_scores(scores + shift, "reference", reference=reference + shift, shift=0.7),
+                               got, rtol=1e-7, atol=1e-9)
+    with pytest.raises(ValueError, match="shift"):
+        corrected_scores(scores, "reference", reference=reference)
+    with pytest.raises(ValueError, match="shape"):
+        corrected_scores(scores, "reference", shift=0.7)
+    with pytest.raises(ValueError, match="K >= 2"):
+        corrected_scores(scores, "reference", reference=reference[:1], shift=0.7)
+    flat = reference.copy()
+    flat[:, 3] = 2.0
+    with pytest.raises(ValueError, match="K >= 2"):
+        corrected_scores(scores, "reference", reference=flat, shift=0.7)
+    bits = rng.integers(0, 2, scores.shape)
+    rows = pd.DataFrame(one_run_rows(bits, scores, models=[1, 5], score="reference", reference=flat, shift=0.7,
+                                     **ROWS))
+    assert rows["epsilon"].isna().all() and (rows["bound"] == SCORE_REASONS["reference"]).all()
+
+
+def test_every_corrected_score_has_its_own_series_in_the_figure():
+    from hsaudit.experiments.one_run.figures import SCORE_LABELS, SCORE_STYLES
+
+    assert set(SCORE_STYLES) == set(SCORE_LABELS) == set(SCORES) - {"raw"}
+    colours = [c for styles in SCORE_STYLES.values() for c in styles.values()]
+    assert len(set(colours)) == len(colours)
+
+
+def test_reference_score_weighs_coordinates_by_their_own_noise():
+    """Canaries of one shift on coordinates whose noise differs by 100× (the Housing FCNN's 0.003–0.070,
+    docs/one_run.md): the likelihood ratio puts its best guesses on the quiet coordinates, where they are right,
+    and beats the median-centred score of the same models at every M; the MAD standardisation, whose scale the
+    canary's own in/out split inflates on quiet coordinates, does not reach it either."""
+    rng = np.random.default_rng(7)
+    m, M, K = 64, 16, 16
+    spread = np.geomspace(0.003, 0.07, m)
+    drift = 0.25 * rng.standard_normal(m)
+    bits = rng.integers(0, 2, (M, m))
+    scores = drift + spread * rng.standard_normal((M, m)) + 0.064 * bits
+    reference = drift + spread * rng.standard_normal((K, m))
+    rows = pd.DataFrame(
+        [r for score in ("median_centred", "standardised", "reference")
+         for r in one_run_rows(bits, scores, models=[2, 16], score=score, reference=reference, shift=0.064, **ROWS)])
+    fdp = rows[rows["method"] == METHODS["fdp"]].set_index(["score", "models"])["epsilon"]
+    for M in (2, 16):
+        assert fdp["reference", M] > fdp["median_centred", M] and fdp["reference", M] > fdp["standardised", M]
+    best = rows[(rows["method"] == METHODS["counting"]) & (rows["score"] == "reference")]
+    assert (best["correct"] == best["guesses"]).any()  # the quiet coordinates' guesses are all right

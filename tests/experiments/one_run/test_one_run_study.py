@@ -60,7 +60,15 @@ def test_plan_shares_the_population_audit_with_fig1c(config):
     section = copy.deepcopy(config["one_run"])
     section["scores"] = ["raw"]
     raw = one_run_plan(config, section).audits["housing"]
-    assert raw.key == spec.key and raw.noiseless_inputs() == []
+    assert raw.key == spec.key and raw.noiseless_inputs() == [] and raw.reference_inputs() == []
+    # The reference score reads K canary-free models (a file per K) and the canary's nominal shift η·C·⌊T/k⌋/B.
+    d = spec.params["setup"]["dpsgd"]
+    assert spec.reference_inputs() == [f"{spec.root}/reference/k{spec.reference_models}.npz"]
+    assert spec.canary_shift == pytest.approx(d["lr"] * d["clip_norm"] * (d["steps"] // d["period"]) / d["batch_size"])
+    section = copy.deepcopy(config["one_run"])
+    section["housing"]["reference_models"] = 1
+    with pytest.raises(ValueError, match="reference_models must be >= 2"):
+        one_run_plan(config, section)
 
 
 @pytest.mark.parametrize("scale", ["paper", "laptop", "smoke"])
@@ -71,11 +79,15 @@ def test_every_scale_plans(config, scale):
     # One population of one-run models and the compared population per dataset, the latter with Cebere's root, and
     # the noiseless score's one-model run where that score is audited (priced as one model of T steps).
     roots = {p.root for p in planned.populations}
+    # The reference score's K canary-free models likewise (priced as K models of T steps).
     noiseless = {a.noiseless_root for a in planned.audits.values() if "noiseless" in a.scores}
+    reference = {a.reference_root: a.reference_models for a in planned.audits.values() if "reference" in a.scores}
     assert roots == ({a.root for a in planned.audits.values()} | {a.population.root for a in planned.audits.values()}
-                     | noiseless)  # fmt: skip
+                     | noiseless | set(reference))  # fmt: skip
     assert noiseless == {a.noiseless_root for a in planned.audits.values()}  # the default scores audit it
+    assert set(reference) == {a.reference_root for a in planned.audits.values()}
     assert all(p.models == 1 for p in planned.populations if p.root in noiseless)
+    assert all(p.models == reference[p.root] >= 2 for p in planned.populations if p.root in reference)
     assert [t.id for t in planned.targets] == ["one_run/fig1"] and set(FIGURES) == {"one_run/fig1"}
 
 

@@ -12,14 +12,14 @@ R models, half inserted) at its last step, from the per-step audit tables of :fu
 and its assumption-free (ε, δ) bound from the same Clopper–Pearson bounds.
 
 Every one-run point is audited under each configured score (:data:`SCORES`, ``one_run.scores``) of the same models:
-A_GC-R's raw score, or one of three drift corrections that read no inclusion bit (:func:`corrected_scores`), so each is
-post-processing of the released models (and, for ``noiseless``, of what the adversary knows before training) and
-both one-run bounds stay valid.
+A_GC-R's raw score, or one of four drift corrections that read no inclusion bit (:func:`corrected_scores`), so each is
+post-processing of the released models (and, for ``noiseless``, of what the adversary knows before training; for
+``reference``, of canary-free models trained independently of every bit) and both one-run bounds stay valid.
 
 Compute is counted in model-steps: a model trained for T steps costs T, whatever its canaries (M·T for a one-run
 point, R·T for a population point; the crafting of ``least_moving`` coordinates adds one noiseless simulation, T;
 the ``noiseless`` score adds its one canary-free, noise-free run, T, shared by the M models because they share θ0
-and the batches).
+and the batches; the ``reference`` score its K canary-free reference models, K·T, shared the same way).
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ paper-rule μ̂ (``mu_valid`` / ``mu`` of its last step), or no ceiling."""
 SCORE_REASONS = {
     "median_centred": "undefined at M = 1: the median over one model is its own score (every centred score 0)",
     "standardised": "undefined: a coordinate's MAD over the M models is 0 (always at M = 1), so its scores have no scale",
+    "reference": "undefined: a coordinate's standard deviation over the reference models is 0 (or fewer than 2 of them)",
 }
 """Why a score has no point at some M (its row is kept, ε̂ NaN, the reason in ``bound``)."""
 
@@ -68,10 +69,11 @@ MAD_SCALE = 1.4826
 """1/Φ⁻¹(¾): 1.4826·MAD estimates the standard deviation of a Gaussian sample (``standardised``)."""
 
 
-def score_undefined(scores: npt.ArrayLike, score: str) -> bool:
+def score_undefined(scores: npt.ArrayLike, score: str, *, reference: npt.ArrayLike | None = None) -> bool:
     """Whether ``score`` is undefined on the raw scores ``[M, m]`` of a point (:data:`SCORE_REASONS`): ``median_centred``
-    at M = 1, ``standardised`` where some coordinate's MAD over the M models is 0 (always at M = 1). Reads the
-    scores only, never a bit.
+    at M = 1, ``standardised`` where some coordinate's MAD over the M models is 0 (always at M = 1), ``reference``
+    where the reference models ``[K, m]`` are fewer than 2 or some coordinate's standard deviation over them is 0.
+    Reads scores only, never a bit.
 
     >>> score_undefined([[1.0, 2.0]], "standardised"), score_undefined([[1.0, 2.0], [3.0, 5.0]], "standardised")
     (True, False)
@@ -81,6 +83,9 @@ def score_undefined(scores: npt.ArrayLike, score: str) -> bool:
         return s.shape[0] < 2
     if score == "standardised":
         return bool(s.shape[0] < 2 or (_mad(s) == 0).any())
+    if score == "reference" and reference is not None:
+        r = np.asarray(reference, dtype=np.float64)
+        return bool(r.ndim != 2 or r.shape[0] < 2 or (r.std(axis=0, ddof=1) == 0).any())
     return False
 
 
@@ -134,24 +139,36 @@ def load_one_run_shards(paths: Sequence[str | os.PathLike]) -> tuple[np.ndarray,
     return np.concatenate(bits), np.concatenate(scores)
 
 
-def corrected_scores(scores: npt.ArrayLike, score: str, *, noiseless: npt.ArrayLike | None = None) -> np.ndarray:
+def corrected_scores(
+    scores: npt.ArrayLike,
+    score: str,
+    *,
+    noiseless: npt.ArrayLike | None = None,
+    reference: npt.ArrayLike | None = None,
+    shift: float | None = None,
+) -> np.ndarray:
     """The ``[M, m]`` scores under ``score`` (:data:`SCORES`), from the raw scores of M models alone.
 
     Takes no inclusion bit by construction: a drift correction that read the bits would not be post-processing and
     would void the one-run bounds; one that reads only the released models (``median_centred``, ``standardised``:
     the median and MAD of each coordinate over the M released models) or values fixed
     before training (``noiseless``: θ0, the batches and the data are drawn independently of the bits, and the
-    gradient canaries are added by the bits alone, never subsampled with the batches) leaves both bounds valid.
+    gradient canaries are added by the bits alone, never subsampled with the batches) or models trained
+    independently of every bit (``reference``: canary-free, with noise of their own) leaves both bounds valid.
 
     Args:
         scores: raw scores ``[M, m]`` (:func:`load_one_run_shards`; higher ⇒ included).
         score: one of :data:`SCORES`.
         noiseless: ``noiseless`` only: s⁰ ``[m]``, the raw score of every canary coordinate in the canary-free,
             noise-free run from the same θ0 and batches.
+        reference: ``reference`` only: the raw scores ``[K, m]`` of K canary-free reference models (same θ0,
+            batches and σ, every bit 0, noise of their own).
+        shift: ``reference`` only: Δ, the nominal shift one canary gives its score (η·C·⌊T/k⌋/B, > 0).
 
     Raises:
         ValueError: unknown score, ``median_centred`` with fewer than 2 models, ``standardised`` where a
-            coordinate's MAD is 0 (:func:`score_undefined`), ``noiseless`` without s⁰ of shape ``[m]``.
+            coordinate's MAD is 0 (:func:`score_undefined`), ``noiseless`` without s⁰ of shape ``[m]``,
+            ``reference`` without reference scores ``[K ≥ 2, m]`` of nonzero spread or without Δ > 0.
 
     >>> corrected_scores([[1.0, 5.0], [3.0, 9.0]], "median_centred").tolist()
     [[-1.0, -2.0], [1.0, 2.0]]
@@ -163,6 +180,13 @@ def corrected_scores(scores: npt.ArrayLike, score: str, *, noiseless: npt.ArrayL
 
     >>> (corrected_scores([[0.0, 10.0], [1.0, 20.0], [4.0, 30.0]], "standardised") * MAD_SCALE).round(12).tolist()
     [[-1.0, -1.0], [0.0, 0.0], [3.0, 1.0]]
+
+    ``reference`` is the log-likelihood ratio Δ·(s − μ − Δ/2)/σ² of N(μ + Δ, σ²) against N(μ, σ²), μ and σ from
+    the reference models: for references (0, 2) on the first coordinate μ = 1, σ² = 2, and with Δ = 2 a score of 3
+    gives 2·(3 − 1 − 1)/2 = 1; on the second (10, 14) μ = 12, σ² = 8, and 12 gives 2·(12 − 12 − 1)/8 = −0.25.
+
+    >>> corrected_scores([[3.0, 12.0]], "reference", reference=[[0.0, 10.0], [2.0, 14.0]], shift=2.0).tolist()
+    [[1.0, -0.25]]
     """
     s = np.asarray(scores, dtype=np.float64)
     if s.ndim != 2:
@@ -182,6 +206,18 @@ def corrected_scores(scores: npt.ArrayLike, score: str, *, noiseless: npt.ArrayL
             raise ValueError(f"noiseless needs s0 of shape ({s.shape[1]},), got "
                              f"{None if noiseless is None else np.shape(noiseless)}")
         return s - np.asarray(noiseless, dtype=np.float64)[None, :]
+    if score == "reference":
+        if reference is None or np.ndim(reference) != 2 or np.shape(reference)[1] != s.shape[1]:
+            raise ValueError(f"reference needs reference scores of shape (K, {s.shape[1]}), got "
+                             f"{None if reference is None else np.shape(reference)}")
+        if shift is None or not float(shift) > 0:
+            raise ValueError(f"reference needs the canary's nominal shift > 0, got {shift}")
+        if score_undefined(s, score, reference=reference):
+            raise ValueError(f"reference needs K >= 2 reference models with every coordinate's sd > 0 "
+                             f"({SCORE_REASONS[score]})")
+        r = np.asarray(reference, dtype=np.float64)
+        mean, var = r.mean(axis=0, keepdims=True), r.var(axis=0, ddof=1, keepdims=True)
+        return float(shift) * (s - mean - float(shift) / 2) / var
     raise ValueError(f"score must be one of {SCORES}, got {score!r}")
 
 
@@ -198,6 +234,8 @@ def one_run_rows(
     names: tuple[str, str] = ("counting", "fdp"),
     score: str = "raw",
     noiseless: npt.ArrayLike | None = None,
+    reference: npt.ArrayLike | None = None,
+    shift: float | None = None,
 ) -> list[dict]:
     """The one-run points: for each M, the two bounds on the pooled canaries of the first M models (``names``: the
     methods of :data:`METHODS` the two rows are labelled with), each with the δ term of the counting bound's
@@ -206,22 +244,27 @@ def one_run_rows(
     ``score`` (:data:`SCORES`) is computed from the first M models' raw scores alone (:func:`corrected_scores`; the
     median of ``median_centred`` is over those M models, so the point costs M·T), never from the bits; where it is
     undefined (:func:`score_undefined`: ``median_centred`` at M = 1, ``standardised`` where a coordinate's MAD over
-    the M models is 0) both rows have ε̂ NaN and the reason in ``bound``. A ``noiseless`` row
-    counts its canary-free run: M·T + T model-steps."""
+    the M models is 0, ``reference`` where a coordinate's sd over the reference models is 0) both rows have ε̂ NaN and
+    the reason in ``bound``. A ``noiseless`` row counts its canary-free run, M·T + T model-steps; a ``reference`` row
+    its K reference models, M·T + K·T."""
     bits, scores = np.asarray(bits), np.asarray(scores, dtype=np.float64)
     if bits.shape != scores.shape or bits.ndim != 2:
         raise ValueError(f"bits and scores must both be [models, m], got {bits.shape} and {scores.shape}")
     if score not in SCORES:
         raise ValueError(f"score must be one of {SCORES}, got {score!r}")
-    extra = int(steps) if score == "noiseless" else 0
+    free = {"noiseless": 1, "reference": 0 if reference is None else int(np.shape(reference)[0])}.get(score, 0)
+    extra = free * int(steps)
+    why = {"noiseless": " (+T: the canary-free noiseless run, shared by the M models)",
+           "reference": f" (+{free}·T: the {free} canary-free reference models, shared by the M models)"}.get(score, "")
     rows = []
     for M in models:
         M = int(M)
         if not 1 <= M <= bits.shape[0]:
             raise ValueError(f"M = {M} models asked, {bits.shape[0]} trained")
         b = bits[:M].ravel().astype(bool)
-        undefined = score_undefined(scores[:M], score)
-        s = np.zeros(b.size) if undefined else corrected_scores(scores[:M], score, noiseless=noiseless).ravel()
+        undefined = score_undefined(scores[:M], score, reference=reference)
+        s = (np.zeros(b.size) if undefined else
+             corrected_scores(scores[:M], score, noiseless=noiseless, reference=reference, shift=shift).ravel())
         ks = guess_sizes(s.size, guess_fractions, guess_counts)
         for name, audit in zip(names, (one_run_audit, one_run_fdp_audit), strict=True):
             if undefined:
@@ -250,8 +293,7 @@ def one_run_rows(
                     "k_plus": res.k_plus,
                     "k_minus": res.k_minus,
                     "delta_term": term,
-                    "bound": res.method + (" (+T: the canary-free noiseless run, shared by the M models)"
-                                           if extra else ""),
+                    "bound": res.method + why,
                     "valid": True,  # both one-run bounds hold for any scores (their guess search is Bonferroni'd)
                     "confidence": float(confidence),
                     "delta": float(delta),
@@ -362,6 +404,8 @@ def one_run_table(
     seed: int = 0,
     score_names: Sequence[str] = ("raw",),
     noiseless: npt.ArrayLike | None = None,
+    reference: npt.ArrayLike | None = None,
+    shift: float | None = None,
 ) -> pd.DataFrame:
     """Every point of one dataset: the one-run bounds for each M, the population audits for each R and the ceiling
     (:func:`ceiling_rows`).
@@ -380,6 +424,8 @@ def one_run_table(
         seed: the ceiling's simulation seed.
         score_names: the scores audited (:data:`SCORES`, ``one_run.scores``), each its own rows on the same models.
         noiseless: s⁰ ``[m]`` of the canary-free, noise-free run (needed when ``score_names`` has ``noiseless``).
+        reference, shift: the K reference models' raw scores ``[K, m]`` and the canary's nominal shift Δ (needed
+            when ``score_names`` has ``reference``).
 
     Returns:
         :data:`COLUMNS`, rows by method, then score (in :data:`SCORES` order), then compute.
@@ -390,7 +436,8 @@ def one_run_table(
         raise ValueError(f"score_names must be distinct names of {SCORES}, got {list(score_names)}")
     kw = dict(models=models, steps=steps, guess_fractions=guess_fractions, guess_counts=guess_counts, delta=delta,
               confidence=confidence)
-    rows = [row for name in score_names for row in one_run_rows(bits, scores, score=name, noiseless=noiseless, **kw)]
+    rows = [row for name in score_names
+            for row in one_run_rows(bits, scores, score=name, noiseless=noiseless, reference=reference, shift=shift, **kw)]
     mu = ceiling_mu(population, ceiling)
     if mu is not None:
         rows += ceiling_rows(mu[0], shape=np.asarray(bits).shape, seed=seed, source=mu[1], **kw)

@@ -78,6 +78,8 @@ class OneRunAudit:
             batches).
         population_runs: the R of the population points (models in both worlds, half of them inserted), ascending.
         scores: the scores audited (``one_run.scores``, :data:`hsaudit.experiments.one_run.values.SCORES`).
+        reference_models: K, the canary-free reference models of the ``reference`` score (0 when it is not
+            audited).
     """
 
     dataset: str
@@ -89,6 +91,7 @@ class OneRunAudit:
     population: PopulationAudit
     population_runs: tuple[int, ...]
     scores: tuple[str, ...] = ("raw",)
+    reference_models: int = 0
 
     @property
     def root(self) -> str:
@@ -108,6 +111,27 @@ class OneRunAudit:
     def noiseless_inputs(self) -> list[str]:
         """[:attr:`noiseless_path`] when the ``noiseless`` score is audited, else []."""
         return [self.noiseless_path] if "noiseless" in self.scores else []
+
+    @property
+    def reference_path(self) -> str:
+        """The K canary-free reference models' scores (the audited σ, every bit 0, the same θ0 and batches)."""
+        return f"{self.root}/reference/k{self.reference_models}.npz"
+
+    @property
+    def reference_root(self) -> str:
+        """The reference models as a priced population of ``hsaudit plan``."""
+        return f"{self.root}/reference"
+
+    def reference_inputs(self) -> list[str]:
+        """[:attr:`reference_path`] when the ``reference`` score is audited, else []."""
+        return [self.reference_path] if "reference" in self.scores else []
+
+    @property
+    def canary_shift(self) -> float:
+        """Δ = η·C·⌊T/k⌋/B: how far one gradient canary moves its coordinate's score in a linear model (the
+        ``reference`` score's nominal shift)."""
+        d = self.params["setup"]["dpsgd"]
+        return float(d["lr"]) * float(d["clip_norm"]) * (int(d["steps"]) // int(d["period"])) / int(d["batch_size"])
 
     @property
     def shards(self) -> int:
@@ -236,7 +260,10 @@ def plan(config: Mapping[str, Any], *, populations: Mapping[str, PopulationAudit
         }
         if rule == "least_moving":
             params["simulation"] = "noiseless_ps"
-        spec = OneRunAudit(dataset, key_of(params), params, canaries, models, shard_size, pop, runs, scores)
+        reference = int(entry.get("reference_models", 0)) if "reference" in scores else 0
+        if "reference" in scores and reference < 2:
+            raise ValueError(f"{where}.reference_models must be >= 2 for the reference score, got {reference}")
+        spec = OneRunAudit(dataset, key_of(params), params, canaries, models, shard_size, pop, runs, scores, reference)
         audits[dataset] = spec
         dpsgd = params["setup"]["dpsgd"]
         common = dict(
@@ -263,6 +290,17 @@ def plan(config: Mapping[str, Any], *, populations: Mapping[str, PopulationAudit
                     models=1,
                     role="noiseless run",
                     detail=f"{dataset} C={dpsgd['clip_norm']:g} k={dpsgd['period']} sigma=0, no canary",
+                    **common,
+                )
+            )
+        if reference:
+            # The reference score's K canary-free models: the audited σ, their own noise, the same T steps and batches.
+            rows.append(
+                Population(
+                    root=spec.reference_root,
+                    models=reference,
+                    role="reference models",
+                    detail=f"{dataset} C={dpsgd['clip_norm']:g} k={dpsgd['period']} no canary",
                     **common,
                 )
             )

@@ -15,6 +15,8 @@ A_GC-R's score of its coordinate in the final model, −(θ_T[d_j] − θ0[d_j])
   :func:`hsaudit.experiments.cebere.train.adversaries.craft`).
 - **Bits** (:func:`canary_bits`): model i's m bits are seeded by (key, i), so they do not depend on the shard size.
 - **Training** (:func:`train_one_run_shard`): a shard of models, each with its m canaries; scores ``[models, m]``.
+  The canary-free runs of the corrected scores are the same trainer with every bit 0: the noise-free run of
+  ``noiseless`` (σ = 0) and the K reference models of ``reference`` (their own noise, :func:`reference_noise_key`).
 """
 
 from __future__ import annotations
@@ -162,6 +164,12 @@ def canary_bits(*, seed: int, key: str, models: range | Sequence[int], canaries:
 def one_run_noise_key(*, seed: int, key: str, dataset: str) -> int:
     """The counter-based noise key of a one-run audit (model i draws the stream of global index i)."""
     return derive_seed(seed, f"{dataset}-one_run-noise", key)
+
+
+def reference_noise_key(*, seed: int, key: str, dataset: str) -> int:
+    """The noise key of a one-run audit's canary-free reference models (the ``reference`` score): a stream apart
+    from the audited models' (:func:`one_run_noise_key`), so reference model i never shares audited model i's noise."""
+    return derive_seed(seed, f"{dataset}-one_run-reference-noise", key)
 
 
 # ------------------------------------------------------------------------------------------------ training

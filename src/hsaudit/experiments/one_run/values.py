@@ -4,7 +4,7 @@ not import the audit (scipy.stats, ~1 s)."""
 
 from __future__ import annotations
 
-SCORES = ("raw", "median_centred", "noiseless", "standardised")
+SCORES = ("raw", "median_centred", "noiseless", "standardised", "reference")
 """The one-run scores (``one_run.scores``), each audited on the same models (its own rows, ``score`` column):
 
 - ``raw``: A_GC-R's score of canary j in model i, s_ij = −(θ_T[d_j] − θ0[d_j]) (higher ⇒ included).
@@ -20,6 +20,16 @@ SCORES = ("raw", "median_centred", "noiseless", "standardised")
   like ``median_centred`` and puts every coordinate's spread on one scale, for coordinates whose noise differs;
   a function of the released models only (pre-registered 2026-11-26). Undefined where a coordinate's MAD is 0:
   always at M = 1.
+- ``reference``: the Gaussian log-likelihood ratio of "included" against "not included" for canary j, with the
+  "not included" law of coordinate d_j measured on K canary-free **reference models** (every bit 0, the same θ0,
+  batches and σ as the audited models, noise of their own):
+  Δ·(s_ij − μ_j − Δ/2) / σ_j², where μ_j and σ_j are the mean and standard deviation (ddof 1) of the reference
+  models' raw scores on d_j and Δ = η·C·⌊T/k⌋/B is the nominal shift one canary gives its coordinate (the score's
+  shift in a linear model). Removes the per-coordinate bias that ``noiseless`` leaves (μ_j is the noisy run's mean,
+  not the noise-free run's) and weighs each coordinate by its own noise, measured without the canary's in/out split
+  that inflates ``standardised``'s MAD. A function of the released model and of K models trained independently of
+  every bit; defined at M = 1; costs K·T more model-steps (pre-registered 2026-11-26, second session). Undefined
+  where K < 2 or some σ_j is 0.
 """
 
 __all__ = ["SCORES"]
