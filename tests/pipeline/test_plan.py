@@ -307,14 +307,15 @@ def test_one_run_figure_is_planned_and_shares_fig1c_population(config):
     (noiseless,) = [a for a in plan.populations if a.adversary == "noiseless run"]
     assert noiseless.models == 1 and noiseless.steps == one[0].steps and noiseless.batch == one[0].batch
     assert noiseless.hours("cpu") == pytest.approx(one[0].hours("cpu") / one[0].models)
-    (reference,) = [a for a in plan.populations if a.adversary == "reference models"]
     k = config["one_run"]["housing"]["reference_models"]
-    assert reference.models == k and reference.steps == one[0].steps
-    assert reference.hours("cpu") == pytest.approx(k * one[0].hours("cpu") / one[0].models)
+    for role in ("reference models", "reference models, own bits"):
+        (reference,) = [a for a in plan.populations if a.adversary == role]
+        assert reference.models == k and reference.steps == one[0].steps
+        assert reference.hours("cpu") == pytest.approx(k * one[0].hours("cpu") / one[0].models)
     pop = [a for a in plan.populations if a.section == "housing"]
     assert len(pop) == 1 and pop[0].models == config["housing"]["runs"] and "fig1c" in pop[0].figures
     both = P.plan(["results/one_run/fig1.pdf", "results/fig1c.pdf"], config)
-    assert both.models == P.plan(["results/fig1c.pdf"], config).models + one[0].models + 1 + k
+    assert both.models == P.plan(["results/fig1c.pdf"], config).models + one[0].models + 1 + 2 * k
 
 
 def test_steinke_table1_plan_prices_the_assumed_lm(config):

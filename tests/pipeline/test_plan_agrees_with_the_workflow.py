@@ -77,7 +77,7 @@ def trained_roots(jobs, deps, target_rule: str) -> set[str]:
             root = (f"results/one_run/{wildcard(job, 'prepare_data', 'dataset')}/"
                     f"{wildcard(job, 'craft_one_run_canaries', 'key')}")
             roots.add({"train_one_run_shard": root, "simulate_one_run_noiseless": f"{root}/noiseless",
-                       "train_one_run_reference": f"{root}/reference"}[rule])
+                       "train_one_run_reference": f"{root}/reference/{jobs[job][1].get('kind')}"}[rule])
     return roots
 
 

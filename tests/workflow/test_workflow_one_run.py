@@ -31,12 +31,15 @@ def test_one_run_figure_end_to_end(housing_built, tmp_path, monkeypatch):
     assert (one["model_steps"] == one["models"] * 5).all()
     # Every configured score on the same models; the noiseless one pays its canary-free run (T = 5 model-steps),
     # the median-centred and standardised ones have no point at M = 1.
-    # The reference one its 4 canary-free reference models (smoke's one_run.housing.reference_models).
-    assert list(dict.fromkeys(counting["score"])) == ["raw", "median_centred", "noiseless", "standardised", "reference"]
+    # The reference and calibrated ones their 16 reference models each (smoke's one_run.housing.reference_models).
+    assert list(dict.fromkeys(counting["score"])) == ["raw", "median_centred", "noiseless", "standardised", "reference",
+                                                      "calibrated"]
     noiseless = counting[counting["score"] == "noiseless"]
     assert (noiseless["model_steps"] == (noiseless["models"] + 1) * 5).all() and noiseless["epsilon"].notna().all()
     reference = counting[counting["score"] == "reference"]
-    assert (reference["model_steps"] == (reference["models"] + 4) * 5).all() and reference["epsilon"].notna().all()
+    assert (reference["model_steps"] == (reference["models"] + 16) * 5).all() and reference["epsilon"].notna().all()
+    calibrated = counting[counting["score"] == "calibrated"]
+    assert (calibrated["model_steps"] == (calibrated["models"] + 16) * 5).all() and calibrated["epsilon"].notna().all()
     centred = counting[counting["score"] == "median_centred"].set_index("models")["epsilon"]
     assert np.isnan(centred[1]) and centred.drop(1).notna().all()
     standardised = counting[counting["score"] == "standardised"].set_index("models")["epsilon"]

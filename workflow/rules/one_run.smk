@@ -4,7 +4,7 @@
 # their own bits), audit the pooled canaries of the first M models for every M beside the population audit's
 # per-step tables (Cebere et al.'s base audit of the same configuration, trained and audited by cebere.smk) under
 # every score of one_run.scores (the noiseless score reads one canary-free, noise-free run, the reference score K
-# canary-free reference models), plot.
+# canary-free reference models, the calibrated score K reference models with their own bits), plot.
 from hsaudit.experiments.one_run.plan import plan as one_run_plan
 
 ONE_RUN = one_run_plan(config, populations=CEBERE.base)
@@ -104,13 +104,14 @@ rule train_one_run_reference:
         setup=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).population.setup_path,
         canaries=rules.craft_one_run_canaries.output.canaries,
     output:
-        shard="results/one_run/{dataset}/{key}/reference/k{models}.npz",
+        shard="results/one_run/{dataset}/{key}/reference/{kind}/k{models}.npz",
     log:
-        log_path("one_run/train_one_run_reference/{dataset}/{key}/k{models}"),
+        log_path("one_run/train_one_run_reference/{dataset}/{key}/{kind}/k{models}"),
     benchmark:
-        bench_path("one_run/train_one_run_reference/{dataset}/{key}/k{models}")
+        bench_path("one_run/train_one_run_reference/{dataset}/{key}/{kind}/k{models}")
     wildcard_constraints:
         key=ONE_RUN.keys,
+        kind="free|bits",
         models=r"\d+",
     conda:
         "../../envs/torch.yaml"
@@ -121,7 +122,7 @@ rule train_one_run_reference:
         gpu=lambda wc: CEBERE.resources[wc.dataset]["gpu"],
     params:
         spec=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).params,
-        run="reference",
+        run=lambda wc: "reference" if wc.kind == "free" else "calibration",
         models=lambda wc: int(wc.models),
         master_seed=ONE_RUN.seed,
         device=lambda wc: config[wc.dataset]["device"],
@@ -136,6 +137,7 @@ rule audit_one_run_canaries:
         population=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).population_tables(),
         noiseless=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).noiseless_inputs(),
         reference=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).reference_inputs(),
+        calibration=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).calibration_inputs(),
     output:
         table="results/one_run/{dataset}/{key}/table.csv",
     log:

@@ -13,6 +13,9 @@ bits, scores = load_one_run_shards(snakemake.input.shards)
 noiseless = load_one_run_shards(list(snakemake.input.noiseless))[1][0] if snakemake.input.noiseless else None
 # [K, m]: the canary-free reference models' scores (train_one_run_reference), when the reference score is audited.
 reference = load_one_run_shards(list(snakemake.input.reference))[1] if snakemake.input.reference else None
+# (bits, scores) [K, m]: the reference models with their own bits (train_one_run_reference, kind bits), when the
+# calibrated score is audited; their bits are theirs, never the audited models'.
+calibration = load_one_run_shards(list(snakemake.input.calibration)) if snakemake.input.calibration else None
 table = one_run_table(
     dataset=snakemake.wildcards.dataset,
     bits=bits,
@@ -31,6 +34,7 @@ table = one_run_table(
     noiseless=noiseless,
     reference=reference,
     shift=params.shift,
+    calibration=calibration,
 )
 write_csv_atomic(table, snakemake.output.table)
 for line in summary_lines(table):

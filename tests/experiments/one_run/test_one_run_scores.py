@@ -1,6 +1,6 @@
 """The drift-corrected one-run scores (hsaudit.experiments.one_run.audit.SCORES): median centring over the models,
 subtraction of the canary-free, noise-free run, standardisation by the coordinate's median absolute deviation and
-the likelihood ratio against canary-free reference models.
+the likelihood ratio against canary-free reference models or reference models with their own bits.
 Known-mechanism checks: a per-coordinate shift is removed exactly (and a per-coordinate scale, by the standardised
 score; the reference score is the closed-form Gaussian log-likelihood ratio), the bits never enter a score, with no canary no score's bound exceeds ε = 0 more often than the audit's
 nominal rate, and on coordinates the data never moves the noiseless-subtracted score at σ = 0 is the canaries'
@@ -58,6 +58,7 @@ def test_no_score_reads_the_bits(monkeypatch):
     scores = rng.standard_normal((8, 30)) + 2.0 * bits + 5.0 * rng.standard_normal(30)[None, :]
     offset = rng.standard_normal(30)
     reference = rng.standard_normal((5, 30)) + offset[None, :]
+    calibration = (np.tile([[0], [1]], (4, 30)), rng.standard_normal((8, 30)) + np.tile([[0.0], [2.0]], (4, 30)))
     seen: list[np.ndarray] = []
     real = audit_module.one_run_audit_search
 
@@ -68,12 +69,13 @@ def test_no_score_reads_the_bits(monkeypatch):
     monkeypatch.setattr(audit_module, "one_run_audit_search", spy)
     for score in SCORES:
         seen.clear()
-        one_run_rows(bits, scores, models=[2, 8], score=score, noiseless=offset, reference=reference, shift=2.0, **ROWS)
+        one_run_rows(bits, scores, models=[2, 8], score=score, noiseless=offset, reference=reference, shift=2.0,
+                     calibration=calibration, **ROWS)
         first = list(seen)
         seen.clear()
         permuted = rng.permutation(bits.ravel()).reshape(bits.shape)
         one_run_rows(permuted, scores, models=[2, 8], score=score, noiseless=offset, reference=reference, shift=2.0,
-                     **ROWS)
+                     calibration=calibration, **ROWS)
         assert len(first) == len(seen) == 4
         for a, b in zip(first, seen):
             np.testing.assert_array_equal(a, b)
@@ -144,8 +146,11 @@ def test_no_canary_no_privacy_loss_at_the_nominal_rate(score):
         drift, spread = 5.0 * rng.standard_normal(32), np.exp(rng.standard_normal(32))
         scores = spread[None, :] * rng.standard_normal((8, 32)) + drift[None, :]
         reference = spread[None, :] * rng.standard_normal((6, 32)) + drift[None, :]
+        # Reference models with their own bits and a real canary effect: the audited scores still carry none.
+        own = np.tile([[0], [1]], (4, 32))
+        calibration = (own, spread[None, :] * rng.standard_normal((8, 32)) + drift[None, :] + own * spread[None, :])
         for row in one_run_rows(bits, scores, models=[8], score=score, noiseless=drift, reference=reference,
-                                shift=1.0, **ROWS):
+                                shift=1.0, calibration=calibration, **ROWS):
             over[row["method"]] += row["epsilon"] > 0
     assert all(n <= 18 for n in over.values()), over  # P[Binomial(200, 0.05) > 18] < 0.01
 
@@ -159,19 +164,22 @@ def test_corrections_recover_canaries_that_drift_hides():
     drift = 5.0 * rng.standard_normal(64)
     scores = 0.3 * rng.standard_normal((16, 64)) + 1.0 * bits + drift[None, :]
     reference = 0.3 * rng.standard_normal((4, 64)) + drift[None, :]
+    own = np.tile([[0], [1]], (3, 64))
+    calibration = (own, 0.3 * rng.standard_normal((6, 64)) + 1.0 * own + drift[None, :])
     pop = pd.DataFrame({"step": [1], "runs": [40], "mu": [0.5], "epsilon": [1.5], "epsilon_free": [0.7],
                         "epsilon_upper": [4.0], "mode": ["crossing"], "rule_valid": [True], "confidence": [0.95],
                         "delta": [1e-5]})  # fmt: skip
     table = one_run_table(dataset="housing", bits=bits, scores=scores, population=[pop], models=[1, 16],
                           coordinates="random", score_names=SCORES, noiseless=drift, reference=reference, shift=1.0,
-                          **ROWS)
+                          calibration=calibration, **ROWS)
     fdp = table[table["method"] == METHODS["fdp"]].set_index(["score", "models"])["epsilon"]
     assert fdp["median_centred", 16] > fdp["raw", 16] + 1.0
     assert fdp["noiseless", 1] > fdp["raw", 1] + 1.0 and fdp["reference", 1] > fdp["raw", 1] + 1.0
+    assert fdp["calibrated", 1] > fdp["raw", 1] + 1.0
     assert list(dict.fromkeys(table.loc[table["method"] == METHODS["fdp"], "score"])) == list(SCORES)
     steps = table[table["method"] == METHODS["counting"]].set_index(["score", "models"])["model_steps"]
     assert steps["raw", 16] == steps["median_centred", 16] == 32 and steps["noiseless", 16] == 34
-    assert steps["reference", 16] == 32 + 4 * 2
+    assert steps["reference", 16] == 32 + 4 * 2 and steps["calibrated", 16] == 32 + 6 * 2
     assert table["valid"].all()
     with pytest.raises(ValueError, match="noiseless"):
         one_run_table(dataset="housing", bits=bits, scores=scores, population=[pop], models=[1],
@@ -267,3 +275,54 @@ def test_reference_score_weighs_coordinates_by_their_own_noise():
         assert fdp["reference", M] > fdp["median_centred", M] and fdp["reference", M] > fdp["standardised", M]
     best = rows[(rows["method"] == METHODS["counting"]) & (rows["score"] == "reference")]
     assert (best["correct"] == best["guesses"]).any()  # the quiet coordinates' guesses are all right
+
+
+def test_calibrated_score_measures_both_laws_per_coordinate():
+    """(μ¹ − μ⁰)·(s − (μ⁰ + μ¹)/2)/σ² from reference models with their own bits: the log density ratio of the two
+    Gaussians with the pooled variance (checked against scipy), invariant to a per-coordinate shift of every score;
+    on canaries whose shift differs per coordinate, and is ~0 on some (a dead unit), it puts no weight there, where
+    the nominal-shift ``reference`` score is confidently wrong."""
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(8)
+    K, m = 40, 24
+    own = rng.integers(0, 2, (K, m))
+    sd = np.exp(rng.standard_normal(m))
+    ref = rng.standard_normal((K, m)) * sd + 3.0 * own * sd
+    scores = rng.standard_normal((5, m)) * sd
+    got = corrected_scores(scores, "calibrated", calibration=(own, ref))
+    b = own.astype(bool)
+    mu1 = np.array([ref[b[:, j], j].mean() for j in range(m)])
+    mu0 = np.array([ref[~b[:, j], j].mean() for j in range(m)])
+    var = np.array([(((ref[b[:, j], j] - mu1[j]) ** 2).sum() + ((ref[~b[:, j], j] - mu0[j]) ** 2).sum()) / (K - 2)
+                    for j in range(m)])
+    want = norm.logpdf(scores, mu1, np.sqrt(var)) - norm.logpdf(scores, mu0, np.sqrt(var))
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+    shift = 30.0 * rng.standard_normal(m)
+    np.testing.assert_allclose(corrected_scores(scores + shift, "calibrated", calibration=(own, ref + shift)), got,
+                               rtol=1e-7, atol=1e-7)
+    # Fewer than 2 reference models on a side of some coordinate's bit: undefined, with the reason.
+    few = own.copy()
+    few[:, 5] = 0
+    few[0, 5] = 1
+    with pytest.raises(ValueError, match="fewer than 2"):
+        corrected_scores(scores, "calibrated", calibration=(few, ref))
+    rows = pd.DataFrame(one_run_rows(rng.integers(0, 2, scores.shape), scores, models=[5], score="calibrated",
+                                     calibration=(few, ref), **ROWS))
+    assert rows["epsilon"].isna().all() and (rows["bound"] == SCORE_REASONS["calibrated"]).all()
+    # Quiet coordinates whose canary barely moves them (true shift 0.002 against the nominal 0.064): the nominal
+    # ratio guesses them with confidence and is wrong half the time; the calibrated one does not.
+    m, M, K = 64, 16, 64
+    spread = np.r_[np.full(8, 0.002), np.full(m - 8, 0.02)]
+    effect = np.r_[np.full(8, 0.002), np.full(m - 8, 0.064)]
+    bits = rng.integers(0, 2, (M, m))
+    own = rng.integers(0, 2, (K, m))
+    scores = spread * rng.standard_normal((M, m)) + effect * bits
+    free = spread * rng.standard_normal((K, m))
+    ref = spread * rng.standard_normal((K, m)) + effect * own
+    rows = pd.DataFrame(
+        [r for score in ("reference", "calibrated")
+         for r in one_run_rows(bits, scores, models=[16], score=score, reference=free, shift=0.064,
+                               calibration=(own, ref), **ROWS)])
+    fdp = rows[rows["method"] == METHODS["fdp"]].set_index("score")["epsilon"]
+    assert fdp["calibrated"] > fdp["reference"] + 0.5

@@ -17,7 +17,7 @@ from hsaudit.experiments.cebere.plan import plan as cebere_plan
 from hsaudit.experiments.cebere.train.adversaries import craft
 from hsaudit.experiments.one_run.audit import COLUMNS, METHODS, guess_sizes, one_run_table
 from hsaudit.experiments.one_run.figures import FIGURES
-from hsaudit.experiments.one_run.plan import plan
+from hsaudit.experiments.one_run.plan import REFERENCE_KINDS, plan
 from hsaudit.experiments.one_run.train import Canaries, canary_bits, craft_canaries, train_one_run_shard
 from hsaudit.pipeline.config import resolve_scale
 
@@ -61,9 +61,12 @@ def test_plan_shares_the_population_audit_with_fig1c(config):
     section["scores"] = ["raw"]
     raw = one_run_plan(config, section).audits["housing"]
     assert raw.key == spec.key and raw.noiseless_inputs() == [] and raw.reference_inputs() == []
-    # The reference score reads K canary-free models (a file per K) and the canary's nominal shift η·C·⌊T/k⌋/B.
+    assert raw.calibration_inputs() == []
+    # The reference score reads K canary-free models (a file per K) and the canary's nominal shift η·C·⌊T/k⌋/B; the
+    # calibrated score K models with their own bits.
     d = spec.params["setup"]["dpsgd"]
-    assert spec.reference_inputs() == [f"{spec.root}/reference/k{spec.reference_models}.npz"]
+    assert spec.reference_inputs() == [f"{spec.root}/reference/free/k{spec.reference_models}.npz"]
+    assert spec.calibration_inputs() == [f"{spec.root}/reference/bits/k{spec.reference_models}.npz"]
     assert spec.canary_shift == pytest.approx(d["lr"] * d["clip_norm"] * (d["steps"] // d["period"]) / d["batch_size"])
     section = copy.deepcopy(config["one_run"])
     section["housing"]["reference_models"] = 1
@@ -81,11 +84,12 @@ def test_every_scale_plans(config, scale):
     roots = {p.root for p in planned.populations}
     # The reference score's K canary-free models likewise (priced as K models of T steps).
     noiseless = {a.noiseless_root for a in planned.audits.values() if "noiseless" in a.scores}
-    reference = {a.reference_root: a.reference_models for a in planned.audits.values() if "reference" in a.scores}
+    reference = {a.reference_root(kind): a.reference_models for a in planned.audits.values()
+                 for kind, score in REFERENCE_KINDS.items() if score in a.scores}
     assert roots == ({a.root for a in planned.audits.values()} | {a.population.root for a in planned.audits.values()}
                      | noiseless | set(reference))  # fmt: skip
     assert noiseless == {a.noiseless_root for a in planned.audits.values()}  # the default scores audit it
-    assert set(reference) == {a.reference_root for a in planned.audits.values()}
+    assert set(reference) == {a.reference_root(kind) for a in planned.audits.values() for kind in REFERENCE_KINDS}
     assert all(p.models == 1 for p in planned.populations if p.root in noiseless)
     assert all(p.models == reference[p.root] >= 2 for p in planned.populations if p.root in reference)
     assert [t.id for t in planned.targets] == ["one_run/fig1"] and set(FIGURES) == {"one_run/fig1"}

@@ -14,12 +14,14 @@ and its assumption-free (ε, δ) bound from the same Clopper–Pearson bounds.
 Every one-run point is audited under each configured score (:data:`SCORES`, ``one_run.scores``) of the same models:
 A_GC-R's raw score, or one of four drift corrections that read no inclusion bit (:func:`corrected_scores`), so each is
 post-processing of the released models (and, for ``noiseless``, of what the adversary knows before training; for
-``reference``, of canary-free models trained independently of every bit) and both one-run bounds stay valid.
+``reference`` and ``calibrated``, of reference models trained independently of every audited bit) and both one-run
+bounds stay valid.
 
 Compute is counted in model-steps: a model trained for T steps costs T, whatever its canaries (M·T for a one-run
 point, R·T for a population point; the crafting of ``least_moving`` coordinates adds one noiseless simulation, T;
 the ``noiseless`` score adds its one canary-free, noise-free run, T, shared by the M models because they share θ0
-and the batches; the ``reference`` score its K canary-free reference models, K·T, shared the same way).
+and the batches; the ``reference`` and ``calibrated`` scores their K reference models, K·T each, shared the same
+way).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ SCORE_REASONS = {
     "median_centred": "undefined at M = 1: the median over one model is its own score (every centred score 0)",
     "standardised": "undefined: a coordinate's MAD over the M models is 0 (always at M = 1), so its scores have no scale",
     "reference": "undefined: a coordinate's standard deviation over the reference models is 0 (or fewer than 2 of them)",
+    "calibrated": "undefined: a coordinate has fewer than 2 reference models with or without its canary, or no spread",
 }
 """Why a score has no point at some M (its row is kept, ε̂ NaN, the reason in ``bound``)."""
 
@@ -69,11 +72,18 @@ MAD_SCALE = 1.4826
 """1/Φ⁻¹(¾): 1.4826·MAD estimates the standard deviation of a Gaussian sample (``standardised``)."""
 
 
-def score_undefined(scores: npt.ArrayLike, score: str, *, reference: npt.ArrayLike | None = None) -> bool:
+def score_undefined(
+    scores: npt.ArrayLike,
+    score: str,
+    *,
+    reference: npt.ArrayLike | None = None,
+    calibration: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
+) -> bool:
     """Whether ``score`` is undefined on the raw scores ``[M, m]`` of a point (:data:`SCORE_REASONS`): ``median_centred``
     at M = 1, ``standardised`` where some coordinate's MAD over the M models is 0 (always at M = 1), ``reference``
-    where the reference models ``[K, m]`` are fewer than 2 or some coordinate's standard deviation over them is 0.
-    Reads scores only, never a bit.
+    where the reference models ``[K, m]`` are fewer than 2 or some coordinate's standard deviation over them is 0,
+    ``calibrated`` where some coordinate has fewer than 2 reference models on a side of its own bit or a pooled
+    variance of 0. Reads the audited models' scores only, never their bits.
 
     >>> score_undefined([[1.0, 2.0]], "standardised"), score_undefined([[1.0, 2.0], [3.0, 5.0]], "standardised")
     (True, False)
@@ -86,7 +96,24 @@ def score_undefined(scores: npt.ArrayLike, score: str, *, reference: npt.ArrayLi
     if score == "reference" and reference is not None:
         r = np.asarray(reference, dtype=np.float64)
         return bool(r.ndim != 2 or r.shape[0] < 2 or (r.std(axis=0, ddof=1) == 0).any())
+    if score == "calibrated" and calibration is not None:
+        b = np.asarray(calibration[0]).astype(bool)
+        ones = b.sum(axis=0)
+        if (ones < 2).any() or (b.shape[0] - ones < 2).any():
+            return True
+        return bool((_calibrated_laws(b, np.asarray(calibration[1], dtype=np.float64))[2] == 0).any())
     return False
+
+
+def _calibrated_laws(bits: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per coordinate of reference models with known bits ``[K, m]``: the mean score without (μ⁰) and with (μ¹) the
+    canary and the pooled within-group variance σ², each ``[m]``."""
+    b = bits.astype(bool)
+    n1, n0 = b.sum(axis=0), (~b).sum(axis=0)
+    mu1 = np.where(b, scores, 0.0).sum(axis=0) / n1
+    mu0 = np.where(~b, scores, 0.0).sum(axis=0) / n0
+    ss = np.where(b, (scores - mu1) ** 2, (scores - mu0) ** 2).sum(axis=0)
+    return mu0, mu1, ss / (n1 + n0 - 2)
 
 
 def _mad(s: np.ndarray) -> np.ndarray:
@@ -146,6 +173,7 @@ def corrected_scores(
     noiseless: npt.ArrayLike | None = None,
     reference: npt.ArrayLike | None = None,
     shift: float | None = None,
+    calibration: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
 ) -> np.ndarray:
     """The ``[M, m]`` scores under ``score`` (:data:`SCORES`), from the raw scores of M models alone.
 
@@ -164,6 +192,8 @@ def corrected_scores(
         reference: ``reference`` only: the raw scores ``[K, m]`` of K canary-free reference models (same θ0,
             batches and σ, every bit 0, noise of their own).
         shift: ``reference`` only: Δ, the nominal shift one canary gives its score (η·C·⌊T/k⌋/B, > 0).
+        calibration: ``calibrated`` only: (bits, scores), each ``[K, m]``, of K reference models with their own
+            known canary bits (never the audited models' bits).
 
     Raises:
         ValueError: unknown score, ``median_centred`` with fewer than 2 models, ``standardised`` where a
@@ -187,6 +217,12 @@ def corrected_scores(
 
     >>> corrected_scores([[3.0, 12.0]], "reference", reference=[[0.0, 10.0], [2.0, 14.0]], shift=2.0).tolist()
     [[1.0, -0.25]]
+
+    ``calibrated`` measures both laws: reference scores (0, 2) without the canary and (4, 6) with it give μ⁰ = 1,
+    μ¹ = 5 and a pooled variance (1 + 1 + 1 + 1)/2 = 2, so a score of 4 gives (5 − 1)·(4 − 3)/2 = 2.
+
+    >>> corrected_scores([[4.0]], "calibrated", calibration=([[0], [0], [1], [1]], [[0.0], [2.0], [4.0], [6.0]])).tolist()
+    [[2.0]]
     """
     s = np.asarray(scores, dtype=np.float64)
     if s.ndim != 2:
@@ -218,6 +254,14 @@ def corrected_scores(
         r = np.asarray(reference, dtype=np.float64)
         mean, var = r.mean(axis=0, keepdims=True), r.var(axis=0, ddof=1, keepdims=True)
         return float(shift) * (s - mean - float(shift) / 2) / var
+    if score == "calibrated":
+        if calibration is None or np.shape(calibration[0]) != np.shape(calibration[1]) or np.ndim(calibration[1]) != 2 \
+                or np.shape(calibration[1])[1] != s.shape[1]:
+            raise ValueError(f"calibrated needs (bits, scores) of reference models, each of shape (K, {s.shape[1]})")
+        if score_undefined(s, score, calibration=calibration):
+            raise ValueError(f"calibrated: {SCORE_REASONS[score]}")
+        mu0, mu1, var = _calibrated_laws(np.asarray(calibration[0]), np.asarray(calibration[1], dtype=np.float64))
+        return (mu1 - mu0)[None, :] * (s - ((mu0 + mu1) / 2)[None, :]) / var[None, :]
     raise ValueError(f"score must be one of {SCORES}, got {score!r}")
 
 
@@ -236,6 +280,7 @@ def one_run_rows(
     noiseless: npt.ArrayLike | None = None,
     reference: npt.ArrayLike | None = None,
     shift: float | None = None,
+    calibration: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
 ) -> list[dict]:
     """The one-run points: for each M, the two bounds on the pooled canaries of the first M models (``names``: the
     methods of :data:`METHODS` the two rows are labelled with), each with the δ term of the counting bound's
@@ -246,25 +291,29 @@ def one_run_rows(
     undefined (:func:`score_undefined`: ``median_centred`` at M = 1, ``standardised`` where a coordinate's MAD over
     the M models is 0, ``reference`` where a coordinate's sd over the reference models is 0) both rows have ε̂ NaN and
     the reason in ``bound``. A ``noiseless`` row counts its canary-free run, M·T + T model-steps; a ``reference`` row
-    its K reference models, M·T + K·T."""
+    its K reference models, M·T + K·T (a ``calibrated`` row its own K)."""
     bits, scores = np.asarray(bits), np.asarray(scores, dtype=np.float64)
     if bits.shape != scores.shape or bits.ndim != 2:
         raise ValueError(f"bits and scores must both be [models, m], got {bits.shape} and {scores.shape}")
     if score not in SCORES:
         raise ValueError(f"score must be one of {SCORES}, got {score!r}")
-    free = {"noiseless": 1, "reference": 0 if reference is None else int(np.shape(reference)[0])}.get(score, 0)
+    free = {"noiseless": 1, "reference": 0 if reference is None else int(np.shape(reference)[0]),
+            "calibrated": 0 if calibration is None else int(np.shape(calibration[1])[0])}.get(score, 0)
     extra = free * int(steps)
     why = {"noiseless": " (+T: the canary-free noiseless run, shared by the M models)",
-           "reference": f" (+{free}·T: the {free} canary-free reference models, shared by the M models)"}.get(score, "")
+           "reference": f" (+{free}·T: the {free} canary-free reference models, shared by the M models)",
+           "calibrated": f" (+{free}·T: the {free} reference models with their own bits, shared by the M models)",
+           }.get(score, "")
     rows = []
     for M in models:
         M = int(M)
         if not 1 <= M <= bits.shape[0]:
             raise ValueError(f"M = {M} models asked, {bits.shape[0]} trained")
         b = bits[:M].ravel().astype(bool)
-        undefined = score_undefined(scores[:M], score, reference=reference)
+        undefined = score_undefined(scores[:M], score, reference=reference, calibration=calibration)
         s = (np.zeros(b.size) if undefined else
-             corrected_scores(scores[:M], score, noiseless=noiseless, reference=reference, shift=shift).ravel())
+             corrected_scores(scores[:M], score, noiseless=noiseless, reference=reference, shift=shift,
+                              calibration=calibration).ravel())
         ks = guess_sizes(s.size, guess_fractions, guess_counts)
         for name, audit in zip(names, (one_run_audit, one_run_fdp_audit), strict=True):
             if undefined:
@@ -406,6 +455,7 @@ def one_run_table(
     noiseless: npt.ArrayLike | None = None,
     reference: npt.ArrayLike | None = None,
     shift: float | None = None,
+    calibration: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
 ) -> pd.DataFrame:
     """Every point of one dataset: the one-run bounds for each M, the population audits for each R and the ceiling
     (:func:`ceiling_rows`).
@@ -426,6 +476,7 @@ def one_run_table(
         noiseless: s⁰ ``[m]`` of the canary-free, noise-free run (needed when ``score_names`` has ``noiseless``).
         reference, shift: the K reference models' raw scores ``[K, m]`` and the canary's nominal shift Δ (needed
             when ``score_names`` has ``reference``).
+        calibration: (bits, scores) ``[K, m]`` of the reference models with their own bits (``calibrated``).
 
     Returns:
         :data:`COLUMNS`, rows by method, then score (in :data:`SCORES` order), then compute.
@@ -437,7 +488,8 @@ def one_run_table(
     kw = dict(models=models, steps=steps, guess_fractions=guess_fractions, guess_counts=guess_counts, delta=delta,
               confidence=confidence)
     rows = [row for name in score_names
-            for row in one_run_rows(bits, scores, score=name, noiseless=noiseless, reference=reference, shift=shift, **kw)]
+            for row in one_run_rows(bits, scores, score=name, noiseless=noiseless, reference=reference, shift=shift,
+                                    calibration=calibration, **kw)]
     mu = ceiling_mu(population, ceiling)
     if mu is not None:
         rows += ceiling_rows(mu[0], shape=np.asarray(bits).shape, seed=seed, source=mu[1], **kw)

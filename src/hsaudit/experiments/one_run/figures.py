@@ -32,10 +32,11 @@ SCORE_STYLES = {
     "noiseless": {METHODS["counting"]: "#CC79A7", METHODS["fdp"]: "#E8B9D5"},
     "standardised": {METHODS["counting"]: "#8C6D1F", METHODS["fdp"]: "#D9B44A"},
     "reference": {METHODS["counting"]: "#3B3B98", METHODS["fdp"]: "#9A9AD6"},
+    "calibrated": {METHODS["counting"]: "#A23B3B", METHODS["fdp"]: "#E0A0A0"},
 }
 """Colours of the one-run bounds under a drift-corrected score (the raw score keeps :data:`METHOD_STYLES`)."""
 SCORE_LABELS = {"median_centred": "median-centred", "noiseless": "noiseless-subtracted", "standardised": "standardised",
-                "reference": "reference-model likelihood ratio"}
+                "reference": "reference-model likelihood ratio", "calibrated": "calibrated likelihood ratio"}
 
 
 def series(part: pd.DataFrame) -> list[tuple[str, dict, pd.DataFrame]]:

@@ -38,6 +38,10 @@ they are not in the key and choosing them retrains nothing."""
 
 FIGURE = "results/one_run/fig1.pdf"
 
+REFERENCE_KINDS = {"free": "reference", "bits": "calibrated"}
+"""The reference-model sets (``results/one_run/{dataset}/{key}/reference/{kind}/``) and the score that reads each:
+canary-free models (``reference``) and models with their own canary bits (``calibrated``)."""
+
 
 class PopulationAudit(Protocol):
     """What the study reads of the population audit it compares with (Cebere et al.'s plan's ``BaseAudit``)."""
@@ -78,8 +82,8 @@ class OneRunAudit:
             batches).
         population_runs: the R of the population points (models in both worlds, half of them inserted), ascending.
         scores: the scores audited (``one_run.scores``, :data:`hsaudit.experiments.one_run.values.SCORES`).
-        reference_models: K, the canary-free reference models of the ``reference`` score (0 when it is not
-            audited).
+        reference_models: K, the reference models of the ``reference`` score (canary-free) and of the
+            ``calibrated`` score (their own canary bits), each set K models (0 when neither is audited).
     """
 
     dataset: str
@@ -112,19 +116,24 @@ class OneRunAudit:
         """[:attr:`noiseless_path`] when the ``noiseless`` score is audited, else []."""
         return [self.noiseless_path] if "noiseless" in self.scores else []
 
-    @property
-    def reference_path(self) -> str:
-        """The K canary-free reference models' scores (the audited σ, every bit 0, the same θ0 and batches)."""
-        return f"{self.root}/reference/k{self.reference_models}.npz"
+    def reference_path(self, kind: str = "free") -> str:
+        """The K reference models' scores (the audited σ, the same θ0 and batches): ``free`` (every bit 0, the
+        ``reference`` score) or ``bits`` (their own canary bits, the ``calibrated`` score)."""
+        return f"{self.reference_root(kind)}/k{self.reference_models}.npz"
 
-    @property
-    def reference_root(self) -> str:
-        """The reference models as a priced population of ``hsaudit plan``."""
-        return f"{self.root}/reference"
+    def reference_root(self, kind: str = "free") -> str:
+        """A set of reference models (``free`` or ``bits``) as a priced population of ``hsaudit plan``."""
+        if kind not in REFERENCE_KINDS:
+            raise ValueError(f"reference kind must be one of {REFERENCE_KINDS}, got {kind!r}")
+        return f"{self.root}/reference/{kind}"
 
     def reference_inputs(self) -> list[str]:
-        """[:attr:`reference_path`] when the ``reference`` score is audited, else []."""
-        return [self.reference_path] if "reference" in self.scores else []
+        """[:meth:`reference_path`] when the ``reference`` score is audited, else []."""
+        return [self.reference_path("free")] if "reference" in self.scores else []
+
+    def calibration_inputs(self) -> list[str]:
+        """[:meth:`reference_path` of ``bits``] when the ``calibrated`` score is audited, else []."""
+        return [self.reference_path("bits")] if "calibrated" in self.scores else []
 
     @property
     def canary_shift(self) -> float:
@@ -260,9 +269,11 @@ def plan(config: Mapping[str, Any], *, populations: Mapping[str, PopulationAudit
         }
         if rule == "least_moving":
             params["simulation"] = "noiseless_ps"
-        reference = int(entry.get("reference_models", 0)) if "reference" in scores else 0
-        if "reference" in scores and reference < 2:
-            raise ValueError(f"{where}.reference_models must be >= 2 for the reference score, got {reference}")
+        kinds = [kind for kind, score in REFERENCE_KINDS.items() if score in scores]
+        reference = int(entry.get("reference_models", 0)) if kinds else 0
+        if kinds and reference < 2:
+            raise ValueError(f"{where}.reference_models must be >= 2 for the reference and calibrated scores, "
+                             f"got {reference}")
         spec = OneRunAudit(dataset, key_of(params), params, canaries, models, shard_size, pop, runs, scores, reference)
         audits[dataset] = spec
         dpsgd = params["setup"]["dpsgd"]
@@ -293,14 +304,16 @@ def plan(config: Mapping[str, Any], *, populations: Mapping[str, PopulationAudit
                     **common,
                 )
             )
-        if reference:
-            # The reference score's K canary-free models: the audited σ, their own noise, the same T steps and batches.
+        for kind in kinds:
+            # The K reference models of the reference (canary-free) or calibrated (own bits) score: the audited σ,
+            # their own noise, the same T steps and batches.
             rows.append(
                 Population(
-                    root=spec.reference_root,
+                    root=spec.reference_root(kind),
                     models=reference,
-                    role="reference models",
-                    detail=f"{dataset} C={dpsgd['clip_norm']:g} k={dpsgd['period']} no canary",
+                    role="reference models" if kind == "free" else "reference models, own bits",
+                    detail=f"{dataset} C={dpsgd['clip_norm']:g} k={dpsgd['period']} "
+                           + ("no canary" if kind == "free" else f"m={canaries}, own bits"),
                     **common,
                 )
             )

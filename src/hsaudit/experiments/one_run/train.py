@@ -16,7 +16,8 @@ A_GC-R's score of its coordinate in the final model, −(θ_T[d_j] − θ0[d_j])
 - **Bits** (:func:`canary_bits`): model i's m bits are seeded by (key, i), so they do not depend on the shard size.
 - **Training** (:func:`train_one_run_shard`): a shard of models, each with its m canaries; scores ``[models, m]``.
   The canary-free runs of the corrected scores are the same trainer with every bit 0: the noise-free run of
-  ``noiseless`` (σ = 0) and the K reference models of ``reference`` (their own noise, :func:`reference_noise_key`).
+  ``noiseless`` (σ = 0) and the K reference models of ``reference`` (their own noise, :func:`reference_noise_key`);
+  the ``calibrated`` score's K reference models carry canaries with their own bits (:func:`reference_bits`).
 """
 
 from __future__ import annotations
@@ -166,10 +167,19 @@ def one_run_noise_key(*, seed: int, key: str, dataset: str) -> int:
     return derive_seed(seed, f"{dataset}-one_run-noise", key)
 
 
-def reference_noise_key(*, seed: int, key: str, dataset: str) -> int:
-    """The noise key of a one-run audit's canary-free reference models (the ``reference`` score): a stream apart
-    from the audited models' (:func:`one_run_noise_key`), so reference model i never shares audited model i's noise."""
-    return derive_seed(seed, f"{dataset}-one_run-reference-noise", key)
+def reference_noise_key(*, seed: int, key: str, dataset: str, own_bits: bool = False) -> int:
+    """The noise key of a one-run audit's reference models: the canary-free ones of the ``reference`` score, or
+    (``own_bits``) those with their own canary bits of the ``calibrated`` score. Streams apart from the audited
+    models' (:func:`one_run_noise_key`) and from each other, so no reference model shares an audited model's noise."""
+    parts = (key, "own bits") if own_bits else (key,)
+    return derive_seed(seed, f"{dataset}-one_run-reference-noise", *parts)
+
+
+def reference_bits(*, seed: int, key: str, models: int, canaries: int, dataset: str) -> np.ndarray:
+    """The ``calibrated`` score's reference models' own bits ``[models, m]``: fair coins like :func:`canary_bits`,
+    from a stream apart from the audited models' bits (so they say nothing about them)."""
+    return canary_bits(seed=seed, key=f"{key}/reference", models=range(int(models)), canaries=canaries,
+                       dataset=dataset)
 
 
 # ------------------------------------------------------------------------------------------------ training

@@ -4,7 +4,7 @@ not import the audit (scipy.stats, ~1 s)."""
 
 from __future__ import annotations
 
-SCORES = ("raw", "median_centred", "noiseless", "standardised", "reference")
+SCORES = ("raw", "median_centred", "noiseless", "standardised", "reference", "calibrated")
 """The one-run scores (``one_run.scores``), each audited on the same models (its own rows, ``score`` column):
 
 - ``raw``: A_GC-R's score of canary j in model i, s_ij = −(θ_T[d_j] − θ0[d_j]) (higher ⇒ included).
@@ -30,6 +30,15 @@ SCORES = ("raw", "median_centred", "noiseless", "standardised", "reference")
   that inflates ``standardised``'s MAD. A function of the released model and of K models trained independently of
   every bit; defined at M = 1; costs K·T more model-steps (pre-registered 2026-11-26, second session). Undefined
   where K < 2 or some σ_j is 0.
+- ``calibrated``: the same likelihood ratio with both laws measured, on K reference models that carry canaries
+  with **their own known bits** (drawn like the audited models' bits, from a stream of their own): per coordinate,
+  μ¹_j and μ⁰_j are the mean raw scores of the reference models with and without canary j, σ_j² their pooled
+  within-group variance, and the score is (μ¹_j − μ⁰_j)·(s_ij − (μ⁰_j + μ¹_j)/2)/σ_j². The "out" law is then that
+  of a model holding the other canaries (the interference the canary-free ``reference`` misses) and the shift is
+  each coordinate's own, not the nominal Δ. The reference models are the adversary's, trained independently of
+  the audited bits, so the score is post-processing; K·T more model-steps (pre-registered 2026-11-26 evening,
+  after ``reference``'s run). Undefined where some coordinate has fewer than 2 reference models on a side or a
+  pooled variance of 0.
 """
 
 __all__ = ["SCORES"]
