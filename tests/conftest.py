@@ -20,12 +20,14 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     # cores (and their barriers stall when they are shared). Set before numpy or torch is first imported.
     for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(_var, "1")
+import importlib.util
 import re
 import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pandas as pd
@@ -66,6 +68,16 @@ def pytest_collection_modifyitems(config, items):
 def _group(item) -> str:
     mark = item.get_closest_marker("xdist_group")
     return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+
+
+def load_script(name: str) -> ModuleType:
+    """``scripts/<name>.py`` imported as the module ``name`` (a script is no package module; its tests call its
+    functions and ``main``)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look their module up here
+    spec.loader.exec_module(module)
+    return module
 
 
 def snakemake_exe() -> str:

@@ -70,13 +70,9 @@ def test_housing_expectation_is_the_exact_mean_over_its_68_coordinates():
 
 
 def test_the_cost_script_prints_both_sections(capsys):
-    import importlib.util
+    from conftest import REPO, load_script
 
-    from conftest import REPO
-
-    spec = importlib.util.spec_from_file_location("theta0_cost_script", REPO / "scripts" / "theta0_cost.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("theta0_cost")
     assert module.main(["--config", str(REPO / "config" / "config.yaml"), "--section", "housing"]) == 0
     out = capsys.readouterr().out
     assert "all (exact mean over d) | 68 |" in out and "μ known = 3.953" in out

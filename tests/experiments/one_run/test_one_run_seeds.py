@@ -3,22 +3,15 @@ score's ε̂ at M over each run's own valid population ε̂, with the mean ± sd
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pandas as pd
 import pytest
 
-from conftest import REPO
+from conftest import load_script
 
 
 @pytest.fixture(scope="module")
 def seeds():
-    spec = importlib.util.spec_from_file_location("one_run_seeds", REPO / "scripts" / "one_run_seeds.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["one_run_seeds"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("one_run_seeds")
 
 
 def table(pop: float, fdp: float) -> pd.DataFrame:

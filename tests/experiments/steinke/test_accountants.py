@@ -4,9 +4,7 @@ accountant to the paper's printed standard ε. Synthetic shards (no training) fo
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 import warnings
 
 import numpy as np
@@ -14,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, load_script
 from hsaudit.accounting import last_iterate as H
 from hsaudit.accounting.rdp import INTEGER_ORDERS, OPACUS_ORDERS, rdp_epsilon
 from hsaudit.experiments.steinke.audit import (
@@ -136,10 +134,7 @@ def test_comparison_of_the_papers_table1_rows():
 def test_script_prints_the_comparison(capsys):
     """scripts/steinke_accountants.py reads config/config.yaml and prints both Markdown tables (Table 2 only here:
     no Table 1 N, no fit N)."""
-    spec = importlib.util.spec_from_file_location("steinke_accountants", REPO / "scripts" / "steinke_accountants.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["steinke_accountants"] = module
-    spec.loader.exec_module(module)
+    module = load_script("steinke_accountants")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the grid-end warnings are the † marks, not warnings
         assert module.main(["--config", str(REPO / "config" / "config.yaml"), "--table1-n", "--fit-n"]) == 0
