@@ -130,13 +130,13 @@ def test_cebere_and_one_run_sides_are_apart(package_copy):
         "craft_adversary", "craft_fixed_init", "train_shard", "craft_one_run_canaries"}
     # the worker pool of the CPU populations: the jobs that train through the two shard trainers
     assert changed_by(package_copy, "engine/workers.py") == {
-        "train_shard", "craft_fixed_init", "train_one_run_shard", "train_one_run_canary_free", "craft_one_run_canaries"}
+        "train_shard", "craft_fixed_init", "train_one_run_shard", "train_one_run_reference", "craft_one_run_canaries"}
     # fig12's fixed-initialisation crafting is a module of its own: editing it re-crafts only those audits
     assert changed_by(package_copy, "experiments/cebere/train/fixed_init.py") == {"craft_fixed_init"}
-    # The canary-free runs of the one-run scores (noiseless, reference) are the one-run trainer: they rerun with it.
+    # The other runs of the one-run scores (noiseless, reference sets) are the one-run trainer: they rerun with it.
     assert changed_by(package_copy, "experiments/one_run/train.py") == {"craft_one_run_canaries",
                                                                        "train_one_run_shard",
-                                                                       "train_one_run_canary_free"}
+                                                                       "train_one_run_reference"}
     assert changed_by(package_copy, "experiments/cebere/audit.py") == {"extract_scores", "audit_epsilon",
                                                                       "plot_cebere_cifar"}
     assert changed_by(package_copy, "experiments/one_run/audit.py") == {"audit_one_run_canaries",

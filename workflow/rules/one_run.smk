@@ -93,9 +93,9 @@ rule simulate_one_run_noiseless:
         models=1,
         master_seed=ONE_RUN.seed,
         device=lambda wc: config[wc.dataset]["device"],
-        code_version=script_version("train_one_run_canary_free"),
+        code_version=script_version("train_one_run_reference"),
     script:
-        "../scripts/train_one_run_canary_free.py"
+        "../scripts/train_one_run_reference.py"
 
 
 rule train_one_run_reference:
@@ -126,9 +126,9 @@ rule train_one_run_reference:
         models=lambda wc: int(wc.models),
         master_seed=ONE_RUN.seed,
         device=lambda wc: config[wc.dataset]["device"],
-        code_version=script_version("train_one_run_canary_free"),
+        code_version=script_version("train_one_run_reference"),
     script:
-        "../scripts/train_one_run_canary_free.py"
+        "../scripts/train_one_run_reference.py"
 
 
 rule audit_one_run_canaries:

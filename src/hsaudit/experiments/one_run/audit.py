@@ -182,7 +182,8 @@ def corrected_scores(
     the median and MAD of each coordinate over the M released models) or values fixed
     before training (``noiseless``: θ0, the batches and the data are drawn independently of the bits, and the
     gradient canaries are added by the bits alone, never subsampled with the batches) or models trained
-    independently of every bit (``reference``: canary-free, with noise of their own) leaves both bounds valid.
+    independently of every audited bit (``reference``: canary-free, with noise of their own; ``calibrated``: with
+    canary bits and noise of their own) leaves both bounds valid.
 
     Args:
         scores: raw scores ``[M, m]`` (:func:`load_one_run_shards`; higher ⇒ included).
@@ -198,7 +199,9 @@ def corrected_scores(
     Raises:
         ValueError: unknown score, ``median_centred`` with fewer than 2 models, ``standardised`` where a
             coordinate's MAD is 0 (:func:`score_undefined`), ``noiseless`` without s⁰ of shape ``[m]``,
-            ``reference`` without reference scores ``[K ≥ 2, m]`` of nonzero spread or without Δ > 0.
+            ``reference`` without reference scores ``[K ≥ 2, m]`` of nonzero spread or without Δ > 0,
+            ``calibrated`` without (bits, scores) ``[K, m]`` that give every coordinate 2 models on each side of its
+            bit and a pooled variance > 0.
 
     >>> corrected_scores([[1.0, 5.0], [3.0, 9.0]], "median_centred").tolist()
     [[-1.0, -2.0], [1.0, 2.0]]
@@ -289,8 +292,8 @@ def one_run_rows(
     ``score`` (:data:`SCORES`) is computed from the first M models' raw scores alone (:func:`corrected_scores`; the
     median of ``median_centred`` is over those M models, so the point costs M·T), never from the bits; where it is
     undefined (:func:`score_undefined`: ``median_centred`` at M = 1, ``standardised`` where a coordinate's MAD over
-    the M models is 0, ``reference`` where a coordinate's sd over the reference models is 0) both rows have ε̂ NaN and
-    the reason in ``bound``. A ``noiseless`` row counts its canary-free run, M·T + T model-steps; a ``reference`` row
+    the M models is 0, ``reference`` where a coordinate's sd over the reference models is 0, ``calibrated`` where a
+    coordinate lacks 2 reference models on a side of its bit) both rows have ε̂ NaN and the reason in ``bound``. A ``noiseless`` row counts its canary-free run, M·T + T model-steps; a ``reference`` row
     its K reference models, M·T + K·T (a ``calibrated`` row its own K)."""
     bits, scores = np.asarray(bits), np.asarray(scores, dtype=np.float64)
     if bits.shape != scores.shape or bits.ndim != 2:

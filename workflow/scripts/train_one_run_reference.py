@@ -1,4 +1,4 @@
-"""Snakemake adapter: the runs of a one-run audit's corrected scores besides the audited models
+"""Snakemake adapter: the reference runs of a one-run audit's corrected scores, trained beside the audited models
 (hsaudit.experiments.one_run.train.train_one_run_shard with bits that are not the audited ones).
 
 - ``noiseless`` (rule simulate_one_run_noiseless): one model with σ = 0, whose scores s⁰ the ``noiseless`` score
