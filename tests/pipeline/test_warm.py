@@ -81,11 +81,13 @@ def test_without_a_server_or_for_other_commands_the_real_interpreter_runs(job, t
     assert other.stdout == "['a']\n", other.stderr
 
 
-def _started(script: Path, body: str, env: dict[str, str], server: str, tmp_path: Path):
-    """Start ``body`` as a job through the wrapper; (client process, the job's pid) once it runs."""
+def _started(script: Path, body: str, env: dict[str, str], server: str, tmp_path: Path, *, body_after_pid=False):
+    """Start ``body`` as a job through the wrapper (before it writes its pid, or after); (client process, the job's
+    pid) once it runs."""
     pidfile = tmp_path / "pid"
-    script.write_text(f"import os, signal, sys, time\n{body}\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
-                      "time.sleep(60)\n")  # fmt: skip
+    mark = f"open({str(pidfile)!r}, 'w').write(str(os.getpid()))"
+    lines = [mark, body] if body_after_pid else [body, mark, "time.sleep(60)"]
+    script.write_text("\n".join(["import os, signal, sys, time", *lines]) + "\n")
     env = {**env, warm.REAL_PYTHON_ENV: sys.executable, warm.CLIENT_ENV: warm.__file__, warm.SOCKET_ENV: server}
     client = subprocess.Popen([str(WRAPPER), str(script)], cwd=tmp_path, env=env)
     deadline = time.monotonic() + 30
@@ -160,3 +162,56 @@ def test_the_client_needs_only_the_standard_library():
     """)
     out = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout == "[]\n"
+
+
+_WAKE_FIRST = """\
+import selectors, sys
+from hsaudit.pipeline import warm
+
+class WakeFirst(selectors.DefaultSelector):
+    # a legal order of one round's events that puts the SIGCHLD wake-up before the clients' events
+    def select(self, timeout=None):
+        return sorted(super().select(timeout), key=lambda event: event[0].data != "wake")
+
+selectors.DefaultSelector = WakeFirst
+warm.serve(sys.argv[1], modules=(), ready=sys.argv[2])
+"""
+
+
+def test_a_job_that_ends_as_its_client_dies_leaves_the_server_serving(job, tmp_path):
+    """One round of the server's loop may report a job's exit (the SIGCHLD wake-up) before its client's hang-up: the
+    job is reaped and its connection closed first, and the stale event must be skipped, not crash the server (CI
+    once lost the suite's server this way, and every later job ran cold)."""
+    _, env = job
+    sock, ready, go = tmp_path / "s", tmp_path / "ready", tmp_path / "go"
+    server = subprocess.Popen([sys.executable, "-c", _WAKE_FIRST, str(sock), str(ready)], stderr=subprocess.PIPE,
+                              text=True, start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert server.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        body = f"while not os.path.exists({str(go)!r}):\n    time.sleep(0.01)\nsys.exit(0)"
+        client, pid = _started(tmp_path / "job.py", body, env, str(sock), tmp_path, body_after_pid=True)
+        os.kill(server.pid, signal.SIGSTOP)  # the job's end and its client's hang-up wait for the same round
+        try:
+            go.touch()
+            deadline = time.monotonic() + 10
+            while Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z":  # ended, not yet reaped
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            client.kill()
+            client.wait(10)
+        finally:
+            os.kill(server.pid, signal.SIGCONT)
+        while Path(f"/proc/{pid}").exists():  # the round that reaps it (and meets the hang-up) is done
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        go.unlink()
+        (tmp_path / "pid").unlink()
+        client, pid = _started(tmp_path / "job.py", body, env, str(sock), tmp_path, body_after_pid=True)
+        go.touch()  # the server still serves: this job is its fork (checked by _started) and its status comes back
+        assert client.wait(10) == 0 and server.poll() is None
+    finally:
+        server.terminate()
+        assert server.wait(10) == 0, server.stderr.read()

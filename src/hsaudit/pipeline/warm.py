@@ -200,6 +200,8 @@ def serve(path: str | os.PathLike, *, modules=PRELOAD, ready: str | None = None)
                 elif key.data == "wake":
                     os.read(wake_r, 4096)
                     _reap(jobs, selector)
+                elif jobs.get(key.data) is not key.fileobj:
+                    continue  # its job was reaped earlier in this round: the connection is closed, its fd maybe reused
                 else:  # a client passes on a signal, or went away: then its job goes too
                     try:
                         data = key.fileobj.recv(16)
