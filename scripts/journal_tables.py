@@ -5,7 +5,7 @@
 
 TARGET is a figure or table as the workflow names it, without ``results/`` and the suffix: ``fig3``, ``fig1c``,
 ``table2``, ``steinke/fig2``, ``yoon/fig3``, ``yoon/crafting_runs`` (the per-run rows, as paired differences against
-a_c), ``one_run/fig1``, ``annamalai/fig2``, ``byo/example`` (its report).
+a_c), ``yoon/fig6_contrasts`` (the same rows, as differences between the figure's points), ``one_run/fig1``, ``annamalai/fig2``, ``byo/example`` (its report).
 Each is read from ``RESULTS/<target>.csv`` (or the Markdown table the pipeline wrote, ``RESULTS/<target>.md``, and a
 byo audit's ``RESULTS/byo/<name>/report.md``) and printed as Markdown on stdout, so a journal entry is regenerated
 by a command instead of pasted: after a rerun, run the entry's command and replace its tables. Nothing is written.
@@ -308,6 +308,40 @@ def yoon_paired_table(table: pd.DataFrame) -> str:
     return markdown(header, rows)
 
 
+def yoon_contrast_table(table: pd.DataFrame) -> str:
+    """A Yoon figure's per-run CSV (``<figure>_runs.csv``) as contrasts between its points (canary types, clipping
+    norms, …) for each sample: the difference of the ε̂ means (held-out split, valid rule) of every pair of points,
+    Welch's t interval (95 %; the points' populations are trained apart, so runs are not paired across points) and
+    whether it excludes 0. Pairs are in the figure's order: first point minus second."""
+    held = table[table["split"] == "held-out"].copy()
+    value = "epsilon_valid" if "epsilon_valid" in held else "epsilon"
+    held["_margin"] = held["margin"].fillna(-1.0)
+    setting = [c for c in ("dataset", "canary", "init", "clip_norm", "access", "epsilon_theory")
+               if c in held and held[c].nunique() > 1]  # fmt: skip
+    if not setting:
+        return "(one point: nothing to contrast)"
+    header = ["sample", "first", "second", "first − second", "95 % interval (Welch)", "established", "runs"]
+    rows = []
+    for (adversary, margin), part in held.groupby(["adversary", "_margin"], sort=False):
+        points = list(part.groupby(setting, sort=False))
+        label = adversary if margin < 0 else f"{adversary} (α = {margin:g})"
+        for i, (first, a) in enumerate(points):
+            for second, b in points[i + 1:]:
+                x, y = a[value].to_numpy(float), b[value].to_numpy(float)
+                diff = float(x.mean() - y.mean())
+                if len(x) > 1 and len(y) > 1 and (x.std() > 0 or y.std() > 0):
+                    ci = stats.ttest_ind(x, y, equal_var=False).confidence_interval(0.95)
+                    lo, hi = float(ci.low), float(ci.high)
+                else:
+                    lo = hi = float("nan")
+                verdict = ("not established" if not (np.isfinite(lo) and (lo > 0 or hi < 0))
+                           else ("higher" if lo > 0 else "lower"))  # fmt: skip
+                name = lambda key: ", ".join(map(str, key if isinstance(key, tuple) else (key,)))  # noqa: E731
+                rows.append([label, name(first), name(second), f"{_num(diff, 2)}", f"[{_num(lo, 2)}, {_num(hi, 2)}]",
+                             verdict, f"{len(x)}, {len(y)}"])  # fmt: skip
+    return markdown(header, rows)
+
+
 def annamalai_fig1_table(table: pd.DataFrame) -> str:
     """Annamalai's fig1: per setting the all-iterates ε and the linear (last-iterate) ε of the construction."""
     cols = [c for c in ("setting", "noise_multiplier", "sampling_rate", "steps", "epsilon_all_iterates",
@@ -438,7 +472,10 @@ RENDERERS: tuple[tuple[str, Callable[..., str]], ...] = (
                                        "epsilon_within_2sd"))),  # fmt: skip
     (r"yoon/(fig[3-8]|crafting)", yoon_table),
     (r"yoon/(fig[3-8]|crafting)_runs", yoon_paired_table),
+    (r"yoon/fig[3-8]_contrasts", yoon_contrast_table),
 )
+CONTRASTS = "_contrasts"
+"""A target ``yoon/figN_contrasts`` reads ``yoon/figN_runs.csv`` (:func:`yoon_contrast_table`)."""
 MARKDOWN_TARGETS = (r"table2", r"steinke/table[12]", r"yoon/table1")
 
 
@@ -457,7 +494,7 @@ def render(target: str, results: Path, *, rule: str = "divergent") -> str:
         return f"{heading} (`{report}`)\n\n" + report.read_text().strip()
     if any(re.fullmatch(p, target) for p in MARKDOWN_TARGETS) and (results / f"{target}.md").exists():
         return f"{heading} (as the pipeline wrote it)\n\n" + (results / f"{target}.md").read_text().strip()
-    path = results / f"{target}.csv"
+    path = results / f"{target.removesuffix(CONTRASTS) + '_runs' if target.endswith(CONTRASTS) else target}.csv"
     if not path.exists():
         raise FileNotFoundError(path)
     table = pd.read_csv(path)

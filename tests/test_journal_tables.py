@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from conftest import REPO, load_script
 
@@ -114,6 +115,27 @@ def test_yoon_paired_table_names_the_figures_axis(jt):
     assert lines[0].startswith("| recipe | clip_norm | sample |") and "epsilon_theory" not in lines[0]
     assert lines[2].startswith("| validation_stopped | 0.1 | a_c |") and lines[4].startswith("| validation_stopped | 10.0 | a_c |")
     assert "| 0.50 ± 0.00 |" in lines[3]
+
+
+def test_yoon_contrast_table_compares_the_figures_points_by_welchs_t(jt, tmp_path):
+    """Between points (here two clipping norms), the populations are trained apart: the difference of means with
+    Welch's interval, checked against the closed form; a constant pair has no interval and is not established."""
+    canary = {0.1: [3.0, 4.0, 5.0], 10.0: [0.0, 0.5, 1.0]}
+    rows = [dict(run=run, adversary=adversary, margin=np.nan, split=split, clip_norm=clip, epsilon_theory=10.0,
+                 epsilon_valid=(canary[clip][run] if adversary == "a_c" else 2.0) if split == "held-out" else 9.0,
+                 valid_mode="crossing")
+            for run in range(3) for clip in (0.1, 10.0) for adversary in ("a_c", "a_ude") for split in ("held-out", "same")]  # fmt: skip
+    lines = jt.yoon_contrast_table(pd.DataFrame(rows)).splitlines()
+    assert lines[0] == "| sample | first | second | first − second | 95 % interval (Welch) | established | runs |"
+    # a_c: means 4 and 0.5, sds 1 and 0.5: se = sqrt(1/3 + 0.25/3), Welch df = se^4 / ((1/3)^2/2 + (0.25/3)^2/2)
+    se = np.sqrt(1 / 3 + 0.25 / 3)
+    df = se**4 / ((1 / 3) ** 2 / 2 + (0.25 / 3) ** 2 / 2)
+    half = float(stats.t.ppf(0.975, df)) * se
+    assert lines[2] == f"| a_c | 0.1 | 10.0 | 3.50 | [{3.5 - half:.2f}, {3.5 + half:.2f}] | higher | 3, 3 |"
+    assert lines[3] == "| a_ude | 0.1 | 10.0 | 0.00 | [–, –] | not established | 3, 3 |"
+    (tmp_path / "yoon").mkdir()
+    pd.DataFrame(rows).to_csv(tmp_path / "yoon" / "fig8_runs.csv", index=False)
+    assert "| a_c | 0.1 | 10.0 | 3.50 |" in jt.render("yoon/fig8_contrasts", tmp_path)
 
 
 def test_the_command_renders_csv_and_markdown_targets_and_fails_on_a_missing_one(jt, tmp_path, capsys):
