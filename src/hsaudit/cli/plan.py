@@ -5,6 +5,7 @@
     hsaudit plan --calibrate convnet --steps 5           # measure seconds per model-step here
     hsaudit plan results/yoon/fig3.pdf --scale laptop    # Yoon et al. (full-batch DP-SGD)
     hsaudit plan results/steinke/fig2.pdf --scale laptop --configfile config/config.yaml my.yaml   # as snakemake
+    hsaudit plan results/byo/example/report.md --time-byo 8   # a user's training: time 8 of its models here
 
 See :mod:`hsaudit.pipeline.costs` and docs/cluster.md ("Cost estimates").
 """
@@ -37,6 +38,14 @@ def register(sub) -> None:
     )
     parser.add_argument("--scale", choices=SCALES, help="scale preset (default: the config's `scale`)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--time-byo",
+        type=int,
+        default=0,
+        metavar="MODELS",
+        help="price each audit of a user's own training (byo) by running MODELS of its models here, through the "
+        "harness, with a job's one-off work (make, dataset, the determinism check); default 0: not priced",
+    )
     cal = parser.add_argument_group("calibration (measure seconds per model-step on this machine)")
     cal.add_argument(
         "--calibrate",
@@ -82,6 +91,8 @@ def _run(args) -> int:
         raise ValueError("give at least one target (e.g. results/fig4.pdf or all), or --calibrate MODEL")
     config = _load_config(args.configfile, args.scale)
     p = P.plan(args.targets, config)
+    if args.time_byo:
+        p = _time_byo(p, config, args.time_byo)
     if args.json:
         out = {
             "scale": config.get("scale", "paper"),
@@ -99,6 +110,30 @@ def _run(args) -> int:
     else:
         print(P.format_plan(p, scale=config.get("scale", "paper")))
     return 0
+
+
+def _time_byo(p, config: dict, models: int):
+    """The plan with each byo population timed here (:func:`hsaudit.experiments.byo.api.time_training`, at the
+    audit's torch threads)."""
+    from dataclasses import replace
+
+    import torch
+
+    from hsaudit.experiments.byo.api import time_training
+    from hsaudit.experiments.byo.plan import plan as byo_plan
+
+    audits = {a.root: a for a in byo_plan(config).audits.values()}
+    rows = []
+    for pop in p.populations:
+        audit = audits.get(pop.key[0]) if pop.section == "byo" and pop.key else None
+        if audit is not None:
+            torch.set_num_threads(audit.threads)
+            timing = time_training(audit.design, models=models)
+            pop = replace(pop, timed_seconds=timing.seconds(audit.design),
+                          detail=f"{pop.detail}; timed here: {timing.seconds_per_model:.3g} s per model, "
+                                 f"{timing.one_off_seconds:.3g} s per job")  # fmt: skip
+        rows.append(pop)
+    return replace(p, populations=tuple(rows))
 
 
 def _calibrate(args) -> int:

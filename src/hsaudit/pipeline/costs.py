@@ -8,7 +8,8 @@ Where the experiments come from: the plans the rules run. Every experiment packa
 lives in; :class:`hsaudit.experiments.plans.Population`) and its targets (figures and tables, trained or simulated)
 to both the workflow and this module, which only prices them: a population that several figures or experiments
 read (same root) is counted once in totals, and untrained targets are listed as simulations. A user's own training
-(``byo``) is listed with its models but not priced (its cost is the user's code).
+(``byo``) is listed with its models but not priced (its cost is the user's code), unless ``hsaudit plan
+--time-byo MODELS`` times a few of its models on this machine.
 
 Cost model: seconds per model-step scale linearly with the batch size from the calibration batch; a model
 trains ``steps`` DP-SGD steps with per-sample gradients, clipping and noise. Calibration rows say whether they
@@ -252,6 +253,7 @@ class Population:
     key: tuple = field(compare=False, default=())
     detail: str = ""
     cost_factor: float = 1.0  # the model's cost per example relative to its calibration row's (e.g. LM size)
+    timed_seconds: float = 0.0  # a user's own training (byo), timed here: `hsaudit plan --time-byo`
 
     @classmethod
     def of(cls, pop: Any) -> Population:
@@ -278,8 +280,10 @@ class Population:
     def hours(self, device: str) -> float:
         """Estimated hours on ``device`` (``"cpu"``: CPU core-hours at 1 thread per job; ``"gpu"``: GPU-hours).
         A population whose cost per step the plan cannot know (``batch`` 0: a user's own training, ``byo``) is not
-        priced: 0."""
-        if self.model_steps == 0 or self.batch == 0:
+        priced (0) unless it was timed on this machine (``timed_seconds``, wall time, given as CPU)."""
+        if self.batch == 0:
+            return self.timed_seconds / 3600.0 if device == "cpu" else 0.0
+        if self.model_steps == 0:
             return 0.0
         cal = calibration(self.model, device)
         per_step = cal.seconds_per_model_step * (self.batch / cal.batch) * self.cost_factor
@@ -415,8 +419,10 @@ def format_plan(p: Plan, *, scale: str) -> str:
                  f"{'model-steps':>14} {'CPU (1 core)':>13} {'GPU':>10}  runs on"
         lines += [header, "-" * len(header)]
         for a in p.populations:
-            priced = a.batch > 0  # a user's own training (byo) is not priced
-            cpu, gpu = (_fmt_hours(a.hours(d)) if priced else "not priced" for d in ("cpu", "gpu"))
+            if a.batch > 0:
+                cpu, gpu = _fmt_hours(a.hours("cpu")), _fmt_hours(a.hours("gpu"))
+            else:  # a user's own training (byo): not priced, or timed here (--time-byo)
+                cpu, gpu = (_fmt_hours(a.hours("cpu")), "–") if a.timed_seconds else ("not priced", "not priced")
             lines.append(
                 f"{','.join(a.figures):<{fw}} {a.adversary:<18} {a.model:<12} {a.detail:<{sw}} {a.models:>9,} "
                 f"{a.steps:>6,} {a.model_steps:>14,} {cpu:>13} {gpu:>10}  {a.device}"
@@ -430,6 +436,9 @@ def format_plan(p: Plan, *, scale: str) -> str:
         lines.append(f"{fig}: simulation, no training (CPU minutes at paper scale; docs/benchmarks.md)")
     lines.append("CPU = core-hours at 1 thread per job; GPU = GPU-hours at the GPU rows' speed (built in: one H100, "
                  "measured; docs/cluster.md).")
+    if any(a.batch == 0 for a in p.populations):
+        lines.append("byo = a user's own training: not priced, or with --time-byo MODELS timed on this machine "
+                     "(wall time of its jobs, in the CPU column, on whatever device the training uses).")
     return "\n".join(lines)
 
 

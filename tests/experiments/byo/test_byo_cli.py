@@ -10,7 +10,10 @@ import json
 import pandas as pd
 
 from byo_testing import zoo_entry
+from conftest import REPO
 from hsaudit.cli import main
+from hsaudit.experiments.byo.api import Timing, time_training
+from hsaudit.experiments.byo.plan import plan
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
@@ -83,3 +86,61 @@ def test_the_benchmark_reports_the_overhead(capsys):
     timing = _json(capsys)
     assert timing["models"] == 8 and timing["user_training_per_model_s"] > 0
     assert timing["through_harness_per_model_s"] > 0 and "overhead_per_model" in timing
+
+
+SLOW_ENTRY = """\
+import time
+
+import torch
+
+from hsaudit.accounting.gaussian import gaussian_epsilon
+
+PAUSE = {pause}
+
+
+def make():
+    def train(data, seed):
+        time.sleep(PAUSE)  # the training's cost: PAUSE seconds per model
+        g = torch.Generator().manual_seed(seed)
+        model = torch.nn.Linear(2, 2)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.copy_(torch.randn(p.shape, generator=g))
+        return model
+
+    x = torch.randn(8, 2, generator=torch.Generator().manual_seed(0))
+    claim = dict(epsilon=gaussian_epsilon(noise_multiplier=1.0, compositions=5, delta=1e-5), delta=1e-5,
+                 noise_multiplier=1.0, max_grad_norm=1.0, sampling="poisson", sample_rate=1.0, steps=5,
+                 neighbouring="add-remove")
+    return dict(claim=claim, train=train, dataset=lambda: (x, torch.tensor([0, 1] * 4)))
+"""
+
+
+def test_plan_times_a_users_training_here(tmp_path, capsys, monkeypatch):
+    """`hsaudit plan --time-byo MODELS`: a training that takes 0.05 s per model is priced at 0.05 s per model (plus
+    the harness's small share), each of its jobs pays the one-off work (the determinism check alone trains four
+    models), and the row's hours are its models' and jobs' seconds; without the flag it is not priced."""
+    pause = 0.05
+    (tmp_path / "slow.py").write_text(SLOW_ENTRY.format(pause=pause))
+    entry = f"{tmp_path / 'slow.py'}:make"
+    design = plan({"seed": 0, "byo": {"slow": {"entry": entry, "runs": 10, "shards": 3}}}).audits["slow"].design
+    timing = time_training(design, models=4)
+    assert timing.models == 4 and pause <= timing.seconds_per_model < pause + 0.1
+    assert timing.one_off_seconds >= 4 * pause
+    assert timing.seconds(design) == pytest.approx(20 * timing.seconds_per_model + 3 * timing.one_off_seconds)
+    assert Timing(2, 1.0, 10.0).seconds(design) == 20 * 1.0 + 3 * 10.0
+    with pytest.raises(ValueError, match="at least 2 models"):
+        time_training(design, models=1)
+
+    monkeypatch.chdir(REPO)
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text(f"byo:\n  slow:\n    entry: {entry}\n    runs: 10\n    shards: 3\n")
+    target = ["plan", "results/byo/slow/report.md", "--configfile", "config/config.yaml", str(overlay)]
+    assert main([*target, "--json"]) == 0
+    assert _json(capsys)["audits"][0]["cpu_hours"] == 0.0
+    assert main(target) == 0 and "not priced" in capsys.readouterr().out
+    assert main([*target, "--time-byo", "4", "--json"]) == 0
+    (row,) = _json(capsys)["audits"]
+    assert row["models"] == 20 and row["cpu_hours"] * 3600 == pytest.approx(row["timed_seconds"])
+    assert 20 * pause + 3 * 4 * pause <= row["timed_seconds"] < 20 * (pause + 0.1) + 3 * 10
+    assert "timed here" in row["detail"] and row["gpu_hours"] == 0.0

@@ -152,16 +152,7 @@ def benchmark(design: Design, *, models: int = 40, repeats: int = 3) -> dict[str
     model) against the user's training there. A job's one-off work is timed apart: ``make()`` and ``dataset()`` (the
     user's), the determinism check (four of the user's trainings) and the canary with the worlds (the harness's).
     """
-    t0 = time.perf_counter()
-    loaded = load(design)
-    t1 = time.perf_counter()
-    small = replace(design, runs=max(1, models // 2), shards=1)
-    gradient = canary_type(design.canary).kind == "gradient"
-    found, reference = probe(loaded.training, loaded.x, loaded.y, loaded.classes, small, gradient)
-    t2 = time.perf_counter()
-    canary = build_canary(small, loaded.training, loaded.x, loaded.y, found, reference)
-    prepared = prepare(small, loaded, found=found, canary=canary)
-    t3 = time.perf_counter()
+    small, prepared, one_off = _small_job(design, models)
     bits = small.bits()
     seeds = [small.model_seed(i) for i in range(small.models)]
     data = {b: prepared.worlds.dataset(b) for b in (False, True)}
@@ -185,7 +176,59 @@ def benchmark(design: Design, *, models: int = 40, repeats: int = 3) -> dict[str
         "overhead_per_model": h / b - 1.0,
         "harness_own_work_per_model_s": float(np.median(own)),
         "harness_own_work_share": float(np.median(own)) / float(np.median(inside)),
-        "make_and_dataset_s": t1 - t0,
-        "check_s (4 user trainings)": t2 - t1,
-        "canary_and_worlds_s": t3 - t2,
+        **one_off,
     }
+
+
+def _small_job(design: Design, models: int) -> tuple[Design, Prepared, dict[str, float]]:
+    """A job of ``models`` models (runs = models // 2, one shard) of ``design``, prepared as a training job prepares
+    one, and the seconds of its one-off work: ``make()`` and ``dataset()``, the determinism check (four of the
+    user's trainings), the canary with the worlds."""
+    t0 = time.perf_counter()
+    loaded = load(design)
+    t1 = time.perf_counter()
+    small = replace(design, runs=max(1, models // 2), shards=1)
+    gradient = canary_type(design.canary).kind == "gradient"
+    found, reference = probe(loaded.training, loaded.x, loaded.y, loaded.classes, small, gradient)
+    t2 = time.perf_counter()
+    canary = build_canary(small, loaded.training, loaded.x, loaded.y, found, reference)
+    prepared = prepare(small, loaded, found=found, canary=canary)
+    t3 = time.perf_counter()
+    return small, prepared, {"make_and_dataset_s": t1 - t0, "check_s (4 user trainings)": t2 - t1,
+                             "canary_and_worlds_s": t3 - t2}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Timing:
+    """What ``hsaudit plan --time-byo`` measured of a user's training on this machine (:func:`time_training`).
+
+    Attributes:
+        models: the models timed.
+        seconds_per_model: one model through the harness (the user's training, the worlds' data, scoring).
+        one_off_seconds: a training job's work before its first model (``make()``, ``dataset()``, the
+            determinism check, the canary and the worlds), paid once per shard.
+    """
+
+    models: int
+    seconds_per_model: float
+    one_off_seconds: float
+
+    def seconds(self, design: Design) -> float:
+        """The estimated seconds of ``design``'s training jobs: every model, and each shard's one-off work."""
+        return design.models * self.seconds_per_model + design.shards * self.one_off_seconds
+
+
+def time_training(design: Design, *, models: int = 8) -> Timing:
+    """Time a training job of ``models`` models of ``design`` here, as its jobs will run: the one-off work, then the
+    models through the harness (:func:`~hsaudit.experiments.byo.train.harness.train_shard`).
+
+    Raises:
+        ValueError: ``models`` < 2 (one per world at least).
+    """
+    if models < 2:
+        raise ValueError(f"time at least 2 models (one per world), got {models}")
+    small, prepared, one_off = _small_job(design, models)
+    start = time.perf_counter()
+    train_shard(prepared, 0)
+    return Timing(models=small.models, seconds_per_model=(time.perf_counter() - start) / small.models,
+                  one_off_seconds=sum(one_off.values()))  # fmt: skip
