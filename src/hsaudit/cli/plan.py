@@ -128,10 +128,13 @@ def _time_byo(p, config: dict, models: int):
         audit = audits.get(pop.key[0]) if pop.section == "byo" and pop.key else None
         if audit is not None:
             torch.set_num_threads(audit.threads)
-            timing = time_training(audit.design, models=models)
-            pop = replace(pop, timed_seconds=timing.seconds(audit.design),
-                          detail=f"{pop.detail}; timed here: {timing.seconds_per_model:.3g} s per model, "
-                                 f"{timing.one_off_seconds:.3g} s per job")  # fmt: skip
+            timing = time_training(audit.design, audit.options, models=models)
+            if timing.early is not None:
+                pop = replace(pop, models=0, detail=f"{pop.detail}; no training: {timing.early} before training")
+            else:
+                pop = replace(pop, timed_seconds=timing.seconds(audit.design),
+                              detail=f"{pop.detail}; timed here: {timing.seconds_per_model:.3g} s per model, "
+                                     f"{timing.one_off_seconds:.3g} s per job")  # fmt: skip
         rows.append(pop)
     return replace(p, populations=tuple(rows))
 

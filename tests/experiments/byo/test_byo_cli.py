@@ -119,28 +119,35 @@ def make():
 def test_plan_times_a_users_training_here(tmp_path, capsys, monkeypatch):
     """`hsaudit plan --time-byo MODELS`: a training that takes 0.05 s per model is priced at 0.05 s per model (plus
     the harness's small share), each of its jobs pays the one-off work (the determinism check alone trains four
-    models), and the row's hours are its models' and jobs' seconds; without the flag it is not priced."""
+    models), and the row's hours are its models' and jobs' seconds; an audit whose verdict needs no training (here:
+    too few runs to exceed the claim) is priced at nothing; without the flag nothing is priced."""
     pause = 0.05
     (tmp_path / "slow.py").write_text(SLOW_ENTRY.format(pause=pause))
     entry = f"{tmp_path / 'slow.py'}:make"
-    design = plan({"seed": 0, "byo": {"slow": {"entry": entry, "runs": 10, "shards": 3}}}).audits["slow"].design
+    audit = plan({"seed": 0, "byo": {"slow": {"entry": entry, "runs": 10, "shards": 3}}}).audits["slow"]
+    design = audit.design
     timing = time_training(design, models=4)
-    assert timing.models == 4 and pause <= timing.seconds_per_model < pause + 0.1
+    assert timing.models == 4 and pause <= timing.seconds_per_model < pause + 0.1 and timing.early is None
     assert timing.one_off_seconds >= 4 * pause
     assert timing.seconds(design) == pytest.approx(20 * timing.seconds_per_model + 3 * timing.one_off_seconds)
     assert Timing(2, 1.0, 10.0).seconds(design) == 20 * 1.0 + 3 * 10.0
+    early = time_training(design, audit.options, models=4)  # 10 runs per world cannot exceed the claimed ε 11.5
+    assert early.early == "underpowered" and early.seconds(design) == 0.0
     with pytest.raises(ValueError, match="at least 2 models"):
         time_training(design, models=1)
 
     monkeypatch.chdir(REPO)
-    overlay = tmp_path / "overlay.yaml"
-    overlay.write_text(f"byo:\n  slow:\n    entry: {entry}\n    runs: 10\n    shards: 3\n")
-    target = ["plan", "results/byo/slow/report.md", "--configfile", "config/config.yaml", str(overlay)]
-    assert main([*target, "--json"]) == 0
-    assert _json(capsys)["audits"][0]["cpu_hours"] == 0.0
-    assert main(target) == 0 and "not priced" in capsys.readouterr().out
-    assert main([*target, "--time-byo", "4", "--json"]) == 0
-    (row,) = _json(capsys)["audits"]
-    assert row["models"] == 20 and row["cpu_hours"] * 3600 == pytest.approx(row["timed_seconds"])
-    assert 20 * pause + 3 * 4 * pause <= row["timed_seconds"] < 20 * (pause + 0.1) + 3 * 10
-    assert "timed here" in row["detail"] and row["gpu_hours"] == 0.0
+    target = ["plan", "results/byo/slow/report.md", "--configfile", "config/config.yaml", str(tmp_path / "o.yaml")]
+    for runs in (10, 200):
+        (tmp_path / "o.yaml").write_text(f"byo:\n  slow:\n    entry: {entry}\n    runs: {runs}\n    shards: 3\n")
+        assert main([*target, "--json"]) == 0
+        assert _json(capsys)["audits"][0]["cpu_hours"] == 0.0
+        assert main(target) == 0 and "not priced" in capsys.readouterr().out
+        assert main([*target, "--time-byo", "4", "--json"]) == 0
+        (row,) = _json(capsys)["audits"]
+        if runs == 10:
+            assert row["models"] == 0 and row["cpu_hours"] == 0.0 and "no training: underpowered" in row["detail"]
+            continue
+        assert row["models"] == 400 and row["cpu_hours"] * 3600 == pytest.approx(row["timed_seconds"])
+        assert 400 * pause + 3 * 4 * pause <= row["timed_seconds"] < 400 * (pause + 0.1) + 3 * 10
+        assert "timed here" in row["detail"] and row["gpu_hours"] == 0.0

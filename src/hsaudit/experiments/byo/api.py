@@ -207,26 +207,37 @@ class Timing:
         seconds_per_model: one model through the harness (the user's training, the worlds' data, scoring).
         one_off_seconds: a training job's work before its first model (``make()``, ``dataset()``, the
             determinism check, the canary and the worlds), paid once per shard.
+        early: the verdict reached before any training (an accounting bug, or runs too few to exceed the claim):
+            then no model is trained and nothing was timed but ``make()`` and ``dataset()``. None otherwise.
     """
 
     models: int
     seconds_per_model: float
     one_off_seconds: float
+    early: str | None = None
 
     def seconds(self, design: Design) -> float:
-        """The estimated seconds of ``design``'s training jobs: every model, and each shard's one-off work."""
+        """The estimated seconds of ``design``'s training jobs: every model, and each shard's one-off work (none
+        when the verdict needs no training)."""
+        if self.early is not None:
+            return 0.0
         return design.models * self.seconds_per_model + design.shards * self.one_off_seconds
 
 
-def time_training(design: Design, *, models: int = 8) -> Timing:
+def time_training(design: Design, options: AuditOptions | None = None, *, models: int = 8) -> Timing:
     """Time a training job of ``models`` models of ``design`` here, as its jobs will run: the one-off work, then the
-    models through the harness (:func:`~hsaudit.experiments.byo.train.harness.train_shard`).
+    models through the harness (:func:`~hsaudit.experiments.byo.train.harness.train_shard`). With the audit's
+    ``options``, a verdict that needs no training (:func:`early_report`) is found first and nothing is trained.
 
     Raises:
         ValueError: ``models`` < 2 (one per world at least).
     """
     if models < 2:
         raise ValueError(f"time at least 2 models (one per world), got {models}")
+    if options is not None:
+        early = early_report(design, load(design), options)
+        if early is not None:
+            return Timing(models=0, seconds_per_model=0.0, one_off_seconds=0.0, early=early.verdict)
     small, prepared, one_off = _small_job(design, models)
     start = time.perf_counter()
     train_shard(prepared, 0)
