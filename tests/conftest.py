@@ -90,7 +90,7 @@ def snakemake_exe() -> str:
     return str(exe) if exe.exists() else "snakemake"
 
 
-_WARM: list = []
+_WARM: dict = {}
 
 
 def warm_server() -> str | None:
@@ -98,43 +98,53 @@ def warm_server() -> str | None:
     ``HSAUDIT_WARM_SOCKET``, which every Snakemake run started from here inherits: Snakemake (through the ``snakemake``
     shim beside the socket) and each of its Python script jobs are then forks of a process that has Snakemake, torch,
     numpy, pandas and matplotlib imported (≈ 1.5 s of CPU saved per Snakemake call and 1–3 s per job, hundreds of
-    each per suite). ``HSAUDIT_TEST_WARM=0`` runs everything cold, as Snakemake does by default. The socket's
-    path."""
+    each per suite). ``HSAUDIT_TEST_WARM=0`` runs everything cold, as Snakemake does by default. A server found dead
+    is started again at the same socket, with a warning that carries the end of its log (a dead server would
+    otherwise leave every later job cold without a word). The socket's path."""
     from hsaudit.pipeline import warm
 
     if os.environ.get("HSAUDIT_TEST_WARM", "1") == "0":
         return None
-    if _WARM:
-        return _WARM[0]
+    if _WARM and _WARM["proc"].poll() is None:
+        return _WARM["sock"]
     import atexit
     import tempfile
     import time
+    import warnings
 
-    folder = Path(tempfile.mkdtemp(prefix="hsw"))
+    if _WARM:  # it died: say so, with its log, and start another
+        log = (_WARM["folder"] / "server.log").read_text(errors="replace")[-2000:]
+        warnings.warn(f"the warm job server died (exit {_WARM['proc'].returncode}); started again. Its log:\n{log}")
+        folder = _WARM["folder"]
+    else:
+        folder = Path(tempfile.mkdtemp(prefix="hsw"))
+        shim = folder / "snakemake"  # `snakemake ARGS` as a client of the server (hsaudit.pipeline.warm.client)
+        shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -I -S "{warm.__file__}" snakemake "$@"\n')
+        shim.chmod(0o755)
+
+        def stop() -> None:
+            proc = _WARM["proc"]
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            shutil.rmtree(folder, ignore_errors=True)
+
+        atexit.register(stop)
     sock, ready = folder / "s", folder / "ready"
-    shim = folder / "snakemake"  # `snakemake ARGS` as a client of the server (hsaudit.pipeline.warm.client)
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -I -S "{warm.__file__}" snakemake "$@"\n')
-    shim.chmod(0o755)
-    proc = subprocess.Popen([sys.executable, "-m", "hsaudit.pipeline.warm", "serve", str(sock), str(ready)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    ready.unlink(missing_ok=True)
+    with open(folder / "server.log", "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "hsaudit.pipeline.warm", "serve", str(sock), str(ready)],
+                                stdout=log, stderr=log, start_new_session=True)  # fmt: skip
+    _WARM.update(proc=proc, folder=folder, sock=str(sock))
     deadline = time.monotonic() + 120
     while not ready.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"the warm job server did not start (exit {proc.poll()}); HSAUDIT_TEST_WARM=0 skips it")
         time.sleep(0.05)
-
-    def stop() -> None:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        shutil.rmtree(folder, ignore_errors=True)
-
-    atexit.register(stop)
     os.environ[warm.SOCKET_ENV] = str(sock)
-    _WARM.append(str(sock))
-    return _WARM[0]
+    return str(sock)
 
 
 def run_snakemake(

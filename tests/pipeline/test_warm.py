@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -215,3 +216,23 @@ def test_a_job_that_ends_as_its_client_dies_leaves_the_server_serving(job, tmp_p
     finally:
         server.terminate()
         assert server.wait(10) == 0, server.stderr.read()
+
+
+def test_the_suites_server_found_dead_is_started_again_with_a_warning(server, job, tmp_path):
+    """conftest.warm_server: a dead server is not left behind silently (every later job would run cold)."""
+    pid = int(Path(server).with_name("ready").read_text())
+    os.kill(pid, signal.SIGKILL)
+    # Until its last thread is gone (torch's among them), the server is not yet reported dead: ask until it is.
+    deadline = time.monotonic() + 10
+    caught: list = []
+    while not caught:
+        assert time.monotonic() < deadline, "the killed server was never found dead"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert warm_server() == server
+        time.sleep(0.01)
+    assert "the warm job server died (exit -9); started again" in str(caught[0].message)
+    assert int(Path(server).with_name("ready").read_text()) != pid
+    script, env = job
+    hot = run(script, env, tmp_path / "cwd", sock=server)
+    assert hot.returncode == 0 and hot.stdout.endswith(" copy True True\n"), hot.stderr
