@@ -214,6 +214,7 @@ def test_a_job_that_ends_as_its_client_dies_leaves_the_server_serving(job, tmp_p
         go.touch()  # the server still serves: this job is its fork (checked by _started) and its status comes back
         assert client.wait(10) == 0 and server.poll() is None
     finally:
+        go.touch()  # a job left waiting (a failed run of this test) ends
         server.terminate()
         assert server.wait(10) == 0, server.stderr.read()
 
