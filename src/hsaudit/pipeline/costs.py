@@ -421,8 +421,9 @@ def format_plan(p: Plan, *, scale: str) -> str:
         for a in p.populations:
             if a.batch > 0:
                 cpu, gpu = _fmt_hours(a.hours("cpu")), _fmt_hours(a.hours("gpu"))
-            else:  # a user's own training (byo): not priced, or timed here (--time-byo)
-                cpu, gpu = (_fmt_hours(a.hours("cpu")), "–") if a.timed_seconds else ("not priced", "not priced")
+            else:  # a user's own training (byo): not priced, or timed here (--time-byo; 0 models: nothing to train)
+                timed = a.timed_seconds or a.models == 0
+                cpu, gpu = (_fmt_hours(a.hours("cpu")), "–") if timed else ("not priced", "not priced")
             lines.append(
                 f"{','.join(a.figures):<{fw}} {a.adversary:<18} {a.model:<12} {a.detail:<{sw}} {a.models:>9,} "
                 f"{a.steps:>6,} {a.model_steps:>14,} {cpu:>13} {gpu:>10}  {a.device}"

@@ -147,6 +147,9 @@ def test_plan_times_a_users_training_here(tmp_path, capsys, monkeypatch):
         (row,) = _json(capsys)["audits"]
         if runs == 10:
             assert row["models"] == 0 and row["cpu_hours"] == 0.0 and "no training: underpowered" in row["detail"]
+            assert main([*target, "--time-byo", "4"]) == 0
+            (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("byo/slow/report")]
+            assert "not priced" not in line and "0.0 s" in line  # priced: nothing to train
             continue
         assert row["models"] == 400 and row["cpu_hours"] * 3600 == pytest.approx(row["timed_seconds"])
         assert 400 * pause + 3 * 4 * pause <= row["timed_seconds"] < 400 * (pause + 0.1) + 3 * 10
