@@ -5,7 +5,8 @@
 
 TARGET is a figure or table as the workflow names it, without ``results/`` and the suffix: ``fig3``, ``fig1c``,
 ``table2``, ``steinke/fig2``, ``yoon/fig3``, ``yoon/crafting_runs`` (the per-run rows, as paired differences against
-a_c), ``yoon/fig6_contrasts`` (the same rows, as differences between the figure's points), ``one_run/fig1``, ``annamalai/fig2``, ``byo/example`` (its report).
+a_c), ``yoon/fig6_contrasts`` (the same rows, as differences between the figure's points), ``one_run/fig1``,
+``annamalai/fig2``, ``byo/example`` (its report).
 Each is read from ``RESULTS/<target>.csv`` (or the Markdown table the pipeline wrote, ``RESULTS/<target>.md``, and a
 byo audit's ``RESULTS/byo/<name>/report.md``) and printed as Markdown on stdout, so a journal entry is regenerated
 by a command instead of pasted: after a rerun, run the entry's command and replace its tables. Nothing is written.
@@ -265,6 +266,18 @@ def yoon_table(table: pd.DataFrame) -> str:
     return markdown(header, rows)
 
 
+def _established(lo: float, hi: float) -> str:
+    """An interval's verdict on a difference: "higher" or "lower" when it excludes 0, else "not established"."""
+    if not (np.isfinite(lo) and (lo > 0 or hi < 0)):
+        return "not established"
+    return "higher" if lo > 0 else "lower"
+
+
+def _point(key: object) -> str:
+    """A figure's point as its groupby key prints (one value, or several joined)."""
+    return ", ".join(map(str, key if isinstance(key, tuple) else (key,)))
+
+
 def yoon_paired_table(table: pd.DataFrame) -> str:
     """A Yoon figure's per-run CSV (``<figure>_runs.csv``: one audit row per run, recipe, adversary, margin and split)
     as paired comparisons against the canary on the held-out split under the valid rule: per recipe and crafted
@@ -296,9 +309,7 @@ def yoon_paired_table(table: pd.DataFrame) -> str:
                 mean, sd = float(diff.mean()), float(diff.std()) if n > 1 else float("nan")
                 half = float(stats.t.ppf(0.975, n - 1) * sd / np.sqrt(n)) if n > 1 else float("nan")
                 lo, hi = mean - half, mean + half
-                verdict = ("not established" if not (np.isfinite(lo) and (lo > 0 or hi < 0))
-                           else ("higher" if lo > 0 else "lower"))  # fmt: skip
-                cells += [f"{_num(mean, 2)} ± {_num(sd, 2)}", f"[{_num(lo, 2)}, {_num(hi, 2)}]", verdict]
+                cells += [f"{_num(mean, 2)} ± {_num(sd, 2)}", f"[{_num(lo, 2)}, {_num(hi, 2)}]", _established(lo, hi)]
             steps = sorted({int(v) for v in part["selected_step"].dropna()}) if "selected_step" in part else []
             cells.append(", ".join(map(str, steps)) if steps and adversary != "a_c" else "–")
             has_distance = "distance" in part and part["distance"].notna().any() and adversary != "a_c"
@@ -334,11 +345,8 @@ def yoon_contrast_table(table: pd.DataFrame) -> str:
                     lo, hi = float(ci.low), float(ci.high)
                 else:
                     lo = hi = float("nan")
-                verdict = ("not established" if not (np.isfinite(lo) and (lo > 0 or hi < 0))
-                           else ("higher" if lo > 0 else "lower"))  # fmt: skip
-                name = lambda key: ", ".join(map(str, key if isinstance(key, tuple) else (key,)))  # noqa: E731
-                rows.append([label, name(first), name(second), f"{_num(diff, 2)}", f"[{_num(lo, 2)}, {_num(hi, 2)}]",
-                             verdict, f"{len(x)}, {len(y)}"])  # fmt: skip
+                rows.append([label, _point(first), _point(second), _num(diff, 2), f"[{_num(lo, 2)}, {_num(hi, 2)}]",
+                             _established(lo, hi), f"{len(x)}, {len(y)}"])  # fmt: skip
     return markdown(header, rows)
 
 

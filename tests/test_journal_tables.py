@@ -124,7 +124,8 @@ def test_yoon_contrast_table_compares_the_figures_points_by_welchs_t(jt, tmp_pat
     rows = [dict(run=run, adversary=adversary, margin=np.nan, split=split, clip_norm=clip, epsilon_theory=10.0,
                  epsilon_valid=(canary[clip][run] if adversary == "a_c" else 2.0) if split == "held-out" else 9.0,
                  valid_mode="crossing")
-            for run in range(3) for clip in (0.1, 10.0) for adversary in ("a_c", "a_ude") for split in ("held-out", "same")]  # fmt: skip
+            for run in range(3) for clip in (0.1, 10.0) for adversary in ("a_c", "a_ude")
+            for split in ("held-out", "same")]  # fmt: skip
     lines = jt.yoon_contrast_table(pd.DataFrame(rows)).splitlines()
     assert lines[0] == "| sample | first | second | first − second | 95 % interval (Welch) | established | runs |"
     # a_c: means 4 and 0.5, sds 1 and 0.5: se = sqrt(1/3 + 0.25/3), Welch df = se^4 / ((1/3)^2/2 + (0.25/3)^2/2)

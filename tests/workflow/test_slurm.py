@@ -151,7 +151,7 @@ def test_smoke_figure_through_slurm_beside_a_failing_job(slurm_copy):
     complete) and Snakemake's shutdown waits it out (≈ 21 s of a 34 s run with the failing job alone)."""
     work = slurm_copy
     rc, out, seconds = run_slurm(work, "--keep-going", TARGET, "results/fail.txt", "--config", "scale=smoke")
-    assert rc not in (0, 124, 137), f"exit {rc} after {seconds:.0f} s (137 = killed by the outer timeout):\n{out[-4000:]}"
+    assert rc not in (0, 124, 137), f"exit {rc} after {seconds:.0f} s (137: the outer timeout):\n{out[-4000:]}"
     # The failing job: its SLURM state, its own log written on the compute node, no output.
     assert "Error in rule fail_on_purpose" in out, out[-4000:]
     failed = re.search(r"SLURM-job '(\d+)' failed", out).group(1)

@@ -180,12 +180,20 @@ def benchmark(design: Design, *, models: int = 40, repeats: int = 3) -> dict[str
     }
 
 
-def _small_job(design: Design, models: int) -> tuple[Design, Prepared, dict[str, float]]:
-    """A job of ``models`` models (runs = models // 2, one shard) of ``design``, prepared as a training job prepares
-    one, and the seconds of its one-off work: ``make()`` and ``dataset()``, the determinism check (four of the
-    user's trainings), the canary with the worlds."""
-    t0 = time.perf_counter()
+def _timed_load(design: Design) -> tuple[Loaded, float]:
+    """:func:`load` (the user's ``make()`` and ``dataset()``) and its seconds."""
+    start = time.perf_counter()
     loaded = load(design)
+    return loaded, time.perf_counter() - start
+
+
+def _small_job(
+    design: Design, models: int, loaded: tuple[Loaded, float] | None = None
+) -> tuple[Design, Prepared, dict[str, float]]:
+    """A job of ``models`` models (runs = models // 2, one shard) of ``design``, prepared as a training job prepares
+    one, and the seconds of its one-off work: ``make()`` and ``dataset()`` (``loaded``: done already, with its
+    seconds), the determinism check (four of the user's trainings), the canary with the worlds."""
+    loaded, load_seconds = loaded or _timed_load(design)
     t1 = time.perf_counter()
     small = replace(design, runs=max(1, models // 2), shards=1)
     gradient = canary_type(design.canary).kind == "gradient"
@@ -194,7 +202,7 @@ def _small_job(design: Design, models: int) -> tuple[Design, Prepared, dict[str,
     canary = build_canary(small, loaded.training, loaded.x, loaded.y, found, reference)
     prepared = prepare(small, loaded, found=found, canary=canary)
     t3 = time.perf_counter()
-    return small, prepared, {"make_and_dataset_s": t1 - t0, "check_s (4 user trainings)": t2 - t1,
+    return small, prepared, {"make_and_dataset_s": load_seconds, "check_s (4 user trainings)": t2 - t1,
                              "canary_and_worlds_s": t3 - t2}  # fmt: skip
 
 
@@ -234,11 +242,12 @@ def time_training(design: Design, options: AuditOptions | None = None, *, models
     """
     if models < 2:
         raise ValueError(f"time at least 2 models (one per world), got {models}")
+    loaded = _timed_load(design)
     if options is not None:
-        early = early_report(design, load(design), options)
+        early = early_report(design, loaded[0], options)
         if early is not None:
             return Timing(models=0, seconds_per_model=0.0, one_off_seconds=0.0, early=early.verdict)
-    small, prepared, one_off = _small_job(design, models)
+    small, prepared, one_off = _small_job(design, models, loaded)
     start = time.perf_counter()
     train_shard(prepared, 0)
     return Timing(models=small.models, seconds_per_model=(time.perf_counter() - start) / small.models,

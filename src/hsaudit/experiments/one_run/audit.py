@@ -293,8 +293,9 @@ def one_run_rows(
     median of ``median_centred`` is over those M models, so the point costs M·T), never from the bits; where it is
     undefined (:func:`score_undefined`: ``median_centred`` at M = 1, ``standardised`` where a coordinate's MAD over
     the M models is 0, ``reference`` where a coordinate's sd over the reference models is 0, ``calibrated`` where a
-    coordinate lacks 2 reference models on a side of its bit) both rows have ε̂ NaN and the reason in ``bound``. A ``noiseless`` row counts its canary-free run, M·T + T model-steps; a ``reference`` row
-    its K reference models, M·T + K·T (a ``calibrated`` row its own K)."""
+    coordinate lacks 2 reference models on a side of its bit) both rows have ε̂ NaN and the reason in ``bound``. A
+    ``noiseless`` row counts its canary-free run, M·T + T model-steps; a ``reference`` row its K reference models,
+    M·T + K·T (a ``calibrated`` row its own K)."""
     bits, scores = np.asarray(bits), np.asarray(scores, dtype=np.float64)
     if bits.shape != scores.shape or bits.ndim != 2:
         raise ValueError(f"bits and scores must both be [models, m], got {bits.shape} and {scores.shape}")
