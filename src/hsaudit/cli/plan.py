@@ -134,7 +134,8 @@ def _time_byo(p, config: dict, models: int):
             else:
                 pop = replace(pop, timed_seconds=timing.seconds(audit.design),
                               detail=f"{pop.detail}; timed here: {timing.seconds_per_model:.3g} s per model, "
-                                     f"{timing.one_off_seconds:.3g} s per job")  # fmt: skip
+                                     f"{timing.shard_seconds:.3g} s per training job before its models, "
+                                     f"{timing.check_seconds:.3g} s for the check")  # fmt: skip
         rows.append(pop)
     return replace(p, populations=tuple(rows))
 

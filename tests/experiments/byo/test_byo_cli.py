@@ -118,8 +118,8 @@ def make():
 
 def test_plan_times_a_users_training_here(tmp_path, capsys, monkeypatch):
     """`hsaudit plan --time-byo MODELS`: a training that takes 0.05 s per model is priced at 0.05 s per model (plus
-    the harness's small share), each of its jobs pays the one-off work (the determinism check alone trains four
-    models), and the row's hours are its models' and jobs' seconds; an audit whose verdict needs no training (here:
+    the harness's small share), each training job pays its start, the check job once (it trains four models), and
+    the row's hours are its models' and jobs' seconds; an audit whose verdict needs no training (here:
     too few runs to exceed the claim) is priced at nothing; without the flag nothing is priced."""
     pause = 0.05
     (tmp_path / "slow.py").write_text(SLOW_ENTRY.format(pause=pause))
@@ -128,9 +128,10 @@ def test_plan_times_a_users_training_here(tmp_path, capsys, monkeypatch):
     design = audit.design
     timing = time_training(design, models=4)
     assert timing.models == 4 and pause <= timing.seconds_per_model < pause + 0.1 and timing.early is None
-    assert timing.one_off_seconds >= 4 * pause
-    assert timing.seconds(design) == pytest.approx(20 * timing.seconds_per_model + 3 * timing.one_off_seconds)
-    assert Timing(2, 1.0, 10.0).seconds(design) == 20 * 1.0 + 3 * 10.0
+    assert timing.check_seconds >= 4 * pause and timing.shard_seconds > 0  # the check trains 4 models
+    assert timing.seconds(design) == pytest.approx(20 * timing.seconds_per_model + 3 * timing.shard_seconds
+                                                   + timing.check_seconds)  # fmt: skip
+    assert Timing(2, 1.0, 10.0, 5.0).seconds(design) == 20 * 1.0 + 3 * 10.0 + 5.0
     early = time_training(design, audit.options, models=4)  # 10 runs per world cannot exceed the claimed ε 11.5
     assert early.early == "underpowered" and early.seconds(design) == 0.0
     with pytest.raises(ValueError, match="at least 2 models"):
@@ -152,5 +153,5 @@ def test_plan_times_a_users_training_here(tmp_path, capsys, monkeypatch):
             assert "not priced" not in line and "0.0 s" in line  # priced: nothing to train
             continue
         assert row["models"] == 400 and row["cpu_hours"] * 3600 == pytest.approx(row["timed_seconds"])
-        assert 400 * pause + 3 * 4 * pause <= row["timed_seconds"] < 400 * (pause + 0.1) + 3 * 10
+        assert 400 * pause + 4 * pause <= row["timed_seconds"] < 400 * (pause + 0.1) + 4 * 15
         assert "timed here" in row["detail"] and row["gpu_hours"] == 0.0

@@ -176,7 +176,9 @@ def benchmark(design: Design, *, models: int = 40, repeats: int = 3) -> dict[str
         "overhead_per_model": h / b - 1.0,
         "harness_own_work_per_model_s": float(np.median(own)),
         "harness_own_work_share": float(np.median(own)) / float(np.median(inside)),
-        **one_off,
+        "make_and_dataset_s": one_off["make_and_dataset_s"],
+        "check_s (4 user trainings)": one_off["check_s (4 user trainings)"],
+        "canary_and_worlds_s": one_off["canary_s"] + one_off["worlds_s"],
     }
 
 
@@ -190,9 +192,9 @@ def _timed_load(design: Design) -> tuple[Loaded, float]:
 def _small_job(
     design: Design, models: int, loaded: tuple[Loaded, float] | None = None
 ) -> tuple[Design, Prepared, dict[str, float]]:
-    """A job of ``models`` models (runs = models // 2, one shard) of ``design``, prepared as a training job prepares
-    one, and the seconds of its one-off work: ``make()`` and ``dataset()`` (``loaded``: done already, with its
-    seconds), the determinism check (four of the user's trainings), the canary with the worlds."""
+    """A job of ``models`` models (runs = models // 2, one shard) of ``design``, prepared as the workflow prepares
+    one, and the seconds of each piece of work before its first model: ``make()`` and ``dataset()`` (``loaded``:
+    done already, with its seconds), the determinism check (four of the user's trainings), the canary, the worlds."""
     loaded, load_seconds = loaded or _timed_load(design)
     t1 = time.perf_counter()
     small = replace(design, runs=max(1, models // 2), shards=1)
@@ -200,41 +202,66 @@ def _small_job(
     found, reference = probe(loaded.training, loaded.x, loaded.y, loaded.classes, small, gradient)
     t2 = time.perf_counter()
     canary = build_canary(small, loaded.training, loaded.x, loaded.y, found, reference)
-    prepared = prepare(small, loaded, found=found, canary=canary)
     t3 = time.perf_counter()
+    prepared = prepare(small, loaded, found=found, canary=canary)
+    t4 = time.perf_counter()
     return small, prepared, {"make_and_dataset_s": load_seconds, "check_s (4 user trainings)": t2 - t1,
-                             "canary_and_worlds_s": t3 - t2}  # fmt: skip
+                             "canary_s": t3 - t2, "worlds_s": t4 - t3}  # fmt: skip
+
+
+JOB_IMPORTS = ("numpy", "pandas", "torch", "snakemake.script", "hsaudit.experiments.byo.train.harness",
+               "hsaudit.pipeline.logs")  # fmt: skip
+"""What a byo job's process imports before its work (a Snakemake script job: the interpreter, Snakemake's script
+support, the harness)."""
+
+
+def job_start_seconds() -> float:
+    """Seconds for a fresh interpreter to import :data:`JOB_IMPORTS` (those installed): a job's start, which a
+    timing inside this process does not see."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    modules = [m for m in JOB_IMPORTS if importlib.util.find_spec(m.split(".")[0]) is not None]
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import " + ", ".join(modules)], check=True)
+    return time.perf_counter() - start
 
 
 @dataclass(frozen=True)
 class Timing:
-    """What ``hsaudit plan --time-byo`` measured of a user's training on this machine (:func:`time_training`).
+    """What ``hsaudit plan --time-byo`` measured of a user's training on this machine (:func:`time_training`), priced
+    as the workflow runs it: one check job (``check_byo_entry``), then one training job per shard.
 
     Attributes:
         models: the models timed.
         seconds_per_model: one model through the harness (the user's training, the worlds' data, scoring).
-        one_off_seconds: a training job's work before its first model (``make()``, ``dataset()``, the
-            determinism check, the canary and the worlds), paid once per shard.
+        shard_seconds: a training job's work before its first model: its start (:func:`job_start_seconds`),
+            ``make()`` and ``dataset()``, the worlds.
+        check_seconds: the check job, once: its start, ``make()`` and ``dataset()``, the determinism check (four of
+            the user's trainings), the canary.
         early: the verdict reached before any training (an accounting bug, or runs too few to exceed the claim):
             then no model is trained and nothing was timed but ``make()`` and ``dataset()``. None otherwise.
     """
 
     models: int
     seconds_per_model: float
-    one_off_seconds: float
+    shard_seconds: float
+    check_seconds: float
     early: str | None = None
 
     def seconds(self, design: Design) -> float:
-        """The estimated seconds of ``design``'s training jobs: every model, and each shard's one-off work (none
-        when the verdict needs no training)."""
+        """The estimated seconds of ``design``'s check and training jobs (none when the verdict needs no
+        training)."""
         if self.early is not None:
             return 0.0
-        return design.models * self.seconds_per_model + design.shards * self.one_off_seconds
+        return design.models * self.seconds_per_model + design.shards * self.shard_seconds + self.check_seconds
 
 
 def time_training(design: Design, options: AuditOptions | None = None, *, models: int = 8) -> Timing:
-    """Time a training job of ``models`` models of ``design`` here, as its jobs will run: the one-off work, then the
-    models through the harness (:func:`~hsaudit.experiments.byo.train.harness.train_shard`). With the audit's
+    """Time ``models`` models of ``design`` here, and the work of its jobs before their first model (one job's
+    start in a fresh interpreter, the user's ``make()`` and ``dataset()``, the check, the canary, the worlds); the
+    models go through the harness (:func:`~hsaudit.experiments.byo.train.harness.train_shard`). With the audit's
     ``options``, a verdict that needs no training (:func:`early_report`) is found first and nothing is trained.
 
     Raises:
@@ -246,9 +273,11 @@ def time_training(design: Design, options: AuditOptions | None = None, *, models
     if options is not None:
         early = early_report(design, loaded[0], options)
         if early is not None:
-            return Timing(models=0, seconds_per_model=0.0, one_off_seconds=0.0, early=early.verdict)
-    small, prepared, one_off = _small_job(design, models, loaded)
+            return Timing(models=0, seconds_per_model=0.0, shard_seconds=0.0, check_seconds=0.0, early=early.verdict)
+    small, prepared, parts = _small_job(design, models, loaded)
     start = time.perf_counter()
     train_shard(prepared, 0)
-    return Timing(models=small.models, seconds_per_model=(time.perf_counter() - start) / small.models,
-                  one_off_seconds=sum(one_off.values()))  # fmt: skip
+    per_model = (time.perf_counter() - start) / small.models
+    begin = job_start_seconds() + parts["make_and_dataset_s"]
+    return Timing(models=small.models, seconds_per_model=per_model, shard_seconds=begin + parts["worlds_s"],
+                  check_seconds=begin + parts["check_s (4 user trainings)"] + parts["canary_s"])  # fmt: skip
