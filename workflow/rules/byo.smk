@@ -39,6 +39,7 @@ rule check_byo_entry:
     output:
         probe="results/byo/{name}/probe.json",
         canary="results/byo/{name}/canary.npz",
+        check="results/byo/{name}/check.json",
     log:
         log_path("byo/check_byo_entry/{name}"),
     benchmark:
@@ -63,14 +64,16 @@ rule train_byo_shard:
     input:
         probe=rules.check_byo_entry.output.probe,
         canary=rules.check_byo_entry.output.canary,
+        claim="results/byo/{name}/claim.json",
     output:
-        scores="results/byo/{name}/shards/{shard}.csv",
+        scores="results/byo/{name}/{part}/{shard}.csv",
     log:
-        log_path("byo/train_byo_shard/{name}/{shard}"),
+        log_path("byo/train_byo_shard/{name}/{part}/{shard}"),
     benchmark:
-        bench_path("byo/train_byo_shard/{name}/{shard}")
+        bench_path("byo/train_byo_shard/{name}/{part}/{shard}")
     wildcard_constraints:
         name=BYO_NAMES,
+        part="shards|control",
         shard=r"\d+",
     conda:
         "../../envs/torch.yaml"
@@ -95,6 +98,14 @@ rule audit_byo:
         ),
         probe=lambda wc: (
             f"results/byo/{wc.name}/probe.json"
+            if _byo_shard_paths(
+                BYO.audits[wc.name],
+                checkpoints.assess_byo_claim.get(name=wc.name).output.claim,
+            )
+            else []
+        ),
+        check=lambda wc: (
+            f"results/byo/{wc.name}/check.json"
             if _byo_shard_paths(
                 BYO.audits[wc.name],
                 checkpoints.assess_byo_claim.get(name=wc.name).output.claim,

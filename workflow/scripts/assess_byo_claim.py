@@ -1,9 +1,10 @@
 """Snakemake adapter (a checkpoint): load a user's training and decide what needs no training — an accounting bug
-or an audit too small to exceed the claim — into results/byo/{name}/claim.json (hsaudit.experiments.byo)."""
+or an audit too small to exceed the claim — and the positive control's copies into results/byo/{name}/claim.json
+(hsaudit.experiments.byo)."""
 
 import json
 
-from hsaudit.experiments.byo.audit import AuditOptions, pre_training
+from hsaudit.experiments.byo.audit import AuditOptions, control_copies, pre_training
 from hsaudit.experiments.byo.train.harness import load
 from hsaudit.experiments.byo.train.values import Design
 from hsaudit.pipeline.logs import script_logging
@@ -17,5 +18,7 @@ early = pre_training(loaded.training.claim, loaded.n, options, runs=design.runs,
                      looks=2 if loaded.training.records else 1)
 log.info("%s: claim %s on %d examples; %s", design.entry, loaded.training.claim, loaded.n,
          early.verdict if early else "the models decide")  # fmt: skip
-payload = {"claim": loaded.training.claim.to_dict(), "n": loaded.n, "early": None if early is None else early.to_dict()}
+copies, worst = control_copies(loaded.training.claim, loaded.n, options.power_factor)
+payload = {"claim": loaded.training.claim.to_dict(), "n": loaded.n, "early": None if early is None else early.to_dict(),
+           "control": {"copies": copies, "epsilon_worst": worst}}  # fmt: skip
 write_text_atomic(snakemake.output.claim, json.dumps(payload, indent=2) + "\n")

@@ -5,7 +5,7 @@ import json
 
 import pandas as pd
 
-from hsaudit.experiments.byo.audit import AuditOptions, report
+from hsaudit.experiments.byo.audit import AuditOptions, Control, report
 from hsaudit.experiments.byo.train.values import Claim
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic, write_text_atomic
@@ -21,9 +21,18 @@ if assessed["early"] is not None:
 else:
     with open(snakemake.input.probe) as fh:
         details.update({f"check: {k}": v for k, v in json.load(fh).items()})
-    scores = pd.concat([pd.read_csv(p) for p in snakemake.input.shards], ignore_index=True)
+    with open(snakemake.input.check) as fh:
+        check = json.load(fh)
+    parts = {p: [f for f in snakemake.input.shards if f.split("/")[-2] == p] for p in ("shards", "control")}
+    scores = pd.concat([pd.read_csv(p) for p in parts["shards"]], ignore_index=True)
+    control = None
+    if parts["control"]:
+        table = pd.concat([pd.read_csv(p) for p in parts["control"]], ignore_index=True)
+        control = Control(copies=assessed["control"]["copies"], epsilon_worst=assessed["control"]["epsilon_worst"],
+                          scores=table)  # fmt: skip
     options = AuditOptions.from_dict(snakemake.params.options)
-    payload = report(scores, Claim.from_mapping(assessed["claim"]), assessed["n"], options, details=details).to_dict()
+    payload = report(scores, Claim.from_mapping(assessed["claim"]), assessed["n"], options, details=details,
+                     control=control, same_model=check["same_model"], advice=check["advice"]).to_dict()  # fmt: skip
 write_csv_atomic(scores, snakemake.output.scores)
 write_text_atomic(snakemake.output.report, json.dumps(payload, indent=2) + "\n")
 log.info("%s: %s", snakemake.wildcards.name, payload["reason"])

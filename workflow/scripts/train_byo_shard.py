@@ -1,5 +1,6 @@
 """Snakemake adapter: train and score one shard of a user's training (the canary and the check from
-check_byo_entry) into results/byo/{name}/shards/{shard}.csv (hsaudit.experiments.byo.train.harness)."""
+check_byo_entry) into results/byo/{name}/shards/{shard}.csv, or of its positive control (the canary repeated as
+many times as claim.json says) into results/byo/{name}/control/{shard}.csv (hsaudit.experiments.byo.train.harness)."""
 
 import json
 
@@ -16,11 +17,14 @@ from hsaudit.util.io import write_csv_atomic
 log = script_logging(snakemake)
 torch.set_num_threads(snakemake.threads)
 design = Design.from_dict(snakemake.params.design)
+if snakemake.wildcards.part == "control":
+    with open(snakemake.input.claim) as fh:
+        design = design.control(json.load(fh)["control"]["copies"])
 with open(snakemake.input.probe) as fh:
     found = Probe(**json.load(fh))
 with np.load(snakemake.input.canary) as f:
     canary = canary_from_arrays({k: f[k] for k in f.files})
 columns = train_shard(prepare(design, found=found, canary=canary), int(snakemake.wildcards.shard), progress=True)
 write_csv_atomic(pd.DataFrame(columns), snakemake.output.scores)
-log.info("shard %s: %d models, %.3g s of the user's training per model", snakemake.wildcards.shard,
+log.info("%s %s: %d models, %.3g s of the user's training per model", snakemake.wildcards.part, snakemake.wildcards.shard,
          len(columns["model"]), float(np.median(columns["train_seconds"])))  # fmt: skip

@@ -1,8 +1,10 @@
 """``hsaudit audit-training --entry E --runs R``: audit a user's own DP training against its claim (docs/byo.md).
 
 Trains 2R models of the entry's training (each with or without a canary, by a fair coin), scores the canary, and
-reports the valid lower bound ε̂ against the claimed ε with a verdict (violation / consistent / underpowered), beside
-our accountant's ε and the last-iterate heuristic. Writes ``OUT/scores.csv`` (columns ``score`` and ``member``, as
+reports the valid lower bound ε̂ against the claimed ε with a verdict (violation / consistent / inconclusive), beside
+our accountant's ε and the last-iterate heuristic. A verdict carries its power: as many models again train the
+positive control (the canary repeated k times, a known multiple of the claim), and "consistent" needs the design to
+flag it with probability at least --power-target. Writes ``OUT/scores.csv`` (columns ``score`` and ``member``, as
 ``hsaudit audit`` and ``hsaudit one-run`` read them), ``OUT/report.json`` and ``OUT/report.md``.
 
 Sharded: ``--shard i/n`` trains the i-th of n shards into ``OUT/scores-i-of-n.csv``; ``--from-shards n`` audits them.
@@ -62,6 +64,14 @@ def register(sub) -> None:
                         help="one: the canary's score is oriented (default); both: the other way too, paid for")
     parser.add_argument("--basis", default="auto", choices=("auto", "gdp", "assumption-free"),
                         help="the ε̂ of the verdict (default auto: GDP where the declared mechanism allows it)")
+    parser.add_argument("--power-factor", type=float, default=1.5,
+                        help="the positive control leaks at least this multiple of the claim (default 1.5)")
+    parser.add_argument("--power-target", type=float, default=0.8,
+                        help="probability of flagging the control that 'consistent' needs (default 0.8)")
+    parser.add_argument("--power-resamples", type=int, default=100,
+                        help="bootstrap resamples of the control that measure that probability (default 100)")
+    parser.add_argument("--no-control", action="store_true",
+                        help="train no positive control (half the models; the verdict is then at most inconclusive)")
     parser.add_argument("--shard", type=_shard, default=None, metavar="I/N", help="train only shard I of N")
     parser.add_argument("--from-shards", type=int, default=None, metavar="N",
                         help="audit OUT/scores-*-of-N.csv (written by --shard I/N) instead of training")  # fmt: skip
@@ -96,9 +106,11 @@ def _summary(rep) -> str:
     ]
     if rep.epsilon_hat is not None:
         lines.append(
-            f"  ε̂ = {rep.epsilon_hat:.4g} ({rep.rule}, {rep.basis}, confidence {rep.confidence:g}); at most "
-            f"{rep.epsilon_max:.4g} with {rep.runs_out} + {rep.runs_in} runs"
+            f"  ε̂ = {rep.epsilon_hat:.4g} ({rep.rule}, {rep.basis}, confidence {rep.confidence:g}) from "
+            f"{rep.runs_out} + {rep.runs_in} runs"
         )
+    if rep.power is not None:
+        lines.append(f"  power: {rep.power.statement()}")
     warning = rep.details.get("warning")
     if warning:
         lines.append(f"  warning: {warning}")
@@ -123,7 +135,9 @@ def run(args: argparse.Namespace) -> int:
     shards = args.shard[1] if args.shard else (args.from_shards or 1)
     design = _design(args, shards)
     options = AuditOptions(confidence=args.confidence, rule=rule_value(args.rule, seed=args.seed),
-                           directions=args.directions, basis=args.basis, seed=args.seed)  # fmt: skip
+                           directions=args.directions, basis=args.basis, seed=args.seed,
+                           power_factor=args.power_factor, power_target=args.power_target,
+                           power_resamples=args.power_resamples)  # fmt: skip
     progress = not args.no_progress and not args.json
     if args.bench:
         from hsaudit.experiments.byo.api import benchmark
@@ -132,11 +146,20 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(timing, indent=2) if args.json else "\n".join(f"{k}: {v:.4g}" for k, v in timing.items()))
         return 0
     if args.shard:
+        from hsaudit.experiments.byo.audit import control_copies
+
         i, n = args.shard
         prepared = prepare(design)
         path = out / f"scores-{i}-of-{n}.csv"
         write_csv_atomic(frame(train_shard(prepared, i - 1, progress=progress)), path)
         print(f"shard {i}/{n}: wrote {path}")
+        if not args.no_control:
+            claim, size = prepared.training.claim, prepared.probe.n
+            copies, _ = control_copies(claim, size, options.power_factor)
+            twin = prepare(design.control(copies), found=prepared.probe, canary=prepared.canary)
+            path = out / f"control-{i}-of-{n}.csv"
+            write_csv_atomic(frame(train_shard(twin, i - 1, progress=progress)), path)
+            print(f"control shard {i}/{n}: wrote {path}")
         return 0
     if args.from_shards:
         n = args.from_shards
@@ -145,11 +168,17 @@ def run(args: argparse.Namespace) -> int:
         if missing:
             raise FileNotFoundError(f"missing shard score files: {', '.join(missing)}")
         frames = [pd.read_csv(p) for p in paths]
-        rep = audit_frames(frames, design, load(design), options)
+        twins = [] if args.no_control else [out / f"control-{i}-of-{n}.csv" for i in range(1, n + 1)]
+        missing = [str(p) for p in twins if not p.exists()]
+        if missing:
+            raise FileNotFoundError(f"missing control shard files (or pass --no-control): {', '.join(missing)}")
+        rep = audit_frames(frames, design, load(design), options, control=[pd.read_csv(p) for p in twins])
         scores = pd.concat(frames, ignore_index=True)
     else:
-        result = audit_training(design, options, progress=progress)
+        result = audit_training(design, options, progress=progress, control=not args.no_control)
         rep, scores = result.report, result.scores
+        if result.control is not None and len(result.control):
+            write_csv_atomic(result.control, out / "control.csv")
     if len(scores):
         write_csv_atomic(scores, out / "scores.csv")
     payload = rep.to_dict()

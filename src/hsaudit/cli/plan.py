@@ -132,7 +132,7 @@ def _time_byo(p, config: dict, models: int):
             if timing.early is not None:
                 pop = replace(pop, models=0, detail=f"{pop.detail}; no training: {timing.early} before training")
             else:
-                pop = replace(pop, timed_seconds=timing.seconds(audit.design),
+                pop = replace(pop, timed_seconds=timing.seconds(audit.design, control=audit.control),
                               detail=f"{pop.detail}; timed here: {timing.seconds_per_model:.3g} s per model, "
                                      f"{timing.shard_seconds:.3g} s per training job before its models, "
                                      f"{timing.check_seconds:.3g} s for the check")  # fmt: skip

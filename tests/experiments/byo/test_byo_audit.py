@@ -14,11 +14,15 @@ from hsaudit.accounting.gaussian import gaussian_epsilon, gdp_epsilon
 from hsaudit.audit.auditor import Crossing, HeldOut, Rays
 from hsaudit.experiments.byo.audit import (
     AuditOptions,
+    Control,
     accounting,
     basis_for,
+    control_copies,
+    control_epsilon,
     markdown,
     mu_for_epsilon,
     perfect_epsilon,
+    power,
     pre_training,
     region,
     report,
@@ -61,11 +65,11 @@ def test_a_claim_below_our_accountant_is_a_violation_before_any_training():
     assert not accounting(shuffled, 100).comparable  # no tight accountant for shuffling: not an accounting bug
 
 
-def test_underpowered_says_the_runs_it_needs():
+def test_too_few_runs_is_inconclusive_and_says_the_runs_it_needs():
     claim = full_batch(8.0)  # ε ≈ 40 at δ = 1e-5
     options = AuditOptions(rule=Crossing())
     early = pre_training(claim, 100, options, runs=20)
-    assert early.verdict == "underpowered" and early.epsilon_max < claim.epsilon
+    assert early.verdict == "inconclusive" and early.epsilon_max < claim.epsilon
     need = early.runs_needed
     assert perfect_epsilon(options, "gdp", delta=DELTA, out=need, into=need) > claim.epsilon
     assert perfect_epsilon(options, "gdp", delta=DELTA, out=int(need / 1.25), into=int(need / 1.25)) <= claim.epsilon
@@ -94,10 +98,10 @@ def test_the_verdict_is_valid_on_the_gaussian_mechanism(rule):
     assert leaky.count("violation") >= 9
 
 
-def test_no_evidence_is_zero():
+def test_no_evidence_is_zero_and_without_a_control_no_verdict_is_consistent():
     scores = {"score": np.zeros(200), "member": np.repeat([0, 1], 100)}
     rep = report(scores, full_batch(1.0), 100, AuditOptions(bootstrap=0))
-    assert rep.epsilon_hat == 0.0 and rep.verdict == "consistent"
+    assert rep.epsilon_hat == 0.0 and rep.verdict == "inconclusive" and "power was not measured" in rep.reason
 
 
 def test_joint_confidence_of_two_bound_rules():
@@ -158,3 +162,75 @@ def test_two_looks_each_pay_half_the_level():
     assert set(two.looks) == {"score", "score_iterates"} and two.epsilon_hat == pytest.approx(one.epsilon_hat)
     assert two.confidence == 0.95 and two.epsilon_hat < report(scores, full_batch(0.5), 100, options,
                                                                every_estimate=False).epsilon_hat  # fmt: skip
+
+
+# ---- the positive control and the power of a verdict -------------------------------------------------------------
+def _control(shift: float, n: int, seed: int, copies: int = 2) -> Control:
+    return Control(copies=copies, epsilon_worst=9.9, scores=_gaussian_scores(shift, n, seed))
+
+
+def test_the_control_is_the_canary_repeated_k_times_of_the_declared_mechanism():
+    """The full batch is exact: k copies are the Gaussian mechanism of k·μ (2k·μ under replace-one)."""
+    claim = full_batch(1.0)  # μ = 1
+    for k in (2, 3):
+        assert control_epsilon(claim, 100, k) == pytest.approx(gdp_epsilon(mu=k * 1.0, delta=DELTA), rel=1e-9)
+    poisson = Claim(epsilon=2.22, delta=DELTA, noise_multiplier=2.0, max_grad_norm=1.0, sampling="poisson",
+                    sample_rate=0.2, steps=20, neighbouring="add-remove")  # fmt: skip
+    one = control_epsilon(poisson, 200, 1)  # one copy: the subsampled Gaussian's own PLD (pessimistic, 1e-2)
+    assert one == pytest.approx(accounting(poisson, 200).epsilon, rel=2e-3) and one >= accounting(poisson, 200).epsilon
+    eps = [control_epsilon(poisson, 200, k) for k in (1, 2, 3, 4)]
+    assert eps == sorted(eps) and eps[1] < 2 * 2.22 * 1.2  # independent copies: about k times, not more
+    k, worst = control_copies(poisson, 200, 1.5)
+    assert k == 2 and worst >= 1.5 * 2.22 and control_epsilon(poisson, 200, 1) < 1.5 * 2.22
+    k3, worst3 = control_copies(poisson, 200, 2.5)  # 2.5 × the claim needs the third copy
+    assert k3 == 3 and worst3 >= 2.5 * 2.22 > control_epsilon(poisson, 200, 2)
+
+
+def test_consistent_needs_a_control_the_design_sees():
+    """The same audit scores (μ = 0.5 shift, claim μ = 1: no evidence) are consistent beside a control that the design
+    flags (μ = 3) and inconclusive beside one it cannot (μ = 0.5), with the advice."""
+    claim, scores = full_batch(1.0), _gaussian_scores(0.5, 300, 1)
+    options = AuditOptions(bootstrap=0, rule=Crossing(), power_resamples=40)
+    seen = report(scores, claim, 100, options, control=_control(3.0, 300, 2), every_estimate=False)
+    assert seen.verdict == "consistent" and seen.power.probability >= 0.8 and "flags it with probability" in seen.reason
+    blind = report(scores, claim, 100, options, control=_control(0.5, 300, 2), every_estimate=False, advice="do X")
+    assert blind.verdict == "inconclusive" and blind.power.probability < 0.8 and blind.reason.endswith("do X")
+    assert seen.epsilon_hat == blind.epsilon_hat  # the control decides the verdict, not the bound
+
+
+def test_the_power_is_the_rate_at_which_the_control_is_flagged():
+    """The bootstrap's probability against the rate measured over independent controls of the same law: each world of
+    200 models, the control μ = 1.25 against a claim of μ = 1 (the crossing rule; a boundary case, flagged in about half
+    of 100 independent draws). One control's estimate spreads widely there (sd ≈ 0.3, measured): the mean of 20 is
+    within 0.2 of the rate; far from the boundary (previous tests) it is 0 or 1."""
+    claim = full_batch(1.0)
+    options = AuditOptions(bootstrap=0, rule=Crossing(), power_resamples=100)
+    mu = 1.25
+
+    def worlds(seed: int) -> tuple[np.ndarray, np.ndarray]:
+        t = _gaussian_scores(mu, 200, seed)
+        return t["score"][t["member"] == 0], t["score"][t["member"] == 1]
+
+    truth = np.mean([report(_gaussian_scores(mu, 200, 100 + s), claim, 100, options, every_estimate=False).verdict
+                     == "violation" for s in range(100)])  # fmt: skip
+    estimates = [power(*worlds(300 + s), claim, 100, options, copies=2, epsilon_worst=9.9).probability
+                 for s in range(20)]  # fmt: skip
+    assert 0.3 < truth < 0.8 and abs(np.mean(estimates) - truth) < 0.2, (truth, estimates)
+
+
+def test_the_orientation_comes_from_the_control():
+    """A canary that lowers its own score: read one way the audit finds nothing; the control's models (the same
+    orientation, data the bound does not use) turn the reading, and the violation is found."""
+    claim, flip = full_batch(1.0), (lambda t: {"score": -t["score"], "member": t["member"]})
+    leaky = flip(_gaussian_scores(3.0, 300, 4))
+    options = AuditOptions(bootstrap=0, power_resamples=20)
+    assert report(leaky, claim, 100, options, every_estimate=False).epsilon_hat == 0.0
+    control = Control(copies=2, epsilon_worst=9.9, scores=flip(_gaussian_scores(4.0, 300, 5)))
+    rep = report(leaky, claim, 100, options, control=control, every_estimate=False)
+    assert rep.verdict == "violation" and rep.power.orientation == -1 and "the other way" in rep.reason
+
+
+def test_the_same_model_for_every_seed_is_a_violation_whatever_the_scores():
+    scores = {"score": np.zeros(200), "member": np.repeat([0, 1], 100)}
+    rep = report(scores, full_batch(1.0), 100, AuditOptions(bootstrap=0), same_model=True, every_estimate=False)
+    assert rep.verdict == "violation" and "same model for every seed" in rep.reason

@@ -129,11 +129,12 @@ def test_plan_times_a_users_training_here(tmp_path, capsys, monkeypatch):
     timing = time_training(design, models=4)
     assert timing.models == 4 and pause <= timing.seconds_per_model < pause + 0.1 and timing.early is None
     assert timing.check_seconds >= 4 * pause and timing.shard_seconds > 0  # the check trains 4 models
-    assert timing.seconds(design) == pytest.approx(20 * timing.seconds_per_model + 3 * timing.shard_seconds
-                                                   + timing.check_seconds)  # fmt: skip
-    assert Timing(2, 1.0, 10.0, 5.0).seconds(design) == 20 * 1.0 + 3 * 10.0 + 5.0
+    alone = 20 * timing.seconds_per_model + 3 * timing.shard_seconds  # the audit's 20 models in 3 jobs
+    assert timing.seconds(design, control=False) == pytest.approx(alone + timing.check_seconds)
+    assert timing.seconds(design) == pytest.approx(2 * alone + timing.check_seconds)  # and the control's
+    assert Timing(2, 1.0, 10.0, 5.0).seconds(design) == 2 * (20 * 1.0 + 3 * 10.0) + 5.0
     early = time_training(design, audit.options, models=4)  # 10 runs per world cannot exceed the claimed ε 11.5
-    assert early.early == "underpowered" and early.seconds(design) == 0.0
+    assert early.early == "inconclusive" and early.seconds(design) == 0.0
     with pytest.raises(ValueError, match="at least 2 models"):
         time_training(design, models=1)
 
@@ -147,11 +148,12 @@ def test_plan_times_a_users_training_here(tmp_path, capsys, monkeypatch):
         assert main([*target, "--time-byo", "4", "--json"]) == 0
         (row,) = _json(capsys)["audits"]
         if runs == 10:
-            assert row["models"] == 0 and row["cpu_hours"] == 0.0 and "no training: underpowered" in row["detail"]
+            assert row["models"] == 0 and row["cpu_hours"] == 0.0 and "no training: inconclusive" in row["detail"]
             assert main([*target, "--time-byo", "4"]) == 0
             (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("byo/slow/report")]
             assert "not priced" not in line and "0.0 s" in line  # priced: nothing to train
             continue
-        assert row["models"] == 400 and row["cpu_hours"] * 3600 == pytest.approx(row["timed_seconds"])
-        assert 400 * pause + 4 * pause <= row["timed_seconds"] < 400 * (pause + 0.1) + 4 * 15
+        # the audit's 400 models and the control's 400
+        assert row["models"] == 800 and row["cpu_hours"] * 3600 == pytest.approx(row["timed_seconds"])
+        assert 800 * pause + 4 * pause <= row["timed_seconds"] < 800 * (pause + 0.1) + 7 * 15
         assert "timed here" in row["detail"] and row["gpu_hours"] == 0.0

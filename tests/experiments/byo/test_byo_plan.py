@@ -30,7 +30,8 @@ def test_the_config_example_is_planned():
     audit = byo.audits["example"]
     assert audit.design.entry == config["byo"]["example"]["entry"] and isinstance(audit.options.rule, Rays)
     assert [t.path for t in byo.targets] == ["results/byo/example/report.md"]
-    assert byo.populations[0].models == 2 * audit.design.runs and byo.populations[0].root == audit.root
+    # the audit's 2R models and the positive control's 2R
+    assert byo.populations[0].models == 4 * audit.design.runs and byo.populations[0].root == audit.root
     assert plan({"seed": 1}).audits == {}
 
 
@@ -54,4 +55,8 @@ def test_an_early_verdict_needs_no_shard(tmp_path):
     (tmp_path / "early.json").write_text('{"early": {"verdict": "violation"}}')
     (tmp_path / "train.json").write_text('{"early": null}')
     assert shard_paths(audit, str(tmp_path / "early.json")) == []
-    assert shard_paths(audit, str(tmp_path / "train.json")) == [f"results/byo/x/shards/{i}.csv" for i in range(3)]
+    assert shard_paths(audit, str(tmp_path / "train.json")) == [
+        f"results/byo/x/{part}/{i}.csv" for part in ("shards", "control") for i in range(3)
+    ]
+    alone = plan({"byo": {"x": {"entry": "a.py:make", "shards": 3, "runs": 5, "control": False}}}).audits["x"]
+    assert shard_paths(alone, str(tmp_path / "train.json")) == [f"results/byo/x/shards/{i}.csv" for i in range(3)]

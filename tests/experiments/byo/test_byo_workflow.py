@@ -36,10 +36,13 @@ def test_byo_targets_end_to_end(workflow_copy):
     targets = ["results/byo/first/report.md", "results/byo/early/report.md"]
     run_snakemake(workdir, *targets, *config, timeout=600)
     first = (workdir / targets[0]).read_text()
-    assert first.startswith("# Audit of user_a/entries.py:correct") and "**Verdict: consistent**" in first
+    # 6 runs per world cannot see a leak of 1.5x the claim: the control says so
+    assert first.startswith("# Audit of user_a/entries.py:correct") and "**Verdict: inconclusive**" in first
+    assert "## Power (the positive control)" in first
     check_pdf(workdir / "results/byo/first/fig.pdf")
     assert len(pd.read_csv(workdir / "results/byo/first/scores.csv")) == 12
     assert len(list((workdir / "results/byo/first/shards").glob("*.csv"))) == 2
+    assert len(list((workdir / "results/byo/first/control").glob("*.csv"))) == 2
     early = (workdir / targets[1]).read_text()
     assert "**Verdict: violation** — accounting" in early
     assert not (workdir / "results/byo/early/shards").exists() and not (workdir / "results/byo/early/probe.json").exists()

@@ -58,11 +58,20 @@ CONTROLS = ["correct", "noise_larger", "steps_overcounted", "correct_white_box"]
 @pytest.mark.parametrize("name", CLEAR + CONTROLS)
 def test_small_zoo(name):
     """At R = 100 the clearest bugs are flagged and the controls are not (one seed each; the acceptance over 20 seeds
-    at the zoo's R is the study's)."""
+    at the zoo's R is the study's); a bug's control is not trained (a violation needs no power), and the correct
+    training's verdict is consistent with its power measured (an auditor that never, or always, says violation
+    fails here)."""
     z = BY_NAME[name]
     design = Design(entry=z.entry, canary=z.canary, background=z.background, runs=100, seed=7)
-    rep = audit_training(design, AuditOptions(seed=7, bootstrap=0)).report
-    assert rep.verdict == ("violation" if z.kind == "bug" else "consistent"), rep.reason
+    result = audit_training(design, AuditOptions(seed=7, bootstrap=0, power_resamples=50))
+    rep = result.report
+    if z.kind == "bug":
+        assert rep.verdict == "violation" and result.control is None, rep.reason
+        return
+    assert rep.verdict != "violation" and len(result.control) == len(result.scores), rep.reason
+    assert rep.power is not None and rep.power.copies >= 2 and rep.power.multiple >= 1.5
+    if name == "correct":
+        assert rep.verdict == "consistent" and rep.power.probability >= 0.8, rep.reason
 
 
 def test_the_harness_adds_nothing_to_the_engine():

@@ -15,12 +15,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hsaudit.experiments.byo.audit import AuditOptions, ByoReport, pre_training, report
+from hsaudit.experiments.byo.audit import AuditOptions, ByoReport, Control, control_copies, pre_training, report
 from hsaudit.engine.canaries import canary_type
 from hsaudit.experiments.byo.train.harness import (
     Loaded,
     Prepared,
+    advice,
     build_canary,
+    canary_changes_model,
     load,
     prepare,
     probe,
@@ -39,6 +41,7 @@ class Result:
 
     report: ByoReport
     scores: pd.DataFrame
+    control: pd.DataFrame | None = None
 
 
 def details(design: Design, prepared: Prepared | None = None, scores: pd.DataFrame | None = None) -> dict[str, Any]:
@@ -98,6 +101,7 @@ def audit_training(
     *,
     shards: Sequence[int] | None = None,
     progress: bool = False,
+    control: bool = True,
 ) -> Result:
     """Audit a user's training end to end.
 
@@ -106,9 +110,12 @@ def audit_training(
         options: how the scores are audited.
         shards: the shards to train (default all); a report of a subset audits the models trained so far.
         progress: tqdm bars over the models.
+        control: train the positive control (as many models again: the canary repeated k times in world 1,
+            :func:`~hsaudit.experiments.byo.audit.control_copies`), which measures the audit's power; without it
+            the verdict is at best ``inconclusive``.
 
     Returns:
-        The report and the scores (empty when the verdict needed no training).
+        The report, the scores (empty when the verdict needed no training) and the control's scores.
 
     Raises:
         ValueError: bad input (an entry that does not import, a bad claim, a training not deterministic in its
@@ -121,15 +128,27 @@ def audit_training(
     prepared = prepare(design, loaded)
     chosen = range(design.shards) if shards is None else shards
     scores = pd.concat([frame(train_shard(prepared, s, progress=progress)) for s in chosen], ignore_index=True)
-    rep = report(scores, loaded.training.claim, loaded.n, options, details=details(design, prepared, scores))
-    return Result(rep, scores)
+    claim = loaded.training.claim
+    same = not prepared.probe.seed_sensitive and canary_changes_model(prepared)
+    about = details(design, prepared, scores)
+    found = report(scores, claim, loaded.n, options, details=about, same_model=same, every_estimate=False)
+    checked = None
+    if control and found.verdict != "violation":  # a violation needs no power: its control is not trained
+        copies, worst = control_copies(claim, loaded.n, options.power_factor)
+        twin = prepare(design.control(copies), loaded, found=prepared.probe, canary=prepared.canary)
+        table = pd.concat([frame(train_shard(twin, s, progress=progress)) for s in chosen], ignore_index=True)
+        checked = Control(copies=copies, epsilon_worst=worst, scores=table)
+    rep = report(scores, claim, loaded.n, options, details=about, control=checked, same_model=same,
+                 advice=advice(design, prepared))  # fmt: skip
+    return Result(rep, scores, None if checked is None else checked.scores)
 
 
 def audit_frames(
     frames: Iterable[pd.DataFrame], design: Design, loaded: Loaded, options: AuditOptions,
-    prepared: Prepared | None = None,
+    prepared: Prepared | None = None, control: Iterable[pd.DataFrame] = (),
 ) -> ByoReport:  # fmt: skip
-    """The report of shards' score tables (written by separate jobs)."""
+    """The report of shards' score tables (written by separate jobs), with the control's (``control``: none, the
+    verdict is then at most inconclusive)."""
     scores = pd.concat(list(frames), ignore_index=True)
     if scores.empty:
         early = early_report(design, loaded, options)
@@ -138,7 +157,15 @@ def audit_frames(
         return early
     if scores["model"].duplicated().any():
         raise ValueError("the shards' scores repeat a model: shards of different designs were mixed")
-    return report(scores, loaded.training.claim, loaded.n, options, details=details(design, prepared, scores))
+    claim = loaded.training.claim
+    tables = list(control)
+    checked = None
+    if tables:
+        copies, worst = control_copies(claim, loaded.n, options.power_factor)
+        checked = Control(copies=copies, epsilon_worst=worst, scores=pd.concat(tables, ignore_index=True))
+    same = prepared is not None and not prepared.probe.seed_sensitive and canary_changes_model(prepared)
+    return report(scores, claim, loaded.n, options, details=details(design, prepared, scores), control=checked,
+                  same_model=same, advice=None if prepared is None else advice(design, prepared))  # fmt: skip
 
 
 def benchmark(design: Design, *, models: int = 40, repeats: int = 3) -> dict[str, float]:
@@ -250,12 +277,13 @@ class Timing:
     check_seconds: float
     early: str | None = None
 
-    def seconds(self, design: Design) -> float:
+    def seconds(self, design: Design, *, control: bool = True) -> float:
         """The estimated seconds of ``design``'s check and training jobs (none when the verdict needs no
-        training)."""
+        training); with the positive control, its shards too (as many models and jobs again)."""
         if self.early is not None:
             return 0.0
-        return design.models * self.seconds_per_model + design.shards * self.shard_seconds + self.check_seconds
+        parts = 2 if control else 1
+        return parts * (design.models * self.seconds_per_model + design.shards * self.shard_seconds) + self.check_seconds
 
 
 def time_training(design: Design, options: AuditOptions | None = None, *, models: int = 8) -> Timing:

@@ -3,10 +3,13 @@
 The verdict (docs/byo.md "The verdict"), stated at confidence c:
 
 - ``violation``: the claimed ε is below what our accountant gives for the declared mechanism (an accounting bug,
-  found without training), or the valid lower bound ε̂ exceeds the claimed ε;
-- ``underpowered``: even perfectly separated scores could not give an ε̂ above the claim with these runs (the report
-  says how many runs per world would be needed);
-- ``consistent``: otherwise — the audit found no evidence against the claim (not a proof of it).
+  found without training), the training gives the same model for every seed while the canary changes it, or the
+  valid lower bound ε̂ exceeds the claimed ε;
+- ``consistent``: no evidence against the claim *and* the audit has power: the same design flags a positive
+  control — the user's training with the canary repeated k times, which leaks a known multiple of the claim through
+  it (:class:`Power`) — with probability at least the target; the report states that probability;
+- ``inconclusive``: otherwise — too few runs for any ε̂ to exceed the claim (decided before training), or a control
+  the design does not see (the report names the reason and the change that gives the audit its power).
 
 ε̂ comes from one threshold rule fixed in advance (:class:`AuditOptions`, default rays), at joint confidence c: a rule
 whose ε̂ rests on two one-sided Clopper–Pearson bounds (held-out) gets c' = 1 − (1 − c)/2 per bound; trying both
@@ -42,6 +45,7 @@ from hsaudit.accounting.gaussian import (
     default_epsilon_grid,
     gaussian_epsilon,
     gdp_epsilon,
+    mixture_gaussian_epsilon,
     tradeoff_from_deltas,
 )
 from hsaudit.accounting.last_iterate import heuristic_epsilon
@@ -66,7 +70,7 @@ class Claim(Protocol):
     def to_dict(self) -> dict[str, Any]: ...
 
 
-VERDICTS = ("violation", "consistent", "underpowered")
+VERDICTS = ("violation", "consistent", "inconclusive")
 RULES = ("rays", "crossing", "held-out")
 """The verdict's rules a config or the CLI may name (all valid)."""
 BASES = ("auto", "gdp", "assumption-free")
@@ -97,6 +101,11 @@ class AuditOptions:
             held-out row of the report.
         bootstrap: resamples of the point estimates' intervals (0: none).
         seed: seed of the held-out split, the rays' calibration and the bootstrap.
+        power_factor: the positive control repeats the canary k times, the least k ≥ 2 whose worst case for the
+            declared mechanism is at least this multiple of the claimed ε (:func:`control_copies`).
+        power_target: the probability of flagging the control that a ``consistent`` verdict needs; below it the
+            verdict is ``inconclusive``.
+        power_resamples: bootstrap resamples of the control's models that measure that probability (:func:`power`).
     """
 
     confidence: float = 0.95
@@ -106,6 +115,9 @@ class AuditOptions:
     selection_fraction: float = 0.5
     bootstrap: int = 200
     seed: int = 0
+    power_factor: float = 1.5
+    power_target: float = 0.8
+    power_resamples: int = 100
 
     def __post_init__(self) -> None:
         if not 0.0 < float(self.confidence) < 1.0:
@@ -118,6 +130,12 @@ class AuditOptions:
             raise ValueError(f"basis must be one of {', '.join(BASES)}, got {self.basis!r}")
         if not 0.0 < float(self.selection_fraction) < 1.0:
             raise ValueError(f"selection_fraction must be in (0, 1), got {self.selection_fraction!r}")
+        if not float(self.power_factor) > 1.0:
+            raise ValueError(f"power_factor must be > 1 (a leak larger than the claim), got {self.power_factor!r}")
+        if not 0.0 < float(self.power_target) < 1.0:
+            raise ValueError(f"power_target must be in (0, 1), got {self.power_target!r}")
+        if int(self.power_resamples) != self.power_resamples or self.power_resamples < 10:
+            raise ValueError(f"power_resamples must be an integer >= 10, got {self.power_resamples!r}")
 
     def auditor(self, rule: ThresholdRule, delta: float) -> Auditor:
         """The auditor of ``rule`` at joint confidence c (per bound c' = 1 − (1 − c)/2 for two-bound rules)."""
@@ -354,6 +372,145 @@ def runs_needed(
     return None
 
 
+# ---- the positive control ----------------------------------------------------------------------------------------------
+MAX_COPIES = 64
+"""The most copies of the canary a positive control repeats (a claim far above the declared mechanism's ε needs
+many: the control then says the multiple it reached)."""
+
+
+CONTROL_DISCRETIZATION = 1e-2
+"""The PLD discretisation of :func:`control_epsilon` under Poisson sampling: dp-accounting's pessimistic estimate,
+so the figure errs upwards (by ≈ 1e-3 at ε ≈ 2–11 against 1e-3; 0.3–0.7 s against 2–5 s); it picks k and states
+the control's size, it is no bound of the verdict."""
+
+
+def control_epsilon(claim: Claim, n: int, copies: int) -> float:
+    """The worst case, for the declared mechanism, of a training whose world 1 holds ``copies`` copies of the canary:
+    its ε at the claim's δ.
+
+    The full batch is exact: k copies add k·C (2kC under replace-one) to every step's sum, μ = k·sens·√T/σ. Poisson
+    sampling: each copy joins a step independently with probability q, so a step's shift is Binomial(k, q)·C — the
+    mixture-of-Gaussians mechanism (dp-accounting) composed T times; under replace-one the same with 2C, an upper
+    figure. Shuffled and fixed-size batches: the declared mechanism's bound at σ/k (k copies shift a step by at most
+    k·C), an upper figure.
+    """
+    q = claim.sampling_rate(n)
+    k, sigma, steps, delta = int(copies), float(claim.noise_multiplier), int(claim.steps), float(claim.delta)
+    sens = 2.0 if claim.neighbouring == "replace-one" else 1.0
+    if q >= 1.0:
+        return gdp_epsilon(mu=k * sens * math.sqrt(steps) / sigma, delta=delta)
+    if claim.sampling == "poisson":
+        probs = special.comb(k, np.arange(k + 1)) * q ** np.arange(k + 1) * (1.0 - q) ** (k - np.arange(k + 1))
+        return mixture_gaussian_epsilon(standard_deviation=sigma, sensitivities=sens * np.arange(k + 1),
+                                        probabilities=probs / probs.sum(), delta=delta, compositions=steps,
+                                        discretization=CONTROL_DISCRETIZATION)  # fmt: skip
+    return accounting(dataclasses.replace(claim, noise_multiplier=sigma / k), n).epsilon
+
+
+def control_copies(claim: Claim, n: int, factor: float) -> tuple[int, float]:
+    """The copies k of the positive control — the least k ≥ 2 (at most :data:`MAX_COPIES`) whose worst case
+    (:func:`control_epsilon`) is at least ``factor`` × the claimed ε — and that worst case."""
+    target = float(factor) * float(claim.epsilon)
+    one = max(accounting(claim, n).epsilon, 1e-9)
+    k = int(min(MAX_COPIES, max(2, math.floor(target / one))))  # ε grows about linearly in k: start near the answer
+    eps = control_epsilon(claim, n, k)
+    while eps < target and k < MAX_COPIES:
+        k += 1
+        eps = control_epsilon(claim, n, k)
+    while k > 2:
+        lower = control_epsilon(claim, n, k - 1)
+        if lower < target:
+            break
+        k, eps = k - 1, lower
+    return k, eps
+
+
+@dataclass(frozen=True)
+class Power:
+    """What the positive control measured: the same design (canary, background, score, rule, runs, confidence) on the
+    user's training with the canary repeated ``copies`` times in world 1.
+
+    k copies of the canary make its contribution to every step k times larger, as noise σ/k would for one copy (the
+    full batch: exactly the Gaussian mechanism of σ/k for the canary's direction); so the control is a version of the
+    user's own training that leaks a known amount more through this canary. Under Poisson sampling the k copies are
+    sampled independently, which leaks less than σ/k: the control is the milder of the two.
+
+    Attributes:
+        copies: k.
+        epsilon_worst: the worst case of the control for the declared mechanism (:func:`control_epsilon`).
+        multiple: ``epsilon_worst`` / the claimed ε.
+        epsilon_hat: the control's own ε̂ (the verdict's rule, basis and confidence).
+        probability: the share of bootstrap resamples of the control's models (each world resampled with
+            replacement at its size) whose ε̂ exceeds the claim: the estimated probability that this design flags a
+            training leaking ``multiple`` × the claim through this canary.
+        resamples: the bootstrap's resamples.
+        target: the probability a ``consistent`` verdict needs.
+        orientation: +1 when the control's canary raises its score (the scores' convention), −1 when it lowers it
+            (the audit then reads the scores the other way: decided on the control's models, which the verdict's
+            bound does not use).
+        runs_out, runs_in: the control's models in each world.
+    """
+
+    copies: int
+    epsilon_worst: float
+    multiple: float
+    epsilon_hat: float
+    probability: float
+    resamples: int
+    target: float
+    orientation: int
+    runs_out: int
+    runs_in: int
+
+    @property
+    def enough(self) -> bool:
+        return self.probability >= self.target
+
+    def statement(self) -> str:
+        """The power in a sentence."""
+        return (f"the same audit of this training with the canary repeated {self.copies} times — for the declared "
+                f"mechanism a leak of up to {self.multiple:.3g}× the claim (ε ≤ {self.epsilon_worst:.4g}) — flags it "
+                f"with probability {self.probability:.2f} (bootstrap of {self.runs_out} + {self.runs_in} control "
+                f"models, {self.resamples} resamples; the control's own ε̂ = {self.epsilon_hat:.4g})")  # fmt: skip
+
+
+def orientation(control_out: npt.ArrayLike, control_in: npt.ArrayLike) -> int:
+    """+1 when the control's canary raises the median score, −1 when it lowers it (ties: +1)."""
+    return 1 if float(np.median(control_in)) >= float(np.median(control_out)) else -1
+
+
+def power(
+    control_out: npt.ArrayLike,
+    control_in: npt.ArrayLike,
+    claim: Claim,
+    n: int,
+    options: AuditOptions,
+    *,
+    copies: int,
+    epsilon_worst: float,
+    looks: int = 1,
+) -> Power:
+    """The probability that this design flags the positive control, by bootstrap of its models (the scores already
+    oriented, see :func:`orientation`); each resample is audited as the verdict audits (rule, basis, confidence,
+    ``looks``: the verdict's number of looks, whose Bonferroni share each pays)."""
+    c0, c1 = np.asarray(control_out, dtype=float), np.asarray(control_in, dtype=float)
+    per_look = _per_look(options, looks)
+    found = _verdict_before(claim, n, per_look, c0.size, c1.size)
+    basis = found["basis"]
+    auditor = per_look.auditor(_rule_for(per_look, basis), claim.delta)
+    own = _epsilon(auditor, basis, c0, c1)
+    rng = np.random.default_rng([int(options.seed), 7531])
+    flagged = 0
+    for _ in range(int(options.power_resamples)):
+        r0 = c0[rng.integers(c0.size, size=c0.size)]
+        r1 = c1[rng.integers(c1.size, size=c1.size)]
+        flagged += _epsilon(auditor, basis, r0, r1) > claim.epsilon
+    return Power(copies=int(copies), epsilon_worst=float(epsilon_worst), multiple=float(epsilon_worst) / claim.epsilon,
+                 epsilon_hat=own, probability=flagged / int(options.power_resamples),
+                 resamples=int(options.power_resamples), target=float(options.power_target),
+                 orientation=1, runs_out=int(c0.size), runs_in=int(c1.size))  # fmt: skip
+
+
 # ---- the report ------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ByoReport:
@@ -368,13 +525,15 @@ class ByoReport:
         basis: ``"gdp"`` or ``"assumption-free"``; ``basis_reason`` says why.
         rule: the verdict's rule name; ``confidence``: its joint confidence; ``directions``.
         epsilon_hat: the verdict's valid lower bound (0 without evidence; None when nothing was trained).
-        epsilon_max: the ε̂ of perfectly separated scores with these runs.
+        epsilon_max: the ε̂ of perfectly separated scores with these runs (what no scores can beat: it decides
+            "too few runs" before training; it is not the audit's power, which ``power`` measures).
         runs_out, runs_in: models without and with the canary (the design's runs per world before training).
-        runs_needed: runs per world that could exceed the claim, when underpowered (None: beyond the search).
+        runs_needed: runs per world that could exceed the claim, when there are too few (None: beyond the search).
         estimates: every estimate of the scores (rules, one-run bounds, point estimates), one dict each.
         details: what the design and the check recorded (entry, canary, background, probe, seconds).
         looks: the verdict's ε̂ of each score it looked at (``score``: the final model; ``score_iterates``: the
             white-box statistic of a recording training), each at confidence 1 − (1 − c)/len(looks).
+        power: what the positive control measured (None: no control was trained).
     """
 
     verdict: str
@@ -395,6 +554,7 @@ class ByoReport:
     estimates: tuple[dict[str, Any], ...] = ()
     details: Mapping[str, Any] = field(default_factory=dict)
     looks: Mapping[str, float] = field(default_factory=dict)
+    power: Power | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (non-finite floats as None): the verdict first."""
@@ -420,6 +580,7 @@ class ByoReport:
             "accounting": {k: v for k, v in dataclasses.asdict(self.accounting).items() if k != "deltas"},
             "estimates": [dict(e) for e in self.estimates],
             "looks": dict(self.looks),
+            "power": None if self.power is None else dict(dataclasses.asdict(self.power), statement=self.power.statement()),
             "details": dict(self.details),
         }
         return _jsonable(out)
@@ -461,10 +622,10 @@ def _verdict_before(claim: Claim, n: int, options: AuditOptions, runs_out: int, 
         more = f"about {needed} runs per world could" if needed else f"more than {MAX_RUNS} runs per world would"
         return dict(
             common,
-            verdict="underpowered",
+            verdict="inconclusive",
             runs_needed=needed,
-            reason=f"even perfectly separated scores give at most ε̂ = {eps_max:.4g} ≤ the claimed {claim.epsilon:.4g} "
-            f"with {runs_out} + {runs_in} runs ({rule}, {basis}); {more} exceed it",
+            reason=f"too few runs: even perfectly separated scores give at most ε̂ = {eps_max:.4g} ≤ the claimed "
+            f"{claim.epsilon:.4g} with {runs_out} + {runs_in} runs ({rule}, {basis}); {more} exceed it",
         )
     return common
 
@@ -549,6 +710,17 @@ def _gdp_eps(mu: float, delta: float) -> float:
     return gdp_epsilon(mu=max(mu, 0.0), delta=delta) if mu > 0 else 0.0
 
 
+@dataclass(frozen=True, eq=False)
+class Control:
+    """The positive control's models: ``copies`` copies of the canary in world 1 (:meth:`Design.control`), the
+    worst case of that for the declared mechanism (:func:`control_epsilon`) and the scores table (``score``,
+    ``member``)."""
+
+    copies: int
+    epsilon_worst: float
+    scores: Any
+
+
 def report(
     scores: Any,
     claim: Claim,
@@ -557,8 +729,23 @@ def report(
     *,
     details: Mapping[str, Any] | None = None,
     every_estimate: bool = True,
+    control: Control | None = None,
+    same_model: bool = False,
+    advice: str | None = None,
 ) -> ByoReport:
     """The report of the scores of an audit (columns ``score``, higher ⇒ canary present, and ``member``, 0/1).
+
+    The verdict: ``violation`` when the claim is below our accountant's ε (no training needed), when the training
+    gives the same model for every seed while the canary changes it (``same_model``: a deterministic output that
+    depends on one example is not (ε, δ)-DP for any ε with δ < 1), or when ε̂ exceeds the claimed ε;
+    ``consistent`` when it does not and the positive control (``control``) is flagged with probability at least
+    ``options.power_target`` (:func:`power`); ``inconclusive`` otherwise (too few runs for any ε̂ to exceed the
+    claim, no control, or a control this design does not see), with the reason and ``advice``: the one change that
+    would give the audit its power.
+
+    The scores' orientation comes from the control's models (:func:`orientation`), which the verdict's bound does
+    not read: a canary that lowers its own score is read the other way round (with ``directions="both"`` both ways
+    are paid for instead).
 
     Args:
         scores: a table (DataFrame or mapping of columns) with ``score`` and ``member``.
@@ -567,6 +754,9 @@ def report(
         options: the audit's options.
         details: what to carry into the report (design, probe, timings).
         every_estimate: also compute :func:`estimates` (False: the verdict alone, for studies of many seeds).
+        control: the positive control's models, or None (the verdict is then at best ``inconclusive``).
+        same_model: the training gave the same model for two seeds while the canary changed it.
+        advice: the change that would give an inconclusive audit its power (shown in its reason).
 
     Raises:
         ValueError: scores that are not finite or of the wrong shape; a world without models.
@@ -581,30 +771,68 @@ def report(
     per_look = _per_look(options, len(columns))
     found = _verdict_before(claim, n, per_look, s0.size, s1.size)
     basis = found["basis"]
+    checked = None
+    sign = 1
+    if control is not None:
+        c, cm = _scores(control.scores)
+        if c[~cm].size == 0 or c[cm].size == 0:
+            raise ValueError("both worlds of the control need models")
+        if options.directions == "one":
+            sign = orientation(c[~cm], c[cm])
+        checked = dataclasses.replace(
+            power(sign * c[~cm], sign * c[cm], claim, n, options, copies=control.copies,
+                  epsilon_worst=control.epsilon_worst, looks=len(columns)),
+            orientation=sign,
+        )  # fmt: skip
     auditor = per_look.auditor(_rule_for(per_look, basis), claim.delta)
-    looks = {name: _epsilon(auditor, basis, v[~m], v[m]) for name, v in columns.items()}
+    looks = {name: _epsilon(auditor, basis, sign * v[~m], sign * v[m]) for name, v in columns.items()}
     top = max(looks, key=looks.get)
     eps_hat = looks[top]
     of = "" if len(looks) == 1 else f" of {LOOKS[top]}, each of {len(looks)} looks at {per_look.confidence:g}"
-    if "verdict" not in found:
-        if eps_hat > claim.epsilon:
+    flipped = "" if sign == 1 else ", the scores read the other way (the control's canary lowers its score)"
+    if "verdict" not in found or found["verdict"] == "inconclusive":
+        why_early = found.get("reason")
+        if same_model:
+            found.update(
+                verdict="violation",
+                reason="the training gives the same model for every seed, and the canary changes it: no noise, or noise "
+                "reused across runs (a deterministic output that depends on one example is not (ε, δ)-DP for any "
+                "ε with δ < 1)",
+            )
+        elif eps_hat > claim.epsilon:
             found.update(
                 verdict="violation",
                 reason=f"the valid lower bound ε̂ = {eps_hat:.4g}{of} ({found['rule']}, {basis}, confidence "
-                f"{options.confidence:g}) exceeds the claimed ε = {claim.epsilon:.4g} at δ = {claim.delta:g}",
+                f"{options.confidence:g}{flipped}) exceeds the claimed ε = {claim.epsilon:.4g} at δ = {claim.delta:g}",
+            )
+        elif why_early is not None:
+            pass  # too few runs: inconclusive, said before training
+        elif checked is None:
+            found.update(
+                verdict="inconclusive",
+                reason=f"ε̂ = {eps_hat:.4g}{of} does not exceed the claimed ε = {claim.epsilon:.4g}, but the audit's "
+                "power was not measured (no positive control)",
+            )
+        elif checked.enough:
+            found.update(
+                verdict="consistent",
+                reason=f"ε̂ = {eps_hat:.4g}{of} ({found['rule']}, {basis}, confidence {options.confidence:g}{flipped}) "
+                f"does not exceed the claimed ε = {claim.epsilon:.4g}; {checked.statement()}",
             )
         else:
             found.update(
-                verdict="consistent",
-                reason=f"ε̂ = {eps_hat:.4g}{of} ({found['rule']}, {basis}, confidence {options.confidence:g}) does not "
-                f"exceed the claimed ε = {claim.epsilon:.4g}; this audit could have shown up to {found['epsilon_max']:.4g}",
+                verdict="inconclusive",
+                reason=f"ε̂ = {eps_hat:.4g}{of} does not exceed the claimed ε = {claim.epsilon:.4g}, but this design "
+                f"cannot see a leak of that size: {checked.statement()}, below the {checked.target:g} a verdict needs"
+                + (f"; to give it power: {advice}" if advice else ""),
             )
     found["confidence"] = float(options.confidence)
     return ByoReport(
         **found,
         epsilon_hat=eps_hat,
         looks=looks,
-        estimates=tuple(estimates(s0, s1, delta=claim.delta, options=options)) if every_estimate else (),
+        power=checked,
+        estimates=tuple(estimates(sign * s0, sign * s1, delta=claim.delta, options=options)) if every_estimate else (),
         details=dict(details or {}),
     )
 
@@ -633,12 +861,20 @@ def markdown(rep: Mapping[str, Any], *, figure: str | None = None) -> str:
         f"| last-iterate heuristic | {_fmt(acc['heuristic'])} | what a final-model audit of a correct implementation "
         "can reach (Steinke et al. 2025, Thm 1) |",
         f"| ε̂ (verdict) | {_fmt(rep['epsilon_hat'])} | valid lower bound: {rep['rule']}, {rep['basis']}, confidence "
-        f"{rep['confidence']:g}, {rep['directions']} direction(s) |",
-        f"| largest ε̂ possible | {_fmt(rep['epsilon_max'])} | perfectly separated scores, {rep['runs_out']} + "
-        f"{rep['runs_in']} runs |",
+        f"{rep['confidence']:g}, {'both directions' if rep['directions'] == 'both' else 'one direction'} |",
         "",
         f"Basis: {rep['basis']} — {rep['basis_reason']}.",
     ]
+    pw = rep.get("power")
+    if pw:
+        lines += ["", "## Power (the positive control)", "",
+                  f"The same design on your training with the canary repeated {pw['copies']} times (a leak of "
+                  f"{_fmt(pw['multiple'])}× the claim through this canary for the declared mechanism): the control's "
+                  f"ε̂ = {_fmt(pw['epsilon_hat'])}; flagged in {_fmt(pw['probability'])} of {pw['resamples']} bootstrap "
+                  f"resamples of its {pw['runs_out']} + {pw['runs_in']} models (a consistent verdict needs "
+                  f"{_fmt(pw['target'])})."
+                  + ("" if pw["orientation"] == 1 else " The control's canary lowers its score: the verdict reads "
+                     "the scores the other way.")]  # fmt: skip
     if rep.get("runs_needed") is not None:
         lines.append(f"Runs per world that could exceed the claim: about {rep['runs_needed']}.")
     if len(rep.get("looks") or {}) > 1:

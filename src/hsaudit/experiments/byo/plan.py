@@ -37,6 +37,10 @@ DEFAULTS: dict[str, Any] = {
     "rule": "rays",
     "directions": "one",
     "basis": "auto",
+    "control": True,
+    "power_factor": 1.5,
+    "power_target": 0.8,
+    "power_resamples": 100,
     "threads": 1,
     "resources": {"mem_mb": 4000, "runtime": 120},
 }
@@ -84,6 +88,7 @@ class ByoAudit:
         options: how it is audited.
         threads: torch threads per job.
         resources: ``mem_mb`` and ``runtime`` (minutes) per job.
+        control: whether the positive control is trained (its shards under ``control/``, as many as the audit's).
     """
 
     name: str
@@ -91,6 +96,7 @@ class ByoAudit:
     options: AuditOptions
     threads: int = 1
     resources: Mapping[str, int] | None = None
+    control: bool = True
 
     @property
     def root(self) -> str:
@@ -138,6 +144,9 @@ def audit_from(name: str, entry: Mapping[str, Any], *, seed: int) -> ByoAudit:
             directions=str(values["directions"]),
             basis=str(values["basis"]),
             seed=design.seed,
+            power_factor=float(values["power_factor"]),
+            power_target=float(values["power_target"]),
+            power_resamples=int(values["power_resamples"]),
         )
     except ValueError as err:
         raise ValueError(f"byo.{name}: {err}") from None
@@ -147,6 +156,7 @@ def audit_from(name: str, entry: Mapping[str, Any], *, seed: int) -> ByoAudit:
         options=options,
         threads=int(values["threads"]),
         resources={**DEFAULTS["resources"], **dict(values["resources"] or {})},
+        control=bool(values["control"]),
     )
 
 
@@ -160,7 +170,7 @@ def plan(config: Mapping[str, Any]) -> ByoPlan:
             root=a.root,
             figures=(f"byo/{name}/report",),  # the id of its target, results/byo/<name>/report.md
             model="user",
-            models=a.design.models,
+            models=a.design.models * (2 if a.control else 1),  # the audit's models and the control's
             steps=int((a.design.setting.steps if a.design.setting else (a.design.claim or {}).get("steps", 0)) or 0),
             batch=0,
             role=f"{a.design.canary} canary, {a.design.background} background",
@@ -174,11 +184,13 @@ def plan(config: Mapping[str, Any]) -> ByoPlan:
 
 def shard_paths(audit: ByoAudit, claim_json: str) -> list[str]:
     """The shard score files the audit's report reads: none when the checkpoint's ``claim.json`` (rule
-    ``assess_byo_claim``) holds a verdict that needed no training, else one per shard."""
+    ``assess_byo_claim``) holds a verdict that needed no training, else one per shard of the audit (``shards/``)
+    and, with the control, one per shard of the control (``control/``)."""
     with open(claim_json) as fh:
         if json.load(fh)["early"] is not None:
             return []
-    return [f"{audit.root}/shards/{i}.csv" for i in range(audit.design.shards)]
+    parts = ("shards", "control") if audit.control else ("shards",)
+    return [f"{audit.root}/{part}/{i}.csv" for part in parts for i in range(audit.design.shards)]
 
 
 def audit_details(audit: ByoAudit) -> dict[str, Any]:

@@ -273,8 +273,8 @@ def train_batch(step: Step, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor | 
     noise_index = torch.zeros_like(index) if step.noise_key == "constant" else index
     theta = theta0(step).repeat(m, 1)
     trainable = _trainable(step)
-    carrier = None if w is None or not bool((w != 0).any()) else int(torch.nonzero(w)[0, 0])
-    extra = None if carrier is None else float(w[carrier]) * direction[:trainable]
+    carriers = [] if w is None else [int(c) for c in torch.nonzero(w).flatten()]  # the canary's rows (k for a control)
+    extras = {c: float(w[c]) * direction[:trainable] for c in carriers}
     perms: list = [None] * m
     for t in range(1, step.steps + 1):
         total = torch.zeros(m, trainable)
@@ -292,25 +292,26 @@ def train_batch(step: Step, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor | 
             parts = _parts(step, theta, x, y)
             sq = _first_use_norms2(step, parts, x) if step.clipping == "first_use" else _norms2(parts)
             weights = member.clone()
-            if carrier is not None:  # the gradient canary's row: its data gradient plus the term, taken whole
-                row = _row(parts, carrier) + extra
-                weights[:, carrier] = 0.0
+            rows = {}
+            for c in carriers:  # the gradient canary's rows: their data gradient plus the term, taken whole
+                rows[c] = _row(parts, c) + extras[c]
+                weights[:, c] = 0.0
             if step.clipping == "none":
                 g = _weighted_sum(parts, weights)
-                if carrier is not None:
-                    g += member[:, carrier, None] * row
+                for c, row in rows.items():
+                    g += member[:, c, None] * row
             elif step.clipping == "batch":  # the batch's mean gradient clipped, as if it were one example's
                 g = _weighted_sum(parts, weights)
-                if carrier is not None:
-                    g += member[:, carrier, None] * row
+                for c, row in rows.items():
+                    g += member[:, c, None] * row
                 mean_g = g / step.batch
                 g = mean_g * (step.clip / (mean_g.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0) * step.batch
             else:
                 factor = (step.clip / (sq.sqrt() + 1e-6)).clamp(max=1.0)
                 g = _weighted_sum(parts, weights * factor)
-                if carrier is not None:
+                for c, row in rows.items():
                     row_factor = (step.clip / (row.norm(dim=1, keepdim=True) + 1e-6)).clamp(max=1.0)
-                    g += member[:, carrier, None] * row_factor * row
+                    g += member[:, c, None] * row_factor * row
             total += g
         noise = counter_normals(NOISE_KEY, noise_index, 1 if step.noise_key == "step" else t, trainable)
         total += step.noise_factor * step.sigma * step.clip * noise

@@ -252,27 +252,30 @@ class Worlds:
     """The two training sets of an audit: the background without (bit 0) and with (bit 1) the canary.
 
     Add-remove: world 1 is the background plus the canary's row. Replace-one: world 1 is the background with row
-    ``replaced`` changed into the canary's row, so both have the same size.
+    ``replaced`` changed into the canary's row, so both have the same size. A positive control (``copies`` = k > 1)
+    puts k copies of the canary's row in world 1 (replacing rows ``replaced`` … under replace-one).
     """
 
     x: torch.Tensor
     y: torch.Tensor
     canary: InputCanary | GradientCanary | None
     neighbouring: str
-    replaced: int | None = None
+    replaced: int | tuple[int, ...] | None = None
+    copies: int = 1
 
     def dataset(self, member: bool) -> TensorDataset:
         x, y = self.x, self.y
         gradient = isinstance(self.canary, GradientCanary)
         w = torch.zeros(x.shape[0], dtype=torch.float32)
         if member and self.canary is not None:
-            cx = torch.as_tensor(self.canary.x, dtype=x.dtype)[None]
-            cy = torch.as_tensor(self.canary.y, dtype=y.dtype).reshape(1)
-            cw = torch.tensor([self.canary.norm if gradient else 0.0])
+            k = int(self.copies)
+            cx = torch.as_tensor(self.canary.x, dtype=x.dtype)[None].repeat(k, *[1] * (x.dim() - 1))
+            cy = torch.as_tensor(self.canary.y, dtype=y.dtype).reshape(1).repeat(k)
+            cw = torch.full((k,), float(self.canary.norm) if gradient else 0.0)
             if self.neighbouring == "replace-one":
-                j = int(self.replaced)
+                rows = list(np.atleast_1d(self.replaced))[:k]
                 x, y, w = x.clone(), y.clone(), w.clone()
-                x[j], y[j], w[j] = cx[0], cy[0], cw[0]
+                x[rows], y[rows], w[rows] = cx, cy, cw
             else:
                 x, y, w = torch.cat([x, cx]), torch.cat([y, cy]), torch.cat([w, cw])
         if gradient:
@@ -296,10 +299,19 @@ def make_worlds(
     bx, by = background(design.background)(
         x[keep], y[keep], size=design.background_size, seed=design.stream("background")
     )
-    replaced = None
+    replaced: int | tuple[int, ...] | None = None
     if neighbouring == "replace-one":
-        replaced = int(np.random.default_rng(design.stream("replaced")).integers(bx.shape[0]))
-    return Worlds(torch.as_tensor(bx), torch.as_tensor(by), canary, neighbouring, replaced)
+        rng = np.random.default_rng(design.stream("replaced"))
+        if design.copies == 1:  # the audit's draw, as before controls existed
+            replaced = int(rng.integers(bx.shape[0]))
+        else:
+            if design.copies > bx.shape[0]:
+                raise ValueError(f"a control of {design.copies} copies replaces more rows than the background's "
+                                 f"{bx.shape[0]}")  # fmt: skip
+            first = int(rng.integers(bx.shape[0]))
+            others = [int(j) for j in rng.permutation(bx.shape[0]) if j != first][: design.copies - 1]
+            replaced = (first, *others)
+    return Worlds(torch.as_tensor(bx), torch.as_tensor(by), canary, neighbouring, replaced, design.copies)
 
 
 # ---- training and scores --------------------------------------------------------------------------------------------
@@ -485,6 +497,31 @@ def probe(
         classes=classes,
     )
     return found, models[0]
+
+
+def canary_changes_model(prepared: Prepared) -> bool:
+    """Whether the canary changes the model of one seed (model 0's): for a training that gives the same model for
+    every seed, a change is a deterministic leak (noise absent or reused across runs)."""
+    seed = prepared.design.model_seed(0)
+    models = [train_models(prepared.training, prepared.worlds.dataset(b), [seed])[0] for b in (False, True)]
+    a, b = (flat_parameters(m).to(torch.float64) for m in models)
+    return not _same(a, b)
+
+
+def advice(design: Design, prepared: Prepared) -> str:
+    """The one change most likely to give an audit of ``design`` its power (shown when it is inconclusive), in the
+    order that matters: θ0 first (its variance across seeds hides any canary), then the audit setting (few
+    full-batch steps, where a final-model audit can be tight), then the canary, then the runs."""
+    if getattr(prepared.probe, "theta0", None) == "varies with the seed":
+        return ("hold θ0 fixed: let train accept init_seed and draw the model's initialisation from it, the rest from "
+                "seed (docs/byo.md, 'θ0 first')")  # fmt: skip
+    if design.setting is None:
+        return ("run the training in the audit setting (--audit-setting: a few full-batch steps at a σ calibrated to "
+                "ε = 4, where a final-model audit can be tight)")  # fmt: skip
+    if canary_type(design.canary).kind != "gradient":
+        return ("a canary the training cannot dilute: --canary dirac --background blank where the loss takes the "
+                "canary's term, else more runs than " + str(design.runs))  # fmt: skip
+    return f"more runs per world than {design.runs}"
 
 
 def build_canary(

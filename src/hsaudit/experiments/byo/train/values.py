@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -244,6 +244,10 @@ class Design:
         setting: the cheap configuration the training is asked to run in, or None for the user's own.
         claim: values that replace the claim ``make()`` states (a mapping of claim keys), or None.
         data: a ``.npz`` file with arrays ``x`` and ``y`` to use instead of ``make().dataset()``, or None.
+        copies: the canary's rows in a model of world 1 (1: the audit; k > 1: the positive control, whose canary
+            leaks k times more through the same insertion, see :func:`control`). A control's bits and model seeds
+            are streams of their own, so its models are independent of the audit's; the canary, the background and
+            the replaced rows are the audit's.
     """
 
     entry: str
@@ -256,11 +260,12 @@ class Design:
     setting: AuditSetting | None = None
     claim: Mapping[str, Any] | None = None
     data: str | None = None
+    copies: int = 1
 
     def __post_init__(self) -> None:
         if not isinstance(self.entry, str) or ":" not in self.entry:
             raise ValueError(f"entry must look like package.module:make or path/to/file.py:make, got {self.entry!r}")
-        for name in ("runs", "shards", "background_size"):
+        for name in ("runs", "shards", "background_size", "copies"):
             v = getattr(self, name)
             if int(v) != v or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
@@ -288,12 +293,17 @@ class Design:
 
     def bits(self, models: range | np.ndarray | None = None) -> np.ndarray:
         """Model i's bit (True: trained with the canary), independent fair coins from the seed."""
-        bits = rng_for(self.seed, "byo", "bits").random(self.models) < 0.5
+        bits = rng_for(self.seed, "byo", *self._role(), "bits").random(self.models) < 0.5
         return bits if models is None else bits[np.asarray(models, dtype=np.int64)]
 
     def model_seed(self, model: int) -> int:
         """The ``seed`` model i's ``train(data, seed)`` gets (below 2**31, as every seeding API takes it)."""
-        return derive_seed(self.seed, "byo", "model", int(model)) % 2**31
+        return derive_seed(self.seed, "byo", *self._role(), "model", int(model)) % 2**31
+
+    def _role(self) -> tuple[object, ...]:
+        """The key of this design's own streams (bits, model seeds): none for the audit, ``("control", k)`` for
+        the positive control with k copies (so the audit's streams are those of earlier versions)."""
+        return () if self.copies == 1 else ("control", int(self.copies))
 
     def stream(self, *key: object) -> int:
         """A seed for another stream of this design (the canary's draw, the determinism check's seeds)."""
@@ -303,7 +313,16 @@ class Design:
         """Plain values (JSON, Snakemake params), :meth:`from_dict`'s inverse."""
         out = asdict(self)
         out["setting"] = None if self.setting is None else self.setting.to_dict()
+        if self.copies == 1:  # the audit's values as before controls existed: its jobs' params do not change
+            del out["copies"]
         return out
+
+    def control(self, copies: int) -> Design:
+        """The positive control of this design: the same entry, canary, background, runs, shards and setting, with
+        the canary's row repeated ``copies`` times in world 1 and streams of its own for the bits and seeds."""
+        if int(copies) != copies or copies < 2:
+            raise ValueError(f"a control repeats the canary at least twice, got copies = {copies!r}")
+        return replace(self, copies=int(copies))
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> Design:
