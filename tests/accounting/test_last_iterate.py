@@ -251,6 +251,14 @@ def test_replace_one_below_all_iterates_replace_one_pld(steps, q, sigma):
     assert 0.0 < heur <= pld.get_epsilon_for_delta(1e-5) + 1e-9
 
 
+def test_replace_one_review_case():
+    """The review's case, q = 0.1, σ = 1, T = 10, δ = 1e−5: σ/2 in the add-remove pair gave 7.97, above the all-iterates
+    replace-one PLD (3.43); the mirrored pair gives 2.97."""
+    kw = dict(steps=10, sampling_rate=0.1)
+    assert H.heuristic_epsilon(1e-5, noise_multiplier=0.5, **kw) == pytest.approx(7.967, abs=1e-3)
+    assert _replace_one(1e-5, noise_multiplier=1.0, **kw) == pytest.approx(2.966, abs=1e-3)
+
+
 def _mirrored_delta_on_grid(eps: float, mix: H.Mixture) -> float:
     """Slow reference: ∫ (p − e^ε q)₊ dy for P = Σ w_k N(k, s²), Q = Σ w_k N(−k, s²), by the trapezoid rule on
     [−a_max − 12 s, a_max + 12 s] with step s/4000: the tails left out weigh < 2Φ̄(12) ≈ 4e−33, and the rule's error on
