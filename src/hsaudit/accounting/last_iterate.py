@@ -39,6 +39,7 @@ from scipy import optimize, special
 
 Direction = Literal["both", "pq", "qp"]
 Method = Literal["bisection", "pld"]
+Neighbouring = Literal["add-remove", "replace-one"]
 
 # Atoms whose weight is below exp(_LOG_WEIGHT_FLOOR) are dropped: their total mass (< (T+1)·e^-110 ≈ 1e-44
 # per unit) cannot move δ by a representable amount at any δ this project uses, and dropping them makes
@@ -228,23 +229,99 @@ def mixture_epsilon(
         ValueError: if δ ∉ (0, 1).
     """
     _check_delta(delta)
-    if mixture.trivial or _delta_scalar(0.0, mixture, direction) <= delta:
+    if mixture.trivial:
+        return 0.0
+    return _epsilon_for(lambda e: _delta_scalar(e, mixture, direction), delta, tol=tol, solver=solver)
+
+
+def _epsilon_for(delta_of, delta: float, *, tol: float, solver: str) -> float:
+    """min{ε ≥ 0 : δ(ε) ≤ δ} for a decreasing ``delta_of``: bracket by doubling, then bisection or Brent."""
+    if delta_of(0.0) <= delta:
         return 0.0
     lo, hi = 0.0, 1.0
-    while _delta_scalar(hi, mixture, direction) > delta:
+    while delta_of(hi) > delta:
         lo, hi = hi, 2.0 * hi
         if hi > 1e4:
             return math.inf
     if solver == "brent":
-        g = lambda e: math.log(max(_delta_scalar(e, mixture, direction), 1e-300)) - math.log(delta)  # noqa: E731
+        g = lambda e: math.log(max(delta_of(e), 1e-300)) - math.log(delta)  # noqa: E731
         return float(optimize.brentq(g, lo, hi, xtol=tol))
     while hi - lo > tol:
         mid = 0.5 * (lo + hi)
-        if _delta_scalar(mid, mixture, direction) > delta:
+        if delta_of(mid) > delta:
             lo = mid
         else:
             hi = mid
     return hi
+
+
+# ---- replace-one: a mixture against its mirror image ----------------------------------------------------------------
+def mirrored_privacy_loss(y: npt.ArrayLike, mixture: Mixture) -> np.ndarray:
+    """L(y) = log(P(y)/Q(y)) of the pair P = Σ_k w_k N(a_k, s²) vs its mirror image Q = Σ_k w_k N(−a_k, s²).
+
+    With M(y) = Σ_k w_k exp((2 a_k y − a_k²)/(2 s²)) (:func:`privacy_loss`), P(y) = φ_s(y) M(y) and
+    Q(y) = φ_s(y) M(−y), so L(y) = log M(y) − log M(−y): odd, and strictly increasing unless every atom is 0 (M
+    increases, M(−y) decreases, since a_k ≥ 0). The optimal tests are therefore half-lines, and the pair is
+    symmetric: H_{e^ε}(P‖Q) = H_{e^ε}(Q‖P) (y ↦ −y swaps P and Q).
+    """
+    y = np.asarray(y, dtype=float)
+    return privacy_loss(y, mixture) - privacy_loss(-y, mixture)
+
+
+def _inverse_mirrored(value: float, mixture: Mixture) -> float:
+    """y ≥ 0 with L(y) = value ≥ 0 (L odd and increasing, L(0) = 0), by bracket doubling and bisection."""
+    f = lambda y: float(mirrored_privacy_loss(y, mixture))  # noqa: E731
+    lo, hi = 0.0, mixture.scale
+    while f(hi) < value:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(300):
+        mid = 0.5 * (lo + hi)
+        if f(mid) < value:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-13 * max(1.0, abs(mid)):
+            break
+    return 0.5 * (lo + hi)
+
+
+def _mirrored_delta_scalar(epsilon: float, mixture: Mixture) -> float:
+    # H_{e^ε}(P‖Q) = P(Y > y*) − e^ε Q(Y > y*), y* = L⁻¹(ε): Σ w_k Φ̄((y* − a_k)/s) − e^ε Σ w_k Φ̄((y* + a_k)/s).
+    if mixture.trivial or math.isinf(epsilon):
+        return 0.0
+    y = _inverse_mirrored(epsilon, mixture)
+    s, a, lw = mixture.scale, mixture.atoms, mixture.log_weights
+    log_p = special.logsumexp(lw + special.log_ndtr((a - y) / s))
+    log_q = epsilon + special.logsumexp(lw + special.log_ndtr(-(y + a) / s))
+    return _log_diff(float(log_p), float(log_q))
+
+
+def mirrored_delta(epsilon: npt.ArrayLike, mixture: Mixture) -> np.ndarray:
+    """Hockey-stick divergence δ(ε) of P = Σ_k w_k N(a_k, s²) vs Q = Σ_k w_k N(−a_k, s²) (either direction: the
+    pair is symmetric, :func:`mirrored_privacy_loss`), closed form at the threshold y* = L⁻¹(ε).
+
+    Raises:
+        ValueError: on a negative ε.
+    """
+    eps = np.asarray(epsilon, dtype=float)
+    if np.any(~(eps >= 0)):
+        raise ValueError(f"epsilon must be >= 0, got {epsilon}")
+    out = np.empty(eps.shape)
+    for idx, e in np.ndenumerate(eps):
+        out[idx] = _mirrored_delta_scalar(float(e), mixture)
+    return out
+
+
+def mirrored_epsilon(delta: float, mixture: Mixture, *, tol: float = 1e-9) -> float:
+    """ε(δ) = min{ε ≥ 0 : δ(ε) ≤ δ} of the mirrored pair (:func:`mirrored_delta`), by bisection to ``tol``.
+
+    Raises:
+        ValueError: if δ ∉ (0, 1).
+    """
+    _check_delta(delta)
+    if mixture.trivial:
+        return 0.0
+    return _epsilon_for(lambda e: _mirrored_delta_scalar(e, mixture), delta, tol=tol, solver="bisection")
 
 
 def heuristic_delta(
@@ -269,8 +346,19 @@ def heuristic_epsilon(
     method: Method = "bisection",
     direction: Direction = "both",
     value_discretization_interval: float = 1e-3,
+    neighbouring: Neighbouring = "add-remove",
 ) -> float:
-    """The heuristic ε_{T,q,σ}(δ) of Steinke et al., Theorem 1.
+    """The heuristic ε_{T,q,σ}(δ) of Steinke et al., Theorem 1: what a final-model audit of a correct implementation
+    can reach with a worst-case canary, for linear losses.
+
+    Under add-remove the pair is Theorem 1's, Binomial(T, q) + N(0, Tσ²) vs N(0, Tσ²). Under replace-one (x in D
+    replaced by x' in D', each present record sampled with probability q at every step) the worst linear losses give
+    x the gradient +C·e and x' the gradient −C·e, so the final model's coordinate along e is, in units of C,
+
+        P = Binomial(T, q) + N(0, Tσ²)   (D)    vs    Q = −Binomial(T, q) + N(0, Tσ²)   (D′),
+
+    a mixture against its mirror image (:func:`mirrored_epsilon`). At q = 1 this is N(T, Tσ²) vs N(−T, Tσ²), μ-GDP
+    with μ = 2√T/σ; feeding σ/2 into the add-remove pair is the same only there.
 
     Args:
         delta: target δ ∈ (0, 1).
@@ -281,6 +369,8 @@ def heuristic_epsilon(
             so it is above the exact value by at most a few discretisation intervals; only ``direction="both"``).
         direction: see :func:`mixture_delta`.
         value_discretization_interval: PLD discretisation (``method="pld"`` only).
+        neighbouring: ``"add-remove"`` (Theorem 1's pair) or ``"replace-one"`` (the mirrored pair above; only
+            ``method="bisection"``, and ``direction`` does not matter: the pair is symmetric).
 
     Returns:
         ε ≥ 0; q = 0 gives 0 and q = 1 gives the Gaussian mechanism with noise σ/√T.
@@ -293,6 +383,12 @@ def heuristic_epsilon(
     """
     mix = binomial_mixture(steps=steps, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
     _check_delta(delta)
+    if neighbouring not in ("add-remove", "replace-one"):
+        raise ValueError(f"neighbouring must be 'add-remove' or 'replace-one', got {neighbouring!r}")
+    if neighbouring == "replace-one":
+        if method != "bisection":
+            raise ValueError(f"neighbouring='replace-one' supports only method='bisection', got {method!r}")
+        return mirrored_epsilon(delta, mix)
     if method == "bisection":
         return mixture_epsilon(delta, mix, direction=direction)
     if method == "pld":
@@ -465,6 +561,9 @@ __all__ = [
     "mixture_delta",
     "mixture_epsilon",
     "mixture_epsilon_pld",
+    "mirrored_privacy_loss",
+    "mirrored_delta",
+    "mirrored_epsilon",
     "heuristic_delta",
     "heuristic_epsilon",
     "max_heuristic_epsilon",

@@ -3,6 +3,7 @@ and power on the Gaussian mechanism, the underpowered verdict and the runs it ne
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -11,11 +12,14 @@ import pytest
 from scipy import special
 
 from hsaudit.accounting.gaussian import gaussian_epsilon, gdp_epsilon
+from hsaudit.accounting.last_iterate import heuristic_epsilon
 from hsaudit.audit.auditor import Crossing, HeldOut, Rays
 from hsaudit.experiments.byo.audit import (
+    Accounting,
     AuditOptions,
     Control,
     accounting,
+    accounting_bug,
     basis_for,
     control_copies,
     control_epsilon,
@@ -40,20 +44,94 @@ def full_batch(mu: float, *, steps: int = 4, **extra) -> Claim:
                  sampling="poisson", sample_rate=1.0, steps=steps, neighbouring="add-remove", **extra)  # fmt: skip
 
 
-def test_full_batch_accounting_is_the_gdp_closed_form():
-    claim = full_batch(1.0)
+def _claim(**values) -> Claim:
+    base = dict(epsilon=1.0, delta=DELTA, noise_multiplier=2.0, max_grad_norm=1.0, sampling="poisson", sample_rate=0.2,
+                steps=20, neighbouring="add-remove")  # fmt: skip
+    return Claim(**{**base, **values})
+
+
+@pytest.mark.parametrize(("neighbouring", "sens"), [("add-remove", 1.0), ("replace-one", 2.0)])
+@pytest.mark.parametrize("sampling", ["poisson", "fixed", "shuffle"])
+def test_full_batch_accounting_is_the_gdp_closed_form(neighbouring, sens, sampling):
+    """q = 1 under every sampling: T Gaussians at sensitivity sens·C, μ-GDP with μ = sens·√T/σ (closed form, also
+    dp-accounting's Gaussian PLD at that sensitivity, called directly); exact, so it is also the lower figure, and the
+    last-iterate heuristic is the same mechanism."""
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
+    claim = _claim(sampling=sampling, sample_rate=1.0, steps=4, noise_multiplier=2.0, neighbouring=neighbouring)
     ours = accounting(claim, 100)
-    assert ours.full_batch_mu == pytest.approx(1.0) and ours.epsilon == pytest.approx(gdp_epsilon(mu=1.0, delta=DELTA))
-    replace = accounting(Claim(**{**claim.to_dict(), "neighbouring": "replace-one"}), 100)
-    assert replace.full_batch_mu == pytest.approx(2.0)  # sensitivity 2C
-    assert ours.heuristic == pytest.approx(ours.epsilon, rel=1e-3)  # q = 1: the heuristic is the standard bound
+    mu = sens * math.sqrt(4) / 2.0
+    assert ours.full_batch_mu == pytest.approx(mu) and ours.epsilon == pytest.approx(gdp_epsilon(mu=mu, delta=DELTA))
+    pld = pld_lib.from_gaussian_mechanism(standard_deviation=2.0, sensitivity=sens, value_discretization_interval=1e-4)
+    assert ours.epsilon == pytest.approx(pld.self_compose(4).get_epsilon_for_delta(DELTA), abs=2e-3)
+    assert ours.lower == ours.epsilon and ours.comparable
+    assert ours.heuristic == pytest.approx(ours.epsilon, rel=1e-6)
 
 
-def test_poisson_accounting_is_the_pld_of_the_subsampled_gaussian():
-    claim = Claim(epsilon=1.0, delta=DELTA, noise_multiplier=1.0, max_grad_norm=1.0, sampling="poisson",
-                  sample_rate=0.1, steps=20, neighbouring="add-remove")  # fmt: skip
-    expected = gaussian_epsilon(noise_multiplier=1.0, compositions=20, delta=DELTA, sampling_rate=0.1)
-    assert accounting(claim, 1000).epsilon == pytest.approx(expected, rel=1e-3)
+@pytest.mark.parametrize(
+    ("neighbouring", "relation"), [("add-remove", "ADD_OR_REMOVE_ONE"), ("replace-one", "REPLACE_ONE")]
+)
+def test_poisson_accounting_is_the_pld_of_the_subsampled_gaussian(neighbouring, relation):
+    """Poisson sampling: dp-accounting's PLD of T subsampled Gaussians under the claim's relation, called directly;
+    ours is its pessimistic estimate, the accounting-bug check's figure the optimistic one (a lower bound), and the
+    heuristic (a post-processing: the final model only) is below both."""
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
+    claim = _claim(neighbouring=neighbouring)
+    ours = accounting(claim, 1000)
+    rel = getattr(pld_lib.NeighborRel, relation)
+    pessimistic = pld_lib.from_gaussian_mechanism(
+        standard_deviation=2.0, sampling_prob=0.2, value_discretization_interval=1e-4, neighboring_relation=rel
+    ).self_compose(20)
+    assert ours.epsilon == pytest.approx(pessimistic.get_epsilon_for_delta(DELTA), rel=1e-9)
+    assert ours.epsilon - 5e-3 <= ours.lower <= ours.epsilon and ours.comparable
+    assert ours.heuristic <= ours.lower
+    assert ours.heuristic == heuristic_epsilon(DELTA, steps=20, sampling_rate=0.2, noise_multiplier=2.0,
+                                               neighbouring=neighbouring)  # fmt: skip
+    assert f"{neighbouring} (pessimistic" in ours.method and "optimistic" in ours.method
+
+
+def test_fixed_size_batches_are_accounted_at_sensitivity_2c():
+    """B of N without replacement, replace-one: dp-accounting's RDP takes the noise multiplier over the l2-sensitivity
+    (its q = 1 case is the Gaussian's α/(2σ²)), so replace-one needs σ/2 (sensitivity 2C). The review's case, N = 100,
+    B = 99, σ = 2, T = 10, gave 12.17 at sensitivity C, below the full batch's exact 17.86; now the RDP bound is
+    24.9, and the accounting-bug check compares against a lower figure: the optimistic PLD of the Poisson replace-one
+    pair at q = B/N (the fixed-size mechanism on data whose other gradients are 0)."""
+    from dp_accounting import dp_event
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
+
+    claim = _claim(sampling="fixed", sample_rate=None, batch_size=99, noise_multiplier=2.0, steps=10,
+                   neighbouring="replace-one")  # fmt: skip
+    ours = accounting(claim, 100)
+    rdp = rdp_lib.RdpAccountant(neighboring_relation=rdp_lib.NeighborRel.REPLACE_ONE)
+    rdp.compose(dp_event.SelfComposedDpEvent(
+        dp_event.SampledWithoutReplacementDpEvent(100, 99, dp_event.GaussianDpEvent(1.0)), 10))  # fmt: skip
+    assert ours.epsilon == pytest.approx(rdp.get_epsilon(DELTA), rel=1e-9) == pytest.approx(24.93, abs=0.01)
+    full = gdp_epsilon(mu=2.0 * math.sqrt(10) / 2.0, delta=DELTA)  # 17.86: the full batch, sensitivity 2C
+    assert ours.epsilon > full
+    # ours.lower is the optimistic PLD at discretisation 1e-4: between the optimistic and pessimistic ones at 1e-3
+    # (called directly, 10× faster)
+    low, high = (pld_lib.from_gaussian_mechanism(
+        standard_deviation=2.0, sampling_prob=0.99, value_discretization_interval=1e-3,
+        neighboring_relation=pld_lib.NeighborRel.REPLACE_ONE, pessimistic_estimate=p, use_connect_dots=p,
+    ).self_compose(10).get_epsilon_for_delta(DELTA) for p in (False, True))  # fmt: skip
+    assert low <= ours.lower <= high and high - low < 0.01
+    assert ours.heuristic - 1e-3 <= ours.lower < full and ours.comparable and "sensitivity 2C" in ours.method
+    assert accounting_bug(Claim(**{**claim.to_dict(), "epsilon": 12.17}), ours)  # the old figure: flagged
+    assert not accounting_bug(Claim(**{**claim.to_dict(), "epsilon": 17.7}), ours)  # above the lower figure
+
+
+def test_shuffled_batches():
+    """Shuffled batches: refused under add-remove (q < 1), as fixed-size ones; under replace-one the bound without
+    amplification, ⌈T/⌊N/B⌋⌉ Gaussians at sensitivity 2C (closed form μ = 2√a/σ), with no lower figure."""
+    with pytest.raises(ValueError, match="'shuffle' .* neighbouring 'add-remove' is inconsistent"):
+        accounting(_claim(sampling="shuffle"), 100)
+    ours = accounting(_claim(sampling="shuffle", neighbouring="replace-one"), 100)  # 5 batches per epoch, 4 epochs
+    assert ours.epsilon == pytest.approx(gdp_epsilon(mu=2.0 * math.sqrt(4) / 2.0, delta=DELTA), abs=2e-3)
+    assert not ours.comparable and ours.lower is None and "sensitivity 2C" in ours.method
+    assert not accounting_bug(Claim(**{**_claim(sampling="shuffle", neighbouring="replace-one").to_dict(),
+                                       "epsilon": 0.01}), ours)  # fmt: skip
 
 
 def test_a_claim_below_our_accountant_is_a_violation_before_any_training():
@@ -61,8 +139,15 @@ def test_a_claim_below_our_accountant_is_a_violation_before_any_training():
     early = pre_training(claim, 100, AuditOptions(), runs=100)
     assert early.verdict == "violation" and early.reason.startswith("accounting") and early.epsilon_hat is None
     assert pre_training(full_batch(1.0), 100, AuditOptions(), runs=100) is None  # the exact claim: train to decide
-    shuffled = Claim(**{**claim.to_dict(), "sampling": "shuffle", "sample_rate": 0.1})
-    assert not accounting(shuffled, 100).comparable  # no tight accountant for shuffling: not an accounting bug
+
+
+def test_the_bug_check_compares_against_the_lower_figure_only():
+    """A claim between a valid lower figure and an upper bound is not an accounting bug; without a lower figure
+    nothing is."""
+    ours = Accounting(epsilon=10.0, method="m", sampling_rate=0.5, comparable=True, heuristic=1.0, lower=5.0)
+    assert not accounting_bug(_claim(epsilon=6.0), ours) and accounting_bug(_claim(epsilon=4.0), ours)
+    assert not accounting_bug(_claim(epsilon=4.0), dataclasses.replace(ours, lower=None))
+    assert not accounting_bug(_claim(epsilon=4.0), dataclasses.replace(ours, comparable=False))
 
 
 def test_too_few_runs_is_inconclusive_and_says_the_runs_it_needs():
@@ -128,7 +213,7 @@ def test_the_basis():
     assert basis_for(poisson, ours, AuditOptions(rule=Rays()), runs=500)[0] == "gdp"
     # the subsampled curve dips below the claim's GDP curve only in its far tail, which a held-out threshold may read
     assert ours.gdp_mu(1e-5, 1e-4) > mu_for_epsilon(poisson.epsilon, DELTA) > ours.gdp_mu(0.1, 0.5)
-    shuffle = Claim(**{**poisson.to_dict(), "sampling": "shuffle"})
+    shuffle = Claim(**{**poisson.to_dict(), "sampling": "shuffle", "neighbouring": "replace-one"})
     basis, why = basis_for(shuffle, accounting(shuffle, 400), AuditOptions(), runs=500)
     assert basis == "assumption-free" and "no trade-off curve" in why
     assert basis_for(poisson, ours, AuditOptions(basis="gdp"), runs=500) == ("gdp", "asked for")

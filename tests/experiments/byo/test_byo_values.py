@@ -44,6 +44,11 @@ def test_a_claim_inconsistent_with_itself():
     with pytest.raises(ValueError, match="replace-one"):
         Claim.from_mapping({**CLAIM, "sampling": "fixed"}).sampling_rate(100)
     assert Claim.from_mapping({**CLAIM, "sampling": "fixed", "sample_rate": 1.0}).sampling_rate(100) == 1.0
+    with pytest.raises(ValueError, match="shuffled batches need replace-one"):  # shuffled: the batch size fixed too
+        Claim.from_mapping({**CLAIM, "sampling": "shuffle"}).sampling_rate(100)
+    assert Claim.from_mapping({**CLAIM, "sampling": "shuffle", "sample_rate": 1.0}).sampling_rate(100) == 1.0
+    replace_one = {**CLAIM, "sampling": "shuffle", "neighbouring": "replace-one"}
+    assert Claim.from_mapping(replace_one).sampling_rate(100) == CLAIM["sample_rate"]
     assert Claim.from_mapping({**CLAIM, "sample_rate": None, "batch_size": 25}).sampling_rate(100) == 0.25
 
 

@@ -140,8 +140,9 @@ class Claim:
 
         Raises:
             ValueError: the claim is inconsistent with itself at this n: B > N, sample_rate and batch_size that
-                disagree (|qN − B| > 1), or fixed-size batches (q < 1) under add-remove, which fixes the data set's
-                size and so has no add-remove guarantee.
+                disagree (|qN − B| > 1), or fixed-size or shuffled batches (q < 1) under add-remove: both fix the
+                batch size, so adding or removing a record changes every batch after it, and neither has an
+                add-remove guarantee (the full batch, q = 1, is the Gaussian mechanism and has one).
         """
         n = int(n)
         if n < 1:
@@ -155,10 +156,12 @@ class Claim:
                     f"(q·N = {self.sample_rate * n:.6g})"
                 )
         q = float(self.sample_rate) if self.sample_rate is not None else self.batch_size / n
-        if self.sampling == "fixed" and q < 1.0 and self.neighbouring == "add-remove":
+        if self.sampling in ("fixed", "shuffle") and q < 1.0 and self.neighbouring == "add-remove":
+            what = {"fixed": "B of N without replacement", "shuffle": "each epoch a permutation cut into batches of B"}
             raise ValueError(
-                "claim sampling 'fixed' (B of N without replacement) with neighbouring 'add-remove' is inconsistent: "
-                "fixed-size batches need replace-one (or the full batch, B = N)"
+                f"claim sampling '{self.sampling}' ({what[self.sampling]}) with neighbouring 'add-remove' is "
+                f"inconsistent: {'fixed-size' if self.sampling == 'fixed' else 'shuffled'} batches need replace-one "
+                "(or the full batch, B = N)"
             )
         return q
 
