@@ -23,6 +23,10 @@ SAMPLINGS = ("poisson", "shuffle", "fixed")
 random permutation cut into batches of B; ``fixed``: each step draws B examples uniformly without replacement (B = N:
 the full batch)."""
 NEIGHBOURINGS = ("add-remove", "replace-one")
+SCORES = ("auto", "final", "relative")
+"""How a model's canary score is taken: ``final`` from the final model θ_T alone; ``relative`` to its initialisation θ0
+(observed during the training: :func:`hsaudit.experiments.byo.train.harness.train_observed`); ``auto``: relative when
+θ0 is observed and varies with the seed, final otherwise."""
 REQUIRED = ("epsilon", "delta", "noise_multiplier", "max_grad_norm", "sampling", "steps", "neighbouring")
 OPTIONAL = ("sample_rate", "batch_size", "accountant")
 
@@ -244,6 +248,7 @@ class Design:
         setting: the cheap configuration the training is asked to run in, or None for the user's own.
         claim: values that replace the claim ``make()`` states (a mapping of claim keys), or None.
         data: a ``.npz`` file with arrays ``x`` and ``y`` to use instead of ``make().dataset()``, or None.
+        score: one of :data:`SCORES`.
     """
 
     entry: str
@@ -256,8 +261,11 @@ class Design:
     setting: AuditSetting | None = None
     claim: Mapping[str, Any] | None = None
     data: str | None = None
+    score: str = "auto"
 
     def __post_init__(self) -> None:
+        if self.score not in SCORES:
+            raise ValueError(f"score must be one of {', '.join(SCORES)}, got {self.score!r}")
         if not isinstance(self.entry, str) or ":" not in self.entry:
             raise ValueError(f"entry must look like package.module:make or path/to/file.py:make, got {self.entry!r}")
         for name in ("runs", "shards", "background_size"):
@@ -296,7 +304,8 @@ class Design:
         return derive_seed(self.seed, "byo", "model", int(model)) % 2**31
 
     def stream(self, *key: object) -> int:
-        """A seed for another stream of this design (the canary's draw, the determinism check's seeds)."""
+        """A seed for another stream of this design (the canary's draw, the determinism check's seeds, ``init``: the
+        ``init_seed`` every model of the audit gets)."""
         return derive_seed(self.seed, "byo", *key) % 2**31
 
     def to_dict(self) -> dict[str, Any]:
