@@ -105,6 +105,9 @@ def _summary(rep) -> str:
     warning = rep.details.get("warning")
     if warning:
         lines.append(f"  warning: {warning}")
+    advice = rep.details.get("θ0 advice")
+    if advice:
+        lines.append(f"  θ0: {advice}")
     return "\n".join(lines)
 
 
