@@ -1,10 +1,16 @@
-"""An Opacus ``PrivacyEngine`` training that hsaudit can audit:
+"""An Opacus ``PrivacyEngine`` training as people write it, made auditable by hsaudit:
 
     hsaudit audit-training --entry examples/byo/opacus_dpsgd.py:make --runs 200
 
-``make()`` returns the claim of Opacus' own RDP accountant for the configuration, ``train(data, seed)`` (every random
-number drawn from ``seed``: the Poisson sampler through the loader's generator, the noise through
-``noise_generator``) and the ``dataset()``. ``make(setting)`` accepts the audit setting (``--audit-setting``).
+``train`` seeds torch's global generator and builds the model, then Opacus draws the Poisson batches and the noise
+from the same global generator; ``make()`` states the claim of Opacus' default accountant (PRV) for the configuration,
+computed once. ``make(setting)`` accepts the audit setting (``--audit-setting``).
+
+Auditable: θ0 comes from ``init_seed`` when one is given (hsaudit passes the same one to every model of an audit),
+everything else from ``seed``. The diff from the usual script, ``def train(data, seed):`` and
+``torch.manual_seed(seed)`` first, is three lines (marked ``# hsaudit``): a θ0 drawn from the seed varies across
+the audit's models and drowns the canary's effect (docs/byo.md, "θ0 first"); called as ``train(data, seed)`` the
+script behaves as before.
 
 One Opacus detail matters to an audit: ``make_private`` derives the sampling rate from the loader, q = 1/len(loader)
 = 1/⌈N/B⌉. With N a multiple of B, the one example more of the canary's world changes q (and the normaliser qN)
@@ -18,7 +24,7 @@ from types import SimpleNamespace
 
 import torch
 from opacus import PrivacyEngine
-from opacus.accountants import RDPAccountant
+from opacus.accountants import PRVAccountant
 from torch.utils.data import DataLoader
 
 N, FEATURES, CLASSES = 240, 10, 2
@@ -40,17 +46,18 @@ def make(setting=None):
         batch = setting.batch_size(N) if setting.sample_rate is not None else BATCH
     rate = 1.0 / -(-N // batch)  # what make_private will use: 1 / len(loader)
 
-    def train(data, seed):
-        torch.manual_seed(1234)  # the same θ0 for every seed
+    def train(data, seed, init_seed=None):  # hsaudit: init_seed
+        torch.manual_seed(init_seed if init_seed is not None else seed)  # hsaudit: θ0 from init_seed
         model = torch.nn.Linear(FEATURES, CLASSES)
+        torch.manual_seed(seed)  # hsaudit: everything else from seed
         optimizer = torch.optim.SGD(model.parameters(), lr=LR)
-        loader = DataLoader(data, batch_size=batch, generator=torch.Generator().manual_seed(seed))
+        loader = DataLoader(data, batch_size=batch)
         with warnings.catch_warnings():  # Opacus warns that secure_mode is off: these runs are for an audit
             warnings.simplefilter("ignore")
-            engine = PrivacyEngine(accountant="rdp")
+            engine = PrivacyEngine()
             model, optimizer, loader = engine.make_private(
                 module=model, optimizer=optimizer, data_loader=loader, noise_multiplier=noise, max_grad_norm=CLIP,
-                poisson_sampling=True, noise_generator=torch.Generator().manual_seed(seed + 1),
+                poisson_sampling=True,
             )  # fmt: skip
         done = 0
         while done < steps:
@@ -63,9 +70,9 @@ def make(setting=None):
                     break
         return model._module
 
-    accountant = RDPAccountant()
+    accountant = PRVAccountant()  # the default accountant of PrivacyEngine(), once for every model
     accountant.history = [(noise, rate, steps)]
-    claim = dict(epsilon=accountant.get_epsilon(DELTA), delta=DELTA, noise_multiplier=noise, max_grad_norm=CLIP,
+    claim = dict(epsilon=float(accountant.get_epsilon(DELTA)), delta=DELTA, noise_multiplier=noise, max_grad_norm=CLIP,
                  sampling="poisson", sample_rate=rate, steps=steps, neighbouring="add-remove",
-                 accountant="opacus rdp")  # fmt: skip
+                 accountant="opacus prv")  # fmt: skip
     return SimpleNamespace(claim=claim, train=train, dataset=dataset)

@@ -48,6 +48,9 @@ def register(sub) -> None:
     parser.add_argument("--background-size", type=int, default=16, help="examples of the subset background")
     parser.add_argument("--seed", type=int, default=0, help="master seed of the bits, the models' seeds and the canary")
     parser.add_argument("--data", default=None, help="a .npz with arrays x and y instead of make().dataset()")
+    parser.add_argument("--score", default="auto", choices=("auto", "final", "relative"),
+                        help="the canary's score: final (the final model's), relative (minus θ0's, observed during "
+                        "training) or auto (default: relative when θ0 is observed and varies with the seed)")
     parser.add_argument("--audit-setting", action="store_true",
                         help="run the training in a cheap configuration where a tight audit is possible: make(setting) "
                         "gets few steps, the full batch and a σ calibrated to --setting-epsilon")  # fmt: skip
@@ -95,7 +98,7 @@ def _design(args: argparse.Namespace, shards: int):
                                 sample_rate=args.setting_rate)  # fmt: skip
     return Design(entry=args.entry, canary=args.canary, runs=args.runs, shards=shards, seed=args.seed,
                   background=args.background, background_size=args.background_size, setting=setting,
-                  data=args.data)  # fmt: skip
+                  data=args.data, score=args.score)  # fmt: skip
 
 
 def _summary(rep) -> str:
@@ -114,6 +117,9 @@ def _summary(rep) -> str:
     warning = rep.details.get("warning")
     if warning:
         lines.append(f"  warning: {warning}")
+    advice = rep.details.get("θ0 advice")
+    if advice:
+        lines.append(f"  θ0: {advice}")
     return "\n".join(lines)
 
 

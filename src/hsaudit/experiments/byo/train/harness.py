@@ -12,6 +12,10 @@ an object (or mapping) with
   labels, squared error otherwise), ``predict(model, x)`` (outputs of a flat-parameter model, for the canary's
   label choice), ``classes``, and ``train_batch(data, seeds)`` (many models of one world at once: a list of modules
   or a ``[m, p]`` tensor) with ``models_per_call``;
+- optionally a keyword parameter ``init_seed`` of ``train`` (and ``train_batch``): the harness then passes one fixed
+  value for every model of an audit (``design.stream("init")``); the training draws its initialisation θ0 from it and
+  everything else (sampling, noise) from ``seed``. A θ0 drawn from ``seed`` varies across the audit's models and
+  drowns the canary's effect; DP holds for every fixed θ0, so the audit may fix it;
 - white box: ``train(data, seed, record)`` (``train_batch(data, seeds, record)``) calls ``record(step, model)``
   (``record(step, models)``) after its steps; the harness then also scores every recorded iterate
   (:func:`iterates_statistic`), so that the all-iterates threat model is audited too.
@@ -22,6 +26,7 @@ importlib: a training job's code version covers exactly this.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import importlib.util
 import inspect
@@ -104,6 +109,7 @@ class Training:
         predict: ``predict(model, x)`` for flat-parameter models, or None.
         classes: the number of classes, or None to read it from the labels.
         records: whether the training calls ``record(step, model)`` (a third parameter of ``train``/``train_batch``).
+        init_seed: whether the training takes the keyword ``init_seed`` (the seed of its initialisation θ0).
     """
 
     entry: str
@@ -116,15 +122,25 @@ class Training:
     predict: Callable[..., Any] | None
     classes: int | None
     records: bool = False
+    init_seed: bool = False
+
+
+def _takes_init_seed(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` has a parameter named ``init_seed`` that can be passed by keyword."""
+    try:
+        param = inspect.signature(fn).parameters.get("init_seed")
+    except (TypeError, ValueError):
+        return False
+    return param is not None and param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY)
 
 
 def _takes_record(fn: Callable[..., Any]) -> bool:
-    """Whether ``fn`` takes a third positional parameter (``record``)."""
+    """Whether ``fn`` takes a third positional parameter (``record``; ``init_seed`` is not one)."""
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
         return False
-    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) >= 3
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "init_seed" for p in params) >= 3
 
 
 def _field(made: Any, name: str) -> Any:
@@ -173,6 +189,7 @@ def load_training(
         predict=_field(made, "predict"),
         classes=None if classes is None else int(classes),
         records=_takes_record(used),
+        init_seed=_takes_init_seed(used),
     )
 
 
@@ -343,37 +360,87 @@ def _ignore(*args: Any) -> None:
     return None
 
 
+def init_seed_for(design: Design, training: Training) -> int | None:
+    """The ``init_seed`` every model of ``design`` gets (None when the training takes none)."""
+    return design.stream("init") if training.init_seed else None
+
+
+class _FirstForward:
+    """A global forward pre-hook (``torch.nn.modules.module.register_module_forward_pre_hook``) that keeps the flat
+    parameters of the first module with parameters forwarded while it is active: the outermost module (a forward
+    pre-hook fires before the forwards inside it; for Opacus the ``GradSampleModule``, whose parameters are those of
+    the module it wraps). For a training whose first forward precedes its first step, that is θ0."""
+
+    def __init__(self) -> None:
+        self.theta: torch.Tensor | None = None
+
+    def __call__(self, module: torch.nn.Module, args: Any) -> None:
+        if self.theta is None:
+            params = [p.detach().reshape(-1).clone() for p in module.parameters()]
+            if params:
+                self.theta = torch.cat(params)
+
+    def around(self, call: Callable[[], Any]) -> tuple[Any, torch.Tensor | None]:
+        """``call()`` with the hook active (removed after it, whatever happens) and the θ0 it saw."""
+        self.theta = None
+        handle = torch.nn.modules.module.register_module_forward_pre_hook(self)
+        try:
+            out = call()
+        finally:
+            handle.remove()
+        return out, self.theta
+
+
 def train_models(
     training: Training, data: TensorDataset, seeds: Sequence[int],
-    record: Callable[[int, int, Any], None] | None = None,
+    record: Callable[[int, int, Any], None] | None = None, *, init_seed: int | None = None,
 ) -> list[Any]:  # fmt: skip
     """Models of one world, one per seed: ``train_batch`` in calls of ``models_per_call`` when there is one, else
     ``train`` per seed. A recording training's ``record(step, model)`` reaches ``record(i, step, model)``, ``i`` the
-    model's position in ``seeds`` (ignored when ``record`` is None)."""
+    model's position in ``seeds`` (ignored when ``record`` is None); a training that takes ``init_seed`` gets
+    ``init_seed`` (:func:`init_seed_for`) at every call."""
+    return train_observed(training, data, seeds, record, init_seed=init_seed, observe=False)[0]
+
+
+def train_observed(
+    training: Training, data: TensorDataset, seeds: Sequence[int],
+    record: Callable[[int, int, Any], None] | None = None, *, init_seed: int | None = None, observe: bool = True,
+) -> tuple[list[Any], list[torch.Tensor | None]]:  # fmt: skip
+    """:func:`train_models`, and each model's initialisation θ0 as observed during its ``train`` call (``observe``):
+    the flat parameters of the first module forwarded (:class:`_FirstForward`). None where not observed: a
+    ``train_batch`` call (many models), a training that forwards no module, ``observe`` False."""
+    kwargs = {"init_seed": int(init_seed)} if training.init_seed and init_seed is not None else {}
     models: list[Any] = []
+    thetas: list[torch.Tensor | None] = []
     if training.train_batch is not None:
         where = f"{training.entry}: train_batch"
         for i in range(0, len(seeds), training.models_per_call):
             chunk = [int(s) for s in seeds[i : i + training.models_per_call]]
             if not training.records:
-                out = training.train_batch(data, chunk)
+                out = training.train_batch(data, chunk, **kwargs)
             elif record is None:
-                out = training.train_batch(data, chunk, _ignore)
+                out = training.train_batch(data, chunk, _ignore, **kwargs)
             else:
                 def each(step: int, batch: Any, first: int = i, size: int = len(chunk)) -> None:
                     for j, model in enumerate(_as_models(batch, size, f"{where}'s record")):
                         record(first + j, int(step), model)
 
-                out = training.train_batch(data, chunk, each)
+                out = training.train_batch(data, chunk, each, **kwargs)
             models += _as_models(out, len(chunk), where)
-        return models
+        return models, [None] * len(models)
+    first = _FirstForward()
     for i, s in enumerate(seeds):
         if not training.records:
-            models.append(training.train(data, int(s)))
+            call = lambda s=s: training.train(data, int(s), **kwargs)  # noqa: E731
         else:
             hook = _ignore if record is None else (lambda step, model, i=i: record(i, int(step), model))
-            models.append(training.train(data, int(s), hook))
-    return models
+            call = lambda s=s, hook=hook: training.train(data, int(s), hook, **kwargs)  # noqa: E731
+        model, theta = first.around(call) if observe else (call(), None)
+        if theta is not None and theta.numel() != flat_parameters(model).numel():
+            theta = None  # another module than the returned one: not this model's θ0
+        models.append(model)
+        thetas.append(theta)
+    return models, thetas
 
 
 def iterates_statistic(scores: Sequence[float]) -> float:
@@ -391,9 +458,24 @@ def iterates_statistic(scores: Sequence[float]) -> float:
     return float(increments.max() - np.median(increments))
 
 
-def canary_scores(training: Training, canary: InputCanary | GradientCanary, models: Sequence[Any]) -> np.ndarray:
+def canary_scores(
+    training: Training, canary: InputCanary | GradientCanary, models: Sequence[Any],
+    theta0: Sequence[torch.Tensor] | None = None,
+) -> np.ndarray:  # fmt: skip
     """The score of every model, higher ⇒ canary present: −loss on (x*, y*) for an input canary, −⟨direction, θ⟩
-    for a gradient canary (gradient descent on the canary's term lowers it)."""
+    for a gradient canary (gradient descent on the canary's term lowers it).
+
+    With ``theta0`` (each model's initialisation, :func:`train_observed`) the score is relative to it: −⟨d, θ_T − θ0⟩
+    for a gradient canary, −(loss(θ_T) − loss(θ0)) for an input canary (the loss at θ0 evaluated on a deep copy of the
+    returned model holding θ0). Valid: θ0 is drawn independently of the data, so releasing it beside the final model
+    adds no privacy loss — the training is DP for every fixed θ0, hence (θ_T, θ0) is as private as θ_T under the claim
+    — and a lower bound on ε from the pair is a lower bound for the claim. It removes θ0's variance across seeds from
+    the score (a θ0 drawn from ``seed`` otherwise drowns the canary's effect).
+    """
+    if theta0 is not None:
+        final = canary_scores(training, canary, models)
+        start = canary_scores(training, canary, [_at(model, t) for model, t in zip(models, theta0, strict=True)])
+        return final - start
     if isinstance(canary, GradientCanary):
         d = torch.as_tensor(canary.direction)
         return np.array([-float(flat_parameters(m).to(d.dtype) @ d) for m in models])
@@ -411,6 +493,16 @@ def canary_scores(training: Training, canary: InputCanary | GradientCanary, mode
                 value = (training.loss or default_loss)(model, x, y)
             scores[i] = -float(torch.as_tensor(value).reshape(-1)[0])
     return scores
+
+
+def _at(model: Any, theta: torch.Tensor) -> Any:
+    """``model`` with its parameters replaced by the flat ``theta`` (a deep copy; a flat tensor model is ``theta``)."""
+    if isinstance(model, torch.Tensor):
+        return theta.to(model.dtype).reshape(model.shape)
+    start = copy.deepcopy(model)
+    with torch.no_grad():
+        torch.nn.utils.vector_to_parameters(theta.to(next(start.parameters()).dtype), start.parameters())
+    return start
 
 
 def reference_function(training: Training, model: Any) -> Callable[[np.ndarray], np.ndarray] | None:
@@ -440,6 +532,10 @@ class Probe:
         seconds: the user's training time per model in the check.
         n: examples of the data.
         classes: classes of the labels, or None for a regression target.
+        theta0: the initialisation θ0 across seeds, one of :data:`THETA0`: ``fixed`` (observed, the same for both
+            seeds), ``fixed (init_seed)`` (the training takes ``init_seed``, which the harness holds fixed), ``varies
+            with the seed`` (observed, different: its variance across the audit's models drowns the canary's effect)
+            or ``not observed`` (no module forwarded, or ``train_batch``).
     """
 
     parameters: int
@@ -447,6 +543,11 @@ class Probe:
     seconds: float
     n: int
     classes: int | None
+    theta0: str = "not observed"
+
+
+THETA0 = ("fixed", "fixed (init_seed)", "varies with the seed", "not observed")
+"""What :func:`probe` can find of θ0 across seeds."""
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -466,7 +567,9 @@ def probe(
     data = Worlds(torch.as_tensor(x), torch.as_tensor(y), None, training.claim.neighbouring).probe_dataset(gradient)
     seeds = [design.stream("check", 0), design.stream("check", 1)]
     start = time.perf_counter()
-    models = train_models(training, data, [seeds[0], seeds[0], seeds[1], seeds[1]])
+    models, thetas = train_observed(
+        training, data, [seeds[0], seeds[0], seeds[1], seeds[1]], init_seed=init_seed_for(design, training)
+    )
     seconds = (time.perf_counter() - start) / 4
     flats = [flat_parameters(m).to(torch.float64) for m in models]
     if not bool(torch.isfinite(flats[0]).all()):
@@ -495,6 +598,7 @@ def probe(
         seconds=seconds,
         n=int(x.shape[0]),
         classes=classes,
+        theta0=_theta0_finding(training, thetas),
     )
     return found, models[0]
 
@@ -502,8 +606,9 @@ def probe(
 def canary_changes_model(prepared: Prepared) -> bool:
     """Whether the canary changes the model of one seed (model 0's): for a training that gives the same model for
     every seed, a change is a deterministic leak (noise absent or reused across runs)."""
-    seed = prepared.design.model_seed(0)
-    models = [train_models(prepared.training, prepared.worlds.dataset(b), [seed])[0] for b in (False, True)]
+    seed, init = prepared.design.model_seed(0), init_seed_for(prepared.design, prepared.training)
+    models = [train_models(prepared.training, prepared.worlds.dataset(b), [seed], init_seed=init)[0]
+              for b in (False, True)]  # fmt: skip
     a, b = (flat_parameters(m).to(torch.float64) for m in models)
     return not _same(a, b)
 
@@ -522,6 +627,23 @@ def advice(design: Design, prepared: Prepared) -> str:
         return ("a canary the training cannot dilute: --canary dirac --background blank where the loss takes the "
                 "canary's term, else more runs than " + str(design.runs))  # fmt: skip
     return f"more runs per world than {design.runs}"
+
+
+def _theta0_finding(training: Training, thetas: Sequence[torch.Tensor | None]) -> str:
+    """:attr:`Probe.theta0` from the θ0 observed for seeds a, a, b, b."""
+    if all(t is not None for t in thetas):
+        if not _same(thetas[0].to(torch.float64), thetas[2].to(torch.float64)):
+            return "varies with the seed"
+        return "fixed (init_seed)" if training.init_seed else "fixed"
+    return "fixed (init_seed)" if training.init_seed else "not observed"
+
+
+def score_mode(design: Design, found: Probe) -> str:
+    """``final`` or ``relative`` (:func:`canary_scores`): the design's choice, or for ``auto`` relative exactly when
+    θ0 was observed and varies with the seed."""
+    if design.score != "auto":
+        return design.score
+    return "relative" if found.theta0 == "varies with the seed" else "final"
 
 
 def build_canary(
@@ -603,16 +725,21 @@ def train_shard(prepared: Prepared, shard: int, *, progress: bool = False) -> di
     """Train and score the models of one shard.
 
     Returns:
-        Columns ``model`` (global index), ``member`` (its bit), ``seed``, ``score`` (higher ⇒ canary present),
-        ``train_seconds`` (the user's training, per model) and ``harness_seconds`` (this harness's work around it:
-        data, scoring); for a recording training also ``score_iterates`` (:func:`iterates_statistic`; scoring the
-        iterates happens inside the user's training time).
+        Columns ``model`` (global index), ``member`` (its bit), ``seed``, ``score`` (higher ⇒ canary present; relative
+        to θ0 when :func:`score_mode` says so, and then the final model's score is ``score_final``), ``train_seconds``
+        (the user's training, per model) and ``harness_seconds`` (this harness's work around it: data, scoring); for a
+        recording training also ``score_iterates`` (:func:`iterates_statistic`; scoring the iterates happens inside
+        the user's training time).
 
     Raises:
-        ValueError: a model whose score is NaN or infinite (its training diverged).
+        ValueError: a model whose score is NaN or infinite (its training diverged), or a relative score asked for
+            where a model's θ0 was not observed.
     """
     design, training = prepared.design, prepared.training
+    relative = score_mode(design, prepared.probe) == "relative"
+    init_seed = init_seed_for(design, training)
     models = design.shard_models(shard)
+    finals = np.empty(len(models))
     bits = design.bits(models)
     seeds = np.array([design.model_seed(i) for i in models], dtype=np.int64)
     scores = np.empty(len(models))
@@ -637,9 +764,21 @@ def train_shard(prepared: Prepared, shard: int, *, progress: bool = False) -> di
             def record(i: int, _step: int, model: Any, chunk: np.ndarray = chunk) -> None:
                 recorded[chunk[i]].append(float(canary_scores(training, prepared.canary, [model])[0]))
 
-            trained = train_models(training, data, seeds[chunk].tolist(), record if training.records else None)
+            trained, thetas = train_observed(training, data, seeds[chunk].tolist(),
+                                             record if training.records else None, init_seed=init_seed,
+                                             observe=relative)  # fmt: skip
             t2 = time.perf_counter()
-            scores[chunk] = canary_scores(training, prepared.canary, trained)
+            if relative:
+                missing = [int(s) for s, t in zip(seeds[chunk], thetas) if t is None]
+                if missing:
+                    raise ValueError(f"{training.entry}: score 'relative' needs each model's θ0, not observed for seed "
+                                     f"{missing[0]} (train_batch, or no module forwarded before the first step)")  # fmt: skip
+                finals[chunk] = canary_scores(training, prepared.canary, trained)
+                scores[chunk] = finals[chunk] - canary_scores(
+                    training, prepared.canary, [_at(m, t) for m, t in zip(trained, thetas)]
+                )
+            else:
+                scores[chunk] = canary_scores(training, prepared.canary, trained)
             t3 = time.perf_counter()
             train_s[chunk] = (t2 - t1) / chunk.size
             harness_s[chunk] = (t3 - t2) / chunk.size + setup / max(rows.size, 1)
@@ -662,6 +801,8 @@ def train_shard(prepared: Prepared, shard: int, *, progress: bool = False) -> di
         "train_seconds": train_s,
         "harness_seconds": harness_s,
     }
+    if relative:
+        columns["score_final"] = finals
     if training.records:
         columns["score_iterates"] = np.array([iterates_statistic(r) for r in recorded])
     return columns

@@ -23,6 +23,10 @@ SAMPLINGS = ("poisson", "shuffle", "fixed")
 random permutation cut into batches of B; ``fixed``: each step draws B examples uniformly without replacement (B = N:
 the full batch)."""
 NEIGHBOURINGS = ("add-remove", "replace-one")
+SCORES = ("auto", "final", "relative")
+"""How a model's canary score is taken: ``final`` from the final model θ_T alone; ``relative`` to its initialisation θ0
+(observed during the training: :func:`hsaudit.experiments.byo.train.harness.train_observed`); ``auto``: relative when
+θ0 is observed and varies with the seed, final otherwise."""
 REQUIRED = ("epsilon", "delta", "noise_multiplier", "max_grad_norm", "sampling", "steps", "neighbouring")
 OPTIONAL = ("sample_rate", "batch_size", "accountant")
 
@@ -251,6 +255,7 @@ class Design:
             leaks k times more through the same insertion, see :func:`control`). A control's bits and model seeds
             are streams of their own, so its models are independent of the audit's; the canary, the background and
             the replaced rows are the audit's.
+        score: one of :data:`SCORES`.
     """
 
     entry: str
@@ -264,8 +269,11 @@ class Design:
     claim: Mapping[str, Any] | None = None
     data: str | None = None
     copies: int = 1
+    score: str = "auto"
 
     def __post_init__(self) -> None:
+        if self.score not in SCORES:
+            raise ValueError(f"score must be one of {', '.join(SCORES)}, got {self.score!r}")
         if not isinstance(self.entry, str) or ":" not in self.entry:
             raise ValueError(f"entry must look like package.module:make or path/to/file.py:make, got {self.entry!r}")
         for name in ("runs", "shards", "background_size", "copies"):
@@ -309,7 +317,8 @@ class Design:
         return () if self.copies == 1 else ("control", int(self.copies))
 
     def stream(self, *key: object) -> int:
-        """A seed for another stream of this design (the canary's draw, the determinism check's seeds)."""
+        """A seed for another stream of this design (the canary's draw, the determinism check's seeds, ``init``: the
+        ``init_seed`` every model of the audit gets)."""
         return derive_seed(self.seed, "byo", *key) % 2**31
 
     def to_dict(self) -> dict[str, Any]:
