@@ -250,10 +250,6 @@ def test_two_looks_each_pay_half_the_level():
 
 
 # ---- the positive control and the power of a verdict -------------------------------------------------------------
-def _control(shift: float, n: int, seed: int, copies: int = 2) -> Control:
-    return Control(copies=copies, epsilon_worst=9.9, scores=_gaussian_scores(shift, n, seed))
-
-
 def test_the_control_is_the_canary_repeated_k_times_of_the_declared_mechanism():
     """The full batch is exact: k copies are the Gaussian mechanism of k·μ (2k·μ under replace-one)."""
     claim = full_batch(1.0)  # μ = 1
@@ -272,15 +268,19 @@ def test_the_control_is_the_canary_repeated_k_times_of_the_declared_mechanism():
 
 
 def test_consistent_needs_a_control_the_design_sees():
-    """The same audit scores (μ = 0.5 shift, claim μ = 1: no evidence) are consistent beside a control that the design
-    flags (μ = 3) and inconclusive beside one it cannot (μ = 0.5), with the advice."""
-    claim, scores = full_batch(1.0), _gaussian_scores(0.5, 300, 1)
-    options = AuditOptions(bootstrap=0, rule=Crossing(), power_resamples=40)
-    seen = report(scores, claim, 100, options, control=_control(3.0, 300, 2), every_estimate=False)
+    """A correct training whose canary reaches 0.9 of the claim's μ (300 runs a world, no evidence) is consistent:
+    its control (2 copies, μ = 1.8) is flagged above the claim; one whose canary reaches 0.3 is inconclusive, its
+    control (μ = 0.6) unseen, and the reason carries the advice."""
+    claim, options = full_batch(1.0), AuditOptions(bootstrap=0, rule=Crossing(), power_resamples=40)
+    worst = control_epsilon(claim, 100, 2)  # μ = 2
+    near = _gaussian_scores(0.9, 300, 1)  # a correct training whose canary reaches 0.9 of the claim's μ
+    seen = report(near, claim, 100, options, control=Control(2, worst, _gaussian_scores(1.8, 300, 2)),
+                  every_estimate=False)  # fmt: skip
     assert seen.verdict == "consistent" and seen.power.probability >= 0.8 and "flags it with probability" in seen.reason
-    blind = report(scores, claim, 100, options, control=_control(0.5, 300, 2), every_estimate=False, advice="do X")
+    weak = _gaussian_scores(0.3, 300, 1)  # a canary the training dilutes: 0.3 of the claim's μ
+    blind = report(weak, claim, 100, options, control=Control(2, worst, _gaussian_scores(0.6, 300, 2)),
+                   every_estimate=False, advice="do X")  # fmt: skip
     assert blind.verdict == "inconclusive" and blind.power.probability < 0.8 and blind.reason.endswith("do X")
-    assert seen.epsilon_hat == blind.epsilon_hat  # the control decides the verdict, not the bound
 
 
 def test_the_power_is_the_rate_at_which_the_control_is_flagged():
@@ -319,3 +319,25 @@ def test_the_same_model_for_every_seed_is_a_violation_whatever_the_scores():
     scores = {"score": np.zeros(200), "member": np.repeat([0, 1], 100)}
     rep = report(scores, full_batch(1.0), 100, AuditOptions(bootstrap=0), same_model=True, every_estimate=False)
     assert rep.verdict == "violation" and "same model for every seed" in rep.reason
+
+
+def test_a_control_that_leaks_more_than_k_copies_may_is_a_violation():
+    """A training that leaks 1.2× its claim's μ (claim μ = 1, 150 runs a world) passes its own look in most seeds;
+    its control (2 copies: μ = 2.4, above the declared mechanism's exact worst case μ = 2 for 2 copies) is audited
+    against that worst case and finds most of the rest (measured: own look 35 % of 20 seeds, either look 90 %). A
+    correct training's control (μ = 2: exactly the worst case) is not flagged by it beyond its level."""
+    claim = full_batch(1.0)
+    options = AuditOptions(bootstrap=0, rule=Crossing(), power_resamples=10)
+    worst = control_epsilon(claim, 100, 2)
+    assert worst == pytest.approx(gdp_epsilon(mu=2.0, delta=DELTA))
+
+    def verdicts(mu: float) -> list[str]:
+        return [report(_gaussian_scores(mu, 150, s), claim, 100, options, every_estimate=False,
+                       control=Control(2, worst, _gaussian_scores(2 * mu, 150, 1000 + s))).reason for s in range(20)]
+
+    leaky = verdicts(1.2)
+    own = sum("exceeds the claimed" in r for r in leaky)
+    both = own + sum("positive control leaks more" in r for r in leaky)
+    assert own <= 12 and both >= 16, (own, both)
+    correct = verdicts(1.0)
+    assert sum("positive control leaks more" in r for r in correct) <= 2

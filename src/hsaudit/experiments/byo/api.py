@@ -15,7 +15,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hsaudit.experiments.byo.audit import AuditOptions, ByoReport, Control, control_copies, pre_training, report
+from hsaudit.experiments.byo.audit import (
+    AuditOptions,
+    ByoReport,
+    Control,
+    control_copies,
+    control_is_exact,
+    pre_training,
+    report,
+)
 from hsaudit.engine.canaries import canary_type
 from hsaudit.experiments.byo.train.harness import (
     Loaded,
@@ -153,7 +161,9 @@ def audit_training(
     claim = loaded.training.claim
     same = not prepared.probe.seed_sensitive and canary_changes_model(prepared)
     about = details(design, prepared, scores)
-    found = report(scores, claim, loaded.n, options, details=about, same_model=same, every_estimate=False)
+    look = control and control_is_exact(claim, loaded.n)  # the looks both reports pay for
+    found = report(scores, claim, loaded.n, options, details=about, same_model=same, every_estimate=False,
+                   control_look=look)  # fmt: skip
     checked = None
     if control and found.verdict != "violation":  # a violation needs no power: its control is not trained
         copies, worst = control_copies(claim, loaded.n, options.power_factor)
@@ -161,7 +171,7 @@ def audit_training(
         table = pd.concat([frame(train_shard(twin, s, progress=progress)) for s in chosen], ignore_index=True)
         checked = Control(copies=copies, epsilon_worst=worst, scores=table)
     rep = report(scores, claim, loaded.n, options, details=about, control=checked, same_model=same,
-                 advice=advice(design, prepared))  # fmt: skip
+                 advice=advice(design, prepared), control_look=look)  # fmt: skip
     return Result(rep, scores, None if checked is None else checked.scores)
 
 

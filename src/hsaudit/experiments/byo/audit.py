@@ -457,6 +457,16 @@ def control_epsilon(claim: Claim, n: int, copies: int) -> float:
     return accounting(dataclasses.replace(claim, noise_multiplier=sigma / k), n).epsilon
 
 
+def control_is_exact(claim: Claim, n: int) -> bool:
+    """Whether :func:`control_epsilon` is the exact worst case of k copies (the full batch; Poisson sampling under
+    add-remove, up to the PLD's pessimistic discretisation), so that a control's ε̂ above it is a violation. Not
+    for replace-one under Poisson sampling, fixed-size or shuffled batches, where it is an upper figure of
+    another mechanism's."""
+    if claim.sampling_rate(n) >= 1.0:
+        return True
+    return claim.sampling == "poisson" and claim.neighbouring == "add-remove"
+
+
 def control_copies(claim: Claim, n: int, factor: float) -> tuple[int, float]:
     """The copies k of the positive control — the least k ≥ 2 (at most :data:`MAX_COPIES`) whose worst case
     (:func:`control_epsilon`) is at least ``factor`` × the claimed ε — and that worst case."""
@@ -499,6 +509,8 @@ class Power:
             (the audit then reads the scores the other way: decided on the control's models, which the verdict's
             bound does not use).
         runs_out, runs_in: the control's models in each world.
+        look: the control's own valid ε̂ (the scores' convention, at the verdict's per-look confidence), read against
+            ``epsilon_worst`` (:func:`control_is_exact`); None where that worst case is not exact.
     """
 
     copies: int
@@ -511,6 +523,7 @@ class Power:
     orientation: int
     runs_out: int
     runs_in: int
+    look: float | None = None
 
     @property
     def enough(self) -> bool:
@@ -782,6 +795,7 @@ def report(
     control: Control | None = None,
     same_model: bool = False,
     advice: str | None = None,
+    control_look: bool | None = None,
 ) -> ByoReport:
     """The report of the scores of an audit (columns ``score``, higher ⇒ canary present, and ``member``, 0/1).
 
@@ -792,6 +806,10 @@ def report(
     ``options.power_target`` (:func:`power`); ``inconclusive`` otherwise (too few runs for any ε̂ to exceed the
     claim, no control, or a control this design does not see), with the reason and ``advice``: the one change that
     would give the audit its power.
+
+    The control is itself an audit, of a training that holds the canary k times: where the declared mechanism's worst
+    case for k copies is exact (:func:`control_is_exact`), a control whose valid ε̂ exceeds it is a violation too
+    (a training that leaks 1.8× its claim can pass its own look and fail this one, where its canary counts k times).
 
     The scores' orientation comes from the control's models (:func:`orientation`), which the verdict's bound does
     not read: a canary that lowers its own score is read the other way round (with ``directions="both"`` both ways
@@ -807,6 +825,11 @@ def report(
         control: the positive control's models, or None (the verdict is then at best ``inconclusive``).
         same_model: the training gave the same model for two seeds while the canary changed it.
         advice: the change that would give an inconclusive audit its power (shown in its reason).
+        control_look: whether the control's models are also audited against the most k copies can leak under the
+            declared mechanism (:func:`control_is_exact`) — a look of its own, paid for with the others (Bonferroni).
+            None: exactly when there is a control and its worst case is exact. A caller that reports before
+            training the control (to skip it after a violation) passes the value it will use with the control, so
+            that both reports pay for the same looks.
 
     Raises:
         ValueError: scores that are not finite or of the wrong shape; a world without models.
@@ -818,11 +841,14 @@ def report(
     columns = {"score": s}
     if "score_iterates" in getattr(scores, "columns", scores):
         columns["score_iterates"] = _scores({"score": scores["score_iterates"], "member": scores["member"]})[0]
-    per_look = _per_look(options, len(columns))
+    if control_look is None:
+        control_look = control is not None and control_is_exact(claim, n)
+    per_look = _per_look(options, len(columns) + bool(control_look))
     found = _verdict_before(claim, n, per_look, s0.size, s1.size)
     basis = found["basis"]
     checked = None
     sign = 1
+    control_hat = None
     if control is not None:
         c, cm = _scores(control.scores)
         if c[~cm].size == 0 or c[cm].size == 0:
@@ -831,9 +857,14 @@ def report(
             sign = orientation(c[~cm], c[cm])
         checked = dataclasses.replace(
             power(sign * c[~cm], sign * c[cm], claim, n, options, copies=control.copies,
-                  epsilon_worst=control.epsilon_worst, looks=len(columns)),
+                  epsilon_worst=control.epsilon_worst, looks=len(columns) + bool(control_look)),
             orientation=sign,
         )  # fmt: skip
+        if control_look:  # the control is an audit too, of k copies, against the most the declared mechanism allows
+            basis_c = "gdp" if claim.sampling_rate(n) >= 1.0 else "assumption-free"
+            control_hat = _epsilon(per_look.auditor(_rule_for(per_look, basis_c), claim.delta), basis_c,
+                                   c[~cm], c[cm])  # fmt: skip
+            checked = dataclasses.replace(checked, look=control_hat)
     auditor = per_look.auditor(_rule_for(per_look, basis), claim.delta)
     looks = {name: _epsilon(auditor, basis, sign * v[~m], sign * v[m]) for name, v in columns.items()}
     top = max(looks, key=looks.get)
@@ -854,6 +885,14 @@ def report(
                 verdict="violation",
                 reason=f"the valid lower bound ε̂ = {eps_hat:.4g}{of} ({found['rule']}, {basis}, confidence "
                 f"{options.confidence:g}{flipped}) exceeds the claimed ε = {claim.epsilon:.4g} at δ = {claim.delta:g}",
+            )
+        elif control_hat is not None and control_hat > control.epsilon_worst:
+            found.update(
+                verdict="violation",
+                reason=f"the positive control leaks more than the declared mechanism allows: its valid lower bound "
+                f"ε̂ = {control_hat:.4g} (the canary repeated {control.copies} times, one of "
+                f"{len(columns) + 1} looks at {per_look.confidence:g}) exceeds {control.epsilon_worst:.4g}, the most "
+                f"{control.copies} copies can leak under the declared mechanism at δ = {claim.delta:g}",
             )
         elif why_early is not None:
             pass  # too few runs: inconclusive, said before training
@@ -924,7 +963,9 @@ def markdown(rep: Mapping[str, Any], *, figure: str | None = None) -> str:
                   f"resamples of its {pw['runs_out']} + {pw['runs_in']} models (a consistent verdict needs "
                   f"{_fmt(pw['target'])})."
                   + ("" if pw["orientation"] == 1 else " The control's canary lowers its score: the verdict reads "
-                     "the scores the other way.")]  # fmt: skip
+                     "the scores the other way.")
+                  + ("" if pw.get("look") is None else f" Audited itself against the most {pw['copies']} copies can "
+                     f"leak under the declared mechanism ({_fmt(pw['epsilon_worst'])}): ε̂ = {_fmt(pw['look'])}.")]  # fmt: skip
     if rep.get("runs_needed") is not None:
         lines.append(f"Runs per world that could exceed the claim: about {rep['runs_needed']}.")
     if len(rep.get("looks") or {}) > 1:
