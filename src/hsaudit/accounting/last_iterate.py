@@ -136,6 +136,11 @@ def _inverse_privacy_loss(value: float, mixture: Mixture) -> float | None:
         lo *= 2.0
     while f(hi) < value:
         hi *= 2.0
+    return _bisect(f, value, lo, hi)
+
+
+def _bisect(f, value: float, lo: float, hi: float) -> float:
+    """y in [lo, hi] with f(y) = value for an increasing f with f(lo) ≤ value ≤ f(hi), to 1e-13 relative."""
     for _ in range(300):
         mid = 0.5 * (lo + hi)
         if f(mid) < value:
@@ -274,15 +279,7 @@ def _inverse_mirrored(value: float, mixture: Mixture) -> float:
     lo, hi = 0.0, mixture.scale
     while f(hi) < value:
         lo, hi = hi, 2.0 * hi
-    for _ in range(300):
-        mid = 0.5 * (lo + hi)
-        if f(mid) < value:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-13 * max(1.0, abs(mid)):
-            break
-    return 0.5 * (lo + hi)
+    return _bisect(f, value, lo, hi)
 
 
 def _mirrored_delta_scalar(epsilon: float, mixture: Mixture) -> float:

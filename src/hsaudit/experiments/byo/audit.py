@@ -222,17 +222,18 @@ def mu_for_epsilon(epsilon: float, delta: float) -> float:
     return 1.0 / calibrate_noise(epsilon=float(epsilon), delta=float(delta), compositions=1)
 
 
-def _replace_one_pld(q: float, sigma: float, steps: int, *, pessimistic: bool):
-    """dp-accounting PLD of T Poisson-subsampled Gaussians under replace-one: (1 − q)N(0, σ²) + qN(−1, σ²) vs
-    (1 − q)N(0, σ²) + qN(1, σ²) per step (sensitivity C = 1 of one record; x and x' pull opposite ways, so the
-    atoms are 2C apart). ``pessimistic=False``: the privacy-buckets lower estimate."""
+def _subsampled_pld(q: float, sigma: float, steps: int, *, replace: bool, pessimistic: bool):
+    """dp-accounting PLD of T Poisson-subsampled Gaussians (sensitivity C = 1 of one record), add-remove or
+    replace-one — (1 − q)N(0, σ²) + qN(−1, σ²) vs (1 − q)N(0, σ²) + qN(1, σ²) per step (x and x' pull opposite ways,
+    so the atoms are 2C apart). ``pessimistic=False``: the privacy-buckets lower estimate."""
     from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
+    rel = pld_lib.NeighborRel.REPLACE_ONE if replace else pld_lib.NeighborRel.ADD_OR_REMOVE_ONE
     return pld_lib.from_gaussian_mechanism(
         standard_deviation=sigma,
         sampling_prob=q,
         value_discretization_interval=1e-4,
-        neighboring_relation=pld_lib.NeighborRel.REPLACE_ONE,
+        neighboring_relation=rel,
         pessimistic_estimate=pessimistic,
         use_connect_dots=pessimistic,
     ).self_compose(steps)
@@ -241,7 +242,6 @@ def _replace_one_pld(q: float, sigma: float, steps: int, *, pessimistic: bool):
 @functools.lru_cache(maxsize=64)
 def _accounting(claim: Claim, n: int) -> Accounting:
     from dp_accounting import dp_event
-    from dp_accounting.pld import privacy_loss_distribution as pld_lib
     from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 
     q = claim.sampling_rate(n)
@@ -265,20 +265,7 @@ def _accounting(claim: Claim, n: int) -> Accounting:
             lower=eps,
         )
     if claim.sampling == "poisson":
-        if replace:
-            pld, low = (_replace_one_pld(q, sigma, steps, pessimistic=p) for p in (True, False))
-        else:
-            pld, low = (
-                pld_lib.from_gaussian_mechanism(
-                    standard_deviation=sigma,
-                    sampling_prob=q,
-                    value_discretization_interval=1e-4,
-                    neighboring_relation=pld_lib.NeighborRel.ADD_OR_REMOVE_ONE,
-                    pessimistic_estimate=p,
-                    use_connect_dots=p,
-                ).self_compose(steps)
-                for p in (True, False)
-            )
+        pld, low = (_subsampled_pld(q, sigma, steps, replace=replace, pessimistic=p) for p in (True, False))
         deltas = np.asarray(pld.get_delta_for_epsilon(EPSILON_GRID), dtype=float)
         lower = max(0.0, float(low.get_epsilon_for_delta(delta)))
         return Accounting(
@@ -303,7 +290,8 @@ def _accounting(claim: Claim, n: int) -> Accounting:
         )
         # A lower figure: on data sets where every other record's gradient is 0, x is in each step's batch with
         # probability B/N independently across steps, so the outputs are exactly the Poisson replace-one pair's.
-        lower = max(0.0, float(_replace_one_pld(batch / n, sigma, steps, pessimistic=False).get_epsilon_for_delta(delta)))
+        low = _subsampled_pld(batch / n, sigma, steps, replace=True, pessimistic=False)
+        lower = max(0.0, float(low.get_epsilon_for_delta(delta)))
         return Accounting(
             epsilon=float(acc.get_epsilon(delta)),
             method=f"dp-accounting RDP: {batch} of {n} sampled without replacement, Gaussian at sensitivity 2C, "
