@@ -3,7 +3,8 @@
 Trains 2R models of the entry's training (each with or without a canary, by a fair coin), scores the canary, and
 reports the valid lower bound ε̂ against the claimed ε with a verdict (violation / consistent / underpowered), beside
 our accountant's ε and the last-iterate heuristic. Writes ``OUT/scores.csv`` (columns ``score`` and ``member``, as
-``hsaudit audit`` and ``hsaudit one-run`` read them), ``OUT/report.json`` and ``OUT/report.md``.
+``hsaudit audit`` and ``hsaudit one-run`` read them), ``OUT/report.json``, ``OUT/report.md`` and ``OUT/fig.pdf`` (+
+``fig.csv``). ``--jobs N`` trains in N processes (default one per core).
 
 Sharded: ``--shard i/n`` trains the i-th of n shards into ``OUT/scores-i-of-n.csv``; ``--from-shards n`` audits them.
 """
@@ -66,7 +67,12 @@ def register(sub) -> None:
     parser.add_argument("--from-shards", type=int, default=None, metavar="N",
                         help="audit OUT/scores-*-of-N.csv (written by --shard I/N) instead of training")  # fmt: skip
     parser.add_argument("--out", default="byo-audit", help="directory of the outputs (default byo-audit)")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="processes that train the models (default: one per core, or 1 when the check says the "
+                        "training takes under 10 s); --jobs 1 trains in this process")  # fmt: skip
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads of this process (default 1: small models train fastest on one thread; "
+                        "the jobs fill the cores, each with cores // jobs threads)")  # fmt: skip
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--bench", type=int, default=None, metavar="MODELS",
                         help="benchmark instead of auditing: MODELS models of the training called directly against "
@@ -105,6 +111,14 @@ def _summary(rep) -> str:
     return "\n".join(lines)
 
 
+def _figure(scores, payload: dict, out: Path) -> None:
+    """``OUT/fig.pdf`` (+ ``fig.csv``, its numbers): the scores in both worlds and ε̂ against the claim, as the
+    workflow's ``plot_byo`` draws it."""
+    from hsaudit.experiments.byo.figures import FIGURES
+
+    FIGURES["scores"](scores, pdf=str(out / "fig.pdf"), csv=str(out / "fig.csv"), facts={"report": payload, "scale": "cli"})
+
+
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -115,10 +129,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.runs < 1:
         raise ValueError(f"--runs must be >= 1, got {args.runs}")
-    if args.threads is not None:
-        import torch
+    if args.jobs is not None and args.jobs < 1:
+        raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+    import torch
 
-        torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads if args.threads is not None else 1)
     out = Path(args.out)
     shards = args.shard[1] if args.shard else (args.from_shards or 1)
     design = _design(args, shards)
@@ -148,16 +163,18 @@ def run(args: argparse.Namespace) -> int:
         rep = audit_frames(frames, design, load(design), options)
         scores = pd.concat(frames, ignore_index=True)
     else:
-        result = audit_training(design, options, progress=progress)
+        result = audit_training(design, options, progress=progress, jobs=args.jobs)
         rep, scores = result.report, result.scores
     if len(scores):
         write_csv_atomic(scores, out / "scores.csv")
     payload = rep.to_dict()
     write_text_atomic(out / "report.json", json.dumps(payload, indent=2) + "\n")
     write_text_atomic(out / "report.md", markdown(payload))
+    if len(scores):
+        _figure(scores, payload, out)
     if args.json:
         print(json.dumps(payload, indent=2))
     else:
         print(_summary(rep))
-        print(f"  wrote {out / 'report.md'}" + (f", {out / 'scores.csv'}" if len(scores) else ""))
+        print(f"  wrote {out / 'report.md'}" + (f", {out / 'scores.csv'}, {out / 'fig.pdf'}" if len(scores) else ""))
     return 0

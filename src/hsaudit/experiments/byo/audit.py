@@ -633,7 +633,7 @@ def markdown(rep: Mapping[str, Any], *, figure: str | None = None) -> str:
         f"| last-iterate heuristic | {_fmt(acc['heuristic'])} | what a final-model audit of a correct implementation "
         "can reach (Steinke et al. 2025, Thm 1) |",
         f"| ε̂ (verdict) | {_fmt(rep['epsilon_hat'])} | valid lower bound: {rep['rule']}, {rep['basis']}, confidence "
-        f"{rep['confidence']:g}, {rep['directions']} direction(s) |",
+        f"{rep['confidence']:g}, {'one direction' if rep['directions'] == 'one' else 'both directions'} |",
         f"| largest ε̂ possible | {_fmt(rep['epsilon_max'])} | perfectly separated scores, {rep['runs_out']} + "
         f"{rep['runs_in']} runs |",
         "",
