@@ -116,7 +116,8 @@ def _figure(scores, payload: dict, out: Path) -> None:
     workflow's ``plot_byo`` draws it."""
     from hsaudit.experiments.byo.figures import FIGURES
 
-    FIGURES["scores"](scores, pdf=str(out / "fig.pdf"), csv=str(out / "fig.csv"), facts={"report": payload, "scale": "cli"})
+    facts = {"report": payload, "scale": "cli"}
+    FIGURES["scores"](scores, pdf=str(out / "fig.pdf"), csv=str(out / "fig.csv"), facts=facts)
 
 
 def run(args: argparse.Namespace) -> int:

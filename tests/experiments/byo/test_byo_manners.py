@@ -4,15 +4,17 @@ traceback, and the outputs are those docs/byo.md lists."""
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
+from dataclasses import replace
 
 import pandas as pd
 import pytest
 
 from byo_testing import zoo_entry
 from hsaudit.cli import main
-from hsaudit.experiments.byo.api import audit_training, train_all
+from hsaudit.experiments.byo.api import PARALLEL_MIN_SECONDS, audit_training, default_jobs, train_all
 from hsaudit.experiments.byo.train.errors import UserCodeError
 from hsaudit.experiments.byo.train.harness import load_training, prepare
 from hsaudit.experiments.byo.train.values import Design
@@ -73,6 +75,13 @@ def test_blocks_of_any_split_give_the_same_rows():
                                       check_exact=True)  # fmt: skip
     with pytest.raises(ValueError, match="jobs must be a positive integer, got 0"):
         train_all(prepared, jobs=0)
+
+
+def test_the_default_jobs_are_the_cores_unless_the_training_is_short():
+    prepared = prepare(Design(entry=zoo_entry("correct"), canary="out_of_support", runs=5))
+    short = PARALLEL_MIN_SECONDS / prepared.design.models / 2
+    assert default_jobs(replace(prepared, probe=replace(prepared.probe, seconds=short))) == 1
+    assert default_jobs(replace(prepared, probe=replace(prepared.probe, seconds=4 * short))) == os.cpu_count()
 
 
 def test_an_entry_file_imports_its_sibling_modules(tmp_path, monkeypatch):

@@ -100,7 +100,7 @@ def audit_training(
     *,
     shards: Sequence[int] | None = None,
     progress: bool = False,
-    jobs: int | None = None,
+    jobs: int | None = 1,
 ) -> Result:
     """Audit a user's training end to end.
 
@@ -109,7 +109,7 @@ def audit_training(
         options: how the scores are audited.
         shards: the shards to train (default all); a report of a subset audits the models trained so far.
         progress: tqdm bars over the models.
-        jobs: processes that train the models (:func:`train_all`; None: :func:`default_jobs`).
+        jobs: processes that train the models (:func:`train_all`; default 1, this one; None: :func:`default_jobs`).
 
     Returns:
         The report and the scores (empty when the verdict needed no training).
@@ -144,7 +144,7 @@ def default_jobs(prepared: Prepared) -> int:
 
 
 def train_all(
-    prepared: Prepared, *, jobs: int | None = None, progress: bool = False, shards: Sequence[int] | None = None
+    prepared: Prepared, *, jobs: int | None = 1, progress: bool = False, shards: Sequence[int] | None = None
 ) -> pd.DataFrame:
     """The scores table (:func:`frame`) of every model of ``prepared.design`` (or of its ``shards``), trained in
     ``jobs`` processes.
@@ -159,7 +159,7 @@ def train_all(
 
     Args:
         prepared: the checked training, its canary and worlds (:func:`~hsaudit.experiments.byo.train.harness.prepare`).
-        jobs: processes (None: :func:`default_jobs`).
+        jobs: processes (default 1: this one; None: :func:`default_jobs`, as ``hsaudit audit-training``).
         progress: one tqdm bar over the models.
         shards: shards of ``prepared.design`` to train (default: all its models).
 

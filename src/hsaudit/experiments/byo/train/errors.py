@@ -27,7 +27,13 @@ class UserCodeError(Exception):
     """
 
     def __init__(
-        self, function: str, entry: str, error: str, user_traceback: str = "", seeds: Sequence[int] = (), where: str = ""
+        self,
+        function: str,
+        entry: str,
+        error: str,
+        user_traceback: str = "",
+        seeds: Sequence[int] = (),
+        where: str = "",
     ) -> None:
         self.function, self.entry, self.error = function, entry, error
         self.user_traceback, self.seeds, self.where = user_traceback, tuple(int(s) for s in seeds), where
@@ -38,7 +44,8 @@ class UserCodeError(Exception):
         if len(self.seeds) == 1:
             context.append(f"seed {self.seeds[0]}")
         elif self.seeds:
-            context.append(f"one of seeds {', '.join(map(str, self.seeds[:8]))}{', ...' if len(self.seeds) > 8 else ''}")
+            more = ", ..." if len(self.seeds) > 8 else ""
+            context.append(f"one of seeds {', '.join(map(str, self.seeds[:8]))}{more}")
         if self.where:
             context.append(self.where)
         return f"your {self.function}() raised {self.error} ({'; '.join(context)})"
@@ -50,7 +57,8 @@ class UserCodeError(Exception):
 
     def full(self) -> str:
         """The message and the user's traceback, as the CLI prints them."""
-        return f"{self}\n\nTraceback of your code (most recent call last; hsaudit's frames left out):\n{self.user_traceback}"
+        head = "Traceback of your code (most recent call last; hsaudit's frames left out):"
+        return f"{self}\n\n{head}\n{self.user_traceback}"
 
 
 def _below_caller(err: BaseException) -> str:
