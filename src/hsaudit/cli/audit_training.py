@@ -69,7 +69,7 @@ def register(sub) -> None:
     parser.add_argument("--out", default="byo-audit", help="directory of the outputs (default byo-audit)")
     parser.add_argument("--jobs", type=int, default=None,
                         help="processes that train the models (default: one per core, or 1 when the check says the "
-                        "training takes under 10 s); --jobs 1 trains in this process")  # fmt: skip
+                        "training takes under 60 s); --jobs 1 trains in this process")  # fmt: skip
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads of this process (default 1: small models train fastest on one thread; "
                         "the jobs fill the cores, each with cores // jobs threads)")  # fmt: skip

@@ -129,10 +129,12 @@ def audit_training(
     return Result(rep, scores)
 
 
-PARALLEL_MIN_SECONDS = 10.0
+PARALLEL_MIN_SECONDS = 60.0
 """Below this much of the user's training (the check's seconds per model × the models), :func:`default_jobs` trains
-in-process: a worker's start (a fresh interpreter importing torch, the user's ``make()`` and ``dataset()``) costs a
-few seconds."""
+in-process: a worker's start (a fresh interpreter importing torch and the user's libraries, ``make()``, ``dataset()``,
+a first model slower than the rest) costs a few seconds — 3.5 s of CPU for the Opacus example, whose check says
+0.1–0.25 s per model (its first model's warm-up) for 0.015–0.04 s after it: two jobs lost to one at 200 models
+(20–23 s against 12–16 s) and gained little at 1,000 on a loaded 2-core machine (docs/byo.md, "Speed")."""
 
 
 def default_jobs(prepared: Prepared) -> int:

@@ -16,8 +16,8 @@ an object (or mapping) with
   (``record(step, models)``) after its steps; the harness then also scores every recorded iterate
   (:func:`iterates_statistic`), so that the all-iterates threat model is audited too.
 
-Imports the engine (the canary registry), the util layer, this package's values and, for the user's module,
-importlib: a training job's code version covers exactly this.
+Imports the engine (the canary registry), the util layer, this package's values and errors and, for the user's
+module, importlib: a training job's code version covers exactly this.
 """
 
 from __future__ import annotations
