@@ -123,9 +123,9 @@ def _figure(scores, payload: dict, out: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from hsaudit.experiments.byo.api import audit_frames, audit_training, frame
+    from hsaudit.experiments.byo.api import audit_frames, audit_training, train_all
     from hsaudit.experiments.byo.audit import AuditOptions, markdown, rule_value
-    from hsaudit.experiments.byo.train.harness import load, prepare, train_shard
+    from hsaudit.experiments.byo.train.harness import load, prepare
     from hsaudit.util.io import write_csv_atomic, write_text_atomic
 
     if args.runs < 1:
@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         i, n = args.shard
         prepared = prepare(design)
         path = out / f"scores-{i}-of-{n}.csv"
-        write_csv_atomic(frame(train_shard(prepared, i - 1, progress=progress)), path)
+        write_csv_atomic(train_all(prepared, jobs=1, progress=progress, shards=[i - 1]), path)
         print(f"shard {i}/{n}: wrote {path}")
         return 0
     if args.from_shards:
