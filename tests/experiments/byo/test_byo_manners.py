@@ -53,9 +53,10 @@ def _entry(tmp_path, bad: int = -1) -> str:
     return f"{path}:make"
 
 
-def test_parallel_jobs_give_the_rows_of_one():
-    """Two spawned workers, each training blocks of a finer split, give exactly one process's rows, in order."""
-    prepared = prepare(Design(entry=zoo_entry("correct"), canary="out_of_support", runs=6, seed=3))
+def test_parallel_jobs_give_the_rows_of_one(tmp_path):
+    """Two spawned workers, each preparing the training once and training several blocks of a finer split (8 blocks
+    of a per-seed ``train``), give exactly one process's rows, in order."""
+    prepared = prepare(Design(entry=_entry(tmp_path), canary="mislabelled", runs=6, seed=3))
     one = train_all(prepared, jobs=1)
     two = train_all(prepared, jobs=2)
     assert len(one) == prepared.design.models
