@@ -27,6 +27,10 @@ from opacus import PrivacyEngine
 from opacus.accountants import PRVAccountant
 from torch.utils.data import DataLoader
 
+# Opacus' hooks on a model whose input needs no gradient make torch warn at every backward(); harmless here, and
+# once per model it buried the audit's output.
+warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are computed with respect to")
+
 N, FEATURES, CLASSES = 240, 10, 2
 STEPS, NOISE, BATCH, CLIP, LR, DELTA = 20, 1.0, 25, 1.0, 0.5, 1e-5
 

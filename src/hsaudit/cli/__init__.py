@@ -3,7 +3,9 @@
 Each sub-command lives in its own module of this package and exposes ``register(subparsers)``, which
 adds its parser and sets ``func`` (a callable taking the parsed namespace and returning an exit code).
 Errors that come from bad input (``ValueError``, ``FileNotFoundError``, ``KeyError``) are printed as one
-line on stderr with exit status 2, never as a traceback.
+line on stderr with exit status 2, never as a traceback. An exception raised in a user's own code (``hsaudit
+audit-training``'s entry: :class:`~hsaudit.experiments.byo.train.errors.UserCodeError`) is printed with where it came
+from and the traceback of that code, exit status 1.
 
 Start-up is lazy: only the module of the command being run is imported (``hsaudit audit`` never loads torch,
 which ``hsaudit bench train`` needs); the others appear in ``--help`` as one-line stubs from :data:`COMMANDS`.
@@ -89,6 +91,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         msg = err.args[0] if isinstance(err, KeyError) and err.args else err
         print(f"hsaudit {args.command}: error: {msg}", file=sys.stderr)
         return 2
+    except Exception as err:
+        from hsaudit.experiments.byo.train.errors import UserCodeError
+
+        if not isinstance(err, UserCodeError):
+            raise
+        print(f"hsaudit {args.command}: error in your code: {err.full()}", file=sys.stderr, end="")
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

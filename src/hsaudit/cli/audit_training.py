@@ -5,7 +5,8 @@ reports the valid lower bound ε̂ against the claimed ε with a verdict (violat
 our accountant's ε and the last-iterate heuristic. A verdict carries its power: as many models again train the
 positive control (the canary repeated k times, a known multiple of the claim), and "consistent" needs the design to
 flag it with probability at least --power-target. Writes ``OUT/scores.csv`` (columns ``score`` and ``member``, as
-``hsaudit audit`` and ``hsaudit one-run`` read them), ``OUT/report.json`` and ``OUT/report.md``.
+``hsaudit audit`` and ``hsaudit one-run`` read them), ``OUT/report.json``, ``OUT/report.md`` and ``OUT/fig.pdf`` (+
+``fig.csv``); the control's scores in ``OUT/control.csv``. ``--jobs N`` trains in N processes (default one per core).
 
 Sharded: ``--shard i/n`` trains the i-th of n shards into ``OUT/scores-i-of-n.csv``; ``--from-shards n`` audits them.
 """
@@ -79,7 +80,12 @@ def register(sub) -> None:
     parser.add_argument("--from-shards", type=int, default=None, metavar="N",
                         help="audit OUT/scores-*-of-N.csv (written by --shard I/N) instead of training")  # fmt: skip
     parser.add_argument("--out", default="byo-audit", help="directory of the outputs (default byo-audit)")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="processes that train the models (default: one per core, or 1 when the check says the "
+                        "training takes under 60 s); --jobs 1 trains in this process")  # fmt: skip
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads of this process (default 1: small models train fastest on one thread; "
+                        "the jobs fill the cores, each with cores // jobs threads)")  # fmt: skip
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--bench", type=int, default=None, metavar="MODELS",
                         help="benchmark instead of auditing: MODELS models of the training called directly against "
@@ -123,20 +129,30 @@ def _summary(rep) -> str:
     return "\n".join(lines)
 
 
+def _figure(scores, payload: dict, out: Path) -> None:
+    """``OUT/fig.pdf`` (+ ``fig.csv``, its numbers): the scores in both worlds and ε̂ against the claim, as the
+    workflow's ``plot_byo`` draws it."""
+    from hsaudit.experiments.byo.figures import FIGURES
+
+    facts = {"report": payload, "scale": "cli"}
+    FIGURES["scores"](scores, pdf=str(out / "fig.pdf"), csv=str(out / "fig.csv"), facts=facts)
+
+
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from hsaudit.experiments.byo.api import audit_frames, audit_training, frame
+    from hsaudit.experiments.byo.api import audit_frames, audit_training, train_all
     from hsaudit.experiments.byo.audit import AuditOptions, markdown, rule_value
-    from hsaudit.experiments.byo.train.harness import load, prepare, train_shard
+    from hsaudit.experiments.byo.train.harness import load, prepare
     from hsaudit.util.io import write_csv_atomic, write_text_atomic
 
     if args.runs < 1:
         raise ValueError(f"--runs must be >= 1, got {args.runs}")
-    if args.threads is not None:
-        import torch
+    if args.jobs is not None and args.jobs < 1:
+        raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+    import torch
 
-        torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads if args.threads is not None else 1)
     out = Path(args.out)
     shards = args.shard[1] if args.shard else (args.from_shards or 1)
     design = _design(args, shards)
@@ -157,14 +173,14 @@ def run(args: argparse.Namespace) -> int:
         i, n = args.shard
         prepared = prepare(design)
         path = out / f"scores-{i}-of-{n}.csv"
-        write_csv_atomic(frame(train_shard(prepared, i - 1, progress=progress)), path)
+        write_csv_atomic(train_all(prepared, jobs=1, progress=progress, shards=[i - 1]), path)
         print(f"shard {i}/{n}: wrote {path}")
         if not args.no_control:
             claim, size = prepared.training.claim, prepared.probe.n
             copies, _ = control_copies(claim, size, options.power_factor)
             twin = prepare(design.control(copies), found=prepared.probe, canary=prepared.canary)
             path = out / f"control-{i}-of-{n}.csv"
-            write_csv_atomic(frame(train_shard(twin, i - 1, progress=progress)), path)
+            write_csv_atomic(train_all(twin, jobs=1, progress=progress, shards=[i - 1]), path)
             print(f"control shard {i}/{n}: wrote {path}")
         return 0
     if args.from_shards:
@@ -181,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
         rep = audit_frames(frames, design, load(design), options, control=[pd.read_csv(p) for p in twins])
         scores = pd.concat(frames, ignore_index=True)
     else:
-        result = audit_training(design, options, progress=progress, control=not args.no_control)
+        result = audit_training(design, options, progress=progress, control=not args.no_control, jobs=args.jobs)
         rep, scores = result.report, result.scores
         if result.control is not None and len(result.control):
             write_csv_atomic(result.control, out / "control.csv")
@@ -190,9 +206,11 @@ def run(args: argparse.Namespace) -> int:
     payload = rep.to_dict()
     write_text_atomic(out / "report.json", json.dumps(payload, indent=2) + "\n")
     write_text_atomic(out / "report.md", markdown(payload))
+    if len(scores):
+        _figure(scores, payload, out)
     if args.json:
         print(json.dumps(payload, indent=2))
     else:
         print(_summary(rep))
-        print(f"  wrote {out / 'report.md'}" + (f", {out / 'scores.csv'}" if len(scores) else ""))
+        print(f"  wrote {out / 'report.md'}" + (f", {out / 'scores.csv'}, {out / 'fig.pdf'}" if len(scores) else ""))
     return 0

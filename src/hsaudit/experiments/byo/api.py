@@ -7,6 +7,7 @@ same steps as separate jobs (check, shards, audit): :func:`check`, :func:`train_
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -39,6 +40,7 @@ from hsaudit.experiments.byo.train.harness import (
     train_models,
     train_shard,
 )
+from hsaudit.experiments.byo.train.parallel import train_block, worker_block
 from hsaudit.experiments.byo.train.values import Design
 
 SCORE_COLUMNS = ("model", "member", "seed", "score", "train_seconds", "harness_seconds")
@@ -132,6 +134,7 @@ def audit_training(
     shards: Sequence[int] | None = None,
     progress: bool = False,
     control: bool = True,
+    jobs: int | None = 1,
 ) -> Result:
     """Audit a user's training end to end.
 
@@ -143,6 +146,7 @@ def audit_training(
         control: train the positive control (as many models again: the canary repeated k times in world 1,
             :func:`~hsaudit.experiments.byo.audit.control_copies`), which measures the audit's power; without it
             the verdict is at best ``inconclusive``.
+        jobs: processes that train the models (:func:`train_all`; default 1, this one; None: :func:`default_jobs`).
 
     Returns:
         The report, the scores (empty when the verdict needed no training) and the control's scores.
@@ -150,14 +154,14 @@ def audit_training(
     Raises:
         ValueError: bad input (an entry that does not import, a bad claim, a training not deterministic in its
             seed, a NaN loss), with a message naming it.
+        UserCodeError: the user's own code raised (:mod:`~hsaudit.experiments.byo.train.errors`).
     """
     loaded = load(design)
     early = early_report(design, loaded, options)
     if early is not None:
         return Result(early, frame({c: np.zeros(0) for c in SCORE_COLUMNS}))
     prepared = prepare(design, loaded)
-    chosen = range(design.shards) if shards is None else shards
-    scores = pd.concat([frame(train_shard(prepared, s, progress=progress)) for s in chosen], ignore_index=True)
+    scores = train_all(prepared, jobs=jobs, progress=progress, shards=shards)
     claim = loaded.training.claim
     same = not prepared.probe.seed_sensitive and canary_changes_model(prepared)
     about = details(design, prepared, scores)
@@ -168,11 +172,94 @@ def audit_training(
     if control and found.verdict != "violation":  # a violation needs no power: its control is not trained
         copies, worst = control_copies(claim, loaded.n, options.power_factor)
         twin = prepare(design.control(copies), loaded, found=prepared.probe, canary=prepared.canary)
-        table = pd.concat([frame(train_shard(twin, s, progress=progress)) for s in chosen], ignore_index=True)
+        table = train_all(twin, jobs=jobs, progress=progress, shards=shards)
         checked = Control(copies=copies, epsilon_worst=worst, scores=table)
     rep = report(scores, claim, loaded.n, options, details=about, control=checked, same_model=same,
                  advice=advice(design, prepared), control_look=look)  # fmt: skip
     return Result(rep, scores, None if checked is None else checked.scores)
+
+
+PARALLEL_MIN_SECONDS = 60.0
+"""Below this much of the user's training (the check's seconds per model × the models), :func:`default_jobs` trains
+in-process: a worker's start (a fresh interpreter importing torch and the user's libraries, ``make()``, ``dataset()``,
+a first model slower than the rest) costs a few seconds — 3.5 s of CPU for the Opacus example, whose check says
+0.1–0.25 s per model (its first model's warm-up) for 0.015–0.04 s after it: two jobs lost to one at 200 models
+(20–23 s against 12–16 s) and gained little at 1,000 on a loaded 2-core machine (docs/byo.md, "Speed")."""
+
+
+def default_jobs(prepared: Prepared) -> int:
+    """One process per core (``os.cpu_count()``), or 1 when the training is too short to gain from more
+    (:data:`PARALLEL_MIN_SECONDS`, estimated from the determinism check's time per model)."""
+    if prepared.design.models * prepared.probe.seconds < PARALLEL_MIN_SECONDS:
+        return 1
+    return max(1, os.cpu_count() or 1)
+
+
+def train_all(
+    prepared: Prepared, *, jobs: int | None = 1, progress: bool = False, shards: Sequence[int] | None = None
+) -> pd.DataFrame:
+    """The scores table (:func:`frame`) of every model of ``prepared.design`` (or of its ``shards``), trained in
+    ``jobs`` processes.
+
+    Each model's bit and seed come from the design by its index, so the rows do not depend on ``jobs`` (only the
+    timing columns do). ``jobs`` = 1 trains here, shard after shard, as
+    :func:`~hsaudit.experiments.byo.train.harness.train_shard`. More jobs start that many fresh interpreters ('spawn':
+    forking a process that has run torch's thread pool can deadlock), each with ``cpu_count // jobs`` torch threads;
+    each gets the design, the check's probe and the canary (not the user's functions, which need not pickle), calls
+    the user's ``make()`` and ``dataset()`` once and trains blocks of consecutive models: those of a finer split of the
+    design (a few blocks per job, so that the bar moves and the jobs end together), or the chosen ``shards``.
+
+    Args:
+        prepared: the checked training, its canary and worlds (:func:`~hsaudit.experiments.byo.train.harness.prepare`).
+        jobs: processes (default 1: this one; None: :func:`default_jobs`, as ``hsaudit audit-training``).
+        progress: one tqdm bar over the models.
+        shards: shards of ``prepared.design`` to train (default: all its models).
+
+    Raises:
+        ValueError: ``jobs`` < 1, or as :func:`~hsaudit.experiments.byo.train.harness.train_shard`.
+        UserCodeError: the user's code raised; the error names the model and its world.
+    """
+    design = prepared.design
+    jobs = default_jobs(prepared) if jobs is None else jobs
+    if int(jobs) != jobs or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    if shards is not None:
+        blocks = [(design.shards, int(s)) for s in shards]
+    else:
+        per_call = prepared.training.models_per_call if prepared.training.train_batch is not None else 1
+        count = 1 if jobs == 1 else min(design.models, max(jobs, min(4 * jobs, design.models // per_call)))
+        blocks = [(count, i) for i in range(count)]
+    if jobs == 1 or len(blocks) == 1:
+        return pd.concat([frame(train_block(prepared, *b, progress=progress)) for b in blocks], ignore_index=True)
+    return _train_parallel(prepared, blocks, min(int(jobs), len(blocks)), progress)
+
+
+def _train_parallel(prepared: Prepared, blocks: list[tuple[int, int]], jobs: int, progress: bool) -> pd.DataFrame:
+    """The blocks trained by ``jobs`` spawned workers, their frames in block order."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=sum(len(replace(prepared.design, shards=c).shard_models(i)) for c, i in blocks),
+                   desc=f"{jobs} jobs", unit="model")  # fmt: skip
+    spec = (prepared.design.to_dict(), prepared.probe, prepared.canary, max(1, (os.cpu_count() or 1) // jobs))
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        futures = {pool.submit(worker_block, *spec, c, i): k for k, (c, i) in enumerate(blocks)}
+        done: dict[int, dict[str, np.ndarray]] = {}
+        for future in as_completed(futures):
+            columns = future.result()
+            done[futures[future]] = columns
+            if bar is not None:
+                bar.update(len(columns["model"]))
+    finally:  # (the workers exit while the report is computed)
+        pool.shutdown(wait=False, cancel_futures=True)
+        if bar is not None:
+            bar.close()
+    return pd.concat([frame(done[k]) for k in range(len(blocks))], ignore_index=True)
 
 
 def audit_frames(

@@ -20,8 +20,8 @@ an object (or mapping) with
   (``record(step, models)``) after its steps; the harness then also scores every recorded iterate
   (:func:`iterates_statistic`), so that the all-iterates threat model is audited too.
 
-Imports the engine (the canary registry), the util layer, this package's values and, for the user's module,
-importlib: a training job's code version covers exactly this.
+Imports the engine (the canary registry), the util layer, this package's values and errors and, for the user's
+module, importlib: a training job's code version covers exactly this.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from hsaudit.engine.canaries import (
     background,
     canary_type,
 )
+from hsaudit.experiments.byo.train.errors import guarded
 from hsaudit.experiments.byo.train.values import AuditSetting, Claim, Design, check_setting, entry_file, split_entry
 
 MODELS_PER_CALL = 64
@@ -60,7 +61,8 @@ _LOADED: dict[tuple[Path, int], Any] = {}
 
 
 def load_make(entry: str) -> Callable[..., Any]:
-    """The ``make`` function an entry names (a path module is loaded once per process and version of its file).
+    """The ``make`` function an entry names (a path module is loaded once per process and version of its file, with
+    its folder on ``sys.path`` so that it imports its sibling modules).
 
     Raises:
         ValueError: the module does not import (the message carries the import error) or has no such function.
@@ -72,6 +74,7 @@ def load_make(entry: str) -> Callable[..., Any]:
             key = (path, path.stat().st_mtime_ns)
             module = _LOADED.get(key)
             if module is None:
+                _on_path(path.parent)
                 name = f"hsaudit_byo_entry_{abs(hash(key))}"
                 spec = importlib.util.spec_from_file_location(name, path)
                 module = importlib.util.module_from_spec(spec)
@@ -92,6 +95,13 @@ def load_make(entry: str) -> Callable[..., Any]:
     if not callable(make):
         raise ValueError(f"entry {entry!r}: module {target} has no function {attr}")
     return make
+
+
+def _on_path(folder: Path) -> None:
+    """Put an entry file's folder first on ``sys.path`` (unless it is there), so that the file imports its sibling
+    modules as it does when run as a script."""
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,12 +170,15 @@ def load_training(
     Raises:
         ValueError: the entry does not import; ``make`` takes no setting when one is asked for; no ``claim`` or a
             bad one; no ``train``/``train_batch``; a claim that ignores the setting.
+        UserCodeError: ``make`` raised. The training's functions are wrapped alike: an exception of the user's
+            ``train``, ``train_batch``, ``dataset``, ``loss`` or ``predict`` is raised as a
+            :class:`~hsaudit.experiments.byo.train.errors.UserCodeError` naming the function, the entry and the seed.
     """
     make = load_make(entry)
     params = inspect.signature(make).parameters
     if setting is not None and not params:
         raise ValueError(f"entry {entry!r}: an audit setting was asked for, but make() takes no argument (docs/byo.md)")
-    made = make(setting) if params else make()
+    made = guarded("make", entry, make)(*((setting,) if params else ()))
     stated = _field(made, "claim")
     if stated is None and not claim:
         raise ValueError(f"entry {entry!r}: make() returned no claim")
@@ -181,12 +194,12 @@ def load_training(
     return Training(
         entry=entry,
         claim=parsed,
-        train=train if callable(train) else None,
-        train_batch=train_batch if callable(train_batch) else None,
+        train=guarded("train", entry, train) if callable(train) else None,
+        train_batch=guarded("train_batch", entry, train_batch) if callable(train_batch) else None,
         models_per_call=int(per_call),
-        dataset=_field(made, "dataset"),
-        loss=_field(made, "loss"),
-        predict=_field(made, "predict"),
+        dataset=guarded("dataset", entry, _field(made, "dataset")),
+        loss=guarded("loss", entry, _field(made, "loss")),
+        predict=guarded("predict", entry, _field(made, "predict")),
         classes=None if classes is None else int(classes),
         records=_takes_record(used),
         init_seed=_takes_init_seed(used),

@@ -1,0 +1,64 @@
+"""A block of a design's models, trained here or in a worker process (``hsaudit audit-training --jobs``).
+
+A worker receives plain values — the design (:meth:`~hsaudit.experiments.byo.train.values.Design.to_dict`), the
+check's :class:`~hsaudit.experiments.byo.train.harness.Probe` and the canary — never the user's functions (closures
+need not pickle): it calls the user's ``make()`` and ``dataset()`` itself, once per process. A block is a shard of
+the design split into more shards; each model's bit and seed come from the design by its index, so the rows do not
+depend on the split. Imports the harness only (no pandas, no audit), so that a worker starts fast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from hsaudit.experiments.byo.train.errors import UserCodeError
+from hsaudit.experiments.byo.train.harness import Prepared, Probe, load, prepare, train_shard
+from hsaudit.experiments.byo.train.values import Design
+
+
+def train_block(prepared: Prepared, count: int, index: int, *, progress: bool = False) -> dict[str, np.ndarray]:
+    """:func:`~hsaudit.experiments.byo.train.harness.train_shard` of shard ``index`` of the design split in ``count``
+    shards.
+
+    Raises:
+        UserCodeError: the user's code raised; the error names the model(s) of its seed(s) and their world.
+    """
+    if count != prepared.design.shards:
+        prepared = replace(prepared, design=replace(prepared.design, shards=count))
+    try:
+        return train_shard(prepared, index, progress=progress)
+    except UserCodeError as err:
+        raise located(err, prepared.design, prepared.design.shard_models(index)) from err
+
+
+def located(err: UserCodeError, design: Design, models: range) -> UserCodeError:
+    """``err`` with the models among ``models`` whose seeds it carries (index, world), or as it is."""
+    seeds = set(err.seeds)
+    found = [i for i in models if design.model_seed(i) in seeds]
+    if not found:
+        return err
+    worlds = sorted({"with the canary" if b else "without the canary" for b in design.bits(found)})
+    which = f"model {found[0]}" if len(found) == 1 else f"models {', '.join(map(str, found[:8]))}"
+    return err.located(f"{which} of {design.models}, world {' and '.join(worlds)}")
+
+
+_WORKER: dict[str, Prepared] = {}
+"""A worker process's prepared training, built at its first block."""
+
+
+def worker_block(
+    design: dict[str, Any], found: Probe, canary: Any, threads: int, count: int, index: int
+) -> dict[str, np.ndarray]:
+    """A worker's block: the training prepared once per process (``threads`` torch threads, the user's ``make()``
+    and ``dataset()``, the worlds of the given canary), then :func:`train_block`."""
+    import torch
+
+    prepared = _WORKER.get("prepared")
+    if prepared is None:
+        torch.set_num_threads(threads)
+        whole = Design.from_dict(design)
+        prepared = _WORKER["prepared"] = prepare(whole, load(whole), found=found, canary=canary)
+    return train_block(prepared, count, index)
