@@ -124,6 +124,6 @@ def test_the_cli_writes_what_the_docs_list(tmp_path, capsys):
     out = tmp_path / "o"
     assert main(["audit-training", "--entry", _entry(tmp_path), "--runs", "6", "--canary", "mislabelled", "--out",
                  str(out), "--no-progress"]) == 0  # fmt: skip
-    assert {p.name for p in out.iterdir()} == {"scores.csv", "report.json", "report.md", "fig.pdf", "fig.csv"}
+    assert {p.name for p in out.iterdir()} == {"scores.csv", "control.csv", "report.json", "report.md", "fig.pdf", "fig.csv"}
     report = (out / "report.md").read_text()
     assert "one direction |" in report and "direction(s)" not in report
