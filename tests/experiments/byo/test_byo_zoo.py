@@ -103,6 +103,20 @@ def test_small_zoo(name):
         assert rep.verdict == "consistent" and rep.power.probability >= 0.8, rep.reason
 
 
+@pytest.mark.parametrize(("name", "runs"), [("normalise_by_batch", 200), ("boundary_correct", 100)])
+def test_small_zoo_worst_case_and_boundary(name, runs):
+    """The worst-case design (Nasr et al. 2021: copies/opposing) flags the batch-size normalisation that the Dirac
+    canary misses (at R = 100 this seed's ε̂ is 1.91 < 2.22, consistent: R = 200); the boundary control (full batch,
+    T = 5, ε = 4, μ-GDP at the claim) is not flagged, and is consistent with its power. One seed each."""
+    z = BY_NAME[name]
+    design = Design(entry=z.entry, canary=z.canary, background=z.background, runs=runs, seed=7)
+    rep = audit_training(design, AuditOptions(seed=7, bootstrap=0, power_resamples=50)).report
+    if z.kind == "bug":
+        assert rep.verdict == "violation", rep.reason
+    else:
+        assert rep.verdict == "consistent" and rep.power.probability >= 0.8, rep.reason
+
+
 def test_the_harness_adds_nothing_to_the_engine():
     """The correct zoo step (logistic regression, Poisson q = 0.2, T = 20, σ = 2, C = 1) through the harness, and the
     project's engine (hsaudit.engine.dpsgd.train_population, same θ0, data, canary and hyper-parameters, its own
