@@ -6,8 +6,11 @@ flagged.
     python scripts/byo_zoo.py --entries correct,no_clipping --seeds 3
 
 Resumable: every (entry, seed) lands as one row of OUT/runs.csv as soon as it is done, and a rerun skips the rows
-already there. At the end it writes OUT/table.csv and OUT/table.md (bug, kind, flagged k/n, median ε̂ vs the claim,
-R, time) and says whether the acceptance holds: every bug flagged in ≥ 95 % of seeds, every control in ≤ 5 %.
+already there. At the end it writes OUT/table.csv and OUT/table.md (per entry: flagged, inconclusive and consistent
+k/n, the median power statement — the probability that the design flags the positive control, and the control's
+multiple of the claim —, median ε̂, true ε / claim, R, time) and says whether the acceptance holds: every asserted bug
+(true ε ≥ 1.5x the claim, or not computed) flagged in ≥ 95 % of seeds, every control violating in ≤ 5 %, and a
+"consistent" verdict only with its power (probability ≥ the target).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from tqdm.auto import tqdm
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "experiments" / "byo" / "zoo"))
-from catalogue import ZOO  # noqa: E402
+from catalogue import ASSERT_RATIO, ZOO  # noqa: E402
 
 from hsaudit.experiments.byo.api import audit_training  # noqa: E402
 from hsaudit.experiments.byo.audit import AuditOptions  # noqa: E402
@@ -59,21 +62,37 @@ def run_one(entry, seed: int, runs: int | None = None) -> dict:
         "runs": runs,
         "runs_out": rep.runs_out,
         "runs_in": rep.runs_in,
+        "power_probability": None if rep.power is None else rep.power.probability,
+        "power_multiple": None if rep.power is None else rep.power.multiple,
+        "power_target": None if rep.power is None else rep.power.target,
+        "copies": None if rep.power is None else rep.power.copies,
         "seconds": time.perf_counter() - start,
         "reason": rep.reason,
     }
 
 
 def table(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per entry: flagged k/n, median ε̂ against the claim, R, the median time per seed, and the check."""
+    """One row per entry: flagged, inconclusive and consistent k/n, the median power statement, median ε̂, true ε /
+    claim, R, the median time per seed, and the check."""
     rows = []
     for entry in ZOO:
         got = runs[runs["entry"] == entry.name]
         if got.empty:
             continue
-        k, n = int(got["flagged"].sum()), len(got)
-        ok = {"bug": k / n >= FLAG_AT_LEAST, "control": k / n <= CONTROL_AT_MOST}.get(entry.kind)
+        n = len(got)
+        k = {v: int((got["verdict"] == v).sum()) for v in ("violation", "inconclusive", "consistent")}
+        consistent = got[got["verdict"] == "consistent"]
+        unpowered = int((consistent["power_probability"].isna()
+                         | (consistent["power_probability"] < consistent["power_target"])).sum())  # fmt: skip
+        if entry.kind == "control" or (entry.kind == "bug" and entry.asserted):
+            ok = k["violation"] / n >= FLAG_AT_LEAST if entry.kind == "bug" else k["violation"] / n <= CONTROL_AT_MOST
+            ok = ok and unpowered == 0
+        else:
+            ok = None
         eps = got["epsilon_hat"].dropna()
+        power = got.dropna(subset=["power_probability"]) if "power_probability" in got else got.iloc[:0]
+        claimed = float(got["epsilon_claimed"].iloc[0])
+        true = entry.true_epsilon
         rows.append(
             {
                 "entry": entry.name,
@@ -81,9 +100,15 @@ def table(runs: pd.DataFrame) -> pd.DataFrame:
                 "what": entry.what,
                 "source": entry.source,
                 "canary": f"{entry.canary} / {entry.background}",
-                "flagged": f"{k}/{n}",
+                "flagged": f"{k['violation']}/{n}",
+                "inconclusive": f"{k['inconclusive']}/{n}",
+                "consistent": f"{k['consistent']}/{n}",
+                "median_power": float(power["power_probability"].median()) if len(power) else np.nan,
+                "median_multiple": float(power["power_multiple"].median()) if len(power) else np.nan,
                 "median_epsilon_hat": float(eps.median()) if len(eps) else np.nan,
-                "epsilon_claimed": float(got["epsilon_claimed"].iloc[0]),
+                "epsilon_claimed": claimed,
+                "epsilon_true": np.nan if true is None else float(true),
+                "true_over_claim": np.nan if true is None else float(true) / claimed,
                 "R": int(got["runs"].iloc[0]),
                 "median_seconds": float(got["seconds"].median()),
                 "acceptance": "-" if ok is None else ("pass" if ok else "FAIL"),
@@ -94,26 +119,32 @@ def table(runs: pd.DataFrame) -> pd.DataFrame:
 
 def markdown(tab: pd.DataFrame, *, seeds: str) -> str:
     def f(v: float) -> str:
-        return "– (no training)" if not np.isfinite(v) else f"{v:.3g}"
+        return "–" if not np.isfinite(v) and not np.isinf(v) else f"{v:.3g}"
 
     lines = [
-        f"| entry | kind | what | canary / background | flagged | median ε̂ | claimed ε | R | s per seed | check |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|---|",
+        "| entry | kind | what | canary / background | flagged | inconclusive | consistent | median power (multiple) "
+        "| median ε̂ | claimed ε | true ε / claim | R | s per seed | check |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in tab.itertuples():
         what = r.what + (f" ({r.source})" if r.source else "")
+        power = "–" if not np.isfinite(r.median_power) else f"{r.median_power:.2f} ({r.median_multiple:.2g}x)"
         lines.append(
-            f"| {r.entry} | {r.kind} | {what} | {r.canary} | {r.flagged} | {f(r.median_epsilon_hat)} | "
-            f"{r.epsilon_claimed:.3g} | {r.R} | {r.median_seconds:.3g} | {r.acceptance} |"
+            f"| {r.entry} | {r.kind} | {what} | {r.canary} | {r.flagged} | {r.inconclusive} | {r.consistent} | "
+            f"{power} | {f(r.median_epsilon_hat)} | {r.epsilon_claimed:.3g} | {f(r.true_over_claim)} | {r.R} | "
+            f"{r.median_seconds:.3g} | {r.acceptance} |"
         )
     lines.append("")
-    lines.append(f"Seeds {seeds}; generated by `python scripts/byo_zoo.py` (table.csv beside it).")
+    lines.append(f"Seeds {seeds}; generated by `python scripts/byo_zoo.py` (table.csv beside it). Acceptance: every bug "
+                 f"whose true ε is ≥ {ASSERT_RATIO:g}x the claim (or not computed) flagged in ≥ {FLAG_AT_LEAST:.0%} of "
+                 f"seeds; every control violating in ≤ {CONTROL_AT_MOST:.0%}; 'consistent' only with its power.")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=20, help="seeds per entry (default 20)")
+    parser.add_argument("--kinds", default="", help="comma-separated kinds (control, bug, limit; default: all)")
     parser.add_argument("--first-seed", type=int, default=100, help="the first seed (default 100)")
     parser.add_argument("--entries", default="", help="comma-separated entry names (default: all)")
     parser.add_argument("--out", default="results/byo_zoo", help="output directory (default results/byo_zoo)")
@@ -122,8 +153,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="runs per world for every chosen entry instead of the catalogue's (use another --out)")  # fmt: skip
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    chosen = [z for z in ZOO if not args.entries or z.name in args.entries.split(",")]
-    if args.entries and len(chosen) != len(args.entries.split(",")):
+    chosen = [z for z in ZOO if (not args.entries or z.name in args.entries.split(","))
+              and (not args.kinds or z.kind in args.kinds.split(","))]  # fmt: skip
+    if args.entries and not set(args.entries.split(",")) <= {z.name for z in ZOO}:
         known = ", ".join(z.name for z in ZOO)
         raise SystemExit(f"unknown entry in {args.entries!r}; known: {known}")
     out = Path(args.out)
@@ -146,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     write_text_atomic(out / "table.md", text)
     print(text)
     failed = tab[tab["acceptance"] == "FAIL"]
-    print("acceptance: " + ("FAIL: " + ", ".join(failed["entry"]) if len(failed) else "every bug and control passes"))
+    print("acceptance: " + ("FAIL: " + ", ".join(failed["entry"]) if len(failed) else "every asserted bug and control passes"))
     return 1 if len(failed) else 0
 
 

@@ -21,7 +21,11 @@ Entries (:data:`CANARIES`):
   builds it from the test split as the pool);
 - ``out_of_support``: an input outside the data's support, along its direction of least variance (a large gradient
   that no other example shares, after Jagielski et al. 2020's ClipBKD);
-- ``dirac``: a gradient canary on one coordinate;
+- ``dirac``: a gradient canary on one coordinate (not a bias, where the caller knows which coordinates are biases:
+  :attr:`CanarySource.biases`);
+- ``opposing``: the worst-case canary of Nasr et al. (2021): x0 = a·e_f with label 1, inserted into the ``copies``
+  background (every row x0 with label 0), so that for a 2-class softmax or logistic model its gradient is exactly
+  opposite to every other row's;
 - ``blank``, ``in_distribution``, ``ood_mislabelled`` and ``clipbkd``: Yoon, Jeung & No (2025)'s four canaries (an
   all-zero input; an example of the pool with its label; an example of the pool made out of distribution, with a
   wrong label; the data's least-variance direction at its mean norm, labelled by the reference model), which
@@ -44,7 +48,9 @@ the training itself rather than on the data, a reference model and a seed:
 
 Backgrounds (:data:`BACKGROUNDS`): the rest of the training set a canary is inserted into — the data as it is, a
 blank background (every input zero, labels kept: a first linear layer's weights get no gradient from it, its bias
-still does) or a small random subset (fewer examples whose gradients could mask the canary's).
+still does), a small random subset (fewer examples whose gradients could mask the canary's) or ``copies``: Nasr et
+al. (2021)'s worst-case dataset, every row the same input x0 = a·e_f with label 0, the data's size kept (so the
+sampling rate q = B/N is the user's).
 
 This module is numpy only: the builders see arrays, the caller keeps its tensors (``engine`` layer, no torch here);
 a builder that needs a model's outputs gets them through :attr:`CanarySource.reference`, a function of arrays.
@@ -68,6 +74,14 @@ data [inferred: far enough that its gradient is clipped, near enough that the lo
 DIRAC_NORM = 100.0
 """``dirac``: the norm of the canary's per-example gradient in multiples of the clipping norm C, so that after
 clipping the canary's contribution is C along its coordinate, whatever the carrier row's own gradient."""
+
+WORST_CASE_AMPLITUDE = 10.0
+"""``opposing``/``copies``: a, the norm of the worst-case input x0 = a·e_f (Nasr et al. 2021's dataset [inferred: the
+paper fixes no value]: large enough that every row's gradient is clipped at the initial model)."""
+
+WORST_CASE_FEATURE = 0
+"""``opposing``/``copies``: f, the flat input coordinate of x0 = a·e_f (a plain input feature, so that a first linear
+layer's weights carry the rows' gradients; the same rule for the canary and the background, which must agree on x0)."""
 
 OOD_TRANSFORMS = ("invert", "noise")
 """``ood_mislabelled``'s ``transform`` option: how an example is made out of distribution — its pixels inverted
@@ -143,6 +157,9 @@ class CanarySource:
             Entries that transform pixels (``ood_mislabelled``) work in pixel space through it.
         options: the entry's own knobs by name (those its :attr:`CanaryType.options` lists; e.g.
             ``{"transform": "noise"}`` for ``ood_mislabelled``).
+        biases: the coordinates of the flat parameters that are biases, where the caller knows the layout (a
+            module's parameters named ``*.bias``), or None (unknown: a training that returns flat tensors names no
+            parameter). A ``dirac`` canary avoids them.
     """
 
     x: np.ndarray
@@ -157,6 +174,7 @@ class CanarySource:
     label: int | None = None
     normalisation: tuple[np.ndarray, np.ndarray] | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    biases: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         x, y = np.asarray(self.x), np.asarray(self.y)
@@ -331,37 +349,101 @@ def out_of_support(source: CanarySource) -> InputCanary:
     return InputCanary(x=xs, y=np.array(label, dtype=np.int64), origin=f"{where}, label {label}")
 
 
-def dirac_coordinate(parameters: int, seed: int) -> int:
-    """The coordinate d of a Dirac canary: uniform over the ``parameters`` coordinates of the flat parameters, from
-    ``seed`` (the :func:`dirac` entry's and Steinke et al.'s Figure 2 and Table 2 choice [inferred: the papers name
-    no coordinate]).
+def dirac_coordinate(parameters: int, seed: int, *, avoid: tuple[int, ...] | None = None) -> int:
+    """The coordinate d of a Dirac canary: uniform over the ``parameters`` coordinates of the flat parameters other
+    than ``avoid``, from ``seed`` (the :func:`dirac` entry's and Steinke et al.'s Figure 2 and Table 2 choice
+    [inferred: the papers name no coordinate]).
+
+    The draw is ``rng.integers(parameters)`` repeated until it is not in ``avoid``: uniform over the others, and the
+    same coordinate as without ``avoid`` whenever the first draw is allowed. The Dirac canary avoids biases because
+    every example moves a bias, even a blank background's (its inputs are zero, its bias gradients are not), which
+    masks the canary.
 
     >>> dirac_coordinate(68, 0) == dirac_coordinate(68, 0) and 0 <= dirac_coordinate(68, 0) < 68
     True
+    >>> dirac_coordinate(3, 0, avoid=(0, 1))
+    2
+
+    Raises:
+        ValueError: every coordinate avoided.
     """
-    return int(np.random.default_rng(seed).integers(int(parameters)))
+    p = int(parameters)
+    banned = set() if avoid is None else {int(c) for c in avoid}
+    if len(banned & set(range(p))) >= p:
+        raise ValueError(f"a Dirac canary needs a coordinate of the {p} parameters that is not avoided")
+    rng = np.random.default_rng(seed)
+    while True:
+        d = int(rng.integers(p))
+        if d not in banned:
+            return d
 
 
 def dirac(source: CanarySource) -> GradientCanary:
-    """A Dirac gradient canary: coordinate d (drawn from the seed) of the flat parameters, with a per-example
-    gradient of norm :data:`DIRAC_NORM` × C carried by an all-zero input (Nasr et al. 2023; Steinke et al. 2023)."""
+    """A Dirac gradient canary: coordinate d (drawn from the seed, never one of :attr:`CanarySource.biases`) of the
+    flat parameters, with a per-example gradient of norm :data:`DIRAC_NORM` × C carried by an all-zero input (Nasr et
+    al. 2023; Steinke et al. 2023)."""
     if source.parameters is None:
         raise ValueError("the dirac canary needs the model's parameter count (CanarySource.parameters)")
     p = int(source.parameters)
-    d = dirac_coordinate(p, source.seed)
+    d = dirac_coordinate(p, source.seed, avoid=source.biases)
     direction = np.zeros(p, dtype=np.float32)
     direction[d] = 1.0
     y = np.asarray(source.y)
     carrier_y = np.array(0, dtype=np.int64) if source.classes is not None else np.array(0.0, dtype=y.dtype)
     norm = DIRAC_NORM * float(source.clip_norm or 1.0)
+    known = "" if source.biases is None else f", biases ({len(source.biases)}) avoided"
     return GradientCanary(
         direction=direction,
         norm=norm,
         x=np.zeros(np.asarray(source.x).shape[1:], dtype=np.float32),
         y=carrier_y,
-        origin=f"coordinate {d} of {p} parameters, per-example gradient norm {norm:g}",
+        origin=f"coordinate {d} of {p} parameters{known}, per-example gradient norm {norm:g}",
         coordinate=d,
     )
+
+
+def worst_case_input(shape: tuple[int, ...], *, amplitude: float = WORST_CASE_AMPLITUDE,
+                     feature: int = WORST_CASE_FEATURE) -> np.ndarray:  # fmt: skip
+    """x0 = a·e_f of one example's ``shape`` (f a flat index): the one input of Nasr et al. (2021)'s worst-case
+    dataset, which the ``opposing`` canary and the ``copies`` background both derive from this rule.
+
+    >>> worst_case_input((2, 2), amplitude=3.0, feature=1).tolist()
+    [[0.0, 3.0], [0.0, 0.0]]
+
+    Raises:
+        ValueError: a feature outside the input or an amplitude that is not positive and finite.
+    """
+    size = int(np.prod(shape))
+    if not 0 <= int(feature) < size:
+        raise ValueError(f"the worst-case input's feature must be in [0, {size}), got {feature}")
+    if not (np.isfinite(amplitude) and amplitude > 0):
+        raise ValueError(f"the worst-case input's amplitude must be positive and finite, got {amplitude}")
+    x = np.zeros(size, dtype=np.float32)
+    x[int(feature)] = float(amplitude)
+    return x.reshape(shape)
+
+
+def _worst_case_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    return {"amplitude": float(options.get("amplitude", WORST_CASE_AMPLITUDE)),
+            "feature": int(options.get("feature", WORST_CASE_FEATURE))}  # fmt: skip
+
+
+def opposing(source: CanarySource) -> InputCanary:
+    """Nasr et al. (2021)'s worst-case canary: x0 = a·e_f (:func:`worst_case_input`; options ``amplitude`` a, default
+    :data:`WORST_CASE_AMPLITUDE`, and ``feature`` f, default :data:`WORST_CASE_FEATURE`) with label 1, for the
+    ``copies`` background (x0 with label 0): for a 2-class softmax or logistic model the canary's gradient
+    (p − e_1) ⊗ (x0, 1) = (p_0, −p_0) ⊗ (x0, 1) points exactly opposite to every background row's
+    (−p_1, p_1) ⊗ (x0, 1): clipped (both norms above C), it is minus theirs, the largest effect one row can have (more classes: a wrong label, no longer
+    exactly opposite).
+
+    Raises:
+        ValueError: a regression target.
+    """
+    _needs_classes(source, "opposing")
+    opts = _worst_case_options(source.options)
+    x0 = worst_case_input(np.asarray(source.x).shape[1:], **opts)
+    return InputCanary(x=x0, y=np.array(1, dtype=np.int64),
+                       origin=f"x0 = {opts['amplitude']:g}·e_{opts['feature']}, label 1 (the copies background's 0)")  # fmt: skip
 
 
 def blank(source: CanarySource) -> InputCanary:
@@ -454,6 +536,13 @@ CANARIES: dict[str, CanaryType] = {
             "a gradient on one parameter coordinate, carried by an extra per-example loss term",
         ),
         CanaryType("blank", "input", blank, "the all-zero input with a fixed label (Yoon et al.)"),
+        CanaryType(
+            "opposing",
+            "input",
+            opposing,
+            "x0 = a·e_f with label 1, against the copies background's x0 with label 0 (Nasr et al. 2021's worst case)",
+            options=("amplitude", "feature"),
+        ),
         CanaryType("in_distribution", "input", in_distribution, "an example of the pool with its own label"),
         CanaryType(
             "ood_mislabelled",
@@ -563,14 +652,21 @@ def draw_distinct(n: int, count: int, seed: int) -> np.ndarray:
 # ---- backgrounds ------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Background:
-    """A background as a value: ``build(x, y, *, size, seed) -> (x, y)``, the rows a canary is inserted into."""
+    """A background as a value: ``build(x, y, *, size, seed, **options) -> (x, y)``, the rows a canary is inserted
+    into; ``options`` names the knobs the builder reads (any other is an error)."""
 
     name: str
     build: Callable[..., tuple[np.ndarray, np.ndarray]]
     description: str
+    options: tuple[str, ...] = ()
 
-    def __call__(self, x: np.ndarray, y: np.ndarray, *, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-        return self.build(np.asarray(x), np.asarray(y), size=int(size), seed=int(seed))
+    def __call__(self, x: np.ndarray, y: np.ndarray, *, size: int, seed: int,
+                 options: Mapping[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        options = dict(options or {})
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            raise ValueError(f"background {self.name!r} takes the options {list(self.options)}, got {unknown}")
+        return self.build(np.asarray(x), np.asarray(y), size=int(size), seed=int(seed), **options)
 
 
 def _data(x: np.ndarray, y: np.ndarray, *, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -588,12 +684,22 @@ def _subset(x: np.ndarray, y: np.ndarray, *, size: int, seed: int) -> tuple[np.n
     return x[rows], y[rows]
 
 
+def _copies(x: np.ndarray, y: np.ndarray, *, size: int, seed: int, amplitude: float = WORST_CASE_AMPLITUDE,
+            feature: int = WORST_CASE_FEATURE) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    if not (np.issubdtype(y.dtype, np.integer) or y.dtype == np.bool_):
+        raise ValueError(f"the copies background needs class labels, not a regression target (y of dtype {y.dtype})")
+    x0 = worst_case_input(x.shape[1:], amplitude=amplitude, feature=feature).astype(x.dtype)
+    return np.broadcast_to(x0, x.shape).copy(), np.zeros_like(y)
+
+
 BACKGROUNDS: Mapping[str, Background] = {
     b.name: b
     for b in (
         Background("data", _data, "the training data as it is"),
         Background("blank", _blank, "every input zero, labels kept (a first linear layer's weights get no gradient)"),
         Background("subset", _subset, "a small random subset of the data (background_size examples)"),
+        Background("copies", _copies, "every row x0 = a·e_f with label 0, the data's size kept (Nasr et al. 2021's "
+                   "worst-case dataset; the opposing canary's background)", options=("amplitude", "feature")),  # fmt: skip
     )
 }
 

@@ -74,6 +74,68 @@ def test_dirac_is_one_coordinate_with_a_gradient_far_above_the_clipping_norm():
     assert not np.any(c.x)
 
 
+def test_dirac_avoids_the_biases_it_is_told_of():
+    """Every coordinate drawn avoids the biases; where the first draw is a weight it is the coordinate drawn without
+    them (so a training whose layout is unknown keeps the same draw)."""
+    x, y = _data()
+    biases = tuple(range(30, 40))  # e.g. a Linear(.., 10)'s bias at the end
+    for seed in range(50):
+        plain = canaries.dirac_coordinate(40, seed)
+        c = canary_type("dirac")(CanarySource(x, y, classes=3, parameters=40, seed=seed, biases=biases))
+        assert c.coordinate not in biases and (plain in biases or c.coordinate == plain)
+    with pytest.raises(ValueError, match="not avoided"):
+        canaries.dirac_coordinate(3, 0, avoid=(0, 1, 2))
+
+
+def test_the_harness_names_a_modules_biases():
+    import torch
+
+    from hsaudit.experiments.byo.train.harness import bias_coordinates
+
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU(), torch.nn.Linear(2, 1))
+    assert bias_coordinates(model) == (6, 7, 10) and bias_coordinates(torch.zeros(11)) is None
+
+
+def test_the_worst_case_dataset_opposes_the_canary():
+    """``copies`` and ``opposing`` agree on x0 = a·e_f; for a 2-class logistic model the canary's gradient is exactly
+    opposite to every background row's, so clipped it is minus theirs (Nasr et al. 2021)."""
+    x, y = _data(classes=2)
+    bx, by = BACKGROUNDS["copies"](x, y, size=0, seed=0)
+    c = canary_type("opposing")(CanarySource(x, y, classes=2))
+    x0 = np.zeros(5, np.float32)
+    x0[canaries.WORST_CASE_FEATURE] = canaries.WORST_CASE_AMPLITUDE
+    assert bx.shape == x.shape and (bx == x0).all() and not by.any() and np.array_equal(c.x, x0) and int(c.y) == 1
+    w, b = np.random.default_rng(0).standard_normal((2, 5)), np.array([0.3, -0.1])
+
+    def grad(xi, yi):  # cross-entropy of softmax(W x + b): (p − e_y) ⊗ (x, 1)
+        z = w @ xi + b
+        p = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+        r = p - np.eye(2)[yi]
+        return np.concatenate([np.outer(r, xi).ravel(), r])
+
+    def clipped(g):  # C = 1: both norms are far above it at a = 10
+        return g / np.linalg.norm(g)
+
+    g_canary, g_row = grad(c.x, int(c.y)), grad(bx[0], int(by[0]))
+    assert min(np.linalg.norm(g_canary), np.linalg.norm(g_row)) > 1.0
+    np.testing.assert_allclose(clipped(g_canary), -clipped(g_row), rtol=1e-12, atol=1e-12)
+    opts = {"amplitude": 3.0, "feature": 2}
+    bx, _ = BACKGROUNDS["copies"](x, y, size=0, seed=0, options=opts)
+    c = canary_type("opposing")(CanarySource(x, y, classes=2, options=opts))
+    assert np.array_equal(bx[0], c.x) and c.x[2] == 3.0
+
+
+def test_the_worst_case_dataset_needs_classes():
+    x, _ = _data()
+    y = np.linspace(0.0, 1.0, len(x)).astype(np.float32)
+    with pytest.raises(ValueError, match="class labels"):
+        BACKGROUNDS["copies"](x, y, size=0, seed=0)
+    with pytest.raises(ValueError, match="class labels"):
+        canary_type("opposing")(CanarySource(x, y, classes=None))
+    with pytest.raises(ValueError, match="takes the options"):
+        BACKGROUNDS["copies"](x, _data()[1], size=0, seed=0, options={"a": 1})
+
+
 def test_regression_targets():
     x, _ = _data()
     y = np.linspace(0.0, 1.0, len(x)).astype(np.float32)

@@ -4,6 +4,9 @@ the project's own engine on the same configuration (a two-sample test)."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import pytest
 import torch
 from scipy import stats
@@ -12,6 +15,7 @@ import byo_testing  # noqa: F401  (puts the zoo on the import path)
 import entries
 import trainer
 from catalogue import BY_NAME, ZOO
+from hsaudit.accounting.gaussian import gdp_epsilon
 from hsaudit.engine.dpsgd import DPSGDConfig, train_population
 from hsaudit.engine.models import model_spec
 from hsaudit.engine.psg import population_engine
@@ -46,8 +50,33 @@ def test_the_catalogue_names_real_entries():
     assert {z.kind for z in ZOO} == {"control", "bug", "limit"}
     assert sum(z.kind == "bug" for z in ZOO) >= 8 and {"plain_example", "opacus_example"} <= set(BY_NAME)
     for z in ZOO:
-        if z.entry.startswith("tests/"):
+        if z.entry.startswith("tests/experiments/byo/zoo/"):
             assert callable(getattr(entries, z.name))
+    assert {"opposing", "copies"} == {BY_NAME["normalise_by_batch"].canary, BY_NAME["normalise_by_batch"].background}
+
+
+def test_the_user_form_draws_theta0_from_the_seed_unless_given_init_seed():
+    """As docs/byo.md's diff: θ0 from the seed (two seeds, two θ0), from init_seed when given (the same for every
+    seed); the audit's training is otherwise the zoo's own."""
+    step = replace(entries.BASE, theta0="seed", steps=1)
+    a, b = trainer.initial(step, [1, 2]), trainer.initial(step, [1, 2], init_seed=5)
+    assert not torch.equal(a[0], a[1]) and torch.equal(b[0], b[1]) and torch.equal(b[0], trainer.theta0(step, 5))
+    made = entries.correct_user()
+    data = torch.utils.data.TensorDataset(*made["dataset"]())
+    torch.testing.assert_close(made["train"](data, 3, init_seed=trainer.THETA0_SEED), entries.correct()["train"](data, 3))
+
+
+def test_the_boundary_is_mu_gdp_at_the_claim():
+    """Full batch, T = 5: the Gaussian mechanism composed T times is μ-GDP with μ = √T/σ (Dong et al. 2022), so the
+    claim, the true ε and the GDP ε agree (PLD discretisation ~1e-2); σ/√2 and 2T are μ·√2."""
+    step = entries.boundary_correct.step
+    mu = math.sqrt(step.steps) / step.sigma
+    claim = entries.boundary_correct()["claim"]["epsilon"]
+    assert claim == pytest.approx(entries.BOUNDARY_EPSILON, rel=1e-4)
+    assert gdp_epsilon(mu=mu, delta=entries.DELTA) == pytest.approx(claim, abs=2e-2)
+    for name in ("boundary_noise_sqrt2", "boundary_steps_doubled"):
+        assert entries.true_epsilon(name) == pytest.approx(gdp_epsilon(mu=mu * math.sqrt(2), delta=entries.DELTA), abs=2e-2)
+    assert entries.true_epsilon("boundary_epsilon_1_5x") == pytest.approx(1.5 * claim, rel=1e-3)
 
 
 CLEAR = ["no_clipping", "noise_on_mean", "noise_key_reused", "batch_clipping", "tied_norm_first_use",
@@ -71,6 +100,20 @@ def test_small_zoo(name):
     assert rep.verdict != "violation" and len(result.control) == len(result.scores), rep.reason
     assert rep.power is not None and rep.power.copies >= 2 and rep.power.multiple >= 1.5
     if name == "correct":
+        assert rep.verdict == "consistent" and rep.power.probability >= 0.8, rep.reason
+
+
+@pytest.mark.parametrize(("name", "runs"), [("normalise_by_batch", 200), ("boundary_correct", 100)])
+def test_small_zoo_worst_case_and_boundary(name, runs):
+    """The worst-case design (Nasr et al. 2021: copies/opposing) flags the batch-size normalisation that the Dirac
+    canary misses (at R = 100 this seed's ε̂ is 1.91 < 2.22, consistent: R = 200); the boundary control (full batch,
+    T = 5, ε = 4, μ-GDP at the claim) is not flagged, and is consistent with its power. One seed each."""
+    z = BY_NAME[name]
+    design = Design(entry=z.entry, canary=z.canary, background=z.background, runs=runs, seed=7)
+    rep = audit_training(design, AuditOptions(seed=7, bootstrap=0, power_resamples=50)).report
+    if z.kind == "bug":
+        assert rep.verdict == "violation", rep.reason
+    else:
         assert rep.verdict == "consistent" and rep.power.probability >= 0.8, rep.reason
 
 

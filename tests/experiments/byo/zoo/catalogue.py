@@ -1,13 +1,18 @@
 """The bug zoo: every entry's kind, canary, background and runs, and where the bug class was reported.
 
-``control``: must not be flagged (≤ 5 % of seeds); ``bug``: must be flagged (≥ 95 %); ``limit``: a bug class a
-final-model canary audit does not see (measured, not asserted; docs/byo.md "Limits"). ``scripts/byo_zoo.py`` runs
+``control``: must not be flagged (≤ 5 % of seeds); ``bug``: must be flagged (≥ 95 %) when its true ε is at least
+:data:`ASSERT_RATIO` × the claim or not computed (a bug below that ratio is measured, not asserted); ``limit``: a bug
+class a final-model canary audit does not see (measured, not asserted; docs/byo.md "Limits"). Every entry states its
+true ε (:attr:`ZooEntry.true_epsilon`: our accountant on the mechanism it really runs) beside the claim. ``scripts/byo_zoo.py`` runs
 the study over seeds; ``tests/experiments/byo/test_zoo.py`` a small, fast version of it.
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -18,6 +23,8 @@ ACCUMULATION_RUNS = 2000
 """Runs per world of ``accumulation_rate``, whose claim is the zoo's smallest (see its row)."""
 EXAMPLE_RUNS = 100
 """Runs per world of the shipped examples, which train one model per call (Opacus's make_private per model)."""
+ASSERT_RATIO = 1.5
+"""A bug is asserted (flagged in ≥ 95 % of seeds) when its true ε is at least this multiple of the claim."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,8 @@ class ZooEntry:
         runs: runs per world.
         what: the bug (or control) in words.
         source: where it was reported.
+        true: the true ε as a function of nothing (computed when asked, :attr:`true_epsilon`), or None: the zoo's
+            :func:`entries.true_epsilon` of the entry.
     """
 
     name: str
@@ -42,6 +51,41 @@ class ZooEntry:
     runs: int
     what: str
     source: str = ""
+    true: Callable[[], float | None] | None = None
+
+    @property
+    def true_epsilon(self) -> float | None:
+        """ε at the claim's δ of the mechanism the entry really runs, by our accountant (inf: unbounded; None: a
+        mechanism it does not take)."""
+        if self.true is not None:
+            return self.true()
+        if not self.entry.startswith("tests/experiments/byo/zoo/"):
+            return None
+        import entries  # torch, loaded when asked
+
+        return entries.true_epsilon(self.name)
+
+    @property
+    def asserted(self) -> bool:
+        """Whether the acceptance holds this entry to its kind: every control; a bug whose true ε is not computed or
+        at least :data:`ASSERT_RATIO` × the claim (the claim from the entry's make(), read when asked)."""
+        if self.kind == "control":
+            return True
+        if self.kind != "bug":
+            return False
+        true = self.true_epsilon
+        return true is None or true >= ASSERT_RATIO * claimed_epsilon(self)
+
+
+sys.path.insert(0, str(HERE))
+
+
+@cache
+def claimed_epsilon(entry: ZooEntry) -> float:
+    """The ε the entry's ``make()`` claims."""
+    from hsaudit.experiments.byo.train.harness import load_training
+
+    return float(load_training(entry.entry).claim.epsilon)
 
 
 def _zoo(name: str, kind: str, canary: str, background: str, what: str, source: str = "", *,
@@ -50,7 +94,19 @@ def _zoo(name: str, kind: str, canary: str, background: str, what: str, source: 
     return ZooEntry(name, kind, entry, canary, background, runs, what, source)
 
 
-DIRAC, INPUT = ("dirac", "blank"), ("out_of_support", "data")
+def _opacus_user(name: str, what: str, *, sigma: float, q: float) -> ZooEntry:
+    """An Opacus script of tests/experiments/byo/users/ (input canaries: Opacus' hooks), its true ε the PLD's at the σ
+    and q make_private really runs (T = 24, δ = 1e-5)."""
+    from hsaudit.accounting.gaussian import gaussian_epsilon
+
+    def true() -> float:
+        return gaussian_epsilon(noise_multiplier=sigma, compositions=24, delta=1e-5, sampling_rate=q, discretization=1e-2)
+
+    entry = f"tests/experiments/byo/users/{name}.py:make"
+    return ZooEntry(name, "bug", entry, *INPUT, EXAMPLE_RUNS, what, true=cache(true))
+
+
+DIRAC, INPUT, WORST = ("dirac", "blank"), ("out_of_support", "data"), ("opposing", "copies")
 ZOO: tuple[ZooEntry, ...] = (
     _zoo("correct", "control", *DIRAC, "correct DP-SGD, logistic regression (Poisson q = 0.2, T = 20, σ = 2)"),
     _zoo("correct_mlp", "control", *INPUT, "correct DP-SGD, MLP 10-16-2"),
@@ -81,9 +137,31 @@ ZOO: tuple[ZooEntry, ...] = (
     _zoo("noise_key_reused", "bug", *DIRAC, "the noise drawn from one fixed key in every run"),
     _zoo("noise_reused_across_steps_white_box", "bug", *DIRAC, "the same noise at every step of a run, every "
          "iterate recorded (white box)"),  # fmt: skip
-    _zoo("normalise_by_batch", "limit", *DIRAC, "the update divided by the batch's real size",
+    # Nasr et al. 2021's worst-case dataset (every row x0 with label 0, the canary x0 with label 1), lr 0.005: with
+    # the Dirac canary on a blank background both bugs were a limit (0/20); here a reviewer measured 4/4 and 2/2.
+    _zoo("correct_worst_case", "control", *WORST, "correct DP-SGD on the worst-case dataset (lr 0.005)"),
+    _zoo("normalise_by_batch", "bug", *WORST, "the update divided by the batch's real size",
          "Opacus #571, #819, #420"),  # fmt: skip
-    _zoo("shuffle_as_poisson", "limit", *DIRAC, "shuffled batches accounted as Poisson", "Opacus #80"),
+    _zoo("shuffle_as_poisson", "bug", *WORST, "shuffled batches accounted as Poisson", "Opacus #80"),
+    # moderate bugs: the true ε 1.4x to 2x the claim
+    _zoo("steps_doubled", "bug", *DIRAC, "40 steps run, 20 claimed"),
+    _zoo("noise_sqrt2", "bug", *DIRAC, "noise σ/√2"),
+    _zoo("q_doubled", "bug", *DIRAC, "q = 0.4 run, 0.2 claimed"),
+    # the boundary: full batch, T = 5, σ calibrated to ε = 4, exactly μ-GDP at the claim (≈ 1 s a seed)
+    _zoo("boundary_correct", "control", *DIRAC, "correct full-batch DP-SGD, T = 5, ε = 4: exactly μ-GDP at the claim"),
+    _zoo("boundary_steps_doubled", "bug", *DIRAC, "the boundary control with 10 steps run, 5 claimed"),
+    _zoo("boundary_noise_sqrt2", "bug", *DIRAC, "the boundary control with noise σ/√2"),
+    _zoo("boundary_epsilon_1_5x", "bug", *DIRAC, "the boundary control with σ such that the true ε is 1.5x the claim"),
+    # user forms: θ0 drawn from the seed, init_seed accepted (docs/byo.md, "θ0 first")
+    _zoo("correct_user", "control", *DIRAC, "correct DP-SGD, θ0 from the seed, init_seed accepted"),
+    _zoo("boundary_correct_user", "control", *DIRAC, "the boundary control, θ0 from the seed, init_seed accepted"),
+    _zoo("no_clipping_user", "bug", *DIRAC, "per-example clipping skipped, θ0 from the seed, init_seed accepted",
+         "Opacus PR #664"),  # fmt: skip
+    _zoo("boundary_noise_sqrt2_user", "bug", *DIRAC, "noise σ/√2 at the boundary, θ0 from the seed, init_seed accepted"),
+    _opacus_user("opacus_sigma_tenth", "Opacus: σ/10 passed to make_private, the claim at σ", sigma=0.1, q=1 / 8),
+    _opacus_user("opacus_q_from_larger_table", "Opacus: the claim's q from a table 10x larger", sigma=1.0, q=1 / 8),
     _zoo("noise_reused_across_steps", "limit", *DIRAC, "the same noise at every step of a run, final model only"),
+    _zoo("noise_reused_across_steps_user", "limit", *DIRAC, "the same noise at every step, final model only, θ0 from "
+         "the seed, init_seed accepted"),  # fmt: skip
 )
 BY_NAME = {z.name: z for z in ZOO}

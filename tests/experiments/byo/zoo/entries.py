@@ -8,8 +8,10 @@ accountant agrees with the claim unless the bug is in the accounting itself.
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 
 import torch
@@ -17,7 +19,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import trainer  # noqa: E402  (the zoo's modules load by path, as a user's would)
 
-from hsaudit.accounting.gaussian import gaussian_epsilon  # noqa: E402
+from hsaudit.accounting.gaussian import calibrate_noise, gaussian_epsilon, mixture_gaussian_epsilon  # noqa: E402
 
 DELTA = 1e-5
 BASE = trainer.Step(model="logreg", n=200, features=10, steps=20, sigma=2.0, q=0.2, clip=1.0, lr=1.0)
@@ -34,15 +36,22 @@ def _claim(step: trainer.Step, **believed) -> dict:
 
 
 def _training(step: trainer.Step, claim: dict, *, white_box: bool = False) -> dict:
+    """What ``make()`` returns. With ``step.theta0 == "seed"`` (the user form) ``train``/``train_batch`` take
+    ``init_seed`` as docs/byo.md's diff does: θ0 from it when given, else each model's own from its seed."""
     x, y = trainer.dataset(step)
 
-    def train_batch(data, seeds, record=None):
+    def train_batch(data, seeds, record=None, init_seed=None):
         xs, ys = data.tensors[:2]
         w = data.tensors[2] if len(data.tensors) > 2 else None
         direction = getattr(data, "direction", None)
-        return trainer.train_batch(step, xs, ys, w, direction, seeds, record)
+        return trainer.train_batch(step, xs, ys, w, direction, seeds, record, init_seed=init_seed)
 
-    if white_box:  # train(data, seed, record): every iterate reaches the harness
+    if step.theta0 == "seed":
+        if white_box:
+            raise ValueError("the zoo's user form has no white-box entry")
+        train = lambda data, seed, init_seed=None: train_batch(data, [seed], init_seed=init_seed)[0]  # noqa: E731
+        batch = lambda data, seeds, init_seed=None: train_batch(data, seeds, init_seed=init_seed)  # noqa: E731
+    elif white_box:  # train(data, seed, record): every iterate reaches the harness
         train = lambda data, seed, record: train_batch(data, [seed], lambda t, th: record(t, th[0]))[0]  # noqa: E731
         batch = train_batch
     else:
@@ -61,7 +70,47 @@ def _training(step: trainer.Step, claim: dict, *, white_box: bool = False) -> di
 
 
 def _entry(step: trainer.Step, *, white_box: bool = False, **believed):
-    return lambda: _training(step, _claim(step, **believed), white_box=white_box)
+    def make():
+        return _training(step, _claim(step, **believed), white_box=white_box)
+
+    make.step, make.believed = step, believed
+    return make
+
+
+def _user(make):
+    """The user form of an entry: the same training with θ0 drawn from the seed and ``init_seed`` accepted."""
+    return _entry(replace(make.step, theta0="seed"), **make.believed)
+
+
+TRUE_DISCRETIZATION = 1e-2
+"""The PLD discretisation of :func:`true_epsilon` (ε to ~1e-2: it is compared with the claim, not audited)."""
+
+
+@cache
+def true_epsilon(name: str) -> float | None:
+    """The ε at :data:`DELTA` of the mechanism entry ``name`` really runs, by our accountant (dp-accounting's PLD): the
+    Poisson-subsampled Gaussian at its real σ·noise_factor, steps and q; accumulated micro-batches as the mixture of
+    Gaussians with Binomial(accumulation, q) sensitivities (Choquette-Choo et al. 2024); inf for an unbounded
+    sensitivity (no clipping) or no noise across runs (a fixed key); None where the real mechanism is not one our
+    accountant takes (batch or first-use clipping, running statistics, the batch's real size, shuffling, noise reused
+    across steps, replace-one)."""
+    step, believed = globals()[name].step, globals()[name].believed
+    if step.clipping == "none" or step.noise_key == "constant":
+        return math.inf
+    if (step.clipping != "per_example" or step.running_stats or step.normalise != "expected"
+            or step.sampling != "poisson" or step.noise_key != "seed"
+            or believed.get("neighbouring", "add-remove") != "add-remove"):  # fmt: skip
+        return None
+    sigma = step.sigma * step.noise_factor
+    if step.accumulation > 1:
+        from scipy.stats import binom
+
+        a = step.accumulation
+        return mixture_gaussian_epsilon(standard_deviation=sigma, sensitivities=list(range(a + 1)),
+                                        probabilities=binom.pmf(range(a + 1), a, step.q).tolist(), delta=DELTA,
+                                        compositions=step.steps, discretization=TRUE_DISCRETIZATION)  # fmt: skip
+    return gaussian_epsilon(noise_multiplier=sigma, compositions=step.steps, delta=DELTA, sampling_rate=step.q,
+                            discretization=TRUE_DISCRETIZATION)  # fmt: skip
 
 
 # ---- controls: must not be flagged --------------------------------------------------------------------------------
@@ -90,10 +139,47 @@ batchnorm_running_stats = _entry(replace(_BN, running_stats=True))
 noise_key_reused = _entry(replace(BASE, noise_key="constant"))
 noise_reused_across_steps_white_box = _entry(replace(BASE, noise_key="step"), white_box=True)
 
+# ---- the worst-case design (Nasr et al. 2021: background copies, canary opposing) -----------------------------------
+# lr 0.005 keeps the models near θ0, where every row's gradient is clipped: the canary's pull is C against the
+# background's, at every step it is sampled.
+_WORST = replace(BASE, lr=0.005)
+correct_worst_case = _entry(_WORST)
+normalise_by_batch = _entry(replace(_WORST, normalise="actual"))
+shuffle_as_poisson = _entry(replace(_WORST, sampling="shuffle"))
+
+# ---- moderate bugs (true ε 1.4x to 2x the claim) -------------------------------------------------------------------
+steps_doubled = _entry(replace(BASE, steps=2 * BASE.steps), steps=BASE.steps)  # 40 steps run, 20 claimed
+noise_sqrt2 = _entry(replace(BASE, noise_factor=1 / math.sqrt(2)))  # σ/√2
+q_doubled = _entry(replace(BASE, q=2 * BASE.q), q=BASE.q)  # q = 0.4 run, 0.2 claimed
+
+# ---- the boundary: full batch, T = 5, σ calibrated to ε = 4 (Dirac canary on a blank background: the canary's
+# coordinate moves by T·C plus N(0, T σ²C²) noise, exactly μ-GDP with μ = √T/σ at the claim) ---------------------------
+BOUNDARY_EPSILON = 4.0
+_BOUNDARY = replace(BASE, q=1.0, steps=5, sigma=calibrate_noise(epsilon=BOUNDARY_EPSILON, delta=DELTA, compositions=5))
+boundary_correct = _entry(_BOUNDARY)
+boundary_steps_doubled = _entry(replace(_BOUNDARY, steps=10), steps=5)
+boundary_noise_sqrt2 = _entry(replace(_BOUNDARY, noise_factor=1 / math.sqrt(2)))
+
+
+def _noise_factor_for(ratio: float, step: trainer.Step) -> float:
+    """The noise factor whose true ε is ``ratio`` × the claim of ``step`` (full batch: ε of the Gaussian at σ·f)."""
+    claimed = gaussian_epsilon(noise_multiplier=step.sigma, compositions=step.steps, delta=DELTA,
+                               sampling_rate=step.q)  # fmt: skip
+    sigma = calibrate_noise(epsilon=ratio * claimed, delta=DELTA, compositions=step.steps, sampling_rate=step.q)
+    return sigma / step.sigma
+
+
+boundary_epsilon_1_5x = _entry(replace(_BOUNDARY, noise_factor=_noise_factor_for(1.5, _BOUNDARY)))  # ε 1.5× the claim
+
+# ---- user forms: θ0 drawn from the seed, init_seed accepted (docs/byo.md, "θ0 first") --------------------------------
+correct_user = _user(correct)
+boundary_correct_user = _user(boundary_correct)
+no_clipping_user = _user(no_clipping)
+boundary_noise_sqrt2_user = _user(boundary_noise_sqrt2)
+
 # ---- documented limits: measured, not asserted ---------------------------------------------------------------------
-normalise_by_batch = _entry(replace(BASE, normalise="actual"))
-shuffle_as_poisson = _entry(replace(BASE, sampling="shuffle"))
 noise_reused_across_steps = _entry(replace(BASE, noise_key="step"))  # the final model only
+noise_reused_across_steps_user = _user(noise_reused_across_steps)
 
 
 def loss_with_nan():

@@ -48,6 +48,9 @@ class Step:
             without noise (False: fixed at mean 0, variance 1).
         normalise: ``"expected"`` (divide by B = qN) or ``"actual"`` (by the batch's real size).
         sampling: ``"poisson"`` or ``"shuffle"`` (each epoch a permutation cut into batches of qN).
+
+    Not a bug: ``theta0`` is ``"fixed"`` (:data:`THETA0_SEED`, the zoo's own form) or ``"seed"`` (as people write
+    code: each model's θ0 drawn from its seed, unless :func:`train_batch` gets an ``init_seed``).
     """
 
     model: str = "logreg"
@@ -68,6 +71,7 @@ class Step:
     momentum: float = 0.1
     normalise: str = "expected"
     sampling: str = "poisson"
+    theta0: str = "fixed"
 
     @property
     def batch(self) -> float:
@@ -142,10 +146,10 @@ def _example_loss(step: Step, theta: torch.Tensor, x: torch.Tensor, y: torch.Ten
     return loss(step, theta, x[None], y[None])[0]
 
 
-def theta0(step: Step) -> torch.Tensor:
-    """The fixed initialisation: weights and biases uniform in ±1/√fan_in (PyTorch's Linear), running mean 0 and
-    variance 1."""
-    g = torch.Generator().manual_seed(THETA0_SEED)
+def theta0(step: Step, seed: int = THETA0_SEED) -> torch.Tensor:
+    """The initialisation drawn from ``seed`` (default: the zoo's fixed one): weights and biases uniform in
+    ±1/√fan_in (PyTorch's Linear), running mean 0 and variance 1."""
+    g = torch.Generator().manual_seed(int(seed))
     theta = torch.empty(step.parameters)
     at, fan_in = 0, 1
     for i, part in enumerate(_split(step, torch.zeros(step.parameters))):
@@ -264,14 +268,24 @@ def _batches(step: Step, seeds: torch.Tensor, n: int, draw: int, t: int, perms: 
     return counter_bernoulli(SAMPLING_KEY, seeds, draw, n, step.q).float()
 
 
+def initial(step: Step, seeds: list[int], init_seed: int | None = None) -> torch.Tensor:
+    """θ0 of each model ``[m, p]``: from ``init_seed`` if given, else the fixed one, or (``theta0="seed"``) each
+    model's own drawn from its seed."""
+    if init_seed is None and step.theta0 == "seed":
+        return torch.stack([theta0(step, 1_000_003 * int(s) + 7) for s in seeds])
+    return theta0(step, THETA0_SEED if init_seed is None else init_seed).repeat(len(seeds), 1)
+
+
 def train_batch(step: Step, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor | None,
-                direction: torch.Tensor | None, seeds: list[int], record=None) -> torch.Tensor:  # fmt: skip
+                direction: torch.Tensor | None, seeds: list[int], record=None, *,
+                init_seed: int | None = None) -> torch.Tensor:  # fmt: skip
     """Train ``len(seeds)`` models on ``(x, y)`` (``w``: the per-example weights of a gradient canary's term
-    ``w · ⟨direction, θ⟩``); returns ``[m, p]``. ``record(step, theta [m, p])`` is called after every step."""
+    ``w · ⟨direction, θ⟩``) from θ0 :func:`initial`; returns ``[m, p]``. ``record(step, theta [m, p])`` is called
+    after every step."""
     m, n = len(seeds), x.shape[0]
     index = torch.as_tensor(seeds, dtype=torch.int64)
     noise_index = torch.zeros_like(index) if step.noise_key == "constant" else index
-    theta = theta0(step).repeat(m, 1)
+    theta = initial(step, seeds, init_seed)
     trainable = _trainable(step)
     carriers = [] if w is None else [int(c) for c in torch.nonzero(w).flatten()]  # the canary's rows (k for a control)
     extras = {c: float(w[c]) * direction[:trainable] for c in carriers}

@@ -671,8 +671,22 @@ def build_canary(
         clip_norm=training.claim.max_grad_norm,
         seed=design.stream("canary", design.canary),
         reference=reference_function(training, reference),
+        biases=bias_coordinates(reference),
     )
     return canary_type(design.canary)(source)
+
+
+def bias_coordinates(model: Any) -> tuple[int, ...] | None:
+    """The coordinates of a module's flat parameters (``model.parameters()`` order) that belong to parameters named
+    ``bias`` (the last part of their name), or None for a flat tensor, whose layout the harness cannot know."""
+    if not isinstance(model, torch.nn.Module):
+        return None
+    out, at = [], 0
+    for name, p in model.named_parameters():
+        if name.rsplit(".", 1)[-1] == "bias":
+            out.extend(range(at, at + p.numel()))
+        at += p.numel()
+    return tuple(out)
 
 
 @dataclass(frozen=True, eq=False)
