@@ -28,8 +28,9 @@ else:
     control = None
     if parts["control"]:
         table = pd.concat([pd.read_csv(p) for p in parts["control"]], ignore_index=True)
-        control = Control(copies=assessed["control"]["copies"], epsilon_worst=assessed["control"]["epsilon_worst"],
-                          scores=table)  # fmt: skip
+        planned = assessed["control"]
+        control = Control(copies=planned["copies"], epsilon_worst=planned["epsilon_worst"], scores=table,
+                          noise_factor=planned["noise_factor"])  # fmt: skip
     options = AuditOptions.from_dict(snakemake.params.options)
     payload = report(scores, Claim.from_mapping(assessed["claim"]), assessed["n"], options, details=details,
                      control=control, same_model=check["same_model"], advice=check["advice"]).to_dict()  # fmt: skip

@@ -1,6 +1,6 @@
 """Snakemake adapter: train and score one shard of a user's training (the canary and the check from
-check_byo_entry) into results/byo/{name}/shards/{shard}.csv, or of its positive control (the canary repeated as
-many times as claim.json says) into results/byo/{name}/control/{shard}.csv (hsaudit.experiments.byo.train.harness)."""
+check_byo_entry) into results/byo/{name}/shards/{shard}.csv, or of its positive control (the design claim.json
+holds: the canary repeated k times, or the audit setting at σ/f) into results/byo/{name}/control/{shard}.csv (hsaudit.experiments.byo.train.harness)."""
 
 import json
 
@@ -17,9 +17,9 @@ from hsaudit.util.io import write_csv_atomic
 log = script_logging(snakemake)
 torch.set_num_threads(snakemake.threads)
 design = Design.from_dict(snakemake.params.design)
-if snakemake.wildcards.part == "control":
+if snakemake.wildcards.part == "control":  # the control's design, as assess_byo_claim planned it
     with open(snakemake.input.claim) as fh:
-        design = design.control(json.load(fh)["control"]["copies"])
+        design = Design.from_dict(json.load(fh)["control"]["design"])
 with open(snakemake.input.probe) as fh:
     found = Probe(**json.load(fh))
 with np.load(snakemake.input.canary) as f:

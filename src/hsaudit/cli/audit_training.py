@@ -17,7 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
-PLAN_DEFAULTS = {"canary": "out_of_support", "background": "data", "rule": "rays"}
+PLAN_DEFAULTS = {"canary": "out_of_support", "background": "data", "rule": "crossing"}
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -63,7 +63,7 @@ def register(sub) -> None:
                         help="sampling rate of the audit setting (default 1: the full batch)")  # fmt: skip
     parser.add_argument("--confidence", type=float, default=0.95, help="joint confidence of ε̂ (default 0.95)")
     parser.add_argument("--rule", default=PLAN_DEFAULTS["rule"], choices=("rays", "crossing", "held-out"),
-                        help="the verdict's valid rule (default rays)")  # fmt: skip
+                        help="the verdict's valid rule (default crossing: exact, no Monte Carlo calibration)")  # fmt: skip
     parser.add_argument("--directions", default="one", choices=("one", "both"),
                         help="one: the canary's score is oriented (default); both: the other way too, paid for")
     parser.add_argument("--basis", default="auto", choices=("auto", "gdp", "assumption-free"),
@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(timing, indent=2) if args.json else "\n".join(f"{k}: {v:.4g}" for k, v in timing.items()))
         return 0
     if args.shard:
-        from hsaudit.experiments.byo.audit import control_copies
+        from hsaudit.experiments.byo.api import control_design
 
         i, n = args.shard
         prepared = prepare(design)
@@ -176,9 +176,8 @@ def run(args: argparse.Namespace) -> int:
         write_csv_atomic(train_all(prepared, jobs=1, progress=progress, shards=[i - 1]), path)
         print(f"shard {i}/{n}: wrote {path}")
         if not args.no_control:
-            claim, size = prepared.training.claim, prepared.probe.n
-            copies, _ = control_copies(claim, size, options.power_factor)
-            twin = prepare(design.control(copies), found=prepared.probe, canary=prepared.canary)
+            twin_design, _ = control_design(design, prepared.training.claim, prepared.probe.n, options)
+            twin = prepare(twin_design, found=prepared.probe, canary=prepared.canary)
             path = out / f"control-{i}-of-{n}.csv"
             write_csv_atomic(train_all(twin, jobs=1, progress=progress, shards=[i - 1]), path)
             print(f"control shard {i}/{n}: wrote {path}")

@@ -32,7 +32,7 @@ from hsaudit.experiments.byo.audit import (
     report,
     runs_needed,
 )
-from hsaudit.experiments.byo.train.values import Claim
+from hsaudit.experiments.byo.train.values import Claim, Design
 
 DELTA = 1e-5
 
@@ -341,3 +341,29 @@ def test_a_control_that_leaks_more_than_k_copies_may_is_a_violation():
     assert own <= 12 and both >= 16, (own, both)
     correct = verdicts(1.0)
     assert sum("positive control leaks more" in r for r in correct) <= 2
+
+
+GAUSS = "tests/experiments/byo/gauss_entry.py"
+
+
+def test_in_the_audit_setting_the_control_is_the_training_at_sigma_over_the_factor():
+    """The audit setting's control divides σ by the power factor (1.5): it leaks exactly 1.5× the declared μ. On an
+    exact Gaussian-mechanism training (full batch, T = 5, σ calibrated to ε = 4, 500 runs a world) the correct
+    training is consistent with power ≥ 0.8 in each of 3 seeds; the same training with σ/√2 behind its claim is a
+    violation in each (its own look or its control's, which leaks 2.1× the declared μ)."""
+    from hsaudit.experiments.byo.api import audit_training, control_design
+    from hsaudit.experiments.byo.plan import audit_setting
+
+    setting = audit_setting()
+    design = Design(entry=f"{GAUSS}:make", canary="out_of_support", runs=500, setting=setting)
+    twin, worst = control_design(design, Claim(**full_batch(1.0).to_dict()), 100, AuditOptions())
+    assert twin.noise_factor == 1.5 and twin.setting.noise_multiplier == pytest.approx(setting.noise_multiplier / 1.5)
+    assert worst == pytest.approx(gdp_epsilon(mu=1.5, delta=DELTA)) and twin.copies == 1
+    assert twin.bits().tolist() != design.bits().tolist() and twin.model_seed(0) != design.model_seed(0)
+    for seed in range(3):
+        good = audit_training(dataclasses.replace(design, seed=seed), AuditOptions(seed=seed, bootstrap=0)).report
+        assert good.verdict == "consistent" and good.power.noise_factor == 1.5, good.reason
+        assert "at σ/1.5" in good.reason and good.power.multiple == pytest.approx(
+            gdp_epsilon(mu=1.5 * mu_for_epsilon(good.claim.epsilon, DELTA), delta=DELTA) / good.claim.epsilon, rel=1e-3)
+        bug = dataclasses.replace(design, entry=f"{GAUSS}:make_sigma_sqrt2", seed=seed)
+        assert audit_training(bug, AuditOptions(seed=seed, bootstrap=0)).report.verdict == "violation"

@@ -8,7 +8,7 @@ import yaml
 
 from conftest import REPO
 from hsaudit.accounting.gaussian import gaussian_epsilon
-from hsaudit.audit.auditor import Rays
+from hsaudit.audit.auditor import Crossing
 from hsaudit.engine.canaries import BACKGROUNDS, CANARIES
 from hsaudit.experiments.byo.audit import RULES
 from hsaudit.experiments.byo.plan import DEFAULTS, SETTING_DEFAULTS, audit_setting, plan, shard_paths
@@ -28,7 +28,7 @@ def test_the_config_example_is_planned():
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     byo = plan(config)
     audit = byo.audits["example"]
-    assert audit.design.entry == config["byo"]["example"]["entry"] and isinstance(audit.options.rule, Rays)
+    assert audit.design.entry == config["byo"]["example"]["entry"] and isinstance(audit.options.rule, Crossing)
     assert [t.path for t in byo.targets] == ["results/byo/example/report.md"]
     # the audit's 2R models and the positive control's 2R
     assert byo.populations[0].models == 4 * audit.design.runs and byo.populations[0].root == audit.root

@@ -22,6 +22,7 @@ from hsaudit.experiments.byo.audit import (
     Control,
     control_copies,
     control_is_exact,
+    control_noise_epsilon,
     pre_training,
     report,
 )
@@ -144,7 +145,7 @@ def audit_training(
         shards: the shards to train (default all); a report of a subset audits the models trained so far.
         progress: tqdm bars over the models.
         control: train the positive control (as many models again: the canary repeated k times in world 1,
-            :func:`~hsaudit.experiments.byo.audit.control_copies`), which measures the audit's power; without it
+            :func:`control_design`), which measures the audit's power; without it
             the verdict is at best ``inconclusive``.
         jobs: processes that train the models (:func:`train_all`; default 1, this one; None: :func:`default_jobs`).
 
@@ -170,13 +171,29 @@ def audit_training(
                    control_look=look)  # fmt: skip
     checked = None
     if control and found.verdict != "violation":  # a violation needs no power: its control is not trained
-        copies, worst = control_copies(claim, loaded.n, options.power_factor)
-        twin = prepare(design.control(copies), loaded, found=prepared.probe, canary=prepared.canary)
+        twin_design, worst = control_design(design, claim, loaded.n, options)
+        twin_loaded = loaded if twin_design.noise_factor == 1.0 else load(twin_design)  # make(setting) at σ/f
+        twin = prepare(twin_design, twin_loaded, found=prepared.probe, canary=prepared.canary)
         table = train_all(twin, jobs=jobs, progress=progress, shards=shards)
-        checked = Control(copies=copies, epsilon_worst=worst, scores=table)
+        checked = Control(copies=twin_design.copies, epsilon_worst=worst, scores=table,
+                          noise_factor=twin_design.noise_factor)  # fmt: skip
     rep = report(scores, claim, loaded.n, options, details=about, control=checked, same_model=same,
                  advice=advice(design, prepared), control_look=look)  # fmt: skip
     return Result(rep, scores, None if checked is None else checked.scores)
+
+
+def control_design(design: Design, claim: Any, n: int, options: AuditOptions) -> tuple[Design, float]:
+    """The positive control of ``design`` and its worst case for the declared mechanism.
+
+    In the audit setting, the training at σ/``power_factor`` (:meth:`Design.control_noise`): it declares and runs
+    that σ, so in the full batch it leaks exactly ``power_factor`` × the declared μ through any canary — a leak of a
+    known size above the claim, whatever the canary reaches. Outside it (the user's own configuration, where hsaudit
+    cannot change σ), the canary repeated k times (:func:`~hsaudit.experiments.byo.audit.control_copies`): k times
+    the training's own leak through this canary, k the least whose worst case is ``power_factor`` × the claim."""
+    if design.setting is not None:
+        return design.control_noise(options.power_factor), control_noise_epsilon(claim, n, options.power_factor)
+    copies, worst = control_copies(claim, n, options.power_factor)
+    return design.control(copies), worst
 
 
 PARALLEL_MIN_SECONDS = 60.0
@@ -280,8 +297,9 @@ def audit_frames(
     tables = list(control)
     checked = None
     if tables:
-        copies, worst = control_copies(claim, loaded.n, options.power_factor)
-        checked = Control(copies=copies, epsilon_worst=worst, scores=pd.concat(tables, ignore_index=True))
+        twin, worst = control_design(design, claim, loaded.n, options)
+        checked = Control(copies=twin.copies, epsilon_worst=worst, scores=pd.concat(tables, ignore_index=True),
+                          noise_factor=twin.noise_factor)  # fmt: skip
     same = prepared is not None and not prepared.probe.seed_sensitive and canary_changes_model(prepared)
     return report(scores, claim, loaded.n, options, details=details(design, prepared, scores), control=checked,
                   same_model=same, advice=None if prepared is None else advice(design, prepared))  # fmt: skip

@@ -11,7 +11,7 @@ The verdict (docs/byo.md "The verdict"), stated at confidence c:
 - ``inconclusive``: otherwise — too few runs for any ε̂ to exceed the claim (decided before training), or a control
   the design does not see (the report names the reason and the change that gives the audit its power).
 
-ε̂ comes from one threshold rule fixed in advance (:class:`AuditOptions`, default rays), at joint confidence c: a rule
+ε̂ comes from one threshold rule fixed in advance (:class:`AuditOptions`, default crossing), at joint confidence c: a rule
 whose ε̂ rests on two one-sided Clopper–Pearson bounds (held-out) gets c' = 1 − (1 − c)/2 per bound; trying both
 score directions halves 1 − c once more (:class:`hsaudit.audit.auditor.Auditor`). Its basis:
 
@@ -109,7 +109,7 @@ class AuditOptions:
     """
 
     confidence: float = 0.95
-    rule: ThresholdRule = Rays()
+    rule: ThresholdRule = Crossing()
     directions: str = "one"
     basis: str = "auto"
     selection_fraction: float = 0.5
@@ -156,7 +156,7 @@ class AuditOptions:
     def from_dict(cls, values: Mapping[str, Any]) -> AuditOptions:
         """Options from plain values (the rule by name, seeded with ``seed``)."""
         values = dict(values)
-        values["rule"] = rule_value(str(values.get("rule", "rays")), seed=int(values.get("seed", 0)))
+        values["rule"] = rule_value(str(values.get("rule", "crossing")), seed=int(values.get("seed", 0)))
         return cls(**values)
 
 
@@ -445,6 +445,13 @@ def control_epsilon(claim: Claim, n: int, copies: int) -> float:
     return accounting(dataclasses.replace(claim, noise_multiplier=sigma / k), n).epsilon
 
 
+def control_noise_epsilon(claim: Claim, n: int, factor: float) -> float:
+    """The ε of the declared mechanism at σ/``factor``: the worst case of the audit setting's noise control
+    (:meth:`Design.control_noise`), exactly ``factor`` × the declared μ for the full batch."""
+    return accounting(dataclasses.replace(claim, noise_multiplier=float(claim.noise_multiplier) / float(factor)),
+                      n).epsilon  # fmt: skip
+
+
 def control_is_exact(claim: Claim, n: int) -> bool:
     """Whether :func:`control_epsilon` is the exact worst case of k copies (the full batch; Poisson sampling under
     add-remove, up to the PLD's pessimistic discretisation), so that a control's ε̂ above it is a violation. Not
@@ -512,6 +519,7 @@ class Power:
     runs_out: int
     runs_in: int
     look: float | None = None
+    noise_factor: float = 1.0
 
     @property
     def enough(self) -> bool:
@@ -519,6 +527,12 @@ class Power:
 
     def statement(self) -> str:
         """The power in a sentence."""
+        if self.noise_factor != 1.0:
+            return (f"the same audit of this training at σ/{self.noise_factor:g} (the audit setting's noise divided by "
+                    f"{self.noise_factor:g}: a leak of {self.multiple:.3g}× the claim through every canary, "
+                    f"ε = {self.epsilon_worst:.4g} for the declared mechanism) flags it with probability "
+                    f"{self.probability:.2f} (bootstrap of {self.runs_out} + {self.runs_in} control models, "
+                    f"{self.resamples} resamples; the control's own ε̂ = {self.epsilon_hat:.4g})")  # fmt: skip
         return (f"the same audit of this training with the canary repeated {self.copies} times — for the declared "
                 f"mechanism a leak of up to {self.multiple:.3g}× the claim (ε ≤ {self.epsilon_worst:.4g}) — flags it "
                 f"with probability {self.probability:.2f} (bootstrap of {self.runs_out} + {self.runs_in} control "
@@ -761,15 +775,23 @@ def _gdp_eps(mu: float, delta: float) -> float:
     return gdp_epsilon(mu=max(mu, 0.0), delta=delta) if mu > 0 else 0.0
 
 
+def _control_words(control: Control) -> str:
+    if control.noise_factor != 1.0:
+        return f"the training at σ/{control.noise_factor:g}"
+    return f"the canary repeated {control.copies} times"
+
+
 @dataclass(frozen=True, eq=False)
 class Control:
-    """The positive control's models: ``copies`` copies of the canary in world 1 (:meth:`Design.control`), the
-    worst case of that for the declared mechanism (:func:`control_epsilon`) and the scores table (``score``,
+    """The positive control's models: ``copies`` copies of the canary in world 1 (:meth:`Design.control`), or in
+    the audit setting the training at σ/``noise_factor`` (:meth:`Design.control_noise`); the worst case of that for
+    the declared mechanism (:func:`control_epsilon`, :func:`control_noise_epsilon`) and the scores table (``score``,
     ``member``)."""
 
     copies: int
     epsilon_worst: float
     scores: Any
+    noise_factor: float = 1.0
 
 
 def report(
@@ -846,7 +868,7 @@ def report(
         checked = dataclasses.replace(
             power(sign * c[~cm], sign * c[cm], claim, n, options, copies=control.copies,
                   epsilon_worst=control.epsilon_worst, looks=len(columns) + bool(control_look)),
-            orientation=sign,
+            orientation=sign, noise_factor=float(control.noise_factor),
         )  # fmt: skip
         if control_look:  # the control is an audit too, of k copies, against the most the declared mechanism allows
             basis_c = "gdp" if claim.sampling_rate(n) >= 1.0 else "assumption-free"
@@ -878,9 +900,9 @@ def report(
             found.update(
                 verdict="violation",
                 reason=f"the positive control leaks more than the declared mechanism allows: its valid lower bound "
-                f"ε̂ = {control_hat:.4g} (the canary repeated {control.copies} times, one of "
-                f"{len(columns) + 1} looks at {per_look.confidence:g}) exceeds {control.epsilon_worst:.4g}, the most "
-                f"{control.copies} copies can leak under the declared mechanism at δ = {claim.delta:g}",
+                f"ε̂ = {control_hat:.4g} ({_control_words(control)}, one of {len(columns) + 1} looks at "
+                f"{per_look.confidence:g}) exceeds {control.epsilon_worst:.4g}, the most it can leak under the "
+                f"declared mechanism at δ = {claim.delta:g}",
             )
         elif why_early is not None:
             pass  # too few runs: inconclusive, said before training
@@ -945,15 +967,17 @@ def markdown(rep: Mapping[str, Any], *, figure: str | None = None) -> str:
     pw = rep.get("power")
     if pw:
         lines += ["", "## Power (the positive control)", "",
-                  f"The same design on your training with the canary repeated {pw['copies']} times (a leak of "
-                  f"{_fmt(pw['multiple'])}× the claim through this canary for the declared mechanism): the control's "
+                  "The same design on your training "
+                  + (f"with the canary repeated {pw['copies']} times (a leak of up to " if pw.get("noise_factor", 1) == 1
+                     else f"at σ/{pw['noise_factor']:g} (a leak of exactly ")
+                  + f"{_fmt(pw['multiple'])}× the claim for the declared mechanism): the control's "
                   f"ε̂ = {_fmt(pw['epsilon_hat'])}; flagged in {_fmt(pw['probability'])} of {pw['resamples']} bootstrap "
                   f"resamples of its {pw['runs_out']} + {pw['runs_in']} models (a consistent verdict needs "
                   f"{_fmt(pw['target'])})."
                   + ("" if pw["orientation"] == 1 else " The control's canary lowers its score: the verdict reads "
                      "the scores the other way.")
-                  + ("" if pw.get("look") is None else f" Audited itself against the most {pw['copies']} copies can "
-                     f"leak under the declared mechanism ({_fmt(pw['epsilon_worst'])}): ε̂ = {_fmt(pw['look'])}.")]  # fmt: skip
+                  + ("" if pw.get("look") is None else " Audited itself against the most it can leak under the "
+                     f"declared mechanism ({_fmt(pw['epsilon_worst'])}): ε̂ = {_fmt(pw['look'])}.")]  # fmt: skip
     if rep.get("runs_needed") is not None:
         lines.append(f"Runs per world that could exceed the claim: about {rep['runs_needed']}.")
     if len(rep.get("looks") or {}) > 1:

@@ -34,7 +34,7 @@ DEFAULTS: dict[str, Any] = {
     "claim": None,
     "data": None,
     "confidence": 0.95,
-    "rule": "rays",
+    "rule": "crossing",
     "directions": "one",
     "basis": "auto",
     "control": True,

@@ -255,6 +255,9 @@ class Design:
             leaks k times more through the same insertion, see :func:`control`). A control's bits and model seeds
             are streams of their own, so its models are independent of the audit's; the canary, the background and
             the replaced rows are the audit's.
+        noise_factor: the positive control in the audit setting: the setting's σ divided by this factor (1: the
+            audit), so that the control leaks exactly that multiple of the declared μ (full batch) through any canary
+            (see :meth:`control_noise`); its streams are its own as for ``copies``.
         score: one of :data:`SCORES`.
     """
 
@@ -269,6 +272,7 @@ class Design:
     claim: Mapping[str, Any] | None = None
     data: str | None = None
     copies: int = 1
+    noise_factor: float = 1.0
     score: str = "auto"
 
     def __post_init__(self) -> None:
@@ -280,6 +284,8 @@ class Design:
             v = getattr(self, name)
             if int(v) != v or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if not float(self.noise_factor) >= 1.0:
+            raise ValueError(f"noise_factor must be >= 1, got {self.noise_factor!r}")
         if self.shards > self.models:
             raise ValueError(f"shards ({self.shards}) must not exceed the models (2 x runs = {self.models})")
         if self.claim is not None:
@@ -314,6 +320,8 @@ class Design:
     def _role(self) -> tuple[object, ...]:
         """The key of this design's own streams (bits, model seeds): none for the audit, ``("control", k)`` for
         the positive control with k copies (so the audit's streams are those of earlier versions)."""
+        if self.noise_factor != 1.0:
+            return ("control", "noise", float(self.noise_factor))
         return () if self.copies == 1 else ("control", int(self.copies))
 
     def stream(self, *key: object) -> int:
@@ -325,8 +333,9 @@ class Design:
         """Plain values (JSON, Snakemake params), :meth:`from_dict`'s inverse."""
         out = asdict(self)
         out["setting"] = None if self.setting is None else self.setting.to_dict()
-        if self.copies == 1:  # the audit's values as before controls existed: its jobs' params do not change
-            del out["copies"]
+        for name in ("copies", "noise_factor"):  # the audit's values as before controls existed: same job params
+            if out[name] == 1:
+                del out[name]
         return out
 
     def control(self, copies: int) -> Design:
@@ -335,6 +344,21 @@ class Design:
         if int(copies) != copies or copies < 2:
             raise ValueError(f"a control repeats the canary at least twice, got copies = {copies!r}")
         return replace(self, copies=int(copies))
+
+    def control_noise(self, factor: float) -> Design:
+        """The positive control of a design in the audit setting: the same design with the setting's σ divided by
+        ``factor`` (the training then declares and runs σ/factor: in the full batch exactly factor × the declared μ)
+        and streams of its own for the bits and seeds.
+
+        Raises:
+            ValueError: no audit setting, or a factor not above 1.
+        """
+        if self.setting is None:
+            raise ValueError("a noise control needs the audit setting (make(setting) runs the σ it is given)")
+        if not float(factor) > 1.0:
+            raise ValueError(f"a noise control divides σ by a factor above 1, got {factor!r}")
+        setting = replace(self.setting, noise_multiplier=self.setting.noise_multiplier / float(factor), epsilon=None)
+        return replace(self, setting=setting, noise_factor=float(factor))
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> Design:
