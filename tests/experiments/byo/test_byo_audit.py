@@ -367,3 +367,27 @@ def test_in_the_audit_setting_the_control_is_the_training_at_sigma_over_the_fact
             gdp_epsilon(mu=1.5 * mu_for_epsilon(good.claim.epsilon, DELTA), delta=DELTA) / good.claim.epsilon, rel=1e-3)
         bug = dataclasses.replace(design, entry=f"{GAUSS}:make_sigma_sqrt2", seed=seed)
         assert audit_training(bug, AuditOptions(seed=seed, bootstrap=0)).report.verdict == "violation"
+
+
+def test_the_control_look_reads_the_exact_curve_of_k_copies():
+    """Full batch: the look's threshold is the control's worst case itself (μ-GDP). Poisson sampling: the ε of the
+    least μ whose GDP curve lies below the Binomial(2, q) mixture's exact curve wherever the crossing rule reads it —
+    checked on that curve; below the (ε, δ) worst case, since the subsampled curve is flatter near the diagonal."""
+    from hsaudit.accounting.gaussian import tradeoff_from_deltas
+    from hsaudit.experiments.byo.audit import EPSILON_GRID, control_accounting, control_threshold
+
+    claim = full_batch(1.0)
+    control = Control(2, control_epsilon(claim, 100, 2), None)
+    assert control_threshold(claim, 100, control, Crossing(), 200) == pytest.approx(control.epsilon_worst, rel=1e-9)
+    poisson = Claim(epsilon=2.22, delta=DELTA, noise_multiplier=2.0, max_grad_norm=1.0, sampling="poisson",
+                    sample_rate=0.2, steps=20, neighbouring="add-remove")  # fmt: skip
+    control = Control(2, control_epsilon(poisson, 200, 2), None)
+    threshold = control_threshold(poisson, 200, control, Crossing(), 200)
+    assert 1.0 < threshold < control.epsilon_worst
+    mu = mu_for_epsilon(threshold, DELTA)
+    low, high = region(Crossing(), mu, 200)
+    alpha = np.geomspace(low, high, 300)
+    curve = tradeoff_from_deltas(alpha, EPSILON_GRID, control_accounting(poisson, 200, control).deltas)
+    assert np.all(curve >= special.ndtr(special.ndtri(1.0 - alpha) - mu) - 1e-9)
+    replace_one = Claim(**{**poisson.to_dict(), "neighbouring": "replace-one"})
+    assert control_threshold(replace_one, 200, Control(2, 9.9, None), Crossing(), 200) is None  # not exact: no look
