@@ -187,6 +187,6 @@ def test_a_new_canary_type_is_one_entry(monkeypatch):
     monkeypatch.setitem(CANARIES, "toy", toy)
     result = audit_training(Design(entry=zoo_entry("no_clipping"), canary="toy", runs=30, seed=1), AuditOptions())
     assert result.report.details["canary origin"] == "the first example, relabelled"
-    assert len(result.scores) == 60 and result.report.epsilon_hat is not None
+    assert len(result.scores) == 60 and result.report.verdict == "violation", result.report.reason  # no clipping
     x, y = _data()
     assert int(canary_type("toy")(CanarySource(x, y, classes=3, options={"shift": 2})).y) == (int(y[0]) + 2) % 3

@@ -33,8 +33,9 @@ def test_json_report_and_score_csvs_the_other_commands_read(tmp_path, capsys):
     assert (out / "report.md").read_text().startswith("# Audit")
     scores = pd.read_csv(out / "scores.csv")
     assert len(scores) == 80 and set(scores["member"]) == {0, 1}
-    assert main(["audit", str(out / "scores.csv"), "--json", "--mode", "crossing"]) == 0
-    assert _json(capsys)["epsilon"] > 0
+    assert main(["audit", str(out / "scores.csv"), "--json", "--mode", "crossing", "--directions", "one"]) == 0
+    (crossing,) = [e for e in report["estimates"] if e["estimate"] == "GDP ε̂ (crossing)"]
+    assert _json(capsys)["epsilon"] == pytest.approx(crossing["epsilon"], rel=1e-9)  # the same scores, the same bound
     assert main(["one-run", str(out / "scores.csv"), "--json"]) == 0
     assert _json(capsys)["canaries"] == 80
 
