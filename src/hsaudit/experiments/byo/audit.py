@@ -747,6 +747,11 @@ def _verdict_before(claim: Claim, n: int, options: AuditOptions, runs_out: int, 
     return common
 
 
+GDP_MEANING = (": the training is not a correct implementation of the Gaussian mechanism it declares (the gdp basis "
+               "reads the declared mechanism's trade-off curve; a mechanism that is (ε, δ)-DP in another way, such as "
+               "randomised response, could be flagged: --basis assumption-free tests (ε, δ) alone)")
+"""What a violation on the GDP basis means, said with it."""
+
 LOOKS = {"score": "the final model", "score_iterates": "the iterates (white box)"}
 """The scores a verdict may look at: the final model's, and a recording training's iterates statistic."""
 
@@ -947,7 +952,8 @@ def report(
             found.update(
                 verdict="violation",
                 reason=f"the valid lower bound ε̂ = {eps_hat:.4g}{of} ({found['rule']}, {basis}, confidence "
-                f"{options.confidence:g}{flipped}) exceeds the claimed ε = {claim.epsilon:.4g} at δ = {claim.delta:g}",
+                f"{options.confidence:g}{flipped}) exceeds the claimed ε = {claim.epsilon:.4g} at δ = {claim.delta:g}"
+                + (GDP_MEANING if basis == "gdp" else ""),
             )
         elif control_hat is not None and control_hat > checked.look_threshold:
             found.update(
@@ -1011,7 +1017,7 @@ def markdown(rep: Mapping[str, Any], *, figure: str | None = None) -> str:
         f"| claimed | {_fmt(rep['epsilon_claimed'])} | the training's own accountant ({claim.get('accountant', 'unnamed')}) |",
         f"| ours | {_fmt(acc['epsilon'])} | {acc['method']} |",
         f"| last-iterate heuristic | {_fmt(acc['heuristic'])} | what a final-model audit of a correct implementation "
-        "can reach (Steinke et al. 2025, Thm 1) |",
+        "can reach with a worst-case canary, for linear losses (Steinke et al. 2025, Thm 1) |",
         f"| ε̂ (verdict) | {_fmt(rep['epsilon_hat'])} | valid lower bound: {rep['rule']}, {rep['basis']}, confidence "
         f"{rep['confidence']:g}, {'both directions' if rep['directions'] == 'both' else 'one direction'} |",
         "",
