@@ -398,3 +398,15 @@ def test_the_control_look_reads_the_exact_curve_of_k_copies():
     assert np.all(curve >= special.ndtr(special.ndtri(1.0 - alpha) - mu) - 1e-9)
     replace_one = Claim(**{**poisson.to_dict(), "neighbouring": "replace-one"})
     assert control_threshold(replace_one, 200, Control(2, 9.9, None), Crossing(), 200) is None  # not exact: no look
+
+
+def test_no_consistent_verdict_where_the_control_cannot_be_held_to_the_declared_mechanism():
+    """Replace-one under Poisson sampling: the control of k copies has no exact curve, so its own look cannot be made
+    and a bug between the claim and the control could pass: a seen control gives inconclusive, not consistent."""
+    claim = Claim(epsilon=4.0, delta=DELTA, noise_multiplier=2.0, max_grad_norm=1.0, sampling="poisson",
+                  sample_rate=0.2, steps=20, neighbouring="replace-one")  # fmt: skip
+    options = AuditOptions(bootstrap=0, power_resamples=20)
+    rep = report(_gaussian_scores(0.3, 300, 1), claim, 200, options, every_estimate=False,
+                 control=Control(2, 9.9, _gaussian_scores(3.0, 300, 2)))  # fmt: skip
+    assert rep.power.probability >= 0.8 and rep.power.look is None
+    assert rep.verdict == "inconclusive" and "cannot be held to the declared mechanism" in rep.reason

@@ -6,8 +6,9 @@ The verdict (docs/byo.md "The verdict"), stated at confidence c:
   found without training), the training gives the same model for every seed while the canary changes it, or the
   valid lower bound ε̂ exceeds the claimed ε;
 - ``consistent``: no evidence against the claim *and* the audit has power: the same design flags a positive
-  control — the user's training with the canary repeated k times, which leaks a known multiple of the claim through
-  it (:class:`Power`) — with probability at least the target; the report states that probability;
+  control — the user's training at σ/f in the audit setting, else with the canary repeated k times (:class:`Power`)
+  — with probability at least the target, and the control's own look (against the most the declared mechanism lets
+  it show, where its curve is exact) does not flag it; the report states that probability;
 - ``inconclusive``: otherwise — too few runs for any ε̂ to exceed the claim (decided before training), or a control
   the design does not see (the report names the reason and the change that gives the audit its power).
 
@@ -970,6 +971,15 @@ def report(
                 verdict="inconclusive",
                 reason=f"ε̂ = {eps_hat:.4g}{of} does not exceed the claimed ε = {claim.epsilon:.4g}, but the audit's "
                 "power was not measured (no positive control)",
+            )
+        elif checked.enough and checked.look is None:
+            found.update(
+                verdict="inconclusive",
+                reason=f"ε̂ = {eps_hat:.4g}{of} does not exceed the claimed ε = {claim.epsilon:.4g} and the control is "
+                f"seen ({checked.statement()}), but the control's own leak cannot be held to the declared mechanism "
+                f"here ({claim.sampling} sampling, {claim.neighbouring}: no exact trade-off curve of it), so a bug "
+                "between the claim and the control could pass unseen; run the audit setting (--audit-setting: the "
+                "full batch, where it is exact)",
             )
         elif checked.enough:
             found.update(
