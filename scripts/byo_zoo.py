@@ -31,6 +31,7 @@ sys.path.insert(0, str(REPO / "tests" / "experiments" / "byo" / "zoo"))
 from catalogue import ASSERT_RATIO, ZOO  # noqa: E402
 
 from hsaudit.experiments.byo.api import audit_training  # noqa: E402
+from hsaudit.experiments.byo.plan import audit_setting  # noqa: E402
 from hsaudit.experiments.byo.audit import AuditOptions  # noqa: E402
 from hsaudit.experiments.byo.train.values import Design  # noqa: E402
 from hsaudit.util.io import write_csv_atomic, write_text_atomic  # noqa: E402
@@ -42,7 +43,8 @@ def run_one(entry, seed: int, runs: int | None = None) -> dict:
     """One audit of one zoo entry at one seed (at ``runs`` per world instead of the entry's, if given): the row of
     runs.csv."""
     runs = runs or entry.runs
-    design = Design(entry=entry.entry, canary=entry.canary, background=entry.background, runs=runs, seed=seed)
+    design = Design(entry=entry.entry, canary=entry.canary, background=entry.background, runs=runs, seed=seed,
+                    setting=audit_setting() if entry.setting else None)  # fmt: skip
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

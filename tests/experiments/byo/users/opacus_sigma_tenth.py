@@ -4,7 +4,8 @@ docs/byo.md, "θ0 first").
 
 MLP 20-32-32-2 on 500 synthetic rows, Poisson sampling with B = 64 (Opacus: q = 1/len(loader) = 1/8), 3 epochs
 (T = 24), σ = 1 claimed and 0.1 run, C = 1; the claim is the default accountant's (PRV) ε at σ, computed once in
-``make``.
+``make``. ``make(setting)`` follows docs/byo.md's Opacus example (the audit setting's steps and σ, one full batch
+of N + 1 so that the canary's world keeps q = 1), with the same bug.
 """
 
 from __future__ import annotations
@@ -29,32 +30,39 @@ def dataset():
     return x, y
 
 
-def train(data, seed, init_seed=None):
-    torch.manual_seed(init_seed if init_seed is not None else seed)
-    model = nn.Sequential(nn.Linear(FEATURES, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 2))
-    torch.manual_seed(seed)
-    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
-    loader = DataLoader(data, batch_size=BATCH)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        engine = PrivacyEngine()
-        model, optimizer, loader = engine.make_private(
-            module=model, optimizer=optimizer, data_loader=loader,
-            noise_multiplier=SIGMA / 10, max_grad_norm=CLIP, poisson_sampling=True,  # the bug: σ/10
-        )  # fmt: skip
-    for _ in range(EPOCHS):
-        for x, y in loader:
-            optimizer.zero_grad()
-            nn.functional.cross_entropy(model(x), y).backward()
-            optimizer.step()
-    return model
+def make(setting=None):
+    """As docs/byo.md's Opacus example: ``make(setting)`` runs the audit setting's steps and σ in one full batch."""
+    steps, sigma, batch = EPOCHS * -(-N // BATCH), SIGMA, BATCH
+    if setting is not None:
+        steps, sigma, batch = setting.steps, setting.noise_multiplier, N + 1  # one batch in both worlds
+    rate = 1 / -(-N // batch)  # what make_private uses: 1 / len(loader)
 
+    def train(data, seed, init_seed=None):
+        torch.manual_seed(init_seed if init_seed is not None else seed)
+        model = nn.Sequential(nn.Linear(FEATURES, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 2))
+        torch.manual_seed(seed)
+        optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+        loader = DataLoader(data, batch_size=batch)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            engine = PrivacyEngine()
+            model, optimizer, loader = engine.make_private(
+                module=model, optimizer=optimizer, data_loader=loader,
+                noise_multiplier=sigma / 10, max_grad_norm=CLIP, poisson_sampling=True,  # the bug: σ/10
+            )  # fmt: skip
+        done = 0
+        while done < steps:
+            for x, y in loader:
+                optimizer.zero_grad()
+                nn.functional.cross_entropy(model(x), y).backward()
+                optimizer.step()
+                done += 1
+                if done == steps:
+                    break
+        return model
 
-def make():
-    rate = 1 / -(-N // BATCH)  # what make_private uses: 1 / len(loader)
-    steps = EPOCHS * -(-N // BATCH)
     accountant = PRVAccountant()
-    accountant.history = [(SIGMA, rate, steps)]
-    claim = dict(epsilon=accountant.get_epsilon(DELTA), delta=DELTA, noise_multiplier=SIGMA, max_grad_norm=CLIP,
+    accountant.history = [(sigma, rate, steps)]
+    claim = dict(epsilon=accountant.get_epsilon(DELTA), delta=DELTA, noise_multiplier=sigma, max_grad_norm=CLIP,
                  sampling="poisson", sample_rate=rate, steps=steps, neighbouring="add-remove", accountant="opacus prv")
     return SimpleNamespace(claim=claim, train=train, dataset=dataset)

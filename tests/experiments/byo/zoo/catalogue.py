@@ -41,6 +41,8 @@ class ZooEntry:
         source: where it was reported.
         true: the true ε as a function of nothing (computed when asked, :attr:`true_epsilon`), or None: the zoo's
             :func:`entries.true_epsilon` of the entry.
+        setting: audited in the default audit setting (``make(setting)``: 5 full-batch steps at the σ of ε = 4), as a
+            user who followed docs/byo.md would run it.
     """
 
     name: str
@@ -52,6 +54,7 @@ class ZooEntry:
     what: str
     source: str = ""
     true: Callable[[], float | None] | None = None
+    setting: bool = False
 
     @property
     def true_epsilon(self) -> float | None:
@@ -94,16 +97,22 @@ def _zoo(name: str, kind: str, canary: str, background: str, what: str, source: 
     return ZooEntry(name, kind, entry, canary, background, runs, what, source)
 
 
-def _opacus_user(name: str, what: str, *, sigma: float, q: float) -> ZooEntry:
+def _opacus_user(name: str, what: str, *, sigma: float, q: float, setting: bool = False) -> ZooEntry:
     """An Opacus script of tests/experiments/byo/users/ (input canaries: Opacus' hooks), its true ε the PLD's at the σ
-    and q make_private really runs (T = 24, δ = 1e-5)."""
+    and q make_private really runs (T = 24, δ = 1e-5); in the audit setting (``setting``), σ is the multiple
+    ``sigma`` of the setting's, 5 full-batch steps."""
     from hsaudit.accounting.gaussian import gaussian_epsilon
 
     def true() -> float:
+        if setting:
+            from hsaudit.experiments.byo.plan import audit_setting
+
+            return gaussian_epsilon(noise_multiplier=sigma * audit_setting().noise_multiplier, compositions=5,
+                                    delta=1e-5)  # fmt: skip
         return gaussian_epsilon(noise_multiplier=sigma, compositions=24, delta=1e-5, sampling_rate=q, discretization=1e-2)
 
     entry = f"tests/experiments/byo/users/{name}.py:make"
-    return ZooEntry(name, "bug", entry, *INPUT, EXAMPLE_RUNS, what, true=cache(true))
+    return ZooEntry(name, "bug", entry, *INPUT, EXAMPLE_RUNS, what, true=cache(true), setting=setting)
 
 
 DIRAC, INPUT, WORST = ("dirac", "blank"), ("out_of_support", "data"), ("opposing", "copies")
@@ -158,7 +167,8 @@ ZOO: tuple[ZooEntry, ...] = (
     _zoo("no_clipping_user", "bug", *DIRAC, "per-example clipping skipped, θ0 from the seed, init_seed accepted",
          "Opacus PR #664"),  # fmt: skip
     _zoo("boundary_noise_sqrt2_user", "bug", *DIRAC, "noise σ/√2 at the boundary, θ0 from the seed, init_seed accepted"),
-    _opacus_user("opacus_sigma_tenth", "Opacus: σ/10 passed to make_private, the claim at σ", sigma=0.1, q=1 / 8),
+    _opacus_user("opacus_sigma_tenth", "Opacus: σ/10 passed to make_private, the claim at σ; the audit setting",
+                 sigma=0.1, q=1 / 8, setting=True),  # fmt: skip
     _opacus_user("opacus_q_from_larger_table", "Opacus: the claim's q from a table 10x larger", sigma=1.0, q=1 / 8),
     _zoo("noise_reused_across_steps", "limit", *DIRAC, "the same noise at every step of a run, final model only"),
     _zoo("noise_reused_across_steps_user", "limit", *DIRAC, "the same noise at every step, final model only, θ0 from "
