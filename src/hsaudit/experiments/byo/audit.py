@@ -954,7 +954,8 @@ def report(
                 verdict="violation",
                 reason=f"the valid lower bound ε̂ = {eps_hat:.4g}{of} ({found['rule']}, {basis}, confidence "
                 f"{options.confidence:g}{flipped}) exceeds the claimed ε = {claim.epsilon:.4g} at δ = {claim.delta:g}"
-                + (GDP_MEANING if basis == "gdp" else ""),
+                + (GDP_MEANING if basis == "gdp" else "")
+                + f"; a correct implementation is flagged with probability at most {1 - options.confidence:.2g}",
             )
         elif control_hat is not None and control_hat > checked.look_threshold:
             found.update(
