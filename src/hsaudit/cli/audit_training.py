@@ -44,6 +44,11 @@ def register(sub) -> None:
     parser.add_argument("--canary", default=PLAN_DEFAULTS["canary"],
                         help="a canary type of the registry: mislabelled, out_of_support (default), dirac, blank, "
                              "in_distribution, ood_mislabelled, clipbkd")  # fmt: skip
+    parser.add_argument("--design", choices=("given", "auto"), default="given",
+                        help="auto: try each design (dirac/blank, opposing/copies, out_of_support/data) in a pilot of "
+                        "its positive control (--pilot-runs per world, streams of its own) and audit with the one that "
+                        "separates most; given (default): --canary and --background")  # fmt: skip
+    parser.add_argument("--pilot-runs", type=int, default=50, help="runs per world of each design's pilot (auto)")
     parser.add_argument("--background", default=PLAN_DEFAULTS["background"],
                         help="data (default), blank (all-zero inputs) or subset")  # fmt: skip
     parser.add_argument("--background-size", type=int, default=16, help="examples of the subset background")
@@ -161,6 +166,19 @@ def run(args: argparse.Namespace) -> int:
                            power_factor=args.power_factor, power_target=args.power_target,
                            power_resamples=args.power_resamples)  # fmt: skip
     progress = not args.no_progress and not args.json
+    pilot = None
+    if args.design == "auto":
+        if args.shard or args.from_shards or args.bench:
+            raise ValueError("--design auto chooses in one process: run it once, then give its --canary and "
+                             "--background to --shard, --from-shards or --bench")  # fmt: skip
+        from hsaudit.experiments.byo.api import choose_design
+
+        design, pilot = choose_design(design, options, pilot_runs=args.pilot_runs, jobs=args.jobs)
+        if not args.json:
+            for row in pilot:
+                what = f"separation μ = {row['separation']:.3g}" if row["separation"] is not None else row["error"]
+                print(f"design {row['canary']} / {row['background']}: {what} ({row['seconds']:.1f} s)")
+            print(f"chose {design.canary} / {design.background}")
     if args.bench:
         from hsaudit.experiments.byo.api import benchmark
 
@@ -203,6 +221,10 @@ def run(args: argparse.Namespace) -> int:
     if len(scores):
         write_csv_atomic(scores, out / "scores.csv")
     payload = rep.to_dict()
+    if pilot is not None:  # how the design was chosen (pilot controls, streams of their own)
+        payload["details"]["design (auto)"] = "; ".join(
+            f"{r['canary']}/{r['background']}: " + (f"μ {r['separation']:.3g}" if r["separation"] is not None
+                                                   else r["error"]) for r in pilot)  # fmt: skip
     write_text_atomic(out / "report.json", json.dumps(payload, indent=2) + "\n")
     write_text_atomic(out / "report.md", markdown(payload))
     if len(scores):

@@ -410,3 +410,19 @@ def test_no_consistent_verdict_where_the_control_cannot_be_held_to_the_declared_
                  control=Control(2, 9.9, _gaussian_scores(3.0, 300, 2)))  # fmt: skip
     assert rep.power.probability >= 0.8 and rep.power.look is None
     assert rep.verdict == "inconclusive" and "cannot be held to the declared mechanism" in rep.reason
+
+
+def test_the_design_with_the_most_measured_power_is_chosen_from_pilots_of_its_own():
+    """--design auto: each design's positive control is piloted on streams of its own; a training that ignores the
+    Dirac canary's loss term (this one: θ sums the inputs) shows it no separation, and an input canary is chosen; the
+    chosen design keeps the audit's seed, so its models are not the pilot's."""
+    from hsaudit.experiments.byo.api import choose_design
+    from hsaudit.experiments.byo.plan import audit_setting
+
+    design = Design(entry=f"{GAUSS}:make", canary="mislabelled", runs=100, seed=3, setting=audit_setting())
+    chosen, rows = choose_design(design, AuditOptions(bootstrap=0), pilot_runs=40)
+    by = {r["canary"]: r for r in rows}
+    assert [(r["canary"], r["background"]) for r in rows] == [("dirac", "blank"), ("opposing", "copies"),
+                                                             ("out_of_support", "data")]  # fmt: skip
+    assert by["dirac"]["separation"] < 0.5 < max(by["opposing"]["separation"], by["out_of_support"]["separation"])
+    assert chosen.canary in ("opposing", "out_of_support") and chosen.seed == 3 and chosen.runs == 100
