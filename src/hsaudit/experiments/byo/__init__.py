@@ -20,7 +20,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 _EXPORTS = {
-    "hsaudit.experiments.byo.api": ("Result", "audit_training", "train_all"),
+    "hsaudit.experiments.byo.api": ("Result", "audit_training", "choose_design", "control_design", "train_all"),
     "hsaudit.experiments.byo.audit": ("AuditOptions", "ByoReport", "markdown", "report"),
     "hsaudit.experiments.byo.plan": ("ByoAudit", "ByoPlan", "audit_setting", "plan"),
     "hsaudit.experiments.byo.train.harness": ("CanaryData", "load_training", "prepare", "train_shard"),
