@@ -1041,8 +1041,8 @@ def markdown(rep: Mapping[str, Any], *, figure: str | None = None) -> str:
                   + (f"with the canary repeated {pw['copies']} times (a leak of up to " if pw.get("noise_factor", 1) == 1
                      else f"at σ/{pw['noise_factor']:g} (a leak of exactly ")
                   + f"{_fmt(pw['multiple'])}× the claim for the declared mechanism): the control's "
-                  f"ε̂ = {_fmt(pw['epsilon_hat'])}; flagged in {_fmt(pw['probability'])} of {pw['resamples']} bootstrap "
-                  f"resamples of its {pw['runs_out']} + {pw['runs_in']} models (a consistent verdict needs "
+                  f"ε̂ = {_fmt(pw['epsilon_hat'])}; flagged with probability {pw['probability']:.2f} ({pw['resamples']} "
+                  f"bootstrap resamples of its {pw['runs_out']} + {pw['runs_in']} models; a consistent verdict needs "
                   f"{_fmt(pw['target'])})."
                   + ("" if pw["orientation"] == 1 else " The control's canary lowers its score: the verdict reads "
                      "the scores the other way.")
