@@ -284,6 +284,8 @@ def test_consistent_needs_a_control_the_design_sees():
     seen = report(near, claim, 100, options, control=Control(2, worst, _gaussian_scores(1.8, 300, 2)),
                   every_estimate=False)  # fmt: skip
     assert seen.verdict == "consistent" and seen.power.probability >= 0.8 and "flags it with probability" in seen.reason
+    page = markdown(seen.to_dict())
+    assert "## Power (the positive control)" in page and f"flagged with probability {seen.power.probability:.2f}" in page
     weak = _gaussian_scores(0.3, 300, 1)  # a canary the training dilutes: 0.3 of the claim's μ
     blind = report(weak, claim, 100, options, control=Control(2, worst, _gaussian_scores(0.6, 300, 2)),
                    every_estimate=False, advice="do X")  # fmt: skip
