@@ -129,6 +129,7 @@ rule audit_byo:
         mem_mb=2000,
         runtime=30,
     params:
+        design=lambda wc: BYO.audits[wc.name].design.to_dict(),
         options=lambda wc: BYO.audits[wc.name].options.to_dict(),
         details=lambda wc: _byo_details(BYO.audits[wc.name]),
         code_version=script_version("audit_byo"),

@@ -5,8 +5,9 @@ import json
 
 import pandas as pd
 
+from hsaudit.experiments.byo.advice import advice
 from hsaudit.experiments.byo.audit import AuditOptions, Control, report
-from hsaudit.experiments.byo.train.values import Claim
+from hsaudit.experiments.byo.train.values import Claim, Design
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic, write_text_atomic
 
@@ -20,7 +21,8 @@ if assessed["early"] is not None:
     scores = pd.DataFrame(columns=["model", "member", "seed", "score", "train_seconds", "harness_seconds"])
 else:
     with open(snakemake.input.probe) as fh:
-        details.update({f"check: {k}": v for k, v in json.load(fh).items()})
+        found = json.load(fh)
+    details.update({f"check: {k}": v for k, v in found.items()})
     with open(snakemake.input.check) as fh:
         check = json.load(fh)
     parts = {p: [f for f in snakemake.input.shards if f.split("/")[-2] == p] for p in ("shards", "control")}
@@ -33,7 +35,9 @@ else:
                           noise_factor=planned["noise_factor"])  # fmt: skip
     options = AuditOptions.from_dict(snakemake.params.options)
     payload = report(scores, Claim.from_mapping(assessed["claim"]), assessed["n"], options, details=details,
-                     control=control, same_model=check["same_model"], advice=check["advice"]).to_dict()  # fmt: skip
+                     control=control, same_model=check["same_model"],
+                     advice=advice(Design.from_dict(snakemake.params.design), found.get("theta0", "not observed"))
+                     ).to_dict()  # fmt: skip
 write_csv_atomic(scores, snakemake.output.scores)
 write_text_atomic(snakemake.output.report, json.dumps(payload, indent=2) + "\n")
 log.info("%s: %s", snakemake.wildcards.name, payload["reason"])

@@ -1,7 +1,6 @@
 """Snakemake adapter: check a user's training (deterministic in its seed, finite loss) and build the audit's canary
 into results/byo/{name}/probe.json + canary.npz, which every shard then reads, and check.json: whether a training that
-gives the same model for every seed is changed by the canary (a violation), and the advice an inconclusive verdict
-gives (hsaudit.experiments.byo)."""
+gives the same model for every seed is changed by the canary (a violation) (hsaudit.experiments.byo)."""
 
 import dataclasses
 import json
@@ -9,7 +8,7 @@ import json
 import torch
 
 from hsaudit.engine.canaries import canary_arrays
-from hsaudit.experiments.byo.train.harness import advice, canary_changes_model, prepare
+from hsaudit.experiments.byo.train.harness import canary_changes_model, prepare
 from hsaudit.experiments.byo.train.values import Design
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import atomic_savez, write_text_atomic
@@ -23,5 +22,5 @@ log.info("%s: %d parameters, seed changes the model: %s; canary: %s", design.ent
 atomic_savez(snakemake.output.canary, canary_arrays(prepared.canary))
 write_text_atomic(snakemake.output.probe, json.dumps(dataclasses.asdict(prepared.probe), indent=2) + "\n")
 same = not prepared.probe.seed_sensitive and canary_changes_model(prepared)
-check = {"same_model": same, "advice": advice(design, prepared)}
+check = {"same_model": same}
 write_text_atomic(snakemake.output.check, json.dumps(check, indent=2) + "\n")

@@ -28,10 +28,10 @@ from hsaudit.experiments.byo.audit import (
     report,
 )
 from hsaudit.engine.canaries import canary_type
+from hsaudit.experiments.byo.advice import advice
 from hsaudit.experiments.byo.train.harness import (
     Loaded,
     Prepared,
-    advice,
     build_canary,
     canary_changes_model,
     load,
@@ -145,9 +145,9 @@ def audit_training(
         options: how the scores are audited.
         shards: the shards to train (default all); a report of a subset audits the models trained so far.
         progress: tqdm bars over the models.
-        control: train the positive control (as many models again: the canary repeated k times in world 1,
-            :func:`control_design`), which measures the audit's power; without it
-            the verdict is at best ``inconclusive``.
+        control: train the positive control (as many models again: in the audit setting the training at
+            σ/power_factor, else the canary repeated k times in world 1; :func:`control_design`), which measures the
+            audit's power; without it the verdict is at best ``inconclusive``.
         jobs: processes that train the models (:func:`train_all`; default 1, this one; None: :func:`default_jobs`).
 
     Returns:
@@ -179,7 +179,7 @@ def audit_training(
         checked = Control(copies=twin_design.copies, epsilon_worst=worst, scores=table,
                           noise_factor=twin_design.noise_factor)  # fmt: skip
     rep = report(scores, claim, loaded.n, options, details=about, control=checked, same_model=same,
-                 advice=advice(design, prepared), control_look=look)  # fmt: skip
+                 advice=advice(design, prepared.probe.theta0), control_look=look)  # fmt: skip
     return Result(rep, scores, None if checked is None else checked.scores)
 
 
@@ -364,7 +364,7 @@ def audit_frames(
                           noise_factor=twin.noise_factor)  # fmt: skip
     same = prepared is not None and not prepared.probe.seed_sensitive and canary_changes_model(prepared)
     return report(scores, claim, loaded.n, options, details=details(design, prepared, scores), control=checked,
-                  same_model=same, advice=None if prepared is None else advice(design, prepared))  # fmt: skip
+                  same_model=same, advice=None if prepared is None else advice(design, prepared.probe.theta0))  # fmt: skip
 
 
 def benchmark(design: Design, *, models: int = 40, repeats: int = 3) -> dict[str, float]:

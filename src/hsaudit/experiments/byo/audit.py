@@ -46,7 +46,6 @@ from hsaudit.accounting.gaussian import (
     default_epsilon_grid,
     gaussian_epsilon,
     gdp_epsilon,
-    mixture_gaussian_epsilon,
     mixture_gaussian_pld,
     tradeoff_from_deltas,
 )
@@ -434,23 +433,32 @@ def control_epsilon(claim: Claim, n: int, copies: int) -> float:
     figure. Shuffled and fixed-size batches: the declared mechanism's bound at σ/k (k copies shift a step by at most
     k·C), an upper figure.
     """
-    q = claim.sampling_rate(n)
-    k, sigma, steps, delta = int(copies), float(claim.noise_multiplier), int(claim.steps), float(claim.delta)
-    sens = 2.0 if claim.neighbouring == "replace-one" else 1.0
+    q, k = claim.sampling_rate(n), int(copies)
     if q >= 1.0:
-        return gdp_epsilon(mu=k * sens * math.sqrt(steps) / sigma, delta=delta)
+        return gdp_epsilon(mu=_copies_mu(claim, k), delta=claim.delta)
     if claim.sampling == "poisson":
-        return mixture_gaussian_epsilon(standard_deviation=sigma, sensitivities=sens * np.arange(k + 1),
-                                        probabilities=_copies_probabilities(k, q), delta=delta, compositions=steps,
-                                        discretization=CONTROL_DISCRETIZATION)  # fmt: skip
-    return accounting(dataclasses.replace(claim, noise_multiplier=sigma / k), n).epsilon
+        return max(0.0, float(_copies_pld(claim, q, k).get_epsilon_for_delta(claim.delta)))
+    return accounting(dataclasses.replace(claim, noise_multiplier=claim.noise_multiplier / k), n).epsilon
 
 
-def _copies_probabilities(copies: int, q: float) -> np.ndarray:
-    """Binomial(k, q): the law of how many of k copies join a Poisson-sampled step."""
+def _sensitivity(claim: Claim) -> float:
+    """One record's sensitivity in units of C: 2 under replace-one (x and its replacement pull opposite ways)."""
+    return 2.0 if claim.neighbouring == "replace-one" else 1.0
+
+
+def _copies_mu(claim: Claim, copies: int) -> float:
+    """μ of k copies in the full batch: k·sens·√T/σ."""
+    return int(copies) * _sensitivity(claim) * math.sqrt(claim.steps) / float(claim.noise_multiplier)
+
+
+def _copies_pld(claim: Claim, q: float, copies: int):
+    """dp-accounting PLD (pessimistic, :data:`CONTROL_DISCRETIZATION`) of k copies under Poisson sampling: a step's
+    shift is Binomial(k, q)·sens·C, the mixture-of-Gaussians mechanism composed T times (cached)."""
     j = np.arange(int(copies) + 1)
     probs = special.comb(copies, j) * q**j * (1.0 - q) ** (copies - j)
-    return probs / probs.sum()
+    return mixture_gaussian_pld(standard_deviation=float(claim.noise_multiplier), sensitivities=_sensitivity(claim) * j,
+                                probabilities=probs / probs.sum(), compositions=int(claim.steps),
+                                discretization=CONTROL_DISCRETIZATION)  # fmt: skip
 
 
 def control_accounting(claim: Claim, n: int, control: Control) -> Accounting | None:
@@ -462,17 +470,13 @@ def control_accounting(claim: Claim, n: int, control: Control) -> Accounting | N
     if not control_is_exact(claim, n):
         return None
     q, k = claim.sampling_rate(n), int(control.copies)
-    sens = 2.0 if claim.neighbouring == "replace-one" else 1.0
     if q >= 1.0:
-        mu = k * sens * math.sqrt(claim.steps) / claim.noise_multiplier
+        mu = _copies_mu(claim, k)
         return Accounting(epsilon=gdp_epsilon(mu=mu, delta=claim.delta), method=f"{k} copies, full batch: μ = {mu:.4g}",
                           sampling_rate=q, comparable=False, heuristic=math.nan, full_batch_mu=mu)  # fmt: skip
-    pld = mixture_gaussian_pld(standard_deviation=claim.noise_multiplier, sensitivities=np.arange(k + 1.0),
-                               probabilities=_copies_probabilities(k, q), compositions=claim.steps,
-                               discretization=CONTROL_DISCRETIZATION)  # fmt: skip
+    deltas = np.asarray(_copies_pld(claim, q, k).get_delta_for_epsilon(EPSILON_GRID), dtype=float)
     return Accounting(epsilon=control.epsilon_worst, method=f"{k} copies, Poisson: the Binomial({k}, {q:.4g}) mixture",
-                      sampling_rate=q, comparable=False, heuristic=math.nan,
-                      deltas=np.asarray(pld.get_delta_for_epsilon(EPSILON_GRID), dtype=float))  # fmt: skip
+                      sampling_rate=q, comparable=False, heuristic=math.nan, deltas=deltas)  # fmt: skip
 
 
 def control_threshold(claim: Claim, n: int, control: Control, rule: ThresholdRule, runs: int) -> float | None:
@@ -531,16 +535,19 @@ def control_copies(claim: Claim, n: int, factor: float) -> tuple[int, float]:
 @dataclass(frozen=True)
 class Power:
     """What the positive control measured: the same design (canary, background, score, rule, runs, confidence) on the
-    user's training with the canary repeated ``copies`` times in world 1.
+    user's training in a version that leaks a known amount more — in the audit setting the training at
+    σ/``noise_factor`` (exactly that multiple of the declared μ in the full batch, through any canary), else with the
+    canary repeated ``copies`` times in world 1.
 
     k copies of the canary make its contribution to every step k times larger, as noise σ/k would for one copy (the
-    full batch: exactly the Gaussian mechanism of σ/k for the canary's direction); so the control is a version of the
-    user's own training that leaks a known amount more through this canary. Under Poisson sampling the k copies are
-    sampled independently, which leaks less than σ/k: the control is the milder of the two.
+    full batch: exactly the Gaussian mechanism of σ/k for the canary's direction): a version of the user's own
+    training that leaks k times more through this canary. Under Poisson sampling the k copies are sampled
+    independently, which leaks less than σ/k: the control is the milder of the two.
 
     Attributes:
         copies: k.
-        epsilon_worst: the worst case of the control for the declared mechanism (:func:`control_epsilon`).
+        epsilon_worst: the worst case of the control for the declared mechanism (:func:`control_epsilon`,
+            :func:`control_noise_epsilon`).
         multiple: ``epsilon_worst`` / the claimed ε.
         epsilon_hat: the control's own ε̂ (the verdict's rule, basis and confidence).
         probability: the share of bootstrap resamples of the control's models (each world resampled with

@@ -626,22 +626,6 @@ def canary_changes_model(prepared: Prepared) -> bool:
     return not _same(a, b)
 
 
-def advice(design: Design, prepared: Prepared) -> str:
-    """The one change most likely to give an audit of ``design`` its power (shown when it is inconclusive), in the
-    order that matters: θ0 first (its variance across seeds hides any canary), then the audit setting (few
-    full-batch steps, where a final-model audit can be tight), then the canary, then the runs."""
-    if getattr(prepared.probe, "theta0", None) == "varies with the seed":
-        return ("hold θ0 fixed: let train accept init_seed and draw the model's initialisation from it, the rest from "
-                "seed (docs/byo.md, 'θ0 first')")  # fmt: skip
-    if design.setting is None:
-        return ("run the training in the audit setting (--audit-setting: a few full-batch steps at a σ calibrated to "
-                "ε = 4, where a final-model audit can be tight)")  # fmt: skip
-    if canary_type(design.canary).kind != "gradient":
-        return ("a canary the training cannot dilute: --canary dirac --background blank where the loss takes the "
-                "canary's term, else more runs than " + str(design.runs))  # fmt: skip
-    return f"more runs per world than {design.runs}"
-
-
 def _theta0_finding(training: Training, thetas: Sequence[torch.Tensor | None]) -> str:
     """:attr:`Probe.theta0` from the θ0 observed for seeds a, a, b, b."""
     if all(t is not None for t in thetas):
@@ -795,17 +779,14 @@ def train_shard(prepared: Prepared, shard: int, *, progress: bool = False) -> di
                                              record if training.records else None, init_seed=init_seed,
                                              observe=relative)  # fmt: skip
             t2 = time.perf_counter()
+            finals[chunk] = canary_scores(training, prepared.canary, trained)
+            scores[chunk] = finals[chunk]
             if relative:
                 missing = [int(s) for s, t in zip(seeds[chunk], thetas) if t is None]
                 if missing:
                     raise ValueError(f"{training.entry}: score 'relative' needs each model's θ0, not observed for seed "
                                      f"{missing[0]} (train_batch, or no module forwarded before the first step)")  # fmt: skip
-                finals[chunk] = canary_scores(training, prepared.canary, trained)
-                scores[chunk] = finals[chunk] - canary_scores(
-                    training, prepared.canary, [_at(m, t) for m, t in zip(trained, thetas)]
-                )
-            else:
-                scores[chunk] = canary_scores(training, prepared.canary, trained)
+                scores[chunk] = canary_scores(training, prepared.canary, trained, theta0=thetas)
             t3 = time.perf_counter()
             train_s[chunk] = (t2 - t1) / chunk.size
             harness_s[chunk] = (t3 - t2) / chunk.size + setup / max(rows.size, 1)
