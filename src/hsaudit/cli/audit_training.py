@@ -3,8 +3,8 @@
 Trains 2R models of the entry's training (each with or without a canary, by a fair coin), scores the canary, and
 reports the valid lower bound ε̂ against the claimed ε with a verdict (violation / consistent / inconclusive), beside
 our accountant's ε and the last-iterate heuristic. A verdict carries its power: as many models again train the
-positive control (the canary repeated k times, a known multiple of the claim), and "consistent" needs the design to
-flag it with probability at least --power-target. Writes ``OUT/scores.csv`` (columns ``score`` and ``member``, as
+positive control (in the audit setting the training at σ/--power-factor, else the canary repeated k times), and
+"consistent" needs the design to flag it with probability at least --power-target. Writes ``OUT/scores.csv`` (columns ``score`` and ``member``, as
 ``hsaudit audit`` and ``hsaudit one-run`` read them), ``OUT/report.json``, ``OUT/report.md`` and ``OUT/fig.pdf`` (+
 ``fig.csv``); the control's scores in ``OUT/control.csv``. ``--jobs N`` trains in N processes (default one per core).
 

@@ -33,6 +33,7 @@ DEFAULTS: dict[str, Any] = {
     "audit_setting": None,
     "claim": None,
     "data": None,
+    "score": "auto",
     "confidence": 0.95,
     "rule": "crossing",
     "directions": "one",
@@ -137,6 +138,7 @@ def audit_from(name: str, entry: Mapping[str, Any], *, seed: int) -> ByoAudit:
             setting=None if not setting else audit_setting(**{**SETTING_DEFAULTS, **dict(setting)}),
             claim=values["claim"],
             data=values["data"],
+            score=str(values["score"]),
         )
         options = AuditOptions(
             confidence=float(values["confidence"]),
