@@ -79,3 +79,105 @@ def test_the_check_catches_a_stale_reference(tmp_path):
     names, paths = references(stale)
     assert [n for n in names if not resolves(n)] == ["hsaudit.heuristic.calibrate"]
     assert [p for p in paths if not (REPO / p).exists()] == ["src/hsaudit/figures/section6.py"]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# pages a reader finishes: the current pages are short, their headline cells one sentence, their links valid
+# --------------------------------------------------------------------------------------------------------------
+PAGES = sorted((REPO / "docs").glob("*.md"))  # the current pages; the results journal (docs/journal/) is history
+PAGES_LIMIT = 150_000  # bytes, all of docs/*.md together (docs/decisions.md included)
+CELL_LIMIT = 300  # characters of a headline table's cell as a reader sees it (a link counts as its text)
+LINK = re.compile(r"(?<!!)\[([^\]]*)\]\(([^)\s]+)\)")
+
+
+def first_table(text: str) -> list[list[str]]:
+    """The rows of the first Markdown table of ``text`` (its header first, the separator row left out)."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("|")), None)
+    if start is None:
+        return []
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+        if not all(re.fullmatch(r":?-+:?", c) for c in cells):
+            rows.append(cells)
+    return rows
+
+
+def paper_pages() -> list[Path]:
+    """The pages that open with a target table (its first column ``target``): the paper and study pages."""
+    return [p for p in PAGES if (t := first_table(p.read_text())) and t[0][0] == "target"]
+
+
+def shown(cell: str) -> str:
+    """A cell as a reader sees it: a link is its text."""
+    return LINK.sub(r"\1", cell)
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped (letters of any script kept), spaces → '-'."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    """Every heading's anchor in ``path`` (a repeated heading's gets -1, -2, …), fenced code left out."""
+    seen: dict[str, int] = {}
+    fenced = False
+    for line in path.read_text().splitlines():
+        fenced ^= line.startswith("```")
+        if not fenced and (m := re.match(r"#+ (.*)", line)):
+            s = slug(m.group(1))
+            seen[s] = seen.get(s, 0) + 1
+    return {s if i == 0 else f"{s}-{i}" for s, n in seen.items() for i in range(n)}
+
+
+def broken_links(path: Path) -> list[str]:
+    """The relative links of ``path`` whose file or heading does not exist."""
+    bad = []
+    for _, target in LINK.findall(path.read_text()):
+        if re.match(r"[a-z]+:", target):
+            continue  # https:, mailto:
+        file, _, anchor = target.partition("#")
+        dest = (path.parent / file).resolve() if file else path
+        if not dest.exists() or (anchor and dest.suffix == ".md" and anchor not in anchors(dest)):
+            bad.append(target)
+    return bad
+
+
+def test_the_pages_fit_in_150_kb():
+    """A reader finishes the pages: their history (dated runs, superseded numbers, studies) is in the journal."""
+    sizes = {p.name: len(p.read_bytes()) for p in PAGES}
+    assert sum(sizes.values()) <= PAGES_LIMIT, sorted(sizes.items(), key=lambda kv: -kv[1])
+
+
+def test_there_are_paper_pages():
+    assert {p.name for p in paper_pages()} >= {"steinke.md", "yoon.md", "one_run.md", "housing.md", "byo.md"}
+
+
+@pytest.mark.parametrize("path", paper_pages(), ids=lambda p: p.name)
+def test_headline_cells_are_short_and_link_their_journal_entry(path):
+    """Each cell of a page's target table is ≤ 300 characters as shown; each headline links to the journal."""
+    header, *rows = first_table(path.read_text())
+    long = [(row[0], shown(c)[:60]) for row in rows for c in row if len(shown(c)) > CELL_LIMIT]
+    assert long == []
+    col = next(i for i, name in enumerate(header) if name.startswith(("headline", "what it showed")))
+    unlinked = [row[0] for row in rows if not any(t.startswith("journal/") for _, t in LINK.findall(row[col]))]
+    assert unlinked == []
+
+
+@pytest.mark.parametrize("path", [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))], ids=lambda p: str(p.relative_to(REPO)))
+def test_every_link_resolves(path):
+    """A relative link names a file that exists and, with ``#``, a heading of it."""
+    assert broken_links(path) == []
+
+
+def test_the_checks_catch_a_long_cell_and_a_broken_link(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("| target | headline |\n|---|---|\n| `a` | " + "x" * (CELL_LIMIT + 1) + " |\n\n## A heading\n\n"
+                    "[ok](#a-heading) [gone](#no-heading) [missing](nowhere.md)\n")  # fmt: skip
+    rows = first_table(page.read_text())
+    assert rows[0] == ["target", "headline"] and len(shown(rows[1][1])) == CELL_LIMIT + 1
+    assert len(shown("[" + "x" * 10 + "](journal/" + "y" * 400 + ".md)")) == 10
+    assert broken_links(page) == ["#no-heading", "nowhere.md"]
