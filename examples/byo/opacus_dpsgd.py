@@ -49,7 +49,9 @@ def make(setting=None):
         steps, noise = setting.steps, setting.noise_multiplier
         # the full batch must stay one batch when the canary's row joins: B = N + 1 keeps len(loader) = 1 in both
         # worlds (B = N would give the canary's world two batches, q = 1/2: see the module docstring)
-        batch = (N + 1 if setting.sample_rate == 1.0 else setting.batch_size(N)) if setting.sample_rate else BATCH
+        # (a many-canary audit's setting says how many rows its training sets hold at most: ``rows``)
+        full = getattr(setting, "rows", None) or N + 1
+        batch = (full if setting.sample_rate == 1.0 else setting.batch_size(N)) if setting.sample_rate else BATCH
     rate = 1.0 / -(-N // batch)  # what make_private will use: 1 / len(loader)
 
     def train(data, seed, init_seed=None):  # hsaudit: init_seed

@@ -34,7 +34,8 @@ def make(setting=None):
     """As docs/byo.md's Opacus example: ``make(setting)`` runs the audit setting's steps and σ in one full batch."""
     steps, sigma, batch = EPOCHS * -(-N // BATCH), SIGMA, BATCH
     if setting is not None:
-        steps, sigma, batch = setting.steps, setting.noise_multiplier, N + 1  # one batch in both worlds
+        steps, sigma = setting.steps, setting.noise_multiplier
+        batch = getattr(setting, "rows", None) or N + 1  # one batch in every world (rows: a many-canary audit)
     rate = 1 / -(-N // batch)  # what make_private uses: 1 / len(loader)
 
     def train(data, seed, init_seed=None):

@@ -1,0 +1,138 @@
+"""Canary families: M distinct canaries of one type, for audits that insert many canaries in one training (each by
+its own coin: Steinke et al. 2023; Mahloujifar et al. 2024; ``hsaudit audit-training --canaries M``).
+
+A family is one :class:`CanaryFamily` value: M inputs with their labels, where they came from, and the data rows they
+were taken from (the background leaves those rows out). :data:`FAMILIES` maps a canary type of the registry
+(:data:`hsaudit.engine.canaries.CANARIES`) to its family builder; :data:`NO_FAMILY` says, for the types that have no
+family form, why. :func:`canary_family` is the one lookup.
+
+- ``out_of_support``: M inputs outside the data's support — its mean plus
+  :data:`~hsaudit.engine.canaries.OUT_OF_SUPPORT_AMPLITUDE` × its largest distance from the mean, each along its own
+  random unit direction (the single canary's rule, one direction per canary) — each labelled as the single canary is
+  (the reference model's least likely class there; without a reference a class drawn uniformly, so that the
+  canaries' pulls do not add up to one shared direction).
+- ``mislabelled``: M distinct rows of the data (drawn from the seed), each with a wrong label (the reference model's
+  least likely class for it, or (y + 1) mod K).
+
+Numpy only, as the registry (engine layer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from hsaudit.engine.canaries import OUT_OF_SUPPORT_AMPLITUDE, CanarySource, draw_distinct
+
+
+@dataclass(frozen=True, eq=False)
+class CanaryFamily:
+    """M input canaries of one type.
+
+    Attributes:
+        x: the inputs ``[M, ...]``, float32.
+        y: their labels ``[M]`` (int64) or regression targets (float32).
+        origin: where they came from, in words.
+        source_rows: the data rows they were taken from (the background leaves them out), or None.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    origin: str
+    source_rows: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.y.shape[0])
+
+
+def _least_likely(source: CanarySource, xs: np.ndarray, exclude: np.ndarray | None) -> np.ndarray | None:
+    """Per input, the class of the reference model's smallest output (other than ``exclude``), or None without one."""
+    if source.reference is None:
+        return None
+    out = np.array(source.reference(xs), dtype=np.float64).reshape(xs.shape[0], -1)
+    if out.shape[1] != source.classes:
+        raise ValueError(f"the reference model gives {out.shape[1]} outputs for {source.classes} classes")
+    if exclude is not None:
+        out[np.arange(xs.shape[0]), exclude] = np.inf
+    return np.argmin(out, axis=1).astype(np.int64)
+
+
+def _check_count(m: int) -> int:
+    if int(m) != m or m < 1:
+        raise ValueError(f"a family needs at least one canary, got {m!r}")
+    return int(m)
+
+
+def out_of_support_family(source: CanarySource, m: int) -> CanaryFamily:
+    """M distinct inputs outside the data's support (module docstring), from ``source.seed``."""
+    m = _check_count(m)
+    x = np.asarray(source.x, dtype=np.float32)
+    flat = x.reshape(x.shape[0], -1).astype(np.float64)
+    mean = flat.mean(axis=0)
+    radius = max(float(np.max(np.linalg.norm(flat - mean, axis=1))), 1.0)
+    rng = np.random.default_rng(source.seed)
+    u = rng.standard_normal((m, flat.shape[1]))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    xs = (mean + OUT_OF_SUPPORT_AMPLITUDE * radius * u).reshape(m, *x.shape[1:]).astype(np.float32)
+    where = (f"{m} random directions from the data's mean at {OUT_OF_SUPPORT_AMPLITUDE:g}x its largest distance from "
+             "the mean")  # fmt: skip
+    if source.classes is None:
+        y = np.asarray(source.y, dtype=np.float64)
+        base = np.full(m, y.mean()) if source.reference is None else np.ravel(source.reference(xs))[:m]
+        return CanaryFamily(xs, (base + 4.0 * float(y.std() or 1.0)).astype(np.float32), f"{where}, targets +4 sd")
+    labels = _least_likely(source, xs, exclude=None)
+    if labels is None:
+        labels = rng.integers(int(source.classes), size=m).astype(np.int64)
+        return CanaryFamily(xs, labels, f"{where}, labels drawn uniformly")
+    return CanaryFamily(xs, labels, f"{where}, each labelled by the reference model's least likely class")
+
+
+def mislabelled_family(source: CanarySource, m: int) -> CanaryFamily:
+    """M distinct rows of the data, each with a wrong label (module docstring), from ``source.seed``.
+
+    Raises:
+        ValueError: a regression target, or M not below the data's rows (the background needs one at least).
+    """
+    m = _check_count(m)
+    if source.classes is None:
+        raise ValueError("the mislabelled family needs class labels; the data has a regression target")
+    x, y = np.asarray(source.x, dtype=np.float32), np.asarray(source.y, dtype=np.int64)
+    if m >= x.shape[0]:
+        raise ValueError(f"{m} mislabelled canaries need more than {m} rows of data, got {x.shape[0]}")
+    rows = np.sort(draw_distinct(x.shape[0], m, source.seed))
+    labels = _least_likely(source, x[rows], exclude=y[rows])
+    if labels is None:
+        labels = (y[rows] + 1) % int(source.classes)
+    return CanaryFamily(x[rows].copy(), labels.astype(np.int64),
+                        f"{m} rows of the data, each with a wrong label", source_rows=rows)  # fmt: skip
+
+
+FAMILIES: Mapping[str, Callable[[CanarySource, int], CanaryFamily]] = {
+    "out_of_support": out_of_support_family,
+    "mislabelled": mislabelled_family,
+}
+"""The canary types of the registry that have a family form, and their builders ``(source, M) -> CanaryFamily``."""
+
+NO_FAMILY: Mapping[str, str] = {
+    "dirac": "M distinct Dirac canaries need a gradient term per canary row (one coordinate each), and a byo training "
+    "takes one direction for all its rows (CanaryData.canary_term)",
+    "opposing": "Nasr et al.'s worst-case dataset has one canary input x0 (its background is x0's copies): M canaries "
+    "would be M copies of one example, not M independent canaries",
+    "blank": "the all-zero input is one input: M copies of it are not M independent canaries",
+}
+"""Why a canary type has no family form (types in neither mapping have none either)."""
+
+
+def canary_family(name: str) -> Callable[[CanarySource, int], CanaryFamily]:
+    """The family builder of canary type ``name``.
+
+    Raises:
+        ValueError: a type without a family form, saying why and which types have one.
+    """
+    if name in FAMILIES:
+        return FAMILIES[name]
+    why = NO_FAMILY.get(name, "no family builder is written for it")
+    raise ValueError(f"the canary type {name!r} has no family form for a many-canary audit: {why}; use one of "
+                     f"{', '.join(FAMILIES)}")  # fmt: skip

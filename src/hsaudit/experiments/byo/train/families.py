@@ -1,0 +1,302 @@
+"""The training side of a few-runs audit: M canaries per training, each in or out by its own fair coin, K trainings
+of the user's own configuration (docs/byo.md, "When your training is expensive").
+
+Training k's data is the background plus the canaries whose coin is 1 (add-remove), or, under replace-one, the
+background with canary j's own background row replaced by it when its coin is 1 (M distinct rows, drawn once). The
+canaries (:mod:`hsaudit.engine.canary_families`), the coins, the models' seeds and the replaced rows derive from the
+design's seed by streams of their own, so one training can be rebuilt alone (a job per training); θ0 is fixed by
+``init_seed`` as in the population audit (:func:`~hsaudit.experiments.byo.train.harness.init_seed_for`).
+
+Every canary is scored in the model of its training, higher ⇒ canary present: −loss(θ_T) on it, relative to a
+baseline that depends on no coin — the loss at the training's θ0 where it is observed (as the population audit's
+``relative`` score), else none (the final model's score; ``score="reference"``: the loss at the check's reference
+model, trained on the data without any canary, seeds of its own — measured weaker on the zoo, whose many canaries
+move the model far from the reference). The baseline removes the canaries' own differences (a canary the model fits badly anyway), which matter much more
+here than in the population audit, where one canary is compared with itself. Valid: the baseline is independent of
+the coins, so releasing it beside the final model costs no privacy (docs/byo.md).
+
+Imports the harness, the values and the engine (train side); the population audit's jobs import none of it.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import TensorDataset
+
+from hsaudit.engine.canaries import CanarySource, background
+from hsaudit.engine.canary_families import CanaryFamily, canary_family
+from hsaudit.experiments.byo.train.harness import (
+    Loaded,
+    Probe,
+    Training,
+    bias_coordinates,
+    default_loss,
+    flat_parameters,
+    init_seed_for,
+    load,
+    probe,
+    reference_function,
+    train_observed,
+)
+from hsaudit.experiments.byo.train.values import AuditSetting, Design
+from hsaudit.util.seeding import derive_seed, rng_for
+
+FEW_SCORES = ("auto", "final", "reference")
+"""A few-runs audit's score: ``auto`` relative to θ0 where observed, else the final model's alone; ``final`` the
+final model's alone; ``reference`` relative to the check's reference model (trained without any canary)."""
+
+TABLE_COLUMNS = ("training", "canary", "member", "score", "score_final", "baseline", "seed", "train_seconds")
+"""A few-runs scores table: one row per (training, canary); ``score`` and ``member`` are what ``hsaudit one-run``
+reads."""
+
+
+@dataclass(frozen=True)
+class FewRunsSetting(AuditSetting):
+    """The audit setting of a many-canary audit: as :class:`AuditSetting`, and ``rows``, the most rows a training
+    set of this audit holds (the background plus every canary, with its copies). A training whose full batch is a
+    loader of fixed batch size (Opacus: q = 1/len(loader)) must take B ≥ ``rows``, or the canaries' training sets
+    split into two batches (q = ½ where the claim says 1)."""
+
+    rows: int | None = None
+
+
+@dataclass(frozen=True)
+class FewRunsDesign:
+    """What a few-runs audit trains: ``trainings`` (K) trainings of the user's training, each with ``canaries`` (M)
+    canaries of one family, each included by its own fair coin.
+
+    Attributes:
+        entry, seed, background, background_size, setting, claim, data: as :class:`Design`.
+        canary: a canary type with a family form (:data:`hsaudit.engine.canary_families.FAMILIES`).
+        canaries: M.
+        trainings: K.
+        copies: the positive control's copies of every included canary (1: the audit).
+        noise_factor: the audit setting's positive control: σ divided by it (1: the audit).
+        score: one of :data:`FEW_SCORES`.
+    """
+
+    entry: str
+    canaries: int
+    trainings: int = 1
+    canary: str = "out_of_support"
+    seed: int = 0
+    background: str = "data"
+    background_size: int = 16
+    setting: AuditSetting | None = None
+    claim: Mapping[str, Any] | None = None
+    data: str | None = None
+    copies: int = 1
+    noise_factor: float = 1.0
+    score: str = "auto"
+
+    def __post_init__(self) -> None:
+        for name in ("canaries", "trainings", "copies", "background_size"):
+            v = getattr(self, name)
+            if int(v) != v or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if self.canaries < 2:
+            raise ValueError(f"a few-runs audit needs at least 2 canaries per training, got {self.canaries}")
+        if self.score not in FEW_SCORES:
+            raise ValueError(f"score must be one of {', '.join(FEW_SCORES)}, got {self.score!r}")
+        if not float(self.noise_factor) >= 1.0:
+            raise ValueError(f"noise_factor must be >= 1, got {self.noise_factor!r}")
+        canary_family(self.canary)  # a type without a family form fails here, saying why
+        if self.claim is not None:
+            object.__setattr__(self, "claim", dict(self.claim))
+
+    @property
+    def m(self) -> int:
+        """Canaries in all, K · M: each in exactly one training."""
+        return int(self.canaries) * int(self.trainings)
+
+    def base(self) -> Design:
+        """The population design that shares this one's entry, setting, data and streams (the check's seeds, θ0's
+        ``init_seed``): what :func:`~hsaudit.experiments.byo.train.harness.load` and the check read."""
+        return Design(entry=self.entry, canary="out_of_support", runs=1, seed=self.seed, background=self.background,
+                      background_size=self.background_size, setting=self.setting, claim=self.claim, data=self.data)  # fmt: skip
+
+    def _role(self) -> tuple[object, ...]:
+        if self.noise_factor != 1.0:
+            return ("control", "noise", float(self.noise_factor))
+        return () if self.copies == 1 else ("control", int(self.copies))
+
+    def coins(self, training: int) -> np.ndarray:
+        """Training k's coins: canary j is in it when True (independent fair coins)."""
+        return rng_for(self.seed, "byo", "few", *self._role(), "coins", int(training)).random(self.canaries) < 0.5
+
+    def model_seed(self, training: int) -> int:
+        """The ``seed`` training k's ``train(data, seed)`` gets."""
+        return derive_seed(self.seed, "byo", "few", *self._role(), "model", int(training)) % 2**31
+
+    def stream(self, *key: object) -> int:
+        """A seed for another stream of this design, shared by the audit and its control (the canaries, the
+        background, the replaced rows)."""
+        return derive_seed(self.seed, "byo", "few", *key) % 2**31
+
+    def control(self, copies: int) -> FewRunsDesign:
+        """The positive control in the user's configuration: every included canary repeated ``copies`` times; the
+        canaries, background and replaced rows are the audit's, the coins and seeds streams of their own."""
+        if int(copies) != copies or copies < 2:
+            raise ValueError(f"a control repeats the canary at least twice, got copies = {copies!r}")
+        return replace(self, copies=int(copies))
+
+    def control_noise(self, factor: float) -> FewRunsDesign:
+        """The positive control in the audit setting: the setting's σ divided by ``factor``."""
+        if self.setting is None:
+            raise ValueError("a noise control needs the audit setting (make(setting) runs the σ it is given)")
+        if not float(factor) > 1.0:
+            raise ValueError(f"a noise control divides σ by a factor above 1, got {factor!r}")
+        setting = replace(self.setting, noise_multiplier=self.setting.noise_multiplier / float(factor), epsilon=None)
+        return replace(self, setting=setting, noise_factor=float(factor))
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["setting"] = None if self.setting is None else asdict(self.setting)
+        return out
+
+
+def with_rows(design: FewRunsDesign, n: int) -> FewRunsDesign:
+    """``design`` whose audit setting (if any) says the most rows a training set holds: ``n`` rows of data plus
+    every canary with its copies (:class:`FewRunsSetting`)."""
+    if design.setting is None:
+        return design
+    fields = {k: v for k, v in asdict(design.setting).items() if k != "rows"}
+    return replace(design, setting=FewRunsSetting(**fields, rows=int(n) + design.canaries * design.copies))
+
+
+@dataclass(frozen=True, eq=False)
+class FewPrepared:
+    """Everything a training of a few-runs audit needs: the training, the check's findings, the family, the
+    background, the replaced rows (replace-one) and the reference model's baseline losses."""
+
+    design: FewRunsDesign
+    training: Training
+    probe: Probe
+    family: CanaryFamily
+    x: torch.Tensor
+    y: torch.Tensor
+    replaced: np.ndarray | None
+    reference_losses: np.ndarray
+
+
+def losses(training: Training, model: Any, x: np.ndarray | torch.Tensor, y: np.ndarray | torch.Tensor) -> np.ndarray:
+    """The per-example loss of ``model`` on every row (``loss``, or the default one), in chunks.
+
+    Raises:
+        ValueError: a flat-tensor model without ``loss``.
+    """
+    x, y = torch.as_tensor(x), torch.as_tensor(y)
+    if isinstance(model, torch.Tensor) and training.loss is None:
+        raise ValueError(f"{training.entry}: train returns a parameter tensor; give loss(theta, x, y)")
+    if not isinstance(model, torch.Tensor):
+        model.eval()
+    fn = training.loss or default_loss
+    out = []
+    with torch.no_grad():
+        for start in range(0, x.shape[0], 4096):
+            value = fn(model, x[start : start + 4096], y[start : start + 4096])
+            out.append(torch.as_tensor(value).reshape(-1).detach().to(torch.float64).cpu().numpy())
+    return np.concatenate(out)
+
+
+def _model_at(model: Any, theta: torch.Tensor) -> Any:
+    """``model`` holding the flat parameters ``theta`` (a deep copy; a flat tensor model is ``theta``)."""
+    if isinstance(model, torch.Tensor):
+        return theta.to(model.dtype).reshape(model.shape)
+    start = copy.deepcopy(model)
+    with torch.no_grad():
+        torch.nn.utils.vector_to_parameters(theta.to(next(start.parameters()).dtype), start.parameters())
+    return start
+
+
+def prepare_few(design: FewRunsDesign, loaded: Loaded | None = None) -> FewPrepared:
+    """Check the training (:func:`~hsaudit.experiments.byo.train.harness.probe`: determinism, finiteness), build
+    the family from the check's reference model, the background without the family's rows, the replaced rows.
+
+    Raises:
+        ValueError: as :func:`~hsaudit.experiments.byo.train.harness.load` and ``probe``; a family the data cannot
+            give; under replace-one, more canaries × copies than background rows.
+    """
+    loaded = loaded if loaded is not None else load(design.base())
+    training, x, y = loaded.training, loaded.x, loaded.y
+    found, reference = probe(training, x, y, loaded.classes, design.base(), False)
+    source = CanarySource(x=x, y=y, classes=found.classes, parameters=found.parameters,
+                          clip_norm=training.claim.max_grad_norm, seed=design.stream("family", design.canary),
+                          reference=reference_function(training, reference), biases=bias_coordinates(reference))  # fmt: skip
+    family = canary_family(design.canary)(source, design.canaries)
+    keep = np.ones(x.shape[0], dtype=bool)
+    if family.source_rows is not None:
+        keep[family.source_rows] = False
+    bx, by = background(design.background)(x[keep], y[keep], size=design.background_size,
+                                           seed=design.stream("background"))  # fmt: skip
+    replaced = None
+    if training.claim.neighbouring == "replace-one":
+        need = design.canaries * design.copies
+        if need > bx.shape[0]:
+            raise ValueError(f"replace-one: {design.canaries} canaries x {design.copies} copies replace {need} rows, "
+                             f"more than the background's {bx.shape[0]}")  # fmt: skip
+        order = np.random.default_rng(design.stream("replaced")).permutation(bx.shape[0])
+        replaced = order[:need].reshape(design.canaries, design.copies)
+    base = losses(training, reference, family.x, family.y)
+    return FewPrepared(design, training, found, family, torch.as_tensor(bx), torch.as_tensor(by), replaced, base)
+
+
+def training_data(prepared: FewPrepared, coins: np.ndarray) -> TensorDataset:
+    """Training k's data: the background with the canaries whose coin is 1 (each ``copies`` times), added
+    (add-remove) or in place of their own background rows (replace-one)."""
+    idx = np.flatnonzero(np.asarray(coins, dtype=bool))
+    k = prepared.design.copies
+    cx = torch.as_tensor(prepared.family.x[np.repeat(idx, k)], dtype=prepared.x.dtype)
+    cy = torch.as_tensor(prepared.family.y[np.repeat(idx, k)], dtype=prepared.y.dtype)
+    if prepared.replaced is None:
+        return TensorDataset(torch.cat([prepared.x, cx]), torch.cat([prepared.y, cy]))
+    rows = torch.as_tensor(prepared.replaced[idx].reshape(-1), dtype=torch.long)
+    x, y = prepared.x.clone(), prepared.y.clone()
+    x[rows], y[rows] = cx, cy
+    return TensorDataset(x, y)
+
+
+def train_one(prepared: FewPrepared, training_index: int) -> dict[str, np.ndarray]:
+    """Train training ``training_index`` and score every canary in it (:data:`TABLE_COLUMNS`).
+
+    Raises:
+        ValueError: a training index outside [0, K); a NaN or infinite canary loss (the training diverged).
+    """
+    design, training = prepared.design, prepared.training
+    if not 0 <= int(training_index) < design.trainings:
+        raise ValueError(f"training must be in [0, {design.trainings}), got {training_index!r}")
+    coins = design.coins(training_index)
+    seed = design.model_seed(training_index)
+    data = training_data(prepared, coins)
+    start = time.perf_counter()
+    (model,), (theta0,) = train_observed(training, data, [seed], init_seed=init_seed_for(design.base(), training),
+                                         observe=design.score == "auto")  # fmt: skip
+    seconds = time.perf_counter() - start
+    final = losses(training, model, prepared.family.x, prepared.family.y)
+    if not np.isfinite(final).all():
+        raise ValueError(f"{training.entry}: training {training_index} (seed {seed}) gives a NaN or infinite loss on "
+                         "a canary: its training diverged")  # fmt: skip
+    if theta0 is not None and theta0.numel() == flat_parameters(model).numel():
+        start_loss, baseline = losses(training, _model_at(model, theta0), prepared.family.x, prepared.family.y), "θ0"
+    elif design.score == "reference":
+        start_loss, baseline = prepared.reference_losses, "reference"
+    else:
+        start_loss, baseline = np.zeros_like(final), "none"
+    m = design.canaries
+    return {
+        "training": np.full(m, int(training_index), dtype=np.int64),
+        "canary": np.arange(m, dtype=np.int64),
+        "member": coins.astype(np.int8),
+        "score": -(final - start_loss),
+        "score_final": -final,
+        "baseline": np.array([baseline] * m, dtype=object),
+        "seed": np.full(m, seed, dtype=np.int64),
+        "train_seconds": np.full(m, seconds),
+    }
