@@ -40,7 +40,19 @@ def register(sub) -> None:
         ),
     )
     parser.add_argument("--entry", required=True, help="package.module:make or path/to/file.py:make")
-    parser.add_argument("--runs", type=int, required=True, help="models per world, on average (2 x RUNS in all)")
+    parser.add_argument("--runs", type=int, default=None,
+                        help="the population audit: models per world, on average (2 x RUNS in all)")
+    parser.add_argument("--canaries", type=int, default=None, metavar="M",
+                        help="the few-runs audit (with --trainings): M canaries per training, each in or out by its "
+                        "own fair coin, audited with the one-run bounds pooled over the trainings (docs/byo.md, "
+                        "'When your training is expensive'); --canary must have a family form (out_of_support, "
+                        "mislabelled)")  # fmt: skip
+    parser.add_argument("--trainings", type=int, default=None, metavar="K",
+                        help="the few-runs audit: K trainings of M canaries each (default 1 with --canaries), and K "
+                        "more of the positive control")  # fmt: skip
+    parser.add_argument("--guesses", default=None, metavar="F[,F...]",
+                        help="the few-runs audit's guesses per side as fractions of the K x M canaries, fixed before "
+                        "the scores, several paid with Bonferroni (default 0.05,0.1,0.25)")  # fmt: skip
     parser.add_argument("--canary", default=PLAN_DEFAULTS["canary"],
                         help="a canary type of the registry: mislabelled, out_of_support (default), dirac, blank, "
                              "in_distribution, ood_mislabelled, clipbkd")  # fmt: skip
@@ -151,6 +163,12 @@ def run(args: argparse.Namespace) -> int:
     from hsaudit.experiments.byo.train.harness import load, prepare
     from hsaudit.util.io import write_csv_atomic, write_text_atomic
 
+    if args.canaries is not None or args.trainings is not None:
+        return _run_few(args)
+    if args.guesses is not None:
+        raise ValueError("--guesses belongs to the few-runs audit (--canaries M --trainings K)")
+    if args.runs is None:
+        raise ValueError("give --runs R (the population audit) or --canaries M [--trainings K] (the few-runs audit)")
     if args.runs < 1:
         raise ValueError(f"--runs must be >= 1, got {args.runs}")
     if args.jobs is not None and args.jobs < 1:
@@ -234,4 +252,69 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(_summary(rep))
         print(f"  wrote {out / 'report.md'}" + (f", {out / 'scores.csv'}, {out / 'fig.pdf'}" if len(scores) else ""))
+    return 0
+
+
+FEW_EXCLUSIVE = ("runs", "shard", "from_shards", "bench")
+"""Options of the population audit that mean nothing in the few-runs audit (an error when combined)."""
+
+
+def _run_few(args: argparse.Namespace) -> int:
+    """``--canaries M --trainings K``: the few-runs audit (:func:`hsaudit.experiments.byo.few_runs.audit_training_few`)."""
+    given = [f"--{name.replace('_', '-')}" for name in FEW_EXCLUSIVE if getattr(args, name)]
+    if args.design == "auto":
+        given.append("--design auto")
+    if given:
+        raise ValueError(f"{', '.join(given)} cannot be combined with --canaries/--trainings: the few-runs audit trains "
+                         "K trainings of M canaries each (--runs is the population audit's models per world)")  # fmt: skip
+    if args.canaries is None:
+        raise ValueError("--trainings K needs --canaries M (the canaries per training)")
+    trainings = 1 if args.trainings is None else args.trainings
+    if args.canaries < 2 or trainings < 1:
+        raise ValueError(f"--canaries must be >= 2 and --trainings >= 1, got {args.canaries} and {trainings}")
+    try:
+        fractions = tuple(float(f) for f in (args.guesses or "0.05,0.1,0.25").split(","))
+    except ValueError:
+        raise ValueError(f"--guesses must be comma-separated fractions, got {args.guesses!r}") from None
+    import torch
+
+    from hsaudit.experiments.byo.audit import AuditOptions
+    from hsaudit.experiments.byo.few_runs import audit_training_few, markdown_few
+    from hsaudit.experiments.byo.plan import audit_setting
+    from hsaudit.experiments.byo.train.families import FewRunsDesign
+    from hsaudit.util.io import write_csv_atomic, write_text_atomic
+
+    torch.set_num_threads(args.threads if args.threads is not None else 1)
+    setting = None
+    if args.audit_setting:
+        setting = audit_setting(steps=args.setting_steps, epsilon=args.setting_epsilon, delta=args.setting_delta,
+                                sample_rate=args.setting_rate)  # fmt: skip
+    score = {"relative": "auto"}.get(args.score, args.score)
+    design = FewRunsDesign(entry=args.entry, canaries=args.canaries, trainings=trainings, canary=args.canary,
+                           seed=args.seed, background=args.background, background_size=args.background_size,
+                           setting=setting, data=args.data, score=score)  # fmt: skip
+    options = AuditOptions(confidence=args.confidence, seed=args.seed, power_factor=args.power_factor,
+                           power_target=args.power_target, power_resamples=args.power_resamples)  # fmt: skip
+    result = audit_training_few(design, options, fractions=fractions, control=not args.no_control,
+                                progress=not args.no_progress and not args.json)  # fmt: skip
+    out = Path(args.out)
+    payload = result.report.to_dict()
+    if len(result.scores):
+        write_csv_atomic(result.scores, out / "scores.csv")
+    if result.control is not None:
+        write_csv_atomic(result.control, out / "control.csv")
+    write_text_atomic(out / "report.json", json.dumps(payload, indent=2) + "\n")
+    write_text_atomic(out / "report.md", markdown_few(payload))
+    if args.json:
+        print(json.dumps(payload, indent=2))
+    else:
+        rep = result.report
+        print(f"verdict: {rep.verdict} — {rep.reason}")
+        print(f"  claimed ε = {rep.claim.epsilon:.4g} at δ = {rep.claim.delta:g}; ours = {rep.accounting.epsilon:.4g}; "
+              f"ceiling of {rep.canaries} x {rep.trainings} canaries = {rep.ceiling:.4g}")
+        if rep.counting is not None:
+            print(f"  counting bound ε̂ = {rep.counting.epsilon:.4g}; f-DP bound ε̂ = {rep.fdp.epsilon:.4g} "
+                  f"(μ̂ = {rep.fdp.mu:.4g}); verdict's basis {rep.basis}")
+        print(f"  model-steps paid: {rep.model_steps}")
+        print(f"  wrote {out / 'report.md'}" + (f", {out / 'scores.csv'}" if len(result.scores) else ""))
     return 0

@@ -1,0 +1,103 @@
+"""The few-runs audit (``hsaudit audit-training --canaries M --trainings K``): the pooled bounds' validity, a gross
+bug flagged in a few trainings, determinism, the scores CSV ``hsaudit one-run`` reads, and the CLI's errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hsaudit.cli import main
+from hsaudit.engine.canary_families import FAMILIES, NO_FAMILY, canary_family
+from hsaudit.experiments.byo.audit import AuditOptions
+from hsaudit.experiments.byo.few_runs import audit_training_few, bounds, centred, train_table
+from hsaudit.experiments.byo.train.families import FewRunsDesign
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
+ENTRY = f"{Path(__file__).resolve().parent / 'few_entry.py'}"
+
+
+def test_pooled_fdp_bound_is_valid_on_gaussian_scores():
+    """K trainings of M canaries, each canary's score N(μ·bit, 1) with its own coin and a shift per training (the
+    trainings' own noise): the pooled f-DP μ̂ exceeds the true μ in at most ~5 % of trials."""
+    rng = np.random.default_rng(0)
+    mu, trials, k, m = 1.0, 40, 4, 100
+    over = 0
+    for _ in range(trials):
+        bits = rng.random(k * m) < 0.5
+        scores = mu * bits + rng.standard_normal(k * m) + np.repeat(rng.normal(0.0, 3.0, k), m)
+        table = pd.DataFrame({"training": np.repeat(np.arange(k), m), "score": scores, "member": bits.astype(int)})
+        found = bounds(centred(table), bits, delta=1e-5, confidence=0.95, fractions=(0.05, 0.1, 0.25), gdp=True)
+        over += found.fdp.mu > mu
+    assert over <= 5  # P[Binomial(40, 0.05) > 5] < 0.05
+
+
+def test_the_validity_check_can_fail():
+    """The same check flags scores that leak more than μ: μ̂ above μ in most trials."""
+    rng = np.random.default_rng(1)
+    over = 0
+    for _ in range(10):
+        bits = rng.random(400) < 0.5
+        table = pd.DataFrame({"training": 0, "score": 3.0 * bits + rng.standard_normal(400), "member": bits})
+        over += bounds(centred(table), bits, delta=1e-5, confidence=0.95, fractions=(0.1,), gdp=True).fdp.mu > 1.0
+    assert over >= 8
+
+
+def test_gross_bug_flagged_in_two_trainings_and_correct_not():
+    options = AuditOptions(seed=3, power_resamples=10)
+    bug = audit_training_few(FewRunsDesign(entry=f"{ENTRY}:make_noise_tenth", canaries=200, trainings=2, seed=3),
+                             options, control=False).report  # fmt: skip
+    assert bug.verdict == "violation" and bug.epsilon_hat > bug.claim.epsilon and bug.model_steps == 2 * 5
+    ok = audit_training_few(FewRunsDesign(entry=f"{ENTRY}:make", canaries=200, trainings=2, seed=3), options).report
+    assert ok.verdict != "violation" and ok.power is not None and ok.model_steps == 4 * 5
+
+
+def test_same_seed_same_table_other_seed_other_coins():
+    design = FewRunsDesign(entry=f"{ENTRY}:make", canaries=50, trainings=2, seed=5)
+    a, b = train_table(design), train_table(design)
+    cols = ["training", "canary", "member", "score", "seed"]
+    pd.testing.assert_frame_equal(a[cols], b[cols])
+    other = train_table(FewRunsDesign(entry=f"{ENTRY}:make", canaries=50, trainings=2, seed=6))
+    assert not np.array_equal(a["member"], other["member"])
+    assert len(a) == 100 and set(a["training"]) == {0, 1}
+
+
+def test_scores_csv_is_what_one_run_reads(tmp_path, capsys):
+    out = tmp_path / "few"
+    code = main(["audit-training", "--entry", f"{ENTRY}:make_noise_tenth", "--canaries", "200", "--trainings", "2",
+                 "--no-control", "--out", str(out), "--json", "--seed", "3", "--guesses", "0.1,0.25"])  # fmt: skip
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    scores = pd.read_csv(out / "scores.csv")
+    assert {"score", "member", "training", "canary"} <= set(scores.columns) and len(scores) == 400
+    assert main(["one-run", str(out / "scores.csv"), "--json", "--k", "40"]) == 0
+    assert json.loads(capsys.readouterr().out)["canaries"] == 400
+    assert report["m"] == 400 and report["counting"]["canaries"] == 400
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--runs", "10", "--canaries", "50"], "cannot be combined"),
+        (["--trainings", "2"], "needs --canaries"),
+        (["--canaries", "50", "--canary", "dirac"], "no family form"),
+        (["--runs", "10", "--guesses", "0.1"], "few-runs"),
+        ([], "give --runs"),
+    ],
+)
+def test_cli_errors(argv, words, capsys):
+    code = main(["audit-training", "--entry", f"{ENTRY}:make", *argv])
+    assert code != 0
+    assert words in capsys.readouterr().err
+
+
+def test_every_registry_type_with_a_family_form_is_named_and_the_others_say_why():
+    assert set(FAMILIES) == {"out_of_support", "mislabelled"}
+    for name, why in NO_FAMILY.items():
+        with pytest.raises(ValueError, match="no family form"):
+            canary_family(name)
+        assert why
