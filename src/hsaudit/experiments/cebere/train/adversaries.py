@@ -34,11 +34,19 @@ from hsaudit.util.io import atomic_savez, write_text_atomic
 from hsaudit.engine.models import ModelSpec, count_parameters, parameter_at, require_spec
 from hsaudit.engine.noise import CounterNoise
 from hsaudit.engine.psg import population_engine
+from hsaudit.util.scores import Score, score_entry
 from hsaudit.util.seeding import derive_seed, rng_for
 from hsaudit.engine.dpsgd import DPSGDConfig, Setup, check_data, pick_device, run_population
 
 ADVERSARIES = ("gc_r", "gc_s_noiseless_ps", "gc_s_noiseless_fm", "gc_s_noisy_ps", "gc_s_noisy_fm", "cots", "label_flip")
 ALIASES = {"gc_s": "gc_s_noiseless_ps"}
+SCORES: dict[str, Score] = {
+    **{name: score_entry("relative") for name in ADVERSARIES if name.startswith("gc_")},
+    "cots": score_entry("cosine"),
+    "label_flip": score_entry("final"),
+}
+"""Each adversary's score, an entry of the score registry (:data:`hsaudit.util.scores.SCORES`) with θ0 known; with θ0
+unknown (Figure 12) :func:`make_scorer` takes θ0 as 0, so that ``relative`` reads as ``final``."""
 
 
 def canonical_adversary(name: str) -> str:
@@ -295,12 +303,12 @@ def make_scorer(
     θ0 re-drawn for every run and unknown to the adversary) the A_GC score is −θ_t[d] and the A_CotS score
     −cos(∇*, θ_t), since θ0 cannot be subtracted.
     """
-    name = canonical_adversary(crafted.adversary)
-    if name == "label_flip":
+    kind = SCORES[canonical_adversary(crafted.adversary)].name
+    if kind == "final":
         _, (cx, cy) = insertion_tensors(crafted, theta0.device)
         return lambda theta: -engine.loss(theta, cx, cy)[:, 0]
     origin = theta0 if known_theta0 else torch.zeros_like(theta0)
-    if name == "cots":
+    if kind == "cosine":
         g = torch.as_tensor(crafted.gradient, dtype=torch.float64, device=theta0.device)
         g = g / g.norm()
 

@@ -49,7 +49,7 @@ from hsaudit.engine.models import ModelSpec, require_spec
 from hsaudit.engine.psg import population_engine
 from hsaudit.experiments.steinke.train.rows import poisson_config, row_theta0
 from hsaudit.experiments.steinke.train.shards import shard_models
-from hsaudit.experiments.steinke.train.values import LABEL_FLIP_BACKGROUNDS, STEINKE_CANARIES
+from hsaudit.experiments.steinke.train.canaries import LABEL_FLIP_BACKGROUNDS, STEINKE_CANARIES
 from hsaudit.util.seeding import derive_seed
 
 
@@ -391,7 +391,7 @@ def train_shard(
     evaluated on ``test``.
 
     Args:
-        canary: :data:`hsaudit.experiments.steinke.train.values.STEINKE_CANARIES`.
+        canary: :data:`hsaudit.experiments.steinke.train.canaries.STEINKE_CANARIES`.
         spec, shard, arch, X, y, test, device, progress: as :func:`train_dirac_shard`.
 
     Raises:
