@@ -29,8 +29,8 @@ def test_entries_declare_known_inputs():
         assert entry.inputs and set(entry.inputs) <= set(S.INPUTS), entry.name
     with pytest.raises(ValueError, match="INPUTS"):
         S.Score("toy", "s", ("the weather",), "d")
-    with pytest.raises(ValueError, match="unknown score 'toy'; choose from final"):
-        S.score_entry("toy")
+    with pytest.raises(ValueError, match="unknown score 'no such score'; choose from final"):
+        S.score_entry("no such score")
 
 
 def test_cebere_scores_its_adversaries_by_their_entry(monkeypatch):
