@@ -31,6 +31,9 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def register(sub) -> None:
+    from hsaudit.experiments.byo.train.values import SCORED, SCORES
+    from hsaudit.util.scores import score_entry
+
     parser = sub.add_parser(
         "audit-training",
         description=(
@@ -54,9 +57,10 @@ def register(sub) -> None:
     parser.add_argument("--background-size", type=int, default=16, help="examples of the subset background")
     parser.add_argument("--seed", type=int, default=0, help="master seed of the bits, the models' seeds and the canary")
     parser.add_argument("--data", default=None, help="a .npz with arrays x and y instead of make().dataset()")
-    parser.add_argument("--score", default="auto", choices=("auto", "final", "relative"),
-                        help="the canary's score: final (the final model's), relative (minus θ0's, observed during "
-                        "training) or auto (default: relative when θ0 is observed and varies with the seed)")
+    scored = ", ".join(f"{s} ({score_entry(s).description})" for s in SCORED)
+    parser.add_argument("--score", default="auto", choices=SCORES,
+                        help=f"the canary's score, an entry of the score registry (higher ⇒ member): {scored}; or auto "
+                        "(default: relative when θ0 is observed, during the training, and varies with the seed)")  # fmt: skip
     parser.add_argument("--audit-setting", action="store_true",
                         help="run the training in a cheap configuration where a tight audit is possible: make(setting) "
                         "gets few steps, the full batch and a σ calibrated to --setting-epsilon")  # fmt: skip

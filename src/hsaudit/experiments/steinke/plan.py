@@ -18,7 +18,7 @@ Every trained population is a :class:`Training`: 2R models (both worlds; model i
 shards for its largest T, keyed by a hash of every value that changes a shard, so that changing one retrains, raising
 R adds shards and changing a plotted T below the largest retrains nothing. Its files live under its
 :attr:`Training.root` (``results/steinke/<canary>/<key>``, a canary of
-:data:`hsaudit.engine.canaries.STEINKE_CANARIES`; Table 1's under
+:data:`hsaudit.experiments.steinke.train.canaries.STEINKE_CANARIES`; Table 1's under
 ``results/steinke/table1/<key>``). The tables are :mod:`hsaudit.experiments.steinke.audit`'s, the figures
 :data:`hsaudit.experiments.steinke.figures.FIGURES`.
 
@@ -34,7 +34,7 @@ from typing import Any
 
 from hsaudit.data.datasets import configured_identity
 from hsaudit.experiments.plans import Population, Target
-from hsaudit.engine.canaries import DIRAC_BACKGROUNDS, LABEL_FLIP_BACKGROUNDS, LABEL_FLIP_SOURCES
+from hsaudit.experiments.steinke.train.canaries import DIRAC_BACKGROUNDS, LABEL_FLIP_BACKGROUNDS, LABEL_FLIP_SOURCES
 from hsaudit.experiments.steinke.train.values import EXAMPLES, LM_EXTRA, SCORES
 from hsaudit.util.mapping import key_of
 from hsaudit.util.schedule import training_steps
@@ -97,7 +97,7 @@ class TrainingJob:
     """What every training job (one shard) of an image population runs.
 
     Attributes:
-        canary: :data:`hsaudit.engine.canaries.STEINKE_CANARIES` (also the directory of its population).
+        canary: :data:`hsaudit.experiments.steinke.train.canaries.STEINKE_CANARIES` (also the directory of its population).
         spec: :attr:`Training.spec`.
         device: ``auto``, ``cpu`` or ``cuda``.
         resources: ``threads``, ``mem_mb``, ``runtime``, ``gpu`` (a population that two tables share takes the
