@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Union
 
@@ -75,6 +76,7 @@ __all__ = [
     "Seed",
     "ThresholdRule",
     "VALID_MODES",
+    "config_rules",
     "parse_rule",
     "rule_names",
 ]
@@ -396,6 +398,21 @@ def parse_rule(
         options[cls.spec_field] = f
     fields = {f.name for f in dataclasses.fields(cls)}
     return cls(**{k: v for k, v in options.items() if k in fields})
+
+
+def config_rules(audit: Mapping[str, Any]) -> tuple[ThresholdRule, ThresholdRule]:
+    """The rules of the config's ``audit`` section, built once by each paper's plan: ``mode``'s (with
+    ``selection_fraction``) and the valid rule a table carries beside it, ``valid_mode``'s.
+
+    Raises:
+        ValueError: an unknown name, or a ``valid_mode`` whose rule is not valid.
+    """
+    fraction = float(audit.get("selection_fraction", DEFAULT_SELECTION_FRACTION))
+    rule = parse_rule(str(audit["mode"]), selection_fraction=fraction)
+    valid = parse_rule(str(audit.get("valid_mode", DEFAULT_RULE.name)), selection_fraction=fraction)
+    if not valid.valid:
+        raise ValueError(f"audit.valid_mode {valid.spec!r} is not a valid rule")
+    return rule, valid
 
 
 # --------------------------------------------------------------------------------------------------------------
