@@ -17,6 +17,8 @@ import argparse
 import json
 from pathlib import Path
 
+from hsaudit.audit.rules import VALID_MODES, parse_rule
+
 PLAN_DEFAULTS = {"canary": "out_of_support", "background": "data", "rule": "crossing"}
 
 
@@ -71,7 +73,7 @@ def register(sub) -> None:
     parser.add_argument("--setting-rate", type=float, default=1.0,
                         help="sampling rate of the audit setting (default 1: the full batch)")  # fmt: skip
     parser.add_argument("--confidence", type=float, default=0.95, help="joint confidence of ε̂ (default 0.95)")
-    parser.add_argument("--rule", default=PLAN_DEFAULTS["rule"], choices=("rays", "crossing", "held-out"),
+    parser.add_argument("--rule", default=PLAN_DEFAULTS["rule"], choices=VALID_MODES,
                         help="the verdict's valid rule (default crossing: exact, no Monte Carlo calibration)")  # fmt: skip
     parser.add_argument("--directions", default="one", choices=("one", "both"),
                         help="one: the canary's score is oriented (default); both: the other way too, paid for")
@@ -151,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from hsaudit.experiments.byo.api import audit_frames, audit_training, train_all
-    from hsaudit.experiments.byo.audit import AuditOptions, markdown, rule_value
+    from hsaudit.experiments.byo.audit import AuditOptions, markdown
     from hsaudit.experiments.byo.train.harness import load, prepare
     from hsaudit.util.io import write_csv_atomic, write_text_atomic
 
@@ -165,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     shards = args.shard[1] if args.shard else (args.from_shards or 1)
     design = _design(args, shards)
-    options = AuditOptions(confidence=args.confidence, rule=rule_value(args.rule, seed=args.seed),
+    options = AuditOptions(confidence=args.confidence, rule=parse_rule(args.rule, seed=args.seed),
                            directions=args.directions, basis=args.basis, seed=args.seed,
                            power_factor=args.power_factor, power_target=args.power_target,
                            power_resamples=args.power_resamples)  # fmt: skip

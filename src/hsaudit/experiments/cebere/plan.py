@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hsaudit.audit.rules import DEFAULT_RULE, ThresholdRule, config_rules
 from hsaudit.data.datasets import configured_identity
 from hsaudit.experiments.plans import Population, Target
 from hsaudit.util.mapping import deep_merge, grid_points, key_of
@@ -648,6 +649,8 @@ class CeberePlan:
         resources: dataset -> the resources of its training jobs (threads, mem_mb, runtime, gpu).
         populations: every trained population (one per audit a figure reads), keyed by its directory.
         targets: every figure and table.
+        rule, valid_rule: the audits' threshold rule and the valid rule beside it, built once from the config's
+            ``audit`` section (:func:`hsaudit.audit.rules.config_rules`); the rules pass on their ``spec``.
     """
 
     seed: int
@@ -659,6 +662,8 @@ class CeberePlan:
     resources: Mapping[str, Mapping[str, Any]]
     populations: tuple[Population, ...]
     targets: tuple[Target, ...]
+    rule: ThresholdRule = DEFAULT_RULE
+    valid_rule: ThresholdRule = DEFAULT_RULE
 
     CRAFTING_RESOURCES = {"mem_mb": 2000, "runtime": 10, "gpu": 0}
     """What crafting an adversary that does not simulate training needs (it draws a direction or picks a row)."""
@@ -744,7 +749,10 @@ def plan(config: Mapping[str, Any]) -> CeberePlan:
     section6 = plan_section6(config["section6"], audit=config["audit"], scale=config["scale"])
     jobs = _figure_jobs(datasets, scale=config["scale"])
     simulated = tuple(Target(f"results/{f}.pdf", trained=False) for f in SECTION6_FIGURES)
+    rule, valid_rule = config_rules(config["audit"])
     return CeberePlan(
+        rule=rule,
+        valid_rule=valid_rule,
         seed=seed,
         datasets=datasets,
         section6=section6,
