@@ -9,7 +9,7 @@ Writes one CSV row per adversary × margin × split, and the scores of every mod
 import numpy as np
 import torch
 
-from hsaudit.engine.models import model_spec
+from hsaudit.engine.models import spec_of
 from hsaudit.experiments.yoon import audit, crafting
 from hsaudit.experiments.yoon.recipe import recipe_label
 from hsaudit.audit.rules import parse_rule
@@ -26,7 +26,7 @@ with np.load(snakemake.input.models) as f:
 with np.load(snakemake.input.data) as f:
     data = {k: f[k] for k in ("X", "mean", "std")}
 samples, scores = crafting.craft_run(
-    models, data, spec=spec, population=pop, arch=model_spec(pop["model"]), audit_key=snakemake.wildcards.audit, run_index=run,
+    models, data, spec=spec, population=pop, arch=spec_of(pop), audit_key=snakemake.wildcards.audit, run_index=run,
     device=snakemake.params.device,
 )
 craft_members = models.get("craft_members", models["members"])

@@ -14,6 +14,7 @@ from scipy import stats
 
 from conftest import check_footer_inside, check_pdf
 from hsaudit.audit.rules import parse_rule
+from hsaudit.engine.models import model_spec
 from hsaudit.experiments import plotting
 from hsaudit.experiments.cebere.audit import audit_table
 from hsaudit.experiments.cebere.figures import FIGURES, cifar
@@ -402,7 +403,8 @@ def test_table2_is_generated_from_the_families_it_is_given(tmp_path):
     out = write_table2(pd.DataFrame(families, dtype=object), pdf=tmp_path / "table2.md", csv=tmp_path / "table2.csv",
                        facts={"scale": "smoke", "code_version": "c1"})
     md = (tmp_path / "table2.md").read_text()
-    assert "| Hyper-parameter | fcnn (fig1c, fig4, fig7) | ConvNet (fig1) |" in md
+    heads = [f"{model_spec(m).label} ({f})" for m, f in (("fcnn", "fig1c, fig4, fig7"), ("convnet", "fig1"))]
+    assert f"| Hyper-parameter | {' | '.join(heads)} |" in md  # each model headed by its registry label
     assert "| Clipping norm (C) | 1 | 1, 2, 4 |" in md
     assert "| Learning rate (η) | 0.1 | 0.01 |" in md and "| Failure probability (δ) | 1e-05 | 1e-05 |" in md
     assert "| Trainable params | – | 62006 |" in md and f"| Data source | housing:sklearn | {SOURCE} |" in md
