@@ -178,8 +178,8 @@ def run_few(entry, seed: int, canaries: int, trainings: int, canary: str) -> dic
     from hsaudit.experiments.byo.train.families import FewRunsDesign
     from hsaudit.experiments.byo.train.harness import load_training
 
-    design = FewRunsDesign(entry=entry.entry, canary=canary, canaries=canaries, trainings=trainings, seed=seed,
-                           setting=audit_setting() if entry.setting else None)  # fmt: skip
+    design = FewRunsDesign.of(entry.entry, canaries, trainings, canary=canary, seed=seed,
+                              setting=audit_setting() if entry.setting else None)  # fmt: skip
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

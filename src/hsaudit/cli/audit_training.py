@@ -296,9 +296,9 @@ def _run_few(args: argparse.Namespace) -> int:
         setting = audit_setting(steps=args.setting_steps, epsilon=args.setting_epsilon, delta=args.setting_delta,
                                 sample_rate=args.setting_rate)  # fmt: skip
     score = {"relative": "auto"}.get(args.score, args.score)
-    design = FewRunsDesign(entry=args.entry, canaries=args.canaries, trainings=trainings, canary=args.canary,
-                           seed=args.seed, background=args.background, background_size=args.background_size,
-                           setting=setting, data=args.data, score=score)  # fmt: skip
+    design = FewRunsDesign.of(args.entry, args.canaries, trainings, canary=args.canary, score=score, seed=args.seed,
+                              background=args.background, background_size=args.background_size, setting=setting,
+                              data=args.data)  # fmt: skip
     options = AuditOptions(confidence=args.confidence, seed=args.seed, power_factor=args.power_factor,
                            power_target=args.power_target, power_resamples=args.power_resamples)  # fmt: skip
     result = audit_training_few(design, options, fractions=fractions, control=not args.no_control,

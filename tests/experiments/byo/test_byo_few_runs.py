@@ -49,19 +49,19 @@ def test_the_validity_check_can_fail():
 
 def test_gross_bug_flagged_in_two_trainings_and_correct_not():
     options = AuditOptions(seed=3, power_resamples=10)
-    bug = audit_training_few(FewRunsDesign(entry=f"{ENTRY}:make_noise_tenth", canaries=200, trainings=2, seed=3),
+    bug = audit_training_few(FewRunsDesign.of(entry=f"{ENTRY}:make_noise_tenth", canaries=200, trainings=2, seed=3),
                              options, control=False).report  # fmt: skip
     assert bug.verdict == "violation" and bug.epsilon_hat > bug.claim.epsilon and bug.model_steps == 2 * 5
-    ok = audit_training_few(FewRunsDesign(entry=f"{ENTRY}:make", canaries=200, trainings=2, seed=3), options).report
+    ok = audit_training_few(FewRunsDesign.of(entry=f"{ENTRY}:make", canaries=200, trainings=2, seed=3), options).report
     assert ok.verdict != "violation" and ok.power is not None and ok.model_steps == 4 * 5
 
 
 def test_same_seed_same_table_other_seed_other_coins():
-    design = FewRunsDesign(entry=f"{ENTRY}:make", canaries=50, trainings=2, seed=5)
+    design = FewRunsDesign.of(entry=f"{ENTRY}:make", canaries=50, trainings=2, seed=5)
     a, b = train_table(design), train_table(design)
     cols = ["training", "canary", "member", "score", "seed"]
     pd.testing.assert_frame_equal(a[cols], b[cols])
-    other = train_table(FewRunsDesign(entry=f"{ENTRY}:make", canaries=50, trainings=2, seed=6))
+    other = train_table(FewRunsDesign.of(entry=f"{ENTRY}:make", canaries=50, trainings=2, seed=6))
     assert not np.array_equal(a["member"], other["member"])
     assert len(a) == 100 and set(a["training"]) == {0, 1}
 

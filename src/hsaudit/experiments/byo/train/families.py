@@ -73,31 +73,21 @@ class FewRunsDesign:
     canaries of one family, each included by its own fair coin.
 
     Attributes:
-        entry, seed, background, background_size, setting, claim, data: as :class:`Design`.
-        canary: a canary type with a family form (:data:`hsaudit.engine.canary_families.FAMILIES`).
+        population: the population audit's :class:`Design` this one shares its entry, canary type (one with a family
+            form: :data:`hsaudit.engine.canary_families.FAMILIES`), seed, background, setting, claim, data and
+            control (``copies`` of every included canary, or ``noise_factor``) with; its ``runs`` is unused.
         canaries: M.
         trainings: K.
-        copies: the positive control's copies of every included canary (1: the audit).
-        noise_factor: the audit setting's positive control: σ divided by it (1: the audit).
         score: one of :data:`FEW_SCORES`.
     """
 
-    entry: str
+    population: Design
     canaries: int
     trainings: int = 1
-    canary: str = "out_of_support"
-    seed: int = 0
-    background: str = "data"
-    background_size: int = 16
-    setting: AuditSetting | None = None
-    claim: Mapping[str, Any] | None = None
-    data: str | None = None
-    copies: int = 1
-    noise_factor: float = 1.0
     score: str = "auto"
 
     def __post_init__(self) -> None:
-        for name in ("canaries", "trainings", "copies", "background_size"):
+        for name in ("canaries", "trainings"):
             v = getattr(self, name)
             if int(v) != v or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
@@ -105,11 +95,18 @@ class FewRunsDesign:
             raise ValueError(f"a few-runs audit needs at least 2 canaries per training, got {self.canaries}")
         if self.score not in FEW_SCORES:
             raise ValueError(f"score must be one of {', '.join(FEW_SCORES)}, got {self.score!r}")
-        if not float(self.noise_factor) >= 1.0:
-            raise ValueError(f"noise_factor must be >= 1, got {self.noise_factor!r}")
-        canary_family(self.canary)  # a type without a family form fails here, saying why
-        if self.claim is not None:
-            object.__setattr__(self, "claim", dict(self.claim))
+        canary_family(self.population.canary)  # a type without a family form fails here, saying why
+
+    @classmethod
+    def of(cls, entry: str, canaries: int, trainings: int = 1, *, canary: str = "out_of_support",
+           score: str = "auto", **design: Any) -> FewRunsDesign:  # fmt: skip
+        """The design of ``entry`` with ``design``'s other fields (seed, background, setting, claim, data)."""
+        return cls(Design(entry=entry, canary=canary, runs=1, **design), int(canaries), int(trainings), score)
+
+    def __getattr__(self, name: str) -> Any:  # entry, canary, seed, setting, copies, noise_factor, ...
+        if name in ("population", "__setstate__") or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.population, name)
 
     @property
     def m(self) -> int:
@@ -117,49 +114,40 @@ class FewRunsDesign:
         return int(self.canaries) * int(self.trainings)
 
     def base(self) -> Design:
-        """The population design that shares this one's entry, setting, data and streams (the check's seeds, θ0's
-        ``init_seed``): what :func:`~hsaudit.experiments.byo.train.harness.load` and the check read."""
-        return Design(entry=self.entry, canary="out_of_support", runs=1, seed=self.seed, background=self.background,
-                      background_size=self.background_size, setting=self.setting, claim=self.claim, data=self.data)  # fmt: skip
+        """The population design (:func:`~hsaudit.experiments.byo.train.harness.load` and the check read it)."""
+        return self.population
 
     def _role(self) -> tuple[object, ...]:
-        if self.noise_factor != 1.0:
-            return ("control", "noise", float(self.noise_factor))
-        return () if self.copies == 1 else ("control", int(self.copies))
+        if self.population.noise_factor != 1.0:
+            return ("control", "noise", float(self.population.noise_factor))
+        return () if self.population.copies == 1 else ("control", int(self.population.copies))
 
     def coins(self, training: int) -> np.ndarray:
         """Training k's coins: canary j is in it when True (independent fair coins)."""
-        return rng_for(self.seed, "byo", "few", *self._role(), "coins", int(training)).random(self.canaries) < 0.5
+        return rng_for(self.population.seed, "byo", "few", *self._role(), "coins", int(training)).random(self.canaries) < 0.5
 
     def model_seed(self, training: int) -> int:
         """The ``seed`` training k's ``train(data, seed)`` gets."""
-        return derive_seed(self.seed, "byo", "few", *self._role(), "model", int(training)) % 2**31
+        return derive_seed(self.population.seed, "byo", "few", *self._role(), "model", int(training)) % 2**31
 
     def stream(self, *key: object) -> int:
         """A seed for another stream of this design, shared by the audit and its control (the canaries, the
         background, the replaced rows)."""
-        return derive_seed(self.seed, "byo", "few", *key) % 2**31
+        return derive_seed(self.population.seed, "byo", "few", *key) % 2**31
 
     def control(self, copies: int) -> FewRunsDesign:
-        """The positive control in the user's configuration: every included canary repeated ``copies`` times; the
-        canaries, background and replaced rows are the audit's, the coins and seeds streams of their own."""
-        if int(copies) != copies or copies < 2:
-            raise ValueError(f"a control repeats the canary at least twice, got copies = {copies!r}")
-        return replace(self, copies=int(copies))
+        """The positive control in the user's configuration: every included canary repeated ``copies`` times
+        (:meth:`Design.control`); the canaries, background and replaced rows are the audit's, the coins and seeds
+        streams of their own."""
+        return replace(self, population=self.population.control(copies))
 
     def control_noise(self, factor: float) -> FewRunsDesign:
-        """The positive control in the audit setting: the setting's σ divided by ``factor``."""
-        if self.setting is None:
-            raise ValueError("a noise control needs the audit setting (make(setting) runs the σ it is given)")
-        if not float(factor) > 1.0:
-            raise ValueError(f"a noise control divides σ by a factor above 1, got {factor!r}")
-        setting = replace(self.setting, noise_multiplier=self.setting.noise_multiplier / float(factor), epsilon=None)
-        return replace(self, setting=setting, noise_factor=float(factor))
+        """The positive control in the audit setting: the setting's σ divided by ``factor`` (:meth:`Design.control_noise`)."""
+        return replace(self, population=self.population.control_noise(factor))
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["setting"] = None if self.setting is None else asdict(self.setting)
-        return out
+        return {"population": self.population.to_dict(), "canaries": self.canaries, "trainings": self.trainings,
+                "score": self.score}  # fmt: skip
 
 
 def with_rows(design: FewRunsDesign, n: int) -> FewRunsDesign:
@@ -168,7 +156,8 @@ def with_rows(design: FewRunsDesign, n: int) -> FewRunsDesign:
     if design.setting is None:
         return design
     fields = {k: v for k, v in asdict(design.setting).items() if k != "rows"}
-    return replace(design, setting=FewRunsSetting(**fields, rows=int(n) + design.canaries * design.copies))
+    setting = FewRunsSetting(**fields, rows=int(n) + design.canaries * design.copies)
+    return replace(design, population=replace(design.population, setting=setting))
 
 
 @dataclass(frozen=True, eq=False)
@@ -206,13 +195,13 @@ def losses(training: Training, model: Any, x: np.ndarray | torch.Tensor, y: np.n
     return np.concatenate(out)
 
 
-def _model_at(model: Any, theta: torch.Tensor) -> Any:
-    """``model`` holding the flat parameters ``theta`` (a deep copy; a flat tensor model is ``theta``)."""
-    if isinstance(model, torch.Tensor):
-        return theta.to(model.dtype).reshape(model.shape)
-    start = copy.deepcopy(model)
+def _model_at(model: torch.nn.Module, theta: torch.Tensor) -> torch.nn.Module:
+    """A deep copy of the module ``model`` holding the flat parameters ``theta`` (``parameters()`` order)."""
+    start, at = copy.deepcopy(model), 0
     with torch.no_grad():
-        torch.nn.utils.vector_to_parameters(theta.to(next(start.parameters()).dtype), start.parameters())
+        for p in start.parameters():
+            p.copy_(theta[at : at + p.numel()].reshape(p.shape))
+            at += p.numel()
     return start
 
 
@@ -283,7 +272,7 @@ def train_one(prepared: FewPrepared, training_index: int) -> dict[str, np.ndarra
     if not np.isfinite(final).all():
         raise ValueError(f"{training.entry}: training {training_index} (seed {seed}) gives a NaN or infinite loss on "
                          "a canary: its training diverged")  # fmt: skip
-    if theta0 is not None and theta0.numel() == flat_parameters(model).numel():
+    if theta0 is not None and not isinstance(model, torch.Tensor) and theta0.numel() == flat_parameters(model).numel():
         start_loss, baseline = losses(training, _model_at(model, theta0), prepared.family.x, prepared.family.y), "θ0"
     elif design.score == "reference":
         start_loss, baseline = prepared.reference_losses, "reference"
