@@ -3,8 +3,9 @@ its own coin: Steinke et al. 2023; Mahloujifar et al. 2024; ``hsaudit audit-trai
 
 A family is one :class:`CanaryFamily` value: M inputs with their labels, where they came from, and the data rows they
 were taken from (the background leaves those rows out). :data:`FAMILIES` maps a canary type of the registry
-(:data:`hsaudit.engine.canaries.CANARIES`) to its family builder; :data:`NO_FAMILY` says, for the types that have no
-family form, why. :func:`canary_family` is the one lookup.
+(:data:`hsaudit.engine.canaries.CANARIES`, whose :attr:`~hsaudit.engine.canaries.CanaryType.family` says whether the
+type has a family form at all) to the builder of its M canaries as rows of a user's data; :data:`NO_BUILDER` says why
+a type with a family form has no such builder. :func:`canary_family` is the one lookup.
 
 - ``out_of_support``: M inputs outside the data's support — its mean plus
   :data:`~hsaudit.engine.canaries.OUT_OF_SUPPORT_AMPLITUDE` × its largest distance from the mean, each along its own
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hsaudit.engine.canaries import OUT_OF_SUPPORT_AMPLITUDE, CanarySource, draw_distinct
+from hsaudit.engine.canaries import OUT_OF_SUPPORT_AMPLITUDE, CanarySource, canary_type, draw_distinct
 
 
 @dataclass(frozen=True, eq=False)
@@ -115,24 +116,24 @@ FAMILIES: Mapping[str, Callable[[CanarySource, int], CanaryFamily]] = {
 }
 """The canary types of the registry that have a family form, and their builders ``(source, M) -> CanaryFamily``."""
 
-NO_FAMILY: Mapping[str, str] = {
+NO_BUILDER: Mapping[str, str] = {
     "dirac": "M distinct Dirac canaries need a gradient term per canary row (one coordinate each), and a byo training "
     "takes one direction for all its rows (CanaryData.canary_term)",
-    "opposing": "Nasr et al.'s worst-case dataset has one canary input x0 (its background is x0's copies): M canaries "
-    "would be M copies of one example, not M independent canaries",
-    "blank": "the all-zero input is one input: M copies of it are not M independent canaries",
 }
-"""Why a canary type has no family form (types in neither mapping have none either)."""
+"""Why a canary type with a family form in the registry has no builder here."""
 
 
 def canary_family(name: str) -> Callable[[CanarySource, int], CanaryFamily]:
     """The family builder of canary type ``name``.
 
     Raises:
-        ValueError: a type without a family form, saying why and which types have one.
+        ValueError: an unknown type, or one without a family form here, saying why and which types have one.
     """
     if name in FAMILIES:
         return FAMILIES[name]
-    why = NO_FAMILY.get(name, "no family builder is written for it")
+    if not canary_type(name).family:
+        why = "the registry gives it one value per data set (CanaryType.family is False)"
+    else:
+        why = NO_BUILDER.get(name, "no builder of its M canaries as rows of a user's data is written yet")
     raise ValueError(f"the canary type {name!r} has no family form for a many-canary audit: {why}; use one of "
                      f"{', '.join(FAMILIES)}")  # fmt: skip

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from hsaudit.cli import main
-from hsaudit.engine.canary_families import FAMILIES, NO_FAMILY, canary_family
+from hsaudit.engine.canaries import CANARIES
+from hsaudit.engine.canary_families import FAMILIES, canary_family
 from hsaudit.experiments.byo.audit import AuditOptions
 from hsaudit.experiments.byo.few_runs import audit_training_few, bounds, centred, train_table
 from hsaudit.experiments.byo.train.families import FewRunsDesign
@@ -95,9 +96,10 @@ def test_cli_errors(argv, words, capsys):
     assert words in capsys.readouterr().err
 
 
-def test_every_registry_type_with_a_family_form_is_named_and_the_others_say_why():
-    assert set(FAMILIES) == {"out_of_support", "mislabelled"}
-    for name, why in NO_FAMILY.items():
-        with pytest.raises(ValueError, match="no family form"):
-            canary_family(name)
-        assert why
+def test_family_builders_are_the_registrys_family_forms_and_the_others_say_why():
+    assert set(FAMILIES) <= {name for name, entry in CANARIES.items() if entry.family}
+    for name, entry in CANARIES.items():
+        if name not in FAMILIES:
+            with pytest.raises(ValueError, match="no family form") as err:
+                canary_family(name)
+            assert ("CanaryType.family is False" in str(err.value)) == (not entry.family)
