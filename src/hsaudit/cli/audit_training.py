@@ -9,6 +9,11 @@ positive control (in the audit setting the training at σ/--power-factor, else t
 ``fig.csv``); the control's scores in ``OUT/control.csv``. ``--jobs N`` trains in N processes (default one per core).
 
 Sharded: ``--shard i/n`` trains the i-th of n shards into ``OUT/scores-i-of-n.csv``; ``--from-shards n`` audits them.
+
+Few runs: ``--canaries M [--trainings K]`` trains K models with M canaries each (each by its own coin) and audits them
+with the one-run bounds pooled over the K trainings (:mod:`hsaudit.experiments.byo.few_runs`; docs/byo.md, "When your
+training is expensive"); ``OUT/scores.csv`` has one row per (training, canary). ``--runs``, ``--shard``,
+``--from-shards``, ``--bench`` and ``--design auto`` belong to the population audit and are refused with it.
 """
 
 from __future__ import annotations
