@@ -285,11 +285,11 @@ def before_training(claim: Any, n: int, options: AuditOptions, *, canaries: int,
 
 def few_report(table: pd.DataFrame, claim: Any, n: int, options: AuditOptions = AuditOptions(), *,
                fractions: Sequence[float] = GUESS_FRACTIONS, control: FewPower | None = None,
-               details: dict[str, Any] | None = None) -> FewRunsReport:  # fmt: skip
+               details: dict[str, Any] | None = None, advice: str | None = None) -> FewRunsReport:  # fmt: skip
     """The report of a few-runs scores table (:data:`~hsaudit.experiments.byo.train.families.TABLE_COLUMNS`): the
     verdict — violation when the claim is an accounting bug or the verdict's ε̂ exceeds it; inconclusive when
     the ceiling cannot exceed it, or the control is not flagged with probability ≥ the target (or not trained);
-    consistent otherwise."""
+    consistent otherwise; ``advice``: another change that could give an inconclusive audit its power."""
     trainings = int(table["training"].nunique()) if "training" in table else 1
     canaries = len(table) // max(trainings, 1)
     early = before_training(claim, n, options, canaries=canaries, trainings=trainings, fractions=fractions)
@@ -321,7 +321,7 @@ def few_report(table: pd.DataFrame, claim: Any, n: int, options: AuditOptions = 
     return FewRunsReport("inconclusive", f"{what} does not exceed the claimed ε = {claim.epsilon:.4g}, but this design "
                          f"cannot see a leak of that size: {control.statement()}, below the {control.target:g} a "
                          "verdict needs; to give it power: more canaries per training or more trainings (the ceiling "
-                         f"is {found.ceiling:.4g}), or the audit setting", **common)  # fmt: skip
+                         f"is {found.ceiling:.4g})" + (f", or {advice}" if advice else ""), **common)  # fmt: skip
 
 
 @dataclass(frozen=True, eq=False)
@@ -388,7 +388,9 @@ def audit_training_few(design: FewRunsDesign, options: AuditOptions = AuditOptio
         checked = power(twin_table, claim, options, fractions, gdp_valid(found.accounting), epsilon_worst=worst,
                         copies=twin.copies, noise_factor=twin.noise_factor)  # fmt: skip
         model_steps += twin.trainings * int(twin_loaded.training.claim.steps)
-        found = few_report(table, claim, n, options, fractions=fractions, control=checked, details=details)
+        advice = "the audit setting (--audit-setting)" if design.setting is None else None
+        found = few_report(table, claim, n, options, fractions=fractions, control=checked, details=details,
+                           advice=advice)  # fmt: skip
     return FewResult(dataclasses.replace(found, model_steps=model_steps), table, twin_table)
 
 
