@@ -7,7 +7,7 @@
 # canary-free reference models, the calibrated score K reference models with their own bits), plot.
 from hsaudit.experiments.one_run.plan import plan as one_run_plan
 
-ONE_RUN = one_run_plan(config, populations=CEBERE.base)
+ONE_RUN = one_run_plan(config)
 
 
 rule craft_one_run_canaries:

@@ -2,8 +2,9 @@
 
 Every experiment package (``hsaudit.experiments.<name>``) has the same shape:
 
-- ``plan.py``: ``plan(config) -> <Name>Plan``, from the resolved config (the scale preset applied; the whole
-  mapping, so that a study can read the sections it shares with a paper) to frozen values. The plan object has at
+- ``plan.py``: ``plan(config) -> <Name>Plan`` (one argument, every package), from the resolved config (the scale
+  preset applied; the whole mapping, so that a study can read the sections it shares with a paper, and another
+  experiment's plan through :func:`plan_of`) to frozen values. The plan object has at
   least ``populations`` (a tuple of :class:`Population`: what is trained, keyed by where it lives) and
   ``targets`` (a tuple of :class:`Target`: the figures and tables it makes), beside whatever its rules need (audit
   jobs, shards, keys). The workflow's rule file and :mod:`hsaudit.pipeline.costs` call the same function, so
@@ -18,10 +19,33 @@ This module is imported by plan modules only (never by a training job), so editi
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import importlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 KINDS = ("cpu", "gpu")
+
+#: The experiment packages (``hsaudit.experiments.<name>``) whose plans the workflow runs, in the order ``hsaudit
+#: plan`` lists them. A new experiment is one entry here beside its package and its rule file
+#: (``workflow/rules/<name>.smk``); tests/experiments/test_package_shape.py checks every entry's shape.
+EXPERIMENTS = ("cebere", "section6", "one_run", "steinke", "yoon", "annamalai", "byo")
+
+
+def plan_of(name: str, config: Mapping[str, Any]) -> Any:
+    """The plan of experiment ``name`` (:data:`EXPERIMENTS`): ``plan(config)`` of its package.
+
+    A plan that reads what another experiment plans (the one-run study reads Cebere's base audits) asks for that
+    plan here, as a value: no package imports another's modules.
+    """
+    if name not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {name!r}; choose from {', '.join(EXPERIMENTS)}")
+    return importlib.import_module(f"hsaudit.experiments.{name}.plan").plan(config)
+
+
+def gpu_requested(section: Mapping[str, Any]) -> bool:
+    """Whether a config section's training jobs ask for a GPU (``resources.gpu`` > 0)."""
+    return int((section.get("resources") or {}).get("gpu", 0) or 0) > 0
 
 
 @dataclass(frozen=True)

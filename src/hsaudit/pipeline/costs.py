@@ -4,7 +4,7 @@
 config (scale preset applied) and a small calibration table of seconds per model-step (:data:`CALIBRATION`).
 
 Where the experiments come from: the plans the rules run. Every experiment package's ``plan(config)``
-(:data:`EXPERIMENTS`, :func:`experiment_plans`) hands its populations (what is trained, keyed by the directory it
+(:data:`hsaudit.experiments.plans.EXPERIMENTS`, :func:`experiment_plans`) hands its populations (what is trained, keyed by the directory it
 lives in; :class:`hsaudit.experiments.plans.Population`) and its targets (figures and tables, trained or simulated)
 to both the workflow and this module, which only prices them: a population that several figures or experiments
 read (same root) is counted once in totals, and untrained targets are listed as simulations. A user's own training
@@ -290,25 +290,12 @@ class Population:
         return self.model_steps * per_step / 3600.0
 
 
-#: The experiment packages whose plans the workflow runs, in the order ``hsaudit plan`` lists them. A new
-#: experiment is one entry here (its ``plan.plan(config)``) beside its rule file.
-EXPERIMENTS = ("cebere", "one_run", "steinke", "yoon", "annamalai", "byo")
-
-
 def experiment_plans(config: Mapping[str, Any]) -> dict[str, Any]:
     """Every experiment's plan, built as the rules build them (``plan(config)`` of each package in
-    :data:`EXPERIMENTS` whose config section is present; the one-run study reads the Cebere populations it
-    compares with from Cebere's plan, as its rule file does)."""
-    import importlib
+    :data:`hsaudit.experiments.plans.EXPERIMENTS` whose config section is present)."""
+    from hsaudit.experiments.plans import EXPERIMENTS, plan_of
 
-    plans: dict[str, Any] = {}
-    for name in EXPERIMENTS:
-        section = "cebere" if name == "cebere" else name
-        if name != "cebere" and not config.get(section):
-            continue
-        build = importlib.import_module(f"hsaudit.experiments.{name}.plan").plan
-        plans[name] = build(config, populations=plans["cebere"].base) if name == "one_run" else build(config)
-    return plans
+    return {name: plan_of(name, config) for name in EXPERIMENTS if name == "cebere" or config.get(name)}
 
 
 def all_populations(config: Mapping[str, Any], experiments: Iterable[str] | None = None) -> list[Population]:
