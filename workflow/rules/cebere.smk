@@ -30,7 +30,7 @@ rule prepare_data:
         mem_mb=4000,
         runtime=30,
     params:
-        options=lambda wc: dict(config[wc.dataset]["data"]),
+        options=lambda wc: dict(CEBERE.data_options[wc.dataset]),
         code_version=script_version("prepare_data"),
     script:
         "../scripts/prepare_data.py"
@@ -54,10 +54,10 @@ rule extract_features:
         runtime=240,
         gpu=lambda wc: CEBERE.resources[wc.dataset]["gpu"],
     params:
-        weights=lambda wc: config[wc.dataset]["data"]["alexnet_weights"],
-        data_dir=lambda wc: config[wc.dataset]["data"]["data_dir"],
-        download=lambda wc: config[wc.dataset]["data"]["download"],
-        device=lambda wc: config[wc.dataset]["device"],
+        weights=lambda wc: CEBERE.data_options[wc.dataset]["alexnet_weights"],
+        data_dir=lambda wc: CEBERE.data_options[wc.dataset]["data_dir"],
+        download=lambda wc: CEBERE.data_options[wc.dataset]["download"],
+        device=lambda wc: CEBERE.devices[wc.dataset],
         code_version=script_version("extract_features"),
     script:
         "../scripts/extract_features.py"
@@ -112,7 +112,7 @@ rule craft_adversary:
     params:
         spec=lambda wc: CEBERE.audit(wc.dataset, wc.audit),
         seed=lambda wc: CEBERE.craft_seed(wc.dataset, wc.audit),
-        device=lambda wc: config[wc.dataset]["device"],
+        device=lambda wc: CEBERE.devices[wc.dataset],
         code_version=script_version("craft_adversary"),
     script:
         "../scripts/craft_adversary.py"
@@ -168,7 +168,7 @@ rule train_shard:
         spec=lambda wc: CEBERE.audit(wc.dataset, wc.audit),
         stream=lambda wc: CEBERE.stream(wc.dataset, wc.audit),
         master_seed=CEBERE.seed,
-        device=lambda wc: config[wc.dataset]["device"],
+        device=lambda wc: CEBERE.devices[wc.dataset],
         code_version=script_version("train_shard"),
     script:
         "../scripts/train_shard.py"

@@ -542,6 +542,8 @@ class CeberePlan:
         table2: the rows of Table 2 (:func:`hyperparameters` of CIFAR-10, then Housing).
         data_sources: dataset -> the data source Table 2 names.
         resources: dataset -> the resources of its training jobs (threads, mem_mb, runtime, gpu).
+        data_options: dataset -> its ``data`` section (what ``prepare_data`` and ``extract_features`` read).
+        devices: dataset -> the torch device of its training and crafting jobs.
         populations: every trained population (one per audit a figure reads), keyed by its directory.
         targets: every figure and table.
         rule, valid_rule: the audits' threshold rule and the valid rule beside it, built once from the config's
@@ -554,6 +556,8 @@ class CeberePlan:
     table2: tuple[dict[str, Any], ...]
     data_sources: Mapping[str, str]
     resources: Mapping[str, Mapping[str, Any]]
+    data_options: Mapping[str, Mapping[str, Any]]
+    devices: Mapping[str, str]
     populations: tuple[Population, ...]
     targets: tuple[Target, ...]
     rule: ThresholdRule = DEFAULT_RULE
@@ -653,6 +657,8 @@ def plan(config: Mapping[str, Any]) -> CeberePlan:
             "housing": f"housing:{config['housing']['data']['path'] or 'sklearn'}",
         },
         resources={name: dict(config[name]["resources"]) for name in DATASETS},
+        data_options={name: dict(config[name]["data"]) for name in DATASETS},
+        devices={name: str(config[name]["device"]) for name in DATASETS},
         populations=_populations(datasets, config),
         targets=(*(job.target for job in jobs), Target(TABLE2, kind="gpu")),
     )

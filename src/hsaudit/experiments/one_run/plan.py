@@ -176,12 +176,17 @@ class OneRunPlan:
         populations: the one-run models of each dataset and the population audits they are compared with (the
             latter with Cebere's roots, so they merge with Cebere's populations).
         targets: the figure.
+        options: what every audit job reads of the ``one_run`` section (guess_fractions, guess_counts, ceiling,
+            coordinates, scores).
+        devices: dataset -> the torch device of its crafting and training jobs (its section's ``device``).
     """
 
     seed: int
     audits: Mapping[str, OneRunAudit]
     populations: tuple[Population, ...]
     targets: tuple[Target, ...]
+    options: Mapping[str, Any]
+    devices: Mapping[str, str]
 
     @property
     def keys(self) -> str:
@@ -327,4 +332,6 @@ def plan(config: Mapping[str, Any]) -> OneRunPlan:
         )
     # GPU-sized when one of its datasets trains on a GPU (CIFAR-10 at scale=paper).
     kind = "gpu" if any(gpu_requested(config[d]) for d in section["families"]) else "cpu"
-    return OneRunPlan(seed, audits, tuple(rows), (Target(FIGURE, kind=kind),))
+    options = {key: section[key] for key in ("guess_fractions", "guess_counts", "ceiling", "coordinates", "scores")}
+    devices = {d: str(config[d]["device"]) for d in section["families"]}
+    return OneRunPlan(seed, audits, tuple(rows), (Target(FIGURE, kind=kind),), options, devices)
