@@ -36,7 +36,7 @@ from hsaudit.audit.rules import DEFAULT_RULE, ThresholdRule, config_rules
 from hsaudit.data.datasets import configured_identity
 from hsaudit.experiments.plans import Population, Target, gpu_requested
 from hsaudit.experiments.steinke.train.canaries import DIRAC_BACKGROUNDS, LABEL_FLIP_BACKGROUNDS, LABEL_FLIP_SOURCES
-from hsaudit.experiments.steinke.train.values import EXAMPLES, LM_EXTRA, SCORES
+from hsaudit.experiments.steinke.values import EXAMPLES, LM_EXTRA, SCORES
 from hsaudit.util.mapping import key_of
 from hsaudit.util.schedule import training_steps
 
