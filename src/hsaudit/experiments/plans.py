@@ -12,7 +12,13 @@ Every experiment package (``hsaudit.experiments.<name>``) has the same shape:
 - ``train.py`` (or a ``train`` package): imports the engine and data layers only; what the training jobs run.
 - ``audit.py``: scores → tables; imports the audit layer only.
 - ``figures.py`` (or a ``figures`` package): every figure function has the signature
-  ``fn(table, *, pdf, csv, facts)`` and is listed in one ``FIGURES`` mapping (figure id → function).
+  ``fn(table, *, pdf, csv, facts) -> pd.DataFrame`` (it writes ``pdf`` and ``csv`` and returns the table it wrote
+  to ``csv``, every plotted number: a test or a caller checks what was drawn without reading the file back) and is
+  listed in one ``FIGURES`` mapping (figure id → function).
+- ``values.py``, where a package needs one: plain values that the plan checks and a side reads (imports the util
+  layer at most), at the package's top, never inside ``train``.
+
+tests/experiments/test_package_shape.py checks this shape for every package of :data:`EXPERIMENTS`.
 
 This module is imported by plan modules only (never by a training job), so editing it reruns no training.
 """

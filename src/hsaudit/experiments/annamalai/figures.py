@@ -17,7 +17,7 @@ from hsaudit.experiments.plotting import PALETTE, figure, footer_text, save
 from hsaudit.util.io import write_csv_atomic
 
 
-def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
+def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
     """FNR vs FPR: observations, PLD curve (all iterates), linear-loss curve; one panel per setting."""
     names = list(dict.fromkeys(table["setting"]))
     fig, axes = figure(ncols=len(names), height=3.0)
@@ -49,6 +49,7 @@ def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
     write_csv_atomic(table, csv)
     footer = footer_text(**facts, R=f"{runs} per dataset", audit="none (raw rates)", delta=table["delta"].iloc[0])
     save(fig, pdf, footer=footer)
+    return table
 
 
 _BASE_LABEL = {"three_sigma": "P = 10^⌈log10 3σ⌉ (printed)", "half_width": "P/2 ≥ 6σ + 1"}
@@ -79,7 +80,7 @@ def fig2_summary(audits: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def plot_fig2(audits: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
+def plot_fig2(audits: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
     """ε_emp (mean ± 2 sd over repetitions) vs theoretical ε, one line per (q, T); y = x.
 
     Lines: the configured encoding-base rule (paper's audit, and its Clopper–Pearson variant); markers: the other
@@ -199,7 +200,8 @@ def plot_fig2(audits: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, A
             P=base_rule,
         ),
     )
+    return summ
 
 
-FIGURES: dict[str, Callable[..., None]] = {"fig1": plot_fig1, "fig2": plot_fig2}
+FIGURES: dict[str, Callable[..., pd.DataFrame]] = {"fig1": plot_fig1, "fig2": plot_fig2}
 """The Annamalai figures by id, each ``fn(table, *, pdf, csv, facts)``."""
