@@ -80,7 +80,7 @@ def fig2_summary(audits: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def plot_fig2(audits: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
+def plot_fig2(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
     """ε_emp (mean ± 2 sd over repetitions) vs theoretical ε, one line per (q, T); y = x.
 
     Lines: the configured encoding-base rule (paper's audit, and its Clopper–Pearson variant); markers: the other
@@ -93,7 +93,7 @@ def plot_fig2(audits: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, A
     facts = dict(facts)
     tail_floor = float(facts.pop("tail_floor"))
     base_rule = facts.pop("base_rule", "half_width")
-    summ = fig2_summary(audits)
+    summ = fig2_summary(table)
     fig, axes = figure(ncols=1, width=7.0, height=3.8)
     ax = axes[0][0]
     settings = summ[["sampling_rate", "steps"]].drop_duplicates().to_numpy()
@@ -186,9 +186,9 @@ def plot_fig2(audits: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, A
     ax.set_xlabel("theoretical ε")
     ax.set_ylabel("empirical ε_emp")
     ax.legend(frameon=False, fontsize=5.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # off the data
-    runs = int(audits["runs_per_world"].iloc[0])
-    reps = int(audits["repetition"].max()) + 1
-    conf = float(audits["confidence"].iloc[0]) if "confidence" in audits else float("nan")
+    runs = int(table["runs_per_world"].iloc[0])
+    reps = int(table["repetition"].max()) + 1
+    conf = float(table["confidence"].iloc[0]) if "confidence" in table else float("nan")
     write_csv_atomic(summ, csv)
     save(
         fig,
