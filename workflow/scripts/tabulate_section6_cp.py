@@ -1,4 +1,4 @@
-"""Snakemake adapter: the one-sided Clopper–Pearson table for n trials (hsaudit.experiments.section6.cp_upper_table)."""
+"""Snakemake adapter: the one-sided Clopper–Pearson table for n trials (hsaudit.audit.two_sample.cp_upper_table)."""
 
 import os
 

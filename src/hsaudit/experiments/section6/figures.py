@@ -47,8 +47,8 @@ def curves_table(audits: pd.DataFrame, exact: pd.DataFrame) -> pd.DataFrame:
     """Join the per-(rep, step) audits with the exact ε of the same (rule, σ, B, step).
 
     Args:
-        audits: rows of :func:`hsaudit.experiments.section6.audit_records`.
-        exact: rows of :func:`hsaudit.experiments.section6.exact_records`.
+        audits: rows of :func:`hsaudit.experiments.section6.records.audit_records`.
+        exact: rows of :func:`hsaudit.experiments.section6.records.exact_records`.
 
     Returns:
         The fig3/fig14 table (columns ``_CURVE_COLUMNS``), rules in their order of appearance.

@@ -55,7 +55,7 @@ def audit_process(
         key: the experiment key the streams are derived from (e.g. (rule, σ, B)).
         delta: δ of the reported ε.
         confidence: Clopper–Pearson confidence.
-        audit_rule: the threshold rule, built once by the plan (:attr:`hsaudit.experiments.section6.plan.Section6Plan.audit_rule`).
+        audit_rule: the threshold rule, built once by the plan (``audit_rule`` of :class:`hsaudit.experiments.section6.plan.Section6Plan`).
         tables: precomputed :func:`gdp_tables` for (R, R, confidence, δ) (the paper's rule only).
         steps: 1-based steps to audit (default all).
 
