@@ -1,4 +1,4 @@
-"""Paired comparison of two adversaries of a Housing figure CSV (docs/housing.md, "A_GC-R vs A_CotS").
+"""Paired comparison of two adversaries of a Housing figure CSV (docs/journal/housing.md, "A_GC-R vs A_CotS").
 
 Reads ``results/figN.csv`` (one row per adversary, repetition, step), pairs the two adversaries' audits by
 repetition (same θ0 and minibatch schedule: the setup is shared within a repetition), and reports, for ε̂ at the
