@@ -172,7 +172,7 @@ REGISTRY_MARKERS = ("x-rules", "x-enum", "x-models")
 
 def fitting_models(datasets: Sequence[str], features: Sequence[str] = ()) -> tuple[str, ...]:
     """The registry models (default options) whose input a section's data fits: a model with no feature extractor
-    whose :attr:`~hsaudit.engine.models.ModelSpec.input_shape` is one of ``datasets``' example shapes
+    whose ``input_shape`` is one of ``datasets``' example shapes
     (:data:`hsaudit.data.datasets.DATASETS`; ``None`` fits any size), or one trained on the outputs of an extractor
     in ``features`` (the section computes them: Cebere et al.'s CIFAR-10 section, ``alexnet``)."""
     from hsaudit.data.datasets import DATASETS
