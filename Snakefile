@@ -24,6 +24,7 @@ validate_config(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml
 include: "workflow/rules/common.smk"
 include: "workflow/rules/constraints.smk"
 include: "workflow/rules/cebere.smk"
+include: "workflow/rules/section6.smk"
 include: "workflow/rules/steinke.smk"
 include: "workflow/rules/annamalai.smk"
 include: "workflow/rules/one_run.smk"

@@ -19,7 +19,7 @@ The package is cut in layers; each imports only the layers below it (``tests/tes
 ==============  =====================================================================================
 
 A fifth paper is a package under ``experiments/`` plus one rules file in ``workflow/rules/`` and a line of
-``pipeline.costs.EXPERIMENTS``; a new model is a ``ModelSpec`` in ``engine.models``; a new dataset an entry of
+``experiments.plans.EXPERIMENTS``; a new model is a ``ModelSpec`` in ``engine.models``; a new dataset an entry of
 ``data.datasets``; a new estimator a rule of ``audit.rules``; a new canary type an entry of ``engine.canaries``
 (docs/architecture.md).
 

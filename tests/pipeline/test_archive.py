@@ -177,10 +177,10 @@ def test_workflow_archive_of_fig3(fig3_built, tmp_path, monkeypatch):
     config = yaml.safe_load((root / "config.resolved.yaml").read_text())
     assert config["scale"] == "smoke" and config["section6"]["runs_per_world"] == 2000
     jobs = json.loads((root / "jobs.json").read_text())
-    assert jobs["results/fig3.pdf"]["rule"] == "plot_cebere_fig3"
+    assert jobs["results/fig3.pdf"]["rule"] == "plot_section6_fig3"
     prov = json.loads((root / "provenance.json").read_text())
     # The figure job ran with the code version of its script over the frozen copy, which jobs.json records.
-    script = work / "workflow" / "scripts" / "plot_cebere_section6.py"
+    script = work / "workflow" / "scripts" / "plot_section6.py"
     frozen = provenance.script_version(script, root=work / "_pkg" / "hsaudit")
     assert frozen in json.dumps(jobs["results/fig3.pdf"]["params"])
     assert prov["archive_code_version"] == provenance.script_version(

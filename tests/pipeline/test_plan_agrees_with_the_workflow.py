@@ -32,8 +32,7 @@ def resolved(scale: str) -> dict:
 
 
 def our_targets(config: dict) -> list:
-    cebere = cebere_plan(config)
-    return [*cebere.targets, *one_run_plan(config, populations=cebere.base).targets]
+    return [*cebere_plan(config).targets, *one_run_plan(config).targets]
 
 
 def job_graph(dot: str) -> tuple[dict[int, tuple[str, dict[str, str]]], dict[int, set[int]]]:

@@ -15,7 +15,7 @@ def test_every_papers_score_is_a_registry_entry():
     from hsaudit.experiments.cebere.train.adversaries import ADVERSARIES, SCORES as CEBERE
     from hsaudit.experiments.one_run.values import SCORE_ENTRIES, SCORES as ONE_RUN
     from hsaudit.experiments.steinke.train.canaries import SCORES as STEINKE, STEINKE_CANARIES
-    from hsaudit.experiments.steinke.train.values import SCORES as TABLE1
+    from hsaudit.experiments.steinke.values import SCORES as TABLE1
 
     assert set(CEBERE) == set(ADVERSARIES)
     assert set(ONE_RUN) == set(SCORE_ENTRIES) and set(STEINKE) == {*STEINKE_CANARIES, *TABLE1}

@@ -68,12 +68,12 @@ def test_parameter_change_reruns_only_its_jobs(built_copy):
     # The exact law's grid is a parameter of compute_exact_law only.
     _set_smoke(work, exact={"cells_per_clip": 21, "cells_per_sd": 10})
     out = dry(work, TARGET)
-    assert job_counts(out) == {"compute_cebere_exact_law": 2, "plot_cebere_fig3": 1}, out
+    assert job_counts(out) == {"compute_section6_exact_law": 2, "plot_section6_fig3": 1}, out
     assert "Params have changed" in out
     # The literal rule's R is a parameter of the literal audits only (plus their Clopper–Pearson table).
     _set_smoke(work, exact={"cells_per_clip": 20, "cells_per_sd": 10}, literal_runs_per_world=1000)
     counts = job_counts(dry(work, TARGET))
-    assert counts == {"audit_cebere_process": 2, "tabulate_cebere_cp": 1, "plot_cebere_fig3": 1}, counts
+    assert counts == {"audit_section6_process": 2, "tabulate_section6_cp": 1, "plot_section6_fig3": 1}, counts
 
 
 @pytest.mark.slow
@@ -82,11 +82,11 @@ def test_package_code_change_reruns_dependent_jobs(built_copy):
     work = built_copy
     # A copy of the package elsewhere has the same code version: nothing to do.
     assert job_counts(dry(work, TARGET)) == {}
-    with open(work / "_pkg" / "hsaudit" / "experiments" / "cebere" / "section6" / "process.py", "a") as fh:
+    with open(work / "_pkg" / "hsaudit" / "experiments" / "section6" / "process.py", "a") as fh:
         fh.write("\n_EDITED = True  # an edit that changes the source hash\n")
     out = dry(work, TARGET)
     counts = job_counts(out)
-    assert counts.get("audit_cebere_process") == 4 and counts.get("plot_cebere_fig3") == 1, out
+    assert counts.get("audit_section6_process") == 4 and counts.get("plot_section6_fig3") == 1, out
     assert "Params have changed" in out, out
 
 
@@ -101,12 +101,12 @@ def test_script_files_rerun_by_their_code_not_their_mtime(built_copy):
     for script in (work / "workflow" / "scripts").glob("*.py"):
         os.utime(script, (later, later))
     assert job_counts(dry(work, TARGET)) == {}
-    script = work / "workflow" / "scripts" / "audit_cebere_process.py"
+    script = work / "workflow" / "scripts" / "audit_section6_process.py"
     script.write_text(script.read_text() + "\n# a comment: no code changes\n")
     assert job_counts(dry(work, TARGET)) == {}
     script.write_text(script.read_text() + "\n_EDITED = True\n")
     counts = job_counts(dry(work, TARGET))
-    assert counts.get("audit_cebere_process") == 4 and counts.get("plot_cebere_fig3") == 1, counts
+    assert counts.get("audit_section6_process") == 4 and counts.get("plot_section6_fig3") == 1, counts
 
 
 def test_every_script_rule_carries_a_code_version():

@@ -78,15 +78,15 @@ def test_dry_run_of_fig3_and_every_section6_figure(workflow_copy):
     )
     out = proc.stdout + proc.stderr
     for rule in (
-        "tabulate_cebere_cp",
-        "audit_cebere_process",
-        "compute_cebere_exact_law",
-        "plot_cebere_fig3",
-        "plot_cebere_fig14",
-        "plot_cebere_fig6b",
-        "search_cebere_threshold",
-        "plot_cebere_fig6c",
-        "plot_cebere_fig10",
+        "tabulate_section6_cp",
+        "audit_section6_process",
+        "compute_section6_exact_law",
+        "plot_section6_fig3",
+        "plot_section6_fig14",
+        "plot_section6_fig6b",
+        "search_section6_threshold",
+        "plot_section6_fig6c",
+        "plot_section6_fig10",
     ):
         assert rule in out
 

@@ -44,7 +44,7 @@ rule audit_annamalai:
         "../../envs/analysis.yaml"
     threads: 1
     resources:
-        mem_mb=lambda wc: 800 + config["annamalai"]["runs_per_world"] // 50,
+        mem_mb=ANNAMALAI.audit_mem_mb,
         runtime=15,
     params:
         job=lambda wc: ANNAMALAI.audits[wc.cell],

@@ -7,7 +7,7 @@
 # canary-free reference models, the calibrated score K reference models with their own bits), plot.
 from hsaudit.experiments.one_run.plan import plan as one_run_plan
 
-ONE_RUN = one_run_plan(config, populations=CEBERE.base)
+ONE_RUN = one_run_plan(config)
 
 
 rule craft_one_run_canaries:
@@ -32,7 +32,7 @@ rule craft_one_run_canaries:
     params:
         spec=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).params,
         seed=lambda wc: ONE_RUN.craft_seed(wc.dataset, wc.key),
-        device=lambda wc: config[wc.dataset]["device"],
+        device=lambda wc: ONE_RUN.devices[wc.dataset],
         code_version=script_version("craft_one_run_canaries"),
     script:
         "../scripts/craft_one_run_canaries.py"
@@ -61,7 +61,7 @@ rule train_one_run_shard:
     params:
         spec=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).params,
         master_seed=ONE_RUN.seed,
-        device=lambda wc: config[wc.dataset]["device"],
+        device=lambda wc: ONE_RUN.devices[wc.dataset],
         code_version=script_version("train_one_run_shard"),
     script:
         "../scripts/train_one_run_shard.py"
@@ -92,7 +92,7 @@ rule simulate_one_run_noiseless:
         run="noiseless",
         models=1,
         master_seed=ONE_RUN.seed,
-        device=lambda wc: config[wc.dataset]["device"],
+        device=lambda wc: ONE_RUN.devices[wc.dataset],
         code_version=script_version("train_one_run_reference"),
     script:
         "../scripts/train_one_run_reference.py"
@@ -125,7 +125,7 @@ rule train_one_run_reference:
         run=lambda wc: "reference" if wc.kind == "free" else "calibration",
         models=lambda wc: int(wc.models),
         master_seed=ONE_RUN.seed,
-        device=lambda wc: config[wc.dataset]["device"],
+        device=lambda wc: ONE_RUN.devices[wc.dataset],
         code_version=script_version("train_one_run_reference"),
     script:
         "../scripts/train_one_run_reference.py"
@@ -155,14 +155,10 @@ rule audit_one_run_canaries:
     params:
         models=lambda wc: list(ONE_RUN.audit(wc.dataset, wc.key).models),
         steps=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).steps,
-        guess_fractions=config["one_run"]["guess_fractions"],
-        guess_counts=config["one_run"]["guess_counts"],
-        ceiling=config["one_run"]["ceiling"],
+        **ONE_RUN.options,
         seed=SEED,
         delta=AUDIT["delta"],
         confidence=AUDIT["confidence"],
-        coordinates=config["one_run"]["coordinates"],
-        scores=config["one_run"]["scores"],
         shift=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).canary_shift,
         code_version=script_version("audit_one_run_canaries"),
     script:

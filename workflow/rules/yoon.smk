@@ -36,15 +36,15 @@ rule train_yoon_models:
         bench_path("yoon/train_yoon_models/{population}/run{run}")
     conda:
         "../../envs/torch.yaml"
-    threads: config["yoon"]["resources"]["threads"]
+    threads: YOON.resources["threads"]
     resources:
-        mem_mb=config["yoon"]["resources"]["mem_mb"],
-        runtime=config["yoon"]["resources"]["runtime"],
-        gpu=config["yoon"]["resources"]["gpu"],
+        mem_mb=YOON.resources["mem_mb"],
+        runtime=YOON.resources["runtime"],
+        gpu=YOON.resources["gpu"],
     params:
         spec=lambda wc: YOON.trainings[wc.population],
         noise_multiplier=lambda wc: YOON.noise_multiplier(wc.population),
-        device=config["yoon"]["device"],
+        device=YOON.device,
         code_version=script_version("train_yoon_models"),
     script:
         "../scripts/train_yoon_models.py"
@@ -67,7 +67,7 @@ rule audit_yoon_run:
         mem_mb=8000,
         runtime=120,
         gpu=lambda wc: (
-            config["yoon"]["resources"]["gpu"]
+            YOON.resources["gpu"]
             if YOON.audits[wc.audit]["access"] == "black"
             else 0
         ),
@@ -77,7 +77,7 @@ rule audit_yoon_run:
         delta=AUDIT["delta"],
         rule=YOON.rule.spec,
         valid_rule=YOON.valid_rule.spec,
-        device=config["yoon"]["device"],
+        device=YOON.device,
         code_version=script_version("audit_yoon_run"),
     script:
         "../scripts/audit_yoon_run.py"

@@ -24,7 +24,7 @@ Ties go to the lowest threshold, as in a scan in increasing order. Used by the t
 Clopper–Pearson rules (:func:`hsaudit.audit.threshold.best_threshold`, R ≥ 10⁵) and
 :func:`hsaudit.audit.gdp_audit_two_sample` (the Section 6 experiments); the tests check it against the sorted
 search of :mod:`hsaudit.audit.threshold` and a naive scan of every midpoint
-(``tests/audit/test_audit.py``, ``tests/experiments/cebere/test_section6.py``). numpy only.
+(``tests/audit/test_audit.py``, ``tests/experiments/section6/test_section6.py``). numpy only.
 """
 
 from __future__ import annotations

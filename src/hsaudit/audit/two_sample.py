@@ -7,7 +7,7 @@ through the same threshold search as :func:`hsaudit.audit.audit_scores` under th
 (n, confidence) and loaded by each job (:func:`cp_upper_table`, :func:`gdp_tables`), and with the
 assumption-free (ε, δ) bound maximised over thresholds as well. fig3 runs ~10,000 such audits of 2·10⁶ scores.
 Same thresholds and counts as :func:`hsaudit.audit.audit_scores`, and μ̂ to ~1e-13 (its tables take
-Φ⁻¹(1 − CP) where the audit's take −Φ⁻¹(CP)); ``tests/experiments/cebere/test_section6.py`` checks this against
+Φ⁻¹(1 − CP) where the audit's take −Φ⁻¹(CP)); ``tests/experiments/section6/test_section6.py`` checks this against
 :func:`hsaudit.audit.audit_scores` and a naive scan of every midpoint threshold.
 """
 
@@ -134,7 +134,7 @@ def gdp_audit_two_sample(
 
     Equivalent to evaluating the statistics of :class:`GdpTables` at every midpoint between sorted scores and
     taking their max (Cebere et al. Algorithm 4; Nasr et al. 2023), without sorting the 2R scores
-    (:func:`hsaudit.audit.search.max_over_thresholds`). ``tests/experiments/cebere/test_section6.py`` checks the result against a
+    (:func:`hsaudit.audit.search.max_over_thresholds`). ``tests/experiments/section6/test_section6.py`` checks the result against a
     naive scan of every midpoint.
 
     Args:

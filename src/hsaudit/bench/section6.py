@@ -15,7 +15,8 @@ import time
 
 import numpy as np
 
-from hsaudit.experiments.cebere import section6 as s6
+from hsaudit.audit.two_sample import cp_upper_table, gdp_audit_two_sample, gdp_tables
+from hsaudit.experiments.section6 import exact, process, records
 
 
 def measure(
@@ -35,7 +36,7 @@ def measure(
     """Run the benchmark and return its numbers (seconds)."""
     if cores < 1 or cells < 1 or jobs < 1:
         raise ValueError(f"cores, cells and jobs must be >= 1, got {cores}, {cells}, {jobs}")
-    proc = s6.Process(sigma=sigma, batch_size=batch, steps=steps, rule=rule)
+    proc = process.Process(sigma=sigma, batch_size=batch, steps=steps, rule=rule)
     out: dict = {
         "sigma": sigma,
         "batch_size": batch,
@@ -46,19 +47,19 @@ def measure(
     }
 
     t = time.perf_counter()
-    tables = s6.gdp_tables(runs, runs, confidence=0.95, delta=1e-5, cp0=s6.cp_upper_table(runs, 0.95))
+    tables = gdp_tables(runs, runs, confidence=0.95, delta=1e-5, cp0=cp_upper_table(runs, 0.95))
     out["cp_table_s"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    for _ in s6.iter_scores(proc, runs=runs, inserted=True, rng=s6.world_rng(seed, "bench", "sim")):
+    for _ in process.iter_scores(proc, runs=runs, inserted=True, rng=process.world_rng(seed, "bench", "sim")):
         pass
     out["simulate_world_s"] = time.perf_counter() - t  # one world, T steps
 
     worlds = [
-        s6.simulate_scores(proc, runs=runs, inserted=bool(b), rng=s6.world_rng(seed, "bench", b))[-1] for b in (0, 1)
+        process.simulate_scores(proc, runs=runs, inserted=bool(b), rng=process.world_rng(seed, "bench", b))[-1] for b in (0, 1)
     ]
     t = time.perf_counter()
-    fast = s6.gdp_audit_two_sample(worlds[0], worlds[1], tables)
+    fast = gdp_audit_two_sample(worlds[0], worlds[1], tables)
     out["fast_audit_step_s"] = time.perf_counter() - t
     from hsaudit.audit.auditor import Paper, audit_scores
 
@@ -71,7 +72,7 @@ def measure(
     out["fast_equals_core"] = bool(abs(fast.mu - core.mu) < 1e-9)
 
     t, c = time.perf_counter(), time.process_time()
-    s6.audit_records(
+    records.audit_records(
         rule=rule,
         sigma=sigma,
         batch_sizes=[batch],
@@ -83,14 +84,14 @@ def measure(
         seed=seed,
         delta=1e-5,
         confidence=0.95,
-        mode="paper",
+        audit_rule=records.PAPER,
         tables=tables,
     )
     out["cell_s"] = time.perf_counter() - t
     out["cell_cpu_s"] = time.process_time() - c  # robust to other processes competing for the cores
 
     t = time.perf_counter()
-    s6.exact_epsilon_curve(proc, delta=1e-5)
+    exact.exact_epsilon_curve(proc, delta=1e-5)
     out["exact_cell_s"] = time.perf_counter() - t
 
     cpu = cells * (out["cell_cpu_s"] + out["exact_cell_s"]) + out["cp_table_s"] + jobs * startup

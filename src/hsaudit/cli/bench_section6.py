@@ -7,7 +7,7 @@ import argparse
 import json
 
 from hsaudit.bench.section6 import measure
-from hsaudit.experiments.cebere.section6 import RULES
+from hsaudit.experiments.section6.process import RULES
 
 
 def register(sub) -> None:

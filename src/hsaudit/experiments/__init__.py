@@ -3,7 +3,8 @@ audit jobs, figures), ``train`` (engine and data only), ``audit`` (scores → ta
 ``figures`` (one signature, one ``FIGURES`` registry).
 
 - :mod:`~hsaudit.experiments.cebere` — Cebere, Bellet & Papernot: gradient-crafting adversaries on trained models
-  (Housing, CIFAR-10) and the one-dimensional process of Section 6;
+  (Housing, CIFAR-10);
+- :mod:`~hsaudit.experiments.section6` — the same paper's Section 6: the one-dimensional process, simulated;
 - :mod:`~hsaudit.experiments.one_run` — the one-run audit on Cebere's populations;
 - :mod:`~hsaudit.experiments.steinke` — Steinke, Nasr et al.: the last-iterate heuristic experiments;
 - :mod:`~hsaudit.experiments.annamalai` — Annamalai: the loss that defeats hidden-state amplification;

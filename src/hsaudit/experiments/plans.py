@@ -2,8 +2,9 @@
 
 Every experiment package (``hsaudit.experiments.<name>``) has the same shape:
 
-- ``plan.py``: ``plan(config) -> <Name>Plan``, from the resolved config (the scale preset applied; the whole
-  mapping, so that a study can read the sections it shares with a paper) to frozen values. The plan object has at
+- ``plan.py``: ``plan(config) -> <Name>Plan`` (one argument, every package), from the resolved config (the scale
+  preset applied; the whole mapping, so that a study can read the sections it shares with a paper, and another
+  experiment's plan through :func:`plan_of`) to frozen values. The plan object has at
   least ``populations`` (a tuple of :class:`Population`: what is trained, keyed by where it lives) and
   ``targets`` (a tuple of :class:`Target`: the figures and tables it makes), beside whatever its rules need (audit
   jobs, shards, keys). The workflow's rule file and :mod:`hsaudit.pipeline.costs` call the same function, so
@@ -11,17 +12,46 @@ Every experiment package (``hsaudit.experiments.<name>``) has the same shape:
 - ``train.py`` (or a ``train`` package): imports the engine and data layers only; what the training jobs run.
 - ``audit.py``: scores → tables; imports the audit layer only.
 - ``figures.py`` (or a ``figures`` package): every figure function has the signature
-  ``fn(table, *, pdf, csv, facts)`` and is listed in one ``FIGURES`` mapping (figure id → function).
+  ``fn(table, *, pdf, csv, facts) -> pd.DataFrame`` (it writes ``pdf`` and ``csv`` and returns the table it wrote
+  to ``csv``, every plotted number: a test or a caller checks what was drawn without reading the file back) and is
+  listed in one ``FIGURES`` mapping (figure id → function).
+- ``values.py``, where a package needs one: plain values that the plan checks and a side reads (imports the util
+  layer at most), at the package's top, never inside ``train``.
+
+tests/experiments/test_package_shape.py checks this shape for every package of :data:`EXPERIMENTS`.
 
 This module is imported by plan modules only (never by a training job), so editing it reruns no training.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import importlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 KINDS = ("cpu", "gpu")
+
+#: The experiment packages (``hsaudit.experiments.<name>``) whose plans the workflow runs, in the order ``hsaudit
+#: plan`` lists them. A new experiment is one entry here beside its package and its rule file
+#: (``workflow/rules/<name>.smk``); tests/experiments/test_package_shape.py checks every entry's shape.
+EXPERIMENTS = ("cebere", "section6", "one_run", "steinke", "yoon", "annamalai", "byo")
+
+
+def plan_of(name: str, config: Mapping[str, Any]) -> Any:
+    """The plan of experiment ``name`` (:data:`EXPERIMENTS`): ``plan(config)`` of its package.
+
+    A plan that reads what another experiment plans (the one-run study reads Cebere's base audits) asks for that
+    plan here, as a value: no package imports another's modules.
+    """
+    if name not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {name!r}; choose from {', '.join(EXPERIMENTS)}")
+    return importlib.import_module(f"hsaudit.experiments.{name}.plan").plan(config)
+
+
+def gpu_requested(section: Mapping[str, Any]) -> bool:
+    """Whether a config section's training jobs ask for a GPU (``resources.gpu`` > 0)."""
+    return int((section.get("resources") or {}).get("gpu", 0) or 0) > 0
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ Two uses:
 - **Reruns.** Snakemake reruns a job when one of its ``params`` changes. Every rule that runs package code
   passes ``code_version=script_version(...)`` (``workflow/rules/common.smk``): a SHA-256 of its script and of
   exactly the package modules that script imports, transitively. Editing an estimator therefore reruns the audit
-  and figure jobs that import it and never a training job; editing ``hsaudit/experiments/cebere/section6/exact.py``
+  and figure jobs that import it and never a training job; editing ``hsaudit/experiments/section6/exact.py``
   reruns Section 6 jobs only. ``tests/pipeline/test_provenance.py`` holds this for every rule family.
 
   What counts as "imported": a module named in an ``import`` or ``from … import`` (at top level or inside a
@@ -137,7 +137,7 @@ def module_files(*modules: str, root: Path | None = None) -> list[Path]:
     """Source files that importing ``modules`` runs: the modules, their transitive imports, their parents.
 
     Args:
-        *modules: dotted names (``"hsaudit.experiments.cebere.section6"``; the ``hsaudit.`` prefix may be left out).
+        *modules: dotted names (``"hsaudit.experiments.section6"``; the ``hsaudit.`` prefix may be left out).
             None: every ``.py`` file of the package.
         root: package directory (default: the installed package; tests pass a copy).
 

@@ -10,7 +10,7 @@ import yaml
 
 from conftest import REPO
 from hsaudit.experiments.cebere.figures import FIGURES
-from hsaudit.experiments.cebere.plan import SECTION6_FIGURES, plan, plan_dataset
+from hsaudit.experiments.cebere.plan import plan, plan_dataset
 from hsaudit.experiments.one_run.figures import FIGURES as ONE_RUN_FIGURES
 from hsaudit.pipeline.config import resolve_scale
 
@@ -34,8 +34,8 @@ def test_every_target_has_its_figure_function_with_the_one_signature(planned):
 
 def test_targets_kinds_and_parts(planned):
     by_id = {t.id: t for t in planned.targets}
-    assert {i for i, t in by_id.items() if not t.trained} == set(SECTION6_FIGURES)
-    assert {i for i, t in by_id.items() if t.kind == "cpu"} == {"fig1c", "fig4", "fig7", *SECTION6_FIGURES}
+    assert all(t.trained for t in by_id.values())
+    assert {i for i, t in by_id.items() if t.kind == "cpu"} == {"fig1c", "fig4", "fig7"}
     assert by_id["fig1"].parts == ("fig1c",)
 
 
@@ -84,13 +84,3 @@ def test_the_base_audit_is_the_sections_own_gc_r_repetition_0():
 def test_plan_dataset_refuses_an_unknown_dataset():
     with pytest.raises(ValueError, match="'mnist'"):
         plan_dataset(resolved("smoke")["housing"], seed=0, dataset="mnist")
-
-
-def test_section6_paths_follow_its_values():
-    config = resolved("smoke")
-    s6 = plan(config).section6
-    section = config["section6"]
-    assert len(s6.audits) == len(section["rules"]) * len(section["sigmas"])
-    assert s6.exact == [f"results/section6/exact/{r}.csv" for r in section["rules"]]
-    assert len(s6.searches) == len(section["threshold_search"]["sigmas"]) * len(section["threshold_search"]["batch_sizes"])
-    assert s6.cp_tables(10) == (["results/section6/cp_table/n10.npy"] if config["audit"]["mode"] == "paper" else [])

@@ -35,7 +35,7 @@ def config() -> dict:
 def one_run_plan(config: dict, one_run: dict | None = None):
     """The one-run plan as the rules build it: from the config and Cebere et al.'s plan's base audits."""
     config = {**config, "one_run": one_run or config["one_run"]}
-    return plan(config, populations=cebere_plan(config).base)
+    return plan(config)
 
 
 def test_plan_shares_the_population_audit_with_fig1c(config):

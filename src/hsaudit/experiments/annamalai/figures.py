@@ -17,7 +17,7 @@ from hsaudit.experiments.plotting import PALETTE, figure, footer_text, save
 from hsaudit.util.io import write_csv_atomic
 
 
-def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
+def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
     """FNR vs FPR: observations, PLD curve (all iterates), linear-loss curve; one panel per setting."""
     names = list(dict.fromkeys(table["setting"]))
     fig, axes = figure(ncols=len(names), height=3.0)
@@ -49,6 +49,7 @@ def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
     write_csv_atomic(table, csv)
     footer = footer_text(**facts, R=f"{runs} per dataset", audit="none (raw rates)", delta=table["delta"].iloc[0])
     save(fig, pdf, footer=footer)
+    return table
 
 
 _BASE_LABEL = {"three_sigma": "P = 10^⌈log10 3σ⌉ (printed)", "half_width": "P/2 ≥ 6σ + 1"}
@@ -79,7 +80,7 @@ def fig2_summary(audits: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def plot_fig2(audits: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
+def plot_fig2(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
     """ε_emp (mean ± 2 sd over repetitions) vs theoretical ε, one line per (q, T); y = x.
 
     Lines: the configured encoding-base rule (paper's audit, and its Clopper–Pearson variant); markers: the other
@@ -92,7 +93,7 @@ def plot_fig2(audits: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, A
     facts = dict(facts)
     tail_floor = float(facts.pop("tail_floor"))
     base_rule = facts.pop("base_rule", "half_width")
-    summ = fig2_summary(audits)
+    summ = fig2_summary(table)
     fig, axes = figure(ncols=1, width=7.0, height=3.8)
     ax = axes[0][0]
     settings = summ[["sampling_rate", "steps"]].drop_duplicates().to_numpy()
@@ -185,9 +186,9 @@ def plot_fig2(audits: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, A
     ax.set_xlabel("theoretical ε")
     ax.set_ylabel("empirical ε_emp")
     ax.legend(frameon=False, fontsize=5.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # off the data
-    runs = int(audits["runs_per_world"].iloc[0])
-    reps = int(audits["repetition"].max()) + 1
-    conf = float(audits["confidence"].iloc[0]) if "confidence" in audits else float("nan")
+    runs = int(table["runs_per_world"].iloc[0])
+    reps = int(table["repetition"].max()) + 1
+    conf = float(table["confidence"].iloc[0]) if "confidence" in table else float("nan")
     write_csv_atomic(summ, csv)
     save(
         fig,
@@ -199,7 +200,8 @@ def plot_fig2(audits: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, A
             P=base_rule,
         ),
     )
+    return summ
 
 
-FIGURES: dict[str, Callable[..., None]] = {"fig1": plot_fig1, "fig2": plot_fig2}
+FIGURES: dict[str, Callable[..., pd.DataFrame]] = {"fig1": plot_fig1, "fig2": plot_fig2}
 """The Annamalai figures by id, each ``fn(table, *, pdf, csv, facts)``."""

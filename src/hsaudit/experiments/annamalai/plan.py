@@ -54,6 +54,7 @@ class AnnamalaiPlan:
             (:func:`hsaudit.experiments.annamalai.construction.setting_statistics`) and its ``audit``
             (:func:`hsaudit.experiments.annamalai.audit.fig1_table`, the statistics aside).
         figures: figure id (``fig1``, ``fig2``) → its inputs and facts.
+        audit_mem_mb: the memory of one audit job (it holds the repetitions' statistics).
     """
 
     populations: tuple[Population, ...]
@@ -63,6 +64,7 @@ class AnnamalaiPlan:
     audit_tables: dict[str, str]
     fig1: dict[str, Any]
     figures: dict[str, Figure]
+    audit_mem_mb: int = 800
 
     def audit_table(self, audit: str) -> str:
         """The calibration table an audit reads."""
@@ -173,4 +175,5 @@ def plan(config: Mapping[str, Any]) -> AnnamalaiPlan:
         audit_tables=audit_tables,
         fig1=fig1,
         figures=figures,
+        audit_mem_mb=800 + int(an["runs_per_world"]) // 50,
     )

@@ -38,7 +38,7 @@ def _bars(report: Mapping[str, Any]) -> pd.DataFrame:
     return frame
 
 
-def plot_scores(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
+def plot_scores(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
     """Left: histograms of the canary's score without and with it. Right: the verdict's ε̂ (a one-sided lower bound)
     and the AUROC's point estimate with its bootstrap interval, against the claimed ε, ours and the heuristic."""
     report = facts["report"]
@@ -79,7 +79,8 @@ def plot_scores(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, 
     ax.set_xlabel(f"ε at δ = {report['delta']:g}")
     ax.set_xlim(0.0, 1.3 * top)
     ax.set_title("ε̂ against the claimed ε (dashed)")
-    write_csv_atomic(bars.assign(verdict=report["verdict"], runs_out=report["runs_out"], runs_in=report["runs_in"]), csv)
+    written = bars.assign(verdict=report["verdict"], runs_out=report["runs_out"], runs_in=report["runs_in"])
+    write_csv_atomic(written, csv)
     footer = footer_text(
         scale=facts.get("scale", "-"),
         R=f"{report['runs_out']} + {report['runs_in']}",
@@ -88,7 +89,8 @@ def plot_scores(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, 
         code_version=facts.get("code_version", ""),
     )
     save(fig, pdf, footer=footer)
+    return written
 
 
-FIGURES: dict[str, Callable[..., None]] = {"scores": plot_scores}
+FIGURES: dict[str, Callable[..., pd.DataFrame]] = {"scores": plot_scores}
 """Figure id → function (``results/byo/{name}/fig.pdf`` is ``scores``)."""

@@ -1,9 +1,9 @@
 """Cebere, Bellet & Papernot (2025): the plan, from the resolved config to the frozen values its rules run.
 
-:func:`plan` reads the ``housing``, ``cifar10``, ``section6`` and ``audit`` sections (after the scale preset) and
+:func:`plan` reads the ``housing``, ``cifar10`` and ``audit`` sections (after the scale preset) and
 returns a :class:`CeberePlan`: the trained populations and the figure targets (the values
 ``workflow/rules/cebere.smk`` and ``hsaudit plan`` both read), the audits, setups and figure jobs of the trained-model
-experiments, and the Section 6 values.
+experiments (Section 6, the one-dimensional process, is its own package: :mod:`hsaudit.experiments.section6`).
 
 Trained-model experiments (§5, Appendices C–E): the FCNN on California Housing (fig1c, fig4, fig7) and the
 ConvNet, ResNet18-GN and an AlexNet last layer on CIFAR-10 (fig1, fig2, fig5, fig6a, fig8, fig11, fig12, fig13;
@@ -23,9 +23,6 @@ Table 2 lists their hyper-parameters). One dataset section (``housing``, ``cifar
   :class:`BaseAudit`: the population audit that a study of the same configuration compares with (the one-run
   study, :mod:`hsaudit.experiments.one_run`, receives it as a value).
 
-Section 6 (the one-dimensional process: fig3, fig6b, fig6c, fig10, fig14; :mod:`hsaudit.experiments.cebere.section6`)
-plans into a :class:`Section6Plan` (simulate → audit → plot, no training).
-
 No job imports this module (the training jobs run :mod:`hsaudit.experiments.cebere.train`, the audits
 :mod:`hsaudit.experiments.cebere.audit`), so editing the plan reruns no job whose values it leaves alone.
 """
@@ -40,7 +37,7 @@ from typing import Any
 from hsaudit.audit.rules import DEFAULT_RULE, ThresholdRule, config_rules
 from hsaudit.data.datasets import configured_identity
 from hsaudit.engine.models import ModelSpec, option_names, spec_of
-from hsaudit.experiments.plans import Population, Target
+from hsaudit.experiments.plans import Population, Target, gpu_requested
 from hsaudit.util.mapping import deep_merge, grid_points, key_of
 from hsaudit.util.seeding import derive_seed
 
@@ -49,7 +46,6 @@ DATASETS = ("housing", "cifar10")
 
 HOUSING_FIGURES = ("fig1c", "fig4", "fig7")
 CIFAR_FIGURES = ("fig1", "fig2", "fig5", "fig6a", "fig8", "fig11", "fig12", "fig13")
-SECTION6_FIGURES = ("fig3", "fig6b", "fig6c", "fig10", "fig14")
 TABLE2 = "results/table2.md"
 
 # The keys of a dataset section that are not audit values (every other key may be overridden per figure).
@@ -455,112 +451,6 @@ def hyperparameters(plan: DatasetPlan, *, audit: Mapping[str, Any]) -> list[dict
     return out
 
 
-# -------------------------------------------------------------------------------------------- Section 6
-
-
-def check_section6_config(section: Mapping[str, Any]) -> None:
-    """Cross-key checks of the ``section6`` config section that the JSON schema cannot express.
-
-    Args:
-        section: the resolved ``section6`` section (scale preset merged in).
-
-    Raises:
-        ValueError: naming the offending key (e.g. a panel σ that is not simulated).
-    """
-    sigmas = [float(s) for s in section["sigmas"]]
-    search_sigmas = section["threshold_search"]["sigmas"]
-    for key, values in (("section6.sigmas", sigmas), ("section6.threshold_search.sigmas", search_sigmas)):
-        for s in values:
-            if not re.fullmatch(r"\d+(\.\d+)?", f"{float(s):g}"):
-                raise ValueError(f"{key}: {s} cannot be written as a plain decimal (use e.g. 0.5, 2, 7.25)")
-    for s in section["panel_sigmas"]:
-        if float(s) not in sigmas:
-            raise ValueError(f"section6.panel_sigmas: {s} is not one of section6.sigmas {section['sigmas']}")
-    if section["tradeoff"]["step"] > section["steps"]:
-        raise ValueError(
-            f"section6.tradeoff.step: {section['tradeoff']['step']} exceeds section6.steps = {section['steps']}"
-        )
-    lo, hi = section["landscape"]["range"]
-    if not lo < hi:
-        raise ValueError(f"section6.landscape.range: need low < high, got {section['landscape']['range']}")
-
-
-@dataclass(frozen=True)
-class Section6Plan:
-    """The Section 6 process (simulate → audit → plot, and its exact law): what its rules run.
-
-    Attributes:
-        values: the resolved ``section6`` section.
-        rules: the sign rules of the process (the ``{sign}`` wildcard).
-        sigmas: σ of the audits, as written in paths (``0.5``, ``2``).
-        search_cells: (σ, B) of the threshold-search jobs (fig6c).
-        runs: R per world of each sign rule's audits (the literal rule may run cheaper, see config).
-        paper_mode: whether the audits use the paper's rule (and so the shared Clopper–Pearson tables).
-        facts: what every Section 6 figure's footer states (scale, audit rule, confidence, δ).
-    """
-
-    values: Mapping[str, Any]
-    rules: tuple[str, ...]
-    sigmas: tuple[str, ...]
-    search_cells: tuple[tuple[str, int], ...]
-    runs: Mapping[str, int]
-    paper_mode: bool
-    facts: Mapping[str, Any]
-
-    CP_TABLE = "results/section6/cp_table/n{n}.npy"
-    """The shared Clopper–Pearson table of R runs per world (paper mode only)."""
-
-    @property
-    def audits(self) -> list[str]:
-        """Every per-(rule, σ) audit table."""
-        return [f"results/section6/audit/{sign}/sigma{sigma}.csv" for sign in self.rules for sigma in self.sigmas]
-
-    @property
-    def exact(self) -> list[str]:
-        """Every per-rule exact-law table."""
-        return [f"results/section6/exact/{sign}.csv" for sign in self.rules]
-
-    @property
-    def searches(self) -> list[str]:
-        """Every threshold-search table (fig6c)."""
-        return [f"results/section6/threshold_search/sigma{s}_B{b}.csv" for s, b in self.search_cells]
-
-    def cp_tables(self, runs: int) -> list[str]:
-        """The Clopper–Pearson table an audit with R = ``runs`` per world reads (none outside paper mode)."""
-        return [self.CP_TABLE.format(n=int(runs))] if self.paper_mode else []
-
-
-def plan_section6(section: Mapping[str, Any], *, audit: Mapping[str, Any], scale: str) -> Section6Plan:
-    """Resolve the ``section6`` section (checked with :func:`check_section6_config`)."""
-    check_section6_config(section)
-    rules = tuple(section["rules"])
-    search = section["threshold_search"]
-    runs = {
-        sign: (
-            int(section["literal_runs_per_world"])
-            if sign == "literal" and section["literal_runs_per_world"]
-            else int(section["runs_per_world"])
-        )
-        for sign in rules
-    }
-    facts = {
-        "scale": scale,
-        "audit_mode": audit["mode"],
-        "selection_fraction": audit["selection_fraction"],
-        "confidence": audit["confidence"],
-        "delta": audit["delta"],
-    }
-    return Section6Plan(
-        values=section,
-        rules=rules,
-        sigmas=tuple(f"{float(s):g}" for s in section["sigmas"]),
-        search_cells=tuple((f"{float(s):g}", int(b)) for s in search["sigmas"] for b in search["batch_sizes"]),
-        runs=runs,
-        paper_mode=audit["mode"] == "paper",
-        facts=facts,
-    )
-
-
 # -------------------------------------------------------------------------------------------- figures
 
 
@@ -648,11 +538,12 @@ class CeberePlan:
     Attributes:
         seed: the master seed.
         datasets: dataset section -> its :class:`DatasetPlan`.
-        section6: the Section 6 values.
         figure_jobs: the plot jobs of the trained-model figures.
         table2: the rows of Table 2 (:func:`hyperparameters` of CIFAR-10, then Housing).
         data_sources: dataset -> the data source Table 2 names.
         resources: dataset -> the resources of its training jobs (threads, mem_mb, runtime, gpu).
+        data_options: dataset -> its ``data`` section (what ``prepare_data`` and ``extract_features`` read).
+        devices: dataset -> the torch device of its training and crafting jobs.
         populations: every trained population (one per audit a figure reads), keyed by its directory.
         targets: every figure and table.
         rule, valid_rule: the audits' threshold rule and the valid rule beside it, built once from the config's
@@ -661,11 +552,12 @@ class CeberePlan:
 
     seed: int
     datasets: Mapping[str, DatasetPlan]
-    section6: Section6Plan
     figure_jobs: tuple[FigureJob, ...]
     table2: tuple[dict[str, Any], ...]
     data_sources: Mapping[str, str]
     resources: Mapping[str, Mapping[str, Any]]
+    data_options: Mapping[str, Mapping[str, Any]]
+    devices: Mapping[str, str]
     populations: tuple[Population, ...]
     targets: tuple[Target, ...]
     rule: ThresholdRule = DEFAULT_RULE
@@ -707,10 +599,6 @@ class CeberePlan:
         return derive_seed(self.seed, f"{dataset}-audit", key, runs, size)
 
 
-def _gpu(section: Mapping[str, Any]) -> bool:
-    return int((section.get("resources") or {}).get("gpu", 0) or 0) > 0
-
-
 def _populations(datasets: Mapping[str, DatasetPlan], config: Mapping[str, Any]) -> tuple[Population, ...]:
     """One population per audit that a figure reads, with every figure that reads it. Its models are R (per
     repetition: repetitions are separate audits) plus, for the A_GC-S Noisy variants, the r simulated trainings."""
@@ -736,7 +624,7 @@ def _populations(datasets: Mapping[str, DatasetPlan], config: Mapping[str, Any])
                     models=ref.runs + (int(params["simulations"] or 0) if noisy else 0),
                     steps=int(dpsgd["steps"]),
                     batch=int(dpsgd["batch_size"]),
-                    gpu=_gpu(config[name]),
+                    gpu=gpu_requested(config[name]),
                     role=ref.adversary,
                     detail=f"C={dpsgd['clip_norm']:g} k={dpsgd['period']} rep={ref.rep}",
                 )
@@ -748,20 +636,17 @@ def plan(config: Mapping[str, Any]) -> CeberePlan:
     """Resolve the config (after the scale preset) into the values Cebere et al.'s rules run.
 
     Raises:
-        ValueError: naming the key of an inconsistent value (a figure's, or a Section 6 cross-check).
+        ValueError: naming the key of an inconsistent value (a figure's).
     """
     seed = int(config["seed"])
     datasets = {name: plan_dataset(config[name], seed=seed, dataset=name) for name in DATASETS}
-    section6 = plan_section6(config["section6"], audit=config["audit"], scale=config["scale"])
     jobs = _figure_jobs(datasets, scale=config["scale"])
-    simulated = tuple(Target(f"results/{f}.pdf", trained=False) for f in SECTION6_FIGURES)
     rule, valid_rule = config_rules(config["audit"])
     return CeberePlan(
         rule=rule,
         valid_rule=valid_rule,
         seed=seed,
         datasets=datasets,
-        section6=section6,
         figure_jobs=jobs,
         table2=tuple(
             hyperparameters(datasets["cifar10"], audit=config["audit"])
@@ -772,6 +657,8 @@ def plan(config: Mapping[str, Any]) -> CeberePlan:
             "housing": f"housing:{config['housing']['data']['path'] or 'sklearn'}",
         },
         resources={name: dict(config[name]["resources"]) for name in DATASETS},
+        data_options={name: dict(config[name]["data"]) for name in DATASETS},
+        devices={name: str(config[name]["device"]) for name in DATASETS},
         populations=_populations(datasets, config),
-        targets=(*(job.target for job in jobs), Target(TABLE2, kind="gpu"), *simulated),
+        targets=(*(job.target for job in jobs), Target(TABLE2, kind="gpu")),
     )

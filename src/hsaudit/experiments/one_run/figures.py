@@ -57,7 +57,7 @@ def series(part: pd.DataFrame) -> list[tuple[str, dict, pd.DataFrame]]:
     return out
 
 
-def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
+def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
     """Plot ε̂ against model-steps per audited dataset and write the PDF and the CSV (both atomically).
 
     Args:
@@ -108,11 +108,11 @@ def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
         scores=[s for s in SCORES if "score" in table and s in set(table["score"])] or None,
         code_version=facts.get("code_version", ""),
     )
-    write_csv_atomic(
-        table.assign(scale=scale, data_source=table["family"].map(lambda f: data_sources.get(f, f))), csv
-    )
+    written = table.assign(scale=scale, data_source=table["family"].map(lambda f: data_sources.get(f, f)))
+    write_csv_atomic(written, csv)
     save(fig, pdf, footer=footer)
+    return written
 
 
-FIGURES: dict[str, Callable[..., object]] = {"one_run/fig1": plot_fig1}
+FIGURES: dict[str, Callable[..., pd.DataFrame]] = {"one_run/fig1": plot_fig1}
 """Figure id → the function that draws it (``fn(table, *, pdf, csv, facts)``)."""

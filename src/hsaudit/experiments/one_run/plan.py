@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hsaudit.experiments.one_run.values import SCORES
-from hsaudit.experiments.plans import Population, Target
+from hsaudit.experiments.plans import Population, Target, gpu_requested, plan_of
 from hsaudit.util.mapping import key_of
 from hsaudit.util.seeding import derive_seed
 
@@ -176,12 +176,17 @@ class OneRunPlan:
         populations: the one-run models of each dataset and the population audits they are compared with (the
             latter with Cebere's roots, so they merge with Cebere's populations).
         targets: the figure.
+        options: what every audit job reads of the ``one_run`` section (guess_fractions, guess_counts, ceiling,
+            coordinates, scores).
+        devices: dataset -> the torch device of its crafting and training jobs (its section's ``device``).
     """
 
     seed: int
     audits: Mapping[str, OneRunAudit]
     populations: tuple[Population, ...]
     targets: tuple[Target, ...]
+    options: Mapping[str, Any]
+    devices: Mapping[str, str]
 
     @property
     def keys(self) -> str:
@@ -209,17 +214,15 @@ def _positive_ints(values: Sequence[Any], where: str) -> tuple[int, ...]:
     return out
 
 
-def _gpu(section: Mapping[str, Any]) -> bool:
-    return int((section.get("resources") or {}).get("gpu", 0) or 0) > 0
-
-
-def plan(config: Mapping[str, Any], *, populations: Mapping[str, PopulationAudit]) -> OneRunPlan:
+def plan(config: Mapping[str, Any]) -> OneRunPlan:
     """Resolve the ``one_run`` config section into one :class:`OneRunAudit` per audited dataset.
+
+    Each dataset's population audit of its section's own configuration is read from Cebere et al.'s plan, built
+    from the same config as a value (:func:`hsaudit.experiments.plans.plan_of`; its ``base``,
+    :attr:`hsaudit.experiments.cebere.plan.CeberePlan.base`).
 
     Args:
         config: the resolved config (``one_run``, the audited dataset sections, ``seed``).
-        populations: dataset -> the population audit of its section's own configuration (Cebere et al.'s plan's
-            ``base``: :attr:`hsaudit.experiments.cebere.plan.CeberePlan.base`).
 
     Raises:
         ValueError: naming the key: an unknown coordinate rule or dataset, θ0 not known, a list that is not
@@ -228,6 +231,7 @@ def plan(config: Mapping[str, Any], *, populations: Mapping[str, PopulationAudit
     """
     section = config["one_run"]
     seed = int(config["seed"])
+    populations: Mapping[str, PopulationAudit] = plan_of("cebere", config).base
     rule = section["coordinates"]
     if rule not in COORDINATE_RULES:
         raise ValueError(f"one_run.coordinates must be one of {COORDINATE_RULES}, got {rule!r}")
@@ -282,7 +286,7 @@ def plan(config: Mapping[str, Any], *, populations: Mapping[str, PopulationAudit
             model=values["model"],
             steps=int(dpsgd["steps"]),
             batch=int(dpsgd["batch_size"]),
-            gpu=_gpu(config[dataset]),
+            gpu=gpu_requested(config[dataset]),
         )
         rows.append(
             Population(
@@ -327,5 +331,7 @@ def plan(config: Mapping[str, Any], *, populations: Mapping[str, PopulationAudit
             )
         )
     # GPU-sized when one of its datasets trains on a GPU (CIFAR-10 at scale=paper).
-    kind = "gpu" if any(_gpu(config[d]) for d in section["families"]) else "cpu"
-    return OneRunPlan(seed, audits, tuple(rows), (Target(FIGURE, kind=kind),))
+    kind = "gpu" if any(gpu_requested(config[d]) for d in section["families"]) else "cpu"
+    options = {key: section[key] for key in ("guess_fractions", "guess_counts", "ceiling", "coordinates", "scores")}
+    devices = {d: str(config[d]["device"]) for d in section["families"]}
+    return OneRunPlan(seed, audits, tuple(rows), (Target(FIGURE, kind=kind),), options, devices)

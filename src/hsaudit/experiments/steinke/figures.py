@@ -64,7 +64,7 @@ def _legend_below(fig, ax, *, ncol: int, footer: str, space: float = 0.17) -> No
     fig.legend(handles, labels, loc="lower center", ncol=ncol, frameon=False, fontsize=6.5, bbox_to_anchor=(0.5, band))
 
 
-def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
+def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
     """Figure 1: ε at δ vs T, one panel per (q, σ). ``facts["delta"]``: δ of the table's ε."""
     (delta,), facts = _split(facts, "delta")
     panels = list(dict.fromkeys(table["panel"]))
@@ -85,12 +85,13 @@ def plot_fig1(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
     _legend_below(fig, axes[0][0], ncol=3, footer=footer, space=0.10)
     write_csv_atomic(table, csv)
     save(fig, pdf, footer=footer, tight=False)
+    return table
 
 
 _FAMILY_LABEL = {"last_iterate": "last-iterate family", "all_iterates": "all-iterates family"}
 
 
-def plot_fig3(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
+def plot_fig3(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
     """Figure 3: gradient canary with an adversarial zero dataset; ε vs T per q (σ fixes standard ε).
 
     The configured audit (``facts["audit"]``: ``pld_sigma``, the σ̂ audit of ``facts["sigma_family"]``, or ``gdp``)
@@ -123,6 +124,7 @@ def plot_fig3(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
     _legend_below(fig, axes[0][0], ncol=3, footer=footer)
     write_csv_atomic(table, csv)
     save(fig, pdf, footer=footer, tight=False)
+    return table
 
 
 def _fig3_style(method: str, *, primary: bool) -> dict:
@@ -157,7 +159,7 @@ def _fig3_style(method: str, *, primary: bool) -> dict:
     return dict(color=colour, marker=marker, markersize=3, linewidth=0.9, linestyle="--", alpha=0.8, label=label)
 
 
-def plot_fig5(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
+def plot_fig5(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
     """Figure 5: ε(quadratic, α)/max_{t≤T} ε_t(linear) vs T, one line per q; one panel per one-step ε.
     ``facts["delta"]``: δ of one step's ε."""
     (delta,), facts = _split(facts, "delta")
@@ -204,9 +206,10 @@ def plot_fig5(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
     _legend_below(fig, axes[0][0], ncol=3, footer=footer, space=0.33)
     write_csv_atomic(table, csv)
     save(fig, pdf, footer=footer, tight=False)
+    return table
 
 
-def plot_fig6(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
+def plot_fig6(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
     """Figure 6: malicious-dataset attack (App. C) vs standard and heuristic ε."""
     fig, axes = figure(ncols=1, width=7.0, height=3.4)
     ax = axes[0][0]
@@ -246,6 +249,7 @@ def plot_fig6(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
             **facts, R=f"{runs}/world", audit=f"σ̂ all_iterates + GDP ({mode.iloc[0] if len(mode) else '?'})", CP=conf
         ),
     )
+    return table
 
 
 _TRAINED_MAIN = "empirical_sigma_last_iterate"
@@ -290,7 +294,7 @@ def _trained_audit_label(table: pd.DataFrame) -> str:
     return f"σ̂ last_iterate (all thresholds, not a valid bound; held-out, valid) + GDP ({gdp})"
 
 
-def plot_fig2(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
+def plot_fig2(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
     """Figure 2: the Dirac gradient canary in trained models; ε vs T (fixed q, σ) for the σ̂ audit (the paper's rule,
     solid; held-out threshold, valid), the GDP audit under ``audit.mode``'s rule and under a valid rule
     (``empirical_gdp_valid``, open markers), the heuristic and standard accounting.
@@ -320,9 +324,10 @@ def plot_fig2(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
     _legend_below(fig, ax, ncol=1, footer=footer, space=0.24)
     write_csv_atomic(table, csv)
     save(fig, pdf, footer=footer, tight=False)
+    return table
 
 
-def plot_fig4(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
+def plot_fig4(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
     """Figure 4: the label-flipped input canary (score −ℓ(θ_T; x*, y*)); ε vs T, one panel per background —
     (a) zero-gradient inputs (or blank images, the other reading), (b) the data — with the same audits and bounds as
     Figure 2.
@@ -358,6 +363,7 @@ def plot_fig4(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
     _legend_below(fig, axes[0][0], ncol=len(order), footer=footer, space=0.2)
     write_csv_atomic(table, csv)
     save(fig, pdf, footer=footer, tight=False)
+    return table
 
 
 SPREAD_METHOD = "empirical_gdp_valid"
@@ -400,7 +406,7 @@ def spread_summary(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def plot_fig4_spread(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
+def plot_fig4_spread(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
     """``fig4_spread``: the valid GDP ε̂ vs T of every canary (thin lines), the mean over the canaries of each type
     (thick) and their min–max band, the Dirac gradient canary against the label-flipped input canary on natural
     data, with the heuristic. The CSV is :func:`spread_summary`.
@@ -438,9 +444,10 @@ def plot_fig4_spread(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[
     _legend_below(fig, ax, ncol=1, footer=footer, space=0.2)
     write_csv_atomic(summary, csv)
     save(fig, pdf, footer=footer, tight=False)
+    return summary
 
 
-FIGURES: dict[str, Callable[..., None]] = {
+FIGURES: dict[str, Callable[..., pd.DataFrame]] = {
     "fig1": plot_fig1,
     "fig2": plot_fig2,
     "fig3": plot_fig3,

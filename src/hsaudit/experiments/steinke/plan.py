@@ -34,9 +34,9 @@ from typing import Any
 
 from hsaudit.audit.rules import DEFAULT_RULE, ThresholdRule, config_rules
 from hsaudit.data.datasets import configured_identity
-from hsaudit.experiments.plans import Population, Target
+from hsaudit.experiments.plans import Population, Target, gpu_requested
 from hsaudit.experiments.steinke.train.canaries import DIRAC_BACKGROUNDS, LABEL_FLIP_BACKGROUNDS, LABEL_FLIP_SOURCES
-from hsaudit.experiments.steinke.train.values import EXAMPLES, LM_EXTRA, SCORES
+from hsaudit.experiments.steinke.values import EXAMPLES, LM_EXTRA, SCORES
 from hsaudit.util.mapping import key_of
 from hsaudit.util.schedule import training_steps
 
@@ -641,10 +641,6 @@ def _setup(section: Mapping[str, Any], data: Mapping[str, Any], what: str) -> st
     )
 
 
-def _gpu(section: Mapping[str, Any]) -> bool:
-    return int((section.get("resources") or {}).get("gpu", 0) or 0) > 0
-
-
 def _image_populations(
     entries: list[tuple[str, Training, Mapping[str, Any], str]],
 ) -> tuple[Population, ...]:
@@ -657,7 +653,7 @@ def _image_populations(
                                               "shards": 0, "role": role})
         if figure not in row["figures"]:
             row["figures"].append(figure)
-        row["gpu"] |= _gpu(section)
+        row["gpu"] |= gpu_requested(section)
         row["r"] = max(row["r"], int(section["models_per_world"]))
         row["shards"] = max(row["shards"], len(training.shards))
     out = []
@@ -679,7 +675,7 @@ def _candidate_populations(
     row's T steps at expected batch B each (priced like the row's population, per model-step)."""
     return tuple(
         Population(root=c.root, figures=("steinke/table2",), model=c.spec["model"], models=int(c.spec["models"]),
-                   steps=int(c.spec["steps"]), batch=int(c.spec["batch_size"]), gpu=_gpu(section),
+                   steps=int(c.spec["steps"]), batch=int(c.spec["batch_size"]), gpu=gpu_requested(section),
                    role="η candidate (no canary)",
                    detail=f"B={c.spec['batch_size']} sigma={c.spec['noise_multiplier']:g} lr={c.spec['lr']:g} "
                    f"{c.spec['models']} models, {c.spec['validation_size']} validation")
@@ -705,7 +701,7 @@ def _table1_populations(section: Mapping[str, Any], table1: Table1) -> tuple[Pop
         b = int(row.spec["batch_size"])
         out.append(Population(
             root=row.root, figures=("steinke/table1",), model="causal_lm", models=2 * int(section["models_per_world"]),
-            steps=training_steps(epochs=section["epochs"], n_train=n, batch_size=b), batch=b, gpu=_gpu(section),
+            steps=training_steps(epochs=section["epochs"], n_train=n, batch_size=b), batch=b, gpu=gpu_requested(section),
             role="unused tokens", detail=f"B={b} N={n} {parameters:.2g} params {block}-token blocks "
             "(assumed: steinke.table1.plan)", cost_factor=factor,
         ))

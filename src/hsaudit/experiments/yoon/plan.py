@@ -22,7 +22,7 @@ jobs take its values as parameters.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from hsaudit.accounting.gaussian import calibrate_noise
@@ -63,6 +63,8 @@ class YoonPlan:
             crafting, audit and validation populations of every run) and one per black-box audit (its surrogates).
         targets: the figures and tables (every one GPU-sized: named, not built by ``rule all``).
         facts: what every figure's footer says of the run (the scale).
+        resources: the resources of its training jobs (threads, mem_mb, runtime, gpu; ``yoon.resources``).
+        device: the torch device of its training and audit jobs (``yoon.device``).
         rule, valid_rule: the audits' threshold rule and the valid rule beside it, built once from the config's
             ``audit`` section (:func:`hsaudit.audit.rules.config_rules`); an audit's key keeps the config's
             ``mode`` and ``selection_fraction``, so that the audits keep their keys.
@@ -75,6 +77,8 @@ class YoonPlan:
     populations: tuple[Population, ...]
     targets: tuple[Target, ...]
     facts: dict[str, Any]
+    resources: Mapping[str, Any] = field(default_factory=dict)
+    device: str = "cpu"
     rule: ThresholdRule = DEFAULT_RULE
     valid_rule: ThresholdRule = DEFAULT_RULE
 
@@ -297,6 +301,8 @@ def plan(config: Mapping[str, Any]) -> YoonPlan:
         populations=_populations(data, trainings, audits, figures, gpu=gpu),
         targets=tuple(Target(figure_outputs(figure)[0], kind="gpu") for figure in figures),
         facts={"scale": config["scale"]},
+        resources=dict(config["yoon"]["resources"]),
+        device=str(config["yoon"]["device"]),
         rule=rule,
         valid_rule=valid_rule,
     )

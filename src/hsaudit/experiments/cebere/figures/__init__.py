@@ -8,14 +8,13 @@ several figures, the DP-SGD hyper-parameters, the panel σ, ...). Shared style: 
 - :mod:`~hsaudit.experiments.cebere.figures.housing`: fig1c, fig4, fig7 (FCNN on Housing).
 - :mod:`~hsaudit.experiments.cebere.figures.cifar`: fig1, fig2, fig5, fig6a, fig8, fig11, fig12, fig13 (CIFAR-10).
 - :mod:`~hsaudit.experiments.cebere.figures.table2`: Table 2 (the hyper-parameters that ran).
-- :mod:`~hsaudit.experiments.cebere.figures.section6`: fig3, fig6b, fig6c, fig10, fig14 (the Section 6 process).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from hsaudit.experiments.cebere.figures import cifar, housing, section6, table2
+from hsaudit.experiments.cebere.figures import cifar, housing, table2
 
 FIGURES: dict[str, Callable[..., object]] = {
     "fig1c": housing.plot_housing,
@@ -30,10 +29,5 @@ FIGURES: dict[str, Callable[..., object]] = {
     "fig12": cifar.plot_epsilon,
     "fig13": cifar.plot_epsilon,
     "table2": table2.write_table2,
-    "fig3": section6.plot_fig3,
-    "fig6b": section6.plot_fig6b,
-    "fig6c": section6.plot_fig6c,
-    "fig10": section6.plot_fig10,
-    "fig14": section6.plot_fig14,
 }
 """Figure (or table) id → the function that draws it."""

@@ -2,7 +2,7 @@
 the score-registry entry of each score. Torch-free and numpy-free, so that the plan (imported by every ``snakemake``
 call and ``hsaudit plan``) checks a spec without importing the training modules; imported by the image training
 (:mod:`hsaudit.experiments.steinke.train.images`), not by Table 1's language-model jobs, whose own values are
-:mod:`hsaudit.experiments.steinke.train.values`.
+:mod:`hsaudit.experiments.steinke.values`.
 
 The canaries themselves are entries of the canary registry (:mod:`hsaudit.engine.canaries`): the label-flipped input
 is ``mislabelled``, the Dirac canary's gradient is :func:`hsaudit.engine.canaries.dirac_gradient` on the coordinate
@@ -36,7 +36,7 @@ SCORES: dict[str, Score] = {
 }
 """The score-registry entry (:data:`hsaudit.util.scores.SCORES`) of each image canary's score (``dirac``:
 :func:`hsaudit.experiments.steinke.train.images.dirac_score`; ``label_flip``: −ℓ(θ_t; x*, y*)) and of each of Table
-1's scores (``steinke.table1.score``, :data:`hsaudit.experiments.steinke.train.values.SCORES`:
+1's scores (``steinke.table1.score``, :data:`hsaudit.experiments.steinke.values.SCORES`:
 :func:`hsaudit.experiments.steinke.train.language.embedding_score`)."""
 
 __all__ = ["DIRAC_BACKGROUNDS", "LABEL_FLIP_BACKGROUNDS", "LABEL_FLIP_SOURCES", "SCORES", "STEINKE_CANARIES"]

@@ -53,7 +53,7 @@ import torch
 from hsaudit.engine.dpsgd import DPSGDConfig, pick_device, train_population
 from hsaudit.engine.sampling import Poisson
 from hsaudit.experiments.steinke.train.shards import shard_models
-from hsaudit.experiments.steinke.train.values import EXAMPLES, LM_EXTRA, SCORES
+from hsaudit.experiments.steinke.values import EXAMPLES, LM_EXTRA, SCORES
 from hsaudit.util.seeding import derive_seed, rng_for
 
 PAD = -1  # token id of padding in the arrays of `examples: records` (masked out of the loss and the attention)

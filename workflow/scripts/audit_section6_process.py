@@ -5,7 +5,9 @@ import pandas as pd
 
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic
-from hsaudit.experiments.cebere.section6 import audit_records, gdp_tables
+from hsaudit.audit.rules import parse_rule
+from hsaudit.audit.two_sample import gdp_tables
+from hsaudit.experiments.section6.records import audit_records
 
 log = script_logging(snakemake)
 p = snakemake.params
@@ -25,8 +27,7 @@ records = audit_records(
     seed=p.seed,
     delta=p.delta,
     confidence=p.confidence,
-    mode=p.mode,
-    selection_fraction=p.selection_fraction,
+    audit_rule=parse_rule(p.audit_rule),
     tables=tables,
     log=log.info,
 )

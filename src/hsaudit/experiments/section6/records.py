@@ -1,6 +1,9 @@
-"""Tidy records of the Section 6 experiments for the workflow (one dict per row; the scripts write CSVs).
+"""The Section 6 experiments: simulations audited (:mod:`hsaudit.experiments.section6.audit`) into tidy records for the
+workflow (one dict per row; the scripts write CSVs).
 
-:func:`audit_records` (fig3/fig14 audits of one (rule, σ)), :func:`exact_records` (exact ε of one rule) and
+:func:`audit_process` simulates both worlds and audits θ_t at every step (Cebere et al. Section 6, Algorithm 4);
+:func:`threshold_search` is the T = 2 search over switch points of App. F (Algorithm 5), with the exact ε of
+every candidate beside it (docs/section6.md); :func:`audit_records` (fig3/fig14 audits of one (rule, σ)), :func:`exact_records` (exact ε of one rule) and
 :func:`tradeoff_records` (fig6b trade-off curves). Columns are listed in each docstring; docs/section6.md says
 what they mean.
 """
@@ -10,14 +13,139 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import numpy.typing as npt
 
 from hsaudit.accounting.gaussian import gdp_epsilon, gdp_tradeoff
 from hsaudit.audit.auditor import Auditor, Paper
+from hsaudit.audit.rules import ThresholdRule
 from hsaudit.audit.tradeoff import empirical_tradeoff
 from hsaudit.audit.two_sample import GdpTables, gdp_tables
-from hsaudit.experiments.cebere.section6.exact import exact_epsilon, exact_epsilon_curve, exact_laws, exact_tradeoff, upper_bound_epsilon
-from hsaudit.experiments.cebere.section6.audit import audit_process
-from hsaudit.experiments.cebere.section6.process import Process, simulate_scores, world_rng
+from hsaudit.experiments.section6.exact import exact_epsilon, exact_epsilon_curve, exact_laws, exact_tradeoff, upper_bound_epsilon
+from hsaudit.experiments.section6.audit import audit_pair, paper_tables, switch_points
+from hsaudit.experiments.section6.process import Process, check_runs, iter_scores, simulate_scores, world_rng
+
+PAPER: ThresholdRule = Paper()
+"""The paper's threshold rule (Cebere et al. Algorithm 4), the default of the functions below."""
+
+
+def audit_process(
+    process: Process,
+    *,
+    runs_per_world: int,
+    repetitions: int,
+    seed: int,
+    key: tuple = (),
+    delta: float = 1e-5,
+    confidence: float = 0.95,
+    audit_rule: ThresholdRule = PAPER,
+    tables: GdpTables | None = None,
+    steps: list[int] | None = None,
+) -> list[dict]:
+    """Simulate both worlds ``repetitions`` times and audit θ_t at every step (or at ``steps``).
+
+    Each repetition draws R = ``runs_per_world`` runs per world (an exact half split of 2R runs, b = 1 for the
+    inserted world) from streams keyed by ``(*key, rep, world)``, and audits each step with
+    :func:`hsaudit.experiments.section6.audit.audit_pair` (the rule of a split seeded per step).
+
+    Args:
+        process: the process.
+        runs_per_world: R (≥ 1).
+        repetitions: number of independent repetitions (≥ 1).
+        seed: master seed.
+        key: the experiment key the streams are derived from (e.g. (rule, σ, B)).
+        delta: δ of the reported ε.
+        confidence: Clopper–Pearson confidence.
+        audit_rule: the threshold rule, built once by the plan (``audit_rule`` of :class:`hsaudit.experiments.section6.plan.Section6Plan`).
+        tables: precomputed :func:`gdp_tables` for (R, R, confidence, δ) (the paper's rule only).
+        steps: 1-based steps to audit (default all).
+
+    Returns:
+        One record (dict) per (rep, step): rep, step, epsilon_audit, mu, threshold, fpr, fnr, fpr_upper,
+        fnr_upper, epsilon_assumption_free, epsilon_assumption_free_max, runs_per_world, audit_mode (the rule's spec).
+    """
+    runs = check_runs(runs_per_world)
+    if int(repetitions) != repetitions or repetitions < 1:
+        raise ValueError(f"repetitions must be an integer >= 1, got {repetitions}")
+    wanted = set(range(1, process.steps + 1) if steps is None else steps)
+    if not wanted or min(wanted) < 1 or max(wanted) > process.steps:
+        raise ValueError(f"steps must lie in 1..{process.steps}, got {sorted(wanted)}")
+    tables = paper_tables(audit_rule, runs, confidence=confidence, delta=delta, tables=tables)
+    records = []
+    for rep in range(int(repetitions)):
+        worlds = [iter_scores(process, runs=runs, inserted=bool(b), rng=world_rng(seed, *key, rep, b)) for b in (0, 1)]
+        for step, (s, m) in enumerate(zip(*worlds), start=1):
+            if step not in wanted:
+                continue
+            row = audit_pair(s, m, audit_rule=audit_rule, delta=delta, confidence=confidence, tables=tables,
+                             seed=world_rng(seed, *key, rep, "split", step))
+            records.append({"rep": rep, "step": step, **row, "runs_per_world": runs, "audit_mode": audit_rule.spec})
+    return records
+
+
+def threshold_search(
+    *,
+    sigma: float,
+    batch_size: int,
+    steps: int,
+    clip_norm: float,
+    rule: str,
+    alphas: npt.ArrayLike,
+    runs_per_world: int,
+    repetitions: int,
+    seed: int,
+    delta: float = 1e-5,
+    confidence: float = 0.95,
+    audit_rule: ThresholdRule = PAPER,
+    tables: GdpTables | None = None,
+    exact: dict | None = None,
+) -> list[dict]:
+    """The threshold search of Cebere et al. App. F (Algorithm 5) next to A_S^{h*}, with exact ε.
+
+    For every α_i the process is run with switch point h_i = σC·Φ⁻¹(1 − α_i), audited at step ``steps``; the
+    search's answer is max_i ε̂_i (per repetition). The candidate ``h*`` (switch point C/2) is added with
+    ``alpha = NaN`` and ``candidate = "h*"``. The exact ε of the last iterate is computed for every h.
+
+    Returns:
+        One record per (candidate, rep): candidate ("grid" or "h*"), alpha, h, rep, epsilon_audit, mu,
+        epsilon_exact, plus the audit fields.
+    """
+    alphas = np.asarray(alphas, dtype=float)
+    hs = switch_points(alphas, sigma=sigma, clip_norm=clip_norm)
+    cands = [("grid", a, h) for a, h in zip(alphas, hs)] + [("h*", np.nan, 0.5 * clip_norm)]
+    runs = check_runs(runs_per_world)
+    tables = paper_tables(audit_rule, runs, confidence=confidence, delta=delta, tables=tables)
+    records = []
+    for i, (kind, alpha, h) in enumerate(cands):
+        proc = Process(
+            sigma=sigma, batch_size=batch_size, steps=steps, clip_norm=clip_norm, rule=rule, switch_point=h / clip_norm
+        )
+        eps_curve, _, mu_curve = exact_epsilon_curve(proc, delta=delta, **(exact or {}))
+        eps_exact, mu_limit = float(eps_curve[-1]), float(mu_curve[-1])
+        rows = audit_process(
+            proc,
+            runs_per_world=runs,
+            repetitions=repetitions,
+            seed=seed,
+            key=("threshold_search", rule, sigma, batch_size, steps, kind, i),
+            delta=delta,
+            confidence=confidence,
+            audit_rule=audit_rule,
+            tables=tables,
+            steps=[steps],
+        )
+        for row in rows:
+            records.append(
+                {
+                    "candidate": kind,
+                    "alpha": float(alpha),
+                    "h": float(h),
+                    **row,
+                    "epsilon_exact": eps_exact,
+                    "mu_limit": mu_limit,
+                    "epsilon_gdp_limit": gdp_epsilon(mu=mu_limit, delta=delta),
+                }
+            )
+    return records
 
 
 def audit_records(
@@ -33,8 +161,7 @@ def audit_records(
     seed: int,
     delta: float,
     confidence: float,
-    mode: str,
-    selection_fraction: float = 0.5,
+    audit_rule: ThresholdRule,
     tables: GdpTables | None = None,
     log=None,
 ) -> list[dict]:
@@ -60,8 +187,7 @@ def audit_records(
             key=("section6", rule, f"{float(sigma):g}", int(b)),
             delta=delta,
             confidence=confidence,
-            mode=mode,
-            selection_fraction=selection_fraction,
+            audit_rule=audit_rule,
             tables=tables,
         )
         for row in rows:

@@ -4,7 +4,7 @@ import pandas as pd
 
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic
-from hsaudit.experiments.cebere.section6 import exact_records
+from hsaudit.experiments.section6.records import exact_records
 
 log = script_logging(snakemake)
 p = snakemake.params

@@ -1,11 +1,11 @@
-"""Snakemake adapter: the one-sided Clopper–Pearson table for n trials (hsaudit.experiments.cebere.section6.cp_upper_table)."""
+"""Snakemake adapter: the one-sided Clopper–Pearson table for n trials (hsaudit.audit.two_sample.cp_upper_table)."""
 
 import os
 
 import numpy as np
 
 from hsaudit.pipeline.logs import script_logging
-from hsaudit.experiments.cebere.section6 import cp_upper_table
+from hsaudit.audit.two_sample import cp_upper_table
 
 log = script_logging(snakemake)
 n = int(snakemake.wildcards.n)

@@ -4,7 +4,7 @@ import pandas as pd
 
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic
-from hsaudit.experiments.cebere.section6 import tradeoff_records
+from hsaudit.experiments.section6.records import tradeoff_records
 
 log = script_logging(snakemake)
 p = snakemake.params

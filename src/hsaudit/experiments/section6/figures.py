@@ -1,6 +1,6 @@
 """Figures of the Section 6 process of Cebere et al.: fig3, fig14, fig6b, fig6c and fig10.
 
-Each ``plot_*`` function is ``fn(table, *, pdf, csv, facts)``: it takes a tidy DataFrame (built by the workflow from :mod:`hsaudit.experiments.cebere.section6.records`
+Each ``plot_*`` function is ``fn(table, *, pdf, csv, facts)``: it takes a tidy DataFrame (built by the workflow from :mod:`hsaudit.experiments.section6.records`
 records), writes ``figN.pdf`` through :func:`hsaudit.experiments.plotting.save` (atomic, provenance footer) and
 ``figN.csv`` with every plotted number through :func:`hsaudit.util.io.write_csv_atomic`, and returns the CSV
 table. Conventions: ε at δ = 1e−5 unless the data say otherwise; "ε̂" is the GDP audit of the Monte Carlo
@@ -9,7 +9,7 @@ scores (its mode is in the footer), "exact" is the ε of the last iterate from t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -17,7 +17,8 @@ from scipy import stats
 
 from hsaudit.experiments import plotting
 from hsaudit.util.io import write_csv_atomic
-from hsaudit.experiments.cebere.section6 import Process, loss_landscape, upper_bound_epsilon
+from hsaudit.experiments.section6.exact import upper_bound_epsilon
+from hsaudit.experiments.section6.process import Process, loss_landscape
 
 _CURVE_COLUMNS = [
     "rule",
@@ -46,8 +47,8 @@ def curves_table(audits: pd.DataFrame, exact: pd.DataFrame) -> pd.DataFrame:
     """Join the per-(rep, step) audits with the exact ε of the same (rule, σ, B, step).
 
     Args:
-        audits: rows of :func:`hsaudit.experiments.cebere.section6.audit_records`.
-        exact: rows of :func:`hsaudit.experiments.cebere.section6.exact_records`.
+        audits: rows of :func:`hsaudit.experiments.section6.records.audit_records`.
+        exact: rows of :func:`hsaudit.experiments.section6.records.exact_records`.
 
     Returns:
         The fig3/fig14 table (columns ``_CURVE_COLUMNS``), rules in their order of appearance.
@@ -453,3 +454,13 @@ def plot_fig10(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping) -> pd
     plotting.save(fig, pdf, footer=plotting.footer_text(**_provenance(facts), σ=table["sigma"].iloc[0]))
     write_csv_atomic(table, csv)
     return table
+
+
+FIGURES: dict[str, Callable[..., object]] = {
+    "fig3": plot_fig3,
+    "fig6b": plot_fig6b,
+    "fig6c": plot_fig6c,
+    "fig10": plot_fig10,
+    "fig14": plot_fig14,
+}
+"""Figure id → the function that draws it."""

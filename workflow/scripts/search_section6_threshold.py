@@ -5,7 +5,10 @@ import pandas as pd
 
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic
-from hsaudit.experiments.cebere.section6 import alpha_grid, gdp_tables, threshold_search
+from hsaudit.audit.rules import parse_rule
+from hsaudit.audit.two_sample import gdp_tables
+from hsaudit.experiments.section6.audit import alpha_grid
+from hsaudit.experiments.section6.records import threshold_search
 
 log = script_logging(snakemake)
 p = snakemake.params
@@ -27,8 +30,7 @@ records = threshold_search(
     seed=p.seed,
     delta=p.delta,
     confidence=p.confidence,
-    mode=p.mode,
-    selection_fraction=p.selection_fraction,
+    audit_rule=parse_rule(p.audit_rule),
     tables=tables,
     exact=dict(p.grid),
 )

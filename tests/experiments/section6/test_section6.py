@@ -1,4 +1,4 @@
-"""The Section 6 process of Cebere et al. (hsaudit.experiments.cebere.section6): Monte Carlo, exact law, fast audit, search.
+"""The Section 6 process of Cebere et al. (hsaudit.experiments.section6): Monte Carlo, exact law, fast audit, search.
 
 Checks, in the order of STYLE.md: closed forms (one-step μ-GDP ε; the T = 2 density in closed form), a naive
 reference (every midpoint threshold) and the audit core against the fast audit, Monte Carlo against the exact
@@ -13,26 +13,23 @@ from scipy import special, stats
 
 from hsaudit.accounting import gdp_epsilon
 from hsaudit.audit import Paper, audit_scores
-from hsaudit.experiments.cebere.plan import check_section6_config
+from hsaudit.audit.rules import parse_rule
+from hsaudit.experiments.section6.plan import check_config as check_section6_config
 from hsaudit.util.normals import Normals
-from hsaudit.experiments.cebere.section6 import (
-    Process,
-    alpha_grid,
-    audit_process,
+from hsaudit.experiments.section6.process import Process, iter_scores, loss_landscape, simulate_scores, world_rng
+from hsaudit.experiments.section6.exact import (
+    density_privacy_profile,
     exact_epsilon,
     exact_epsilon_curve,
     exact_laws,
-    exact_records,
     exact_tradeoff,
-    gdp_audit_two_sample,
-    gdp_tables,
-    iter_scores,
-    loss_landscape,
-    density_privacy_profile,
-    simulate_scores,
-    switch_points,
+)
+from hsaudit.audit.two_sample import gdp_audit_two_sample, gdp_tables
+from hsaudit.experiments.section6.audit import alpha_grid, switch_points
+from hsaudit.experiments.section6.records import (  # noqa: E402
+    audit_process,
+    exact_records,
     threshold_search,
-    world_rng,
 )
 
 DELTA = 1e-5
@@ -288,9 +285,10 @@ def test_fast_audit_agrees_with_the_audit_core():
         assert got.epsilon_assumption_free_max >= got.epsilon_assumption_free
 
 
-def test_audit_mode_held_out_goes_through_the_audit_core():
+def test_a_held_out_rule_goes_through_the_audit_core():
     rows = audit_process(
-        Process(sigma=1.0, batch_size=4, steps=2), runs_per_world=500, repetitions=1, seed=1, mode="held-out"
+        Process(sigma=1.0, batch_size=4, steps=2), runs_per_world=500, repetitions=1, seed=1,
+        audit_rule=parse_rule("held-out"),
     )
     assert [r["audit_mode"] for r in rows] == ["held-out", "held-out"]
     assert all(np.isfinite(r["epsilon_audit"]) for r in rows)
@@ -394,12 +392,10 @@ def test_loss_landscape_gradient_gives_the_update(rule):
 
 
 def test_selection_fraction_reaches_the_held_out_audit():
-    from hsaudit.experiments.cebere.section6 import Process, audit_process
 
     proc = Process(sigma=2.0, batch_size=4, steps=2, clip_norm=1.0, rule="divergent", switch_point=0.5)
-    kw = dict(runs_per_world=4000, repetitions=1, seed=3, mode="held-out")
-    a = audit_process(proc, selection_fraction=0.1, **kw)
-    b = audit_process(proc, selection_fraction=0.5, **kw)
+    kw = dict(runs_per_world=4000, repetitions=1, seed=3)
+    a = audit_process(proc, audit_rule=parse_rule("held-out", selection_fraction=0.1), **kw)
+    b = audit_process(proc, audit_rule=parse_rule("held-out", selection_fraction=0.5), **kw)
     assert [r["epsilon_audit"] for r in a] != [r["epsilon_audit"] for r in b]
-    with pytest.raises(ValueError, match="selection_fraction"):
-        audit_process(proc, selection_fraction=1.5, **kw)
+    assert {r["audit_mode"] for r in a} == {"held-out@0.1"}

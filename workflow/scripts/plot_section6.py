@@ -1,8 +1,8 @@
-"""Snakemake adapter: one Section 6 figure (fig3, fig14, fig6b, fig6c or fig10) via hsaudit.experiments.cebere.figures.section6."""
+"""Snakemake adapter: one Section 6 figure (fig3, fig14, fig6b, fig6c or fig10) via hsaudit.experiments.section6.figures."""
 
 import pandas as pd
 
-from hsaudit.experiments.cebere.figures import section6
+from hsaudit.experiments.section6 import figures as section6
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)
@@ -11,11 +11,7 @@ out = dict(pdf=snakemake.output.pdf, csv=snakemake.output.csv, facts=dict(p.fact
 if p.figure in ("fig3", "fig14"):
     audits = pd.concat([pd.read_csv(f) for f in snakemake.input.audits], ignore_index=True)
     exact = pd.concat([pd.read_csv(f) for f in snakemake.input.exact], ignore_index=True)
-    table = section6.curves_table(audits, exact)
-    if p.figure == "fig3":
-        section6.plot_fig3(table, **out)
-    else:
-        section6.plot_fig14(table, **out)
+    section6.FIGURES[p.figure](section6.curves_table(audits, exact), **out)
 elif p.figure == "fig6b":
     section6.plot_fig6b(pd.read_csv(snakemake.input.tradeoff), **out)
 elif p.figure == "fig6c":

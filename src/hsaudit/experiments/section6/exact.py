@@ -18,7 +18,7 @@ import numpy.typing as npt
 from scipy import optimize, special
 
 from hsaudit.accounting.gaussian import gdp_epsilon
-from hsaudit.experiments.cebere.section6.process import Process
+from hsaudit.experiments.section6.process import Process
 
 
 @dataclass(frozen=True)
