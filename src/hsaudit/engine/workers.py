@@ -6,20 +6,22 @@ threading, whose per-op barriers stall whenever another process takes a core (me
 model keeps its own noise stream (:mod:`hsaudit.engine.noise`), so results do not depend on the number of workers.
 
 :func:`population_workers` resolves and checks a worker count; :func:`run_in_groups` runs one function per group and
-returns the parts in model order. Both the Cebere et al. shards
-(:func:`hsaudit.experiments.cebere.train.shards.train_shard`) and the one-run shards
-(:func:`hsaudit.experiments.one_run.train.train_one_run_shard`) train through them.
+returns the parts in model order; :func:`train_in_groups` is the shard driver on top of them: one
+:func:`hsaudit.engine.dpsgd.train_population` per group, the group's models drawing the noise of their global
+indices. Both the Cebere et al. shards (:func:`hsaudit.experiments.cebere.train.shards.train_shard`) and the one-run
+shards (:func:`hsaudit.experiments.one_run.train.train_one_run_shard`) train through it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 
+from hsaudit.engine.dpsgd import DPSGDConfig, Observations, train_population
 from hsaudit.engine.psg import MLPPopulation
 
 MIN_MODELS_PER_WORKER = 32
@@ -79,3 +81,58 @@ def run_in_groups(run_group: Callable[[range, bool], R], *, models: int, workers
             return [f.result() for f in futures]
     finally:
         torch.set_num_threads(threads)
+
+
+def train_in_groups(
+    *,
+    engine,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    batches: np.ndarray | None,
+    config: DPSGDConfig,
+    noise_key: int,
+    first_model: int,
+    models: int,
+    workers: int,
+    progress: bool,
+    desc: str,
+    group: Callable[[range], Mapping[str, Any]],
+    finish: Callable[[Observations, range], R],
+) -> list[R]:
+    """Train a shard of ``models`` DP-SGD models in groups (:func:`run_in_groups`), one
+    :func:`hsaudit.engine.dpsgd.train_population` per group; the parts in model order.
+
+    Model ``first_model + i`` of the shard draws the noise of that global index under ``noise_key``, so a model's
+    result depends neither on the shard it is trained in nor on the number of workers.
+
+    Args:
+        engine, X, y, batches, config, noise_key: as :func:`hsaudit.engine.dpsgd.train_population` (on the device).
+        first_model: global index of the shard's first model.
+        models: the shard's size.
+        workers: the number of groups (:func:`population_workers`).
+        progress: whether the first group shows a progress bar (described by ``desc``).
+        group: ``rows -> keyword arguments`` of ``train_population`` for the shard's models ``rows`` (their θ0,
+            insertion, observer, ``keep_final`` …), built before the group trains.
+        finish: ``(observations, rows) -> part``: what the group returns (the observations themselves, or a score
+            read from them).
+    """
+
+    def run_group(rows: range, show: bool) -> R:
+        kwargs = group(rows)
+        # torch.func.grad ignores an outer no_grad (a function transform), so this is safe for every backend.
+        with torch.no_grad():
+            obs = train_population(
+                engine=engine,
+                X=X,
+                y=y,
+                batches=batches,
+                config=config,
+                noise_key=noise_key,
+                models=range(first_model + rows.start, first_model + rows.stop),
+                progress=show,
+                desc=desc,
+                **kwargs,
+            )
+        return finish(obs, rows)
+
+    return run_in_groups(run_group, models=models, workers=workers, progress=progress)

@@ -30,6 +30,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from hsaudit.util.mapping import grid_points
+
 KINDS = ("cpu", "gpu")
 
 #: The experiment packages (``hsaudit.experiments.<name>``) whose plans the workflow runs, in the order ``hsaudit
@@ -47,6 +49,41 @@ def plan_of(name: str, config: Mapping[str, Any]) -> Any:
     if name not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {name!r}; choose from {', '.join(EXPERIMENTS)}")
     return importlib.import_module(f"hsaudit.experiments.{name}.plan").plan(config)
+
+
+def figure_grid(
+    section: Mapping[str, Any],
+    figure: str,
+    *,
+    where: str,
+    not_values: Iterable[str],
+    entry_keys: Iterable[str] = (),
+    check_grid: bool = True,
+) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+    """A figure of a config section, split into what its series merge: ``(values, overrides, points)``.
+
+    ``values`` are the section's keys but ``not_values``; ``overrides`` the figure entry's keys but ``grid`` and
+    ``entry_keys``; ``points`` the points of its ``grid`` (:func:`hsaudit.util.mapping.grid_points`, ``[{}]``
+    without one; its keys checked against ``values`` when ``check_grid``). The caller merges each point over the
+    values and overrides in its own order.
+
+    >>> figure_grid({"lr": 1, "figures": {"f": {"lr": 2, "grid": {"lr": [3, 4]}}}}, "f", where="s",
+    ...             not_values=("figures",))
+    ({'lr': 1}, {'lr': 2}, [{'lr': 3}, {'lr': 4}])
+
+    Raises:
+        ValueError: a figure the section does not list, or a grid :func:`hsaudit.util.mapping.grid_points` refuses
+            (naming ``where``).
+    """
+    figures = section.get("figures") or {}
+    if figure not in figures:
+        raise ValueError(f"{where}.figures has no figure {figure!r} (known: {', '.join(figures)})")
+    entry = figures[figure] or {}
+    skip = {"grid", *entry_keys}
+    values = {k: v for k, v in section.items() if k not in set(not_values)}
+    overrides = {k: v for k, v in entry.items() if k not in skip}
+    points = grid_points(entry.get("grid"), known=values if check_grid else None, where=f"{where}.figures.{figure}")
+    return values, overrides, points
 
 
 def gpu_requested(section: Mapping[str, Any]) -> bool:

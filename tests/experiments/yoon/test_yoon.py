@@ -802,7 +802,7 @@ def test_figure_values_errors(raw_config):
     bad["figures"]["fig8"]["grid"] = {"clip_nrom": [1.0]}
     with pytest.raises(ValueError, match=r"unknown keys \['clip_nrom'\]"):
         figure_values(bad, "fig8")
-    with pytest.raises(ValueError, match="no entry 'fig9'"):
+    with pytest.raises(ValueError, match="yoon.figures has no figure 'fig9'"):
         figure_values(section, "fig9")
     bad = copy.deepcopy(section)
     bad["figures"]["fig3"]["grid"] = {"dataset": ["svhn"]}

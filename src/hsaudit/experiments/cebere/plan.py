@@ -37,8 +37,8 @@ from typing import Any
 from hsaudit.audit.rules import DEFAULT_RULE, ThresholdRule, config_rules
 from hsaudit.data.datasets import configured_identity
 from hsaudit.engine.models import ModelSpec, option_names, spec_of
-from hsaudit.experiments.plans import Population, Target, gpu_requested
-from hsaudit.util.mapping import deep_merge, grid_points, key_of
+from hsaudit.experiments.plans import Population, Target, figure_grid, gpu_requested
+from hsaudit.util.mapping import deep_merge, key_of
 from hsaudit.util.seeding import derive_seed
 
 DATASETS = ("housing", "cifar10")
@@ -66,17 +66,11 @@ def figure_values(section: Mapping[str, Any], figure: str, *, dataset: str) -> l
     Raises:
         ValueError: if the figure is unknown or the merged values are inconsistent (naming the key).
     """
-    figures = section.get("figures", {})
-    if figure not in figures:
-        raise ValueError(f"{dataset}.figures has no figure {figure!r} (known: {', '.join(figures)})")
-    entry = figures[figure]
-    base = {k: v for k, v in section.items() if k not in NOT_AUDIT_VALUES}
-    override = {k: v for k, v in entry.items() if k not in FIGURE_ENTRY_KEYS}
+    base, override, points = figure_grid(section, figure, where=dataset, not_values=NOT_AUDIT_VALUES,
+                                         entry_keys=FIGURE_ENTRY_KEYS)
     merged = deep_merge(base, override)
-    grid = entry.get("grid") or {}
-    points = grid_points(grid, known=base, where=f"{dataset}.figures.{figure}")
     out = []
-    where = f"{dataset}.figures.{figure}" if override or grid else dataset
+    where = f"{dataset}.figures.{figure}" if override or points != [{}] else dataset
     for point in points:
         values = {**merged, **point}
         per_model = (values.get("model_shard_sizes") or {}).get(values["model"])

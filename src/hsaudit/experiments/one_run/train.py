@@ -32,10 +32,10 @@ import numpy.typing as npt
 import torch
 
 from hsaudit.engine.canaries import dirac_gradient
-from hsaudit.engine.dpsgd import DPSGDConfig, Setup, check_data, pick_device, train_population
+from hsaudit.engine.dpsgd import DPSGDConfig, Observations, Setup, check_data, pick_device
 from hsaudit.engine.models import ModelSpec, require_spec
 from hsaudit.engine.psg import population_engine
-from hsaudit.engine.workers import population_workers, run_in_groups
+from hsaudit.engine.workers import population_workers, train_in_groups
 from hsaudit.util.io import atomic_savez
 from hsaudit.util.seeding import derive_seed, rng_for
 
@@ -231,26 +231,17 @@ def train_one_run_shard(
     g_all = torch.from_numpy(grads).to(dev)
     workers = population_workers(workers, engine=engine, device=dev, models=m, name=spec.name)
 
-    def run_group(rows: range, show: bool) -> np.ndarray:
-        with torch.no_grad():
-            obs = train_population(
-                engine=engine,
-                theta0=start,
-                X=Xt,
-                y=yt,
-                batches=setup.batches,
-                config=config,
-                noise_key=noise_key,
-                models=range(first_model + rows.start, first_model + rows.stop),
-                gradient=g_all[rows.start : rows.stop],
-                keep_final=True,
-                progress=show,
-                desc=f"one-run {spec.name} x{m}",
-            )
+    def scores(obs: Observations, rows: range) -> np.ndarray:
         theta = torch.from_numpy(obs.theta)
         return (-(theta[:, d.cpu()].double() - start.cpu()[d.cpu()].double())).numpy()
 
-    return np.concatenate(run_in_groups(run_group, models=m, workers=workers, progress=progress))
+    parts = train_in_groups(
+        engine=engine, X=Xt, y=yt, batches=setup.batches, config=config, noise_key=noise_key,
+        first_model=first_model, models=m, workers=workers, progress=progress, desc=f"one-run {spec.name} x{m}",
+        group=lambda rows: dict(theta0=start, gradient=g_all[rows.start : rows.stop], keep_final=True),
+        finish=scores,
+    )
+    return np.concatenate(parts)
 
 
 def save_one_run_shard(path: str | os.PathLike, *, bits: npt.ArrayLike, scores: npt.ArrayLike,

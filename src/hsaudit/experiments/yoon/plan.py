@@ -28,9 +28,9 @@ from typing import Any
 from hsaudit.accounting.gaussian import calibrate_noise
 from hsaudit.audit.rules import DEFAULT_RULE, ThresholdRule, config_rules
 from hsaudit.data.datasets import DATASETS, configured_identity
-from hsaudit.experiments.plans import Population, Target
+from hsaudit.experiments.plans import Population, Target, figure_grid
 from hsaudit.experiments.yoon.recipe import craft_key
-from hsaudit.util.mapping import deep_merge, grid_points, key_of
+from hsaudit.util.mapping import deep_merge, key_of
 
 SCORED_FIGURES = ("fig2",)
 """The figures drawn from the per-model scores (``run<r>_scores.csv``) beside the audit rows."""
@@ -123,13 +123,8 @@ def figure_values(section: Mapping[str, Any], figure: str) -> list[dict[str, Any
         ValueError: an unknown figure, dataset or recipe, a grid key that is not a value of the section, or a
             validation-stopped recipe without a validation population.
     """
-    figures = section.get("figures", {})
-    if figure not in figures:
-        raise ValueError(f"yoon.figures has no entry {figure!r}; known: {sorted(figures)}")
-    base = {k: v for k, v in section.items() if k not in NOT_VALUES}
-    entry = dict(figures[figure] or {})
-    grid = entry.pop("grid", None) or {}
-    cells = grid_points(grid, where=f"yoon.figures.{figure}")  # keys checked below, per dataset
+    # The grid's keys are checked below, per dataset (a dataset entry adds values).
+    base, entry, cells = figure_grid(section, figure, where="yoon", not_values=NOT_VALUES, check_grid=False)
     out = []
     for cell in cells:
         dataset = cell.get("dataset", entry.get("dataset", base["dataset"]))
@@ -137,7 +132,7 @@ def figure_values(section: Mapping[str, Any], figure: str) -> list[dict[str, Any
         if per_dataset is None:
             raise ValueError(f"yoon.datasets has no entry for dataset {dataset!r}")
         values = deep_merge(base, {k: v for k, v in per_dataset.items() if v is not None})
-        unknown = sorted(set(grid) - set(values))
+        unknown = sorted(set(cell) - set(values))
         if unknown:
             raise ValueError(f"yoon.figures.{figure}.grid: unknown keys {unknown}")
         cell = {**cell, "craft": _named_craft(cell["craft"], section, figure)} if "craft" in cell else cell

@@ -16,6 +16,7 @@ scorer, and trains the shard's models with :func:`hsaudit.engine.dpsgd.train_pop
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -28,11 +29,10 @@ from hsaudit.engine.dpsgd import (
     Setup,
     check_data,
     pick_device,
-    train_population,
 )
 from hsaudit.engine.models import ModelSpec, require_spec
 from hsaudit.engine.psg import population_engine
-from hsaudit.engine.workers import population_workers, run_in_groups
+from hsaudit.engine.workers import population_workers, train_in_groups
 from hsaudit.experiments.cebere.train.adversaries import Crafted, insertion_tensors, make_scorer, validate_crafted
 from hsaudit.util.io import atomic_savez
 from hsaudit.util.seeding import derive_seed, rng_for
@@ -118,30 +118,18 @@ def train_shard(
     mask = torch.as_tensor(bits, dtype=torch.float32, device=dev)
     workers = population_workers(workers, engine=engine, device=dev, models=m, name=spec.name)
 
-    def run_group(rows: range, show: bool) -> Observations:
+    def group(rows: range) -> dict[str, Any]:
         theta_rows = start if start.dim() == 1 else start[rows.start : rows.stop]
         scorer = make_scorer(crafted, engine, theta_rows, known_theta0=known_theta0)
-        # torch.func.grad ignores an outer no_grad (a function transform), so this is safe for every backend.
-        with torch.no_grad():
-            return train_population(
-                engine=engine,
-                theta0=theta_rows,
-                X=Xt,
-                y=yt,
-                batches=setup.batches,
-                config=config,
-                noise_key=noise_key,
-                models=range(first_model + rows.start, first_model + rows.stop),
-                mask=mask[rows.start : rows.stop],
-                gradient=gradient,
-                canary=canary,
-                observe=scorer,
-                canary_norms=canary_norms,
-                progress=show,
-                desc=f"train {spec.name} x{m}" + (f" ({workers} workers, bar: first)" if workers > 1 else ""),
-            )
+        return dict(theta0=theta_rows, mask=mask[rows.start : rows.stop], gradient=gradient, canary=canary,
+                    observe=scorer, canary_norms=canary_norms)
 
-    parts = run_in_groups(run_group, models=m, workers=workers, progress=progress)
+    parts = train_in_groups(
+        engine=engine, X=Xt, y=yt, batches=setup.batches, config=config, noise_key=noise_key,
+        first_model=first_model, models=m, workers=workers, progress=progress,
+        desc=f"train {spec.name} x{m}" + (f" ({workers} workers, bar: first)" if workers > 1 else ""),
+        group=group, finish=lambda obs, rows: obs,
+    )
     if len(parts) == 1:
         return parts[0]
     return Observations(
