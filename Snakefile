@@ -29,6 +29,7 @@ include: "workflow/rules/annamalai.smk"
 include: "workflow/rules/one_run.smk"
 include: "workflow/rules/yoon.smk"
 include: "workflow/rules/byo.smk"
+include: "workflow/rules/libraries.smk"
 include: "workflow/rules/archive.smk"
 
 

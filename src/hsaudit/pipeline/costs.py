@@ -292,7 +292,7 @@ class Population:
 
 #: The experiment packages whose plans the workflow runs, in the order ``hsaudit plan`` lists them. A new
 #: experiment is one entry here (its ``plan.plan(config)``) beside its rule file.
-EXPERIMENTS = ("cebere", "one_run", "steinke", "yoon", "annamalai", "byo")
+EXPERIMENTS = ("cebere", "one_run", "steinke", "yoon", "annamalai", "byo", "libraries")
 
 
 def experiment_plans(config: Mapping[str, Any]) -> dict[str, Any]:
