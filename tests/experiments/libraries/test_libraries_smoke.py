@@ -1,0 +1,44 @@
+"""The libraries table at tiny R (the suite's smoke version of results/libraries/report.md): two rows, the default
+Opacus configuration and the planted σ/10 control, through the study's own functions (audit → table → figure →
+report); the control must be flagged."""
+
+from __future__ import annotations
+
+import warnings
+
+import pandas as pd
+
+from hsaudit.experiments.libraries.audit import COLUMNS, markdown, table
+from hsaudit.experiments.libraries.figures import FIGURES
+from hsaudit.experiments.libraries.plan import plan
+from hsaudit.experiments.libraries.train import audit_row
+
+ROWS = {
+    "hooks": {"library": "opacus", "configuration": "defaults", "entry": "examples/libraries/opacus/hooks.py:make"},
+    "noise": {"library": "opacus", "configuration": "σ/10", "planted": True,
+              "entry": "examples/libraries/opacus/control_noise_tenth.py:make"},
+}  # fmt: skip
+AUDIT = {"audit_setting": {"steps": 5, "epsilon": 4.0}, "runs": 10, "power_resamples": 10}
+
+
+def test_the_table_builds_at_tiny_r_and_flags_its_control(tmp_path, monkeypatch):
+    from conftest import REPO
+
+    monkeypatch.chdir(REPO)
+    libs = plan({"seed": 3, "libraries": {"audit": AUDIT, "rows": ROWS, "not_run": {"jax-privacy": "why"}}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        records = [audit_row(row) for row in libs.rows.values()]
+    frame = table(records)
+    assert list(frame.columns) == list(COLUMNS) and len(frame) == 2
+    noise = frame.set_index("row").loc["noise"]
+    assert noise["verdict"] == "violation" and noise["expected"] == "control flagged"
+    hooks = frame.set_index("row").loc["hooks"]
+    assert hooks["verdict"] in ("consistent", "inconclusive") and hooks["power_probability"] is not None
+    assert (frame["version"] == __import__("opacus").__version__).all() and (frame["seconds"] > 0).all()
+    facts = {"scale": "test", "runs": 10, "canary": "out_of_support", "setting": AUDIT["audit_setting"],
+             "code_version": "x"}  # fmt: skip
+    FIGURES["table"](frame, pdf=str(tmp_path / "fig.pdf"), csv=str(tmp_path / "fig.csv"), facts=facts)
+    assert (tmp_path / "fig.pdf").stat().st_size > 0 and len(pd.read_csv(tmp_path / "fig.csv")) == 2
+    text = markdown(frame, not_run=libs.not_run, facts=facts, figure="fig.pdf")
+    assert "1 of 1 planted bugs flagged" in text and "jax-privacy: why" in text
