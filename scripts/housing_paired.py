@@ -1,4 +1,4 @@
-"""Paired comparison of two adversaries of a Housing figure CSV (docs/housing.md, "A_GC-R vs A_CotS").
+"""Paired comparison of two adversaries of a Housing figure CSV (docs/journal/housing.md, "A_GC-R vs A_CotS").
 
 Reads ``results/figN.csv`` (one row per adversary, repetition, step), pairs the two adversaries' audits by
 repetition (same θ0 and minibatch schedule: the setup is shared within a repetition), and reports, for ε̂ at the
@@ -89,7 +89,7 @@ def coordinate(results: str, key: str) -> str:
     import json
     import os
 
-    from hsaudit.engine.models import build_model, parameter_at
+    from hsaudit.engine.models import parameter_at, spec_of
     from hsaudit.experiments.cebere.train.adversaries import load_crafted
 
     path = os.path.join(results, "audits", key, "crafted.npz")
@@ -100,7 +100,7 @@ def coordinate(results: str, key: str) -> str:
         return ""
     with open(os.path.join(results, "audits", key, "params.json")) as f:
         setup = json.load(f)["setup"]
-    name, position = parameter_at(build_model(setup["model"], **setup["model_kwargs"]), crafted.dim)
+    name, position = parameter_at(spec_of(setup).build(), crafted.dim)
     return f"{crafted.dim}: {name}[{', '.join(map(str, position))}]"
 
 

@@ -1,6 +1,6 @@
 """One-run audits replicated over master seeds: one row per run of ``results/one_run/fig1.pdf`` (a workdir, or its
 ``fig1.csv``), the chosen score's one-run ε̂ at M models beside that run's own valid population ε̂, and their mean
-± sd over the runs (docs/one_run.md, "Pre-registered replication on fresh seeds").
+± sd over the runs (docs/journal/one_run.md, "Pre-registered replication on fresh seeds").
 
     python scripts/one_run_seeds.py RUN [RUN ...] [--score calibrated] [--models 256] [--family housing]
 

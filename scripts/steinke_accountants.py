@@ -32,7 +32,7 @@ from hsaudit.data.datasets import DATASETS
 from hsaudit.experiments.steinke import audit as A
 
 # N of Table 1 shown row by row besides the config's `steinke.table1.plan.examples`: 17,878, the training records of
-# the HF dataset bavard/personachat_truecased (docs/steinke.md, "How many examples did the paper have?").
+# the HF dataset bavard/personachat_truecased (docs/journal/steinke.md, "How many examples did the paper have?").
 PERSONACHAT_RECORDS = 17878
 FIT_N = tuple(range(10000, 19000, 1000))
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from hsaudit.engine.models import model_spec
-from hsaudit.experiments.cebere.plan import figure_values, model_kwargs
+from hsaudit.experiments.cebere.plan import figure_values, model_options
 from hsaudit.experiments.cebere.theta0_cost import layer_summary, per_coordinate_cost, signal_and_noise
 from hsaudit.pipeline.config import resolve_scale
 
@@ -29,7 +29,7 @@ def _num(value: float, digits: int = 3) -> str:
 
 def section_table(config: dict, section: str) -> str:
     values = figure_values(config[section], FIGURE[section], dataset=section)[0]
-    spec = model_spec(values["model"], **model_kwargs(values))
+    spec = model_spec(values["model"], **model_options(values))
     delta = float(config["audit"]["delta"])
     table = layer_summary(per_coordinate_cost(spec, values, delta=delta))
     shift, sd = signal_and_noise(values)

@@ -1,4 +1,4 @@
-"""θ_worst vs θ_avg at laptop scale: the canary's own ε̂ (a_c) of Yoon et al.'s fig7, without crafting (docs/yoon.md,
+"""θ_worst vs θ_avg at laptop scale: the canary's own ε̂ (a_c) of Yoon et al.'s fig7, without crafting (docs/journal/yoon.md,
 "θ_worst at laptop scale").
 
 Each cell is (init, auxiliary pre-training set size and epochs, DP-SGD lr η, steps T); every cell trains, per run,

@@ -28,7 +28,6 @@ from hsaudit.audit.auditor import (
     auroc,
     mu_from_auroc,
     parse_rule,
-    rule_from_mode,
     tpr_at_fpr,
 )
 from hsaudit.audit.pld import sigma_hat_from_points
@@ -43,7 +42,7 @@ def _pair(mu: float, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_one_rule_per_mode_in_the_same_order():
-    assert [type(rule_from_mode(m)).name for m in rules.AUDIT_MODES] == list(rules.AUDIT_MODES)
+    assert [type(parse_rule(m)).name for m in rules.AUDIT_MODES] == list(rules.AUDIT_MODES)
     assert [type(r) for r in RULES] == list(rules.RULES)
     assert not Paper.valid and all(r.valid for r in RULES[1:])
     assert all(r.description for r in RULES) and "not a valid" in Paper.description
@@ -85,12 +84,12 @@ def test_rules_are_values_with_checked_options():
         Auditor(confidence=1.0)
 
 
-def test_parse_rule_and_rule_from_mode():
+def test_parse_rule_names_and_specs():
     assert parse_rule("held-out@0.1", seed=4) == HeldOut(fraction=0.1, seed=4)
     assert parse_rule("grid@0.3") == Grid(fraction=0.3)
     assert parse_rule("bonferroni") == Bonferroni()
     assert parse_rule("rays", calibration_draws=199) == Rays(draws=199)
-    assert rule_from_mode("rays", calibration_draws=199, seed=5) == Rays(draws=199, seed=5)
+    assert parse_rule("rays", calibration_draws=199, seed=5) == Rays(draws=199, seed=5)
     for rule in (HeldOut(fraction=0.1), HeldOut(), Grid(fraction=0.3), Grid()):  # spec is parse_rule's inverse
         assert parse_rule(rule.spec) == rule
     for spec, match in (("median", "unknown audit mode"), ("paper@0.1", "no selection fraction"),
@@ -237,8 +236,8 @@ def test_valid_companion_keeps_a_valid_rule_and_replaces_the_papers():
     from hsaudit.audit.validity import valid_companion
 
     held = HeldOut(seed=3)
-    assert valid_companion(held, "crossing") is held
-    assert valid_companion(Paper(), "crossing") == Crossing()
-    assert valid_companion(Paper(), "held-out", selection_fraction=0.1, seed=5) == HeldOut(fraction=0.1, seed=5)
+    assert valid_companion(held, Crossing()) is held
+    assert valid_companion(Paper(), Crossing()) == Crossing()
+    assert valid_companion(Paper(), HeldOut(fraction=0.1, seed=5)) == HeldOut(fraction=0.1, seed=5)
     with pytest.raises(ValueError, match="not a valid rule"):
-        valid_companion(Paper(), "paper")
+        valid_companion(Paper(), Paper())

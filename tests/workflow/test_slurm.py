@@ -2,7 +2,7 @@
 
 The cluster tests skip, with the reason, when SLURM is not installed or cannot be started (not root). CI installs
 and starts it first (`bash scripts/slurm-local.sh start`). Every Snakemake run is wrapped in an outer
-`timeout -s KILL`: a broken status check hangs rather than fails (docs/cluster.md, "Traps").
+`timeout -s KILL`: a broken status check hangs rather than fails (docs/journal/cluster.md, "Status checks (the trap)").
 """
 
 from __future__ import annotations

@@ -224,9 +224,8 @@ rule audit_epsilon:
     params:
         delta=AUDIT["delta"],
         confidence=AUDIT["confidence"],
-        mode=AUDIT["mode"],
-        valid_mode=AUDIT["valid_mode"],
-        selection_fraction=AUDIT["selection_fraction"],
+        rule=CEBERE.rule.spec,
+        valid_rule=CEBERE.valid_rule.spec,
         noise_multiplier=lambda wc: CEBERE.audit(wc.dataset, wc.audit)["setup"][
             "dpsgd"
         ]["noise_multiplier"],

@@ -75,7 +75,8 @@ rule audit_yoon_run:
         spec=lambda wc: YOON.audits[wc.audit],
         population=lambda wc: YOON.trainings[YOON.audits[wc.audit]["population"]],
         delta=AUDIT["delta"],
-        valid_mode=AUDIT["valid_mode"],
+        rule=YOON.rule.spec,
+        valid_rule=YOON.valid_rule.spec,
         device=config["yoon"]["device"],
         code_version=script_version("audit_yoon_run"),
     script:

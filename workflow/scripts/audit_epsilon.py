@@ -2,6 +2,7 @@
 
 import pandas as pd
 
+from hsaudit.audit.rules import parse_rule
 from hsaudit.experiments.cebere.audit import audit_table
 from hsaudit.util.io import write_csv_atomic
 from hsaudit.pipeline.logs import script_logging
@@ -12,9 +13,8 @@ table = audit_table(
     pd.read_parquet(snakemake.input.scores),
     delta=params.delta,
     confidence=params.confidence,
-    mode=params.mode,
-    valid_mode=params.valid_mode,
-    selection_fraction=params.selection_fraction,
+    rule=parse_rule(params.rule),
+    valid_rule=parse_rule(params.valid_rule),
     noise_multiplier=params.noise_multiplier,
     period=params.period,
     seed=params.seed,

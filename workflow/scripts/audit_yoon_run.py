@@ -9,9 +9,10 @@ Writes one CSV row per adversary × margin × split, and the scores of every mod
 import numpy as np
 import torch
 
-from hsaudit.engine.models import model_spec
+from hsaudit.engine.models import spec_of
 from hsaudit.experiments.yoon import audit, crafting
 from hsaudit.experiments.yoon.recipe import recipe_label
+from hsaudit.audit.rules import parse_rule
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic
 from hsaudit.util.seeding import derive_seed
@@ -25,7 +26,7 @@ with np.load(snakemake.input.models) as f:
 with np.load(snakemake.input.data) as f:
     data = {k: f[k] for k in ("X", "mean", "std")}
 samples, scores = crafting.craft_run(
-    models, data, spec=spec, population=pop, arch=model_spec(pop["model"]), audit_key=snakemake.wildcards.audit, run_index=run,
+    models, data, spec=spec, population=pop, arch=spec_of(pop), audit_key=snakemake.wildcards.audit, run_index=run,
     device=snakemake.params.device,
 )
 craft_members = models.get("craft_members", models["members"])
@@ -37,8 +38,8 @@ facts = dict(
 )
 table = audit.audit_table(
     scores, crafting.sample_table(samples), access=spec["access"], delta=snakemake.params.delta,
-    confidence=spec["confidence"], mode=spec["mode"], selection_fraction=spec["selection_fraction"],
-    valid_mode=snakemake.params.valid_mode, seed=derive_seed(pop["seed"], "yoon-audit", run), facts=facts,
+    confidence=spec["confidence"], rule=parse_rule(snakemake.params.rule),
+    valid_rule=parse_rule(snakemake.params.valid_rule), seed=derive_seed(pop["seed"], "yoon-audit", run), facts=facts,
 )
 for row in table.itertuples():
     log.info("%s α=%s %s: ε̂ = %.3f (μ̂ = %.3f, %s), valid ε̂ = %.3f (μ̂ = %.3f, %s)", row.adversary, row.margin,

@@ -4,7 +4,7 @@ import torch
 
 from hsaudit.data.datasets import load_dataset
 from hsaudit.engine.dpsgd import DPSGDConfig, load_setup
-from hsaudit.engine.models import model_spec
+from hsaudit.engine.models import spec_of
 from hsaudit.experiments.cebere.train.adversaries import craft, save_crafted, write_params_json
 from hsaudit.pipeline.logs import script_logging
 
@@ -15,7 +15,7 @@ setup_spec = spec["setup"]
 data = load_dataset(snakemake.input.data)
 crafted = craft(
     spec["adversary"],
-    spec=model_spec(setup_spec["model"], **setup_spec["model_kwargs"]),
+    spec=spec_of(setup_spec),
     X=data.X,
     y=data.y,
     setup=load_setup(snakemake.input.setup),

@@ -2,7 +2,7 @@
 ``coordinates: fixed_init`` reading; hsaudit.experiments.cebere.train.fixed_init.craft_fixed_init)."""
 
 from hsaudit.engine.dpsgd import load_setup
-from hsaudit.engine.models import model_spec
+from hsaudit.engine.models import spec_of
 from hsaudit.experiments.cebere.train.adversaries import save_crafted, write_params_json
 from hsaudit.experiments.cebere.train.fixed_init import craft_fixed_init
 from hsaudit.pipeline.logs import script_logging
@@ -12,7 +12,7 @@ spec = snakemake.params.spec
 setup_spec = spec["setup"]
 crafted = craft_fixed_init(
     spec["adversary"],
-    spec=model_spec(setup_spec["model"], **setup_spec["model_kwargs"]),
+    spec=spec_of(setup_spec),
     setup=load_setup(snakemake.input.setup),
     clip_norm=setup_spec["dpsgd"]["clip_norm"],
     seed=snakemake.params.seed,

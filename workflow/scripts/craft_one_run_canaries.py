@@ -8,7 +8,7 @@ import torch
 
 from hsaudit.data.datasets import load_dataset
 from hsaudit.engine.dpsgd import DPSGDConfig, load_setup
-from hsaudit.engine.models import model_spec
+from hsaudit.engine.models import spec_of
 from hsaudit.experiments.cebere.train.adversaries import craft, write_params_json
 from hsaudit.experiments.one_run.train import craft_canaries, save_canaries
 from hsaudit.pipeline.logs import script_logging
@@ -19,7 +19,7 @@ spec, seed = snakemake.params.spec, snakemake.params.seed
 setup_spec = spec["setup"]
 data = load_dataset(snakemake.input.data)
 training = dict(
-    spec=model_spec(setup_spec["model"], **setup_spec["model_kwargs"]),
+    spec=spec_of(setup_spec),
     X=data.X,
     y=data.y,
     setup=load_setup(snakemake.input.setup),

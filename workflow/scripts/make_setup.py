@@ -7,7 +7,7 @@ import torch
 
 from hsaudit.data.datasets import load_dataset
 from hsaudit.engine.dpsgd import DPSGDConfig, make_setup, save_setup
-from hsaudit.engine.models import model_spec
+from hsaudit.engine.models import spec_of
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_text_atomic
 
@@ -16,7 +16,7 @@ torch.set_num_threads(snakemake.threads)
 spec = snakemake.params.spec
 data = load_dataset(snakemake.input.data)
 setup = make_setup(
-    spec=model_spec(spec["model"], **spec["model_kwargs"]),
+    spec=spec_of(spec),
     n_train=data.n,
     config=DPSGDConfig(**spec["dpsgd"]),
     seed=snakemake.params.seed,

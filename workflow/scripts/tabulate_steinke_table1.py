@@ -3,6 +3,7 @@ rows' shards, via hsaudit.experiments.steinke.audit.table1 -> table1.csv + table
 
 from hsaudit.experiments.plotting import footer_text
 from hsaudit.experiments.steinke.audit import gdp_rules, load_shards, split_shards, table1, table1_markdown
+from hsaudit.audit.rules import parse_rule
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic, write_text_atomic
 
@@ -12,7 +13,7 @@ groups = split_shards(load_shards(snakemake.input.shards), [row["shards"] for ro
 rows = [{"shards": shards, "noise_multiplier": float(shards[0]["noise_multiplier"]),
          "steps": int(shards[0]["scores"].shape[1]), "paper": row.get("paper"),
          "data_source": str(shards[0]["data_source"])} for row, shards in zip(p.rows, groups)]
-table = table1(rows, delta=float(p.delta), confidence=float(p.confidence), mode=p.mode, valid_mode=p.valid_mode,
+table = table1(rows, delta=float(p.delta), confidence=float(p.confidence), rule=parse_rule(p.rule), valid_rule=parse_rule(p.valid_rule),
                seed=int(p.seed), model=p.model, score=p.score,
                value_discretization_interval=float(p.value_discretization_interval))
 footer = footer_text(

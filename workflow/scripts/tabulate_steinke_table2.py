@@ -11,6 +11,7 @@ from hsaudit.experiments.steinke.audit import (
     table2_lr,
     table2_markdown,
 )
+from hsaudit.audit.rules import parse_rule
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_text_atomic, write_csv_atomic
 
@@ -19,7 +20,7 @@ p = snakemake.params
 groups = split_shards(load_shards(snakemake.input.shards), [row["shards"] for row in p.rows])
 candidates = split_shards(load_shards(snakemake.input.candidates), [len(row["grid"]) for row in p.rows])
 rows = [{**row, "shards": shards, "data_source": str(shards[0]["data_source"])} for row, shards in zip(p.rows, groups)]
-table = table2(rows, delta=float(p.delta), confidence=float(p.confidence), mode=p.mode, valid_mode=p.valid_mode,
+table = table2(rows, delta=float(p.delta), confidence=float(p.confidence), rule=parse_rule(p.rule), valid_rule=parse_rule(p.valid_rule),
                seed=int(p.seed), model=p.model, value_discretization_interval=float(p.value_discretization_interval))
 lr_table = table2_lr(table, rows, candidates)
 footer = footer_text(

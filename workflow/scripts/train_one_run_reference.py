@@ -21,7 +21,7 @@ import torch
 
 from hsaudit.data.datasets import load_dataset
 from hsaudit.engine.dpsgd import DPSGDConfig, load_setup
-from hsaudit.engine.models import model_spec
+from hsaudit.engine.models import spec_of
 from hsaudit.experiments.one_run.train import (
     load_canaries,
     reference_bits,
@@ -49,7 +49,7 @@ bits = (reference_bits(seed=snakemake.params.master_seed, key=key, models=models
         if run == "calibration" else np.zeros((models, canaries.m), dtype=np.int64))
 data = load_dataset(snakemake.input.data)
 scores = train_one_run_shard(
-    spec=model_spec(setup_spec["model"], **setup_spec["model_kwargs"]),
+    spec=spec_of(setup_spec),
     X=data.X,
     y=data.y,
     setup=load_setup(snakemake.input.setup),

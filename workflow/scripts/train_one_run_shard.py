@@ -9,7 +9,7 @@ import torch
 
 from hsaudit.data.datasets import load_dataset
 from hsaudit.engine.dpsgd import DPSGDConfig, load_setup
-from hsaudit.engine.models import model_spec
+from hsaudit.engine.models import spec_of
 from hsaudit.experiments.one_run.train import (
     canary_bits,
     load_canaries,
@@ -31,7 +31,7 @@ canaries = load_canaries(snakemake.input.canaries)
 bits = canary_bits(seed=seed, key=key, models=range(first, first + size), canaries=canaries.m, dataset=dataset)
 data = load_dataset(snakemake.input.data)
 scores = train_one_run_shard(
-    spec=model_spec(setup_spec["model"], **setup_spec["model_kwargs"]),
+    spec=spec_of(setup_spec),
     X=data.X,
     y=data.y,
     setup=load_setup(snakemake.input.setup),

@@ -12,7 +12,7 @@ import torch
 
 from hsaudit.data.datasets import load_dataset
 from hsaudit.engine.dpsgd import DPSGDConfig, load_setup, population_theta0
-from hsaudit.engine.models import model_spec
+from hsaudit.engine.models import spec_of
 from hsaudit.experiments.cebere.train.adversaries import load_crafted
 from hsaudit.experiments.cebere.train.shards import (
     insertion_steps,
@@ -33,7 +33,7 @@ params = snakemake.params
 spec, stream, seed = params.spec, params.stream, params.master_seed
 dataset = snakemake.wildcards.dataset
 setup_spec = spec["setup"]
-arch = model_spec(setup_spec["model"], **setup_spec["model_kwargs"])
+arch = spec_of(setup_spec)
 key, size, index = snakemake.wildcards.audit, int(snakemake.wildcards.size), int(snakemake.wildcards.index)
 bits = shard_bits(seed=seed, key=stream, shard_size=size, index=index, dataset=dataset)
 data = load_dataset(snakemake.input.data)

@@ -5,7 +5,7 @@ hsaudit.experiments.steinke.train.candidates.train_lr_candidate. Imports no audi
 import numpy as np
 import torch
 
-from hsaudit.engine.models import model_spec
+from hsaudit.engine.models import spec_of
 from hsaudit.experiments.steinke.train.candidates import train_lr_candidate
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import atomic_savez
@@ -15,7 +15,7 @@ torch.set_num_threads(snakemake.threads)
 p = snakemake.params
 with np.load(snakemake.input.data) as f:
     X, y, source = f["X"], f["y"], str(f["data_source"])
-arch = model_spec(p.spec["model"], **(p.spec["model_kwargs"] or {}))
+arch = spec_of(p.spec)
 out = train_lr_candidate(p.spec, arch=arch, X=X, y=y, device=p.device, progress=True)
 atomic_savez(snakemake.output.shard, {**out, "data_source": np.array(source)})
 log.info("η = %g, B = %d, σ = %g, T = %d: validation accuracy %.4f ± %.4f over %d models (%d held out of %s)",

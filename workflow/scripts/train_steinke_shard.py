@@ -5,7 +5,7 @@ test accuracy) via hsaudit.experiments.steinke.train.images.train_shard. Imports
 import numpy as np
 import torch
 
-from hsaudit.engine.models import model_spec
+from hsaudit.engine.models import spec_of
 from hsaudit.experiments.steinke.train.images import train_shard
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import atomic_savez
@@ -17,7 +17,7 @@ with np.load(snakemake.input.data) as f:
     X, y, source = f["X"], f["y"], str(f["data_source"])
 with np.load(snakemake.input.test) as f:
     test = (f["X"], f["y"])
-arch = model_spec(p.spec["model"], **(p.spec["model_kwargs"] or {}))
+arch = spec_of(p.spec)
 out = train_shard(p.canary, p.spec, shard, arch=arch, X=X, y=y, test=test, device=p.device, progress=True)
 atomic_savez(snakemake.output.shard, {**out, "data_source": np.array(source)})
 log.info("shard %d (%s canary, %s background): %d models x %d steps, q = %.4g (%s), test accuracy %.4f", shard,

@@ -5,7 +5,7 @@ hsaudit.experiments.steinke.train.tuning.train_tuned_shard. Imports no audit cod
 import numpy as np
 import torch
 
-from hsaudit.engine.models import model_spec
+from hsaudit.engine.models import spec_of
 from hsaudit.experiments.steinke.train.tuning import train_tuned_shard
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import atomic_savez
@@ -21,7 +21,7 @@ candidates = []
 for path in snakemake.input.candidates:
     with np.load(path) as f:
         candidates.append({k: f[k] for k in f.files})
-arch = model_spec(p.spec["model"], **(p.spec["model_kwargs"] or {}))
+arch = spec_of(p.spec)
 out = train_tuned_shard(p.spec, shard, arch=arch, X=X, y=y, test=test, candidates=candidates, device=p.device,
                         progress=True)
 atomic_savez(snakemake.output.shard, {**out, "data_source": np.array(source)})

@@ -5,7 +5,7 @@ N_craft + N_craft, audit: N + N, and a validation population where asked)."""
 import numpy as np
 import torch
 
-from hsaudit.engine.models import model_spec
+from hsaudit.engine.models import spec_of
 from hsaudit.experiments.yoon.train import train_run
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import atomic_savez
@@ -22,7 +22,7 @@ if snakemake.input.get("pretrain"):
 sigma = float(snakemake.params.noise_multiplier)  # σ(ε) from the plan (hsaudit.experiments.yoon.plan)
 log.info("%s, ε = %g: σ = %.4f", spec["model"], spec["epsilon"], sigma)
 arrays = train_run(
-    spec, data, arch=model_spec(spec["model"]), population_key=snakemake.wildcards.population, run=run, noise_multiplier=sigma,
+    spec, data, arch=spec_of(spec), population_key=snakemake.wildcards.population, run=run, noise_multiplier=sigma,
     pretrain_data=pretrain, device=snakemake.params.device,
 )
 log.info("canary %s (label %d, %s)", arrays["canary_kind"], arrays["canary_y"], arrays["canary_source"])

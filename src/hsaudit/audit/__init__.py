@@ -5,8 +5,8 @@
   docs/audit.md "The auditor".
 - :mod:`hsaudit.audit.rules` — threshold rules as values, each carrying its estimator: :class:`Paper` (the papers'
   rule, not valid), :class:`HeldOut`, :class:`Grid`, :class:`Bonferroni`, :class:`Crossing` (the default,
-  :data:`DEFAULT_RULE`), :class:`Rays`; :func:`rule_from_mode` / :func:`parse_rule` read them from config and CLI
-  strings.
+  :data:`DEFAULT_RULE`), :class:`Rays`, each a subclass of :class:`ThresholdRule` (the registry); :func:`parse_rule`,
+  the one reader of rule strings (the config's names, the CLI's, a rule's ``spec``).
 - :mod:`hsaudit.audit.gdp` — the GDP audit's result (:class:`AuditResult`) and its conversion error-rate bounds →
   μ̂ → ε̂ (Nasr et al. 2023; Cebere et al. 2025).
 - :mod:`hsaudit.audit.bounds` — one-sided Clopper–Pearson bounds and their cached probit tables, the Bonferroni
@@ -59,8 +59,8 @@ _EXPORTS = {
         "Paper",
         "Rays",
         "ThresholdRule",
+        "VALID_MODES",
         "parse_rule",
-        "rule_from_mode",
     ),
     "hsaudit.audit.gdp": ("AuditResult",),
     "hsaudit.audit.bounds": (

@@ -5,8 +5,8 @@ of the runs without the canary (``scores_out``, b = 0) and with it (``scores_in`
 member** (``directions="both"`` also tries the other orientation and pays for it), and a threshold rule — a frozen
 value that carries its own estimator (:mod:`hsaudit.audit.rules`: :class:`Paper`, :class:`HeldOut`, :class:`Grid`,
 :class:`Bonferroni`, :class:`Crossing`, :class:`Rays`), not a mode string plus loose keywords. Without one it uses
-:data:`hsaudit.audit.rules.DEFAULT_RULE`, the crossing rule (valid for any scores). The rules and their reading
-from config strings (:func:`rule_from_mode`, :func:`parse_rule`) are re-exported here: they are the auditor's
+:data:`hsaudit.audit.rules.DEFAULT_RULE`, the crossing rule (valid for any scores). The rules and their one reader
+of strings (:func:`parse_rule`) are re-exported here: they are the auditor's
 vocabulary.
 
 The estimates (:meth:`Auditor.report` returns them all in one :class:`AuditReport`):
@@ -54,7 +54,6 @@ from hsaudit.audit.rules import (
     Rays,
     ThresholdRule,
     parse_rule,
-    rule_from_mode,
 )
 from hsaudit.audit.two_sample import GdpTables, StepAudit, gdp_audit_two_sample
 
@@ -79,7 +78,6 @@ __all__ = [
     "auroc",
     "mu_from_auroc",
     "parse_rule",
-    "rule_from_mode",
     "tpr_at_fpr",
 ]
 
@@ -91,7 +89,7 @@ DEFAULT_FPR_LEVELS = (0.001, 0.01)
 
 
 def _check_rule(rule: object) -> ThresholdRule:
-    if not isinstance(rule, RULES):
+    if not isinstance(rule, ThresholdRule):
         raise ValueError(f"rule must be one of {', '.join(c.__name__ for c in RULES)}, got {rule!r}")
     return rule
 

@@ -1,8 +1,9 @@
 """Threshold rules as values, each carrying its own estimator (docs/audit.md, "The estimators").
 
-A rule says which error-rate evidence an audit may use and at what level; it is a frozen value handed down from
-the config or the CLI (:func:`rule_from_mode`, :func:`parse_rule` — the only place a mode string is read) to the
-estimators, which call it:
+A rule says which error-rate evidence an audit may use and at what level; it is a frozen value built once, from the
+config in a paper's plan or from the CLI's flags, and handed down to the estimators, which call it. Where it must cross
+a process boundary (a Snakemake param) it travels as its canonical :attr:`ThresholdRule.spec` string, and
+:func:`parse_rule` — the one reader of rule strings — turns the config's names and the specs back into rules:
 
 - ``rule.gdp(x0, x1, delta=, confidence=)`` — the GDP audit of non-member scores ``x0`` and member scores ``x1``
   (**higher score ⇒ member**) under the rule: one :class:`~hsaudit.audit.gdp.AuditResult`;
@@ -36,8 +37,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Union
+from typing import Any, ClassVar, Union
 
 import numpy as np
 from scipy import special
@@ -73,8 +75,10 @@ __all__ = [
     "Rays",
     "Seed",
     "ThresholdRule",
+    "VALID_MODES",
+    "config_rules",
     "parse_rule",
-    "rule_from_mode",
+    "rule_names",
 ]
 
 #: Default number of candidate thresholds of the grid rule.
@@ -90,6 +94,59 @@ Seed = Union[int, np.random.Generator]
 Points = tuple[np.ndarray, np.ndarray]
 
 
+class ThresholdRule:
+    """A threshold rule: a frozen dataclass subclass with the class attributes below, ``gdp`` and ``points``.
+    Subclassing registers the rule (:data:`RULES`): its ``name`` is then a value of the config's ``audit.mode`` (and,
+    when ``valid``, of ``audit.valid_mode`` and of the byo verdict's ``rule``), of ``hsaudit audit --mode`` and of the
+    schemas' enums (tests/audit/test_rule_registry.py checks them), with nothing else to edit.
+
+    Attributes:
+        name: the rule's name, as the config and the CLI spell it (the result tables' ``rule`` column holds its
+            :attr:`spec`).
+        valid: whether its ε̂ is a valid lower bound.
+        description: one line for the CLI and the docs.
+        min_per_class: the fewest scores of each class the rule can audit.
+        spec_field: the field that a spec's ``@VALUE`` sets (``fraction``, the selection share of the split
+            rules), or None.
+    """
+
+    name: ClassVar[str]
+    valid: ClassVar[bool]
+    description: ClassVar[str]
+    min_per_class: ClassVar[int]
+    spec_field: ClassVar[str | None] = None
+    registry: ClassVar[list[type[ThresholdRule]]] = []
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        ThresholdRule.registry.append(cls)
+
+    @property
+    def spec(self) -> str:
+        """The rule as :func:`parse_rule` reads it back, without the seed (set by the job that audits: :meth:`seeded`),
+        the grid size and the calibration draws (which the config does not set): ``NAME``, or ``NAME@VALUE`` when
+        its :attr:`spec_field` is not the default (``held-out@0.1``)."""
+        if self.spec_field is None:
+            return self.name
+        value = getattr(self, self.spec_field)
+        default = next(f.default for f in dataclasses.fields(self) if f.name == self.spec_field)
+        return self.name if value == default else f"{self.name}@{value:g}"
+
+    def seeded(self, seed: Seed) -> ThresholdRule:
+        """The rule with the seed of its split or calibration set to ``seed`` (itself when it draws nothing)."""
+        if any(f.name == "seed" for f in dataclasses.fields(self)):
+            return dataclasses.replace(self, seed=seed)
+        return self
+
+    def gdp(self, x0: np.ndarray, x1: np.ndarray, *, delta: float, confidence: float) -> AuditResult:
+        """The GDP audit of non-member scores ``x0`` and member scores ``x1`` under the rule."""
+        raise NotImplementedError
+
+    def points(self, x0: np.ndarray, x1: np.ndarray, *, confidence: float) -> Points:
+        """The rule's known-family form: CP-bounded (FPR, FNR) points (none by default: ``ValueError``)."""
+        return _no_known_family_form(self)
+
+
 def _check_fraction(fraction: float) -> float:
     f = float(fraction)
     if not 0.0 < f < 1.0:
@@ -102,7 +159,7 @@ def _no_known_family_form(rule) -> Points:
 
 
 @dataclass(frozen=True)
-class Paper:
+class Paper(ThresholdRule):
     """The best threshold on all scores (Cebere et al.; Nasr et al. 2023). Not a valid confidence bound."""
 
     name: ClassVar[str] = "paper"
@@ -122,7 +179,7 @@ class Paper:
 
 
 @dataclass(frozen=True)
-class HeldOut:
+class HeldOut(ThresholdRule):
     """The best threshold on a stratified selection split (``fraction`` of each class, drawn from ``seed``); the
     Clopper–Pearson bounds at that one threshold on the other scores. Valid: the evaluation scores are independent
     of the choice, so each bound holds at ``confidence`` (≥ 1 − 2(1 − c) jointly)."""
@@ -133,14 +190,10 @@ class HeldOut:
     valid: ClassVar[bool] = True
     description: ClassVar[str] = "threshold chosen on a random selection set, bounds on the other scores (valid)"
     min_per_class: ClassVar[int] = 2
+    spec_field: ClassVar[str | None] = "fraction"
 
     def __post_init__(self) -> None:
         _check_fraction(self.fraction)
-
-    @property
-    def spec(self) -> str:
-        """The rule as :func:`parse_rule` reads it (without the seed): ``held-out`` or ``held-out@FRACTION``."""
-        return _spec(self.name, self.fraction)
 
     def gdp(self, x0: np.ndarray, x1: np.ndarray, *, delta: float, confidence: float) -> AuditResult:
         """The best threshold of the selection split, its CP bounds at ``confidence`` on the evaluation split."""
@@ -163,7 +216,7 @@ class HeldOut:
 
 
 @dataclass(frozen=True)
-class Grid:
+class Grid(ThresholdRule):
     """Up to ``size`` candidate thresholds from a selection split, all bounded on the other scores with a
     Bonferroni correction over the candidates. Valid."""
 
@@ -176,16 +229,12 @@ class Grid:
         "candidate thresholds chosen on a random selection set, Bonferroni CP bounds on the others (valid)"
     )
     min_per_class: ClassVar[int] = 2
+    spec_field: ClassVar[str | None] = "fraction"
 
     def __post_init__(self) -> None:
         _check_fraction(self.fraction)
         if int(self.size) != self.size or self.size < 1:
             raise ValueError(f"grid_size must be a positive integer, got {self.size!r}")
-
-    @property
-    def spec(self) -> str:
-        """The rule as :func:`parse_rule` reads it (without size and seed): ``grid`` or ``grid@FRACTION``."""
-        return _spec(self.name, self.fraction)
 
     def gdp(self, x0: np.ndarray, x1: np.ndarray, *, delta: float, confidence: float) -> AuditResult:
         """The selection split proposes the paper rule's best threshold and thresholds at FPR quantiles within a
@@ -228,12 +277,9 @@ class Grid:
             mode=self.name,
         )
 
-    def points(self, x0: np.ndarray, x1: np.ndarray, *, confidence: float) -> Points:
-        return _no_known_family_form(self)
-
 
 @dataclass(frozen=True)
-class Bonferroni:
+class Bonferroni(ThresholdRule):
     """Every threshold of all scores, each one-sided CP bound at 1 − (1 − c)/(2n) for n thresholds: valid jointly
     without a split, and loose."""
 
@@ -262,7 +308,7 @@ class Bonferroni:
 
 
 @dataclass(frozen=True)
-class Crossing:
+class Crossing(ThresholdRule):
     """The exact test of μ-GDP where the empirical trade-off curve crosses FPR = FNR (no threshold chosen).
     Valid jointly for any scores; deterministic. The default rule (:data:`DEFAULT_RULE`)."""
 
@@ -282,12 +328,9 @@ class Crossing:
         mu = crossing_mu_lower(k0=cross.k0, k1=cross.k1, n0=s0.size, n1=s1.size, confidence=confidence)
         return _tested(mu, s0.size, s1.size, cross, delta=delta, confidence=confidence, mode=self.name)
 
-    def points(self, x0: np.ndarray, x1: np.ndarray, *, confidence: float) -> Points:
-        return _no_known_family_form(self)
-
 
 @dataclass(frozen=True)
-class Rays:
+class Rays(ThresholdRule):
     """The Monte Carlo exact test on the mean crossing of 9 rays around FPR = FNR, calibrated by ``draws``
     simulated Gaussian pairs from ``seed``. Valid jointly for any scores; the tightest on Gaussian-like scores."""
 
@@ -314,81 +357,67 @@ class Rays:
         cross = _diagonal_crossing(s0, s1)
         return _tested(mu, s0.size, s1.size, cross, delta=delta, confidence=confidence, mode=self.name)
 
-    def points(self, x0: np.ndarray, x1: np.ndarray, *, confidence: float) -> Points:
-        return _no_known_family_form(self)
-
-
-ThresholdRule = Union[Paper, HeldOut, Grid, Bonferroni, Crossing, Rays]
-
-#: The rule classes, in the order the CLI and the config list their names.
-RULES: tuple[type, ...] = (Paper, HeldOut, Grid, Bonferroni, Crossing, Rays)
-
-#: The names of the rules (``audit.mode`` in the config, ``--mode`` of ``hsaudit audit``).
-AUDIT_MODES = tuple(cls.name for cls in RULES)
 
 #: The rule a user gets without choosing one: valid, and the tightest on every score family measured
 #: (docs/audit.md, "Coverage study").
 DEFAULT_RULE: ThresholdRule = Crossing()
 
-_BY_NAME = {cls.name: cls for cls in RULES}
 
-
-def rule_from_mode(
-    mode: str,
+def parse_rule(
+    spec: str,
     *,
     selection_fraction: float = DEFAULT_SELECTION_FRACTION,
     grid_size: int = DEFAULT_GRID_SIZE,
     seed: Seed = 0,
     calibration_draws: int = DEFAULT_CALIBRATION_DRAWS,
 ) -> ThresholdRule:
-    """The rule of a mode name (:data:`AUDIT_MODES`, as the config and the CLI spell it) with the options that mode
-    takes; the others are ignored. This and :func:`parse_rule` are the only readers of mode strings.
+    """The rule of a name (:data:`AUDIT_MODES`: the config's ``audit.mode``, ``--mode`` of ``hsaudit audit``) or of a
+    spec ``NAME@VALUE`` (a rule's :attr:`~ThresholdRule.spec`, e.g. ``held-out@0.1``; ``hsaudit validate-audit
+    --modes``), with the options the rule takes (the others are ignored; a spec's value wins over
+    ``selection_fraction``). The one reader of rule strings: the inverse of ``spec``.
 
     Raises:
-        ValueError: an unknown mode, or an option out of range.
+        ValueError: an unknown name, a spec value that is not a number or out of range, a value for a rule without
+            a :attr:`~ThresholdRule.spec_field`, or an option out of range.
     """
-    if mode not in _BY_NAME:
-        raise ValueError(f"unknown audit mode {mode!r}; choose from {', '.join(AUDIT_MODES)}")
-    if mode == "held-out":
-        return HeldOut(fraction=selection_fraction, seed=seed)
-    if mode == "grid":
-        return Grid(size=grid_size, fraction=selection_fraction, seed=seed)
-    if mode == "rays":
-        return Rays(draws=calibration_draws, seed=seed)
-    return _BY_NAME[mode]()
+    name, at, value = str(spec).partition("@")
+    by_name = {cls.name: cls for cls in ThresholdRule.registry}
+    if name not in by_name:
+        raise ValueError(f"unknown audit mode {name!r} in {spec!r}; choose from {', '.join(by_name)}")
+    cls = by_name[name]
+    options = {"fraction": selection_fraction, "size": grid_size, "seed": seed, "draws": calibration_draws}
+    if at:
+        if cls.spec_field is None:
+            raise ValueError(f"{name} mode has no selection fraction: {spec!r}")
+        try:
+            f = float(value)
+        except ValueError:
+            raise ValueError(f"selection fraction must be a number, got {value!r} in {spec!r}") from None
+        if not 0.0 < f < 1.0:
+            raise ValueError(f"selection fraction must be in (0, 1), got {f} in {spec!r}")
+        options[cls.spec_field] = f
+    fields = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in options.items() if k in fields})
 
 
-def parse_rule(spec: str, *, seed: Seed = 0, calibration_draws: int = DEFAULT_CALIBRATION_DRAWS) -> ThresholdRule:
-    """A rule from a spec ``MODE`` or ``MODE@FRACTION`` (the selection share of held-out/grid, e.g.
-    ``held-out@0.1``), as ``hsaudit validate-audit --modes`` takes them; the inverse of a rule's ``spec``.
+def config_rules(audit: Mapping[str, Any]) -> tuple[ThresholdRule, ThresholdRule]:
+    """The rules of the config's ``audit`` section, built once by each paper's plan: ``mode``'s (with
+    ``selection_fraction``) and the valid rule a table carries beside it, ``valid_mode``'s.
 
     Raises:
-        ValueError: unknown mode, a fraction outside (0, 1) or not a number, or a fraction for a mode without a
-            split.
+        ValueError: an unknown name, or a ``valid_mode`` whose rule is not valid.
     """
-    name, _, frac = str(spec).partition("@")
-    if name not in _BY_NAME:
-        raise ValueError(f"unknown audit mode {name!r} in {spec!r}; choose from {', '.join(AUDIT_MODES)}")
-    if not frac:
-        return rule_from_mode(name, seed=seed, calibration_draws=calibration_draws)
-    if name not in ("held-out", "grid"):
-        raise ValueError(f"{name} mode has no selection fraction: {spec!r}")
-    try:
-        f = float(frac)
-    except ValueError:
-        raise ValueError(f"selection fraction must be a number, got {frac!r} in {spec!r}") from None
-    if not 0.0 < f < 1.0:
-        raise ValueError(f"selection fraction must be in (0, 1), got {f} in {spec!r}")
-    return rule_from_mode(name, selection_fraction=f, seed=seed)
+    fraction = float(audit.get("selection_fraction", DEFAULT_SELECTION_FRACTION))
+    rule = parse_rule(str(audit["mode"]), selection_fraction=fraction)
+    valid = parse_rule(str(audit.get("valid_mode", DEFAULT_RULE.name)), selection_fraction=fraction)
+    if not valid.valid:
+        raise ValueError(f"audit.valid_mode {valid.spec!r} is not a valid rule")
+    return rule, valid
 
 
 # --------------------------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------------------------
-def _spec(name: str, fraction: float) -> str:
-    return name if fraction == DEFAULT_SELECTION_FRACTION else f"{name}@{fraction:g}"
-
-
 def _check_draws(draws: int, confidence: float) -> int:
     need = minimum_calibration_draws(confidence)
     try:
@@ -411,3 +440,22 @@ def _diagonal_crossing(s0: np.ndarray, s1: np.ndarray) -> RayCrossing:
 
 def _tested(mu: float, n0: int, n1: int, cross: RayCrossing, **kw) -> AuditResult:
     return result_from_mu(mu=mu, n0=n0, n1=n1, threshold=cross.threshold, fp=cross.fp, fn=cross.fn, **kw)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the registry (last, so that every rule class of this module is in it)
+# --------------------------------------------------------------------------------------------------------------
+#: The rule classes, in the order the CLI and the config list their names.
+RULES: tuple[type[ThresholdRule], ...] = tuple(ThresholdRule.registry)
+
+
+def rule_names(*, valid: bool = False) -> tuple[str, ...]:
+    """The names of the registered rules (of the valid ones with ``valid``), in the order they were defined."""
+    return tuple(cls.name for cls in ThresholdRule.registry if cls.valid or not valid)
+
+
+#: The names of the rules (``audit.mode`` in the config, ``--mode`` of ``hsaudit audit``).
+AUDIT_MODES: tuple[str, ...] = rule_names()
+
+#: The names of the valid rules (``audit.valid_mode``; the byo verdict's rule).
+VALID_MODES: tuple[str, ...] = rule_names(valid=True)

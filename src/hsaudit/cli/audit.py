@@ -22,9 +22,10 @@ from hsaudit.audit.rules import (
     DEFAULT_GRID_SIZE,
     DEFAULT_RULE,
     DEFAULT_SELECTION_FRACTION,
+    RULES,
     Crossing,
     Rays,
-    rule_from_mode,
+    parse_rule,
 )
 
 
@@ -50,11 +51,8 @@ def register(sub) -> None:
         "--mode",
         choices=AUDIT_MODES,
         default=DEFAULT_RULE.name,
-        help="threshold rule: crossing (exact joint test where the empirical curve crosses FPR = FNR; valid for "
-        "any scores, no split; the default), rays (Monte Carlo exact test on 9 rays around FPR = FNR; valid for "
-        "any scores, the tightest on Gaussian-like scores), held-out (valid), grid (valid, Bonferroni over a few "
-        "candidates), bonferroni (every threshold, each bound at 1 - (1 - c)/(2n); valid, no split, loose), "
-        f"paper (same scores, the papers' method, NOT a valid bound) (default {DEFAULT_RULE.name})",
+        help=f"threshold rule (default {DEFAULT_RULE.name}): "
+        + "; ".join(f"{cls.name} ({cls.description})" for cls in RULES),
     )
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of the held-out/grid split and the rays simulations (default 0)"
@@ -218,7 +216,7 @@ def summary(report: AuditReport, source: str = "") -> str:
 
 def run(args: argparse.Namespace) -> int:
     scores, members = read_scores_csv(args.scores)
-    rule = rule_from_mode(
+    rule = parse_rule(
         args.mode,
         selection_fraction=args.selection_fraction,
         grid_size=args.grid_size,

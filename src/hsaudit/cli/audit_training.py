@@ -17,6 +17,8 @@ import argparse
 import json
 from pathlib import Path
 
+from hsaudit.audit.rules import VALID_MODES, parse_rule
+
 PLAN_DEFAULTS = {"canary": "out_of_support", "background": "data", "rule": "crossing"}
 
 
@@ -31,6 +33,9 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def register(sub) -> None:
+    from hsaudit.experiments.byo.train.values import SCORED, SCORES
+    from hsaudit.util.scores import score_entry
+
     parser = sub.add_parser(
         "audit-training",
         description=(
@@ -54,9 +59,10 @@ def register(sub) -> None:
     parser.add_argument("--background-size", type=int, default=16, help="examples of the subset background")
     parser.add_argument("--seed", type=int, default=0, help="master seed of the bits, the models' seeds and the canary")
     parser.add_argument("--data", default=None, help="a .npz with arrays x and y instead of make().dataset()")
-    parser.add_argument("--score", default="auto", choices=("auto", "final", "relative"),
-                        help="the canary's score: final (the final model's), relative (minus θ0's, observed during "
-                        "training) or auto (default: relative when θ0 is observed and varies with the seed)")
+    scored = ", ".join(f"{s} ({score_entry(s).description})" for s in SCORED)
+    parser.add_argument("--score", default="auto", choices=SCORES,
+                        help=f"the canary's score, an entry of the score registry (higher ⇒ member): {scored}; or auto "
+                        "(default: relative when θ0 is observed, during the training, and varies with the seed)")  # fmt: skip
     parser.add_argument("--audit-setting", action="store_true",
                         help="run the training in a cheap configuration where a tight audit is possible: make(setting) "
                         "gets few steps, the full batch and a σ calibrated to --setting-epsilon")  # fmt: skip
@@ -67,7 +73,7 @@ def register(sub) -> None:
     parser.add_argument("--setting-rate", type=float, default=1.0,
                         help="sampling rate of the audit setting (default 1: the full batch)")  # fmt: skip
     parser.add_argument("--confidence", type=float, default=0.95, help="joint confidence of ε̂ (default 0.95)")
-    parser.add_argument("--rule", default=PLAN_DEFAULTS["rule"], choices=("rays", "crossing", "held-out"),
+    parser.add_argument("--rule", default=PLAN_DEFAULTS["rule"], choices=VALID_MODES,
                         help="the verdict's valid rule (default crossing: exact, no Monte Carlo calibration)")  # fmt: skip
     parser.add_argument("--directions", default="one", choices=("one", "both"),
                         help="one: the canary's score is oriented (default); both: the other way too, paid for")
@@ -147,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from hsaudit.experiments.byo.api import audit_frames, audit_training, train_all
-    from hsaudit.experiments.byo.audit import AuditOptions, markdown, rule_value
+    from hsaudit.experiments.byo.audit import AuditOptions, markdown
     from hsaudit.experiments.byo.train.harness import load, prepare
     from hsaudit.util.io import write_csv_atomic, write_text_atomic
 
@@ -161,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     shards = args.shard[1] if args.shard else (args.from_shards or 1)
     design = _design(args, shards)
-    options = AuditOptions(confidence=args.confidence, rule=rule_value(args.rule, seed=args.seed),
+    options = AuditOptions(confidence=args.confidence, rule=parse_rule(args.rule, seed=args.seed),
                            directions=args.directions, basis=args.basis, seed=args.seed,
                            power_factor=args.power_factor, power_target=args.power_target,
                            power_resamples=args.power_resamples)  # fmt: skip

@@ -18,11 +18,16 @@ Entries (:data:`CANARIES`):
 
 - ``mislabelled``: an example with a wrong label — drawn from the seed, or the row ``index`` with ``label``
   (Steinke et al. 2023's label-flipped input, Figure 4: :func:`hsaudit.experiments.steinke.train.images.fig4_canary`
-  builds it from the test split as the pool);
+  builds it from the test split as the pool; Cebere et al. 2025's A_L, a row of the data with label (y + 1) mod K:
+  :func:`hsaudit.experiments.cebere.train.adversaries.craft`);
 - ``out_of_support``: an input outside the data's support, along its direction of least variance (a large gradient
   that no other example shares, after Jagielski et al. 2020's ClipBKD);
-- ``dirac``: a gradient canary on one coordinate (not a bias, where the caller knows which coordinates are biases:
-  :attr:`CanarySource.biases`);
+- ``dirac``: a gradient canary on one coordinate d (not a bias, where the caller knows which coordinates are biases:
+  :attr:`CanarySource.biases`). Its inserted gradient C·e_d is :func:`dirac_gradient`, the one every paper uses:
+  Cebere et al.'s A_GC-R and A_GC-S (their coordinate chosen by their adversary: uniform, or ranked by simulated
+  trainings), the one-run study's m coordinates (the family form, with bits), Steinke et al.'s Dirac canary added
+  unclipped to the noisy sum (:func:`hsaudit.engine.dpsgd.train_population`'s ``gradient=``; its coordinate
+  :func:`dirac_coordinate`) and this entry's carrier row (a loss term whose clipped gradient is C·e_d);
 - ``opposing``: the worst-case canary of Nasr et al. (2021): x0 = a·e_f with label 1, inserted into the ``copies``
   background (every row x0 with label 0), so that for a 2-class softmax or logistic model its gradient is exactly
   opposite to every other row's;
@@ -32,19 +37,20 @@ Entries (:data:`CANARIES`):
   :func:`hsaudit.experiments.yoon.train.make_canary` builds from the auxiliary half as the pool and θ0 as the
   reference (their config names map to these in :data:`hsaudit.experiments.yoon.train.REGISTRY_NAMES`).
 
-Adding a canary type is one entry of :data:`CANARIES`. Three canaries stay outside it, because their value depends on
-the training itself rather than on the data, a reference model and a seed:
+Adding a canary type is one entry of :data:`CANARIES`; an entry says whether it has a family form
+(:attr:`CanaryType.family`: M distinct canaries in one training). A paper's own constants (which canaries and
+backgrounds its config may name) live in its package, not here. Two canaries stay outside the registry, because their
+value depends on the training itself rather than on the data, a reference model and a seed:
 
-- Cebere et al. (2025)'s crafted gradients, :func:`hsaudit.experiments.cebere.train.adversaries.craft`: A_GC-S's
-  coordinate is ranked by simulated trainings from the setup's θ0 and batch schedule, and every adversary of that
-  paper (A_GC-R, A_CotS and A_L's label-flipped row too) is one ``Crafted`` value saved with its own file format;
-- Steinke et al.'s Dirac canary in trained models, :func:`hsaudit.experiments.steinke.train.images.train_dirac_shard`:
-  C·e_d added unclipped to the noisy sum inside each DP-SGD step in which it is sampled
-  (:func:`hsaudit.engine.dpsgd.train_population`'s ``gradient=``), not a row of the data that a canary value here
-  stands for (only its coordinate, :func:`dirac_coordinate`, is drawn here);
+- Cebere et al. (2025)'s A_CotS direction C·g/‖g‖ (g Gaussian, drawn by their adversary) and A_GC-S's ranking of
+  the coordinates by simulated trainings from the setup's θ0 and batch schedule
+  (:func:`hsaudit.experiments.cebere.train.adversaries.craft`; its object, a ``Crafted`` value, has its own file
+  format);
 - Steinke et al.'s unused-token language-model canary,
   :func:`hsaudit.experiments.steinke.train.language.build_canary`: token ids that occur nowhere in the tokenised
   data, so it needs the tokenizer and the tokenised corpus (the ``"token"`` kind is reserved for it).
+
+How a canary is scored (higher ⇒ member) is the score registry's (:mod:`hsaudit.util.scores`).
 
 Backgrounds (:data:`BACKGROUNDS`): the rest of the training set a canary is inserted into — the data as it is, a
 blank background (every input zero, labels kept: a first linear layer's weights get no gradient from it, its bias
@@ -63,6 +69,7 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 import numpy as np
+import numpy.typing as npt
 
 KINDS = ("input", "gradient", "token")
 """The kinds of canary value: an input example, a direction of the flat parameters, a token sequence."""
@@ -237,6 +244,10 @@ class CanaryType:
         build: ``CanarySource -> canary value``.
         description: one line for docs and ``--help``.
         options: the names of :attr:`CanarySource.options` the builder reads (any other is an error).
+        family: whether the type has a family form: M distinct canaries of it fit one training (M rows drawn
+            distinct, M coordinates: :func:`draw_distinct`, :func:`dirac_gradient`'s bits), as an audit with few
+            runs and many canaries needs; False for a type with one value per data set (``blank``, ``opposing``,
+            ``clipbkd``).
     """
 
     name: str
@@ -244,6 +255,7 @@ class CanaryType:
     build: Callable[[CanarySource], object]
     description: str
     options: tuple[str, ...] = ()
+    family: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -378,6 +390,48 @@ def dirac_coordinate(parameters: int, seed: int, *, avoid: tuple[int, ...] | Non
             return d
 
 
+def dirac_gradient(parameters: int, coordinates: npt.ArrayLike, *, norm: float,
+                   bits: npt.ArrayLike | None = None) -> np.ndarray:  # fmt: skip
+    """The Dirac gradient canary as the DP-SGD step inserts it: ``norm · e_d`` of the flat parameters, float32
+    ``[p]`` for one coordinate d; with ``bits [models, m]`` and ``m`` distinct ``coordinates``, the family form
+    Σ_j b_ij · norm · e_{d_j}, float32 ``[models, p]``.
+
+    The one C·e_d of the project (``norm`` = C, the clipping norm): Cebere et al.'s A_GC-R and A_GC-S gradient
+    (:func:`hsaudit.experiments.cebere.train.adversaries.craft`), the one-run study's m canaries
+    (:meth:`hsaudit.experiments.one_run.train.Canaries.gradients`), Steinke et al.'s unclipped Dirac canary
+    (:func:`hsaudit.experiments.steinke.train.images.train_dirac_shard`) and the direction of the :func:`dirac`
+    entry (``norm`` 1).
+
+    >>> dirac_gradient(3, 1, norm=2.0).tolist()
+    [0.0, 2.0, 0.0]
+    >>> dirac_gradient(3, [0, 2], norm=1.0, bits=[[1, 0], [1, 1]]).tolist()
+    [[1.0, 0.0, 0.0], [1.0, 0.0, 1.0]]
+
+    Raises:
+        ValueError: a coordinate outside the ``parameters``, repeated coordinates, or bits that are not a
+            ``[models, m]`` array of 0/1.
+    """
+    p = int(parameters)
+    d = np.asarray(coordinates, dtype=np.int64)
+    if d.size and (d.min() < 0 or d.max() >= p):
+        raise ValueError(f"coordinate {int(d.max()) if d.max() >= p else int(d.min())} is outside a model with {p} "
+                         "parameters")  # fmt: skip
+    if bits is None:
+        if d.ndim != 0:
+            raise ValueError(f"one coordinate without bits, got {d.tolist()}")
+        out = np.zeros(p, dtype=np.float32)
+        out[int(d)] = norm
+        return out
+    b = np.asarray(bits)
+    if d.ndim != 1 or np.unique(d).size != d.size:
+        raise ValueError(f"coordinates must be a 1-D array of distinct indices, got {d.tolist()}")
+    if b.ndim != 2 or b.shape[1] != d.size or not np.all((b == 0) | (b == 1)):
+        raise ValueError(f"bits must be a [models, {d.size}] array of 0/1, got shape {b.shape}")
+    out = np.zeros((b.shape[0], p), dtype=np.float32)
+    out[:, d] = np.float32(norm) * b.astype(np.float32)
+    return out
+
+
 def dirac(source: CanarySource) -> GradientCanary:
     """A Dirac gradient canary: coordinate d (drawn from the seed, never one of :attr:`CanarySource.biases`) of the
     flat parameters, with a per-example gradient of norm :data:`DIRAC_NORM` × C carried by an all-zero input (Nasr et
@@ -386,8 +440,7 @@ def dirac(source: CanarySource) -> GradientCanary:
         raise ValueError("the dirac canary needs the model's parameter count (CanarySource.parameters)")
     p = int(source.parameters)
     d = dirac_coordinate(p, source.seed, avoid=source.biases)
-    direction = np.zeros(p, dtype=np.float32)
-    direction[d] = 1.0
+    direction = dirac_gradient(p, d, norm=1.0)
     y = np.asarray(source.y)
     carrier_y = np.array(0, dtype=np.int64) if source.classes is not None else np.array(0.0, dtype=y.dtype)
     norm = DIRAC_NORM * float(source.clip_norm or 1.0)
@@ -522,18 +575,20 @@ def clipbkd(source: CanarySource) -> InputCanary:
 CANARIES: dict[str, CanaryType] = {
     entry.name: entry
     for entry in (
-        CanaryType("mislabelled", "input", mislabelled, "an example of the data with a wrong label"),
+        CanaryType("mislabelled", "input", mislabelled, "an example of the data with a wrong label", family=True),
         CanaryType(
             "out_of_support",
             "input",
             out_of_support,
             "an input outside the data's support (its direction of least variance): a large, rare gradient",
+            family=True,
         ),
         CanaryType(
             "dirac",
             "gradient",
             dirac,
             "a gradient on one parameter coordinate, carried by an extra per-example loss term",
+            family=True,
         ),
         CanaryType("blank", "input", blank, "the all-zero input with a fixed label (Yoon et al.)"),
         CanaryType(
@@ -543,13 +598,14 @@ CANARIES: dict[str, CanaryType] = {
             "x0 = a·e_f with label 1, against the copies background's x0 with label 0 (Nasr et al. 2021's worst case)",
             options=("amplitude", "feature"),
         ),
-        CanaryType("in_distribution", "input", in_distribution, "an example of the pool with its own label"),
+        CanaryType("in_distribution", "input", in_distribution, "an example of the pool with its own label", family=True),
         CanaryType(
             "ood_mislabelled",
             "input",
             ood_mislabelled,
             "an example of the pool made out of distribution (inverted or noise), with a wrong label",
             options=("transform",),
+            family=True,
         ),
         CanaryType(
             "clipbkd",
@@ -614,29 +670,12 @@ def canary_from_arrays(arrays: Mapping[str, np.ndarray]) -> Canary:
     raise ValueError(f"canary arrays of kind {kind!r}: expected input or gradient")
 
 
-# ---- Steinke et al. (2023)'s image canaries ------------------------------------------------------------------
-# Their trained-model targets (hsaudit.experiments.steinke) insert a canary whose value depends on the training
-# (the engine's per-sample gradients), so they name it here and build it in their training jobs.
-STEINKE_CANARIES = ("dirac", "label_flip")
-"""Steinke et al.'s image canaries: the Dirac gradient canary C·e_d added unclipped (their Figure 2, Table 2;
-coordinate :func:`dirac_coordinate`) and the label-flipped input (Figure 4; the :func:`mislabelled` entry with a
-fixed row and label, :func:`hsaudit.experiments.steinke.train.images.fig4_canary`)."""
-DIRAC_BACKGROUNDS = ("natural", "zero")
-"""The other examples of a Dirac-canary training: ``natural`` (the data) or ``zero`` (every other example's clipped
-gradient is 0: the adversarial dataset of Steinke et al.'s Figure 3)."""
-LABEL_FLIP_BACKGROUNDS = ("blank", "natural", "zero_gradient")
-"""The other examples of a label-flipped-input training (Steinke et al.'s Figure 4 panels): ``zero_gradient`` (every
-other example's clipped gradient is 0 while the canary's is computed and clipped: the paper's "all zero gradient
-inputs" of panel (a)), ``blank`` (all-zero images, labels kept: the ``blank`` of :data:`BACKGROUNDS`, whose bias
-gradients are not 0) or ``natural`` (the data; panel (b))."""
-LABEL_FLIP_SOURCES = ("test", "train")
-"""The splits a label-flipped input canary is taken from (test: an image the models never see otherwise)."""
-
-
+# ---- families -------------------------------------------------------------------------------------------------
 def draw_distinct(n: int, count: int, seed: int) -> np.ndarray:
     """``count`` distinct values of range(n), uniformly from ``seed`` (the first ``count`` of one permutation, so a
-    larger ``count`` keeps the earlier draws): Steinke et al.'s spread of canaries, several Dirac coordinates or
-    label-flipped images [inferred: the paper audits one of each].
+    larger ``count`` keeps the earlier draws): a family of canaries of one type, M Dirac coordinates or M rows
+    (Steinke et al.'s spread of canaries, several Dirac coordinates or label-flipped images [inferred: the paper
+    audits one of each]).
 
     >>> draw_distinct(10, 3, 0).tolist() == draw_distinct(10, 5, 0)[:3].tolist()
     True

@@ -97,6 +97,9 @@ class ModelSpec:
         cuda_backend: the backend ``auto`` takes on CUDA where the measured winner there differs (one of
             :attr:`backends`); ``None``: the first of :attr:`backends` there too (:meth:`backend_on`).
         bench: the benchmark's default sizes.
+        colour: the architecture's colour in figures that draw one series per model (``None``: a neutral grey).
+        feature_extractor: the extractor whose outputs the model is trained on (``"alexnet"``: the 4096-d AlexNet
+            features, :mod:`hsaudit.data.alexnet`); ``None`` for a model trained on the inputs themselves.
     """
 
     name: str
@@ -109,6 +112,8 @@ class ModelSpec:
     backends: tuple[str, ...] = ("hooks", "func")
     bench: BenchSizes = BenchSizes()
     cuda_backend: str | None = field(default=None, compare=False)
+    colour: str | None = field(default=None, compare=False)
+    feature_extractor: str | None = None
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -171,6 +176,11 @@ class ModelSpec:
     def build(self):
         """A fresh module (``torch.nn.Module``), PyTorch's default initialisation from the global RNG."""
         return self.builder(**self.model_kwargs)
+
+    def with_options(self, **options) -> ModelSpec:
+        """The same architecture with ``options`` changed (e.g. ``num_classes=100`` for a pre-training head),
+        resolved through the registry as :func:`model_spec` does."""
+        return model_spec(self.name, **{**self.model_kwargs, **options})
 
 
 def fcnn_sizes(variant: str = DEFAULT_FCNN_VARIANT) -> tuple[int, ...]:
@@ -263,7 +273,7 @@ def _convnet(num_classes: int = 10) -> ModelSpec:
     k = _classes(num_classes)
     return ModelSpec(
         name="convnet", builder=_build_convnet, input_shape=(3, 32, 32), outputs=k, kwargs=(("num_classes", k),),
-        label="ConvNet", bench=BenchSizes(models=(1, 8, 64, 256), steps=3), cuda_backend="func",
+        label="ConvNet", bench=BenchSizes(models=(1, 8, 64, 256), steps=3), cuda_backend="func", colour="#882255",
     )
 
 
@@ -274,6 +284,7 @@ def _resnet18_gn(num_classes: int = 10, groups: int = 32) -> ModelSpec:
     return ModelSpec(
         name="resnet18_gn", builder=_build_resnet18_gn, input_shape=(3, None, None), outputs=k,
         kwargs=(("groups", int(groups)), ("num_classes", k)), label="ResNet18-GN", bench=BenchSizes(steps=2),
+        colour="#117733",
     )
 
 
@@ -284,7 +295,8 @@ def _alexnet_head(features: int = 4096, num_classes: int = 10) -> ModelSpec:
     return ModelSpec(
         name="alexnet_head", builder=_build_alexnet_head, input_shape=(n,), outputs=k,
         kwargs=(("features", n), ("num_classes", k)), label="AlexNet (last layer)", mlp_sizes=(n, k),
-        backends=("mlp", "hooks", "func"), bench=BenchSizes(models=(1, 8, 64, 256), steps=5),
+        backends=("mlp", "hooks", "func"), bench=BenchSizes(models=(1, 8, 64, 256), steps=5), colour="#332288",
+        feature_extractor="alexnet",
     )
 
 
@@ -359,6 +371,25 @@ def model_spec(name: str | ModelSpec, **kwargs) -> ModelSpec:
         raise ValueError(f"bad model_kwargs {kwargs!r} for model {name!r}: {err}") from None
 
 
+def option_names(name: str) -> tuple[str, ...]:
+    """The options of registry model ``name`` (the keyword arguments of its registry entry), in order."""
+    import inspect
+
+    if name not in REGISTRY:
+        raise ValueError(f"model must be one of {model_names()}, got {name!r}")
+    return tuple(inspect.signature(REGISTRY[name]).parameters)
+
+
+def spec_of(values: Mapping[str, Any]) -> ModelSpec:
+    """The spec that a plan's values name: ``values["model"]`` with the options ``values["model_kwargs"]`` (absent
+    or null: the defaults). The one way a workflow script resolves the model its rule's params carry.
+
+    Raises:
+        ValueError: as :func:`model_spec`.
+    """
+    return model_spec(values["model"], **(values.get("model_kwargs") or {}))
+
+
 def require_spec(spec: Any, what: str = "model") -> ModelSpec:
     """``spec`` if it is a :class:`ModelSpec`, else a ``ValueError`` that says how to make one (engine boundary)."""
     if not isinstance(spec, ModelSpec):
@@ -428,5 +459,7 @@ __all__ = [
     "model_names",
     "model_spec",
     "num_classes",
+    "option_names",
     "require_spec",
+    "spec_of",
 ]

@@ -148,12 +148,31 @@ def _schema_validator(schema_path: str):
     Every ``*.yaml`` beside the root schema is registered up front, so a relative ``$ref`` resolves without reading
     or parsing a file again (jsonschema otherwise retrieves a referenced file on every lookup: 1–2 s per
     ``snakemake`` call with this project's ~700 lookups). The cache key holds each file's mtime and size, so an edited
-    schema is read again.
+    schema is read again, and the threshold rules' names (:func:`_rule_enums`).
     """
     base = Path(schema_path).resolve()
     files = tuple(sorted(base.parent.glob("*.yaml")))
-    key = (str(base), tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files))
+    from hsaudit.audit.rules import rule_names
+
+    key = (str(base), tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files), rule_names())
     return _load_schemas(key)
+
+
+def _rule_enums(schema: Any) -> Any:
+    """``schema`` with every ``x-rules: all`` / ``x-rules: valid`` property given the ``enum`` of the threshold
+    rules' names (:func:`hsaudit.audit.rules.rule_names`): the schemas read the rule names from the registry, so a
+    new rule class is a new config value with no schema to edit."""
+    if isinstance(schema, dict):
+        if "x-rules" in schema:
+            from hsaudit.audit.rules import rule_names
+
+            schema["enum"] = list(rule_names(valid={"all": False, "valid": True}[schema["x-rules"]]))
+        for value in schema.values():
+            _rule_enums(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            _rule_enums(value)
+    return schema
 
 
 @functools.lru_cache(maxsize=8)
@@ -163,7 +182,7 @@ def _load_schemas(key):
     from referencing.jsonschema import DRAFT202012
 
     root, files = key[0], [f for f, _, _ in key[1]]
-    contents = {Path(f).as_uri(): load_yaml(f) for f in files}
+    contents = {Path(f).as_uri(): _rule_enums(load_yaml(f)) for f in files}
     schema = contents.get(Path(root).as_uri()) or load_yaml(root)
     schema.setdefault("$id", Path(root).as_uri())
     resources = ((uri, Resource.from_contents(c, default_specification=DRAFT202012)) for uri, c in contents.items())

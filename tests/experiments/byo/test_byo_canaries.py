@@ -190,3 +190,24 @@ def test_a_new_canary_type_is_one_entry(monkeypatch):
     assert len(result.scores) == 60 and result.report.verdict == "violation", result.report.reason  # no clipping
     x, y = _data()
     assert int(canary_type("toy")(CanarySource(x, y, classes=3, options={"shift": 2})).y) == (int(y[0]) + 2) % 3
+
+
+def test_the_dirac_gradient_is_one_function_for_every_paper():
+    """C·e_d is canaries.dirac_gradient: the dirac entry's direction, its family form Σ_j b_ij C e_{d_j}, and the
+    entries that declare a family form draw distinct canaries from distinct seeds."""
+    p, coords = 12, np.array([2, 7, 5])
+    bits = np.array([[1, 0, 1], [0, 0, 0]])
+    family = canaries.dirac_gradient(p, coords, norm=1.5, bits=bits)
+    assert family.dtype == np.float32 and family.shape == (2, p)
+    one = [canaries.dirac_gradient(p, d, norm=1.5) for d in (2, 5)]
+    np.testing.assert_array_equal(family[0], one[0] + one[1])
+    assert not family[1].any()
+    source = canaries.CanarySource(x=np.zeros((4, 3), np.float32), y=np.arange(4) % 2, classes=2, parameters=p)
+    value = canaries.canary_type("dirac")(source)
+    np.testing.assert_array_equal(value.direction, canaries.dirac_gradient(p, value.coordinate, norm=1.0))
+    for bad in ({"coordinates": [2, 2], "bits": [[1, 1]]}, {"coordinates": [p], "bits": [[1]]},
+                {"coordinates": [1], "bits": [[2]]}):
+        with pytest.raises(ValueError):
+            canaries.dirac_gradient(p, bad["coordinates"], norm=1.0, bits=bad["bits"])
+    assert {n for n, e in canaries.CANARIES.items() if e.family} >= {"dirac", "mislabelled", "out_of_support"}
+    assert not any(canaries.CANARIES[n].family for n in ("blank", "opposing", "clipbkd"))

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from hsaudit.audit.rules import parse_rule
 from hsaudit.audit.auditor import Auditor
 from hsaudit.audit.rules import Crossing
 from hsaudit.experiments.cebere.audit import audit_table
@@ -34,7 +35,7 @@ def gaussian(seed: int, mu: float, runs: int = 2000, steps=(10, 20)) -> pd.DataF
 
 def test_paper_rows_carry_the_crossing_rules_estimate_of_the_same_scores():
     table = gaussian(0, mu=2.0)
-    out = audit_table(table, mode="paper", **KW)
+    out = audit_table(table, rule=parse_rule("paper"), **KW)
     assert set(out["mode"]) == {"paper"} and not out["rule_valid"].any() and set(out["valid_mode"]) == {"crossing"}
     members = table.drop_duplicates("run")["bit"].to_numpy().astype(bool)
     for step, row in zip([10, 20], out.itertuples(), strict=True):
@@ -47,14 +48,14 @@ def test_paper_rows_carry_the_crossing_rules_estimate_of_the_same_scores():
 
 
 def test_a_valid_mode_is_its_own_valid_column():
-    out = audit_table(gaussian(1, mu=2.0), mode="held-out", seed=3, **KW)
+    out = audit_table(gaussian(1, mu=2.0), rule=parse_rule("held-out"), seed=3, **KW)
     assert out["rule_valid"].all() and set(out["valid_mode"]) == {"held-out"}
     np.testing.assert_array_equal(out["epsilon_valid"], out["epsilon"])
 
 
 def test_valid_mode_must_name_a_valid_rule():
     with pytest.raises(ValueError, match="not a valid rule"):
-        audit_table(gaussian(2, mu=1.0, runs=200), mode="paper", valid_mode="paper", **KW)
+        audit_table(gaussian(2, mu=1.0, runs=200), rule=parse_rule("paper"), valid_rule=parse_rule("paper"), **KW)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -66,12 +67,12 @@ def test_canary_free_scores_give_exactly_zero_under_the_valid_rule(seed):
     bits = np.repeat([0, 1], runs // 2)
     half = np.round(rng.normal(size=(runs // 2, steps.size)), 2)
     scores = np.concatenate([half, rng.permutation(half)])
-    out = audit_table(scores_frame(scores, bits, steps), mode="paper", **KW)
+    out = audit_table(scores_frame(scores, bits, steps), rule=parse_rule("paper"), **KW)
     assert (out["epsilon_valid"] == 0.0).all() and not (out["mu_valid"] > 0).any()
 
 
 def test_figure_summaries_and_footer_show_the_valid_rule():
-    entries = [({"adversary": "gc_r", "rep": r, "key": f"k{r}"}, audit_table(gaussian(r, mu=2.0), mode="paper", **KW))
+    entries = [({"adversary": "gc_r", "rep": r, "key": f"k{r}"}, audit_table(gaussian(r, mu=2.0), rule=parse_rule("paper"), **KW))
                for r in range(2)]
     table = figure_table(entries)
     assert shows_valid(table)
@@ -81,5 +82,5 @@ def test_figure_summaries_and_footer_show_the_valid_rule():
     np.testing.assert_allclose(summary["valid_mean"], expected)
     # A table whose rule is valid has nothing to add.
     held = figure_table([({"adversary": "gc_r", "rep": 0, "key": "k"},
-                          audit_table(gaussian(5, mu=2.0), mode="held-out", seed=1, **KW))])
+                          audit_table(gaussian(5, mu=2.0), rule=parse_rule("held-out"), seed=1, **KW))])
     assert not shows_valid(held) and "valid_mean" not in summarise(held)

@@ -13,6 +13,8 @@ import pytest
 from scipy import stats
 
 from conftest import check_footer_inside, check_pdf
+from hsaudit.audit.rules import parse_rule
+from hsaudit.engine.models import model_spec
 from hsaudit.experiments import plotting
 from hsaudit.experiments.cebere.audit import audit_table
 from hsaudit.experiments.cebere.figures import FIGURES, cifar
@@ -34,7 +36,7 @@ def gaussian_scores(seed: int, *, steps: np.ndarray, level: float, runs: int = R
 def entry(seed, *, adversary="gc_r", model="convnet", clip_norm=1.0, period=1, theta0="known", rep=0, steps=None):
     steps = np.arange(period, 5 * period + 1, period) if steps is None else steps
     level = {"gc_r": 0.9, "gc_s": 0.85, "label_flip": 0.2}[adversary]
-    audit = audit_table(gaussian_scores(seed, steps=steps, level=level), delta=1e-5, confidence=0.95, mode="paper",
+    audit = audit_table(gaussian_scores(seed, steps=steps, level=level), delta=1e-5, confidence=0.95, rule=parse_rule("paper"),
                         noise_multiplier=4.0, period=period)  # fmt: skip
     ref = {"figure": "x", "model": model, "adversary": adversary, "clip_norm": clip_norm, "period": period,
            "theta0": theta0, "rep": rep, "key": f"{model}-{adversary}-{clip_norm:g}-{period}-{theta0}-{rep}",
@@ -286,7 +288,7 @@ def test_fig6a_empirical_curve_is_counted_at_each_threshold(tmp_path, footers):
     steps = np.array([5, 10])
     scores = gaussian_scores(3, steps=steps, level=0.5)
     ref, _ = entry(0, period=5)
-    audit = audit_table(scores, delta=1e-5, confidence=0.95, mode="paper", noise_multiplier=4.0, period=5)
+    audit = audit_table(scores, delta=1e-5, confidence=0.95, rule=parse_rule("paper"), noise_multiplier=4.0, period=5)
     summary = cifar.plot_fig6a(cifar.fig6a_table(ref, audit, scores), pdf=tmp_path / "fig6a.pdf",
                                csv=tmp_path / "fig6a.csv", facts={"scale": "smoke"})
     check_pdf(tmp_path / "fig6a.pdf")
@@ -309,11 +311,11 @@ def test_fig6a_empirical_curve_is_counted_at_each_threshold(tmp_path, footers):
 
 def test_fig6a_refuses_a_step_it_does_not_have(tmp_path):
     scores = gaussian_scores(3, steps=np.array([5]), level=0.5)
-    audit = audit_table(scores, delta=1e-5, confidence=0.95, mode="paper", noise_multiplier=4.0, period=5)
+    audit = audit_table(scores, delta=1e-5, confidence=0.95, rule=parse_rule("paper"), noise_multiplier=4.0, period=5)
     with pytest.raises(ValueError, match="step 7"):
         cifar.fig6a_table(entry(0)[0], audit, scores, step=7)
     two = gaussian_scores(3, steps=np.array([5, 10]), level=0.5)
-    table = cifar.fig6a_table(entry(0)[0], audit_table(two, delta=1e-5, confidence=0.95, mode="paper",
+    table = cifar.fig6a_table(entry(0)[0], audit_table(two, delta=1e-5, confidence=0.95, rule=parse_rule("paper"),
                                                        noise_multiplier=4.0, period=5), two, step=10)
     with pytest.raises(ValueError, match="one step"):
         cifar.plot_fig6a(pd.concat([table, table.assign(step=5)]), pdf=tmp_path / "f.pdf", csv=tmp_path / "f.csv",
@@ -401,7 +403,8 @@ def test_table2_is_generated_from_the_families_it_is_given(tmp_path):
     out = write_table2(pd.DataFrame(families, dtype=object), pdf=tmp_path / "table2.md", csv=tmp_path / "table2.csv",
                        facts={"scale": "smoke", "code_version": "c1"})
     md = (tmp_path / "table2.md").read_text()
-    assert "| Hyper-parameter | fcnn (fig1c, fig4, fig7) | ConvNet (fig1) |" in md
+    heads = [f"{model_spec(m).label} ({f})" for m, f in (("fcnn", "fig1c, fig4, fig7"), ("convnet", "fig1"))]
+    assert f"| Hyper-parameter | {' | '.join(heads)} |" in md  # each model headed by its registry label
     assert "| Clipping norm (C) | 1 | 1, 2, 4 |" in md
     assert "| Learning rate (η) | 0.1 | 0.01 |" in md and "| Failure probability (δ) | 1e-05 | 1e-05 |" in md
     assert "| Trainable params | – | 62006 |" in md and f"| Data source | housing:sklearn | {SOURCE} |" in md

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from hsaudit.audit.rules import parse_rule
 from hsaudit.audit.auditor import Auditor, Crossing
 from hsaudit.experiments.steinke.audit import (
     COLUMNS,
@@ -74,16 +75,16 @@ def test_valid_mode_options():
     """A valid ``mode`` is its own valid row (same ε, ``valid`` True on both); ``valid_mode`` picks another valid
     rule; a ``valid_mode`` that is not a valid rule raises."""
     shard = _shard(np.random.default_rng(1), runs=100, shift=2.0)
-    table = fig2_table([shard], steps=[1], seed=1, mode="crossing", valid_mode="held-out", **AUDIT)
+    table = fig2_table([shard], steps=[1], seed=1, rule=parse_rule("crossing"), valid_rule=parse_rule("held-out"), **AUDIT)
     gdp, valid = _gdp(table, "empirical_gdp"), _gdp(table, "empirical_gdp_valid")
     assert gdp["audit_mode"] == valid["audit_mode"] == "crossing" and gdp["valid"] and valid["valid"]
     assert gdp["epsilon"] == valid["epsilon"]
-    held = fig2_table([shard], steps=[1], seed=1, valid_mode="held-out", **AUDIT)
+    held = fig2_table([shard], steps=[1], seed=1, valid_rule=parse_rule("held-out"), **AUDIT)
     assert _gdp(held, "empirical_gdp_valid")["audit_mode"] == "held-out"
     with pytest.raises(ValueError, match="valid_mode 'paper' is not a valid rule"):
-        fig2_table([shard], steps=[1], seed=1, valid_mode="paper", **AUDIT)
+        fig2_table([shard], steps=[1], seed=1, valid_rule=parse_rule("paper"), **AUDIT)
     with pytest.raises(ValueError, match="valid_mode 'paper'"):
-        fig4_table({"blank": [shard]}, steps=[1], seed=1, valid_mode="paper", **AUDIT)
+        fig4_table({"blank": [shard]}, steps=[1], seed=1, valid_rule=parse_rule("paper"), **AUDIT)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -127,9 +128,9 @@ def test_valid_rule_is_below_the_paper_rule_on_a_gaussian_pair(mu):
     per-draw "valid ≤ paper" does not hold and is not tested.
     """
     from hsaudit.accounting.gaussian import gdp_epsilon
-    from hsaudit.audit.auditor import rule_from_mode
+    from hsaudit.audit.auditor import parse_rule
 
-    paper, valid = (Auditor(rule=rule_from_mode(m), delta=1e-5, confidence=0.95) for m in ("paper", "crossing"))
+    paper, valid = (Auditor(rule=parse_rule(m), delta=1e-5, confidence=0.95) for m in ("paper", "crossing"))
     true = gdp_epsilon(mu=mu, delta=1e-5)
     trials = 200
     eps = np.empty((trials, 2))
@@ -170,7 +171,7 @@ def test_tables_and_markdown_carry_both_gdp_columns():
     assert header.count("|") == md.splitlines()[1].count("|") == md.splitlines()[2].count("|")
     assert f"| {table['empirical_gdp'].iloc[0]:.2f} | {table['empirical_gdp_valid'].iloc[0]:.2f} |" in md
     assert gdp_rules(table) == "paper rule (not a valid bound); valid: crossing rule"
-    valid = table2(_table2_rows(np.random.default_rng(3)), delta=1e-5, confidence=0.95, seed=1, mode="crossing")
+    valid = table2(_table2_rows(np.random.default_rng(3)), delta=1e-5, confidence=0.95, seed=1, rule=parse_rule("crossing"))
     assert valid["gdp_valid"].all() and (valid["empirical_gdp"] == valid["empirical_gdp_valid"]).all()
     assert "GDP audit, crossing rule (valid) |" in table2_markdown(valid, footer="")
 

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from hsaudit.audit.rules import parse_rule
 from hsaudit.accounting.gaussian import gdp_epsilon
 from hsaudit.audit.auditor import Auditor
 from hsaudit.audit.rules import Crossing, Paper
@@ -47,7 +48,7 @@ def test_every_row_carries_the_valid_rules_audit_of_its_own_block():
               ("a_c", np.nan, "held-out"): gaussian_pair(rng, 1.0, 40),
               ("a_ade", 0.2, "held-out"): gaussian_pair(rng, 0.5, 40)}  # fmt: skip
     samples = samples_frame([("a_c", np.nan), ("a_ade", 0.2)])
-    table = audit.audit_table(scores_frame(blocks), samples, access="white", mode="paper", facts={"dataset": "mnist"},
+    table = audit.audit_table(scores_frame(blocks), samples, access="white", rule=parse_rule("paper"), facts={"dataset": "mnist"},
                               **KW)  # fmt: skip
     assert list(table.columns[:5]) == ["run", "adversary", "margin", "split", "access"]
     at = list(table.columns).index("mode")
@@ -60,15 +61,15 @@ def test_every_row_carries_the_valid_rules_audit_of_its_own_block():
         assert (row.epsilon, row.mu) == (paper.epsilon, paper.mu)
         assert (row.epsilon_valid, row.mu_valid) == (valid.epsilon, valid.mu)
     # another valid rule on request
-    rays = audit.audit_table(scores_frame(blocks), samples, access="white", mode="paper", valid_mode="rays", **KW)
+    rays = audit.audit_table(scores_frame(blocks), samples, access="white", rule=parse_rule("paper"), valid_rule=parse_rule("rays"), **KW)
     assert set(rays["valid_mode"]) == {"rays"} and (rays["epsilon"] == table["epsilon"]).all()
     # a valid mode is its own valid rule: the columns repeat it
-    own = audit.audit_table(scores_frame(blocks), samples, access="white", mode="crossing", valid_mode="rays", **KW)
+    own = audit.audit_table(scores_frame(blocks), samples, access="white", rule=parse_rule("crossing"), valid_rule=parse_rule("rays"), **KW)
     assert own["rule_valid"].all() and set(own["valid_mode"]) == {"crossing"}
     assert (own["epsilon_valid"] == own["epsilon"]).all() and (own["mu_valid"] == own["mu"]).all()
     np.testing.assert_array_equal(own["epsilon"], table["epsilon_valid"])
     with pytest.raises(ValueError, match="valid_mode 'paper' is not a valid rule"):
-        audit.audit_scores(np.arange(4.0), [0, 0, 1, 1], mode="paper", valid_mode="paper", **KW)
+        audit.audit_scores(np.arange(4.0), [0, 0, 1, 1], rule=parse_rule("paper"), valid_rule=parse_rule("paper"), **KW)
 
 
 def test_null_scores_give_no_valid_evidence():
@@ -85,7 +86,7 @@ def test_null_scores_give_no_valid_evidence():
         blocks = {("a_ade", 0.2, split): (rng.standard_normal(n), rng.standard_normal(n))
                   for split in ("same", "held-out")}  # fmt: skip
         frames.append(audit.audit_table(scores_frame(blocks, run=run), samples_frame([("a_ade", 0.2)]),
-                                        access="white", mode="paper", **KW))  # fmt: skip
+                                        access="white", rule=parse_rule("paper"), **KW))  # fmt: skip
     table = pd.concat(frames, ignore_index=True)
     evidence = table["mu_valid"] > 0
     assert (table.loc[~evidence, "epsilon_valid"] == 0.0).all()  # no evidence: exactly 0, not a small number
@@ -109,7 +110,7 @@ def test_valid_rule_covers_the_truth_and_is_below_the_paper_rule_on_average(mu):
     valid, paper = [], []
     for seed in range(trials):
         x0, x1 = gaussian_pair(np.random.default_rng([seed, 7]), mu, 200)
-        row = audit.audit_scores(np.concatenate([x0, x1]), np.repeat([0, 1], 200), mode="paper", **KW)
+        row = audit.audit_scores(np.concatenate([x0, x1]), np.repeat([0, 1], 200), rule=parse_rule("paper"), **KW)
         valid.append(row["epsilon_valid"])
         paper.append(row["epsilon"])
     valid, paper = np.array(valid), np.array(paper)

@@ -16,6 +16,7 @@ import torch
 import yaml
 
 from conftest import REPO
+from hsaudit.audit.rules import parse_rule
 from hsaudit.accounting import gdp_epsilon
 from hsaudit.engine.dpsgd import init_theta0
 from hsaudit.engine.models import build_model, count_parameters, load_flat_parameters, model_spec
@@ -422,7 +423,7 @@ def test_held_out_crafting_finds_no_leakage_where_there_is_none(null_populations
                               pixel_bounds=((0 - MEAN) / STD, (1 - MEAN) / STD), validation=null_populations["val"],
                               device="cpu")  # fmt: skip
     N = len(bits) // 2
-    kw = dict(members=bits, sample=a, delta=1e-5, confidence=0.95, mode="paper", seed=0)
+    kw = dict(members=bits, sample=a, delta=1e-5, confidence=0.95, rule=parse_rule("paper"), seed=0)
     same = audit_of(craft_theta, **kw)
     held_out = audit_of(audit_theta, **kw)
     print(f"{name}, null population, N = {N}: same ε̂ = {same['epsilon']:.3f}, held-out {held_out['epsilon']:.3f}")
@@ -561,7 +562,7 @@ def test_audit_sample_scores_are_negative_losses_and_separate_a_toy(theta0):
     scores = crafting.sample_scores(ARCH, theta, sample, device="cpu")
     np.testing.assert_allclose(scores, -crafting.sample_losses(ARCH, theta, sample.x, 9, device="cpu"))
     assert scores[N:].min() > scores[:N].max()
-    result = audit.audit_scores(scores, members, delta=1e-5, confidence=0.95, mode="paper", seed=0)
+    result = audit.audit_scores(scores, members, delta=1e-5, confidence=0.95, rule=parse_rule("paper"), seed=0)
     assert result["epsilon"] > 0
     assert count_parameters(net) == theta0.size
 
@@ -854,7 +855,7 @@ def test_craft_run_scores_every_model_and_audit_table_audits_each_block(data, th
                                          device="cpu")  # fmt: skip
     assert [(s.adversary, s.margin) for s in samples][1:] == [("a_ude", 0.0), ("a_ade", 0.1), ("a_ade", 0.2)]
     assert len(scores) == len(samples) * (6 + 4) and set(scores["run"]) == {4}
-    kw = dict(delta=1e-5, confidence=0.95, mode="paper", seed=0)
+    kw = dict(delta=1e-5, confidence=0.95, rule=parse_rule("paper"), seed=0)
     table = audit.audit_table(scores, crafting.sample_table(samples), access="white", facts={"dataset": "mnist"},
                               **kw)  # fmt: skip
     assert list(zip(table["adversary"], table["split"])) == [(a, s) for a in ("a_c", "a_ude", "a_ade", "a_ade")

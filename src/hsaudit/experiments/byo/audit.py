@@ -50,10 +50,11 @@ from hsaudit.accounting.gaussian import (
     tradeoff_from_deltas,
 )
 from hsaudit.accounting.last_iterate import heuristic_epsilon
-from hsaudit.audit.auditor import Auditor, Bonferroni, Crossing, Grid, HeldOut, Rays, ThresholdRule
+from hsaudit.audit.auditor import Auditor, Crossing, Grid, HeldOut, Rays, ThresholdRule, parse_rule
 from hsaudit.audit.crossing import CROSSING_RAYS, DEFAULT_RAYS
 from hsaudit.audit.one_run import one_run_audit
 from hsaudit.audit.one_run_fdp import one_run_fdp_audit
+from hsaudit.audit.rules import VALID_MODES
 
 class Claim(Protocol):
     """What the audit reads of a training's claim (:class:`hsaudit.experiments.byo.train.values.Claim` is one, handed
@@ -72,10 +73,7 @@ class Claim(Protocol):
 
 
 VERDICTS = ("violation", "consistent", "inconclusive")
-RULES = ("rays", "crossing", "held-out")
-"""The verdict's rules a config or the CLI may name (all valid)."""
 BASES = ("auto", "gdp", "assumption-free")
-VALID_RULES = (HeldOut, Grid, Bonferroni, Crossing, Rays)
 _TWO_BOUNDS = (HeldOut, Grid)  # ε̂ rests on two one-sided CP bounds, each at the auditor's confidence
 ACCOUNTING_RTOL = 0.02
 """A claim is an accounting bug when it is below ours by more than this share (and 1e-3): PLD discretisation and
@@ -123,8 +121,8 @@ class AuditOptions:
     def __post_init__(self) -> None:
         if not 0.0 < float(self.confidence) < 1.0:
             raise ValueError(f"confidence must be in (0, 1), got {self.confidence!r}")
-        if not isinstance(self.rule, VALID_RULES):
-            raise ValueError(f"the verdict needs a valid rule ({', '.join(c.name for c in VALID_RULES)}), got {self.rule!r}")
+        if not isinstance(self.rule, ThresholdRule) or not self.rule.valid:
+            raise ValueError(f"the verdict needs a valid rule ({', '.join(VALID_MODES)}), got {self.rule!r}")
         if self.directions not in ("one", "both"):
             raise ValueError(f"directions must be 'one' or 'both', got {self.directions!r}")
         if self.basis not in BASES:
@@ -148,29 +146,17 @@ class AuditOptions:
         return HeldOut(fraction=self.selection_fraction, seed=self.seed)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain values (the rule by name), :meth:`from_dict`'s inverse."""
+        """Plain values (the rule by its spec), :meth:`from_dict`'s inverse."""
         out = dataclasses.asdict(self)
-        out["rule"] = self.rule.name
+        out["rule"] = self.rule.spec
         return out
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> AuditOptions:
-        """Options from plain values (the rule by name, seeded with ``seed``)."""
+        """Options from plain values (the rule by its spec, seeded with ``seed``)."""
         values = dict(values)
-        values["rule"] = rule_value(str(values.get("rule", "crossing")), seed=int(values.get("seed", 0)))
+        values["rule"] = parse_rule(str(values.get("rule", "crossing")), seed=int(values.get("seed", 0)))
         return cls(**values)
-
-
-def rule_value(name: str, *, seed: int = 0) -> ThresholdRule:
-    """The verdict's rule called ``name`` (:data:`RULES`), with the seed of its split or calibration.
-
-    Raises:
-        ValueError: an unknown name.
-    """
-    rules = {"rays": Rays(seed=seed), "crossing": Crossing(), "held-out": HeldOut(seed=seed)}
-    if name not in rules:
-        raise ValueError(f"rule must be one of {', '.join(RULES)}, got {name!r}")
-    return rules[name]
 
 
 # ---- our accountant -------------------------------------------------------------------------------------------------
@@ -801,13 +787,13 @@ def estimates(
     for rule in (options.held_out(), Crossing(), Rays(seed=options.seed)):
         res = options.auditor(rule, delta).gdp(s0, s1)
         rows.append(
-            dict(estimate=f"GDP ε̂ ({rule.name})", rule=rule.name, valid=True, basis="gdp", mu=res.mu,
+            dict(estimate=f"GDP ε̂ ({rule.name})", rule=rule.spec, valid=True, basis="gdp", mu=res.mu,
                  epsilon=max(0.0, res.epsilon), confidence=options.confidence)
         )  # fmt: skip
         if isinstance(rule, HeldOut):
             af = res.epsilon_assumption_free
             rows.append(
-                dict(estimate=f"(ε, δ) bound ({rule.name})", rule=rule.name, valid=True, basis="assumption-free",
+                dict(estimate=f"(ε, δ) bound ({rule.name})", rule=rule.spec, valid=True, basis="assumption-free",
                      mu=None, epsilon=max(0.0, af) if math.isfinite(af) else 0.0, confidence=options.confidence)
             )  # fmt: skip
     scores = np.concatenate([s0, s1])

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hsaudit.accounting.gaussian import calibrate_noise
-from hsaudit.experiments.byo.audit import AuditOptions, rule_value
+from hsaudit.audit.rules import parse_rule
+from hsaudit.experiments.byo.audit import AuditOptions
 from hsaudit.experiments.byo.train.values import AuditSetting, Design, entry_file
 from hsaudit.experiments.plans import Population, Target
 from hsaudit.util.seeding import derive_seed
@@ -142,7 +143,7 @@ def audit_from(name: str, entry: Mapping[str, Any], *, seed: int) -> ByoAudit:
         )
         options = AuditOptions(
             confidence=float(values["confidence"]),
-            rule=rule_value(values["rule"], seed=design.seed),
+            rule=parse_rule(values["rule"], seed=design.seed),
             directions=str(values["directions"]),
             basis=str(values["basis"]),
             seed=design.seed,

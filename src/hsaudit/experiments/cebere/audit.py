@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from hsaudit.accounting.gaussian import gdp_epsilon, gdp_mu
-from hsaudit.audit.auditor import Auditor, rule_from_mode
+from hsaudit.audit.auditor import DEFAULT_RULE, Auditor, ThresholdRule
 from hsaudit.audit.validity import valid_companion, with_valid
 
 
@@ -93,23 +93,23 @@ def audit_table(
     *,
     delta: float,
     confidence: float,
-    mode: str,
-    selection_fraction: float = 0.5,
+    rule: ThresholdRule,
     noise_multiplier: float,
     period: int,
     seed: int = 0,
-    valid_mode: str = "crossing",
+    valid_rule: ThresholdRule = DEFAULT_RULE,
 ) -> pd.DataFrame:
     """Audit every recorded step of a scores table (Cebere et al. Algorithm 4 / Appendix A).
 
     Args:
         table: a :func:`scores_table` (higher score ⇒ inserted).
-        delta, confidence, mode: the audit (:meth:`hsaudit.audit.auditor.Auditor.gdp_steps` under the mode's rule).
+        delta, confidence, rule: the audit (:meth:`hsaudit.audit.auditor.Auditor.gdp_steps` under ``rule``, the plan's
+            from ``audit.mode``).
         noise_multiplier, period: σ and k of the audited training, for the upper bound.
-        seed: seed of the held-out split (unused in paper mode).
-        valid_mode: the valid rule whose estimate every row carries beside ``mode``'s (``mu_valid``,
-            ``epsilon_valid``): when ``mode`` is the paper's (not a valid bound) the figures show both. When ``mode``
-            is itself valid, the valid columns repeat its numbers and ``valid_mode`` names it.
+        seed: seed of the rules' split or calibration (:meth:`~hsaudit.audit.rules.ThresholdRule.seeded`).
+        valid_rule: the valid rule (``audit.valid_mode``) whose estimate every row carries beside ``rule``'s
+            (``mu_valid``, ``epsilon_valid``): when ``rule`` is the paper's (not a valid bound) the figures show both.
+            When ``rule`` is itself valid, the valid columns repeat its numbers and ``valid_mode`` names it.
 
     Returns:
         One row per recorded step: step, insertions (⌊t/k⌋), runs, mu (μ̂), epsilon (ε̂ at ``delta`` from μ̂),
@@ -119,8 +119,8 @@ def audit_table(
         and epsilon_valid (the valid rule's μ̂ and ε̂ of the same scores), confidence, delta.
     """
     steps, scores, members = scores_matrix(table)
-    rule = rule_from_mode(mode, selection_fraction=selection_fraction, seed=seed)
-    valid_rule = valid_companion(rule, valid_mode, selection_fraction=selection_fraction, seed=seed)
+    rule = rule.seeded(seed)
+    valid_rule = valid_companion(rule, valid_rule.seeded(seed))
     results, valid_results = with_valid(
         rule, valid_rule, lambda r: Auditor(delta=delta, confidence=confidence, rule=r).gdp_steps(scores, members)
     )

@@ -37,7 +37,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hsaudit.audit.rules import DEFAULT_RULE, ThresholdRule, config_rules
 from hsaudit.data.datasets import configured_identity
+from hsaudit.engine.models import ModelSpec, option_names, spec_of
 from hsaudit.experiments.plans import Population, Target
 from hsaudit.util.mapping import deep_merge, grid_points, key_of
 from hsaudit.util.seeding import derive_seed
@@ -54,8 +56,6 @@ TABLE2 = "results/table2.md"
 NOT_AUDIT_VALUES = ("data", "resources", "figures")
 # Keys of a figure entry that are not overrides.
 FIGURE_ENTRY_KEYS = ("adversaries", "grid")
-# Models trained on precomputed AlexNet features rather than on images (Cebere et al. Fig. 13).
-FEATURE_MODELS = {"alexnet_head": "alexnet"}
 # The adversary of a section's base audit (the population audit a study of the same configuration compares with).
 BASE_ADVERSARY = "gc_r"
 
@@ -107,31 +107,31 @@ def total_steps(values: Mapping[str, Any]) -> int:
     return int(values["insertions"]) * int(values["period"])
 
 
-def data_identity(data: Mapping[str, Any], *, dataset: str, model: str | None = None) -> dict[str, Any]:
+def data_identity(data: Mapping[str, Any], *, dataset: str, model: ModelSpec | None = None) -> dict[str, Any]:
     """The parts of a dataset section's ``data`` that change the prepared arrays (not the cache directory).
 
     :func:`hsaudit.data.datasets.configured_identity` (Housing's is the one its audit keys were first made with, so
-    they never change), plus the feature extractor and its weights for models trained on features
-    (``alexnet_head``).
+    they never change), plus the feature extractor and its weights for a model trained on features
+    (:attr:`hsaudit.engine.models.ModelSpec.feature_extractor`: ``alexnet_head``).
     """
     identity = configured_identity(dataset, data)
-    if model in FEATURE_MODELS:
-        identity["features"] = FEATURE_MODELS[model]
-        identity["weights"] = data.get("alexnet_weights") or "torchvision"
+    if model is not None and model.feature_extractor:
+        identity["features"] = model.feature_extractor
+        identity["weights"] = data.get(f"{model.feature_extractor}_weights") or "torchvision"
     return identity
 
 
-def dataset_file(dataset: str, model: str) -> str:
+def dataset_file(dataset: str, model: ModelSpec) -> str:
     """The prepared data an audit of ``model`` on ``dataset`` trains on (``results/data/cifar10_alexnet.npz``)."""
-    name = f"{dataset}_{FEATURE_MODELS[model]}" if model in FEATURE_MODELS else dataset
+    name = f"{dataset}_{model.feature_extractor}" if model.feature_extractor else dataset
     return f"results/data/{name}.npz"
 
 
-def model_kwargs(values: Mapping[str, Any]) -> dict[str, Any]:
-    """Keyword arguments of :func:`hsaudit.engine.models.build_model` from audit values."""
-    if values["model"] == "fcnn":
-        return {"variant": values["model_variant"]}
-    return {}
+def model_options(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The options the audit values give their model: ``model_<option>`` for each option of its registry entry
+    (:func:`hsaudit.engine.models.option_names`; Housing's ``model_variant`` is the FCNN's ``variant``). An option
+    the values leave out takes its default and is not written, so that no existing setup key changes."""
+    return {name: values[f"model_{name}"] for name in option_names(values["model"]) if f"model_{name}" in values}
 
 
 def dpsgd_values(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -150,10 +150,10 @@ def setup_params(
     values: Mapping[str, Any], *, data: Mapping[str, Any], seed: int, rep: int, dataset: str
 ) -> dict[str, Any]:
     """Parameters of one setup (θ0 and the minibatch schedule, shared by all adversaries of a repetition)."""
+    model = {"model": values["model"], "model_kwargs": model_options(values)}
     params = {
-        "data": data_identity(data, dataset=dataset, model=values["model"]),
-        "model": values["model"],
-        "model_kwargs": model_kwargs(values),
+        "data": data_identity(data, dataset=dataset, model=spec_of(model)),
+        **model,
         "dpsgd": dpsgd_values(values),
         "seed": int(seed),
         "rep": int(rep) if values["resample_setup"] else "shared",
@@ -247,12 +247,14 @@ class BaseAudit:
         key: the audit's key.
         params: its parameters (:func:`audit_params`).
         values: the section's merged values (model, T, η, B, C, σ, k, shard size, θ0 reading, device, ...).
+        model: the model its values name, resolved (:func:`hsaudit.engine.models.spec_of` of its setup).
     """
 
     dataset: str
     key: str
     params: Mapping[str, Any]
     values: Mapping[str, Any]
+    model: ModelSpec
 
     @property
     def root(self) -> str:
@@ -265,7 +267,7 @@ class BaseAudit:
 
     @property
     def data_path(self) -> str:
-        return dataset_file(self.dataset, self.values["model"])
+        return dataset_file(self.dataset, self.model)
 
     @property
     def shard_size(self) -> int:
@@ -287,6 +289,9 @@ class DatasetPlan:
         figures: figure name -> its audits, in series order, adversaries in legend order, then repetitions.
         values: figure name -> the merged audit values of each of its series.
         base: the section's own configuration audited by A_GC-R (:class:`BaseAudit`).
+        models: setup key -> the model its setup names, resolved once here
+            (:func:`hsaudit.engine.models.spec_of`); the setup keeps the name and options (the canonical value a
+            workflow script resolves with the same function).
     """
 
     dataset: str
@@ -295,6 +300,7 @@ class DatasetPlan:
     figures: Mapping[str, tuple[AuditRef, ...]] = field(default_factory=dict)
     values: Mapping[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
     base: BaseAudit | None = None
+    models: Mapping[str, ModelSpec] = field(default_factory=dict)
 
     @property
     def root(self) -> str:
@@ -307,11 +313,11 @@ class DatasetPlan:
 
     def audit_data(self, key: str) -> str:
         """The prepared data that audit ``key`` trains on."""
-        return dataset_file(self.dataset, self.audits[key]["setup"]["model"])
+        return dataset_file(self.dataset, self.models[self.audits[key]["setup_key"]])
 
     def setup_data(self, setup: str) -> str:
         """The prepared data of setup ``setup``."""
-        return dataset_file(self.dataset, self.setups[setup]["model"])
+        return dataset_file(self.dataset, self.models[setup])
 
     def audit_tables(self, figure: str) -> list[str]:
         """The per-step audit tables of every audit shown in ``figure`` (in the order of ``figures``)."""
@@ -341,7 +347,7 @@ class DatasetPlan:
 
     def datasets(self, figure: str) -> list[str]:
         """The prepared data of every audit shown in ``figure``, in reference order (for their data_source)."""
-        return [dataset_file(self.dataset, ref.model) for ref in self.figures[figure]]
+        return [self.audit_data(ref.key) for ref in self.figures[figure]]
 
 
 def shard_paths(key: str, *, runs: int, shard_size: int, root: str) -> list[str]:
@@ -407,10 +413,11 @@ def plan_dataset(section: Mapping[str, Any], *, seed: int, dataset: str) -> Data
     own = {**section, "figures": {"_base": {"adversaries": [BASE_ADVERSARY]}}}
     values = figure_values(own, "_base", dataset=dataset)[0]
     params = audit_params(values, adversary=BASE_ADVERSARY, data=section["data"], seed=seed, rep=0, dataset=dataset)
-    base = BaseAudit(dataset, key_of(params), params, values)
+    base = BaseAudit(dataset, key_of(params), params, values, spec_of(params["setup"]))
     audits.setdefault(base.key, params)
     setups.setdefault(params["setup_key"], params["setup"])
-    return DatasetPlan(dataset, setups, audits, figures, values_of, base)
+    models = {key: spec_of(setup) for key, setup in setups.items()}
+    return DatasetPlan(dataset, setups, audits, figures, values_of, base, models)
 
 
 def hyperparameters(plan: DatasetPlan, *, audit: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -433,7 +440,7 @@ def hyperparameters(plan: DatasetPlan, *, audit: Mapping[str, Any]) -> list[dict
             row["_v"].setdefault("steps", []).append(total_steps(values))
     out = []
     for model, row in by_model.items():
-        kwargs = model_kwargs(next(v for s in plan.values.values() for v in s if v["model"] == model))
+        kwargs = model_options(next(v for s in plan.values.values() for v in s if v["model"] == model))
         entry = {
             "dataset": row["dataset"],
             "model": model,
@@ -648,6 +655,8 @@ class CeberePlan:
         resources: dataset -> the resources of its training jobs (threads, mem_mb, runtime, gpu).
         populations: every trained population (one per audit a figure reads), keyed by its directory.
         targets: every figure and table.
+        rule, valid_rule: the audits' threshold rule and the valid rule beside it, built once from the config's
+            ``audit`` section (:func:`hsaudit.audit.rules.config_rules`); the rules pass on their ``spec``.
     """
 
     seed: int
@@ -659,6 +668,8 @@ class CeberePlan:
     resources: Mapping[str, Mapping[str, Any]]
     populations: tuple[Population, ...]
     targets: tuple[Target, ...]
+    rule: ThresholdRule = DEFAULT_RULE
+    valid_rule: ThresholdRule = DEFAULT_RULE
 
     CRAFTING_RESOURCES = {"mem_mb": 2000, "runtime": 10, "gpu": 0}
     """What crafting an adversary that does not simulate training needs (it draws a direction or picks a row)."""
@@ -744,7 +755,10 @@ def plan(config: Mapping[str, Any]) -> CeberePlan:
     section6 = plan_section6(config["section6"], audit=config["audit"], scale=config["scale"])
     jobs = _figure_jobs(datasets, scale=config["scale"])
     simulated = tuple(Target(f"results/{f}.pdf", trained=False) for f in SECTION6_FIGURES)
+    rule, valid_rule = config_rules(config["audit"])
     return CeberePlan(
+        rule=rule,
+        valid_rule=valid_rule,
         seed=seed,
         datasets=datasets,
         section6=section6,

@@ -3,7 +3,8 @@
 :mod:`hsaudit.experiments.one_run.audit`, the figure :mod:`hsaudit.experiments.one_run.figures`; docs/one_run.md).
 
 In the hidden-state threat model a canary here is A_GC-R's gradient canary (Cebere et al. 2025, Algorithm 2) m
-times over: canary j is ∇*_j = C·e_{d_j} on its own coordinate d_j (distinct coordinates), and model i includes it
+times over, the canary registry's Dirac gradient in its family form: canary j is ∇*_j = C·e_{d_j} on its own
+coordinate d_j (distinct coordinates), and model i includes it
 with its own bit b_ij ~ Bernoulli(½), independent of everything else. The DP-SGD layer adds the per-model inserted
 gradient Σ_j b_ij ∇*_j at every insertion step, exactly where A_GC-R adds its one ∇*
 (:func:`hsaudit.engine.dpsgd.run_population` with a ``[models, p]`` gradient). The score of canary j in model i is
@@ -30,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
+from hsaudit.engine.canaries import dirac_gradient
 from hsaudit.engine.dpsgd import DPSGDConfig, Setup, check_data, pick_device, train_population
 from hsaudit.engine.models import ModelSpec, require_spec
 from hsaudit.engine.psg import population_engine
@@ -67,16 +69,9 @@ class Canaries:
         return int(np.asarray(self.coordinates).size)
 
     def gradients(self, bits: npt.ArrayLike, p: int) -> np.ndarray:
-        """The per-model inserted gradients Σ_j b_ij C e_{d_j}, float32 ``[models, p]``, of bits ``[models, m]``."""
-        b = np.asarray(bits)
-        if b.ndim != 2 or b.shape[1] != self.m or not np.all((b == 0) | (b == 1)):
-            raise ValueError(f"bits must be a [models, {self.m}] array of 0/1, got shape {b.shape}")
-        d = np.asarray(self.coordinates, dtype=np.int64)
-        if d.max() >= p:
-            raise ValueError(f"coordinate {int(d.max())} is outside a model with {p} parameters")
-        out = np.zeros((b.shape[0], int(p)), dtype=np.float32)
-        out[:, d] = np.float32(self.clip_norm) * b.astype(np.float32)
-        return out
+        """The per-model inserted gradients Σ_j b_ij C e_{d_j}, float32 ``[models, p]``, of bits ``[models, m]``: the
+        Dirac canary's family form (:func:`hsaudit.engine.canaries.dirac_gradient`)."""
+        return dirac_gradient(p, self.coordinates, norm=self.clip_norm, bits=bits)
 
 
 def craft_canaries(

@@ -4,7 +4,15 @@ not import the audit (scipy.stats, ~1 s)."""
 
 from __future__ import annotations
 
-SCORES = ("raw", "median_centred", "noiseless", "standardised", "reference", "calibrated")
+from hsaudit.util.scores import Score, score_entry
+
+SCORE_ENTRIES: dict[str, Score] = {
+    "raw": score_entry("relative"),
+    **{name: score_entry(name) for name in ("median_centred", "noiseless", "standardised", "reference", "calibrated")},
+}
+"""The one-run scores by their config names, as entries of the score registry (:data:`hsaudit.util.scores.SCORES`;
+``raw`` is the registry's ``relative`` of a Dirac canary)."""
+SCORES = tuple(SCORE_ENTRIES)
 """The one-run scores (``one_run.scores``), each audited on the same models (its own rows, ``score`` column):
 
 - ``raw``: A_GC-R's score of canary j in model i, s_ij = −(θ_T[d_j] − θ0[d_j]) (higher ⇒ included).
@@ -41,4 +49,4 @@ SCORES = ("raw", "median_centred", "noiseless", "standardised", "reference", "ca
   pooled variance of 0.
 """
 
-__all__ = ["SCORES"]
+__all__ = ["SCORES", "SCORE_ENTRIES"]

@@ -52,7 +52,7 @@ import pandas as pd
 
 from hsaudit.accounting import last_iterate as H
 from hsaudit.accounting import rdp as R
-from hsaudit.audit.auditor import Auditor, HeldOut, KnownFamily, Paper, rule_from_mode
+from hsaudit.audit.auditor import DEFAULT_RULE, Auditor, HeldOut, KnownFamily, Paper, ThresholdRule
 from hsaudit.audit.validity import rule_words, valid_companion, with_valid
 from hsaudit.util.schedule import training_steps
 from hsaudit.util.seeding import derive_seed
@@ -163,8 +163,8 @@ def fig2_table(
     noise_multiplier: float,
     delta: float,
     confidence: float,
-    mode: str = "paper",
-    valid_mode: str = "crossing",
+    rule: ThresholdRule = Paper(),
+    valid_rule: ThresholdRule = DEFAULT_RULE,
     seed: int,
     model: str = "",
     background: str = "natural",
@@ -180,9 +180,9 @@ def fig2_table(
         steps: the T values to audit (1-based; scores after step T).
         noise_multiplier: σ of the training.
         delta, confidence: δ of every ε and the one-sided CP confidence.
-        mode: the GDP audit's threshold rule (``paper``, ``held-out``, ...; :func:`hsaudit.audit.auditor.rule_from_mode`).
-        valid_mode: the valid rule of ``empirical_gdp_valid`` when ``mode``'s is not valid (``crossing``,
-            ``held-out``, ``grid``, ``rays``); when ``mode`` is valid, ``empirical_gdp_valid`` repeats its audit.
+        rule: the GDP audit's threshold rule (the plan's, from ``audit.mode``; unseeded, as the config gives it).
+        valid_rule: the valid rule of ``empirical_gdp_valid`` when ``rule`` is not valid (``audit.valid_mode``),
+            seeded per T.
         seed: seeds the held-out splits (and the valid rule's split or calibration, for the rules that draw one).
         model, background, data_source: recorded in every row (the figure's footer names them).
         value_discretization_interval: of the standard accounting's PLD.
@@ -197,9 +197,9 @@ def fig2_table(
         ValueError: a T beyond the trained steps, a world without runs, or a ``valid_mode`` that is not a valid
             rule.
     """
-    gdp_rule = rule_from_mode(mode)
-    if not rule_from_mode(valid_mode).valid:
-        raise ValueError(f"valid_mode {valid_mode!r} is not a valid rule")
+    gdp_rule = rule
+    if not valid_rule.valid:
+        raise ValueError(f"valid_mode {valid_rule.spec!r} is not a valid rule")
     data = merge_shards(shards)
     scores, bits, included = data["scores"], data["bits"].astype(bool), data["canary_steps"]
     q, sigma = float(data["sampling_rate"]), float(noise_multiplier)
@@ -245,13 +245,13 @@ def fig2_table(
         held = Auditor(delta=delta, confidence=confidence, rule=rule).known_family(out, inn, known)
         rows.append(row("empirical_sigma_last_iterate_held_out", held["epsilon"], sigma_hat=held["sigma_hat"],
                         audit_mode="held_out", valid=True))
-        valid_rule = valid_companion(gdp_rule, valid_mode, seed=derive_seed(seed, select_label, "gdp-valid", t))
-        gdp, valid_gdp = with_valid(gdp_rule, valid_rule,
+        valid_t = valid_companion(gdp_rule, valid_rule.seeded(derive_seed(seed, select_label, "gdp-valid", t)))
+        gdp, valid_gdp = with_valid(gdp_rule, valid_t,
                                     lambda r: Auditor(delta=delta, confidence=confidence, rule=r).gdp(out, inn))  # fmt: skip
         rows.append(row("empirical_gdp", gdp.epsilon, mu=max(float(gdp.mu), 0.0), audit_mode=gdp_rule.name,
                         valid=gdp_rule.valid))
         rows.append(row("empirical_gdp_valid", valid_gdp.epsilon, mu=max(float(valid_gdp.mu), 0.0),
-                        audit_mode=valid_rule.name, valid=True))
+                        audit_mode=valid_t.name, valid=True))
     table = pd.DataFrame(rows, columns=list(columns))
     table["valid"] = table["valid"].astype("boolean")  # True / False, <NA> (an empty cell) for the accounting rows
     return table
@@ -315,7 +315,7 @@ def fig4_spread_table(
 
 TRAINED_TABLES = {"fig2": fig2_panel_table, "fig4": fig4_table, "fig4_spread": fig4_spread_table}
 """The audit table of each trained-model figure, each ``fn(panels, *, seed, steps, noise_multiplier, delta,
-confidence, mode, valid_mode, model, data_source, value_discretization_interval)`` with ``panels`` background →
+confidence, rule, valid_rule, model, data_source, value_discretization_interval)`` with ``panels`` background →
 shards."""
 
 
@@ -410,8 +410,8 @@ def table_row(
     table: str,
     delta: float,
     confidence: float,
-    mode: str,
-    valid_mode: str = "crossing",
+    rule: ThresholdRule,
+    valid_rule: ThresholdRule = DEFAULT_RULE,
     seed: int,
     model: str,
     paper_keys: Sequence[str],
@@ -431,7 +431,7 @@ def table_row(
     t = int(row["steps"])
     audit = fig2_table(
         row["shards"], steps=[t], noise_multiplier=float(row["noise_multiplier"]), delta=delta,
-        confidence=confidence, mode=mode, valid_mode=valid_mode, seed=derive_seed(seed, f"steinke-{table}", index),
+        confidence=confidence, rule=rule, valid_rule=valid_rule, seed=derive_seed(seed, f"steinke-{table}", index),
         model=model, data_source=str(row.get("data_source", "")),
         value_discretization_interval=value_discretization_interval, select_label=f"steinke-{table}-select",
     )
@@ -467,8 +467,8 @@ def table2(
     *,
     delta: float,
     confidence: float,
-    mode: str = "paper",
-    valid_mode: str = "crossing",
+    rule: ThresholdRule = Paper(),
+    valid_rule: ThresholdRule = DEFAULT_RULE,
     seed: int,
     model: str = "",
     value_discretization_interval: float = 1e-3,
@@ -484,7 +484,7 @@ def table2(
             candidate η values where η is tuned, else empty: the shards then carry the chosen η,
             :func:`hsaudit.experiments.steinke.train.tuning.train_tuned_shard`) and optionally the paper's printed
             values ``paper`` = ``{heuristic, standard, accuracy, empirical}`` (NaN where absent).
-        delta, confidence, mode, valid_mode, seed, model, value_discretization_interval: as :func:`fig2_table`.
+        delta, confidence, rule, valid_rule, seed, model, value_discretization_interval: as :func:`fig2_table`.
 
     Returns:
         One row per input row with :data:`TABLE2_COLUMNS`.
@@ -494,8 +494,8 @@ def table2(
     """
     out = []
     for i, row in enumerate(rows):
-        data, audit, common = table_row(row, i, table="table2", delta=delta, confidence=confidence, mode=mode,
-                                        valid_mode=valid_mode, seed=seed, model=model,
+        data, audit, common = table_row(row, i, table="table2", delta=delta, confidence=confidence, rule=rule,
+                                        valid_rule=valid_rule, seed=seed, model=model,
                                         paper_keys=("heuristic", "standard", "accuracy", "empirical"),
                                         value_discretization_interval=value_discretization_interval)
         if "test_accuracy" not in data:
@@ -725,8 +725,8 @@ def table1(
     *,
     delta: float,
     confidence: float,
-    mode: str = "paper",
-    valid_mode: str = "crossing",
+    rule: ThresholdRule = Paper(),
+    valid_rule: ThresholdRule = DEFAULT_RULE,
     seed: int,
     model: str = "",
     score: str = "gradient",
@@ -739,7 +739,7 @@ def table1(
         rows: per row ``shards`` (:func:`hsaudit.experiments.steinke.train.language.train_table1_shard` outputs),
             ``noise_multiplier``, ``steps`` and optionally ``paper`` = ``{heuristic, standard, perplexity,
             empirical}`` and ``data_source``.
-        delta, confidence, mode, valid_mode, seed, value_discretization_interval: as :func:`fig2_table`.
+        delta, confidence, rule, valid_rule, seed, value_discretization_interval: as :func:`fig2_table`.
         model, score: recorded in every row.
 
     Returns:
@@ -747,8 +747,8 @@ def table1(
     """
     out = []
     for i, row in enumerate(rows):
-        data, audit, common = table_row(row, i, table="table1", delta=delta, confidence=confidence, mode=mode,
-                                        valid_mode=valid_mode, seed=seed, model=model,
+        data, audit, common = table_row(row, i, table="table1", delta=delta, confidence=confidence, rule=rule,
+                                        valid_rule=valid_rule, seed=seed, model=model,
                                         paper_keys=("heuristic", "standard", "perplexity", "empirical"),
                                         value_discretization_interval=value_discretization_interval)
         ppl = [float(v) for s in row["shards"] for v in s["perplexity"]]

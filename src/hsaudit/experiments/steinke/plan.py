@@ -18,7 +18,7 @@ Every trained population is a :class:`Training`: 2R models (both worlds; model i
 shards for its largest T, keyed by a hash of every value that changes a shard, so that changing one retrains, raising
 R adds shards and changing a plotted T below the largest retrains nothing. Its files live under its
 :attr:`Training.root` (``results/steinke/<canary>/<key>``, a canary of
-:data:`hsaudit.engine.canaries.STEINKE_CANARIES`; Table 1's under
+:data:`hsaudit.experiments.steinke.train.canaries.STEINKE_CANARIES`; Table 1's under
 ``results/steinke/table1/<key>``). The tables are :mod:`hsaudit.experiments.steinke.audit`'s, the figures
 :data:`hsaudit.experiments.steinke.figures.FIGURES`.
 
@@ -32,9 +32,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hsaudit.audit.rules import DEFAULT_RULE, ThresholdRule, config_rules
 from hsaudit.data.datasets import configured_identity
 from hsaudit.experiments.plans import Population, Target
-from hsaudit.engine.canaries import DIRAC_BACKGROUNDS, LABEL_FLIP_BACKGROUNDS, LABEL_FLIP_SOURCES
+from hsaudit.experiments.steinke.train.canaries import DIRAC_BACKGROUNDS, LABEL_FLIP_BACKGROUNDS, LABEL_FLIP_SOURCES
 from hsaudit.experiments.steinke.train.values import EXAMPLES, LM_EXTRA, SCORES
 from hsaudit.util.mapping import key_of
 from hsaudit.util.schedule import training_steps
@@ -97,7 +98,7 @@ class TrainingJob:
     """What every training job (one shard) of an image population runs.
 
     Attributes:
-        canary: :data:`hsaudit.engine.canaries.STEINKE_CANARIES` (also the directory of its population).
+        canary: :data:`hsaudit.experiments.steinke.train.canaries.STEINKE_CANARIES` (also the directory of its population).
         spec: :attr:`Training.spec`.
         device: ``auto``, ``cpu`` or ``cuda``.
         resources: ``threads``, ``mem_mb``, ``runtime``, ``gpu`` (a population that two tables share takes the
@@ -273,6 +274,8 @@ class SteinkePlan:
             ``train_steinke_tuned_shard``; empty unless ``steinke.table2.lr_grid`` is set).
         audits: the audit tables of fig2, fig4 and fig4_spread.
         table2, table1: the tables.
+        rule, valid_rule: the trained-model audits' threshold rule and the valid rule beside it, built once from
+            the config's ``audit`` section (:func:`hsaudit.audit.rules.config_rules`).
     """
 
     section: Mapping[str, Any]
@@ -289,6 +292,8 @@ class SteinkePlan:
     table1: Table1
     candidate_jobs: Mapping[str, TrainingJob]
     tuned_jobs: Mapping[str, TunedJob]
+    rule: ThresholdRule = DEFAULT_RULE
+    valid_rule: ThresholdRule = DEFAULT_RULE
 
     def figure(self, name: str) -> Figure:
         """The figure ``name`` (``fig2``).
@@ -824,7 +829,10 @@ def plan(config: Mapping[str, Any]) -> SteinkePlan:
         Target(f"{RESULTS}/table2.md", kind="gpu"),
         *((Target(f"{RESULTS}/table1.md", kind="gpu"),) if not table1.missing else ()),
     )
+    rule, valid_rule = config_rules(config["audit"])
     return SteinkePlan(
+        rule=rule,
+        valid_rule=valid_rule,
         section=section,
         populations=populations,
         targets=targets,

@@ -27,7 +27,7 @@ import pandas as pd
 from scipy import stats
 
 from hsaudit.accounting import last_iterate as H
-from hsaudit.audit.auditor import Auditor, HeldOut, KnownFamily, Paper, rule_from_mode
+from hsaudit.audit.auditor import Auditor, HeldOut, KnownFamily, Paper, parse_rule
 from hsaudit.audit.pld import SIGMA_FAMILIES, sigma_hat_from_points
 from hsaudit.util.seeding import derive_seed
 
@@ -229,7 +229,7 @@ def fig3_table(
                         audit_mode="held_out",
                     )
                 )
-            gdp = Auditor(delta=delta, confidence=confidence, rule=rule_from_mode(mode)).gdp(out, inn)
+            gdp = Auditor(delta=delta, confidence=confidence, rule=parse_rule(mode)).gdp(out, inn)
             rows.append(row("empirical_gdp", float(gdp.epsilon), mu=max(float(gdp.mu), 0.0), audit_mode=mode))
             if population:
                 pop = population_audits(delta=delta, families=tuple(sigma_families), **kw)
@@ -604,7 +604,7 @@ def fig6_table(
         )
         s0 = malicious_score(m0, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, constants=constants)
         s1 = malicious_score(m1, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, constants=constants)
-        gdp = Auditor(delta=delta, confidence=confidence, rule=rule_from_mode(mode)).gdp
+        gdp = Auditor(delta=delta, confidence=confidence, rule=parse_rule(mode)).gdp
         aud = gdp(s0, s1)
 
         def sigma_audit(o0, o1):

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from hsaudit.audit.auditor import Auditor, rule_from_mode
+from hsaudit.audit.auditor import DEFAULT_RULE, Auditor, ThresholdRule
 from hsaudit.audit.validity import valid_companion, with_valid
 
 KEYS = ("adversary", "margin", "split")
@@ -30,22 +30,20 @@ def audit_scores(
     *,
     delta: float,
     confidence: float,
-    mode: str,
+    rule: ThresholdRule,
     seed: int,
-    selection_fraction: float = 0.5,
-    valid_mode: str = "crossing",
+    valid_rule: ThresholdRule = DEFAULT_RULE,
 ) -> dict[str, Any]:
-    """The GDP audit of one sample's scores (higher ⇒ member) against the models' bits, under ``mode``'s rule and
-    under a valid rule.
+    """The GDP audit of one sample's scores (higher ⇒ member) against the models' bits, under ``rule`` and under a
+    valid rule.
 
     Args:
         scores: one score per model.
         members: one bit per model (1: trained on D′ = D ∪ {canary}).
         delta, confidence: the audit's δ and confidence.
-        mode: the rule of the audit's fields (``audit.mode``, :func:`hsaudit.audit.rules.rule_from_mode`).
+        rule: the rule of the audit's fields (the plan's, from ``audit.mode``).
         seed: the seed of a rule that splits or simulates (held-out, grid, rays); both rules take it.
-        selection_fraction: the selection share of the held-out and grid rules.
-        valid_mode: the valid rule audited beside ``mode``'s when that one is not valid (``audit.valid_mode``).
+        valid_rule: the valid rule audited beside ``rule`` when that one is not valid (``audit.valid_mode``).
 
     Returns:
         The fields of ``mode``'s :class:`hsaudit.audit.gdp.AuditResult` (epsilon, mu, threshold, …, mode), then
@@ -53,16 +51,15 @@ def audit_scores(
         itself when its rule is valid), mu_valid and epsilon_valid (that rule's μ̂ and ε̂ of the same scores).
 
     Raises:
-        ValueError: scores and members of different shapes, an unknown mode, or a ``valid_mode`` whose rule is
-            not valid.
+        ValueError: scores and members of different shapes, or a ``valid_rule`` that is not valid.
     """
     scores = np.asarray(scores, dtype=float)
     inserted = np.asarray(members).astype(bool)
     if scores.shape != inserted.shape:
         raise ValueError(f"scores and members must have one entry per model, got {scores.shape} and {inserted.shape}")
     x0, x1 = scores[~inserted], scores[inserted]
-    rule = rule_from_mode(mode, selection_fraction=selection_fraction, seed=seed)
-    valid_rule = valid_companion(rule, valid_mode, selection_fraction=selection_fraction, seed=seed)
+    rule = rule.seeded(seed)
+    valid_rule = valid_companion(rule, valid_rule.seeded(seed))
     result, valid_result = with_valid(rule, valid_rule,
                                       lambda r: Auditor(delta=delta, confidence=confidence, rule=r).gdp(x0, x1))  # fmt: skip
     return {**result.to_dict(), "rule_valid": bool(rule.valid), "valid_mode": valid_rule.name,
@@ -76,10 +73,9 @@ def audit_table(
     access: str,
     delta: float,
     confidence: float,
-    mode: str,
+    rule: ThresholdRule,
     seed: int,
-    selection_fraction: float = 0.5,
-    valid_mode: str = "crossing",
+    valid_rule: ThresholdRule = DEFAULT_RULE,
     facts: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """The audit rows of one run: one per consecutive block of ``scores`` with the same (adversary, margin, split).
@@ -89,7 +85,7 @@ def audit_table(
         samples: what the rows say of each sample (:func:`hsaudit.experiments.yoon.crafting.sample_table`), one
             row per (adversary, margin).
         access: ``white`` or ``black`` (a column of every row).
-        delta, confidence, mode, seed, selection_fraction, valid_mode: the audit of each block
+        delta, confidence, rule, seed, valid_rule: the audit of each block
             (:func:`audit_scores`).
         facts: columns appended to every row (the setting: dataset, model, ε, …), in order.
 
@@ -114,8 +110,8 @@ def audit_table(
     rows = []
     for _, block in scores.groupby(blocks, sort=False):
         first = block.iloc[0]
-        result = audit_scores(block["score"], block["member"], delta=delta, confidence=confidence, mode=mode,
-                              seed=seed, selection_fraction=selection_fraction, valid_mode=valid_mode)  # fmt: skip
+        result = audit_scores(block["score"], block["member"], delta=delta, confidence=confidence, rule=rule,
+                              seed=seed, valid_rule=valid_rule)  # fmt: skip
         margin = float(first["margin"])
         sample = sample_of[(first["adversary"], None if np.isnan(margin) else margin)]
         rows.append({"run": int(first["run"]), "adversary": first["adversary"], "margin": margin,

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hsaudit.accounting.gaussian import calibrate_noise
+from hsaudit.audit.rules import DEFAULT_RULE, ThresholdRule, config_rules
 from hsaudit.data.datasets import DATASETS, configured_identity
 from hsaudit.experiments.plans import Population, Target
 from hsaudit.experiments.yoon.recipe import craft_key
@@ -62,6 +63,9 @@ class YoonPlan:
             crafting, audit and validation populations of every run) and one per black-box audit (its surrogates).
         targets: the figures and tables (every one GPU-sized: named, not built by ``rule all``).
         facts: what every figure's footer says of the run (the scale).
+        rule, valid_rule: the audits' threshold rule and the valid rule beside it, built once from the config's
+            ``audit`` section (:func:`hsaudit.audit.rules.config_rules`); an audit's key keeps the config's
+            ``mode`` and ``selection_fraction``, so that the audits keep their keys.
     """
 
     data: dict[str, dict[str, Any]]
@@ -71,6 +75,8 @@ class YoonPlan:
     populations: tuple[Population, ...]
     targets: tuple[Target, ...]
     facts: dict[str, Any]
+    rule: ThresholdRule = DEFAULT_RULE
+    valid_rule: ThresholdRule = DEFAULT_RULE
 
     def noise_multiplier(self, population: str) -> float:
         """σ of a population's full-batch DP-SGD at its ε, δ and T (:func:`noise_multiplier`)."""
@@ -282,6 +288,7 @@ def plan(config: Mapping[str, Any]) -> YoonPlan:
                 points.append(Point(figure, aud_key, pop_key, int(values["runs"]), label))
         figures[figure] = tuple(points)
     gpu = int((section.get("resources") or {}).get("gpu", 0) or 0) > 0
+    rule, valid_rule = config_rules(config["audit"])
     return YoonPlan(
         data=data,
         trainings=trainings,
@@ -290,6 +297,8 @@ def plan(config: Mapping[str, Any]) -> YoonPlan:
         populations=_populations(data, trainings, audits, figures, gpu=gpu),
         targets=tuple(Target(figure_outputs(figure)[0], kind="gpu") for figure in figures),
         facts={"scale": config["scale"]},
+        rule=rule,
+        valid_rule=valid_rule,
     )
 
 

@@ -24,7 +24,7 @@ import torch
 
 from hsaudit.engine.canaries import CanarySource, canary_type
 from hsaudit.engine.dpsgd import DPSGDConfig, init_theta0, pick_device, train_population
-from hsaudit.engine.models import ModelSpec, count_parameters, load_flat_parameters, model_spec, require_spec
+from hsaudit.engine.models import ModelSpec, count_parameters, load_flat_parameters, require_spec
 from hsaudit.engine.psg import population_engine
 from hsaudit.util.seeding import derive_seed
 
@@ -273,7 +273,7 @@ def pretrain(
     spec = require_spec(spec, "spec")
     theta = np.asarray(theta0, np.float32).copy()
     if X_pre is not None and pre_epochs > 0:
-        wide_spec = model_spec(spec.name, **{**spec.model_kwargs, "num_classes": pre_classes})
+        wide_spec = spec.with_options(num_classes=pre_classes)
         wide = wide_spec.build()
         p_wide, p = count_parameters(wide), theta.size
         last = [prm.numel() for prm in wide.parameters()][-2:]  # the last Linear: weight, bias

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from hsaudit.util.scores import score_entry
 from hsaudit.util.seeding import derive_seed, rng_for
 
 SAMPLINGS = ("poisson", "shuffle", "fixed")
@@ -23,9 +24,12 @@ SAMPLINGS = ("poisson", "shuffle", "fixed")
 random permutation cut into batches of B; ``fixed``: each step draws B examples uniformly without replacement (B = N:
 the full batch)."""
 NEIGHBOURINGS = ("add-remove", "replace-one")
-SCORES = ("auto", "final", "relative")
-"""How a model's canary score is taken: ``final`` from the final model θ_T alone; ``relative`` to its initialisation θ0
-(observed during the training: :func:`hsaudit.experiments.byo.train.harness.train_observed`); ``auto``: relative when
+SCORED = tuple(score_entry(name).name for name in ("final", "relative"))
+"""The entries of the score registry (:data:`hsaudit.util.scores.SCORES`) the harness computes
+(:func:`hsaudit.experiments.byo.train.harness.canary_scores`): ``final`` from the final model θ_T alone; ``relative``
+to its initialisation θ0 (observed during the training: :func:`hsaudit.experiments.byo.train.harness.train_observed`)."""
+SCORES = ("auto", *SCORED)
+"""How a model's canary score is taken (``--score``, ``byo.score``): one of :data:`SCORED`, or ``auto``: relative when
 θ0 is observed and varies with the seed, final otherwise."""
 REQUIRED = ("epsilon", "delta", "noise_multiplier", "max_grad_norm", "sampling", "steps", "neighbouring")
 OPTIONAL = ("sample_rate", "batch_size", "accountant")

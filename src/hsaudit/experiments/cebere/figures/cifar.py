@@ -10,7 +10,7 @@ Tables (the contract with the workflow, built by the functions here from what th
 - :func:`cifar_table`: the audits of a figure stacked, from pairs (audit reference, audit table). The audit table
   is :func:`hsaudit.experiments.cebere.audit.audit_table`'s (step, insertions, runs, mu, epsilon, epsilon_free,
   threshold, fpr_upper, fnr_upper, mu_upper, epsilon_upper, mode, confidence, delta); the reference is a mapping
-  or object with ``adversary`` (:data:`CIFAR_ADVERSARIES`), ``model`` (:data:`MODEL_LABELS`), ``clip_norm`` (C),
+  or object with ``adversary`` (:data:`CIFAR_ADVERSARIES`), ``model`` (a registry name, :func:`hsaudit.engine.models.model_names`), ``clip_norm`` (C),
   ``period`` (k), ``theta0`` (:data:`THETA0_LABELS`), ``rep``, ``key`` and ``data_source`` (e.g.
   "cifar10:local"); ``figure`` and ``runs`` may be there and are not used.
 - :func:`fig1_table`: the CIFAR-10 audits and fig1c's Housing audits (panel c) in one table.
@@ -49,10 +49,9 @@ from hsaudit.experiments.cebere.figures.housing import (
     plot_valid_key,
     summarise,
 )
-from hsaudit.engine.models import model_spec
+from hsaudit.engine.models import model_names, model_spec
 
 CIFAR_ADVERSARIES = ("gc_r", "gc_s", "label_flip")  # the adversaries the CIFAR-10 figures draw
-MODEL_LABELS = {m: model_spec(m).label for m in ("convnet", "resnet18_gn", "alexnet_head")}  # the registry's labels
 THETA0_LABELS = {
     "known": "θ0 shared, known",
     "shared_unknown": "θ0 shared, unknown",
@@ -76,8 +75,9 @@ REF_COLUMNS = ("model", "clip_norm", "period", "theta0", "data_source")
 _STYLES = ("-", (0, (5, 1.5, 1, 1.5)), (0, (1, 1)))
 # A_GC-S is drawn dash-dot so that it stays visible on A_GC-R where the two agree (fig5's claim).
 _ADVERSARY_STYLES = {"gc_s": _STYLES[1]}
-# fig8 colours the two models (no adversary there: every series is the A_L canary), away from the adversary colours.
-MODEL_COLOURS = {"convnet": "#882255", "resnet18_gn": "#117733", "alexnet_head": "#332288"}
+# fig8 colours each model by its spec's colour (no adversary there: every series is the A_L canary); a model
+# without one is drawn in this grey.
+NO_MODEL_COLOUR = "0.3"
 NOT_RUN = "not run at this scale"
 
 
@@ -101,7 +101,7 @@ def cifar_table(
         ValueError: no entries, a reference field missing, or an unknown model, adversary or θ0 (naming it).
     """
     table = figure_table(entries, ref_columns=(*REF_COLUMNS, *extra_columns))
-    for column, known in (("model", MODEL_LABELS), ("adversary", CIFAR_ADVERSARIES), ("theta0", THETA0_LABELS)):
+    for column, known in (("model", model_names()), ("adversary", CIFAR_ADVERSARIES), ("theta0", THETA0_LABELS)):
         unknown = sorted(set(table[column]) - set(known))
         if unknown:
             raise ValueError(f"unknown {column} {unknown[0]!r} (known: {', '.join(known)})")
@@ -209,7 +209,7 @@ def _layout(figure: str) -> _Layout:
     models = ("convnet", "resnet18_gn")
     if figure == "fig1":
         panels = [
-            _Panel(r, c, f"{_ab(c)}{MODEL_LABELS[m]}, C = {clip:g}", (("model", m), ("clip_norm", clip), ("period", 1)),
+            _Panel(r, c, f"{_ab(c)}{model_spec(m).label}, C = {clip:g}", (("model", m), ("clip_norm", clip), ("period", 1)),
                    (("gc_r", None), ("label_flip", None)))
             for r, clip in enumerate((1, 2, 4)) for c, m in enumerate(models)
         ]  # fmt: skip
@@ -217,7 +217,7 @@ def _layout(figure: str) -> _Layout:
     if figure in ("fig2", "fig5"):
         periods, adversaries = ((5, 25), ("gc_r", "label_flip")) if figure == "fig2" else ((1, 5), ("gc_r", "gc_s"))
         panels = [
-            _Panel(r, c, f"{_ab(c) if figure == 'fig2' else ''}{MODEL_LABELS[m]}, k = {k}, C = 1",
+            _Panel(r, c, f"{_ab(c) if figure == 'fig2' else ''}{model_spec(m).label}, k = {k}, C = 1",
                    (("model", m), ("period", k), ("clip_norm", 1)), tuple((a, None) for a in adversaries))
             for r, m in enumerate(models) for c, k in enumerate(periods)
         ]  # fmt: skip
@@ -232,7 +232,7 @@ def _layout(figure: str) -> _Layout:
         return _Layout(1, 2, tuple(panels), style_by="theta0", width=7.0, row_height=3.2)
     if figure == "fig13":
         panels = [
-            _Panel(0, c, f"{_ab(c)}{MODEL_LABELS[m]}, A_GC-R, k = 1", (("model", m), ("period", 1)), (("gc_r", None),))
+            _Panel(0, c, f"{_ab(c)}{model_spec(m).label}, A_GC-R, k = 1", (("model", m), ("period", 1)), (("gc_r", None),))
             for c, m in enumerate(("alexnet_head", "convnet"))
         ]
         return _Layout(1, 2, tuple(panels), width=6.4, row_height=2.8)
@@ -262,8 +262,8 @@ def _assign_panels(table: pd.DataFrame, layout: _Layout, figure: str) -> pd.Data
 def _series_label(adversary: str, style_by: str | None, value: Any) -> str:
     if style_by is None:
         return LABELS.get(adversary, adversary)
-    names = THETA0_LABELS if style_by == "theta0" else MODEL_LABELS
-    return f"{LABELS.get(adversary, adversary)}, {names.get(value, value)}"
+    name = THETA0_LABELS.get(value, value) if style_by == "theta0" else model_spec(value).label
+    return f"{LABELS.get(adversary, adversary)}, {name}"
 
 
 def _note(ax, text: str, *, centre: bool = False) -> None:
@@ -618,7 +618,7 @@ def plot_fig6a(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, A
         keep = (x > 0) & (y < 1)
         log.plot(x[keep], 1.0 - y[keep], **{**styles[name], "label": None})
     lin.set(xlim=(0, 1), ylim=(0, 1), xlabel="FPR (α)", ylabel="FNR (β)", aspect="equal")
-    lin.set_title(f"{MODEL_LABELS[row['model']]}, k = {row['period']}, C = {row['clip_norm']:g}, step {step}")
+    lin.set_title(f"{model_spec(row['model']).label}, k = {row['period']}, C = {row['clip_norm']:g}, step {step}")
     lin.legend(frameon=False, loc="upper right", fontsize=6.5)
     log.set(xscale="log", yscale="log", xlabel="FPR (α)", ylabel="TPR (1 − β)", xlim=(0.5 / max(n0, 1), 1))
     log.set_title(f"log–log: ε̂ = {row['epsilon']:.2f}, bound {row['epsilon_upper']:.2f}")
@@ -679,9 +679,7 @@ def plot_fig8(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
         norms = norms[norms["bit"].astype(int) == 1]
     if norms.empty:
         raise ValueError("plot_fig8 needs a non-empty norms table (with canary runs, bit = 1)")
-    unknown = sorted(set(norms["model"]) - set(MODEL_LABELS))
-    if unknown:
-        raise ValueError(f"unknown model {unknown[0]!r} (known: {', '.join(MODEL_LABELS)})")
+    specs = {m: model_spec(m) for m in sorted(set(norms["model"]))}  # an unknown model: the registry's error
     grouped = norms.groupby(["model", "step"], sort=True)["norm"]
     out = grouped.agg(runs="size", mean="mean", sd=lambda s: float(s.std(ddof=1)) if len(s) > 1 else 0.0)
     out = out.reset_index()
@@ -695,14 +693,14 @@ def plot_fig8(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
     ax = axes[0][0]
     for i, model in enumerate(order):
         part = out[out["model"] == model]
-        colour = MODEL_COLOURS.get(model, "0.3")
+        colour = specs[model].colour or NO_MODEL_COLOUR
         runs = int(part["runs"].max())
         ax.plot(part["step"], part["mean"], color=colour, linewidth=1.4, linestyle=_STYLES[i % len(_STYLES)],
-                label=f"{MODEL_LABELS[model]} (mean ± 2 sd, {runs} runs)")  # fmt: skip
+                label=f"{specs[model].label} (mean ± 2 sd, {runs} runs)")  # fmt: skip
         ax.fill_between(part["step"], part["lower"], part["upper"], color=colour, alpha=0.18, linewidth=0)
     if clip_norm is not None:
         ax.axhline(float(clip_norm), color="0.45", linewidth=0.9, linestyle=":", label=f"C = {float(clip_norm):g}")
-    absent = [MODEL_LABELS.get(m, m) for m in models if m not in order]
+    absent = [model_spec(m).label for m in models if m not in order]
     if absent:
         _note(ax, "\n".join(f"{m}: {NOT_RUN}" for m in absent))
     ax.set_xlabel("Training step")

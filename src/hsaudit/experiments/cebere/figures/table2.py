@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hsaudit.experiments.cebere.figures.cifar import MODEL_LABELS
+from hsaudit.engine.models import model_spec
 from hsaudit.util.io import write_text_atomic
 
 # Row order and labels of Table 2; keys not listed follow in the order first seen, labelled by their name.
@@ -94,7 +94,7 @@ def write_table2(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str,
     cells = pd.DataFrame([{k: _cell(f[k]) if k in f else "" for k in keys} for f in families])
     heads = []
     for i, f in enumerate(families):
-        name = MODEL_LABELS.get(f.get("model"), str(f.get("model", f"family {i + 1}")))
+        name = model_spec(f["model"]).label if "model" in f else f"family {i + 1}"
         heads.append(f"{name} ({_cell(f['figures'])})" if "figures" in f else name)
     lines = ["| Hyper-parameter | " + " | ".join(heads) + " |", "|---|" + "---|" * len(heads)]
     for k in keys:
@@ -112,14 +112,14 @@ def write_table2(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str,
 def with_model_facts(entry: Mapping[str, Any]) -> dict[str, Any]:
     """A :func:`hsaudit.experiments.cebere.plan.hyperparameters` mapping with ``model_kwargs`` replaced, in place, by the model's trainable
     parameter count and its loss (the model is built: this imports torch)."""
-    from hsaudit.engine.models import build_model, count_parameters, loss_name
+    from hsaudit.engine.models import count_parameters, spec_of
 
     out: dict[str, Any] = {}
     for key, value in entry.items():
         if key != "model_kwargs":
             out[key] = value
             continue
-        model = entry["model"]
-        out["trainable_params"] = count_parameters(build_model(model, **value))
-        out["loss"] = {"bce": "binary cross-entropy", "ce": "cross-entropy"}[loss_name(model, **value)]
+        spec = spec_of(entry)
+        out["trainable_params"] = count_parameters(spec.build())
+        out["loss"] = {"bce": "binary cross-entropy", "ce": "cross-entropy"}[spec.loss]
     return out

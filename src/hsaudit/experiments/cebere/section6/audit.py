@@ -15,7 +15,7 @@ import numpy.typing as npt
 from scipy import special
 
 from hsaudit.accounting.gaussian import gdp_epsilon
-from hsaudit.audit.auditor import Auditor, Paper, rule_from_mode
+from hsaudit.audit.auditor import Auditor, Paper, parse_rule
 from hsaudit.audit.two_sample import GdpTables, gdp_tables
 from hsaudit.experiments.cebere.section6.exact import exact_epsilon_curve
 from hsaudit.experiments.cebere.section6.process import Process, check_runs, iter_scores, world_rng
@@ -80,7 +80,7 @@ def audit_process(
                 res = auditor.gdp_two_sample(s, m, tables)
             else:
                 split = world_rng(seed, *key, rep, "split", step)
-                rule = rule_from_mode(mode, selection_fraction=selection_fraction, seed=split)
+                rule = parse_rule(mode, selection_fraction=selection_fraction, seed=split)
                 res = replace(auditor, rule=rule).gdp(s, m)
             row = {
                 "epsilon_audit": res.epsilon,

@@ -2,10 +2,10 @@
 
 | adversary | crafted object (fixed before training) | oriented score (higher ⇒ inserted) |
 |---|---|---|
-| ``gc_r`` (A_GC-R, Algorithm 2) | d uniform in {0..p-1}; ∇* = C·e_d | −(θ_t[d] − θ0[d]) |
+| ``gc_r`` (A_GC-R, Algorithm 2) | d uniform in {0..p-1}; ∇* = C·e_d (the registry's Dirac gradient) | −(θ_t[d] − θ0[d]) |
 | ``gc_s_*`` (A_GC-S, Algorithm 3) | d = argmin_d S_d from simulated training; ∇* = C·e_d | −(θ_t[d] − θ0[d]) |
 | ``cots`` (A_CotS, Algorithms 7–8) | ∇* = C·g/‖g‖, g ~ N(0, I_p) | −cos(∇*, θ_t − θ0) |
-| ``label_flip`` (A_L) | a training point with its label flipped (next class mod #classes; binary: 1 − y) | −ℓ(θ_t; x*, y*) |
+| ``label_flip`` (A_L) | a training point with its label flipped (the registry's ``mislabelled``: next class mod #classes; binary: 1 − y) | −ℓ(θ_t; x*, y*) |
 
 The paper's scores θ_t[d] − θ0[d], cos(∇*, θ_t − θ0) and the loss are all *lower* when the run is inserted
 (gradient descent on +∇* moves θ against ∇*; a member has a lower loss), so every score here is negated.
@@ -29,15 +29,24 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
+from hsaudit.engine.canaries import CanarySource, canary_type, dirac_gradient
 from hsaudit.util.io import atomic_savez, write_text_atomic
 from hsaudit.engine.models import ModelSpec, count_parameters, parameter_at, require_spec
 from hsaudit.engine.noise import CounterNoise
 from hsaudit.engine.psg import population_engine
+from hsaudit.util.scores import Score, score_entry
 from hsaudit.util.seeding import derive_seed, rng_for
 from hsaudit.engine.dpsgd import DPSGDConfig, Setup, check_data, pick_device, run_population
 
 ADVERSARIES = ("gc_r", "gc_s_noiseless_ps", "gc_s_noiseless_fm", "gc_s_noisy_ps", "gc_s_noisy_fm", "cots", "label_flip")
 ALIASES = {"gc_s": "gc_s_noiseless_ps"}
+SCORES: dict[str, Score] = {
+    **{name: score_entry("relative") for name in ADVERSARIES if name.startswith("gc_")},
+    "cots": score_entry("cosine"),
+    "label_flip": score_entry("final"),
+}
+"""Each adversary's score, an entry of the score registry (:data:`hsaudit.util.scores.SCORES`) with θ0 known; with θ0
+unknown (Figure 12) :func:`make_scorer` takes θ0 as 0, so that ``relative`` reads as ``final``."""
 
 
 def canonical_adversary(name: str) -> str:
@@ -110,12 +119,6 @@ def validate_crafted(crafted: Crafted, *, p: int, spec: ModelSpec) -> None:
         raise ValueError(f"{name} needs a gradient of shape ({p},), got {np.shape(crafted.gradient)}")
     if name != "cots" and (crafted.dim is None or not 0 <= int(crafted.dim) < p):
         raise ValueError(f"{name} needs dim in [0, {p - 1}], got {crafted.dim}")
-
-
-def _unit(d: int, p: int, clip: float) -> np.ndarray:
-    g = np.zeros(p, dtype=np.float32)
-    g[d] = clip
-    return g
 
 
 def _simulate_ranking(
@@ -215,22 +218,15 @@ def craft(
     clip = float(config.clip_norm)
     if name == "gc_r":
         d = int(rng.integers(p))
-        return Crafted(name, d, _unit(d, p, clip), None, None, layer=layer_of(spec, d, net))
+        return Crafted(name, d, dirac_gradient(p, d, norm=clip), None, None, layer=layer_of(spec, d, net))
     if name == "cots":
         g = rng.standard_normal(p)
         g = (clip * g / np.linalg.norm(g)).astype(np.float32)
         return Crafted(name, None, g, None, None)
     if name == "label_flip":
-        i = int(rng.integers(X.shape[0]))
-        k = spec.classes
-        return Crafted(
-            name,
-            None,
-            None,
-            X[i].copy(),
-            np.asarray((int(y[i]) + 1) % k, dtype=np.int64),
-            source_index=i,
-        )
+        source = CanarySource(x=X, y=y, classes=spec.classes, index=int(rng.integers(X.shape[0])))
+        canary = canary_type("mislabelled")(source)  # no reference: label (y + 1) mod K
+        return Crafted(name, None, None, canary.x, canary.y, source_index=canary.source_index)
     _, _, sim, rank = name.split("_")
     s = _simulate_ranking(
         spec=spec,
@@ -245,7 +241,7 @@ def craft(
         device=device,
     )
     d = int(np.argmin(s))
-    return Crafted(name, d, _unit(d, p, clip), None, None, ranking=s, layer=layer_of(spec, d, net))
+    return Crafted(name, d, dirac_gradient(p, d, norm=clip), None, None, ranking=s, layer=layer_of(spec, d, net))
 
 
 def save_crafted(crafted: Crafted, path: str | os.PathLike) -> None:
@@ -307,12 +303,12 @@ def make_scorer(
     θ0 re-drawn for every run and unknown to the adversary) the A_GC score is −θ_t[d] and the A_CotS score
     −cos(∇*, θ_t), since θ0 cannot be subtracted.
     """
-    name = canonical_adversary(crafted.adversary)
-    if name == "label_flip":
+    kind = SCORES[canonical_adversary(crafted.adversary)].name
+    if kind == "final":
         _, (cx, cy) = insertion_tensors(crafted, theta0.device)
         return lambda theta: -engine.loss(theta, cx, cy)[:, 0]
     origin = theta0 if known_theta0 else torch.zeros_like(theta0)
-    if name == "cots":
+    if kind == "cosine":
         g = torch.as_tensor(crafted.gradient, dtype=torch.float64, device=theta0.device)
         g = g / g.norm()
 

@@ -42,20 +42,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from hsaudit.engine.canaries import (
-    LABEL_FLIP_BACKGROUNDS,
-    STEINKE_CANARIES,
-    CanarySource,
-    canary_type,
-    dirac_coordinate,
-    draw_distinct,
-)
+from hsaudit.engine.canaries import CanarySource, canary_type, dirac_coordinate, dirac_gradient, draw_distinct
 from hsaudit.engine.dpsgd import pick_device, train_population
 from hsaudit.engine.evaluate import population_accuracy
 from hsaudit.engine.models import ModelSpec, require_spec
 from hsaudit.engine.psg import population_engine
 from hsaudit.experiments.steinke.train.rows import poisson_config, row_theta0
 from hsaudit.experiments.steinke.train.shards import shard_models
+from hsaudit.experiments.steinke.train.canaries import LABEL_FLIP_BACKGROUNDS, STEINKE_CANARIES
 from hsaudit.util.seeding import derive_seed
 
 
@@ -282,8 +276,7 @@ def train_dirac_shard(
         engine = _ZeroGradients(engine)
     dim = canary_coordinate(spec, engine.p)
     theta0 = row_theta0(arch, spec, dev)
-    gradient = torch.zeros(engine.p, device=dev)
-    gradient[dim] = float(spec["clip_norm"])
+    gradient = torch.from_numpy(dirac_gradient(engine.p, dim, norm=float(spec["clip_norm"]))).to(dev)
     lr, clip = float(spec["lr"]), float(spec["clip_norm"])
     out = _train(
         spec,
@@ -398,7 +391,7 @@ def train_shard(
     evaluated on ``test``.
 
     Args:
-        canary: :data:`hsaudit.engine.canaries.STEINKE_CANARIES`.
+        canary: :data:`hsaudit.experiments.steinke.train.canaries.STEINKE_CANARIES`.
         spec, shard, arch, X, y, test, device, progress: as :func:`train_dirac_shard`.
 
     Raises:
