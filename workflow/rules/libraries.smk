@@ -1,43 +1,32 @@
-# The DP libraries, configuration by configuration (hsaudit.experiments.libraries; docs/libraries.md): one job per
-# row of the `libraries:` config section (its script audited through hsaudit.experiments.byo in the audit setting,
-# the audit's models and its control), then the table, its figure and its report. A row's code version holds its
-# script folder's code and its library's installed version: upgrading Opacus reruns the Opacus rows only. Not part
-# of `rule all`: name the target, results/libraries/report.md.
-from hsaudit.experiments.libraries.plan import folder_version as _lib_folder_version
-from hsaudit.experiments.libraries.plan import library_version as _lib_version
+# The DP libraries, configuration by configuration (hsaudit.experiments.libraries; docs/libraries.md): each row of
+# the `libraries:` config section is a byo audit that byo's rules train and audit at results/libraries/<row>/
+# (workflow/rules/byo.smk: included after this file, which hands the rows over with host_byo_audits); the table, its
+# figure and its report read the rows' report.json. A row's trainings' code version holds its script folder's code
+# and its library's installed version: upgrading Opacus retrains the Opacus rows only; editing an estimator reruns
+# audit_byo and the table, never a training. Not part of `rule all`: name the target, results/libraries/report.md.
+from hsaudit.experiments.byo.plan import shard_paths as _lib_shard_paths
 from hsaudit.experiments.libraries.plan import plan as _libraries_plan
 
 LIBRARIES = _libraries_plan(config)
-LIBRARY_ROWS = "|".join(LIBRARIES.rows) or "(?!)"
+host_byo_audits(LIBRARIES.audits.values())
 
 
-rule audit_library_row:
-    output:
-        record="results/libraries/rows/{row}.json",
-    log:
-        log_path("libraries/audit_library_row/{row}"),
-    benchmark:
-        bench_path("libraries/audit_library_row/{row}")
-    wildcard_constraints:
-        row=LIBRARY_ROWS,
-    conda:
-        "../../envs/torch.yaml"
-    threads: lambda wc: LIBRARIES.rows[wc.row].threads
-    resources:
-        mem_mb=lambda wc: LIBRARIES.rows[wc.row].audit.resources["mem_mb"],
-        runtime=lambda wc: LIBRARIES.rows[wc.row].audit.resources["runtime"],
-    params:
-        row=lambda wc: LIBRARIES.rows[wc.row].to_dict(),
-        library_version=lambda wc: _lib_version(LIBRARIES.rows[wc.row].library),
-        entry_version=lambda wc: _lib_folder_version(LIBRARIES.rows[wc.row].design.entry),
-        code_version=script_version("audit_library_row"),
-    script:
-        "../scripts/audit_library_row.py"
+def _library_shards(wildcards):
+    """Every row's training shards (audit and control; none for a verdict that needed no training): the table's
+    runtime column."""
+    return [
+        path
+        for row in LIBRARIES.rows.values()
+        for path in _lib_shard_paths(
+            row.audit, checkpoints.assess_byo_claim.get(name=row.audit.key).output.claim
+        )
+    ]
 
 
 rule table_libraries:
     input:
-        records=expand("results/libraries/rows/{row}.json", row=list(LIBRARIES.rows)),
+        reports=[row.report for row in LIBRARIES.rows.values()],
+        shards=_library_shards,
     output:
         csv="results/libraries/table.csv",
         pdf=report("results/libraries/fig.pdf", category="The DP libraries"),
@@ -52,13 +41,10 @@ rule table_libraries:
         mem_mb=1000,
         runtime=10,
     params:
+        rows=[row.describe() for row in LIBRARIES.rows.values()],
+        roots=[row.root for row in LIBRARIES.rows.values()],
         not_run=LIBRARIES.not_run,
-        facts={
-            "scale": SCALE,
-            "runs": (config.get("libraries") or {}).get("audit", {}).get("runs"),
-            "canary": (config.get("libraries") or {}).get("audit", {}).get("canary"),
-            "setting": (config.get("libraries") or {}).get("audit", {}).get("audit_setting"),
-        },
+        facts={"scale": SCALE, **LIBRARIES.facts},
         code_version=script_version("table_libraries"),
     script:
         "../scripts/table_libraries.py"

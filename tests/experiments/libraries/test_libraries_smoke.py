@@ -1,6 +1,7 @@
-"""The libraries table at tiny R (the suite's smoke version of results/libraries/report.md): two rows, the default
-Opacus configuration and the planted σ/10 control, through the study's own functions (audit → table → figure →
-report); the control must be flagged."""
+"""The libraries table at tiny R, the suite's fast version of results/libraries/report.md (the workflow's is
+test_libraries_workflow.py, slow): the default Opacus configuration and the planted σ/10 control audited by byo
+(:func:`hsaudit.experiments.byo.api.audit_training`, what byo's rules run shard by shard), their reports turned into
+the table, its figure and its report by the study's own functions; the control must be flagged."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import warnings
 
 import pandas as pd
 
-from hsaudit.experiments.libraries.audit import COLUMNS, markdown, table
+from hsaudit.experiments.byo.api import audit_training
+from hsaudit.experiments.libraries.audit import COLUMNS, markdown, record, table, training_seconds
 from hsaudit.experiments.libraries.figures import FIGURES
 from hsaudit.experiments.libraries.plan import plan
-from hsaudit.experiments.libraries.train import audit_row
 
 ROWS = {
     "hooks": {"library": "opacus", "configuration": "defaults", "entry": "examples/libraries/opacus/hooks.py:make"},
@@ -26,9 +27,13 @@ def test_the_table_builds_at_tiny_r_and_flags_its_control(tmp_path, monkeypatch)
 
     monkeypatch.chdir(REPO)
     libs = plan({"seed": 3, "libraries": {"audit": AUDIT, "rows": ROWS, "not_run": {"jax-privacy": "why"}}})
+    records = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        records = [audit_row(row) for row in libs.rows.values()]
+        for row in libs.rows.values():
+            result = audit_training(row.audit.design, row.audit.options, control=row.audit.control)
+            shards = [f for f in (result.scores, result.control) if f is not None and len(f)]
+            records.append(record(row.describe(), result.report.to_dict(), training_seconds(shards)))
     frame = table(records)
     assert list(frame.columns) == list(COLUMNS) and len(frame) == 2
     noise = frame.set_index("row").loc["noise"]
@@ -36,9 +41,13 @@ def test_the_table_builds_at_tiny_r_and_flags_its_control(tmp_path, monkeypatch)
     hooks = frame.set_index("row").loc["hooks"]
     assert hooks["verdict"] in ("consistent", "inconclusive") and hooks["power_probability"] is not None
     assert (frame["version"] == __import__("opacus").__version__).all() and (frame["seconds"] > 0).all()
-    facts = {"scale": "test", "runs": 10, "canary": "out_of_support", "setting": AUDIT["audit_setting"],
-             "code_version": "x"}  # fmt: skip
+    facts = {"scale": "test", **libs.facts, "code_version": "x"}
     FIGURES["table"](frame, pdf=str(tmp_path / "fig.pdf"), csv=str(tmp_path / "fig.csv"), facts=facts)
     assert (tmp_path / "fig.pdf").stat().st_size > 0 and len(pd.read_csv(tmp_path / "fig.csv")) == 2
     text = markdown(frame, not_run=libs.not_run, facts=facts, figure="fig.pdf")
     assert "1 of 1 planted bugs flagged" in text and "jax-privacy: why" in text
+
+
+def test_training_seconds_sums_the_shards():
+    shard = pd.DataFrame({"train_seconds": [1.0, 2.0], "harness_seconds": [0.5, 0.25]})
+    assert training_seconds([shard, shard]) == 7.5 and training_seconds([]) is None

@@ -1,5 +1,7 @@
-"""The libraries table from its rows' records (:func:`hsaudit.experiments.libraries.train.record`): the CSV's
-columns, what each consistent row rules out, whether each planted control was flagged, and the report's markdown."""
+"""The libraries table from its rows' byo reports (``results/libraries/<row>/report.json``, written by byo's
+``audit_byo``): each row's record (:func:`record`), the CSV's columns, what each consistent row rules out, whether
+each planted control was flagged, and the report's markdown. It reads files and dicts only: the rows' trainings and
+audits are byo's jobs."""
 
 from __future__ import annotations
 
@@ -12,6 +14,46 @@ COLUMNS = ("row", "library", "version", "configuration", "planted", "accountant"
            "epsilon_hat", "epsilon_point", "epsilon_lo", "epsilon_hi", "power_multiple", "power_probability",
            "verdict", "expected", "rules_out", "seconds", "runs_out", "runs_in")  # fmt: skip
 """The columns of ``results/libraries/table.csv``."""
+
+
+def point_estimate(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The report's point estimate (the ε of the AUROC's μ, with its bootstrap interval), or an empty dict."""
+    return next((dict(e) for e in report.get("estimates", ()) if e.get("rule") == "auroc"), {})
+
+
+def training_seconds(shards: Iterable[pd.DataFrame]) -> float | None:
+    """The seconds the row's models took to train and score (the user's training and the harness, summed over the
+    audit's and the control's shards, byo's ``train_byo_shard`` CSVs); None without shards (a verdict that needed no
+    training)."""
+    frames = list(shards)
+    if not frames:
+        return None
+    return float(sum((f["train_seconds"] + f["harness_seconds"]).sum() for f in frames))
+
+
+def record(row: Mapping[str, Any], report: Mapping[str, Any], seconds: float | None) -> dict[str, Any]:
+    """The table's row: what the plan says of it (``row``: :meth:`~hsaudit.experiments.libraries.plan.LibraryRow.
+    describe`) and its byo report (:meth:`~hsaudit.experiments.byo.audit.ByoReport.to_dict`)."""
+    power = report.get("power") or {}
+    point = point_estimate(report)
+    return {
+        **dict(row),
+        "accountant": report["claim"].get("accountant"),
+        "epsilon_claimed": report["epsilon_claimed"],
+        "epsilon_ours": report["epsilon_ours"],
+        "epsilon_hat": report["epsilon_hat"],
+        "epsilon_point": point.get("epsilon"),
+        "epsilon_lo": point.get("epsilon_lo"),
+        "epsilon_hi": point.get("epsilon_hi"),
+        "power_multiple": power.get("multiple"),
+        "power_probability": power.get("probability"),
+        "power_statement": power.get("statement"),
+        "verdict": report["verdict"],
+        "reason": report["reason"],
+        "runs_out": report["runs_out"],
+        "runs_in": report["runs_in"],
+        "seconds": seconds,
+    }
 
 
 def rules_out(rec: Mapping[str, Any]) -> str:
@@ -49,7 +91,7 @@ def markdown(frame: pd.DataFrame, *, not_run: Mapping[str, str], facts: Mapping[
              f"canary {facts.get('canary')}. Figure: [{figure}]({figure}) (ε̂ and the point estimate's interval "
              "against the claim).", "",
              "| library | version | configuration | claimed ε | ours | ε̂ | ε (AUROC) [interval] | power | verdict | "
-             "runtime (s) |", "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+             "training (s) |", "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for _, r in frame.iterrows():
         power = "–" if pd.isna(r["power_probability"]) else \
             f"{r['power_probability']:.2f} at {r['power_multiple']:.3g}×"  # fmt: skip

@@ -1,49 +1,25 @@
 """The plan of the libraries table: the ``libraries:`` config section → one :class:`LibraryRow` per configuration.
 
 Each row is an audit of :mod:`hsaudit.experiments.byo` (:func:`hsaudit.experiments.byo.plan.audit_from` builds it
-from the section's shared ``audit`` options and the row's ``entry``), with what the table says of it: the library,
-the configuration, whether its bug is planted. A row's code version is its design, the text of its script's folder
-(:func:`folder_version`: the script and the module it shares) and the library's installed version
-(:func:`library_version`), so that upgrading Opacus reruns the Opacus rows and nothing else.
+from the section's shared ``audit`` options and the row's ``entry``) that byo's own rules train and audit at
+``results/libraries/<row>/`` (workflow/rules/byo.smk; the row's ``report.json`` is what the table reads), with what
+the table says of it: the library, its installed version, the configuration, whether its bug is planted. Its
+trainings' code version is the text of its script's folder (the script and the module it shares) and the library's
+installed version (:func:`hsaudit.experiments.byo.plan.training_version`), so that upgrading Opacus retrains the
+Opacus rows and nothing else, and editing an estimator retrains nothing.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from hsaudit.experiments.byo.audit import AuditOptions
-from hsaudit.experiments.byo.plan import ByoAudit, audit_from
-from hsaudit.experiments.byo.train.values import Design, entry_file
+from hsaudit.experiments.byo.plan import ByoAudit, audit_from, installed_version
 from hsaudit.experiments.plans import Population, Target
-from hsaudit.util.source import code_text
 
 ROOT = "results/libraries"
 ROW_KEYS = ("entry", "library", "configuration", "planted")
-
-
-def library_version(library: str) -> str:
-    """The installed version of the distribution ``library`` (e.g. ``opacus``), or ``"not installed"``."""
-    try:
-        return importlib.metadata.version(library)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def folder_version(entry: str) -> str:
-    """A hash of the code of every ``.py`` file in the entry's folder (12 hex digits; comments and docstrings left
-    out, :func:`hsaudit.util.source.code_text`): the script and the modules it shares with its siblings.
-
-    Raises:
-        ValueError: the entry's file cannot be found.
-    """
-    digest = hashlib.sha256()
-    for path in sorted(entry_file(entry).parent.glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + code_text(path.read_bytes()) + b"\0")
-    return digest.hexdigest()[:12]
 
 
 @dataclass(frozen=True)
@@ -51,11 +27,12 @@ class LibraryRow:
     """One configuration of one library, and its audit.
 
     Attributes:
-        name: the row's key in ``libraries.rows`` (its record is ``results/libraries/rows/{name}.json``).
-        library: the distribution's name (its version is in the row's code version).
+        name: the row's key in ``libraries.rows`` (its files live under ``results/libraries/{name}/``).
+        library: the distribution's name (its installed version is in the code version of the row's trainings).
         configuration: the switches the row sets, in words.
         planted: a control with a bug planted on purpose: the table must flag it.
-        audit: the byo audit (design, options, threads, resources, control).
+        audit: the byo audit (design, options, threads, resources, control; its root, the folder's code and the
+            library in its trainings' code version).
     """
 
     name: str
@@ -66,55 +43,40 @@ class LibraryRow:
 
     @property
     def root(self) -> str:
-        return f"{ROOT}/rows/{self.name}"
+        return self.audit.root
 
     @property
-    def design(self):
-        return self.audit.design
+    def report(self) -> str:
+        """The byo report the table reads (rule ``audit_byo``)."""
+        return f"{self.root}/report.json"
 
-    @property
-    def options(self):
-        return self.audit.options
-
-    @property
-    def threads(self) -> int:
-        return self.audit.threads
-
-    @property
-    def control(self) -> bool:
-        return self.audit.control
-
-    def to_dict(self) -> dict[str, Any]:
-        """What a row's job needs (its params: the code version of what it trains)."""
-        return {"name": self.name, "library": self.library, "configuration": self.configuration,
-                "planted": self.planted, "control": self.control, "design": self.design.to_dict(),
-                "options": self.options.to_dict()}  # fmt: skip
-
-    @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> LibraryRow:
-        audit = ByoAudit(name=f"libraries_{values['name']}", design=Design.from_dict(values["design"]),
-                         options=AuditOptions.from_dict(values["options"]), control=bool(values["control"]))
-        return cls(name=values["name"], library=values["library"], configuration=values["configuration"],
-                   planted=bool(values["planted"]), audit=audit)  # fmt: skip
+    def describe(self) -> dict[str, Any]:
+        """What the table shows of the row besides its report: its name, library, installed version,
+        configuration, whether its bug is planted."""
+        return {"row": self.name, "library": self.library, "version": installed_version(self.library),
+                "configuration": self.configuration, "planted": self.planted}  # fmt: skip
 
 
 @dataclass(frozen=True)
 class LibrariesPlan:
-    """Every row, the libraries not run (name → why), and what ``hsaudit plan`` reads (``audits``: the rows by
-    name, as the byo plan's, so that ``--time-byo`` times them)."""
+    """Every row, the libraries not run (name → why), what the report states of the shared audit (``facts``: runs,
+    canary, setting), and what ``hsaudit plan`` reads (``audits``: the rows' byo audits by name, so that
+    ``--time-byo`` times them)."""
 
     rows: dict[str, LibraryRow]
     not_run: dict[str, str]
+    facts: dict[str, Any]
     populations: tuple[Population, ...]
     targets: tuple[Target, ...]
 
     @property
-    def audits(self) -> dict[str, LibraryRow]:
-        return self.rows
+    def audits(self) -> dict[str, ByoAudit]:
+        return {name: row.audit for name, row in self.rows.items()}
 
 
 def row_from(name: str, values: Mapping[str, Any], shared: Mapping[str, Any], *, seed: int) -> LibraryRow:
-    """The row ``name`` of ``libraries.rows``: its ``entry`` audited with the ``shared`` byo options.
+    """The row ``name`` of ``libraries.rows``: its ``entry`` audited with the ``shared`` byo options at
+    ``results/libraries/{name}``.
 
     Raises:
         ValueError: a missing or unknown key, or a byo option out of range (the message names the row).
@@ -124,6 +86,7 @@ def row_from(name: str, values: Mapping[str, Any], shared: Mapping[str, Any], *,
     if unknown or missing:
         raise ValueError(f"libraries.rows.{name}: unknown key(s) {unknown}, missing {missing}")
     audit = audit_from(f"libraries_{name}", {**dict(shared), "entry": values["entry"]}, seed=seed)
+    audit = replace(audit, root=f"{ROOT}/{name}", entry_code="folder", packages=(str(values["library"]),))
     return LibraryRow(name=name, library=str(values["library"]), configuration=str(values["configuration"]),
                       planted=bool(values.get("planted", False)), audit=audit)  # fmt: skip
 
@@ -139,14 +102,17 @@ def plan(config: Mapping[str, Any]) -> LibrariesPlan:
             root=r.root,
             figures=("libraries/report",),
             model="user",
-            models=r.design.models * (2 if r.control else 1),
-            steps=int(r.design.setting.steps if r.design.setting else 0),
+            models=r.audit.design.models * (2 if r.audit.control else 1),
+            steps=int(r.audit.design.setting.steps if r.audit.design.setting else 0),
             batch=0,
             role=f"{r.library} {r.name}",
-            detail=f"entry {r.design.entry}",
+            detail=f"entry {r.audit.design.entry}",
         )
         for r in rows.values()
     )
+    design = next(iter(rows.values())).audit.design if rows else None
+    facts = {"runs": design.runs if design else None, "canary": design.canary if design else None,
+             "setting": shared.get("audit_setting")}  # fmt: skip
     targets = (Target(path=f"{ROOT}/report.md", kind="cpu", trained=True),) if rows else ()
-    return LibrariesPlan(rows=rows, not_run=dict(section.get("not_run") or {}), populations=populations,
+    return LibrariesPlan(rows=rows, not_run=dict(section.get("not_run") or {}), facts=facts, populations=populations,
                          targets=targets)  # fmt: skip
