@@ -8,6 +8,7 @@ from __future__ import annotations
 import warnings
 
 import pandas as pd
+import pytest
 
 from hsaudit.experiments.byo.api import audit_training
 from hsaudit.experiments.libraries.audit import COLUMNS, markdown, record, table, training_seconds
@@ -22,7 +23,19 @@ ROWS = {
 AUDIT = {"audit_setting": {"steps": 5, "epsilon": 4.0}, "runs": 10, "power_resamples": 10}
 
 
-def test_the_table_builds_at_tiny_r_and_flags_its_control(tmp_path, monkeypatch):
+@pytest.fixture
+def one_thread():
+    """One torch thread, as byo's jobs train (threads: 1): tiny models on a busy machine train many times slower
+    with more."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_the_table_builds_at_tiny_r_and_flags_its_control(tmp_path, monkeypatch, one_thread):
     from conftest import REPO
 
     monkeypatch.chdir(REPO)
