@@ -169,10 +169,32 @@ def test_store_calibration_validates_and_honours_the_environment(tmp_path, monke
         P.store_calibration({**row, "device": "tpu"}, tmp_path / "x.json")
 
 
-def test_every_registry_model_can_be_priced():
-    """The planner has a calibration row of every registry model on both devices (measured or estimated)."""
-    for name in model_names():
-        for device in P.DEVICES:
-            assert P.calibration(name, device, path="/nonexistent.json").seconds_per_model_step > 0
+def test_every_model_the_config_trains_is_priced(monkeypatch, tmp_path):
+    """The built-in rows price every model the project's config trains, on both devices."""
+    from conftest import REPO
+    from hsaudit.pipeline.config import load_yaml, resolve_scale
+
+    monkeypatch.setenv("HSAUDIT_CALIBRATION", str(tmp_path / "none.json"))
+    trained = {a.model for a in P.all_populations(resolve_scale(load_yaml(REPO / "config" / "config.yaml")))
+               if a.batch > 0}  # fmt: skip
+    assert "convnet" in trained and trained <= set(model_names()) | {"causal_lm"}
+    assert all(P.is_calibrated(model, device) for model in trained for device in P.DEVICES)
+
+
+def test_an_uncalibrated_model_is_planned_and_says_how_to_measure_it(monkeypatch, tmp_path):
+    """A new registry model has no row: `hsaudit plan` lists its populations as "not calibrated (run hsaudit bench
+    train --model NAME --save-calibration)", prices the others, and prices it once that command stored a row."""
+    monkeypatch.setenv("HSAUDIT_CALIBRATION", str(tmp_path / "calibration.json"))
+    row = dict(figures=("fig1",), section="cifar10", adversary="gc_r", models=10, steps=5, batch=128, device="cpu")
+    known, new = P.Population(model="convnet", **row), P.Population(model="toy", **row)
+    plan = P.CostPlan(targets=("fig1",), populations=(known, new), simulations=())
+    text = P.format_plan(plan, scale="paper")
+    assert plan.uncalibrated == ("toy",) and not new.priced("cpu") and known.priced("cpu")
+    assert "toy: not calibrated (run hsaudit bench train --model toy --save-calibration)" in text
+    assert plan.hours("cpu") == known.hours("cpu") > 0
     with pytest.raises(ValueError, match="--save-calibration"):
-        P.calibration("vgg", "cpu", path="/nonexistent.json")
+        P.calibration("toy", "cpu")
+    P.store_calibration({"model": "toy", "device": "cpu", "batch": 128, "seconds_per_model_step": 0.5, "torch": "x",
+                         "date": "d", "command": "hsaudit bench train --model toy --save-calibration"})  # fmt: skip
+    assert plan.uncalibrated == ("toy",) and new.priced("cpu") and not new.priced("gpu")
+    assert plan.hours("cpu") == known.hours("cpu") + 10 * 5 * 0.5 / 3600

@@ -2,20 +2,17 @@
 
 Adding an architecture is one registry entry: a toy model registered here (monkeypatched, no other file touched) is
 trained as a population by the engine and checked model by model against the Opacus reference trainer (STYLE.md
-rule 17). The workflow schema's model enums are checked against the registry's names.
+rule 17). The workflow schemas' model enums are filled from the registry (tests/pipeline/test_config.py).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-import yaml
 from torch import nn
 
-from conftest import REPO
 from hsaudit.engine import models as M
 from hsaudit.engine.dpsgd import DPSGDConfig, make_setup, model_noise, train_population
 from hsaudit.engine.models import ModelSpec, model_names, model_spec
@@ -158,57 +155,3 @@ def test_the_registry_imports_no_torch():
             "assert model_spec('convnet').label == 'ConvNet'\nprint('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
-
-
-# ------------------------------------------------------------------------------------- the workflow's enums
-# The inputs each config section's datasets provide: the reason a section's enum is a subset of the registry.
-SECTION_INPUTS = {
-    "housing": [(8,)],  # California Housing's 8 standardised features
-    "cifar10": [(3, 32, 32), (4096,)],  # CIFAR-10 images, or their AlexNet features (the transfer audit)
-    "steinke": [(3, 32, 32), (1, 28, 28)],  # CIFAR-10 or MNIST
-    "yoon": [(3, 32, 32), (1, 28, 28)],
-}
-# Registry models whose inputs a section's data would fit but which it does not offer, and why.
-NOT_OFFERED = {
-    "cifar10": {"cifar_cnn": "Yoon et al.'s", "wrn16_4": "Steinke et al.'s"},
-    "yoon": {"convnet": "Cebere et al.'s", "resnet18_gn": "Cebere et al.'s", "wrn16_4": "Steinke et al.'s"},
-    "housing": {},
-    "steinke": {},
-}
-
-
-def _model_enums(node, found: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
-    """Every enum of model names in a schema: a ``model`` property's, and ``propertyNames`` keyed by model."""
-    if isinstance(node, dict):
-        model = node.get("model")
-        if isinstance(model, dict) and "enum" in model:
-            found.append(tuple(model["enum"]))
-        names = node.get("propertyNames")
-        if isinstance(names, dict) and "enum" in names and "model" in str(node.get("description", "")):
-            found.append(tuple(names["enum"]))
-        for value in node.values():
-            _model_enums(value, found)
-    elif isinstance(node, list):
-        for value in node:
-            _model_enums(value, found)
-    return found
-
-
-def _fits(shape: tuple[int | None, ...], data: tuple[int, ...]) -> bool:
-    return len(shape) == len(data) and all(s is None or s == d for s, d in zip(shape, data))
-
-
-def test_schema_model_enums_are_the_registry():
-    """Every schema enum of models is a subset of the registry, exactly the registry models that fit its section's
-    data (less those NOT_OFFERED, with their reason), and together they offer every registry model."""
-    schemas = Path(REPO, "workflow", "schemas")
-    offered: set[str] = set()
-    for section, inputs in SECTION_INPUTS.items():
-        enums = _model_enums(yaml.safe_load((schemas / f"{section}.schema.yaml").read_text()), [])
-        assert enums, section
-        fitting = {n for n in model_names() if any(_fits(model_spec(n).input_shape, d) for d in inputs)}
-        for enum in enums:
-            assert set(enum) <= set(model_names()), (section, enum)
-            assert set(enum) | set(NOT_OFFERED[section]) >= fitting and set(enum) <= fitting, (section, enum)
-        offered |= {n for enum in enums for n in enum}
-    assert offered == set(model_names())

@@ -210,3 +210,80 @@ def test_validate_config_rereads_an_edited_schema(tmp_path):
     assert config == {"a": {"b": 2}}
     with pytest.raises(ValueError, match="a: Additional properties"):
         validate_config({"a": {"c": 0}}, str(schema))
+
+
+# ------------------------------------------------------------------------------ schemas read the registries
+def _registries() -> dict[str, tuple[str, ...]]:
+    from hsaudit.audit.rules import rule_names
+    from hsaudit.engine.canaries import BACKGROUNDS, CANARIES
+    from hsaudit.engine.models import model_names
+    from hsaudit.util.scores import SCORES
+
+    return {"rules": rule_names(), "models": model_names(), "canaries": tuple(CANARIES),
+            "backgrounds": tuple(BACKGROUNDS), "scores": tuple(SCORES)}  # fmt: skip
+
+
+def _static_enums(node, path=""):
+    if isinstance(node, dict):
+        if "enum" in node:
+            yield path, set(node["enum"])
+        for key, value in node.items():
+            yield from _static_enums(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for value in node:
+            yield from _static_enums(value, path)
+
+
+def test_no_schema_spells_a_registrys_names():
+    """An enum made of a registry's names would need an edit for every new entry: it names the registry instead
+    (x-rules, x-enum, x-models; hsaudit.pipeline.config.REGISTRY_MARKERS)."""
+    spelled = [(f.name, path, registry) for f in sorted(SCHEMA.parent.glob("*.yaml"))
+               for path, enum in _static_enums(yaml.safe_load(f.read_text()))
+               for registry, names in _registries().items() if len(enum) > 1 and enum <= set(names)]  # fmt: skip
+    assert spelled == []
+
+
+def _config_with(section: str, path: tuple[str, ...], value) -> dict:
+    config = resolve_scale(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
+    node = config[section]
+    if section == "byo":
+        node = next(iter(node.values()))
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return config
+
+
+def test_a_new_canary_background_and_score_are_config_values(monkeypatch):
+    from hsaudit.engine import canaries
+    from hsaudit.experiments.byo.train import values
+    from hsaudit.pipeline.config import config_errors
+
+    cases = {("canary",): "toy_canary", ("background",): "toy_background", ("score",): "toy_score"}
+    for path, name in cases.items():
+        assert any(f"'{name}' is not one of" in e for e in config_errors(_config_with("byo", path, name), str(SCHEMA)))
+    monkeypatch.setitem(canaries.CANARIES, "toy_canary", canaries.CANARIES["blank"])
+    monkeypatch.setattr(canaries, "BACKGROUNDS", {**canaries.BACKGROUNDS, "toy_background": None})
+    monkeypatch.setattr(values, "SCORES", (*values.SCORES, "toy_score"))
+    for path, name in cases.items():
+        assert config_errors(_config_with("byo", path, name), str(SCHEMA)) == []
+
+
+def test_a_section_offers_exactly_the_registry_models_its_data_fits(monkeypatch):
+    """A model is offered by every section whose data its input fits (its spec's input shape against the datasets'
+    example shapes, or the feature extractor a section computes), and by no other."""
+    from hsaudit.engine import models as M
+    from hsaudit.pipeline.config import config_errors, fitting_models
+
+    places = {"housing": ("model",), "cifar10": ("model",), "steinke": ("fig2", "model")}
+    toys = {"toy_image": ((3, 32, 32), None, {"cifar10", "steinke"}), "toy_table": ((8,), None, {"housing"}),
+            "toy_head": ((4096,), "alexnet", {"cifar10"}), "toy_odd": ((7,), None, set())}  # fmt: skip
+    for name, (shape, features, offered) in toys.items():
+        spec = M.ModelSpec(name=name, builder=lambda: None, input_shape=shape, outputs=2, feature_extractor=features)
+        monkeypatch.setitem(M.REGISTRY, name, lambda spec=spec: spec)
+        for section, path in places.items():
+            errors = config_errors(_config_with(section, path, name), str(SCHEMA))
+            assert (errors == []) == (section in offered), (name, section, errors)
+    offered = {n for datasets, features in ((("housing",), ()), (("cifar10",), ("alexnet",)), (("cifar10", "mnist"), ()))
+               for n in fitting_models(datasets, features)}  # fmt: skip
+    assert offered >= set(M.model_names()) - set(toys)  # every registered model is offered somewhere

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from conftest import REPO, configure_housing as configure, copy_built, job_counts, package_env, run_snakemake
+from hsaudit.audit.rules import parse_rule
 from hsaudit.pipeline.config import resolve_scale
 from hsaudit.experiments.cebere.audit import audit_table, scores_matrix, scores_table
 from hsaudit.experiments.cebere.figures.housing import figure_table, plot_housing, summarise
@@ -180,13 +181,14 @@ def test_audit_table_on_gaussian_scores_matches_the_calibration():
     scores = rng.normal(size=(runs, 2)) + bits[:, None] * mu * np.sqrt(steps / 250)[None, :]
     table = pd.DataFrame({"run": np.repeat(np.arange(runs), 2), "shard": 0, "bit": np.repeat(bits, 2),
                           "step": np.tile(steps, runs), "score": scores.reshape(-1)})
-    out = audit_table(table, delta=1e-5, confidence=0.95, mode="paper", noise_multiplier=4.0, period=1)
+    out = audit_table(table, delta=1e-5, confidence=0.95, rule=parse_rule("paper"), noise_multiplier=4.0, period=1)
     assert list(out["step"]) == [125, 250] and set(out["runs"]) == {runs}
     assert out["epsilon_upper"].iloc[1] == pytest.approx(24.00, abs=0.01)  # spec §1: 24.00 at 250 insertions
     assert abs(out["epsilon"].iloc[1] - 23.2) < 1.8
     assert (out["epsilon"] < out["epsilon_upper"] + 1.0).all()
     assert (out["epsilon_free"] <= out["epsilon"] + 1e-9).all()  # the GDP conversion is the tighter reading
-    held = audit_table(table, delta=1e-5, confidence=0.95, mode="held-out", noise_multiplier=4.0, period=1, seed=3)
+    held = audit_table(table, delta=1e-5, confidence=0.95, rule=parse_rule("held-out"), noise_multiplier=4.0,
+                       period=1, seed=3)
     assert set(held["mode"]) == {"held-out"} and held["epsilon"].iloc[1] < out["epsilon"].iloc[1]
 
 

@@ -99,12 +99,12 @@ def _run(args) -> int:
             "targets": list(p.targets),
             "audits": [
                 {**{k: v for k, v in asdict(a).items() if k != "key"}, "model_steps": a.model_steps,
-                 "cpu_hours": a.hours("cpu"), "gpu_hours": a.hours("gpu")}
+                 **{f"{d}_hours": a.hours(d) if a.priced(d) else None for d in ("cpu", "gpu")}}
                 for a in p.populations
             ],
             "simulations": list(p.simulations),
             "total": {"models": p.models, "model_steps": p.model_steps, "cpu_hours": p.hours("cpu"),
-                      "gpu_hours": p.hours("gpu")},
+                      "gpu_hours": p.hours("gpu"), "not_calibrated": {m: P.not_calibrated(m) for m in p.uncalibrated}},
         }
         print(json.dumps(out, indent=2))
     else:

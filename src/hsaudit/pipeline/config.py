@@ -148,41 +148,124 @@ def _schema_validator(schema_path: str):
     Every ``*.yaml`` beside the root schema is registered up front, so a relative ``$ref`` resolves without reading
     or parsing a file again (jsonschema otherwise retrieves a referenced file on every lookup: 1–2 s per
     ``snakemake`` call with this project's ~700 lookups). The cache key holds each file's mtime and size, so an edited
-    schema is read again, and the threshold rules' names (:func:`_rule_enums`).
+    schema is read again, and the names its registry markers stand for (:func:`_registry_enums`), so a registry
+    entry added in a running process (a test's) is a config value at once.
     """
     base = Path(schema_path).resolve()
     files = tuple(sorted(base.parent.glob("*.yaml")))
-    from hsaudit.audit.rules import rule_names
+    key = (str(base), tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files))
+    names = tuple((marker, registry_names(*marker)) for marker in _markers(key))
+    return _load_schemas(key, names)
 
-    key = (str(base), tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files), rule_names())
-    return _load_schemas(key)
+
+REGISTRY_MARKERS = ("x-rules", "x-enum", "x-models")
+"""The keys by which a schema property names the registry whose names are its ``enum`` (:func:`registry_names`):
+
+- ``x-rules: all | valid``: the threshold rules (:func:`hsaudit.audit.rules.rule_names`), or the valid ones;
+- ``x-enum: <module>.<NAME>``: the keys of a registry, or the items of a tuple of names (e.g.
+  ``hsaudit.engine.canaries.CANARIES``); the module must import without torch (every ``snakemake`` call reads the
+  schemas);
+- ``x-models: {datasets: [...], features: [...]}``: the models of :data:`hsaudit.engine.models.REGISTRY` that the
+  section's data fits (:func:`fitting_models`).
+"""
 
 
-def _rule_enums(schema: Any) -> Any:
-    """``schema`` with every ``x-rules: all`` / ``x-rules: valid`` property given the ``enum`` of the threshold
-    rules' names (:func:`hsaudit.audit.rules.rule_names`): the schemas read the rule names from the registry, so a
-    new rule class is a new config value with no schema to edit."""
+def fitting_models(datasets: Sequence[str], features: Sequence[str] = ()) -> tuple[str, ...]:
+    """The registry models (default options) whose input a section's data fits: a model with no feature extractor
+    whose ``input_shape`` is one of ``datasets``' example shapes
+    (:data:`hsaudit.data.datasets.DATASETS`; ``None`` fits any size), or one trained on the outputs of an extractor
+    in ``features`` (the section computes them: Cebere et al.'s CIFAR-10 section, ``alexnet``)."""
+    from hsaudit.data.datasets import DATASETS
+    from hsaudit.engine.models import model_names, model_spec
+
+    shapes = [DATASETS[d].input_shape for d in datasets]
+
+    def fits(spec) -> bool:
+        if spec.feature_extractor is not None:
+            return spec.feature_extractor in features
+        return any(len(spec.input_shape) == len(s) and all(m in (None, d) for m, d in zip(spec.input_shape, s))
+                   for s in shapes)  # fmt: skip
+
+    return tuple(name for name in model_names() if fits(model_spec(name)))
+
+
+def registry_names(kind: str, value: Any) -> tuple[str, ...]:
+    """The names a registry marker (:data:`REGISTRY_MARKERS`) stands for, read from its registry now.
+
+    Raises:
+        ValueError: an unknown marker, or an ``x-enum`` that names no registry.
+    """
+    if kind == "x-rules":
+        from hsaudit.audit.rules import rule_names
+
+        return rule_names(valid={"all": False, "valid": True}[value])
+    if kind == "x-models":
+        return fitting_models(**{k: tuple(v) for k, v in value})
+    if kind == "x-enum":
+        import importlib
+
+        module, _, name = str(value).rpartition(".")
+        try:
+            return tuple(getattr(importlib.import_module(module), name))
+        except (ImportError, AttributeError, ValueError) as err:
+            raise ValueError(f"x-enum {value!r} names no registry: {err}") from None
+    raise ValueError(f"unknown registry marker {kind!r}; known: {', '.join(REGISTRY_MARKERS)}")
+
+
+def _marker(schema: Mapping[str, Any]) -> tuple[str, Any] | None:
+    """A property's registry marker as a hashable pair (``x-models``' mapping as sorted pairs of tuples)."""
+    for kind in REGISTRY_MARKERS:
+        if kind in schema:
+            value = schema[kind]
+            if isinstance(value, Mapping):
+                value = tuple(sorted((k, tuple(v)) for k, v in value.items()))
+            return kind, value
+    return None
+
+
+def _walk(schema: Any):
+    """Every mapping in a schema tree."""
     if isinstance(schema, dict):
-        if "x-rules" in schema:
-            from hsaudit.audit.rules import rule_names
-
-            schema["enum"] = list(rule_names(valid={"all": False, "valid": True}[schema["x-rules"]]))
+        yield schema
         for value in schema.values():
-            _rule_enums(value)
+            yield from _walk(value)
     elif isinstance(schema, list):
         for value in schema:
-            _rule_enums(value)
+            yield from _walk(value)
+
+
+@functools.lru_cache(maxsize=8)
+def _raw_schemas(key) -> dict[str, Any]:
+    """The schema files of ``key`` as parsed (uri → value), before their registry enums are filled."""
+    return {Path(f).as_uri(): load_yaml(f) for f, _, _ in key[1]}
+
+
+@functools.lru_cache(maxsize=8)
+def _markers(key) -> tuple[tuple[str, Any], ...]:
+    """The registry markers the schema files of ``key`` hold, each once."""
+    found = (_marker(node) for schema in _raw_schemas(key).values() for node in _walk(schema))
+    return tuple(dict.fromkeys(m for m in found if m is not None))
+
+
+def _registry_enums(schema: Any, names: Mapping[tuple[str, Any], tuple[str, ...]]) -> Any:
+    """``schema`` with every property that carries a registry marker given the ``enum`` of its names (``names``:
+    marker → names, :func:`registry_names`): the schemas read rules, models, canaries and scores from their
+    registries, so a new entry is a new config value with no schema to edit."""
+    for node in _walk(schema):
+        marker = _marker(node)
+        if marker is not None:
+            node["enum"] = list(names[marker])
     return schema
 
 
 @functools.lru_cache(maxsize=8)
-def _load_schemas(key):
+def _load_schemas(key, names):
     import jsonschema
     from referencing import Registry, Resource
     from referencing.jsonschema import DRAFT202012
 
-    root, files = key[0], [f for f, _, _ in key[1]]
-    contents = {Path(f).as_uri(): _rule_enums(load_yaml(f)) for f in files}
+    root, filled = key[0], dict(names)
+    contents = {uri: _registry_enums(copy.deepcopy(raw), filled) for uri, raw in _raw_schemas(key).items()}
     schema = contents.get(Path(root).as_uri()) or load_yaml(root)
     schema.setdefault("$id", Path(root).as_uri())
     resources = ((uri, Resource.from_contents(c, default_specification=DRAFT202012)) for uri, c in contents.items())

@@ -232,10 +232,22 @@ def calibration(model: str, device: str, *, path: str | os.PathLike | None = Non
         if row.model == model and row.device == device:
             return row
     known = sorted({(r.model, r.device) for r in CALIBRATION})
-    raise ValueError(
-        f"no calibration for model {model!r} on {device!r}; known: {known}; measure one with "
-        f"`hsaudit bench train --model {model} --save-calibration`"
-    )
+    raise ValueError(f"no calibration for model {model!r} on {device!r}; known: {known}; {not_calibrated(model)}")
+
+
+def not_calibrated(model: str) -> str:
+    """What ``hsaudit plan`` says of a model it has no calibration row of, and how to measure one."""
+    return f"not calibrated (run hsaudit bench train --model {model} --save-calibration)"
+
+
+def is_calibrated(model: str, device: str) -> bool:
+    """Whether :func:`calibration` has a row of ``model`` on ``device`` (a new registry model has none until it is
+    measured: ``hsaudit plan`` lists its populations, says how to measure it and leaves it out of the totals)."""
+    try:
+        calibration(model, device)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -277,10 +289,19 @@ class Population:
     def model_steps(self) -> int:
         return self.models * self.steps
 
+    def priced(self, device: str) -> bool:
+        """Whether :meth:`hours` knows this population's cost on ``device``: false for a model without a calibration
+        row (:func:`is_calibrated`)."""
+        return self.batch == 0 or self.model_steps == 0 or is_calibrated(self.model, device)
+
     def hours(self, device: str) -> float:
         """Estimated hours on ``device`` (``"cpu"``: CPU core-hours at 1 thread per job; ``"gpu"``: GPU-hours).
         A population whose cost per step the plan cannot know (``batch`` 0: a user's own training, ``byo``) is not
-        priced (0) unless it was timed on this machine (``timed_seconds``, wall time, given as CPU)."""
+        priced (0) unless it was timed on this machine (``timed_seconds``, wall time, given as CPU).
+
+        Raises:
+            ValueError: the model has no calibration row (:meth:`priced`).
+        """
         if self.batch == 0:
             return self.timed_seconds / 3600.0 if device == "cpu" else 0.0
         if self.model_steps == 0:
@@ -368,7 +389,13 @@ class CostPlan:
         return sum(a.model_steps for a in self.populations)
 
     def hours(self, device: str) -> float:
-        return sum(a.hours(device) for a in self.populations)
+        """Hours of the priced populations (an uncalibrated model's are left out: :attr:`uncalibrated`)."""
+        return sum(a.hours(device) for a in self.populations if a.priced(device))
+
+    @property
+    def uncalibrated(self) -> tuple[str, ...]:
+        """The models of its populations that have no calibration row on some device, each once."""
+        return tuple(dict.fromkeys(a.model for a in self.populations for d in DEVICES if not a.priced(d)))
 
     @property
     def gpu_sized(self) -> bool:
@@ -420,7 +447,7 @@ def format_plan(p: Plan, *, scale: str) -> str:
         lines += [header, "-" * len(header)]
         for a in p.populations:
             if a.batch > 0:
-                cpu, gpu = _fmt_hours(a.hours("cpu")), _fmt_hours(a.hours("gpu"))
+                cpu, gpu = (_fmt_hours(a.hours(d)) if a.priced(d) else "not calibrated" for d in ("cpu", "gpu"))
             else:  # a user's own training (byo): not priced, or timed here (--time-byo; 0 models: nothing to train)
                 timed = a.timed_seconds or a.models == 0
                 cpu, gpu = (_fmt_hours(a.hours("cpu")), "–") if timed else ("not priced", "not priced")
@@ -433,6 +460,8 @@ def format_plan(p: Plan, *, scale: str) -> str:
             f"{'total (shared populations once)':<{fw + sw + 33}} {p.models:>9,} {'':>6} {p.model_steps:>14,} "
             f"{_fmt_hours(p.hours('cpu')):>13} {_fmt_hours(p.hours('gpu')):>10}"
         )
+    for model in p.uncalibrated:
+        lines.append(f"{model}: {not_calibrated(model)}; the totals leave its populations out")
     for fig in p.simulations:
         lines.append(f"{fig}: simulation, no training (CPU minutes at paper scale; docs/benchmarks.md)")
     lines.append("CPU = core-hours at 1 thread per job; GPU = GPU-hours at the GPU rows' speed (built in: one H100, "
@@ -465,8 +494,8 @@ def gpu_warning(targets: Iterable[str], config: Mapping[str, Any], *, has_gpu: b
     gpu = tuple(a for a in p.populations if a.device == "gpu")
     if not gpu:
         return None
-    cpu_h = sum(a.hours("cpu") for a in gpu)
-    gpu_h = sum(a.hours("gpu") for a in gpu)
+    cpu_h = sum(a.hours("cpu") for a in gpu if a.priced("cpu"))
+    gpu_h = sum(a.hours("gpu") for a in gpu if a.priced("gpu"))
     return (
         f"hsaudit: GPU-sized at scale=paper ({', '.join(sorted({f for a in gpu for f in a.figures} & set(figs)))}): "
         f"{sum(a.models for a in gpu):,} models, {sum(a.model_steps for a in gpu):,} model-steps, "

@@ -20,7 +20,8 @@ SCHEMA = yaml.safe_load((REPO / "workflow/schemas/byo.schema.yaml").read_text())
 def test_the_schema_states_the_plans_defaults_and_the_registries():
     assert {k: SCHEMA[k]["default"] for k in DEFAULTS} == DEFAULTS
     assert {k: v["default"] for k, v in SCHEMA["audit_setting"]["properties"].items()} == SETTING_DEFAULTS
-    assert SCHEMA["canary"]["enum"] == list(CANARIES) and SCHEMA["background"]["enum"] == list(BACKGROUNDS)
+    assert SCHEMA["canary"]["x-enum"] == "hsaudit.engine.canaries.CANARIES" and "out_of_support" in CANARIES
+    assert SCHEMA["background"]["x-enum"] == "hsaudit.engine.canaries.BACKGROUNDS" and "data" in BACKGROUNDS
     assert SCHEMA["rule"]["x-rules"] == "valid" and set(REQUIRED) <= set(SCHEMA["claim"]["properties"])
 
 

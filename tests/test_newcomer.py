@@ -1,0 +1,157 @@
+"""The newcomer test: docs/architecture.md's table of what each addition touches is measured by doing it.
+
+In a temporary copy of the parts of the repository that the checks read (src/, config/, workflow/schemas/, the test
+files below), a toy threshold rule, a toy model, a toy canary type and a toy score are each added by editing the
+files the docs name; the files that changed are counted (every file of the copy hashed before and after) and must be
+the table's, in number and in name; then the checks that a new entry must pass run in the copy: the registry,
+schema and plan tests (the generic tests that parametrise over each registry take the toy in), and ``hsaudit plan``
+on a config that names the toys (an uncalibrated model is planned, not refused).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+TABLE_HEADING = "| addition | files | what is edited"
+
+# Each case: the edits (path → (anchor, text inserted before it), or None: appended at the end).
+TOY_RULE = '''
+@dataclass(frozen=True)
+class ToyRule(HeldOut):
+    """A newcomer's rule: the held-out rule under another name."""
+
+    name: ClassVar[str] = "toy"
+    description: ClassVar[str] = "the held-out rule under another name (tests/test_newcomer.py)"
+
+
+'''
+TOY_ARCHITECTURE = '''
+
+def toy_cnn(num_classes: int = 10) -> nn.Module:
+    """A newcomer's CIFAR-shaped model: one convolution and a linear layer."""
+    return nn.Sequential(nn.Conv2d(3, 4, 5, stride=4), nn.Tanh(), nn.Flatten(), nn.Linear(4 * 7 * 7, num_classes))
+'''
+TOY_SPEC = '''
+
+def _build_toy_cnn(num_classes: int):
+    from hsaudit.engine.architectures import toy_cnn
+
+    return toy_cnn(num_classes)
+
+
+def _toy_cnn(num_classes: int = 10) -> ModelSpec:
+    k = _classes(num_classes)
+    return ModelSpec(name="toy_cnn", builder=_build_toy_cnn, input_shape=(3, 32, 32), outputs=k,
+                     kwargs=(("num_classes", k),), label="Toy CNN")
+
+
+'''
+TOY_CANARY = '''        CanaryType("toy_canary", "input", blank, "the all-zero input under another name (tests/test_newcomer.py)"),
+'''
+TOY_SCORE = '''        Score("toy_score", "−ℓ(θ_T; x*, y*)", ("final_model", "canary"), "a newcomer's score (tests/test_newcomer.py)"),
+'''
+CASES = {
+    "a threshold rule": {"src/hsaudit/audit/rules.py": ("\ndef parse_rule(", TOY_RULE)},
+    "a model": {
+        "src/hsaudit/engine/architectures.py": (None, TOY_ARCHITECTURE),
+        "src/hsaudit/engine/models.py": ("\nREGISTRY: dict[str, Callable[..., ModelSpec]] = {\n", TOY_SPEC),
+        "src/hsaudit/engine/models.py#entry": ('    "wrn16_4": _wrn16_4,\n', '    "toy_cnn": _toy_cnn,\n'),
+    },
+    "a canary type": {"src/hsaudit/engine/canaries.py": ('        CanaryType(\n            "clipbkd",', TOY_CANARY)},
+    "a score": {"src/hsaudit/util/scores.py": ('        Score("calibrated",', TOY_SCORE)},
+}
+# The tests that a new entry must pass, run in the copy (each parametrised over its registry, or filled from it).
+CHECKS = (
+    "tests/audit/test_auditor.py::test_one_rule_per_mode_in_the_same_order",
+    "tests/audit/test_auditor.py::test_the_rule_carries_the_estimator",
+    "tests/audit/test_rule_registry.py",
+    "tests/util/test_scores.py",
+    "tests/pipeline/test_config.py::test_no_schema_spells_a_registrys_names",
+    "tests/pipeline/test_config.py::test_a_section_offers_exactly_the_registry_models_its_data_fits",
+    "tests/bench/test_bench_train.py::test_every_model_the_config_trains_is_priced",
+    "tests/engine/test_models.py::test_xavier_theta0_on_every_registry_model",
+    "tests/experiments/byo/test_byo_canaries.py::test_values_round_trip",
+    "tests/experiments/byo/test_byo_plan.py",
+)
+COPIED = ("src", "config", "workflow/schemas", "examples", "pyproject.toml", "tests/conftest.py")
+
+
+def newcomer_table(text: str) -> dict[str, tuple[int, tuple[str, ...]]]:
+    """docs/architecture.md's newcomer table: addition → (number of files, the files named in backticks)."""
+    lines = text[text.index(TABLE_HEADING):].splitlines()[2:]
+    rows = {}
+    for line in lines:
+        if not line.startswith("|"):
+            break
+        addition, count, edited = (cell.strip() for cell in line.strip("|").split("|")[:3])
+        rows[addition] = (int(count), tuple(re.findall(r"`([^`]+/[^`]+\.\w+)`", edited)))
+    return rows
+
+
+def _hashes(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts}  # fmt: skip
+
+
+def _edit(root: Path, edits: dict[str, tuple[str | None, str]]) -> None:
+    for key, (anchor, text) in edits.items():
+        path = root / key.split("#")[0]
+        source = path.read_text()
+        if anchor is None:
+            source += text
+        else:
+            assert source.count(anchor) == 1, (key, anchor)
+            source = source.replace(anchor, text + anchor)
+        path.write_text(source)
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("newcomer")
+    for name in (*COPIED, *sorted({str(Path(c.split("::")[0]).parent) for c in CHECKS})):  # with their helpers
+        src, dest = REPO / name, root / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(src, dest)
+    return root
+
+
+def test_the_table_is_measured_by_adding_each_entry(copy):
+    table = newcomer_table((REPO / "docs" / "architecture.md").read_text())
+    assert set(CASES) <= set(table), sorted(table)
+    for addition, edits in CASES.items():
+        before = _hashes(copy)
+        _edit(copy, edits)
+        after = _hashes(copy)
+        touched = sorted(p for p in after if before.get(p) != after[p])
+        count, named = table[addition]
+        assert len(touched) == count and touched == sorted(named), (addition, touched, table[addition])
+
+    # the checks a new entry must pass, in the copy with every toy added
+    env = {**os.environ, "PYTHONPATH": str(copy / "src"), "HSAUDIT_CALIBRATION": str(copy / "none.json")}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:randomly", "-p", "no:cacheprovider",
+                          "-o", "addopts=", "-k", "toy or not xavier", *CHECKS], cwd=copy, env=env, capture_output=True, text=True)  # fmt: skip
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+
+    # hsaudit plan on a config that names them: the rule audits, the model is offered and planned (not calibrated)
+    overlay = copy / "toys.yaml"
+    overlay.write_text("audit: {mode: toy, valid_mode: toy}\ncifar10: {model: toy_cnn}\n"
+                       "byo: {example: {canary: toy_canary, entry: examples/byo/plain_dpsgd.py:make}}\n")
+    code = ("import sys\nfrom hsaudit.cli import main\n"
+            "sys.exit(main(['plan', 'results/fig6a.pdf', 'results/byo/example/report.md', '--configfile', "
+            "'config/config.yaml', '--configfile', 'toys.yaml']))")  # fmt: skip
+    plan = subprocess.run([sys.executable, "-c", code], cwd=copy, env=env, capture_output=True, text=True)
+    assert plan.returncode == 0, plan.stdout[-2000:] + plan.stderr[-2000:]
+    assert "toy_cnn: not calibrated (run hsaudit bench train --model toy_cnn --save-calibration)" in plan.stdout
