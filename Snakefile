@@ -29,6 +29,7 @@ include: "workflow/rules/steinke.smk"
 include: "workflow/rules/annamalai.smk"
 include: "workflow/rules/one_run.smk"
 include: "workflow/rules/yoon.smk"
+include: "workflow/rules/libraries.smk"  # before byo.smk: its rows are audits byo's rules run
 include: "workflow/rules/byo.smk"
 include: "workflow/rules/archive.smk"
 

@@ -1,21 +1,30 @@
 # Audits of users' own DP trainings (hsaudit.experiments.byo; docs/byo.md): one per name of the `byo:` config
 # section, target results/byo/{name}/report.md. Assess the claim (a checkpoint: an accounting bug or an audit too
 # small to exceed the claim needs no training) → check the entry and build the canary → train the shards → audit the
-# scores → plot → the report. The user module's text is in the training jobs' code version (entry_version).
+# scores → plot → the report. The user's code (its entry file, or its folder) and the installed versions of the
+# packages an audit names are in the training jobs' code version (training_version).
+#
+# Other studies audit trainings through these same rules: their plans build ByoAudit values (each with its own root
+# under results/ and what its code version covers) and their rule files, included before this one, hand them over
+# with host_byo_audits (the libraries table's rows). The {name} wildcard is an audit's root under results/
+# (byo/<name>, libraries/<row>).
+import re
+
 from hsaudit.experiments.byo.plan import audit_details as _byo_details
-from hsaudit.experiments.byo.plan import entry_version as _byo_entry_version
 from hsaudit.experiments.byo.plan import plan as _byo_plan
 from hsaudit.experiments.byo.plan import shard_paths as _byo_shard_paths
+from hsaudit.experiments.byo.plan import training_version as _byo_training_version
 
 BYO = _byo_plan(config)
+BYO_AUDITS = byo_audits(BYO.audits.values())  # root under results/ → audit, the hosted ones included
 BYO_NAMES = (
-    "|".join(BYO.audits) or "(?!)"
-)  # the {name} of every rule here (none without a byo: section)
+    "|".join(re.escape(key) for key in BYO_AUDITS) or "(?!)"
+)  # the {name} of every rule here (none without an audit)
 
 
 checkpoint assess_byo_claim:
     output:
-        claim="results/byo/{name}/claim.json",
+        claim="results/{name}/claim.json",
     log:
         log_path("byo/assess_byo_claim/{name}"),
     wildcard_constraints:
@@ -24,12 +33,12 @@ checkpoint assess_byo_claim:
         "../../envs/torch.yaml"
     threads: 1
     resources:
-        mem_mb=lambda wc: BYO.audits[wc.name].resources["mem_mb"],
+        mem_mb=lambda wc: BYO_AUDITS[wc.name].resources["mem_mb"],
         runtime=10,
     params:
-        design=lambda wc: BYO.audits[wc.name].design.to_dict(),
-        options=lambda wc: BYO.audits[wc.name].options.to_dict(),
-        entry_version=lambda wc: _byo_entry_version(BYO.audits[wc.name].design.entry),
+        design=lambda wc: BYO_AUDITS[wc.name].design.to_dict(),
+        options=lambda wc: BYO_AUDITS[wc.name].options.to_dict(),
+        entry_version=lambda wc: _byo_training_version(BYO_AUDITS[wc.name]),
         code_version=script_version("assess_byo_claim"),
     script:
         "../scripts/assess_byo_claim.py"
@@ -37,9 +46,9 @@ checkpoint assess_byo_claim:
 
 rule check_byo_entry:
     output:
-        probe="results/byo/{name}/probe.json",
-        canary="results/byo/{name}/canary.npz",
-        check="results/byo/{name}/check.json",
+        probe="results/{name}/probe.json",
+        canary="results/{name}/canary.npz",
+        check="results/{name}/check.json",
     log:
         log_path("byo/check_byo_entry/{name}"),
     benchmark:
@@ -48,13 +57,13 @@ rule check_byo_entry:
         name=BYO_NAMES,
     conda:
         "../../envs/torch.yaml"
-    threads: lambda wc: BYO.audits[wc.name].threads
+    threads: lambda wc: BYO_AUDITS[wc.name].threads
     resources:
-        mem_mb=lambda wc: BYO.audits[wc.name].resources["mem_mb"],
-        runtime=lambda wc: BYO.audits[wc.name].resources["runtime"],
+        mem_mb=lambda wc: BYO_AUDITS[wc.name].resources["mem_mb"],
+        runtime=lambda wc: BYO_AUDITS[wc.name].resources["runtime"],
     params:
-        design=lambda wc: BYO.audits[wc.name].design.to_dict(),
-        entry_version=lambda wc: _byo_entry_version(BYO.audits[wc.name].design.entry),
+        design=lambda wc: BYO_AUDITS[wc.name].design.to_dict(),
+        entry_version=lambda wc: _byo_training_version(BYO_AUDITS[wc.name]),
         code_version=script_version("check_byo_entry"),
     script:
         "../scripts/check_byo_entry.py"
@@ -66,10 +75,10 @@ rule train_byo_shard:
         canary=rules.check_byo_entry.output.canary,
         # the control's design (claim.json); the audit's shards do not depend on it
         claim=lambda wc: (
-            f"results/byo/{wc.name}/claim.json" if wc.part == "control" else []
+            f"results/{wc.name}/claim.json" if wc.part == "control" else []
         ),
     output:
-        scores="results/byo/{name}/{part}/{shard}.csv",
+        scores="results/{name}/{part}/{shard}.csv",
     log:
         log_path("byo/train_byo_shard/{name}/{part}/{shard}"),
     benchmark:
@@ -80,13 +89,13 @@ rule train_byo_shard:
         shard=r"\d+",
     conda:
         "../../envs/torch.yaml"
-    threads: lambda wc: BYO.audits[wc.name].threads
+    threads: lambda wc: BYO_AUDITS[wc.name].threads
     resources:
-        mem_mb=lambda wc: BYO.audits[wc.name].resources["mem_mb"],
-        runtime=lambda wc: BYO.audits[wc.name].resources["runtime"],
+        mem_mb=lambda wc: BYO_AUDITS[wc.name].resources["mem_mb"],
+        runtime=lambda wc: BYO_AUDITS[wc.name].resources["runtime"],
     params:
-        design=lambda wc: BYO.audits[wc.name].design.to_dict(),
-        entry_version=lambda wc: _byo_entry_version(BYO.audits[wc.name].design.entry),
+        design=lambda wc: BYO_AUDITS[wc.name].design.to_dict(),
+        entry_version=lambda wc: _byo_training_version(BYO_AUDITS[wc.name]),
         code_version=script_version("train_byo_shard"),
     script:
         "../scripts/train_byo_shard.py"
@@ -94,30 +103,30 @@ rule train_byo_shard:
 
 rule audit_byo:
     input:
-        claim="results/byo/{name}/claim.json",
+        claim="results/{name}/claim.json",
         shards=lambda wc: _byo_shard_paths(
-            BYO.audits[wc.name],
+            BYO_AUDITS[wc.name],
             checkpoints.assess_byo_claim.get(name=wc.name).output.claim,
         ),
         probe=lambda wc: (
-            f"results/byo/{wc.name}/probe.json"
+            f"results/{wc.name}/probe.json"
             if _byo_shard_paths(
-                BYO.audits[wc.name],
+                BYO_AUDITS[wc.name],
                 checkpoints.assess_byo_claim.get(name=wc.name).output.claim,
             )
             else []
         ),
         check=lambda wc: (
-            f"results/byo/{wc.name}/check.json"
+            f"results/{wc.name}/check.json"
             if _byo_shard_paths(
-                BYO.audits[wc.name],
+                BYO_AUDITS[wc.name],
                 checkpoints.assess_byo_claim.get(name=wc.name).output.claim,
             )
             else []
         ),
     output:
-        scores="results/byo/{name}/scores.csv",
-        report="results/byo/{name}/report.json",
+        scores="results/{name}/scores.csv",
+        report="results/{name}/report.json",
     log:
         log_path("byo/audit_byo/{name}"),
     wildcard_constraints:
@@ -129,9 +138,9 @@ rule audit_byo:
         mem_mb=2000,
         runtime=30,
     params:
-        design=lambda wc: BYO.audits[wc.name].design.to_dict(),
-        options=lambda wc: BYO.audits[wc.name].options.to_dict(),
-        details=lambda wc: _byo_details(BYO.audits[wc.name]),
+        design=lambda wc: BYO_AUDITS[wc.name].design.to_dict(),
+        options=lambda wc: BYO_AUDITS[wc.name].options.to_dict(),
+        details=lambda wc: _byo_details(BYO_AUDITS[wc.name]),
         code_version=script_version("audit_byo"),
     script:
         "../scripts/audit_byo.py"
@@ -143,11 +152,11 @@ rule plot_byo:
         report=rules.audit_byo.output.report,
     output:
         pdf=report(
-            "results/byo/{name}/fig.pdf",
+            "results/{name}/fig.pdf",
             caption="../report/byo.rst",
             category="Audits of your training",
         ),
-        csv="results/byo/{name}/fig.csv",
+        csv="results/{name}/fig.csv",
     log:
         log_path("byo/plot_byo/{name}"),
     wildcard_constraints:
@@ -170,7 +179,7 @@ rule write_byo_report:
         report=rules.audit_byo.output.report,
         pdf=rules.plot_byo.output.pdf,
     output:
-        markdown="results/byo/{name}/report.md",
+        markdown="results/{name}/report.md",
     log:
         log_path("byo/write_byo_report/{name}"),
     wildcard_constraints:

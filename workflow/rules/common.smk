@@ -70,6 +70,30 @@ def default_targets():
     return FIGURES
 
 
+# Audits of trainings that other studies run through byo's rules (workflow/rules/byo.smk): their rule files, included
+# before byo.smk, hand over their plans' ByoAudit values (hsaudit.experiments.byo.plan), each at its own root.
+_BYO_HOSTED = {"audits": [], "closed": False}
+
+
+def host_byo_audits(audits):
+    """Have byo's rules train and audit ``audits`` (ByoAudit values) too; called before byo.smk is included."""
+    if _BYO_HOSTED["closed"]:
+        raise WorkflowError("host_byo_audits: include this rule file before workflow/rules/byo.smk")
+    _BYO_HOSTED["audits"].extend(audits)
+
+
+def byo_audits(own):
+    """Every audit byo's rules run, by its root under results/ (its {name} wildcard): ``own`` (the byo: section's)
+    and the hosted ones. Two audits at one root are an error."""
+    _BYO_HOSTED["closed"] = True
+    audits = {}
+    for audit in [*own, *_BYO_HOSTED["audits"]]:
+        if audit.key in audits:
+            raise WorkflowError(f"two byo audits at results/{audit.key}")
+        audits[audit.key] = audit
+    return audits
+
+
 # Code version of a job, passed as `params: code_version=script_version("<its script>")`: a hash of the script
 # and of exactly the package modules it imports, transitively (hsaudit.pipeline.provenance.script_version), so
 # an edit reruns the jobs that run the edited code and no others (editing an estimator never retrains).

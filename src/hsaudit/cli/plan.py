@@ -113,7 +113,7 @@ def _run(args) -> int:
 
 
 def _time_byo(p, config: dict, models: int):
-    """The plan with each byo population timed here (:func:`hsaudit.experiments.byo.api.time_training`, at the
+    """The plan with each byo population (and each row of the libraries table) timed here (:func:`hsaudit.experiments.byo.api.time_training`, at the
     audit's torch threads)."""
     from dataclasses import replace
 
@@ -121,11 +121,13 @@ def _time_byo(p, config: dict, models: int):
 
     from hsaudit.experiments.byo.api import time_training
     from hsaudit.experiments.byo.plan import plan as byo_plan
+    from hsaudit.experiments.libraries.plan import plan as libraries_plan
 
-    audits = {a.root: a for a in byo_plan(config).audits.values()}
+    # the libraries table's rows are byo audits too (one job each: its audit and its control)
+    audits = {a.root: a for build in (byo_plan, libraries_plan) for a in build(config).audits.values()}
     rows = []
     for pop in p.populations:
-        audit = audits.get(pop.key[0]) if pop.section == "byo" and pop.key else None
+        audit = audits.get(pop.key[0]) if pop.section in ("byo", "libraries") and pop.key else None
         if audit is not None:
             torch.set_num_threads(audit.threads)
             timing = time_training(audit.design, audit.options, models=models)

@@ -37,7 +37,7 @@ KINDS = ("cpu", "gpu")
 #: The experiment packages (``hsaudit.experiments.<name>``) whose plans the workflow runs, in the order ``hsaudit
 #: plan`` lists them. A new experiment is one entry here beside its package and its rule file
 #: (``workflow/rules/<name>.smk``); tests/experiments/test_package_shape.py checks every entry's shape.
-EXPERIMENTS = ("cebere", "section6", "one_run", "steinke", "yoon", "annamalai", "byo")
+EXPERIMENTS = ("cebere", "section6", "one_run", "steinke", "yoon", "annamalai", "byo", "libraries")
 
 
 def plan_of(name: str, config: Mapping[str, Any]) -> Any:

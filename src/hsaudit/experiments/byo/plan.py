@@ -12,9 +12,10 @@ other target. :func:`plan` returns the audits with the :class:`~hsaudit.experime
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from hsaudit.accounting.gaussian import calibrate_noise
@@ -80,6 +81,27 @@ def entry_version(entry: str) -> str:
     return hashlib.sha256(code_text(entry_file(entry).read_bytes())).hexdigest()[:12]
 
 
+def folder_version(entry: str) -> str:
+    """A hash of the code of every ``.py`` file in the entry's folder (12 hex digits, as :func:`entry_version`): the
+    entry and the modules it shares with its siblings.
+
+    Raises:
+        ValueError: the entry's file cannot be found.
+    """
+    digest = hashlib.sha256()
+    for path in sorted(entry_file(entry).parent.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + code_text(path.read_bytes()) + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def installed_version(distribution: str) -> str:
+    """The installed version of ``distribution`` (e.g. ``opacus``), or ``"not installed"``."""
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
 @dataclass(frozen=True)
 class ByoAudit:
     """One audit of a user's training.
@@ -91,6 +113,12 @@ class ByoAudit:
         threads: torch threads per job.
         resources: ``mem_mb`` and ``runtime`` (minutes) per job.
         control: whether the positive control is trained (its shards under ``control/``, as many as the audit's).
+        root: the folder of its files: ``results/byo/{name}`` by default; another study that audits trainings through
+            byo's rules sets its own (the libraries table: ``results/libraries/{row}``).
+        entry_code: what of the user's code the trainings' code version covers (:func:`training_version`):
+            ``file`` (the entry's file) or ``folder`` (every ``.py`` file beside it).
+        packages: distributions whose installed version is in the trainings' code version (upgrading one reruns the
+            trainings of the audits that name it, and no others).
     """
 
     name: str
@@ -99,10 +127,22 @@ class ByoAudit:
     threads: int = 1
     resources: Mapping[str, int] | None = None
     control: bool = True
+    root: str = ""
+    entry_code: str = "file"
+    packages: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not self.root:
+            object.__setattr__(self, "root", f"results/byo/{self.name}")
+        if not self.root.startswith("results/"):
+            raise ValueError(f"byo audit {self.name}: its root {self.root!r} is not under results/")
+        if self.entry_code not in ("file", "folder"):
+            raise ValueError(f"byo audit {self.name}: entry_code must be file or folder, got {self.entry_code!r}")
 
     @property
-    def root(self) -> str:
-        return f"results/byo/{self.name}"
+    def key(self) -> str:
+        """Its root under ``results/``: the ``{name}`` wildcard of byo's rules (``byo/<name>``)."""
+        return self.root.removeprefix("results/")
 
 
 @dataclass(frozen=True)
@@ -185,6 +225,13 @@ def plan(config: Mapping[str, Any]) -> ByoPlan:
     return ByoPlan(audits=audits, populations=populations, targets=targets)
 
 
+def training_version(audit: ByoAudit) -> str:
+    """The code version of what the audit's jobs run of the user's: :func:`entry_version` (``entry_code`` file) or
+    :func:`folder_version` (``folder``), then ``name==version`` of each of its ``packages`` (installed here)."""
+    code = entry_version(audit.design.entry) if audit.entry_code == "file" else folder_version(audit.design.entry)
+    return " ".join([code, *(f"{p}=={installed_version(p)}" for p in audit.packages)])
+
+
 def shard_paths(audit: ByoAudit, claim_json: str) -> list[str]:
     """The shard score files the audit's report reads: none when the checkpoint's ``claim.json`` (rule
     ``assess_byo_claim``) holds a verdict that needed no training, else one per shard of the audit (``shards/``)
@@ -205,5 +252,5 @@ def audit_details(audit: ByoAudit) -> dict[str, Any]:
         "background": d.background,
         "runs per world (design)": d.runs,
         "shards": d.shards,
-        "entry version": entry_version(d.entry),
+        "entry version": training_version(audit),
     }

@@ -1,0 +1,118 @@
+"""The plan of the libraries table: the ``libraries:`` config section → one :class:`LibraryRow` per configuration.
+
+Each row is an audit of :mod:`hsaudit.experiments.byo` (:func:`hsaudit.experiments.byo.plan.audit_from` builds it
+from the section's shared ``audit`` options and the row's ``entry``) that byo's own rules train and audit at
+``results/libraries/<row>/`` (workflow/rules/byo.smk; the row's ``report.json`` is what the table reads), with what
+the table says of it: the library, its installed version, the configuration, whether its bug is planted. Its
+trainings' code version is the text of its script's folder (the script and the module it shares) and the library's
+installed version (:func:`hsaudit.experiments.byo.plan.training_version`), so that upgrading Opacus retrains the
+Opacus rows and nothing else, and editing an estimator retrains nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from hsaudit.experiments.byo.plan import ByoAudit, audit_from, installed_version
+from hsaudit.experiments.plans import Population, Target
+
+ROOT = "results/libraries"
+ROW_KEYS = ("entry", "library", "configuration", "planted")
+
+
+@dataclass(frozen=True)
+class LibraryRow:
+    """One configuration of one library, and its audit.
+
+    Attributes:
+        name: the row's key in ``libraries.rows`` (its files live under ``results/libraries/{name}/``).
+        library: the distribution's name (its installed version is in the code version of the row's trainings).
+        configuration: the switches the row sets, in words.
+        planted: a control with a bug planted on purpose: the table must flag it.
+        audit: the byo audit (design, options, threads, resources, control; its root, the folder's code and the
+            library in its trainings' code version).
+    """
+
+    name: str
+    library: str
+    configuration: str
+    planted: bool
+    audit: ByoAudit
+
+    @property
+    def root(self) -> str:
+        return self.audit.root
+
+    @property
+    def report(self) -> str:
+        """The byo report the table reads (rule ``audit_byo``)."""
+        return f"{self.root}/report.json"
+
+    def describe(self) -> dict[str, Any]:
+        """What the table shows of the row besides its report: its name, library, installed version,
+        configuration, whether its bug is planted."""
+        return {"row": self.name, "library": self.library, "version": installed_version(self.library),
+                "configuration": self.configuration, "planted": self.planted}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LibrariesPlan:
+    """Every row, the libraries not run (name → why), what the report states of the shared audit (``facts``: runs,
+    canary, setting), and what ``hsaudit plan`` reads (``audits``: the rows' byo audits by name, so that
+    ``--time-byo`` times them)."""
+
+    rows: dict[str, LibraryRow]
+    not_run: dict[str, str]
+    facts: dict[str, Any]
+    populations: tuple[Population, ...]
+    targets: tuple[Target, ...]
+
+    @property
+    def audits(self) -> dict[str, ByoAudit]:
+        return {name: row.audit for name, row in self.rows.items()}
+
+
+def row_from(name: str, values: Mapping[str, Any], shared: Mapping[str, Any], *, seed: int) -> LibraryRow:
+    """The row ``name`` of ``libraries.rows``: its ``entry`` audited with the ``shared`` byo options at
+    ``results/libraries/{name}``.
+
+    Raises:
+        ValueError: a missing or unknown key, or a byo option out of range (the message names the row).
+    """
+    unknown = sorted(set(values) - set(ROW_KEYS))
+    missing = [k for k in ("entry", "library", "configuration") if not values.get(k)]
+    if unknown or missing:
+        raise ValueError(f"libraries.rows.{name}: unknown key(s) {unknown}, missing {missing}")
+    audit = audit_from(f"libraries_{name}", {**dict(shared), "entry": values["entry"]}, seed=seed)
+    audit = replace(audit, root=f"{ROOT}/{name}", entry_code="folder", packages=(str(values["library"]),))
+    return LibraryRow(name=name, library=str(values["library"]), configuration=str(values["configuration"]),
+                      planted=bool(values.get("planted", False)), audit=audit)  # fmt: skip
+
+
+def plan(config: Mapping[str, Any]) -> LibrariesPlan:
+    """The plan of the resolved config's ``libraries:`` section (empty without one)."""
+    section = config.get("libraries") or {}
+    seed = int(config.get("seed", 0))
+    shared = dict(section.get("audit") or {})
+    rows = {name: row_from(name, values or {}, shared, seed=seed) for name, values in (section.get("rows") or {}).items()}
+    populations = tuple(
+        Population(
+            root=r.root,
+            figures=("libraries/report",),
+            model="user",
+            models=r.audit.design.models * (2 if r.audit.control else 1),
+            steps=int(r.audit.design.setting.steps if r.audit.design.setting else 0),
+            batch=0,
+            role=f"{r.library} {r.name}",
+            detail=f"entry {r.audit.design.entry}",
+        )
+        for r in rows.values()
+    )
+    design = next(iter(rows.values())).audit.design if rows else None
+    facts = {"runs": design.runs if design else None, "canary": design.canary if design else None,
+             "setting": shared.get("audit_setting")}  # fmt: skip
+    targets = (Target(path=f"{ROOT}/report.md", kind="cpu", trained=True),) if rows else ()
+    return LibrariesPlan(rows=rows, not_run=dict(section.get("not_run") or {}), facts=facts, populations=populations,
+                         targets=targets)  # fmt: skip

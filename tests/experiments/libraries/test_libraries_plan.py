@@ -1,0 +1,83 @@
+"""The plan of the libraries table (hsaudit.experiments.libraries.plan): one row per Opacus configuration of the
+config, each an audit-setting byo audit at results/libraries/<row>/; its trainings' code version (the script
+folder's code, the library's installed version); the jobs the workflow and hsaudit plan see."""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+
+import pytest
+import yaml
+
+from conftest import REPO
+from hsaudit.experiments.byo.plan import entry_version, folder_version, installed_version, training_version
+from hsaudit.experiments.libraries.plan import plan
+from hsaudit.pipeline.config import resolve_scale
+from hsaudit.pipeline.costs import all_populations
+
+CONFIG = yaml.safe_load((REPO / "config/config.yaml").read_text())
+byo_plan = importlib.import_module("hsaudit.experiments.byo.plan")  # the module (the package exports its plan())
+OPACUS_SCRIPTS = sorted(p.name for p in (REPO / "examples/libraries/opacus").glob("*.py") if p.name != "opacus_common.py")
+
+
+def test_every_opacus_script_is_a_row_in_the_audit_setting():
+    libs = plan(CONFIG)
+    assert sorted(r.audit.design.entry.split("/")[-1].removesuffix(":make") for r in libs.rows.values()) == OPACUS_SCRIPTS
+    assert all(r.audit.design.setting is not None and r.audit.control for r in libs.rows.values())
+    assert {r.name for r in libs.rows.values() if r.planted} == {"opacus_control_optimizer", "opacus_control_noise"}
+    assert [t.path for t in libs.targets] == ["results/libraries/report.md"]
+    assert set(libs.not_run) == {"jax-privacy", "tensorflow-privacy"}
+    # distinct streams per row; each row is a byo audit at its own root, its folder and its library in its version
+    assert len({r.audit.design.seed for r in libs.rows.values()}) == len(libs.rows)
+    row = libs.rows["opacus_hooks"]
+    assert (row.root, row.report, row.audit.key) == ("results/libraries/opacus_hooks",
+                                                      "results/libraries/opacus_hooks/report.json",
+                                                      "libraries/opacus_hooks")  # fmt: skip
+    assert (row.audit.entry_code, row.audit.packages) == ("folder", ("opacus",))
+    assert row.describe()["version"] == installed_version("opacus")
+    assert libs.facts["runs"] == CONFIG["libraries"]["audit"]["runs"] and libs.facts["canary"] == "out_of_support"
+
+
+def test_scales_set_the_runs_and_hsaudit_plan_lists_a_population_per_row():
+    for scale in ("smoke", "laptop", "paper"):
+        resolved = resolve_scale({**CONFIG, "scale": scale})
+        libs = plan(resolved)
+        assert {r.audit.design.runs for r in libs.rows.values()} == {resolved["libraries"]["audit"]["runs"]}
+    smoke = resolve_scale({**CONFIG, "scale": "smoke"})
+    runs = smoke["libraries"]["audit"]["runs"]
+    pops = [p for p in all_populations(smoke) if p.section == "libraries"]
+    assert len(pops) == len(OPACUS_SCRIPTS) and all(p.models == 4 * runs for p in pops)
+
+
+def test_the_trainings_code_version_follows_the_folder_and_the_library(tmp_path, monkeypatch):
+    folder = tmp_path / "opacus"
+    shutil.copytree(REPO / "examples/libraries/opacus", folder)
+    rows = {"r": {"entry": f"{folder}/hooks.py:make", "library": "opacus", "configuration": "c"}}
+    audit = plan({"libraries": {"rows": rows}}).rows["r"].audit
+    before = training_version(audit)
+    assert before == f"{folder_version(audit.design.entry)} opacus=={installed_version('opacus')}"
+    (folder / "opacus_common.py").write_text((folder / "opacus_common.py").read_text() + "\n# a comment\n")
+    assert training_version(audit) == before  # comments are not code
+    (folder / "opacus_common.py").write_text((folder / "opacus_common.py").read_text() + "LR = 0.25\n")
+    edited = training_version(audit)
+    assert edited != before
+    monkeypatch.setattr(byo_plan, "installed_version", lambda dist: "9.9" if dist == "opacus" else "1.0")
+    assert training_version(audit) == edited.replace(f"opacus=={installed_version('opacus')}", "opacus==9.9") != edited
+    assert installed_version("no-such-distribution-xyz") == "not installed"
+
+
+def test_a_byo_audit_keeps_its_code_version_and_root():
+    """byo's own audits: their trainings' code version is still the entry file's (their jobs' params unchanged)."""
+    audit = byo_plan.plan(CONFIG).audits["example"]
+    assert audit.root == "results/byo/example" and audit.key == "byo/example"
+    assert training_version(audit) == entry_version(audit.design.entry)
+    with pytest.raises(ValueError, match="not under results/"):
+        byo_plan.ByoAudit(name="x", design=audit.design, options=audit.options, root="elsewhere/x")
+
+
+def test_a_bad_row_is_named():
+    with pytest.raises(ValueError, match="libraries.rows.x: unknown key"):
+        plan({"libraries": {"rows": {"x": {"entry": "a.py:make", "library": "l", "configuration": "c", "y": 1}}}})
+    with pytest.raises(ValueError, match="missing \\['library'\\]"):
+        plan({"libraries": {"rows": {"x": {"entry": "a.py:make", "configuration": "c"}}}})
