@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from conftest import REPO
+from hsaudit.experiments.byo.plan import ByoAudit
 from hsaudit.experiments.plans import EXPERIMENTS, Population, Target
 from hsaudit.pipeline.config import resolve_scale
 
@@ -50,9 +51,16 @@ def test_plan_takes_the_config_alone(name, config):
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_the_parts_exist(name, config):
     assert _exists(name, "plan") and _exists(name, "audit") and _exists(name, "figures"), name
-    # A package that trains has a train part; one whose figures are simulated (section6, annamalai) need not.
-    if importlib.import_module(f"hsaudit.experiments.{name}.plan").plan(config).populations:
+    # A package that trains has a train part; one whose figures are simulated (section6, annamalai) need not, nor one
+    # whose trainings are byo audits that byo's rules run (its plan's ``audits``: libraries).
+    planned = importlib.import_module(f"hsaudit.experiments.{name}.plan").plan(config)
+    audits = getattr(planned, "audits", None)
+    hosted = name != "byo" and isinstance(audits, dict) and bool(audits) and all(
+        isinstance(a, ByoAudit) for a in audits.values())
+    if planned.populations and not hosted:
         assert _exists(name, "train"), name
+    if hosted:
+        assert not _exists(name, "train"), f"{name}: its trainings are byo's; a train side would be a second one"
 
 
 ONE_SIGNATURE = [("table", inspect.Parameter.POSITIONAL_OR_KEYWORD)] + [

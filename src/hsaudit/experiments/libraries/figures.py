@@ -16,9 +16,9 @@ from hsaudit.util.io import write_csv_atomic
 COLUMNS = ("row", "verdict", "planted", "epsilon_claimed", "epsilon_hat", "epsilon_point", "epsilon_lo", "epsilon_hi")
 
 
-def plot_table(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> None:
+def plot_table(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
     """One line per row (planted controls last, marked): the claim (|), ε̂ (▶: the verdict's lower bound) and the
-    AUROC's ε with its interval (●)."""
+    AUROC's ε with its interval (●); returns the table written to ``csv``."""
     data = table.loc[:, list(COLUMNS)].copy()
     for col in COLUMNS[3:]:
         data[col] = pd.to_numeric(data[col], errors="coerce").astype(float)
@@ -39,7 +39,8 @@ def plot_table(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, A
     ax.legend(loc="lower right", fontsize="small")
     save(fig, pdf, footer=footer_text(scale=facts.get("scale", "-"), R=facts.get("runs"), canary=facts.get("canary"),
                                       code_version=facts.get("code_version", "")))  # fmt: skip
+    return data
 
 
-FIGURES: dict[str, Callable[..., None]] = {"table": plot_table}
+FIGURES: dict[str, Callable[..., pd.DataFrame]] = {"table": plot_table}
 """Figure id → function (``results/libraries/fig.pdf`` is ``table``)."""
