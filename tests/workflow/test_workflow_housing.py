@@ -19,7 +19,8 @@ import yaml
 from conftest import REPO, configure_housing as configure, copy_built, job_counts, package_env, run_snakemake
 from hsaudit.audit.rules import parse_rule
 from hsaudit.pipeline.config import resolve_scale
-from hsaudit.experiments.cebere.audit import audit_table, scores_matrix, scores_table
+from hsaudit.experiments.cebere.audit import audit_table, scores_matrix
+from hsaudit.experiments.cebere.scores import scores_table
 from hsaudit.experiments.cebere.figures.housing import figure_table, plot_housing, summarise
 from hsaudit.experiments.cebere.plan import plan_dataset
 from hsaudit.experiments.cebere.train.shards import noise_key, save_shard, shard_bits

@@ -16,9 +16,9 @@ Tables (the contract with the workflow, built by the functions here from what th
 - :func:`fig1_table`: the CIFAR-10 audits and fig1c's Housing audits (panel c) in one table.
 - fig12's references also carry the crafted coordinate d and its layer (:func:`crafted_coordinate`, read from the
   adversary's file without torch).
-- :func:`fig6a_table`: the scores of one audit at one step (:func:`hsaudit.experiments.cebere.audit.scores_table`:
+- :func:`fig6a_table`: the scores of one audit at one step (:func:`hsaudit.experiments.cebere.scores.scores_table`:
   run, shard, bit, step, score; higher score ⇒ inserted), each row with its audit's values at that step.
-- fig8 reads the canary's gradient norms (:func:`hsaudit.experiments.cebere.audit.norms_table` with a ``model``
+- fig8 reads the canary's gradient norms (:func:`hsaudit.experiments.cebere.scores.norms_table` with a ``model``
   column).
 
 Every ε-against-step figure draws, per panel, the μ-GDP upper bound (black, dashed) and ε̂ at δ (mean ± sd over
