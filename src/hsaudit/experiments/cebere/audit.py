@@ -46,14 +46,15 @@ def audit_table(
         seed: seed of the rules' split or calibration (:meth:`~hsaudit.audit.rules.ThresholdRule.seeded`).
         valid_rule: the valid rule (``audit.valid_mode``) whose estimate every row carries beside ``rule``'s
             (``mu_valid``, ``epsilon_valid``): when ``rule`` is the paper's (not a valid bound) the figures show both.
-            When ``rule`` is itself valid, the valid columns repeat its numbers and ``valid_mode`` names it.
+            When ``rule`` is itself valid, the valid columns repeat its numbers and ``valid_threshold_rule`` names it.
 
     Returns:
         One row per recorded step: step, insertions (⌊t/k⌋), runs, mu (μ̂), epsilon (ε̂ at ``delta`` from μ̂),
         epsilon_free (the assumption-free (ε, δ) bound from the same Clopper–Pearson bounds), threshold,
         fpr_upper, fnr_upper, mu_upper = √insertions / σ and epsilon_upper (the μ-GDP upper bound, Cebere et
-        al. §1 "Upper bound"), mode, rule_valid (whether ``mode``'s ε̂ is a valid lower bound), valid_mode, mu_valid
-        and epsilon_valid (the valid rule's μ̂ and ε̂ of the same scores), confidence, delta.
+        al. §1 "Upper bound"), threshold_rule (the rule's spec), rule_valid (whether its ε̂ is a valid lower
+        bound), valid_threshold_rule (the valid rule's spec), mu_valid and epsilon_valid (the valid rule's μ̂ and ε̂
+        of the same scores), confidence, delta.
     """
     steps, scores, members = scores_matrix(table)
     rule = rule.seeded(seed)
@@ -78,9 +79,9 @@ def audit_table(
                 "fnr_upper": float(res.fnr_upper),
                 "mu_upper": float(mu_upper),
                 "epsilon_upper": float(gdp_epsilon(mu=mu_upper, delta=delta)),
-                "mode": res.mode,
+                "threshold_rule": res.threshold_rule,
                 "rule_valid": bool(rule.valid),
-                "valid_mode": valid_rule.name,
+                "valid_threshold_rule": valid_rule.spec,
                 "mu_valid": float(val.mu),
                 "epsilon_valid": float(val.epsilon),
                 "confidence": float(res.confidence),
