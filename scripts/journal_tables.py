@@ -46,11 +46,20 @@ _OTHER_MODES = {
 
 
 def validity(mode: object) -> str:
-    """"valid", "not valid", "accountant", … for a rule name as a CSV's ``mode`` / ``audit_mode`` column spells it."""
-    name = str(mode)
+    """"valid", "not valid", "accountant", … for a rule as a CSV's ``threshold_rule`` column spells it (its spec;
+    a name in CSVs written before, whose columns were ``mode`` / ``audit_mode``)."""
+    name = str(mode).partition("@")[0]
     if name in RULE_VALID:
         return "valid" if RULE_VALID[name] else "not valid"
     return _OTHER_MODES.get(name, "?")
+
+
+def rule_column(table: pd.DataFrame, *, valid: bool = False) -> str | None:
+    """The column of ``table`` that names its audit's rule (``valid``: the valid companion's): ``threshold_rule`` /
+    ``valid_threshold_rule``, or in CSVs written before ``mode`` (``audit_mode``, ``gdp_mode``) / ``valid_mode``;
+    None when it has none."""
+    names = ("valid_threshold_rule", "valid_mode") if valid else ("threshold_rule", "mode", "audit_mode", "gdp_mode")
+    return next((name for name in names if name in table), None)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -110,7 +119,7 @@ def step_table(table: pd.DataFrame) -> str:
     same two of the valid rule's ε̂ when the CSV carries one beside a rule that is not valid). When the panels end
     at different T, the steps shown are named in each cell."""
     label = "label" if "label" in table else "adversary"
-    mode = "mode" if "mode" in table else None
+    mode = rule_column(table)
     keys = [c for c in ("panel", label) if c in table]
     keys += [c for c in ("theta0",) if c in table and table[c].nunique() > 1] + ([mode] if mode else [])
     groups = [(dict(zip(keys, k if isinstance(k, tuple) else (k,))), g) for k, g in table.groupby(keys, sort=False)]
@@ -129,7 +138,8 @@ def step_table(table: pd.DataFrame) -> str:
     header += ["rule", "valid"]
     has_valid = "epsilon_valid" in table and "rule_valid" in table and not table["rule_valid"].astype(bool).all()
     if has_valid:  # the valid rule's ε̂ of the same scores (audit.valid_mode), beside a rule that is not valid
-        header += [f"valid ε̂ at T, {', '.join(sorted(set(table['valid_mode'].astype(str))))} (mean ± sd)",
+        valid_names = table[rule_column(table, valid=True)].astype(str)
+        header += [f"valid ε̂ at T, {', '.join(sorted(set(valid_names)))} (mean ± sd)",
                    "valid mean ε̂/bound, last fifth"]
     rows = []
     for group, g in groups:
@@ -247,9 +257,10 @@ def yoon_table(table: pd.DataFrame) -> str:
     setting = [c for c in ("dataset", "canary", "init", "clip_norm", "access", "epsilon_theory", "craft_recipe")
                if c in table and table[c].nunique() > 1]  # fmt: skip
     keys = [*setting, *(c for c in ("adversary", "margin", "split") if c in table)]
-    rule = "rule" if "rule" in table else "mode"
-    others = [(f"ε̂ {name}", column, by) for name, column, by in (("valid rule", "epsilon_valid", "valid_mode"),
-                                                                  ("audit mode", "epsilon_mode", "mode"))
+    rule = "rule" if "rule" in table else rule_column(table)
+    others = [(f"ε̂ {name}", column, by) for name, column, by in
+              (("valid rule", "epsilon_valid", rule_column(table, valid=True)),
+               ("audit mode", "epsilon_mode", rule_column(table)))
               if column in table and by in table]  # fmt: skip
     header = [*keys, "ε̂ (mean ± sd)", "rule", "valid", *(name for name, *_ in others), "runs", "models per world",
               "paper"]  # fmt: skip
@@ -284,7 +295,8 @@ def yoon_paired_table(table: pd.DataFrame) -> str:
     sample, ε̂ mean ± sd over the runs, the paired difference x_a − a_c (same run, same audit) mean ± sd with its 95 %
     t interval and whether that interval excludes 0, the kept step and ‖x_a − x_c‖₂ where the CSV has them."""
     held = table[table["split"] == "held-out"].copy()
-    value, rule = ("epsilon_valid", "valid_mode") if "epsilon_valid" in held else ("epsilon", "mode")
+    value, rule = (("epsilon_valid", rule_column(held, valid=True)) if "epsilon_valid" in held
+                   else ("epsilon", rule_column(held)))
     recipe = "craft_recipe" if "craft_recipe" in held else None
     held["_margin"] = held["margin"].fillna(-1.0)
     keys = [*([recipe] if recipe else []), "point_audit"] if "point_audit" in held else ([recipe] if recipe else [])
@@ -372,15 +384,16 @@ def columns_table(columns: Sequence[str]) -> Callable[[pd.DataFrame], str]:
 
 def curve_summary(keys: Sequence[str], values: Sequence[str]) -> Callable[[pd.DataFrame], str]:
     """A renderer for curve CSVs (many rows per curve): the first row's ``values`` per group of ``keys``, with the
-    rule of the audit and its validity when the CSV has a ``mode``."""
+    rule of the audit and its validity when the CSV names it (:func:`rule_column`)."""
 
     def render(table: pd.DataFrame) -> str:
         k = [c for c in keys if c in table]
         v = [c for c in values if c in table]
-        per = table.groupby(k, sort=False)[v + (["mode"] if "mode" in table else [])].first().reset_index()
-        header = [*k, *v] + (["rule", "valid"] if "mode" in table else [])
+        mode = rule_column(table)
+        per = table.groupby(k, sort=False)[v + ([mode] if mode else [])].first().reset_index()
+        header = [*k, *v] + (["rule", "valid"] if mode else [])
         rows = [[*(_num(r[c]) if not isinstance(r[c], str) else r[c] for c in (*k, *v)),
-                 *((r["mode"], validity(r["mode"])) if "mode" in table else ())] for _, r in per.iterrows()]  # fmt: skip
+                 *((r[mode], validity(r[mode])) if mode else ())] for _, r in per.iterrows()]  # fmt: skip
         return markdown(header, rows)
 
     return render

@@ -253,3 +253,12 @@ def test_plot_jobs_import_no_torch():
     env = {**__import__("os").environ, "PYTHONPATH": str(REPO / "src")}
     out = subprocess.run([sys.executable, "-c", "\n".join(lines)], capture_output=True, text=True, check=True, env=env)
     assert scripts and out.stdout.strip() == "", f"{out.stdout.strip()} loads torch\n{out.stderr}"
+
+
+def test_the_scores_job_imports_no_estimator():
+    """extract_scores imports hsaudit.experiments.cebere.scores alone: were it to import the audit layer, every edit of
+    an estimator, a rule or a result column would change the scores job's code version (and rerun it)."""
+    graph = _imports(_modules())[0]
+    targets = graph["hsaudit.experiments.cebere.scores"]
+    above_util = sorted(t for t in targets if t != "hsaudit" and not t.startswith("hsaudit.util"))
+    assert above_util == []

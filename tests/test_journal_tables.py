@@ -23,7 +23,7 @@ def step_frame(mode: str = "paper") -> pd.DataFrame:
         for rep in range(3):
             for step in range(1, 11):
                 rows.append(dict(adversary=adversary.lower(), label=adversary, rep=rep, step=step,
-                                 epsilon=level * step + rep, epsilon_free=0.1, epsilon_upper=float(step), mode=mode,
+                                 epsilon=level * step + rep, epsilon_free=0.1, epsilon_upper=float(step), threshold_rule=mode,
                                  runs=40, confidence=0.95, delta=1e-5, scale="smoke"))  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -70,17 +70,18 @@ def test_yoon_table_names_the_drawn_rule_and_shows_both_rules(jt):
     rules' numbers sit beside (and a CSV written before the valid columns still renders, naming ``mode``)."""
     frame = pd.DataFrame([
         dict(adversary="a_c", margin=np.nan, split="held-out", epsilon=0.5, epsilon_sd=0.1, rule="crossing",
-             epsilon_valid=0.5, epsilon_valid_sd=0.1, valid_mode="crossing", epsilon_mode=3.0, epsilon_mode_sd=0.2,
-             mode="paper", runs=2, models_per_world=32, epsilon_paper=4.11),
+             epsilon_valid=0.5, epsilon_valid_sd=0.1, valid_threshold_rule="crossing", epsilon_mode=3.0,
+             epsilon_mode_sd=0.2, threshold_rule="paper", runs=2, models_per_world=32, epsilon_paper=4.11),
         dict(adversary="a_c", margin=np.nan, split="same", epsilon=3.5, epsilon_sd=0.3, rule="paper",
-             epsilon_valid=1.0, epsilon_valid_sd=0.0, valid_mode="crossing", epsilon_mode=3.5, epsilon_mode_sd=0.3,
-             mode="paper", runs=2, models_per_world=32, epsilon_paper=4.11),
+             epsilon_valid=1.0, epsilon_valid_sd=0.0, valid_threshold_rule="crossing", epsilon_mode=3.5,
+             epsilon_mode_sd=0.3, threshold_rule="paper", runs=2, models_per_world=32, epsilon_paper=4.11),
     ])  # fmt: skip
     lines = jt.yoon_table(frame).splitlines()
     assert "| ε̂ (mean ± sd) | rule | valid | ε̂ valid rule | ε̂ audit mode |" in lines[0]
     assert "| 0.50 ± 0.10 | crossing | valid | 0.50 ± 0.10 (crossing) | 3.00 ± 0.20 (paper) |" in lines[2]
     assert "| 3.50 ± 0.30 | paper | not valid | 1.00 ± 0.00 (crossing) | 3.50 ± 0.30 (paper) |" in lines[3]
-    old = jt.yoon_table(frame.drop(columns=["rule", "epsilon_valid", "valid_mode", "epsilon_mode"]))
+    old = jt.yoon_table(frame.drop(columns=["rule", "epsilon_valid", "valid_threshold_rule", "epsilon_mode"])
+                        .rename(columns={"threshold_rule": "mode"}))
     assert "| paper | not valid |" in old.splitlines()[2] and "ε̂ valid rule" not in old
 
 
@@ -94,7 +95,7 @@ def test_yoon_paired_table_differences_each_run_against_its_canary(jt):
             for split in ("held-out", "same"):
                 rows.append(dict(run=run, adversary=adversary, margin=margin, split=split, craft_recipe="snr_l2",
                                  point_audit="k", epsilon_valid=value if split == "held-out" else 9.0,
-                                 valid_mode="crossing", selected_step=step, distance=dist))  # fmt: skip
+                                 valid_threshold_rule="crossing", selected_step=step, distance=dist))  # fmt: skip
     lines = jt.yoon_paired_table(pd.DataFrame(rows)).splitlines()
     assert len(lines) == 2 + 3
     assert lines[2].startswith("| snr_l2 | a_c | 2.00 ± 1.00 | crossing | valid | – | – | – | – | – | 3 |")
@@ -109,7 +110,7 @@ def test_yoon_paired_table_names_the_figures_axis(jt):
     is printed, so that each paired difference says which point it is."""
     rows = [dict(run=run, adversary=adversary, margin=np.nan, split="held-out", craft_recipe="validation_stopped",
                  point_audit=f"k{clip}", clip_norm=clip, epsilon_theory=10.0, epsilon_valid=value + clip,
-                 valid_mode="crossing")
+                 valid_threshold_rule="crossing")
             for run in range(2) for clip in (0.1, 10.0) for adversary, value in (("a_c", 1.0), ("a_ude", 1.5))]
     lines = jt.yoon_paired_table(pd.DataFrame(rows)).splitlines()
     assert lines[0].startswith("| recipe | clip_norm | sample |") and "epsilon_theory" not in lines[0]
@@ -123,7 +124,7 @@ def test_yoon_contrast_table_compares_the_figures_points_by_welchs_t(jt, tmp_pat
     canary = {0.1: [3.0, 4.0, 5.0], 10.0: [0.0, 0.5, 1.0]}
     rows = [dict(run=run, adversary=adversary, margin=np.nan, split=split, clip_norm=clip, epsilon_theory=10.0,
                  epsilon_valid=(canary[clip][run] if adversary == "a_c" else 2.0) if split == "held-out" else 9.0,
-                 valid_mode="crossing")
+                 valid_threshold_rule="crossing")
             for run in range(3) for clip in (0.1, 10.0) for adversary in ("a_c", "a_ude")
             for split in ("held-out", "same")]  # fmt: skip
     lines = jt.yoon_contrast_table(pd.DataFrame(rows)).splitlines()

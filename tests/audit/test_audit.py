@@ -259,7 +259,7 @@ def test_valid_modes_cover_on_gaussian_pairs(mode):
 def test_paper_mode_is_not_valid_but_held_out_is():
     """The spec's finding (§1 step 6): the paper's estimator exceeds the truth much more often than 5%."""
     rows = coverage_study(mus=(2.0,), trials=80, runs=2000, rules=(Paper(), HeldOut()), seed=3)
-    by_mode = {r.mode: r for r in rows}
+    by_mode = {r.threshold_rule: r for r in rows}
     assert by_mode["paper"].exceed_fraction > 0.1
     assert by_mode["held-out"].exceed_fraction < by_mode["paper"].exceed_fraction
 
@@ -271,7 +271,7 @@ def test_held_out_split_is_seeded_and_uses_half():
     c = audit_scores(s, m, rule=HeldOut(seed=2))
     assert a == b and a != c
     assert (a.n_members, a.n_nonmembers) == (401 - 200, 600 - 300)
-    assert a.mode == "held-out"
+    assert a.threshold_rule == "held-out"
 
 
 @settings(max_examples=15, deadline=None)
@@ -296,7 +296,7 @@ def test_audit_steps_equals_row_audits():
     held = audit_steps(scores, m, rule=HeldOut(seed=3))
     gen = np.random.default_rng(3)
     assert held == [audit_scores(r, m, rule=HeldOut(seed=gen)) for r in scores]
-    assert all(r.mode == "held-out" for r in held) and len(held) == 6
+    assert all(r.threshold_rule == "held-out" for r in held) and len(held) == 6
     assert audit_steps(scores, np.tile(m, (6, 1)), rule=HeldOut(seed=3)) == held
     with pytest.raises(ValueError, match="2-dimensional"):
         audit_steps(scores[0], m)
@@ -347,7 +347,7 @@ def test_result_to_dict_keys():
     assert isinstance(res, AuditResult)
     for key in (
         "epsilon mu threshold fpr_upper fnr_upper fpr fnr epsilon_assumption_free n_members n_nonmembers "
-        "confidence delta mode"
+        "confidence delta threshold_rule"
     ).split():
         assert key in d
 
@@ -357,7 +357,7 @@ def test_selection_fraction_split_sizes_and_validation():
     res = audit_scores(s, m, rule=HeldOut(fraction=0.1, seed=0))
     assert (res.n_members, res.n_nonmembers) == (450, 450)
     res = audit_scores(s, m, rule=Grid(size=3, fraction=0.2, seed=0))
-    assert (res.n_members, res.n_nonmembers) == (400, 400) and res.mode == "grid"
+    assert (res.n_members, res.n_nonmembers) == (400, 400) and res.threshold_rule == "grid@0.2"
     for bad in (0.0, 1.0, -0.1):
         with pytest.raises(ValueError, match="selection_fraction"):
             HeldOut(fraction=bad)

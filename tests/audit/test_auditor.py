@@ -59,7 +59,7 @@ def test_the_default_rule_is_valid():
     s0, s1 = _pair(1.5, 300, 0)
     scores, members = np.concatenate([s0, s1]), np.r_[np.zeros(300), np.ones(300)]
     assert audit_scores(scores, members) == audit_scores(scores, members, rule=Crossing())
-    assert audit_scores(scores, members).mode == "crossing"
+    assert audit_scores(scores, members).threshold_rule == "crossing"
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.name)
@@ -69,7 +69,7 @@ def test_the_rule_carries_the_estimator(rule):
     got = Auditor(delta=1e-4, confidence=0.9, rule=rule).gdp(s0, s1)
     scores, members = np.concatenate([s0, s1]), np.r_[np.zeros(300), np.ones(300)]
     assert got == audit_scores(scores, members, delta=1e-4, confidence=0.9, rule=rule)
-    assert got == rule.gdp(s0, s1, delta=1e-4, confidence=0.9) and got.mode == rule.name
+    assert got == rule.gdp(s0, s1, delta=1e-4, confidence=0.9) and got.threshold_rule == rule.spec
 
 
 def test_rules_are_values_with_checked_options():
@@ -185,7 +185,7 @@ def test_report_bootstrap_interval_covers_the_true_auroc():
         covered += lo <= truth <= hi
     assert covered / trials >= 0.85  # nominal 0.95; a percentile interval at n = 400 runs slightly short
     row = rep.to_dict()
-    assert {"auroc_lo", "auroc_hi", "tpr_at_fpr_0.001", "tpr_at_fpr_0.01", "rule", "rule_valid"} <= set(row)
+    assert {"auroc_lo", "auroc_hi", "tpr_at_fpr_0.001", "tpr_at_fpr_0.01", "threshold_rule", "rule_valid"} <= set(row)
 
 
 def test_known_family_takes_the_same_rules():

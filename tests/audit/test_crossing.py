@@ -210,7 +210,7 @@ def test_modes_use_all_scores_and_report_the_diagonal_crossing():
     s, m = pair_scores(family="gaussian", mu=3.0, runs=2000, seed=2)
     for rule in (Crossing(), Rays(seed=3)):
         res = audit_scores(s, m, rule=rule)
-        assert (res.n_members, res.n_nonmembers, res.mode) == (1000, 1000, rule.name)
+        assert (res.n_members, res.n_nonmembers, res.threshold_rule) == (1000, 1000, rule.spec)
         assert math.isnan(res.fpr_upper) and math.isnan(res.epsilon_assumption_free)
         assert abs(res.fpr - res.fnr) < 0.01 and res.fpr == np.mean(s[m == 0] > res.threshold)
         assert 0 < res.mu < 3.0
@@ -256,7 +256,7 @@ def scores_csv(tmp_path):
 def test_cli_audit_mode(capsys, scores_csv, mode):
     rc = main(["audit", str(scores_csv), "--mode", mode, "--seed", "2", "--calibration-draws", "99", "--json"])
     got = json.loads(capsys.readouterr().out)
-    assert rc == 0 and got["mode"] == mode and got["n_members"] == 200
+    assert rc == 0 and got["threshold_rule"] == mode and got["n_members"] == 200
     assert got["fpr_upper"] is None and got["selection_fraction"] is None
     assert (got["calibration_draws"] == 99) == (mode == "rays")
     rc = main(["audit", str(scores_csv), "--mode", mode, "--calibration-draws", "99"])
@@ -305,7 +305,7 @@ def test_cli_validate_new_modes_and_families(capsys):
     )  # fmt: skip
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert rc == 0
-    assert {(r["family"], r["mode"], r["mu"]) for r in rows} == {
+    assert {(r["family"], r["threshold_rule"], r["mu"]) for r in rows} == {
         (f, mo, u) for f in ("gaussian", "logistic") for mo in ("crossing", "rays") for u in (0.0, 2.0)
     }
     assert all((r["mean_ratio"] is None) == (r["mu"] == 0.0) for r in rows)

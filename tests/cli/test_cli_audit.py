@@ -15,7 +15,8 @@ from hsaudit.cli import main
 from hsaudit.audit.validation import gaussian_pair_scores
 
 AUDIT_KEYS = (
-    "epsilon mu threshold fpr_upper fnr_upper epsilon_assumption_free n_members n_nonmembers confidence delta mode"
+    "epsilon mu threshold fpr_upper fnr_upper epsilon_assumption_free n_members n_nonmembers confidence delta "
+    "threshold_rule"
 ).split()
 
 
@@ -50,12 +51,13 @@ def test_audit_default_rule_is_valid_and_paper_is_labelled(capsys, scores_csv):
     valid, and reproduces the paper rule's number."""
     rc, out, _ = _run(capsys, "audit", str(scores_csv), "--json")
     got = json.loads(out)
-    assert rc == 0 and got["mode"] == got["rule"] == "crossing" and got["rule_valid"] is True
+    assert rc == 0 and got["threshold_rule"] == "crossing" and got["rule_valid"] is True
+    assert "rule" not in got and "mode" not in got  # one key names the rule
     assert got["seed"] is None and got["selection_fraction"] is None and got["calibration_draws"] is None
     rc, out, _ = _run(capsys, "audit", str(scores_csv), "--mode", "paper", "--json")
     paper = json.loads(out)
-    assert rc == 0 and paper["rule"] == "paper" and paper["rule_valid"] is False
-    assert "not a valid" in paper["mode_description"]
+    assert rc == 0 and paper["threshold_rule"] == "paper" and paper["rule_valid"] is False
+    assert "not a valid" in paper["rule_description"]
     s, m = gaussian_pair_scores(mu=2.0, runs=400, seed=1)
     assert paper["epsilon"] == pytest.approx(audit_scores(s, m, rule=Paper()).epsilon, rel=1e-12)
 
@@ -65,7 +67,8 @@ def test_audit_valid_modes_and_seed(capsys, scores_csv, mode):
     rc, out, _ = _run(capsys, "audit", str(scores_csv), "--mode", mode, "--seed", "3", "--json")
     assert rc == 0
     got = json.loads(out)
-    assert got["mode"] == mode and got["seed"] == 3 and got["n_members"] == 100 and got["selection_fraction"] == 0.5
+    assert got["threshold_rule"] == mode and got["seed"] == 3
+    assert got["n_members"] == 100 and got["selection_fraction"] == 0.5
     rc, out2, _ = _run(capsys, "audit", str(scores_csv), "--mode", mode, "--seed", "3", "--json")
     assert json.loads(out2) == got
 
@@ -162,7 +165,7 @@ def test_validate_audit_json(capsys):
     rc, out, _ = _run(capsys, "validate-audit", "--trials", "5", "--runs", "400", "--mus", "1,2", "--json")
     assert rc == 0
     rows = json.loads(out)["rows"]
-    assert {(r["mode"], r["mu"]) for r in rows} == {(m, u) for m in ("paper", "held-out") for u in (1.0, 2.0)}
+    assert {(r["threshold_rule"], r["mu"]) for r in rows} == {(m, u) for m in ("paper", "held-out") for u in (1.0, 2.0)}
     for r in rows:
         assert 0 <= r["exceed_fraction"] <= 1 and r["median_epsilon"] >= 0
 

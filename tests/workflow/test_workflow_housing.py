@@ -19,7 +19,8 @@ import yaml
 from conftest import REPO, configure_housing as configure, copy_built, job_counts, package_env, run_snakemake
 from hsaudit.audit.rules import parse_rule
 from hsaudit.pipeline.config import resolve_scale
-from hsaudit.experiments.cebere.audit import audit_table, scores_matrix, scores_table
+from hsaudit.experiments.cebere.audit import audit_table, scores_matrix
+from hsaudit.experiments.cebere.scores import scores_table
 from hsaudit.experiments.cebere.figures.housing import figure_table, plot_housing, summarise
 from hsaudit.experiments.cebere.plan import plan_dataset
 from hsaudit.experiments.cebere.train.shards import noise_key, save_shard, shard_bits
@@ -189,7 +190,7 @@ def test_audit_table_on_gaussian_scores_matches_the_calibration():
     assert (out["epsilon_free"] <= out["epsilon"] + 1e-9).all()  # the GDP conversion is the tighter reading
     held = audit_table(table, delta=1e-5, confidence=0.95, rule=parse_rule("held-out"), noise_multiplier=4.0,
                        period=1, seed=3)
-    assert set(held["mode"]) == {"held-out"} and held["epsilon"].iloc[1] < out["epsilon"].iloc[1]
+    assert set(held["threshold_rule"]) == {"held-out"} and held["epsilon"].iloc[1] < out["epsilon"].iloc[1]
 
 
 # ---------------------------------------------------------------------------------------------------- figure
@@ -209,7 +210,7 @@ def synthetic_audit(rng, steps, level):
             "epsilon_free": 0.5 * level * steps,
             "mu_upper": mu_up,
             "epsilon_upper": [gdp_epsilon(mu=m, delta=1e-5) for m in mu_up],
-            "mode": "paper",
+            "threshold_rule": "paper",
             "confidence": 0.95,
             "delta": 1e-5,
         }
@@ -226,7 +227,7 @@ def test_figure_csv_holds_every_plotted_number(tmp_path):
                            facts={"figure": "fig7", "scale": "smoke"})
     assert (tmp_path / "fig7.pdf").stat().st_size > 1000
     csv = pd.read_csv(tmp_path / "fig7.csv")
-    for column in ("adversary", "step", "rep", "epsilon", "mu", "epsilon_upper", "mode", "runs", "epsilon_free"):
+    for column in ("adversary", "step", "rep", "epsilon", "mu", "epsilon_upper", "threshold_rule", "runs", "epsilon_free"):
         assert column in csv.columns, column
     assert len(csv) == 2 * 3 * 5 and set(csv["scale"]) == {"smoke"}
     part = csv[(csv.adversary == "gc_r") & (csv.step == 3)]["epsilon"]

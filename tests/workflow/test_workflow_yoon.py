@@ -74,7 +74,7 @@ def test_smoke_every_yoon_target_end_to_end(workflow_copy):
         assert np.isfinite(csv[["epsilon_valid", "epsilon_mode"]]).all(axis=None), figure
         runs = pd.read_csv(results / f"{figure}_runs.csv")  # every run's audit row (the columns)
         columns = {"epsilon_theory", "adversary", "canary", "init", "clip_norm", "margin", "run", "epsilon", "mu",
-                   "mode", "rule_valid", "valid_mode", "mu_valid", "epsilon_valid"}
+                   "threshold_rule", "rule_valid", "valid_threshold_rule", "mu_valid", "epsilon_valid"}
         assert columns | {"split", "data_source", "craft_recipe", "recipe"} <= set(runs.columns), figure
         assert {"craft_recipe", "recipe"} <= set(csv.columns), figure
     fig3 = pd.read_csv(results / "fig3.csv")

@@ -21,4 +21,4 @@ table = audit_table(
 )
 write_csv_atomic(table, snakemake.output.table)
 last = table.iloc[-1]
-log.info("step %d: eps_hat %.3f (mu %.3f, %s), valid eps_hat %.3f (%s), upper %.3f", last["step"], last["epsilon"], last["mu"], last["mode"], last["epsilon_valid"], last["valid_mode"], last["epsilon_upper"])
+log.info("step %d: eps_hat %.3f (mu %.3f, %s), valid eps_hat %.3f (%s), upper %.3f", last["step"], last["epsilon"], last["mu"], last["threshold_rule"], last["epsilon_valid"], last["valid_threshold_rule"], last["epsilon_upper"])

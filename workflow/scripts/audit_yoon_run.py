@@ -2,7 +2,7 @@
 
 x_a is crafted on the crafting population and scored on it (split "same", the paper's reading) and on the
 independent audit population (split "held-out") by hsaudit.experiments.yoon.crafting.craft_run, then audited by
-hsaudit.experiments.yoon.audit.audit_table (under the audit's mode and, beside it, the valid rule valid_mode).
+hsaudit.experiments.yoon.audit.audit_table (under the audit's rule and, beside it, the valid rule).
 Writes one CSV row per adversary × margin × split, and the scores of every model (fig2's histograms).
 """
 
@@ -43,6 +43,7 @@ table = audit.audit_table(
 )
 for row in table.itertuples():
     log.info("%s α=%s %s: ε̂ = %.3f (μ̂ = %.3f, %s), valid ε̂ = %.3f (μ̂ = %.3f, %s)", row.adversary, row.margin,
-             row.split, row.epsilon, row.mu, row.mode, row.epsilon_valid, row.mu_valid, row.valid_mode)
+             row.split, row.epsilon, row.mu, row.threshold_rule, row.epsilon_valid, row.mu_valid,
+             row.valid_threshold_rule)
 write_csv_atomic(table, snakemake.output.table)
 write_csv_atomic(scores, snakemake.output.scores)

@@ -1,9 +1,9 @@
-"""Snakemake adapter: gather an audit's shards into a tidy scores table (hsaudit.experiments.cebere.audit.scores_table)."""
+"""Snakemake adapter: gather an audit's shards into a tidy scores table (hsaudit.experiments.cebere.scores.scores_table)."""
 
 import os
 from pathlib import Path
 
-from hsaudit.experiments.cebere.audit import scores_table
+from hsaudit.experiments.cebere.scores import scores_table
 from hsaudit.pipeline.logs import script_logging
 
 log = script_logging(snakemake)

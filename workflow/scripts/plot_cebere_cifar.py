@@ -8,7 +8,7 @@ tables.
 import pandas as pd
 
 from hsaudit.data.datasets import dataset_source
-from hsaudit.experiments.cebere.audit import norms_table
+from hsaudit.experiments.cebere.scores import norms_table
 from hsaudit.experiments.cebere.figures import cifar
 from hsaudit.pipeline.logs import script_logging
 

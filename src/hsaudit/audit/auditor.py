@@ -121,8 +121,8 @@ def audit_scores(
             bound on μ, under bonferroni the joint confidence.
 
     Returns:
-        An :class:`~hsaudit.audit.gdp.AuditResult` (its ``mode`` names the rule; under held-out/grid its counts and
-        rates refer to the evaluation scores).
+        An :class:`~hsaudit.audit.gdp.AuditResult` (its ``threshold_rule`` is the rule's spec; under held-out/grid
+        its counts and rates refer to the evaluation scores).
 
     Raises:
         ValueError: NaN/infinite scores, labels other than 0/1, an empty class (fewer than 2 per class under
@@ -298,11 +298,12 @@ class AuditReport:
         return self.rule.valid
 
     def to_dict(self) -> dict:
-        """One flat row of plain scalars: the GDP audit's fields, the rule and its options, the known-family
-        audit (``sigma_hat``, ``epsilon_known``), the point estimates and their intervals (``<name>_lo/_hi``)."""
+        """One flat row of plain scalars: the GDP audit's fields (``threshold_rule``: the rule's spec), the rule's
+        validity, description and options (``rule_valid``, ``rule_description``, ``rule_<option>``), the
+        known-family audit (``sigma_hat``, ``epsilon_known``), the point estimates and their intervals
+        (``<name>_lo/_hi``)."""
         row = self.gdp.to_dict()
         row.update(
-            rule=self.rule.name,
             rule_valid=self.rule.valid,
             rule_description=self.rule.description,
             **{f"rule_{k}": v for k, v in dataclasses.asdict(self.rule).items()},

@@ -54,7 +54,8 @@ class AuditResult:
             the bonferroni rule, the joint confidence of every bound (each at
             :func:`hsaudit.audit.bounds.bonferroni_confidence`).
         delta: δ.
-        mode: the name of the threshold rule (:data:`hsaudit.audit.rules.AUDIT_MODES`).
+        threshold_rule: the threshold rule's canonical spec (:attr:`hsaudit.audit.rules.ThresholdRule.spec`, which
+            :func:`hsaudit.audit.rules.parse_rule` reads back): the result tables' ``threshold_rule`` column.
     """
 
     epsilon: float
@@ -69,7 +70,7 @@ class AuditResult:
     n_nonmembers: int
     confidence: float
     delta: float
-    mode: str
+    threshold_rule: str
 
     def to_dict(self) -> dict:
         """The fields as a plain dict of Python scalars (JSON-ready except non-finite floats)."""
@@ -77,7 +78,7 @@ class AuditResult:
 
 
 def result_from_counts(
-    *, fp: int, fn: int, n0: int, n1: int, threshold: float, delta: float, confidence: float, mode: str
+    *, fp: int, fn: int, n0: int, n1: int, threshold: float, delta: float, confidence: float, threshold_rule: str
 ) -> AuditResult:
     """The audit at one threshold with ``fp`` of ``n0`` non-members above it and ``fn`` of ``n1`` members at or
     below it: CP upper bounds at ``confidence`` each, μ̂ from them, ε̂ and the assumption-free ε at ``delta``."""
@@ -100,12 +101,21 @@ def result_from_counts(
         n_nonmembers=int(n0),
         confidence=float(confidence),
         delta=float(delta),
-        mode=mode,
+        threshold_rule=threshold_rule,
     )
 
 
 def result_from_mu(
-    *, mu: float, n0: int, n1: int, threshold: float, fp: int, fn: int, delta: float, confidence: float, mode: str
+    *,
+    mu: float,
+    n0: int,
+    n1: int,
+    threshold: float,
+    fp: int,
+    fn: int,
+    delta: float,
+    confidence: float,
+    threshold_rule: str,
 ) -> AuditResult:
     """The audit of a rule that bounds μ directly (crossing, rays): μ̂ and its ε̂; for orientation a threshold with
     ``fp`` and ``fn`` errors (the crossing of FPR = FNR); no CP pair, so its bounds and the assumption-free ε are
@@ -123,5 +133,5 @@ def result_from_mu(
         n_nonmembers=int(n0),
         confidence=float(confidence),
         delta=float(delta),
-        mode=mode,
+        threshold_rule=threshold_rule,
     )

@@ -43,7 +43,7 @@ def reference_audit(
         confidence: CP confidence in (0, 1).
 
     Returns:
-        An :class:`AuditResult` with mode "paper".
+        An :class:`AuditResult` of the paper rule (``threshold_rule`` "paper").
     """
     from scipy import stats
 
@@ -97,5 +97,5 @@ def reference_audit(
         n_nonmembers=n0,
         confidence=c,
         delta=d,
-        mode="paper",
+        threshold_rule="paper",
     )

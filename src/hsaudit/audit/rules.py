@@ -171,7 +171,7 @@ class Paper(ThresholdRule):
         """The threshold with the largest μ of its per-rate CP bounds at ``confidence``, on all scores."""
         best = best_threshold(x0, x1, confidence)
         return result_from_counts(fp=best.fp, fn=best.fn, n0=x0.size, n1=x1.size, threshold=best.threshold,
-                                  delta=delta, confidence=confidence, mode=self.name)  # fmt: skip
+                                  delta=delta, confidence=confidence, threshold_rule=self.spec)  # fmt: skip
 
     def points(self, x0: np.ndarray, x1: np.ndarray, *, confidence: float) -> Points:
         """Every threshold's CP-bounded point (the papers' known-family audits; a max over thresholds)."""
@@ -207,7 +207,7 @@ class HeldOut(ThresholdRule):
             fp = int(np.count_nonzero(ev0.astype(np.float64) > best.threshold))
             fn = int(np.count_nonzero(ev1.astype(np.float64) <= best.threshold))
         return result_from_counts(fp=fp, fn=fn, n0=n0, n1=n1, threshold=best.threshold, delta=delta,
-                                  confidence=confidence, mode=self.name)  # fmt: skip
+                                  confidence=confidence, threshold_rule=self.spec)  # fmt: skip
 
     def points(self, x0: np.ndarray, x1: np.ndarray, *, confidence: float) -> Points:
         """One CP-bounded point at a threshold chosen on the selection split
@@ -245,7 +245,7 @@ class Grid(ThresholdRule):
         n0, n1 = ev0.size, ev1.size
         if cands.size == 0:
             return result_from_counts(fp=n0, fn=0, n0=n0, n1=n1, threshold=math.nan, delta=delta,
-                                      confidence=confidence, mode=self.name)  # fmt: skip
+                                      confidence=confidence, threshold_rule=self.spec)  # fmt: skip
         # Bonferroni: every one of the 2·g error-rate bounds holds simultaneously with probability ≥ 1 − 2g(1 − c)
         # ⇒ each holds at confidence c' = 1 − (1 − c)/g per rate keeps the per-rate guarantee of the paper
         # (each of FPR_ub, FNR_ub at level c) uniformly over the g candidates.
@@ -274,7 +274,7 @@ class Grid(ThresholdRule):
             n_nonmembers=int(n0),
             confidence=float(confidence),
             delta=float(delta),
-            mode=self.name,
+            threshold_rule=self.spec,
         )
 
 
@@ -297,7 +297,7 @@ class Bonferroni(ThresholdRule):
         each = bonferroni_confidence(x0, x1, confidence)
         best = best_threshold(x0, x1, each)
         res = result_from_counts(fp=best.fp, fn=best.fn, n0=x0.size, n1=x1.size, threshold=best.threshold,
-                                 delta=delta, confidence=each, mode=self.name)  # fmt: skip
+                                 delta=delta, confidence=each, threshold_rule=self.spec)  # fmt: skip
         return dataclasses.replace(res, confidence=float(confidence))
 
     def points(self, x0: np.ndarray, x1: np.ndarray, *, confidence: float) -> Points:
@@ -326,7 +326,7 @@ class Crossing(ThresholdRule):
         s1 = np.sort(x1.astype(np.float64))
         cross = _diagonal_crossing(s0, s1)
         mu = crossing_mu_lower(k0=cross.k0, k1=cross.k1, n0=s0.size, n1=s1.size, confidence=confidence)
-        return _tested(mu, s0.size, s1.size, cross, delta=delta, confidence=confidence, mode=self.name)
+        return _tested(mu, s0.size, s1.size, cross, delta=delta, confidence=confidence, threshold_rule=self.spec)
 
 
 @dataclass(frozen=True)
@@ -355,7 +355,7 @@ class Rays(ThresholdRule):
         s1 = np.sort(x1.astype(np.float64))
         mu, _ = rays_mu_lower(s0, s1, confidence=confidence, rng=as_rng(self.seed), draws=draws, rays=DEFAULT_RAYS)
         cross = _diagonal_crossing(s0, s1)
-        return _tested(mu, s0.size, s1.size, cross, delta=delta, confidence=confidence, mode=self.name)
+        return _tested(mu, s0.size, s1.size, cross, delta=delta, confidence=confidence, threshold_rule=self.spec)
 
 
 #: The rule a user gets without choosing one: valid, and the tightest on every score family measured

@@ -49,8 +49,8 @@ class CoverageRow:
     """Summary of one (μ, rule) cell of the coverage study.
 
     Attributes:
-        mode: the rule's spec, ``MODE`` or ``MODE@FRACTION`` (its ``spec``, as :func:`hsaudit.audit.rules.parse_rule`
-            reads it).
+        threshold_rule: the rule's spec, ``NAME`` or ``NAME@FRACTION`` (its ``spec``, as
+            :func:`hsaudit.audit.rules.parse_rule` reads it; the result tables' ``threshold_rule`` column).
         family: score family (:data:`SCORE_FAMILIES`).
         mu: true μ of the pair.
         true_epsilon: ε of μ-GDP at ``delta`` (0 at μ = 0).
@@ -67,7 +67,7 @@ class CoverageRow:
         confidence: per-rate CP confidence (crossing/rays: confidence of the bound).
     """
 
-    mode: str
+    threshold_rule: str
     family: str
     mu: float
     true_epsilon: float
@@ -244,7 +244,7 @@ def coverage_study(
                 e = eps[label]
                 rows.append(
                     CoverageRow(
-                        mode=label,
+                        threshold_rule=label,
                         family=family,
                         mu=mu,
                         true_epsilon=truth,

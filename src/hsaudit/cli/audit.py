@@ -239,7 +239,6 @@ def run(args: argparse.Namespace) -> int:
         out["seed"] = args.seed if hasattr(rule, "seed") else None
         out["selection_fraction"] = rule.fraction if hasattr(rule, "fraction") else None
         out["calibration_draws"] = rule.draws if hasattr(rule, "draws") else None
-        out["mode_description"] = rule.description
         print(json.dumps(_jsonable(out), indent=2))
     else:
         print(summary(report, source=str(args.scores)))

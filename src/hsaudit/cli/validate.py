@@ -107,12 +107,12 @@ def run(args: argparse.Namespace) -> int:
         f"{args.trials} trials per mu, delta = {args.delta:g}, confidence = {args.confidence:g}, seed = {args.seed}"
     )
     print(
-        f"{'family':<9} {'mode':<13} {'mu':>6} {'true eps':>9} {'coverage':>9} {'P(eps>true)':>12} "
+        f"{'family':<9} {'rule':<13} {'mu':>6} {'true eps':>9} {'coverage':>9} {'P(eps>true)':>12} "
         f"{'median eps':>11} {'mean ratio':>11} {'median ratio':>13}"
     )
     for r in rows:
         print(
-            f"{r.family:<9} {r.mode:<13} {r.mu:>6g} {r.true_epsilon:>9.3f} {1.0 - r.exceed_fraction:>9.3f} "
+            f"{r.family:<9} {r.threshold_rule:<13} {r.mu:>6g} {r.true_epsilon:>9.3f} {1.0 - r.exceed_fraction:>9.3f} "
             f"{r.exceed_fraction:>12.3f} {r.median_epsilon:>11.3f} {r.mean_ratio:>11.4f} {r.median_ratio:>13.4f}"
         )
     print(f"({elapsed:.1f} s)")

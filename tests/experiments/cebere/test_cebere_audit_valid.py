@@ -36,7 +36,7 @@ def gaussian(seed: int, mu: float, runs: int = 2000, steps=(10, 20)) -> pd.DataF
 def test_paper_rows_carry_the_crossing_rules_estimate_of_the_same_scores():
     table = gaussian(0, mu=2.0)
     out = audit_table(table, rule=parse_rule("paper"), **KW)
-    assert set(out["mode"]) == {"paper"} and not out["rule_valid"].any() and set(out["valid_mode"]) == {"crossing"}
+    assert set(out["threshold_rule"]) == {"paper"} and not out["rule_valid"].any() and set(out["valid_threshold_rule"]) == {"crossing"}
     members = table.drop_duplicates("run")["bit"].to_numpy().astype(bool)
     for step, row in zip([10, 20], out.itertuples(), strict=True):
         s = table[table["step"] == step]["score"].to_numpy()
@@ -49,7 +49,7 @@ def test_paper_rows_carry_the_crossing_rules_estimate_of_the_same_scores():
 
 def test_a_valid_mode_is_its_own_valid_column():
     out = audit_table(gaussian(1, mu=2.0), rule=parse_rule("held-out"), seed=3, **KW)
-    assert out["rule_valid"].all() and set(out["valid_mode"]) == {"held-out"}
+    assert out["rule_valid"].all() and set(out["valid_threshold_rule"]) == {"held-out"}
     np.testing.assert_array_equal(out["epsilon_valid"], out["epsilon"])
 
 

@@ -96,10 +96,10 @@ def test_fig1_plots_every_audit_and_names_what_did_not_run(tmp_path, footers):
     check_pdf(tmp_path / "fig1.pdf")
     csv = pd.read_csv(tmp_path / "fig1.csv")
     for column in ("panel", "adversary", "model", "clip_norm", "period", "rep", "step", "epsilon", "epsilon_upper",
-                   "mu", "runs", "mode", "data_source", "scale"):  # fmt: skip
+                   "mu", "runs", "threshold_rule", "data_source", "scale"):  # fmt: skip
         assert column in csv.columns, column
     assert len(csv) == 5 * (len(entries) + len(housing))
-    assert set(csv["scale"]) == {"smoke"} and set(csv["mode"]) == {"paper"}
+    assert set(csv["scale"]) == {"smoke"} and set(csv["threshold_rule"]) == {"paper"}
     assert set(csv["data_source"]) == {SOURCE, "housing"}
     assert set(csv[csv.model == "fcnn"]["panel"]) == {"(c) FCNN on Housing, C = 1"}
     resnet = csv[csv.model == "resnet18_gn"]
@@ -265,7 +265,7 @@ def test_fig11_profiles_are_the_gdp_formula(tmp_path, footers):
     check_pdf(tmp_path / "fig11.pdf")
     csv = pd.read_csv(tmp_path / "fig11.csv")
     assert set(csv["period"]) == {1, 5} and set(csv["curve"]) == {"empirical", "theoretical"}
-    assert set(csv["data_source"]) == {SOURCE} and set(csv["scale"]) == {"smoke"} and set(csv["mode"]) == {"paper"}
+    assert set(csv["data_source"]) == {SOURCE} and set(csv["scale"]) == {"smoke"} and set(csv["threshold_rule"]) == {"paper"}
     for k in (1, 5):
         last = pd.concat([a for r, a in entries if r["period"] == k]).query(f"step == {5 * k}")
         for curve, mu in (("empirical", last["mu"].mean()), ("theoretical", last["mu_upper"].iloc[0])):
@@ -293,7 +293,7 @@ def test_fig6a_empirical_curve_is_counted_at_each_threshold(tmp_path, footers):
                                csv=tmp_path / "fig6a.csv", facts={"scale": "smoke"})
     check_pdf(tmp_path / "fig6a.pdf")
     csv = pd.read_csv(tmp_path / "fig6a.csv")
-    assert set(csv["step"]) == {10} and set(csv["data_source"]) == {SOURCE} and set(csv["mode"]) == {"paper"}
+    assert set(csv["step"]) == {10} and set(csv["data_source"]) == {SOURCE} and set(csv["threshold_rule"]) == {"paper"}
     emp = csv[csv.curve == "empirical"]
     at = scores[scores.step == 10]
     s0, s1 = np.sort(at[at.bit == 0]["score"].to_numpy()), at[at.bit == 1]["score"].to_numpy()

@@ -167,7 +167,7 @@ def test_corrections_recover_canaries_that_drift_hides():
     own = np.tile([[0], [1]], (3, 64))
     calibration = (own, 0.3 * rng.standard_normal((6, 64)) + 1.0 * own + drift[None, :])
     pop = pd.DataFrame({"step": [1], "runs": [40], "mu": [0.5], "epsilon": [1.5], "epsilon_free": [0.7],
-                        "epsilon_upper": [4.0], "mode": ["crossing"], "rule_valid": [True], "confidence": [0.95],
+                        "epsilon_upper": [4.0], "threshold_rule": ["crossing"], "rule_valid": [True], "confidence": [0.95],
                         "delta": [1e-5]})  # fmt: skip
     table = one_run_table(dataset="housing", bits=bits, scores=scores, population=[pop], models=[1, 16],
                           coordinates="random", score_names=SCORES, noiseless=drift, reference=reference, shift=1.0,

@@ -175,8 +175,8 @@ def _population_table(runs: int, eps: float) -> pd.DataFrame:
     return pd.DataFrame({"step": [1, 2], "insertions": [1, 2], "runs": [runs, runs], "mu": [0.1, 0.5],
                          "epsilon": [0.2, eps], "epsilon_free": [0.1, eps / 2], "threshold": [0, 0],
                          "fpr_upper": [0.5, 0.4], "fnr_upper": [0.5, 0.4], "mu_upper": [1.0, 1.5],
-                         "epsilon_upper": [3.0, 4.0], "mode": ["paper"] * 2, "rule_valid": [False] * 2,
-                         "valid_mode": ["crossing"] * 2, "mu_valid": [0.05, 0.4], "epsilon_valid": [0.1, eps - 0.25],
+                         "epsilon_upper": [3.0, 4.0], "threshold_rule": ["paper"] * 2, "rule_valid": [False] * 2,
+                         "valid_threshold_rule": ["crossing"] * 2, "mu_valid": [0.05, 0.4], "epsilon_valid": [0.1, eps - 0.25],
                          "confidence": [0.95] * 2, "delta": [1e-5] * 2})
 
 

@@ -18,7 +18,7 @@ from hsaudit.audit.rules import Crossing, Paper
 from hsaudit.experiments.yoon import audit
 
 KW = dict(delta=1e-5, confidence=0.95, seed=0)
-VALID_COLUMNS = ["mode", "rule_valid", "valid_mode", "mu_valid", "epsilon_valid"]
+VALID_COLUMNS = ["threshold_rule", "rule_valid", "valid_threshold_rule", "mu_valid", "epsilon_valid"]
 
 
 def scores_frame(blocks: dict[tuple[str, float, str], tuple[np.ndarray, np.ndarray]], run: int = 0) -> pd.DataFrame:
@@ -51,10 +51,10 @@ def test_every_row_carries_the_valid_rules_audit_of_its_own_block():
     table = audit.audit_table(scores_frame(blocks), samples, access="white", rule=parse_rule("paper"), facts={"dataset": "mnist"},
                               **KW)  # fmt: skip
     assert list(table.columns[:5]) == ["run", "adversary", "margin", "split", "access"]
-    at = list(table.columns).index("mode")
+    at = list(table.columns).index("threshold_rule")
     assert list(table.columns[at : at + 5]) == VALID_COLUMNS and table.columns[-1] == "dataset"
-    assert not table["rule_valid"].any() and set(table["mode"]) == {"paper"}
-    assert set(table["valid_mode"]) == {"crossing"}
+    assert not table["rule_valid"].any() and set(table["threshold_rule"]) == {"paper"}
+    assert set(table["valid_threshold_rule"]) == {"crossing"}
     for row, (x0, x1) in zip(table.itertuples(), blocks.values(), strict=True):
         paper = Auditor(delta=1e-5, confidence=0.95, rule=Paper()).gdp(x0, x1)
         valid = Auditor(delta=1e-5, confidence=0.95, rule=Crossing()).gdp(x0, x1)
@@ -62,10 +62,10 @@ def test_every_row_carries_the_valid_rules_audit_of_its_own_block():
         assert (row.epsilon_valid, row.mu_valid) == (valid.epsilon, valid.mu)
     # another valid rule on request
     rays = audit.audit_table(scores_frame(blocks), samples, access="white", rule=parse_rule("paper"), valid_rule=parse_rule("rays"), **KW)
-    assert set(rays["valid_mode"]) == {"rays"} and (rays["epsilon"] == table["epsilon"]).all()
+    assert set(rays["valid_threshold_rule"]) == {"rays"} and (rays["epsilon"] == table["epsilon"]).all()
     # a valid mode is its own valid rule: the columns repeat it
     own = audit.audit_table(scores_frame(blocks), samples, access="white", rule=parse_rule("crossing"), valid_rule=parse_rule("rays"), **KW)
-    assert own["rule_valid"].all() and set(own["valid_mode"]) == {"crossing"}
+    assert own["rule_valid"].all() and set(own["valid_threshold_rule"]) == {"crossing"}
     assert (own["epsilon_valid"] == own["epsilon"]).all() and (own["mu_valid"] == own["mu"]).all()
     np.testing.assert_array_equal(own["epsilon"], table["epsilon_valid"])
     with pytest.raises(ValueError, match="valid_mode 'paper' is not a valid rule"):

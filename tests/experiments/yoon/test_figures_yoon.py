@@ -20,13 +20,13 @@ from hsaudit.experiments.yoon import figures as yoon
 
 RUN_COLUMNS = ("run", "adversary", "margin", "split", "access", "epsilon", "mu", "threshold", "fpr_upper",
                "fnr_upper", "fpr", "fnr", "epsilon_assumption_free", "n_members", "n_nonmembers", "confidence",
-               "delta", "mode", "rule_valid", "valid_mode", "mu_valid", "epsilon_valid", "objective_start",
+               "delta", "threshold_rule", "rule_valid", "valid_threshold_rule", "mu_valid", "epsilon_valid", "objective_start",
                "objective_end", "dataset", "model", "init", "canary", "clip_norm", "epsilon_theory",
                "noise_multiplier", "steps", "lr", "models_per_world", "data_source")  # fmt: skip
 CSV_COLUMNS = ("epsilon_theory", "adversary", "canary", "init", "clip_norm", "margin", "split", "epsilon",
                "epsilon_sd", "mu", "runs", "dataset", "access")  # fmt: skip
 VALID_COLUMNS = ("rule", "rule_valid", "epsilon_valid", "epsilon_valid_sd", "mu_valid", "runs_finite_valid",
-                 "valid_mode", "epsilon_mode", "epsilon_mode_sd", "mu_mode", "runs_finite_mode", "mode", "mode_valid")
+                 "valid_threshold_rule", "epsilon_mode", "epsilon_mode_sd", "mu_mode", "runs_finite_mode", "threshold_rule", "mode_valid")
 """What every figure CSV says of its rules: the drawn ε̂'s rule and validity, the valid rule's and the mode's ε̂."""
 N = 8
 
@@ -45,8 +45,8 @@ def audit_rows(*, runs=3, epsilons=(1.0, 10.0), datasets=("mnist",), canaries=("
             rows.append({"run": run, "adversary": adversary, "margin": margin, "split": split, "access": access,
                          "epsilon": epsilon, "mu": epsilon / 3, "threshold": -1.0, "fpr_upper": 0.3,
                          "fnr_upper": 0.3, "fpr": 0.1, "fnr": 0.1, "epsilon_assumption_free": 0.0,
-                         "n_members": N, "n_nonmembers": N, "confidence": 0.95, "delta": 1e-5, "mode": "paper",
-                         "rule_valid": False, "valid_mode": "crossing", "mu_valid": valid / 3, "epsilon_valid": valid,
+                         "n_members": N, "n_nonmembers": N, "confidence": 0.95, "delta": 1e-5, "threshold_rule": "paper",
+                         "rule_valid": False, "valid_threshold_rule": "crossing", "mu_valid": valid / 3, "epsilon_valid": valid,
                          "objective_start": 1.0, "objective_end": 0.5, "dataset": dataset, "model": "mnist_cnn",
                          "init": init, "canary": canary, "clip_norm": clip, "epsilon_theory": eps,
                          "noise_multiplier": 5.0, "steps": 2, "lr": 4.0, "models_per_world": N,
@@ -105,7 +105,7 @@ def check_series(csv: pd.DataFrame, table: pd.DataFrame, **where) -> pd.Series:
     held_out = got["split"] == "held-out"
     drawn = "_valid" if held_out else ""
     assert (got["rule"], got["rule_valid"]) == (("crossing", True) if held_out else ("paper", False))
-    assert (got["valid_mode"], got["mode"], got["mode_valid"]) == ("crossing", "paper", False)
+    assert (got["valid_threshold_rule"], got["threshold_rule"], got["mode_valid"]) == ("crossing", "paper", False)
     for prefix, suffix in (("", drawn), ("_valid", "_valid"), ("_mode", "")):  # CSV column ← input column
         eps = rows[f"epsilon{suffix}"].dropna()
         assert got[f"epsilon{prefix}"] == pytest.approx(eps.mean(), rel=1e-12)
@@ -195,7 +195,7 @@ def test_the_legend_names_the_rule_of_each_splits_drawn_estimate(tmp_path, monke
 def test_a_valid_mode_is_drawn_on_both_splits(tmp_path, footers):
     """audit.mode crossing (valid): the rows' valid columns repeat it, and both splits draw it."""
     table = audit_rows(datasets=("cifar10",), epsilons=(4.0,), margins=(0.1, 0.2))
-    table = table.assign(mode="crossing", rule_valid=True, valid_mode="crossing", epsilon_valid=table.epsilon,
+    table = table.assign(threshold_rule="crossing", rule_valid=True, valid_threshold_rule="crossing", epsilon_valid=table.epsilon,
                          mu_valid=table.mu)  # fmt: skip
     csv = draw("fig3", table, tmp_path / "f.pdf", tmp_path / "f.csv", scale="s")
     assert set(csv.rule) == {"crossing"} and csv.rule_valid.all() and csv.mode_valid.all()
@@ -210,7 +210,7 @@ def test_a_valid_mode_is_drawn_on_both_splits(tmp_path, footers):
 def test_tables_without_valid_columns_draw_the_mode_and_say_so(tmp_path, footers):
     """Audit rows written before the valid rule's columns: every split draws the mode's ε̂, labelled not valid, and
     the valid columns are empty."""
-    table = audit_rows().drop(columns=["rule_valid", "valid_mode", "mu_valid", "epsilon_valid"])
+    table = audit_rows().drop(columns=["rule_valid", "valid_threshold_rule", "mu_valid", "epsilon_valid"])
     csv = draw("fig3", table, tmp_path / "f.pdf", tmp_path / "f.csv", scale="s")
     assert set(csv.rule) == {"paper"} and not csv.rule_valid.any() and csv.epsilon_valid.isna().all()
     np.testing.assert_array_equal(csv.epsilon, csv.epsilon_mode)

@@ -864,8 +864,8 @@ def test_craft_run_scores_every_model_and_audit_table_audits_each_block(data, th
         theta, bits = (craft if row.split == "same" else held)
         expected = audit.audit_scores(crafting.sample_scores(ARCH, theta, sample, device="cpu"), bits, **kw)
         assert row.epsilon == expected["epsilon"] and row.mu == expected["mu"]
-        assert (row.epsilon_valid, row.mu_valid, row.valid_mode) == (expected["epsilon_valid"], expected["mu_valid"],
-                                                                     "crossing")  # fmt: skip
+        assert (row.epsilon_valid, row.mu_valid) == (expected["epsilon_valid"], expected["mu_valid"])
+        assert row.valid_threshold_rule == "crossing"
         assert not row.rule_valid  # the paper's rule: not a valid bound
         assert row.objective_end == sample.objective_end or math.isnan(sample.objective_end)
     assert list(table.columns[:5]) == ["run", "adversary", "margin", "split", "access"]

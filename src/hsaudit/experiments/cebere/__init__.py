@@ -6,6 +6,8 @@ The package has the shape of every experiment package (:mod:`hsaudit.experiments
   (trained populations, figure targets, audit keys, setups, figure jobs).
 - :mod:`~hsaudit.experiments.cebere.train`: what the training jobs run (the adversaries' crafted objects and one
   shard of a population; imports the engine and data layers only).
+- :mod:`~hsaudit.experiments.cebere.scores`: shard files → the scores tables (numpy and pandas only: the scores job
+  imports it, so no audit edit reruns that job).
 - :mod:`~hsaudit.experiments.cebere.audit`: scores → per-step audit tables (imports the audit layer only).
 - :mod:`~hsaudit.experiments.cebere.figures`: one signature for every figure and table, ``fn(table, *, pdf, csv,
   facts)``, listed in :data:`~hsaudit.experiments.cebere.figures.FIGURES`.

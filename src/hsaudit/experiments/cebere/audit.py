@@ -1,15 +1,13 @@
-"""The audit side of the trained-model experiments: gathered scores, per-step audits, canary gradient norms.
+"""The audit side of the trained-model experiments: per-step audits of gathered scores
+(:mod:`hsaudit.experiments.cebere.scores`, which the scores job imports instead of this module).
 
 Cebere et al. (2025) Algorithm 4 / Appendix A audit every recorded step of a population's scores. These
-functions are what the scores and audit jobs run (they import the audit and accounting layers only), apart from
+functions are what the audit jobs run (they import the audit and accounting layers only), apart from
 the training side (:mod:`hsaudit.experiments.cebere.train`) so that editing an estimator or a table never changes a
 training job's code version.
 """
 
 from __future__ import annotations
-
-import os
-from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -19,70 +17,9 @@ from hsaudit.audit.auditor import DEFAULT_RULE, Auditor, ThresholdRule
 from hsaudit.audit.validity import valid_companion, with_valid
 
 
-def scores_table(shard_paths: Sequence[str | os.PathLike]) -> pd.DataFrame:
-    """Gather shard files into a tidy table with columns run, shard, bit, step, score (higher ⇒ inserted).
-
-    Runs are numbered in shard order (shard i holds runs i·n .. i·n + n − 1).
-    """
-    frames = []
-    offset = 0
-    steps_ref = None
-    for index, path in enumerate(shard_paths):
-        with np.load(path) as f:
-            bits, scores, steps = f["bits"], f["scores"], f["steps"]
-        if steps_ref is None:
-            steps_ref = steps
-        elif not np.array_equal(steps, steps_ref):
-            raise ValueError(f"shard {path} records steps {steps.tolist()}, expected {steps_ref.tolist()}")
-        n, m = scores.shape
-        frames.append(
-            pd.DataFrame(
-                {
-                    "run": np.repeat(np.arange(offset, offset + n), m),
-                    "shard": np.full(n * m, index, dtype=np.int64),
-                    "bit": np.repeat(bits, m),
-                    "step": np.tile(steps, n),
-                    "score": scores.reshape(-1),
-                }
-            )
-        )
-        offset += n
-    if not frames:
-        raise ValueError("scores_table needs at least one shard")
-    return pd.concat(frames, ignore_index=True)
-
-
-def norms_table(shard_paths: Sequence[str | os.PathLike]) -> pd.DataFrame:
-    """Gather the canary's gradient norms of shard files into a tidy table: run, shard, bit, step, norm.
-
-    Steps are 1-based (the norm at θ_t, before step t's update). Raises ``ValueError`` if a shard has none.
-    """
-    frames, offset = [], 0
-    for index, path in enumerate(shard_paths):
-        with np.load(path) as f:
-            if "grad_norms" not in f.files:
-                raise ValueError(f"shard {path} has no grad_norms (train it with canary_norms: true)")
-            bits, norms = f["bits"], f["grad_norms"]
-        n, steps = norms.shape
-        frames.append(
-            pd.DataFrame(
-                {
-                    "run": np.repeat(np.arange(offset, offset + n), steps),
-                    "shard": np.full(n * steps, index, dtype=np.int64),
-                    "bit": np.repeat(bits, steps),
-                    "step": np.tile(np.arange(1, steps + 1), n),
-                    "norm": norms.reshape(-1),
-                }
-            )
-        )
-        offset += n
-    if not frames:
-        raise ValueError("norms_table needs at least one shard")
-    return pd.concat(frames, ignore_index=True)
-
-
 def scores_matrix(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """From a :func:`scores_table`: (steps [m], scores [m, n_runs], members [n_runs] bool)."""
+    """From a :func:`~hsaudit.experiments.cebere.scores.scores_table`: (steps [m], scores [m, n_runs], members
+    [n_runs] bool)."""
     wide = table.pivot(index="step", columns="run", values="score").sort_index()
     bits = table.drop_duplicates("run").set_index("run")["bit"].reindex(wide.columns)
     return wide.index.to_numpy(), wide.to_numpy(dtype=np.float64), bits.to_numpy().astype(bool)
@@ -102,21 +39,22 @@ def audit_table(
     """Audit every recorded step of a scores table (Cebere et al. Algorithm 4 / Appendix A).
 
     Args:
-        table: a :func:`scores_table` (higher score ⇒ inserted).
+        table: a :func:`~hsaudit.experiments.cebere.scores.scores_table` (higher score ⇒ inserted).
         delta, confidence, rule: the audit (:meth:`hsaudit.audit.auditor.Auditor.gdp_steps` under ``rule``, the plan's
             from ``audit.mode``).
         noise_multiplier, period: σ and k of the audited training, for the upper bound.
         seed: seed of the rules' split or calibration (:meth:`~hsaudit.audit.rules.ThresholdRule.seeded`).
         valid_rule: the valid rule (``audit.valid_mode``) whose estimate every row carries beside ``rule``'s
             (``mu_valid``, ``epsilon_valid``): when ``rule`` is the paper's (not a valid bound) the figures show both.
-            When ``rule`` is itself valid, the valid columns repeat its numbers and ``valid_mode`` names it.
+            When ``rule`` is itself valid, the valid columns repeat its numbers and ``valid_threshold_rule`` names it.
 
     Returns:
         One row per recorded step: step, insertions (⌊t/k⌋), runs, mu (μ̂), epsilon (ε̂ at ``delta`` from μ̂),
         epsilon_free (the assumption-free (ε, δ) bound from the same Clopper–Pearson bounds), threshold,
         fpr_upper, fnr_upper, mu_upper = √insertions / σ and epsilon_upper (the μ-GDP upper bound, Cebere et
-        al. §1 "Upper bound"), mode, rule_valid (whether ``mode``'s ε̂ is a valid lower bound), valid_mode, mu_valid
-        and epsilon_valid (the valid rule's μ̂ and ε̂ of the same scores), confidence, delta.
+        al. §1 "Upper bound"), threshold_rule (the rule's spec), rule_valid (whether its ε̂ is a valid lower
+        bound), valid_threshold_rule (the valid rule's spec), mu_valid and epsilon_valid (the valid rule's μ̂ and ε̂
+        of the same scores), confidence, delta.
     """
     steps, scores, members = scores_matrix(table)
     rule = rule.seeded(seed)
@@ -141,9 +79,9 @@ def audit_table(
                 "fnr_upper": float(res.fnr_upper),
                 "mu_upper": float(mu_upper),
                 "epsilon_upper": float(gdp_epsilon(mu=mu_upper, delta=delta)),
-                "mode": res.mode,
+                "threshold_rule": res.threshold_rule,
                 "rule_valid": bool(rule.valid),
-                "valid_mode": valid_rule.name,
+                "valid_threshold_rule": valid_rule.spec,
                 "mu_valid": float(val.mu),
                 "epsilon_valid": float(val.epsilon),
                 "confidence": float(res.confidence),

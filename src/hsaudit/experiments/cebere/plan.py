@@ -414,7 +414,7 @@ def hyperparameters(plan: DatasetPlan, *, audit: Mapping[str, Any]) -> list[dict
     """The hyper-parameters that a dataset's audits run with, one mapping per model (Cebere et al. Table 2).
 
     Values that differ between the model's series (e.g. C ∈ {1, 2, 4}, k ∈ {1, 5, 25}) are listed; ``audit`` is
-    the config's ``audit`` section (δ, confidence, mode). Each mapping carries ``model_kwargs``, which
+    the config's ``audit`` section (δ, confidence, and the rule: its ``threshold_rule``, the rule's spec). Each mapping carries ``model_kwargs``, which
     :func:`hsaudit.experiments.cebere.figures.table2.with_model_facts` turns into the parameter count and loss in
     the Table 2 job (that needs torch and the model built, which the workflow's parse should not pay for).
     """
@@ -440,7 +440,7 @@ def hyperparameters(plan: DatasetPlan, *, audit: Mapping[str, Any]) -> list[dict
         for name, seen in row["_v"].items():
             distinct = sorted(set(seen))
             entry[name] = distinct[0] if len(distinct) == 1 else distinct
-        entry.update({"delta": audit["delta"], "confidence": audit["confidence"], "audit_mode": audit["mode"]})
+        entry.update({"delta": audit["delta"], "confidence": audit["confidence"], "threshold_rule": config_rules(audit)[0].spec})
         out.append(entry)
     return out
 

@@ -357,17 +357,18 @@ def one_run_rows(
 
 def population_rows(tables: Sequence[pd.DataFrame], *, steps: int) -> list[dict]:
     """The population points: the last step of each per-step audit table (one per R), GDP and assumption-free
-    under the audit's rule (``mode``), and the GDP audit under the valid rule (``valid_mode``) of the same scores
-    when the table carries one beside a rule that is not valid."""
+    under the audit's rule (``threshold_rule``), and the GDP audit under the valid rule (``valid_threshold_rule``) of
+    the same scores when the table carries one beside a rule that is not valid."""
     rows = []
     for table in tables:
         last = table.loc[table["step"].idxmax()]
         runs = int(last["runs"])
         valid = bool(last["rule_valid"]) if "rule_valid" in last else None
-        points = [("population_gdp", "epsilon", float(last["mu"]), last["mode"], valid),
-                  ("population_free", "epsilon_free", np.nan, last["mode"], valid)]
+        points = [("population_gdp", "epsilon", float(last["mu"]), last["threshold_rule"], valid),
+                  ("population_free", "epsilon_free", np.nan, last["threshold_rule"], valid)]
         if "epsilon_valid" in last and valid is False:
-            points.append(("population_gdp_valid", "epsilon_valid", float(last["mu_valid"]), last["valid_mode"], True))
+            points.append(("population_gdp_valid", "epsilon_valid", float(last["mu_valid"]),
+                           last["valid_threshold_rule"], True))
         for name, column, mu, rule, rule_valid in points:
             rows.append(
                 {
@@ -436,8 +437,8 @@ def ceiling_mu(population: Sequence[pd.DataFrame], ceiling: str) -> tuple[float,
     if ceiling == "valid":
         if "mu_valid" not in last:
             return None
-        return float(last["mu_valid"]), f"valid μ̂ ({last['valid_mode']}) of the R = {int(last['runs'])} population"
-    return float(last["mu"]), f"μ̂ ({last['mode']}) of the R = {int(last['runs'])} population"
+        return float(last["mu_valid"]), f"valid μ̂ ({last['valid_threshold_rule']}) of the R = {int(last['runs'])} population"
+    return float(last["mu"]), f"μ̂ ({last['threshold_rule']}) of the R = {int(last['runs'])} population"
 
 
 def one_run_table(

@@ -46,9 +46,9 @@ def audit_scores(
         valid_rule: the valid rule audited beside ``rule`` when that one is not valid (``audit.valid_mode``).
 
     Returns:
-        The fields of ``mode``'s :class:`hsaudit.audit.gdp.AuditResult` (epsilon, mu, threshold, …, mode), then
-        rule_valid (whether ``mode``'s rule gives a valid lower bound), valid_mode (the valid rule's name: ``mode``
-        itself when its rule is valid), mu_valid and epsilon_valid (that rule's μ̂ and ε̂ of the same scores).
+        The fields of ``rule``'s :class:`hsaudit.audit.gdp.AuditResult` (epsilon, mu, threshold, …,
+        threshold_rule: the rule's spec), then rule_valid (whether ``rule`` gives a valid lower bound),
+        valid_threshold_rule (the valid rule's spec: ``rule``'s own when it is valid), mu_valid and epsilon_valid (that rule's μ̂ and ε̂ of the same scores).
 
     Raises:
         ValueError: scores and members of different shapes, or a ``valid_rule`` that is not valid.
@@ -62,7 +62,7 @@ def audit_scores(
     valid_rule = valid_companion(rule, valid_rule.seeded(seed))
     result, valid_result = with_valid(rule, valid_rule,
                                       lambda r: Auditor(delta=delta, confidence=confidence, rule=r).gdp(x0, x1))  # fmt: skip
-    return {**result.to_dict(), "rule_valid": bool(rule.valid), "valid_mode": valid_rule.name,
+    return {**result.to_dict(), "rule_valid": bool(rule.valid), "valid_threshold_rule": valid_rule.spec,
             "mu_valid": float(valid_result.mu), "epsilon_valid": float(valid_result.epsilon)}  # fmt: skip
 
 
@@ -91,7 +91,7 @@ def audit_table(
 
     Returns:
         run, adversary, margin, split, access, the audit's fields (:func:`audit_scores`: ``mode``'s audit, then
-        rule_valid, valid_mode, mu_valid, epsilon_valid), the sample's columns, then ``facts``.
+        rule_valid, valid_threshold_rule, mu_valid, epsilon_valid), the sample's columns, then ``facts``.
     """
     if scores.empty:
         raise ValueError("the run has no scores")

@@ -6,8 +6,8 @@ Input (the contract with ``workflow/scripts/plot_yoon.py``): the concatenation o
 options ``recipe``) × adversary (``a_c``: the canary itself; ``a_ude`` / ``a_ade``: a sample crafted from it,
 ``a_ade`` at margin α) × split (``held-out``: x_a crafted on one population and scored on a fresh one;
 ``same``: crafted and scored on the same models, the paper's reading), with ε̂ (``epsilon``, at δ) and μ̂ (``mu``)
-under the audit's rule (``mode``; ``rule_valid``: whether it is a valid lower bound), the valid rule's ε̂ and μ̂ of
-the same scores (``epsilon_valid``, ``mu_valid``, rule ``valid_mode``;
+under the audit's rule (``threshold_rule``, its spec; ``rule_valid``: whether it is a valid lower bound), the valid rule's ε̂ and μ̂ of
+the same scores (``epsilon_valid``, ``mu_valid``, rule ``valid_threshold_rule``;
 :func:`hsaudit.experiments.yoon.audit.audit_scores`) and the provenance columns (models_per_world, data_source,
 confidence, delta). fig2 also takes the per-model scores (run, adversary, margin, split, model_index, member, score;
 score = −loss; member = 1 for the models M′ trained on D′ = D ∪ {canary}), each row with its audit row's columns
@@ -27,7 +27,7 @@ them by figure id. Figure kinds, one function each:
 - :func:`write_table1` (table1): a_ade's ε̂ for every margin α (Markdown and CSV).
 
 **Which rule a drawn ε̂ used** (:func:`_headline`). A valid audit of x_a needs the held-out split *and* a valid
-threshold rule: the held-out split's ε̂ is the valid rule's (``valid_mode``, default crossing), the same split's is
+threshold rule: the held-out split's ε̂ is the valid rule's (``valid_threshold_rule``, default crossing), the same split's is
 the audit mode's (default the paper's, not valid), as the paper reports it and so comparable with its printed
 values. Every legend, footer and table header names the rule of what it shows and whether it is valid, and the CSV
 keeps both rules' numbers for every row.
@@ -39,8 +39,8 @@ split). Its CSV holds every plotted number: one row per series (dataset, canary,
 epsilon_theory, craft_recipe, recipe, adversary, margin, split) with ``epsilon`` (mean ε̂ over the runs of the drawn
 estimate), ``epsilon_sd`` (ddof = 1; 0 for one run), ``mu`` (mean μ̂), ``runs``, ``runs_finite``, ``rule`` and
 ``rule_valid`` (the drawn estimate's rule and whether it is valid); ``epsilon_valid``, ``epsilon_valid_sd``,
-``mu_valid``, ``runs_finite_valid`` (the valid rule's, named by ``valid_mode``); ``epsilon_mode``,
-``epsilon_mode_sd``, ``mu_mode``, ``runs_finite_mode`` (the audit mode's, named by ``mode``, valid if
+``mu_valid``, ``runs_finite_valid`` (the valid rule's, named by ``valid_threshold_rule``); ``epsilon_mode``,
+``epsilon_mode_sd``, ``mu_mode``, ``runs_finite_mode`` (the audit rule's, named by ``threshold_rule``, valid if
 ``mode_valid``); and ``epsilon_paper`` (the value the paper reports for that setting, NaN where it gives none).
 
 The paper's values (:data:`PAPER`) are drawn only as reference markers labelled "paper". They come from the text
@@ -68,7 +68,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hsaudit.audit.validity import RULE_VALID, rule_words
+from hsaudit.audit.rules import parse_rule
+from hsaudit.audit.validity import rule_words
 from hsaudit.experiments.plotting import PALETTE, UPPER_BOUND_STYLE, figure, footer_text, reserve_footer, save
 from hsaudit.util.io import write_csv_atomic, write_text_atomic
 
@@ -80,7 +81,7 @@ PAPER_SETTING = SETTING[:-2]
 """The setting of the paper's printed values (they hold for its recipe, whichever ours is: shown beside every recipe)."""
 SERIES = (*SETTING, "adversary", "margin", "split")
 """The columns that name one plotted series (the rows of every figure's CSV)."""
-REQUIRED = (*SERIES, "run", "epsilon", "mu", "models_per_world", "data_source", "mode")
+REQUIRED = (*SERIES, "run", "epsilon", "mu", "models_per_world", "data_source", "threshold_rule")
 UNNAMED_RECIPE = "adam lr=0.01 T=100"
 """The recipe of audit tables that do not name theirs (the paper's reading, the only one before the options)."""
 RECIPE_NAMES = ("validation_stopped", "paper")
@@ -162,10 +163,10 @@ def _check(table: pd.DataFrame) -> pd.DataFrame:
             raise ValueError(f"unknown {column} {unknown[0]!r} (known: {', '.join(known)})")
     table = table.copy()
     if "rule_valid" not in table.columns:  # audit tables written before the valid rule's columns
-        table["rule_valid"] = table["mode"].map(lambda mode: RULE_VALID.get(mode, False))
-    if "valid_mode" not in table.columns:  # ... have a valid estimate only when their own rule is valid
+        table["rule_valid"] = table["threshold_rule"].map(lambda spec: parse_rule(spec).valid)
+    if "valid_threshold_rule" not in table.columns:  # ... have a valid estimate only when their own rule is valid
         valid = table["rule_valid"].astype(bool)
-        table["valid_mode"] = table["mode"].where(valid)
+        table["valid_threshold_rule"] = table["threshold_rule"].where(valid)
         table["mu_valid"] = table["mu"].where(valid)
         table["epsilon_valid"] = table["epsilon"].where(valid)
     table["rule_valid"] = table["rule_valid"].astype(bool)
@@ -179,23 +180,23 @@ def _headline(table: pd.DataFrame) -> pd.DataFrame:
     """The audit rows with the estimate a figure draws in ``epsilon`` and ``mu``, its rule in ``rule`` and whether
     that rule is valid in ``rule_valid``; the mode's own estimate moves to ``epsilon_mode`` and ``mu_mode``.
 
-    The held-out split draws the valid rule's ε̂ (``valid_mode``; the mode's where a row has none): x_a is independent
-    of those models, so under a valid rule the audit is a valid lower bound. The same split draws the mode's ε̂, the
-    paper's reading (x_a crafted on the audited models: no rule makes that audit valid for a crafted sample), which
+    The held-out split draws the valid rule's ε̂ (``valid_threshold_rule``; the audit rule's where a row has none): x_a
+    is independent of those models, so under a valid rule the audit is a valid lower bound. The same split draws the
+    mode's ε̂, the paper's reading (x_a crafted on the audited models: no rule makes that audit valid for a crafted sample), which
     compares with the paper's printed values. A table that has been through this already (a ``rule`` column) is
     returned as it is.
     """
     if "rule" in table.columns:
         return table
     table = _check(table)
-    valid = (table["split"] == "held-out") & table["valid_mode"].notna()
+    valid = (table["split"] == "held-out") & table["valid_threshold_rule"].notna()
     return table.assign(
         epsilon_mode=table["epsilon"],
         mu_mode=table["mu"],
         mode_valid=table["rule_valid"],
         epsilon=table["epsilon"].where(~valid, table["epsilon_valid"]),
         mu=table["mu"].where(~valid, table["mu_valid"]),
-        rule=table["mode"].where(~valid, table["valid_mode"]),
+        rule=table["threshold_rule"].where(~valid, table["valid_threshold_rule"]),
         rule_valid=table["rule_valid"] | valid,
     )
 
@@ -229,8 +230,8 @@ def summarise(table: pd.DataFrame) -> pd.DataFrame:
 
     Returns:
         Columns :data:`SERIES`, epsilon, epsilon_sd, mu, runs, runs_finite, rule, rule_valid (the drawn estimate),
-        epsilon_valid, epsilon_valid_sd, mu_valid, runs_finite_valid, valid_mode (the valid rule's), epsilon_mode,
-        epsilon_mode_sd, mu_mode, runs_finite_mode, mode, mode_valid (the audit mode's), n_members, n_nonmembers,
+        epsilon_valid, epsilon_valid_sd, mu_valid, runs_finite_valid, valid_threshold_rule (the valid rule's), epsilon_mode,
+        epsilon_mode_sd, mu_mode, runs_finite_mode, threshold_rule, mode_valid (the audit rule's), n_members, n_nonmembers,
         models_per_world, data_source.
     """
     table = _headline(table)
@@ -248,12 +249,12 @@ def summarise(table: pd.DataFrame) -> pd.DataFrame:
         epsilon_valid_sd=("epsilon_valid", _sd),
         mu_valid=("mu_valid", "mean"),
         runs_finite_valid=("epsilon_valid", "count"),
-        valid_mode=("valid_mode", "first"),
+        valid_threshold_rule=("valid_threshold_rule", "first"),
         epsilon_mode=("epsilon_mode", "mean"),
         epsilon_mode_sd=("epsilon_mode", _sd),
         mu_mode=("mu_mode", "mean"),
         runs_finite_mode=("epsilon_mode", "count"),
-        mode=("mode", "first"),
+        threshold_rule=("threshold_rule", "first"),
         mode_valid=("mode_valid", "all"),
         **{c: (c, "first") for c in ("n_members", "n_nonmembers") if c in table.columns},
         models_per_world=("models_per_world", "first"),
@@ -697,10 +698,10 @@ def _estimates_text(row: pd.Series) -> str:
     run's ε̂ as :func:`_headline` draws it, then the other rule's (a valid rule there is the same split's: not
     tagged valid, since no rule makes the same split a valid audit of a crafted sample)."""
     text = f"ε̂ = {float(row['epsilon']):.2f}, {rule_words(row['rule'], bool(row['rule_valid']))}"
-    if row["rule"] != row["valid_mode"] and pd.notna(row["valid_mode"]):
-        return text + f"\n{row['valid_mode']} rule: {float(row['epsilon_valid']):.2f}"
-    if row["rule"] != row["mode"]:
-        return text + f"\n{rule_words(row['mode'], bool(row['mode_valid']))}: {float(row['epsilon_mode']):.2f}"
+    if row["rule"] != row["valid_threshold_rule"] and pd.notna(row["valid_threshold_rule"]):
+        return text + f"\n{row['valid_threshold_rule']} rule: {float(row['epsilon_valid']):.2f}"
+    if row["rule"] != row["threshold_rule"]:
+        return text + f"\n{rule_words(row['threshold_rule'], bool(row['mode_valid']))}: {float(row['epsilon_mode']):.2f}"
     return text
 
 
@@ -814,10 +815,10 @@ def _table1_columns(summary: pd.DataFrame) -> list[tuple[str, str, str]]:
             continue
         first = part.iloc[0]
         out.append((split, "", title(split, first["rule"], bool(first["rule_valid"]))))
-        if pd.notna(first["valid_mode"]) and first["rule"] != first["valid_mode"]:
-            out.append((split, "_valid", title(split, first["valid_mode"], True)))
-        elif first["rule"] != first["mode"]:
-            out.append((split, "_mode", title(split, first["mode"], bool(first["mode_valid"]))))
+        if pd.notna(first["valid_threshold_rule"]) and first["rule"] != first["valid_threshold_rule"]:
+            out.append((split, "_valid", title(split, first["valid_threshold_rule"], True)))
+        elif first["rule"] != first["threshold_rule"]:
+            out.append((split, "_mode", title(split, first["threshold_rule"], bool(first["mode_valid"]))))
     return out
 
 

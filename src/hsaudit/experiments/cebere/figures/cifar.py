@@ -2,23 +2,23 @@
 
 Every figure is ``fn(table, *, pdf, csv, facts)``: a tidy table to ``results/<figure>.pdf`` plus a tidy
 ``<figure>.csv`` of every plotted number, both written atomically, the PDF with a footer stating the scale, R,
-repetitions, audit mode and data source. ``facts`` holds ``scale`` and ``code_version`` (left out of the footer
+repetitions, threshold rule and data source. ``facts`` holds ``scale`` and ``code_version`` (left out of the footer
 when empty), ``figure`` where one function draws several figures, and what a figure needs beside its table.
 
 Tables (the contract with the workflow, built by the functions here from what the jobs wrote):
 
 - :func:`cifar_table`: the audits of a figure stacked, from pairs (audit reference, audit table). The audit table
   is :func:`hsaudit.experiments.cebere.audit.audit_table`'s (step, insertions, runs, mu, epsilon, epsilon_free,
-  threshold, fpr_upper, fnr_upper, mu_upper, epsilon_upper, mode, confidence, delta); the reference is a mapping
+  threshold, fpr_upper, fnr_upper, mu_upper, epsilon_upper, threshold_rule, confidence, delta); the reference is a mapping
   or object with ``adversary`` (:data:`CIFAR_ADVERSARIES`), ``model`` (a registry name, :func:`hsaudit.engine.models.model_names`), ``clip_norm`` (C),
   ``period`` (k), ``theta0`` (:data:`THETA0_LABELS`), ``rep``, ``key`` and ``data_source`` (e.g.
   "cifar10:local"); ``figure`` and ``runs`` may be there and are not used.
 - :func:`fig1_table`: the CIFAR-10 audits and fig1c's Housing audits (panel c) in one table.
 - fig12's references also carry the crafted coordinate d and its layer (:func:`crafted_coordinate`, read from the
   adversary's file without torch).
-- :func:`fig6a_table`: the scores of one audit at one step (:func:`hsaudit.experiments.cebere.audit.scores_table`:
+- :func:`fig6a_table`: the scores of one audit at one step (:func:`hsaudit.experiments.cebere.scores.scores_table`:
   run, shard, bit, step, score; higher score ⇒ inserted), each row with its audit's values at that step.
-- fig8 reads the canary's gradient norms (:func:`hsaudit.experiments.cebere.audit.norms_table` with a ``model``
+- fig8 reads the canary's gradient norms (:func:`hsaudit.experiments.cebere.scores.norms_table` with a ``model``
   column).
 
 Every ε-against-step figure draws, per panel, the μ-GDP upper bound (black, dashed) and ε̂ at δ (mean ± sd over
@@ -478,7 +478,7 @@ def plot_fig11(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, A
     Args:
         table: a :func:`cifar_table` of audits of adversary gc_r, model convnet, clip_norm 1, one period per panel.
         pdf, csv: the outputs; the CSV has period, step, curve ("empirical" | "theoretical"), mu, epsilon, delta
-            (δ(ε)), audit_delta, reps, runs, mode, data_source, scale.
+            (δ(ε)), audit_delta, reps, runs, threshold_rule, data_source, scale.
         facts: ``scale``, ``code_version`` (optional), ``periods`` (the k of the panels; default: the table's),
             ``points`` (ε grid size; default 241).
 
@@ -548,7 +548,7 @@ def plot_fig11(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, A
     out = out.assign(
         audit_delta=audit_delta,
         runs=out["period"].map(meta["runs"]),
-        mode=out["period"].map(meta["mode"]),
+        threshold_rule=out["period"].map(meta["threshold_rule"]),
         data_source=out["period"].map(meta["data_source"]),
         scale=scale,
     )
@@ -626,7 +626,7 @@ def plot_fig6a(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, A
         [pd.DataFrame({"curve": name, "fpr": x, "fnr": y}) for name, (x, y) in curves.items()], ignore_index=True
     ).assign(step=step, mu=mu, mu_upper=mu_upper, epsilon=float(row["epsilon"]), runs=n0 + n1, n_members=n1,
              key=row["key"], rep=int(row["rep"]), model=row["model"], adversary=row["adversary"],
-             period=int(row["period"]), clip_norm=float(row["clip_norm"]), mode=row["mode"],
+             period=int(row["period"]), clip_norm=float(row["clip_norm"]), threshold_rule=row["threshold_rule"],
              data_source=row["data_source"], scale=scale)  # fmt: skip
     write_csv_atomic(out, csv)
     footer = footer_text(scale=scale, **audit_facts(table), step=step, code_version=facts.get("code_version", ""))

@@ -60,7 +60,7 @@ def figure_table(
 
     Returns:
         Columns adversary, label, rep, key, the ``ref_columns``, step, insertions, runs, mu, epsilon, epsilon_free,
-        mu_upper, epsilon_upper, mode, confidence, delta.
+        mu_upper, epsilon_upper, threshold_rule, confidence, delta.
 
     Raises:
         ValueError: no entries, or a reference without one of the ``ref_columns`` (naming it).
@@ -115,7 +115,7 @@ def valid_label(table: pd.DataFrame) -> str:
     """The legend entry of the dotted valid-rule lines."""
     from hsaudit.audit.validity import rule_words
 
-    return f"dotted: {rule_words(table['valid_mode'].iloc[0], True)}"
+    return f"dotted: {rule_words(table['valid_threshold_rule'].iloc[0], True)}"
 
 
 def plot_valid_key(ax, table: pd.DataFrame) -> None:
@@ -153,16 +153,16 @@ def plot_mean_sd(ax, part: pd.DataFrame, *, colour: str, label: str, linestyle: 
 
 def audit_facts(table: pd.DataFrame) -> dict[str, Any]:
     """What the footer of an ε-against-step figure says about its audits, as keyword arguments of
-    :func:`hsaudit.experiments.plotting.footer_text`: R (every run count), the audit (mode, GDP, CP level), the
+    :func:`hsaudit.experiments.plotting.footer_text`: R (every run count), the audit (threshold rule, GDP, CP level), the
     repetitions (the most of any adversary) and, where the table has the column, the data sources.
 
     Args:
-        table: a :func:`figure_table` (columns runs, adversary, rep, mode, confidence; data_source optional).
+        table: a :func:`figure_table` (columns runs, adversary, rep, threshold_rule, confidence; data_source optional).
     """
     facts: dict[str, Any] = {
         "R": table["runs"].astype(int),
-        "audit": f"{table['mode'].iloc[0]} (GDP, CP {float(table['confidence'].iloc[0]):g}"
-        + (f", not valid; dotted: {table['valid_mode'].iloc[0]}, valid)" if shows_valid(table) else ")"),
+        "audit": f"{table['threshold_rule'].iloc[0]} (GDP, CP {float(table['confidence'].iloc[0]):g}"
+        + (f", not valid; dotted: {table['valid_threshold_rule'].iloc[0]}, valid)" if shows_valid(table) else ")"),
         "reps": int(table.groupby("adversary")["rep"].nunique().max()),
     }
     if "data_source" in table:
@@ -173,7 +173,7 @@ def audit_facts(table: pd.DataFrame) -> dict[str, Any]:
 def plot_housing(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
     """Plot ε̂ against the step (mean ± sd over repetitions, one series per adversary) and the upper bound.
 
-    Writes ``pdf`` (footer: scale, R, repetitions, audit mode, the DP-SGD hyper-parameters) and ``csv`` (the tidy
+    Writes ``pdf`` (footer: scale, R, repetitions, threshold rule, the DP-SGD hyper-parameters) and ``csv`` (the tidy
     ``table``, every plotted number: per-repetition ε̂ and the bound, from which the means and sds follow; plus one
     column per hyper-parameter). Both atomically.
 

@@ -34,7 +34,7 @@ TABLE2_FIELDS = {
     "runs": "Auditing runs (R)",
     "delta": "Failure probability (δ)",
     "confidence": "Confidence",
-    "audit_mode": "Audit mode",
+    "threshold_rule": "Threshold rule",
     "repetitions": "Repetitions",
     "data_source": "Data source",
 }
