@@ -190,7 +190,8 @@ def method_table(table: pd.DataFrame) -> str:
     index = [c for c in ("panel", "background", "batch_size", "sampling_rate", "noise_multiplier", "steps")
              if c in table and table[c].nunique() > 1 or c == "steps"]  # fmt: skip
     index = [c for c in index if c in table]
-    modes = table.groupby("method", sort=False)["audit_mode"].first() if "audit_mode" in table else None
+    rule = rule_column(table)
+    modes = table.groupby("method", sort=False)[rule].first() if rule else None
     methods = list(dict.fromkeys(table["method"]))
     wide = table.pivot_table(index=index, columns="method", values="epsilon", aggfunc="first", sort=False)
     header = [*index]
@@ -415,7 +416,7 @@ def fig3_table(table: pd.DataFrame, *, rule: str = "divergent") -> str:
     """σ | bound | B | ε̂(t=1) | ε̂(t=T) | ratio | AF max | GDP limit | exact | exact ratio (means ± sd over reps)."""
     rows = table[(table["panel"] == "a") & (table["rule"] == rule)] if "panel" in table else table[table["rule"] == rule]
     last = int(rows["step"].max())
-    mode = rows["audit_mode"].iloc[0] if "audit_mode" in rows else "?"
+    mode = rows[rule_column(rows)].iloc[0] if rule_column(rows) else "?"
     header = ["σ", "bound", "B", "ε̂(t=1)", f"ε̂(t={last})", "ratio", f"AF max (t={last})",
               f"GDP limit (t={last})", f"exact (t={last})", "exact ratio"]  # fmt: skip
     out = []
@@ -461,7 +462,7 @@ def fig6c_table(table: pd.DataFrame) -> str:
                     f"{at_star.mean():.3f} ± {at_star.std():.3f}", "∞" if np.isinf(best_h) else f"{best_h:.2f}",
                     f"{star['epsilon_exact'].iloc[0]:.3f}", f"{exact_grid.min():.3f}–{exact_grid.max():.3f}",
                     f"{limit_h:.2f}"])  # fmt: skip
-    mode = table["audit_mode"].iloc[0] if "audit_mode" in table else "?"
+    mode = table[rule_column(table)].iloc[0] if rule_column(table) else "?"
     return markdown(header, out) + f"\n\nε̂: GDP audit, rule `{mode}` ({validity(mode)})."
 
 
@@ -481,8 +482,8 @@ RENDERERS: tuple[tuple[str, Callable[..., str]], ...] = (
     (r"fig6a", curve_summary(("model", "adversary", "period", "clip_norm"), ("step", "mu", "mu_upper", "runs"))),
     (r"fig8", columns_table(("model", "step", "runs", "mean", "sd", "lower", "upper", "world", "data_source"))),
     (r"steinke/fig[12346]", method_table),
-    (r"steinke/fig4_spread", columns_table(("steps", "canary", "canaries", "audit_mode", "mean", "sd", "min", "max",
-                                            "heuristic", "standard", "values"))),  # fmt: skip
+    (r"steinke/fig4_spread", columns_table(("steps", "canary", "canaries", "threshold_rule", "audit_mode", "mean",
+                                            "sd", "min", "max", "heuristic", "standard", "values"))),  # fmt: skip
     (r"steinke/fig5", columns_table(("sampling_rate", "noise_multiplier", "one_step_epsilon", "rounding_direction",
                                      "steps", "epsilon_quadratic", "epsilon_quadratic_exact", "epsilon_linear_max",
                                      "ratio", "ratio_exact", "ratio_other_direction"))),  # fmt: skip

@@ -53,9 +53,10 @@ def test_step_table_names_the_steps_when_panels_end_apart(jt):
     assert "| T |" in text.splitlines()[0] and "(t = 1" in text
 
 
-def test_method_table_labels_each_column_with_its_rule(jt):
+@pytest.mark.parametrize("column", ["threshold_rule", "audit_mode"])  # audit_mode: a CSV written before
+def test_method_table_labels_each_column_with_its_rule(jt, column):
     frame = pd.DataFrame(
-        [dict(steps=t, method=m, epsilon=e, audit_mode=a) for t in (1, 5) for m, e, a in
+        [{"steps": t, "method": m, "epsilon": e, column: a} for t in (1, 5) for m, e, a in
          (("heuristic", 1.0, "none"), ("empirical_sigma_last_iterate", 0.5, "all_thresholds"),
           ("empirical_sigma_last_iterate_held_out", 0.0, "held_out"))]  # fmt: skip
     )
@@ -143,7 +144,7 @@ def test_yoon_contrast_table_compares_the_figures_points_by_welchs_t(jt, tmp_pat
 def test_the_command_renders_csv_and_markdown_targets_and_fails_on_a_missing_one(jt, tmp_path, capsys):
     step_frame().to_csv(tmp_path / "fig7.csv", index=False)
     (tmp_path / "steinke").mkdir()
-    pd.DataFrame([dict(steps=1, method="heuristic", epsilon=1.0, audit_mode="none")]).to_csv(
+    pd.DataFrame([dict(steps=1, method="heuristic", epsilon=1.0, threshold_rule="none")]).to_csv(
         tmp_path / "steinke" / "fig2.csv", index=False
     )
     (tmp_path / "table2.md").write_text("| a |\n|---|\n| 1 |\n")
@@ -159,7 +160,8 @@ def test_the_command_renders_csv_and_markdown_targets_and_fails_on_a_missing_one
     assert "fig4.csv" in capsys.readouterr().err
 
 
-def test_the_section6_tables(jt):
+@pytest.mark.parametrize("column", ["threshold_rule", "audit_mode"])  # audit_mode: a CSV written before
+def test_the_section6_tables(jt, column):
     rows = []
     for sigma in (1.0, 4.0):
         for rep in range(2):
@@ -167,7 +169,7 @@ def test_the_section6_tables(jt):
                 rows.append(dict(rule="divergent", sigma=sigma, batch_size=1, step=step, rep=rep, panel="a",
                                  epsilon_audit=1.0 / sigma + 0.01 * rep, epsilon_exact=0.9 / sigma / step,
                                  epsilon_upper=1.0 / sigma, epsilon_gdp_limit=1.0 / sigma,
-                                 epsilon_assumption_free_max=0.5 / sigma, audit_mode="paper"))  # fmt: skip
+                                 epsilon_assumption_free_max=0.5 / sigma, **{column: "paper"}))  # fmt: skip
     text = jt.fig3_table(pd.DataFrame(rows), rule="divergent")
     assert "| 4 | 0.250 | 1 | 0.255 ± 0.007 | 0.255 ± 0.007 | 1.00 | 0.125 | 0.250 | 0.113 | 0.50 |" in text
     assert "rule `paper` (not valid)" in text

@@ -28,7 +28,7 @@ FIG3_COLUMNS = {
     "rule",
     "mu",
     "threshold",
-    "audit_mode",
+    "threshold_rule",
     "runs_per_world",
 }
 
@@ -121,7 +121,7 @@ def test_fig3_end_to_end_at_smoke_scale(fig3_built):
     )
     assert set(curves["rule"]) == set(s6["rules"])
     assert (curves["epsilon_exact"] <= curves["epsilon_upper"] + 1e-6).all()
-    assert set(curves["audit_mode"]) == {"paper"}
+    assert set(curves["threshold_rule"]) == {"paper"}
     heat = table[table["panel"] == "b"]
     assert len(heat) == len(s6["rules"]) * len(s6["sigmas"]) * len(s6["batch_sizes"])
     assert heat["ratio"].notna().all()

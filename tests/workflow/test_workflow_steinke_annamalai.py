@@ -33,7 +33,7 @@ def test_smoke_targets(workflow_copy):
 
     fig3 = pd.read_csv(workflow_copy / "results/steinke/fig3.csv")
     assert {"empirical_sigma_last_iterate", "empirical_gdp", "population_sigma_last_iterate"} <= set(fig3["method"])
-    assert set(fig3["confidence"]) == {0.95} and "paper" in set(fig3["audit_mode"])
+    assert set(fig3["confidence"]) == {0.95} and "paper" in set(fig3["threshold_rule"])
 
     fig6 = pd.read_csv(workflow_copy / "results/steinke/fig6.csv")
     assert (fig6["clipped_fraction"] == 0).all() and (fig6["flipped_fraction"] == 0).all()

@@ -62,7 +62,7 @@ def test_smoke_fig2(workflow_copy):
     assert {"heuristic", "standard", "empirical_sigma_last_iterate", "empirical_sigma_last_iterate_held_out",
             "empirical_gdp", "empirical_gdp_valid"} == set(table["method"])
     # every audit says its rule and whether it is valid: the paper rule's GDP and σ̂ are not, crossing and held-out are
-    audits = table.dropna(subset=["valid"]).groupby("method")[["audit_mode", "valid"]].first()
+    audits = table.dropna(subset=["valid"]).groupby("method")[["threshold_rule", "valid"]].first()
     assert audits.loc["empirical_gdp"].tolist() == ["paper", False]
     assert audits.loc["empirical_gdp_valid"].tolist() == ["crossing", True]
     assert table.loc[table["method"].isin(["heuristic", "standard"]), "valid"].isna().all()
@@ -75,7 +75,7 @@ def test_smoke_fig2(workflow_copy):
     assert t2["batch_size"].tolist() == [10, 5, 2] and t2["test_accuracy_mean"].between(0, 1).all()
     assert t2["runs_per_world"].tolist() == [4, 4, 4]  # row 1 reads 4 + 4 of fig2's shared models
     assert (t2["heuristic"] - t2["heuristic"].iloc[0]).abs().max() < 0.01  # σ calibrated to one heuristic
-    assert set(t2["valid_mode"]) == {"crossing"} and not t2["empirical_gdp_valid"].isna().any()
+    assert set(t2["valid_threshold_rule"]) == {"crossing"} and not t2["empirical_gdp_valid"].isna().any()
     # every accountant's standard ε beside the PLD (issue 24 §4); RDP bounds the same mechanism more loosely
     rdp = ["standard_rdp_classic", "standard_rdp_improved", "standard_rdp_classic_fractional",
            "standard_rdp_improved_fractional"]

@@ -39,7 +39,7 @@ def test_smoke_fig4_spread(workflow_copy):
     assert set(audit["background"]) == {"natural"}
     summary = pd.read_csv(workflow_copy / "results/steinke/fig4_spread.csv")
     assert len(summary) == 2 * 2 and set(summary["canary"]) == {"dirac", "label_flip"}
-    assert (summary["canaries"] == 2).all() and summary["valid"].all() and (summary["audit_mode"] == "crossing").all()
+    assert (summary["canaries"] == 2).all() and summary["valid"].all() and (summary["threshold_rule"] == "crossing").all()
     valid = audit[audit["method"] == "empirical_gdp_valid"]
     for _, row in summary.iterrows():
         eps = valid[(valid["steps"] == row["steps"]) & (valid["canary"] == row["canary"])]["epsilon"]

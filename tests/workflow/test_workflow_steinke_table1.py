@@ -55,6 +55,6 @@ def test_smoke_table1_on_a_tiny_random_lm(workflow_copy, tmp_path):
     assert table["perplexity_mean"].between(1, 1e6).all() and set(table["score"]) == {"gradient"}
     md = (workflow_copy / TARGET).read_text()
     assert md.count("\n| ") == 3 and "scale=smoke" in md and "pc.jsonl" in md
-    assert set(table["valid_mode"]) == {"crossing"} and "GDP audit, crossing rule (valid)" in md
+    assert set(table["valid_threshold_rule"]) == {"crossing"} and "GDP audit, crossing rule (valid)" in md
     again = run_snakemake(workflow_copy, *args, "-n")
     assert "Nothing to be done" in again.stdout + again.stderr

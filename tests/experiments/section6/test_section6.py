@@ -290,7 +290,7 @@ def test_a_held_out_rule_goes_through_the_audit_core():
         Process(sigma=1.0, batch_size=4, steps=2), runs_per_world=500, repetitions=1, seed=1,
         audit_rule=parse_rule("held-out"),
     )
-    assert [r["audit_mode"] for r in rows] == ["held-out", "held-out"]
+    assert [r["threshold_rule"] for r in rows] == ["held-out", "held-out"]
     assert all(np.isfinite(r["epsilon_audit"]) for r in rows)
 
 
@@ -398,4 +398,4 @@ def test_selection_fraction_reaches_the_held_out_audit():
     a = audit_process(proc, audit_rule=parse_rule("held-out", selection_fraction=0.1), **kw)
     b = audit_process(proc, audit_rule=parse_rule("held-out", selection_fraction=0.5), **kw)
     assert [r["epsilon_audit"] for r in a] != [r["epsilon_audit"] for r in b]
-    assert {r["audit_mode"] for r in a} == {"held-out@0.1"}
+    assert {r["threshold_rule"] for r in a} == {"held-out@0.1"}

@@ -40,6 +40,6 @@ def test_the_rule_is_built_once_from_the_audit_section():
     s6 = plan(resolved("smoke", mode="held-out", selection_fraction=0.25))
     assert s6.audit_rule == parse_rule("held-out", selection_fraction=0.25)
     assert not s6.paper_mode and s6.cp_tables(10) == []
-    assert s6.facts["audit_mode"] == "held-out@0.25"
+    assert s6.facts["threshold_rule"] == "held-out@0.25"
     with pytest.raises(ValueError, match="unknown audit mode"):
         plan(resolved("smoke", mode="no-such-rule"))

@@ -138,7 +138,7 @@ def test_fig3_table_small():
     # The infinite-run limit of the last-iterate σ̂ audit is the heuristic itself (the family holds the true pair).
     assert eps["population_sigma_last_iterate"] == pytest.approx(eps["heuristic"], rel=0.01)
     assert set(tab["confidence"]) == {0.95}
-    assert set(tab.loc[tab["method"] == "empirical_gdp", "audit_mode"]) == {"paper"}
+    assert set(tab.loc[tab["method"] == "empirical_gdp", "threshold_rule"]) == {"paper"}
 
 
 def _gaussian_tradeoff(alpha, mu):

@@ -130,7 +130,7 @@ def test_fig2_table_columns_and_accounting():
     std = table[(table["steps"] == 20) & (table["method"] == "standard")]["epsilon"].iloc[0]
     assert std >= row["epsilon"]
     assert (table["runs_per_world"] == 200).all()
-    modes = dict(zip(table["method"], table["audit_mode"]))
+    modes = dict(zip(table["method"], table["threshold_rule"]))
     assert modes["empirical_sigma_last_iterate"] == "all_thresholds"
     assert modes["empirical_sigma_last_iterate_held_out"] == "held_out"
     with pytest.raises(ValueError, match="outside the trained steps"):

@@ -272,7 +272,7 @@ def test_table2_columns_accuracy_and_markdown():
     assert table["heuristic"].iloc[1] == pytest.approx(H.heuristic_epsilon(1e-5, steps=5, sampling_rate=0.05,
                                                                             noise_multiplier=0.8))
     assert (table["standard"] >= table["heuristic"] - 1e-9).all() and not table["empirical_gdp"].isna().any()
-    assert not table["empirical_gdp_valid"].isna().any() and set(table["valid_mode"]) == {"crossing"}
+    assert not table["empirical_gdp_valid"].isna().any() and set(table["valid_threshold_rule"]) == {"crossing"}
     md = table2_markdown(table, footer="scale=test")
     lines = md.splitlines()
     assert lines[0].startswith("| Batch size |") and len([ln for ln in lines if ln.startswith("| 20 ")]) == 1

@@ -56,8 +56,8 @@ def test_valid_row_and_column():
               "empirical_gdp_valid")
     assert [valid[m] for m in audits] == [False, False, True, True]
     assert pd.isna(valid["standard"]) and pd.isna(valid["heuristic"])
-    assert _gdp(table, "empirical_gdp")["audit_mode"] == "paper"
-    assert _gdp(table, "empirical_gdp_valid")["audit_mode"] == "crossing"
+    assert _gdp(table, "empirical_gdp")["threshold_rule"] == "paper"
+    assert _gdp(table, "empirical_gdp_valid")["threshold_rule"] == "crossing"
     # the valid row is the crossing rule's audit of the same scores
     shard = _shard(np.random.default_rng(0), runs=100, steps=2, shift=2.0)
     s = shard["scores"][:, 0]
@@ -77,10 +77,10 @@ def test_valid_mode_options():
     shard = _shard(np.random.default_rng(1), runs=100, shift=2.0)
     table = fig2_table([shard], steps=[1], seed=1, rule=parse_rule("crossing"), valid_rule=parse_rule("held-out"), **AUDIT)
     gdp, valid = _gdp(table, "empirical_gdp"), _gdp(table, "empirical_gdp_valid")
-    assert gdp["audit_mode"] == valid["audit_mode"] == "crossing" and gdp["valid"] and valid["valid"]
+    assert gdp["threshold_rule"] == valid["threshold_rule"] == "crossing" and gdp["valid"] and valid["valid"]
     assert gdp["epsilon"] == valid["epsilon"]
     held = fig2_table([shard], steps=[1], seed=1, valid_rule=parse_rule("held-out"), **AUDIT)
-    assert _gdp(held, "empirical_gdp_valid")["audit_mode"] == "held-out"
+    assert _gdp(held, "empirical_gdp_valid")["threshold_rule"] == "held-out"
     with pytest.raises(ValueError, match="valid_mode 'paper' is not a valid rule"):
         fig2_table([shard], steps=[1], seed=1, valid_rule=parse_rule("paper"), **AUDIT)
     with pytest.raises(ValueError, match="valid_mode 'paper'"):
@@ -94,7 +94,7 @@ def test_null_scores_give_no_valid_evidence(seed):
     on null scores it is above 0 in at most 5 % of draws (the rate is the next test's), never in these five."""
     shard = _shard(np.random.default_rng(seed), runs=500, steps=1)
     row = _gdp(fig2_table([shard], steps=[1], seed=seed, **AUDIT), "empirical_gdp_valid")
-    assert row["epsilon"] == 0.0 and row["mu"] == 0.0 and row["audit_mode"] == "crossing"
+    assert row["epsilon"] == 0.0 and row["mu"] == 0.0 and row["threshold_rule"] == "crossing"
 
 
 def test_null_rate_of_the_crossing_rule_is_below_one_minus_confidence():
@@ -154,15 +154,15 @@ def _table2_rows(rng: np.random.Generator) -> list[dict]:
 
 
 def test_tables_and_markdown_carry_both_gdp_columns():
-    """Table 2 (and Table 1, the same columns) has ``empirical_gdp_valid``, ``gdp_valid`` and ``valid_mode`` beside
-    ``gdp_mode``; the Markdown shows both GDP columns, each header saying whether its rule is valid."""
-    assert {"empirical_gdp_valid", "gdp_valid", "valid_mode"} <= set(TABLE1_COLUMNS)
+    """Table 2 (and Table 1, the same columns) has ``empirical_gdp_valid``, ``gdp_valid`` and ``valid_threshold_rule``
+    beside ``threshold_rule``; the Markdown shows both GDP columns, each header saying whether its rule is valid."""
+    assert {"empirical_gdp_valid", "gdp_valid", "valid_threshold_rule"} <= set(TABLE1_COLUMNS)
     table = table2(_table2_rows(np.random.default_rng(3)), delta=1e-5, confidence=0.95, seed=1)
     assert list(table.columns) == list(TABLE2_COLUMNS)
     i = TABLE2_COLUMNS.index
-    assert i("gdp_mode") + 1 == i("gdp_valid") and i("gdp_valid") + 1 == i("valid_mode")
+    assert i("threshold_rule") + 1 == i("gdp_valid") and i("gdp_valid") + 1 == i("valid_threshold_rule")
     assert i("empirical_gdp") + 1 == i("empirical_gdp_valid")
-    assert set(table["gdp_mode"]) == {"paper"} and set(table["valid_mode"]) == {"crossing"}
+    assert set(table["threshold_rule"]) == {"paper"} and set(table["valid_threshold_rule"]) == {"crossing"}
     assert not table["gdp_valid"].any()
     assert (table["empirical_gdp_valid"] > 0).all()  # the canary shifts the scores by 1.5 sd: evidence
     md = table2_markdown(table, footer="scale=test")

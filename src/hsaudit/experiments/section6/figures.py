@@ -37,7 +37,7 @@ _CURVE_COLUMNS = [
     "epsilon_assumption_free",
     "epsilon_assumption_free_max",
     "runs_per_world",
-    "audit_mode",
+    "threshold_rule",
     "confidence",
     "delta",
 ]
@@ -69,13 +69,13 @@ def curves_table(audits: pd.DataFrame, exact: pd.DataFrame) -> pd.DataFrame:
 def _provenance(facts: Mapping, table: pd.DataFrame | None = None) -> dict:
     """The Section 6 facts of a footer, as keyword arguments of :func:`hsaudit.experiments.plotting.footer_text`.
 
-    ``facts``: the workflow's (scale, audit_mode, confidence, delta, code_version); ``table``: R (runs per world)
+    ``facts``: the workflow's (scale, threshold_rule, confidence, delta, code_version); ``table``: R (runs per world)
     and the number of repetitions, where it has them.
     """
     out: dict = {"scale": facts.get("scale", "?"), "code_version": facts.get("code_version", "")}
     if table is not None and "runs_per_world" in table:
         out["R"] = "/".join(f"{r:,}" for r in sorted({int(r) for r in table["runs_per_world"]})) + " per world"
-    out["audit"] = f"GDP, {facts.get('audit_mode', 'paper')} mode, CP {facts.get('confidence', 0.95)}"
+    out["audit"] = f"GDP, {facts.get('threshold_rule', 'paper')} rule, CP {facts.get('confidence', 0.95)}"
     if table is not None and "rep" in table:
         out["reps"] = int(table["rep"].nunique())
     out["δ"] = facts.get("delta", 1e-5)

@@ -133,7 +133,7 @@ def plan(config: Mapping[str, Any]) -> Section6Plan:
     }
     facts = {
         "scale": scale,
-        "audit_mode": audit_rule.spec,
+        "threshold_rule": audit_rule.spec,
         "selection_fraction": audit["selection_fraction"],
         "confidence": audit["confidence"],
         "delta": audit["delta"],

@@ -61,7 +61,8 @@ def audit_process(
 
     Returns:
         One record (dict) per (rep, step): rep, step, epsilon_audit, mu, threshold, fpr, fnr, fpr_upper,
-        fnr_upper, epsilon_assumption_free, epsilon_assumption_free_max, runs_per_world, audit_mode (the rule's spec).
+        fnr_upper, epsilon_assumption_free, epsilon_assumption_free_max, runs_per_world, threshold_rule (the rule's
+        spec).
     """
     runs = check_runs(runs_per_world)
     if int(repetitions) != repetitions or repetitions < 1:
@@ -78,7 +79,7 @@ def audit_process(
                 continue
             row = audit_pair(s, m, audit_rule=audit_rule, delta=delta, confidence=confidence, tables=tables,
                              seed=world_rng(seed, *key, rep, "split", step))
-            records.append({"rep": rep, "step": step, **row, "runs_per_world": runs, "audit_mode": audit_rule.spec})
+            records.append({"rep": rep, "step": step, **row, "runs_per_world": runs, "threshold_rule": audit_rule.spec})
     return records
 
 
@@ -170,7 +171,7 @@ def audit_records(
     Streams are keyed by ("section6", rule, σ, B, rep, world), so a cell's numbers do not depend on which
     other cells run. Columns: rule, sigma, batch_size, step, rep, epsilon_audit, mu, threshold, fpr, fnr,
     fpr_upper, fnr_upper, epsilon_assumption_free, epsilon_assumption_free_max, epsilon_upper,
-    runs_per_world, audit_mode, confidence, delta, clip_norm, switch_point.
+    runs_per_world, threshold_rule, confidence, delta, clip_norm, switch_point.
     """
     upper = upper_bound_epsilon(sigma=sigma, delta=delta)
     out = []

@@ -7,20 +7,21 @@ heuristic and standard accounting. Per T, the scores after step T of the two wor
 
 * ``empirical_sigma_last_iterate`` — §3.1's audit: the adversary knows q and T and estimates σ (σ̂ = the largest σ
   whose last-iterate pair (Theorem 1) is consistent with every CP-bounded (FPR, FNR) point; ε̂ = heuristic ε(σ̂));
-  the paper's rule (all thresholds, ``audit_mode: all_thresholds``), which is *not* a valid 95 % bound;
+  the paper's rule (all thresholds, ``threshold_rule: all_thresholds``), which is *not* a valid 95 % bound;
 * ``empirical_sigma_last_iterate_held_out`` — the same with one threshold chosen on half of the runs and its CP point
   from the other half (valid);
-* ``empirical_gdp`` — the GDP audit of Nasr et al. 2023 (threshold rule ``mode``; the paper's by default, which is
+* ``empirical_gdp`` — the GDP audit of Nasr et al. 2023 (threshold rule ``audit.mode``; the paper's by default, which is
   *not* a valid bound);
-* ``empirical_gdp_valid`` — the same GDP audit under a valid rule: ``mode``'s when it is valid, else ``valid_mode``'s
-  (the crossing rule by default), so that every trained-model figure and table carries a valid estimate of the same
-  scores beside the paper's;
+* ``empirical_gdp_valid`` — the same GDP audit under a valid rule: ``audit.mode``'s when it is valid, else
+  ``audit.valid_mode``'s (the crossing rule by default), so that every trained-model figure and table carries a
+  valid estimate of the same scores beside the paper's;
 * ``heuristic`` and ``standard`` — :func:`hsaudit.accounting.last_iterate.heuristic_epsilon` and
   :func:`~hsaudit.accounting.last_iterate.standard_epsilon` at (T, q, σ).
 
 Every row says whether its ε is a valid lower bound (column ``valid``: True for the held-out σ̂ audit and
-``empirical_gdp_valid``, and for ``empirical_gdp`` when ``mode`` is valid; False for the paper-rule audits; empty for
-the accounting rows), and which rule it used (``audit_mode``).
+``empirical_gdp_valid``, and for ``empirical_gdp`` when its rule is valid; False for the paper-rule audits; empty for
+the accounting rows), and which rule it used (``threshold_rule``: a GDP audit's rule spec; ``all_thresholds`` /
+``held_out`` for the σ̂ audits, ``none`` for the accounting).
 
 Score diagnostics per world (mean, variance, mean number of canary inclusions) are in every row: under the zero
 background they must match :func:`hsaudit.experiments.steinke.train.images.zero_background_moments`.
@@ -44,7 +45,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -71,7 +72,7 @@ COLUMNS = (
     "epsilon",
     "mu",
     "sigma_hat",
-    "audit_mode",
+    "threshold_rule",
     "valid",
     "confidence",
     "delta",
@@ -190,12 +191,12 @@ def fig2_table(
         select_label: domain of the held-out splits' seeds.
 
     Returns:
-        One row per (T, method) with ``columns``; higher score ⇒ canary present throughout. ``audit_mode`` names
+        One row per (T, method) with ``columns``; higher score ⇒ canary present throughout. ``threshold_rule`` names
         each audit's rule and ``valid`` says whether its ε is a valid lower bound (NaN for the accounting rows).
 
     Raises:
-        ValueError: a T beyond the trained steps, a world without runs, or a ``valid_mode`` that is not a valid
-            rule.
+        ValueError: a T beyond the trained steps, a world without runs, or a ``valid_rule`` (``audit.valid_mode``)
+            that is not a valid rule.
     """
     gdp_rule = rule
     if not valid_rule.valid:
@@ -230,9 +231,9 @@ def fig2_table(
             "inclusions_in": float(included[bits, :t].sum(axis=1).mean()),
         }
 
-        def row(method, epsilon, *, mu=nan, sigma_hat=nan, audit_mode="none", valid=None):
+        def row(method, epsilon, *, mu=nan, sigma_hat=nan, threshold_rule="none", valid=None):
             return {**base, "method": method, "epsilon": float(epsilon), "mu": mu, "sigma_hat": sigma_hat,
-                    "audit_mode": audit_mode, "valid": valid}
+                    "threshold_rule": threshold_rule, "valid": valid}
 
         kw = dict(steps=t, sampling_rate=q, noise_multiplier=sigma)
         rows.append(row("standard", H.standard_epsilon(delta, value_discretization_interval=value_discretization_interval, **kw)))
@@ -240,18 +241,18 @@ def fig2_table(
         known = KnownFamily(family="last_iterate", **kw)
         paper = Auditor(delta=delta, confidence=confidence, rule=Paper()).known_family(out, inn, known)
         rows.append(row("empirical_sigma_last_iterate", paper["epsilon"], sigma_hat=paper["sigma_hat"],
-                        audit_mode="all_thresholds", valid=False))
+                        threshold_rule="all_thresholds", valid=False))
         rule = HeldOut(seed=derive_seed(seed, select_label, t))
         held = Auditor(delta=delta, confidence=confidence, rule=rule).known_family(out, inn, known)
         rows.append(row("empirical_sigma_last_iterate_held_out", held["epsilon"], sigma_hat=held["sigma_hat"],
-                        audit_mode="held_out", valid=True))
+                        threshold_rule="held_out", valid=True))
         valid_t = valid_companion(gdp_rule, valid_rule.seeded(derive_seed(seed, select_label, "gdp-valid", t)))
         gdp, valid_gdp = with_valid(gdp_rule, valid_t,
                                     lambda r: Auditor(delta=delta, confidence=confidence, rule=r).gdp(out, inn))  # fmt: skip
-        rows.append(row("empirical_gdp", gdp.epsilon, mu=max(float(gdp.mu), 0.0), audit_mode=gdp_rule.name,
+        rows.append(row("empirical_gdp", gdp.epsilon, mu=max(float(gdp.mu), 0.0), threshold_rule=gdp_rule.spec,
                         valid=gdp_rule.valid))
         rows.append(row("empirical_gdp_valid", valid_gdp.epsilon, mu=max(float(valid_gdp.mu), 0.0),
-                        audit_mode=valid_t.name, valid=True))
+                        threshold_rule=valid_t.spec, valid=True))
     table = pd.DataFrame(rows, columns=list(columns))
     table["valid"] = table["valid"].astype("boolean")  # True / False, <NA> (an empty cell) for the accounting rows
     return table
@@ -389,9 +390,9 @@ TABLE2_COLUMNS = (
     "empirical_gdp_valid",
     "delta",
     "confidence",
-    "gdp_mode",
+    "threshold_rule",
     "gdp_valid",
-    "valid_mode",
+    "valid_threshold_rule",
     "runs_per_world",
     "n_test",
     "model",
@@ -420,8 +421,8 @@ def table_row(
     """What every row of a trained-model table (Table 1, Table 2) computes alike: the row's shards merged,
     :func:`fig2_table`'s audits at its T (seeded by ``(seed, "steinke-<table>", index)``) and the columns the tables
     share (batch size, q, σ, T, each audit's ε, every accountant's standard ε (:data:`STANDARD_COLUMNS`), δ,
-    confidence, the GDP audits' rules — ``gdp_mode`` of ``empirical_gdp``, ``gdp_valid`` whether it is a valid bound,
-    ``valid_mode`` of ``empirical_gdp_valid`` — R, model, data source and the paper's printed ``paper_keys``, NaN
+    confidence, the GDP audits' rules — ``threshold_rule`` of ``empirical_gdp``, ``gdp_valid`` whether it is a valid bound,
+    ``valid_threshold_rule`` of ``empirical_gdp_valid`` — R, model, data source and the paper's printed ``paper_keys``, NaN
     where absent).
 
     Returns:
@@ -436,7 +437,7 @@ def table_row(
         value_discretization_interval=value_discretization_interval, select_label=f"steinke-{table}-select",
     )
     eps = dict(zip(audit["method"], audit["epsilon"]))
-    rules = dict(zip(audit["method"], audit["audit_mode"]))
+    rules = dict(zip(audit["method"], audit["threshold_rule"]))
     valid = dict(zip(audit["method"], audit["valid"]))
     paper = dict(row.get("paper") or {})
     standard = standard_epsilons(delta, steps=t, sampling_rate=float(data["sampling_rate"]),
@@ -451,9 +452,9 @@ def table_row(
         **{c: float(standard[c]) for c in RDP_COLUMNS},
         "delta": delta,
         "confidence": confidence,
-        "gdp_mode": rules["empirical_gdp"],
+        "threshold_rule": rules["empirical_gdp"],
         "gdp_valid": bool(valid["empirical_gdp"]),
-        "valid_mode": rules["empirical_gdp_valid"],
+        "valid_threshold_rule": rules["empirical_gdp_valid"],
         "runs_per_world": int(audit["runs_per_world"].iloc[0]),
         "model": model,
         "data_source": str(row.get("data_source", "")),
@@ -475,7 +476,7 @@ def table2(
 ) -> pd.DataFrame:
     """Table 2 of Steinke, Nasr et al.: per batch size, heuristic and standard ε, test accuracy (mean ± sd over the
     2R models of both worlds) and the empirical ε of the Dirac gradient canary at the row's T (σ̂ last-iterate audit
-    under the paper's rule and held out, and the GDP audit under ``mode``'s rule and a valid one;
+    under the paper's rule and held out, and the GDP audit under ``rule`` and a valid one;
     :func:`fig2_table`).
 
     Args:
@@ -568,32 +569,41 @@ def table2_lr(
 
 
 def gdp_rules(table: pd.DataFrame) -> str:
-    """The rules of a Table 1 / Table 2 table's two GDP columns (``gdp_mode``, ``valid_mode``), as a footer names
+    """The rules of a Table 1 / Table 2 table's two GDP columns (``threshold_rule``, ``valid_threshold_rule``), as a footer names
     them: ``"paper rule (not a valid bound); valid: crossing rule"``."""
     first = table.iloc[0]
-    return f"{rule_words(first['gdp_mode'], bool(first['gdp_valid']))}; valid: {first['valid_mode']} rule"
+    return f"{rule_words(first['threshold_rule'], bool(first['gdp_valid']))}; valid: {first['valid_threshold_rule']} rule"
 
 
-def _gdp_header(table: pd.DataFrame) -> str:
-    """The two GDP columns' header cells of the Markdown tables: ``mode``'s rule and the valid rule, each saying
-    whether it is valid."""
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """Cells as a Markdown table: the ``header`` line, the rule line, one line per row (no trailing newline)."""
+    lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def _trained_markdown(
+    table: pd.DataFrame, lead: Sequence[tuple[str, Callable[[Any], str]]], quality: tuple[str, Callable[[Any], str]]
+) -> str:
+    """Table 1's and Table 2's columns as Markdown: each row's ``lead`` cells (header, cell of a row), every
+    accountant's standard ε (PLD with the paper's value, then RDP classic / improved per grid of orders,
+    :data:`RDP_GRIDS`), ``quality`` (accuracy or perplexity), the σ̂ audits (all thresholds / held out, the paper's
+    value) and the two GDP columns (the GDP audit's rule and the valid rule, each header saying whether it is
+    valid)."""
     first = table.iloc[0]
-    return (f"| Empirical ε: GDP audit, {rule_words(first['gdp_mode'], bool(first['gdp_valid']))} "
-            f"| Empirical ε: GDP audit, {rule_words(first['valid_mode'], True)} |")
-
-
-def _standard_header() -> str:
-    """The standard-ε header cells of the Markdown tables: PLD with the paper's value, then RDP classic / improved
-    per grid of orders (:data:`RDP_GRIDS`)."""
-    rdp = "".join(f" | Standard ε: RDP, classic / improved conversion, {label}" for label, _ in RDP_GRIDS.values())
-    return f"Standard ε: PLD (paper){rdp}"
-
-
-def _standard_cells(r: Any) -> str:
-    """A row's standard-ε cells (:func:`_standard_header`): PLD (paper), then each grid's classic / improved."""
-    rdp = "".join(" | " + " / ".join(f"{getattr(r, f'standard_rdp_{c}{suffix}'):.2f}" for c in R.CONVERSIONS)
-                  for suffix in RDP_GRIDS)
-    return f"{r.standard:.2f}{paper_value(r.paper_standard, '{:g}')}{rdp}"
+    header = [*(name for name, _ in lead), "Standard ε: PLD (paper)",
+              *(f"Standard ε: RDP, classic / improved conversion, {label}" for label, _ in RDP_GRIDS.values()),
+              quality[0], "Empirical ε: σ̂ audit, all thresholds (not a valid bound) / held-out (valid) (paper)",
+              f"Empirical ε: GDP audit, {rule_words(first['threshold_rule'], bool(first['gdp_valid']))}",
+              f"Empirical ε: GDP audit, {rule_words(first['valid_threshold_rule'], True)}"]  # fmt: skip
+    rows = [[*(cell(r) for _, cell in lead), f"{r.standard:.2f}{paper_value(r.paper_standard, '{:g}')}",
+             *(" / ".join(f"{getattr(r, f'standard_rdp_{c}{suffix}'):.2f}" for c in R.CONVERSIONS)
+               for suffix in RDP_GRIDS),
+             quality[1](r),
+             f"{r.empirical_sigma_last_iterate:.2f} / {r.empirical_sigma_last_iterate_held_out:.2f}"
+             f"{paper_value(r.paper_empirical, '{:g}')}",
+             f"{r.empirical_gdp:.2f}", f"{r.empirical_gdp_valid:.2f}"]
+            for r in table.itertuples(index=False)]  # fmt: skip
+    return markdown_table(header, rows)
 
 
 def paper_value(value: float, fmt: str) -> str:
@@ -604,30 +614,20 @@ def paper_value(value: float, fmt: str) -> str:
 def table2_markdown(table: pd.DataFrame, *, footer: str, lr_table: pd.DataFrame | None = None) -> str:
     """Table 2 as Markdown: the paper's columns (batch size, heuristic ε, standard ε, accuracy, empirical ε) with
     the paper's printed values in parentheses where given, η (``tuned`` where it was), the standard ε of every
-    accountant (PLD, then RDP classic / improved per grid of orders), the GDP audit under ``gdp_mode``'s rule and
+    accountant (PLD, then RDP classic / improved per grid of orders), the GDP audit under ``threshold_rule``'s rule and
     under the valid rule (each header says whether it is valid), then, where a row's η was tuned, the candidates'
     validation accuracy (``lr_table``, :func:`table2_lr`), then ``footer`` (scale, setup, audits)."""
 
-    paper = paper_value
-    lines = [
-        f"| Batch size | q | σ | T | η | Heuristic ε (paper) | {_standard_header()} | Test accuracy, mean ± sd (paper) "
-        "| Empirical ε: σ̂ audit, all thresholds (not a valid bound) / held-out (valid) (paper) "
-        + _gdp_header(table),
-        "|---" * (11 + len(RDP_GRIDS)) + "|",
-    ]
-    for r in table.itertuples(index=False):
-        lines.append(
-            f"| {r.batch_size} | {r.sampling_rate:.4g} | {r.noise_multiplier:g} | {r.steps} "
-            f"| {r.lr:g}{' (tuned)' if r.lr_tuned else ''} "
-            f"| {r.heuristic:.2f}{paper(r.paper_heuristic, '{:.2f}')} "
-            f"| {_standard_cells(r)} "
-            f"| {100 * r.test_accuracy_mean:.1f}% ± {100 * r.test_accuracy_sd:.1f}{paper(r.paper_accuracy, '{:.1%}')} "
-            f"| {r.empirical_sigma_last_iterate:.2f} / {r.empirical_sigma_last_iterate_held_out:.2f}"
-            f"{paper(r.paper_empirical, '{:g}')} | {r.empirical_gdp:.2f} | {r.empirical_gdp_valid:.2f} |"
-        )
+    lead = [("Batch size", lambda r: f"{r.batch_size}"), ("q", lambda r: f"{r.sampling_rate:.4g}"),
+            ("σ", lambda r: f"{r.noise_multiplier:g}"), ("T", lambda r: f"{r.steps}"),
+            ("η", lambda r: f"{r.lr:g}{' (tuned)' if r.lr_tuned else ''}"),
+            ("Heuristic ε (paper)", lambda r: f"{r.heuristic:.2f}{paper_value(r.paper_heuristic, '{:.2f}')}")]
+    accuracy = ("Test accuracy, mean ± sd (paper)", lambda r: f"{100 * r.test_accuracy_mean:.1f}% ± "
+                f"{100 * r.test_accuracy_sd:.1f}{paper_value(r.paper_accuracy, '{:.1%}')}")  # fmt: skip
+    text = _trained_markdown(table, lead, accuracy)
     if lr_table is not None and bool(lr_table["lr_tuned"].any()):
-        lines += ["", _lr_markdown(lr_table)]
-    return "\n".join(lines) + f"\n\n{footer}\n"
+        text += "\n\n" + _lr_markdown(lr_table)
+    return text + f"\n\n{footer}\n"
 
 
 def _lr_markdown(lr_table: pd.DataFrame) -> str:
@@ -638,18 +638,18 @@ def _lr_markdown(lr_table: pd.DataFrame) -> str:
     first = tuned.iloc[0]
     lines = [f"η tuning: validation accuracy, mean ± sd over {int(first['validation_models'])} models per η "
              f"(trained on {int(first['n_train'])} examples, scored on {int(first['n_validation'])} held out; "
-             "no canary); the chosen η in bold", "",
-             "| Batch size | " + " | ".join(f"η = {v:g}" for v in grid) + " |", "|---" * (1 + len(grid)) + "|"]
-    ends = []
+             "no canary); the chosen η in bold", ""]
+    ends, rows = [], []
     for b, group in tuned.groupby("batch_size", sort=False):
         cells = {float(r.lr): (f"{100 * r.validation_accuracy_mean:.1f}% ± {100 * r.validation_accuracy_sd:.1f}",
                                bool(r.chosen)) for r in group.itertuples(index=False)}
         (chosen,) = [v for v, (_, c) in cells.items() if c]
         end = chosen in (min(cells), max(cells))
         ends += [f"B = {b}"] if end else []
-        lines.append(f"| {b} | " + " | ".join(
-            "" if v not in cells else (f"**{cells[v][0]}**" + ("†" if end else "") if cells[v][1] else cells[v][0])
-            for v in grid) + " |")
+        rows.append([f"{b}", *("" if v not in cells else
+                               (f"**{cells[v][0]}**" + ("†" if end else "") if cells[v][1] else cells[v][0])
+                               for v in grid)])  # fmt: skip
+    lines.append(markdown_table(["Batch size", *(f"η = {v:g}" for v in grid)], rows))
     if ends:
         lines += ["", f"† the chosen η is an end of the grid ({', '.join(ends)}): the best η may lie beyond it."]
     return "\n".join(lines)
@@ -671,9 +671,9 @@ TABLE1_COLUMNS = (
     "n_eval",
     "delta",
     "confidence",
-    "gdp_mode",
+    "threshold_rule",
     "gdp_valid",
-    "valid_mode",
+    "valid_threshold_rule",
     "runs_per_world",
     "score",
     "model",
@@ -772,23 +772,12 @@ def table1_markdown(table: pd.DataFrame, *, footer: str) -> str:
     its printed values in parentheses where given, every accountant's standard ε and the two GDP columns as
     :func:`table2_markdown`, then ``footer``."""
 
-    paper = paper_value
-    lines = [
-        f"| Batch size | q | σ | T | Heuristic ε (paper) | {_standard_header()} | Perplexity, mean ± sd (paper) "
-        "| Empirical ε: σ̂ audit, all thresholds (not a valid bound) / held-out (valid) (paper) "
-        + _gdp_header(table),
-        "|---" * (10 + len(RDP_GRIDS)) + "|",
-    ]
-    for r in table.itertuples(index=False):
-        lines.append(
-            f"| {r.batch_size} | {r.sampling_rate:.4g} | {r.noise_multiplier:.4g} | {r.steps} "
-            f"| {r.heuristic:.2f}{paper(r.paper_heuristic, '{:.1f}')} "
-            f"| {_standard_cells(r)} "
-            f"| {r.perplexity_mean:.4g} ± {r.perplexity_sd:.2g}{paper(r.paper_perplexity, '{:g}')} "
-            f"| {r.empirical_sigma_last_iterate:.2f} / {r.empirical_sigma_last_iterate_held_out:.2f}"
-            f"{paper(r.paper_empirical, '{:g}')} | {r.empirical_gdp:.2f} | {r.empirical_gdp_valid:.2f} |"
-        )
-    return "\n".join(lines) + f"\n\n{footer}\n"
+    lead = [("Batch size", lambda r: f"{r.batch_size}"), ("q", lambda r: f"{r.sampling_rate:.4g}"),
+            ("σ", lambda r: f"{r.noise_multiplier:.4g}"), ("T", lambda r: f"{r.steps}"),
+            ("Heuristic ε (paper)", lambda r: f"{r.heuristic:.2f}{paper_value(r.paper_heuristic, '{:.1f}')}")]
+    perplexity = ("Perplexity, mean ± sd (paper)", lambda r: f"{r.perplexity_mean:.4g} ± {r.perplexity_sd:.2g}"
+                  f"{paper_value(r.paper_perplexity, '{:g}')}")  # fmt: skip
+    return _trained_markdown(table, lead, perplexity) + f"\n\n{footer}\n"
 
 
 # ------------------------------------------------------------------- which accountant: the paper's rows, no training
@@ -886,7 +875,7 @@ def accountants_markdown(comparison: pd.DataFrame) -> str:
     accountant's standard ε and the paper's; † marks an RDP value whose optimal order is an end of its grid (the
     grid, not the mechanism, sets it)."""
     header = ["Table", "B", "N", "q", "σ", "T", "Heuristic ε (paper)", *_accountant_labels(), "Paper's standard ε"]
-    lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    rows = []
     for r in comparison.to_dict("records"):
         cells = [f"{r['standard']:.2f}"]
         for suffix in RDP_GRIDS:
@@ -895,24 +884,22 @@ def accountants_markdown(comparison: pd.DataFrame) -> str:
                 cells.append(f"{r[name]:.2f}" + ("†" if _at_grid_end(r[f"{name}_order"], suffix) else ""))
         printed = "" if math.isnan(r["paper_standard"]) else f"{r['paper_standard']:g}"
         heuristic = f"{r['heuristic']:.2f}{paper_value(r['paper_heuristic'], '{:g}')}"
-        lines.append(
-            f"| {r['table']} | {r['batch_size']} | {r['n_train']:,} | {r['sampling_rate']:.4g} | "
-            f"{r['noise_multiplier']:.4g} | {r['steps']} | {heuristic} | {' | '.join(cells)} | {printed} |"
-        )
-    return "\n".join(lines) + "\n"
+        rows.append([f"{r['table']}", f"{r['batch_size']}", f"{r['n_train']:,}", f"{r['sampling_rate']:.4g}",
+                     f"{r['noise_multiplier']:.4g}", f"{r['steps']}", heuristic, *cells, printed])
+    return markdown_table(header, rows) + "\n"
 
 
 def accountant_fit_markdown(fit: pd.DataFrame) -> str:
     """:func:`accountant_fit` as Markdown, the best N of each accountant per table in bold."""
     header = ["Table", "N", *_accountant_labels()]
-    lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    rows = []
     best = {(t, c): fit.loc[fit["table"] == t, c].min() for t in fit["table"].unique() for c in STANDARD_COLUMNS}
     multi = fit.groupby("table")["n_train"].transform("size") > 1
     for i, r in fit.iterrows():
         cells = [f"**{r[c]:.3f}**" if multi[i] and r[c] == best[(r["table"], c)] else f"{r[c]:.3f}"
                  for c in STANDARD_COLUMNS]
-        lines.append(f"| {r['table']} | {int(r['n_train']):,} | {' | '.join(cells)} |")
-    return "\n".join(lines) + "\n"
+        rows.append([f"{r['table']}", f"{int(r['n_train']):,}", *cells])
+    return markdown_table(header, rows) + "\n"
 
 
 __all__ = [
@@ -939,6 +926,7 @@ __all__ = [
     "fig4_table",
     "gdp_rules",
     "load_shards",
+    "markdown_table",
     "merge_shards",
     "paper_value",
     "privacy_plan",

@@ -116,10 +116,10 @@ def plot_fig3(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
         ax.set_ylabel("ε")
     runs = int(table["runs_per_world"].iloc[0])
     conf = float(table["confidence"].iloc[0]) if "confidence" in table else float("nan")
-    gdp_mode = table.loc[table["method"] == "empirical_gdp", "audit_mode"]
+    gdp_rule = table.loc[table["method"] == "empirical_gdp", "threshold_rule"]
     what = f"σ̂ {sigma_family}" if audit == "pld_sigma" else "GDP"
     footer = footer_text(
-        **facts, R=f"{runs}/world", audit=f"{what} + GDP ({gdp_mode.iloc[0] if len(gdp_mode) else '?'})", CP=conf
+        **facts, R=f"{runs}/world", audit=f"{what} + GDP ({gdp_rule.iloc[0] if len(gdp_rule) else '?'})", CP=conf
     )
     _legend_below(fig, axes[0][0], ncol=3, footer=footer)
     write_csv_atomic(table, csv)
@@ -240,13 +240,14 @@ def plot_fig6(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, An
     ax.legend(frameon=False, fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # off the data
     runs = int(table["runs_per_world"].iloc[0])
     conf = float(table["confidence"].iloc[0]) if "confidence" in table else float("nan")
-    mode = table.loc[table["method"] == "empirical_gdp", "audit_mode"] if "audit_mode" in table else pd.Series([])
+    rule = (table.loc[table["method"] == "empirical_gdp", "threshold_rule"] if "threshold_rule" in table
+            else pd.Series([]))
     write_csv_atomic(table, csv)
     save(
         fig,
         pdf,
         footer=footer_text(
-            **facts, R=f"{runs}/world", audit=f"σ̂ all_iterates + GDP ({mode.iloc[0] if len(mode) else '?'})", CP=conf
+            **facts, R=f"{runs}/world", audit=f"σ̂ all_iterates + GDP ({rule.iloc[0] if len(rule) else '?'})", CP=conf
         ),
     )
     return table
@@ -260,7 +261,7 @@ _GDP_METHODS = ("empirical_gdp", "empirical_gdp_valid")
 
 def _gdp_rule(table: pd.DataFrame, method: str) -> str | None:
     """``"<rule> rule (valid)"`` / ``"<rule> rule (not a valid bound)"`` of a GDP series
-    (:func:`hsaudit.audit.validity.rule_words`), read off its rows' ``audit_mode`` and ``valid`` ("validity not
+    (:func:`hsaudit.audit.validity.rule_words`), read off its rows' ``threshold_rule`` and ``valid`` ("validity not
     recorded" for a table without it); None where the table lacks the method."""
     rows = table[table["method"] == method]
     if rows.empty:
@@ -268,8 +269,8 @@ def _gdp_rule(table: pd.DataFrame, method: str) -> str | None:
     first = rows.iloc[0]
     valid = first["valid"] if "valid" in rows else None
     if pd.isna(valid):
-        return f"{first['audit_mode']} rule (validity not recorded)"
-    return rule_words(first["audit_mode"], bool(valid))
+        return f"{first['threshold_rule']} rule (validity not recorded)"
+    return rule_words(first["threshold_rule"], bool(valid))
 
 
 def _trained_curves(ax, table: pd.DataFrame) -> None:
@@ -389,7 +390,7 @@ def spread_summary(table: pd.DataFrame) -> pd.DataFrame:
             "steps": int(t),
             "canary": canary,
             "canaries": int(len(valid)),
-            "audit_mode": valid["audit_mode"].iloc[0],
+            "threshold_rule": valid["threshold_rule"].iloc[0],
             "valid": True,
             "mean": float(eps.mean()),
             "sd": float(eps.std(ddof=1)) if len(eps) > 1 else float("nan"),

@@ -169,7 +169,7 @@ def fig3_table(
     ``population`` also what each audit gives with infinitely many runs (``population_*``,
     :func:`population_audits`).
 
-    Every row records ``audit_mode`` (GDP: the threshold selection; σ̂: ``all_thresholds``, the paper's — a max
+    Every row records ``threshold_rule`` (GDP: the rule's spec; σ̂: ``all_thresholds``, the paper's — a max
     over thresholds, not a valid 95 % bound — or ``held_out``, the valid rule of
     :func:`hsaudit.audit.tradeoff.held_out_point`, in the rows ``empirical_sigma_<family>_held_out``; population:
     exact rates) and ``confidence`` (of the CP bounds).
@@ -179,6 +179,7 @@ def fig3_table(
             raise ValueError(f"sigma_families must be a subset of {SIGMA_FAMILIES}, got {fam!r}")
     rows = []
     nan = math.nan
+    gdp_rule = parse_rule(mode)
     for q in sampling_rates:
         for t in steps:
             sigma = calibrate_standard_sigma(target_epsilon, delta=delta, steps=int(t), sampling_rate=float(q))
@@ -193,14 +194,14 @@ def fig3_table(
                 "confidence": confidence,
             }
 
-            def row(method, epsilon, *, mu=nan, sigma_hat=nan, audit_mode="none"):
+            def row(method, epsilon, *, mu=nan, sigma_hat=nan, threshold_rule="none"):
                 return {
                     **base,
                     "method": method,
                     "epsilon": epsilon,
                     "mu": mu,
                     "sigma_hat": sigma_hat,
-                    "audit_mode": audit_mode,
+                    "threshold_rule": threshold_rule,
                 }
 
             rows += [
@@ -215,7 +216,7 @@ def fig3_table(
                         f"empirical_sigma_{fam}",
                         aud["epsilon"],
                         sigma_hat=aud["sigma_hat"],
-                        audit_mode="all_thresholds",
+                        threshold_rule="all_thresholds",
                     )
                 )
                 # The valid rule beside the paper's: one threshold chosen on half of the runs (issue 17 §1).
@@ -226,17 +227,18 @@ def fig3_table(
                         f"empirical_sigma_{fam}_held_out",
                         held["epsilon"],
                         sigma_hat=held["sigma_hat"],
-                        audit_mode="held_out",
+                        threshold_rule="held_out",
                     )
                 )
-            gdp = Auditor(delta=delta, confidence=confidence, rule=parse_rule(mode)).gdp(out, inn)
-            rows.append(row("empirical_gdp", float(gdp.epsilon), mu=max(float(gdp.mu), 0.0), audit_mode=mode))
+            gdp = Auditor(delta=delta, confidence=confidence, rule=gdp_rule).gdp(out, inn)
+            rows.append(row("empirical_gdp", float(gdp.epsilon), mu=max(float(gdp.mu), 0.0),
+                            threshold_rule=gdp_rule.spec))
             if population:
                 pop = population_audits(delta=delta, families=tuple(sigma_families), **kw)
                 rows += [
-                    row(f"population_sigma_{f}", pop[f"epsilon_{f}"], audit_mode="exact_rates") for f in sigma_families
+                    row(f"population_sigma_{f}", pop[f"epsilon_{f}"], threshold_rule="exact_rates") for f in sigma_families
                 ]
-                rows.append(row("population_gdp", pop["epsilon_gdp"], mu=pop["mu"], audit_mode="exact_rates"))
+                rows.append(row("population_gdp", pop["epsilon_gdp"], mu=pop["mu"], threshold_rule="exact_rates"))
     return pd.DataFrame(rows)
 
 
@@ -594,6 +596,7 @@ def fig6_table(
     linear canary of fig3 and the optimal all-iterates attack.
     """
     rows = []
+    gdp_rule = parse_rule(mode)
     for t in steps:
         kw = dict(steps=int(t), sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
         m0, d0 = simulate_malicious(
@@ -604,7 +607,7 @@ def fig6_table(
         )
         s0 = malicious_score(m0, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, constants=constants)
         s1 = malicious_score(m1, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier, constants=constants)
-        gdp = Auditor(delta=delta, confidence=confidence, rule=parse_rule(mode)).gdp
+        gdp = Auditor(delta=delta, confidence=confidence, rule=gdp_rule).gdp
         aud = gdp(s0, s1)
 
         def sigma_audit(o0, o1):
@@ -655,11 +658,11 @@ def fig6_table(
             {**base, "method": "empirical_all_iterates_pld_cp", "epsilon": ref_pld["epsilon"], "mu": math.nan},
         ] + [{**base, "method": m, "epsilon": e, "mu": mu} for m, e, mu in extra]
         for r in rows:
-            if "audit_mode" not in r:
-                r["audit_mode"] = (
+            if "threshold_rule" not in r:
+                r["threshold_rule"] = (
                     "none"
                     if r["method"] in ("standard", "heuristic")
-                    else "all_thresholds" if r["method"].endswith("pld_cp") or "pld_cp_" in r["method"] else mode
+                    else "all_thresholds" if r["method"].endswith("pld_cp") or "pld_cp_" in r["method"] else gdp_rule.spec
                 )
     return pd.DataFrame(rows)
 
