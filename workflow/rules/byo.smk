@@ -16,7 +16,9 @@ from hsaudit.experiments.byo.plan import shard_paths as _byo_shard_paths
 from hsaudit.experiments.byo.plan import training_version as _byo_training_version
 
 BYO = _byo_plan(config)
-BYO_AUDITS = byo_audits(BYO.audits.values())  # root under results/ → audit, the hosted ones included
+BYO_AUDITS = byo_audits(
+    BYO.audits.values()
+)  # root under results/ → audit, the hosted ones included
 BYO_NAMES = (
     "|".join(re.escape(key) for key in BYO_AUDITS) or "(?!)"
 )  # the {name} of every rule here (none without an audit)

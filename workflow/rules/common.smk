@@ -78,7 +78,9 @@ _BYO_HOSTED = {"audits": [], "closed": False}
 def host_byo_audits(audits):
     """Have byo's rules train and audit ``audits`` (ByoAudit values) too; called before byo.smk is included."""
     if _BYO_HOSTED["closed"]:
-        raise WorkflowError("host_byo_audits: include this rule file before workflow/rules/byo.smk")
+        raise WorkflowError(
+            "host_byo_audits: include this rule file before workflow/rules/byo.smk"
+        )
     _BYO_HOSTED["audits"].extend(audits)
 
 
@@ -97,6 +99,24 @@ def byo_audits(own):
 # Code version of a job, passed as `params: code_version=script_version("<its script>")`: a hash of the script
 # and of exactly the package modules it imports, transitively (hsaudit.pipeline.provenance.script_version), so
 # an edit reruns the jobs that run the edited code and no others (editing an estimator never retrains).
+def byo_training_shards(audits):
+    """An input function: the training shards (audit and control; none for a verdict that needed no training) of
+    ``audits`` (ByoAudit values), known once their assess_byo_claim checkpoint has run.
+    """
+    from hsaudit.experiments.byo.plan import shard_paths
+
+    def shards(wildcards):
+        return [
+            path
+            for audit in audits
+            for path in shard_paths(
+                audit, checkpoints.assess_byo_claim.get(name=audit.key).output.claim
+            )
+        ]
+
+    return shards
+
+
 def script_version(name):
     return _script_version(f"{workflow.basedir}/workflow/scripts/{name}.py")
 

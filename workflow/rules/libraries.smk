@@ -4,29 +4,16 @@
 # figure and its report read the rows' report.json. A row's trainings' code version holds its script folder's code
 # and its library's installed version: upgrading Opacus retrains the Opacus rows only; editing an estimator reruns
 # audit_byo and the table, never a training. Not part of `rule all`: name the target, results/libraries/report.md.
-from hsaudit.experiments.byo.plan import shard_paths as _lib_shard_paths
 from hsaudit.experiments.libraries.plan import plan as _libraries_plan
 
 LIBRARIES = _libraries_plan(config)
 host_byo_audits(LIBRARIES.audits.values())
 
 
-def _library_shards(wildcards):
-    """Every row's training shards (audit and control; none for a verdict that needed no training): the table's
-    runtime column."""
-    return [
-        path
-        for row in LIBRARIES.rows.values()
-        for path in _lib_shard_paths(
-            row.audit, checkpoints.assess_byo_claim.get(name=row.audit.key).output.claim
-        )
-    ]
-
-
 rule table_libraries:
     input:
         reports=[row.report for row in LIBRARIES.rows.values()],
-        shards=_library_shards,
+        shards=byo_training_shards([row.audit for row in LIBRARIES.rows.values()]),
     output:
         csv="results/libraries/table.csv",
         pdf=report("results/libraries/fig.pdf", category="The DP libraries"),

@@ -153,9 +153,9 @@ rule audit_one_run_canaries:
         mem_mb=4000,
         runtime=30,
     params:
+        **ONE_RUN.options,
         models=lambda wc: list(ONE_RUN.audit(wc.dataset, wc.key).models),
         steps=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).steps,
-        **ONE_RUN.options,
         seed=SEED,
         delta=AUDIT["delta"],
         confidence=AUDIT["confidence"],

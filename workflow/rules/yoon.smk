@@ -67,9 +67,7 @@ rule audit_yoon_run:
         mem_mb=8000,
         runtime=120,
         gpu=lambda wc: (
-            YOON.resources["gpu"]
-            if YOON.audits[wc.audit]["access"] == "black"
-            else 0
+            YOON.resources["gpu"] if YOON.audits[wc.audit]["access"] == "black" else 0
         ),
     params:
         spec=lambda wc: YOON.audits[wc.audit],
