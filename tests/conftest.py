@@ -49,6 +49,9 @@ FIRST = (
     "tests/workflow/test_workflow_steinke_annamalai.py",
     "tests/workflow/test_workflow_steinke_fig2.py",
     "tests/workflow/test_workflow_steinke_table1.py",
+    "tests/experiments/byo/test_byo_workflow.py",
+    "tests/experiments/libraries/test_libraries_workflow.py",
+    "tests/test_newcomer.py",
 )
 
 
