@@ -694,14 +694,15 @@ class ByoReport:
             "power": None if self.power is None else dict(dataclasses.asdict(self.power), statement=self.power.statement()),
             "details": dict(self.details),
         }
-        return _jsonable(out)
+        return jsonable(out)
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """``value`` for JSON: nested dicts and sequences, NumPy scalars as Python numbers, non-finite floats as None."""
     if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
+        return {k: jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, (np.floating, float)):
         return float(value) if math.isfinite(value) else None
     if isinstance(value, np.integer):

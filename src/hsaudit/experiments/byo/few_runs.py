@@ -35,7 +35,6 @@ noise draw). With K = 1 the power is the power *given this noise draw*; more tra
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -53,6 +52,7 @@ from hsaudit.experiments.byo.audit import (
     accounting_bug,
     control_copies,
     control_noise_epsilon,
+    jsonable,
 )
 from hsaudit.experiments.byo.train.families import (
     TABLE_COLUMNS,
@@ -250,19 +250,7 @@ class FewRunsReport:
             "claim": self.claim.to_dict(),
             "details": dict(self.details),
         }  # fmt: skip
-        return _finite(out)
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    if isinstance(value, (float, np.floating)):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    return value
+        return jsonable(out)
 
 
 def before_training(claim: Any, n: int, options: AuditOptions, *, canaries: int, trainings: int,
