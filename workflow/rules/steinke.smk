@@ -356,7 +356,7 @@ rule audit_steinke_fig3:
         sampling_rate=lambda wc: STEINKE.section["fig3"]["sampling_rates"][int(wc.qi)],
         fig3=STEINKE.section["fig3"],
         confidence=AUDIT["confidence"],
-        mode=AUDIT["mode"],
+        rule=STEINKE.rule.spec,
         seed=SEED,
         code_version=script_version("audit_steinke_fig3"),
     script:
@@ -408,7 +408,7 @@ rule attack_steinke_fig6:
     params:
         fig6=STEINKE.section["fig6"],
         confidence=AUDIT["confidence"],
-        mode=AUDIT["mode"],
+        rule=STEINKE.rule.spec,
         seed=SEED,
         code_version=script_version("attack_steinke_fig6"),
     script:

@@ -22,7 +22,7 @@ table = fig6_table(
     confidence=p.confidence,
     constants=constants,
     seed=p.seed,
-    mode=p.mode,
+    rule=p.rule,
     value_store=bool(f["compare_value_store"]),
 )
 if (table["clipped_fraction"] > 0).any() or (table["flipped_fraction"] > 0).any():

@@ -14,7 +14,7 @@ table = fig3_table(
     runs=int(p.fig3["runs_per_world"]),
     confidence=p.confidence,
     seed=p.seed,
-    mode=p.mode,
+    rule=p.rule,
     sigma_families=list(p.fig3["sigma_families"]),
     population=bool(p.fig3["population"]),
 )

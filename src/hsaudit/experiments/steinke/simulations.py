@@ -27,7 +27,7 @@ import pandas as pd
 from scipy import stats
 
 from hsaudit.accounting import last_iterate as H
-from hsaudit.audit.auditor import Auditor, HeldOut, KnownFamily, Paper, parse_rule
+from hsaudit.audit.auditor import Auditor, HeldOut, KnownFamily, Paper, ThresholdRule, parse_rule
 from hsaudit.audit.pld import SIGMA_FAMILIES, sigma_hat_from_points
 from hsaudit.util.seeding import derive_seed
 
@@ -159,13 +159,14 @@ def fig3_table(
     runs: int,
     confidence: float,
     seed: int,
-    mode: str = "paper",
+    rule: ThresholdRule | str = "paper",
     sigma_families: list[str] = ("last_iterate",),
     population: bool = True,
 ) -> pd.DataFrame:
     """Figure 3: per (q, T), σ calibrated so standard ε = target; heuristic ε and the empirical audits of one set of
     scores: the paper's known-(q, T) σ̂ audit for every family in ``sigma_families`` (``empirical_sigma_<family>``,
-    CP bounds, :meth:`hsaudit.audit.auditor.Auditor.known_family`) and the GDP audit (``empirical_gdp``, threshold selection ``mode``); with
+    CP bounds, :meth:`hsaudit.audit.auditor.Auditor.known_family`) and the GDP audit (``empirical_gdp``, threshold rule ``rule``: the
+    plan's rule or its spec); with
     ``population`` also what each audit gives with infinitely many runs (``population_*``,
     :func:`population_audits`).
 
@@ -179,7 +180,7 @@ def fig3_table(
             raise ValueError(f"sigma_families must be a subset of {SIGMA_FAMILIES}, got {fam!r}")
     rows = []
     nan = math.nan
-    gdp_rule = parse_rule(mode)
+    gdp_rule = rule if isinstance(rule, ThresholdRule) else parse_rule(rule)
     for q in sampling_rates:
         for t in steps:
             sigma = calibrate_standard_sigma(target_epsilon, delta=delta, steps=int(t), sampling_rate=float(q))
@@ -583,7 +584,7 @@ def fig6_table(
     confidence: float,
     constants: MaliciousConstants,
     seed: int,
-    mode: str = "paper",
+    rule: ThresholdRule | str = "paper",
     value_store: bool = False,
 ) -> pd.DataFrame:
     """Figure 6: empirical ε of the malicious-dataset attack vs standard and heuristic ε, per T.
@@ -596,7 +597,7 @@ def fig6_table(
     linear canary of fig3 and the optimal all-iterates attack.
     """
     rows = []
-    gdp_rule = parse_rule(mode)
+    gdp_rule = rule if isinstance(rule, ThresholdRule) else parse_rule(rule)
     for t in steps:
         kw = dict(steps=int(t), sampling_rate=sampling_rate, noise_multiplier=noise_multiplier)
         m0, d0 = simulate_malicious(
