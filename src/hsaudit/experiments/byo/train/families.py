@@ -105,6 +105,16 @@ class FewRunsDesign:
         return getattr(self.population, name)
 
     @property
+    def models(self) -> int:
+        """The trainings (as :attr:`Design.models`, so that what prices a population audit prices this one)."""
+        return int(self.trainings)
+
+    @property
+    def shards(self) -> int:
+        """Training jobs: one per training (the workflow's ``train_byo_training``)."""
+        return int(self.trainings)
+
+    @property
     def m(self) -> int:
         """Canaries in all, K · M: each in exactly one training."""
         return int(self.canaries) * int(self.trainings)
