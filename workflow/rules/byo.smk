@@ -8,6 +8,12 @@
 # under results/ and what its code version covers) and their rule files, included before this one, hand them over
 # with host_byo_audits (the libraries table's rows). The {name} wildcard is an audit's root under results/
 # (byo/<name>, libraries/<row>).
+#
+# A few-runs audit (`canaries: M`, `trainings: K`; docs/byo.md, "When your training is expensive") has rules of its
+# own, one training per job: assess (a checkpoint: what needs no training) → check the entry and build the M canaries
+# → plan the control → train each training and each control training → pool the scores into the report (the files
+# `hsaudit audit-training --canaries M` writes). The trainings import none of the audit's code: editing the pooled
+# bounds reruns the audit alone.
 import re
 
 from hsaudit.experiments.byo.plan import audit_details as _byo_details
@@ -20,8 +26,13 @@ BYO_AUDITS = byo_audits(
     BYO.audits.values()
 )  # root under results/ → audit, the hosted ones included
 BYO_NAMES = (
-    "|".join(re.escape(key) for key in BYO_AUDITS) or "(?!)"
-)  # the {name} of every rule here (none without an audit)
+    "|".join(re.escape(key) for key, a in BYO_AUDITS.items() if a.canaries is None)
+    or "(?!)"
+)  # the {name} of the population audits' rules (none without an audit)
+BYO_FEW_NAMES = (
+    "|".join(re.escape(key) for key, a in BYO_AUDITS.items() if a.canaries is not None)
+    or "(?!)"
+)  # the {name} of the few-runs audits' rules (an audit with `canaries: M`)
 
 
 checkpoint assess_byo_claim:
@@ -196,3 +207,142 @@ rule write_byo_report:
         code_version=script_version("write_byo_report"),
     script:
         "../scripts/write_byo_report.py"
+
+
+checkpoint assess_byo_few:
+    output:
+        claim="results/{name}/claim.json",
+    log:
+        log_path("byo/assess_byo_few/{name}"),
+    wildcard_constraints:
+        name=BYO_FEW_NAMES,
+    conda:
+        "../../envs/torch.yaml"
+    threads: 1
+    resources:
+        mem_mb=lambda wc: BYO_AUDITS[wc.name].resources["mem_mb"],
+        runtime=10,
+    params:
+        few=lambda wc: BYO_AUDITS[wc.name].few(),
+        options=lambda wc: BYO_AUDITS[wc.name].options.to_dict(),
+        guesses=lambda wc: list(BYO_AUDITS[wc.name].guesses),
+        entry_version=lambda wc: _byo_training_version(BYO_AUDITS[wc.name]),
+        code_version=script_version("assess_byo_few"),
+    script:
+        "../scripts/assess_byo_few.py"
+
+
+rule check_byo_few:
+    output:
+        probe="results/{name}/probe.json",
+        family="results/{name}/family.npz",
+    log:
+        log_path("byo/check_byo_few/{name}"),
+    benchmark:
+        bench_path("byo/check_byo_few/{name}")
+    wildcard_constraints:
+        name=BYO_FEW_NAMES,
+    conda:
+        "../../envs/torch.yaml"
+    threads: lambda wc: BYO_AUDITS[wc.name].threads
+    resources:
+        mem_mb=lambda wc: BYO_AUDITS[wc.name].resources["mem_mb"],
+        runtime=lambda wc: BYO_AUDITS[wc.name].resources["runtime"],
+    params:
+        few=lambda wc: BYO_AUDITS[wc.name].few(),
+        entry_version=lambda wc: _byo_training_version(BYO_AUDITS[wc.name]),
+        code_version=script_version("check_byo_few"),
+    script:
+        "../scripts/check_byo_few.py"
+
+
+rule plan_byo_few_control:
+    output:
+        control="results/{name}/control.json",
+    log:
+        log_path("byo/plan_byo_few_control/{name}"),
+    wildcard_constraints:
+        name=BYO_FEW_NAMES,
+    conda:
+        "../../envs/torch.yaml"
+    threads: 1
+    resources:
+        mem_mb=lambda wc: BYO_AUDITS[wc.name].resources["mem_mb"],
+        runtime=10,
+    params:
+        few=lambda wc: BYO_AUDITS[wc.name].few(),
+        options=lambda wc: BYO_AUDITS[wc.name].options.to_dict(),
+        entry_version=lambda wc: _byo_training_version(BYO_AUDITS[wc.name]),
+        code_version=script_version("plan_byo_few_control"),
+    script:
+        "../scripts/plan_byo_few_control.py"
+
+
+rule train_byo_training:
+    input:
+        probe=rules.check_byo_few.output.probe,
+        family=rules.check_byo_few.output.family,
+        # the control's design; the audit's trainings do not depend on it
+        control=lambda wc: (
+            f"results/{wc.name}/control.json" if wc.part == "control" else []
+        ),
+    output:
+        scores="results/{name}/{part}/{k}.csv",
+    log:
+        log_path("byo/train_byo_training/{name}/{part}/{k}"),
+    benchmark:
+        bench_path("byo/train_byo_training/{name}/{part}/{k}")
+    wildcard_constraints:
+        name=BYO_FEW_NAMES,
+        part="trainings|control",
+        k=r"\d+",
+    conda:
+        "../../envs/torch.yaml"
+    threads: lambda wc: BYO_AUDITS[wc.name].threads
+    resources:
+        mem_mb=lambda wc: BYO_AUDITS[wc.name].resources["mem_mb"],
+        runtime=lambda wc: BYO_AUDITS[wc.name].resources["runtime"],
+    params:
+        few=lambda wc: BYO_AUDITS[wc.name].few(),
+        entry_version=lambda wc: _byo_training_version(BYO_AUDITS[wc.name]),
+        code_version=script_version("train_byo_training"),
+    script:
+        "../scripts/train_byo_training.py"
+
+
+def _byo_few_inputs(wc):
+    """The score files of a few-runs audit and, when it trains, the control's plan (behind the checkpoint)."""
+    audit = BYO_AUDITS[wc.name]
+    paths = _byo_shard_paths(audit, checkpoints.assess_byo_few.get(name=wc.name).output.claim)
+    if audit.control and paths:
+        return {"trainings": paths, "control": f"results/{wc.name}/control.json"}
+    return {"trainings": paths}
+
+
+rule audit_byo_few:
+    input:
+        unpack(_byo_few_inputs),
+        claim="results/{name}/claim.json",
+    output:
+        scores="results/{name}/scores.csv",
+        control="results/{name}/control.csv",
+        report="results/{name}/report.json",
+        markdown="results/{name}/report.md",
+    log:
+        log_path("byo/audit_byo_few/{name}"),
+    wildcard_constraints:
+        name=BYO_FEW_NAMES,
+    conda:
+        "../../envs/torch.yaml"  # the pooled audit reads the trainings' design (torch)
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        few=lambda wc: BYO_AUDITS[wc.name].few(),
+        options=lambda wc: BYO_AUDITS[wc.name].options.to_dict(),
+        guesses=lambda wc: list(BYO_AUDITS[wc.name].guesses),
+        details=lambda wc: _byo_details(BYO_AUDITS[wc.name]),
+        code_version=script_version("audit_byo_few"),
+    script:
+        "../scripts/audit_byo_few.py"

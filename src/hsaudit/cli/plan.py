@@ -121,6 +121,7 @@ def _time_byo(p, config: dict, models: int):
 
     from hsaudit.experiments.byo.api import time_training
     from hsaudit.experiments.byo.plan import plan as byo_plan
+    from hsaudit.experiments.byo.train.families import FewRunsDesign
     from hsaudit.experiments.libraries.plan import plan as libraries_plan
 
     # the libraries table's rows are byo audits too (one job each: its audit and its control)
@@ -130,11 +131,14 @@ def _time_byo(p, config: dict, models: int):
         audit = audits.get(pop.key[0]) if pop.section in ("byo", "libraries") and pop.key else None
         if audit is not None:
             torch.set_num_threads(audit.threads)
-            timing = time_training(audit.design, audit.options, models=models)
+            # a few-runs audit: its trainings, one job each, priced as models (its early verdict is not looked for)
+            few = audit.few()
+            timing = time_training(audit.design, audit.options if few is None else None, models=models)
             if timing.early is not None:
                 pop = replace(pop, models=0, detail=f"{pop.detail}; no training: {timing.early} before training")
             else:
-                pop = replace(pop, timed_seconds=timing.seconds(audit.design, control=audit.control),
+                design = audit.design if few is None else FewRunsDesign.from_dict(few)
+                pop = replace(pop, timed_seconds=timing.seconds(design, control=audit.control),
                               detail=f"{pop.detail}; timed here: {timing.seconds_per_model:.3g} s per model, "
                                      f"{timing.shard_seconds:.3g} s per training job before its models, "
                                      f"{timing.check_seconds:.3g} s for the check")  # fmt: skip

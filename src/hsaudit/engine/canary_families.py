@@ -48,6 +48,20 @@ class CanaryFamily:
         return int(self.y.shape[0])
 
 
+def family_arrays(family: CanaryFamily) -> dict[str, np.ndarray]:
+    """A family as named arrays (``np.savez``: a few-runs audit's check job writes it once for every training job),
+    :func:`family_from_arrays`' inverse."""
+    rows = np.array([], dtype=np.int64) if family.source_rows is None else np.asarray(family.source_rows)
+    return {"x": family.x, "y": family.y, "origin": np.array(family.origin), "source_rows": rows,
+            "has_source_rows": np.array(family.source_rows is not None)}  # fmt: skip
+
+
+def family_from_arrays(arrays: Mapping[str, np.ndarray]) -> CanaryFamily:
+    """The family :func:`family_arrays` wrote."""
+    rows = np.asarray(arrays["source_rows"]) if bool(arrays["has_source_rows"]) else None
+    return CanaryFamily(np.asarray(arrays["x"]), np.asarray(arrays["y"]), str(arrays["origin"]), rows)
+
+
 def _least_likely(source: CanarySource, xs: np.ndarray, exclude: np.ndarray | None) -> np.ndarray | None:
     """Per input, the class of the reference model's smallest output (other than ``exclude``), or None without one."""
     if source.reference is None:

@@ -45,27 +45,19 @@ import pandas as pd
 
 from hsaudit.audit.one_run import OneRunResult, one_run_audit, one_run_audit_search, one_run_epsilon
 from hsaudit.audit.one_run_fdp import one_run_fdp_audit, one_run_fdp_epsilon
-from hsaudit.experiments.byo.audit import (
-    Accounting,
-    AuditOptions,
-    accounting,
-    accounting_bug,
-    control_copies,
-    control_noise_epsilon,
-    jsonable,
-)
+from hsaudit.experiments.byo.api import control_design
+from hsaudit.experiments.byo.audit import Accounting, AuditOptions, accounting, accounting_bug, jsonable
 from hsaudit.experiments.byo.train.families import (
     TABLE_COLUMNS,
+    FewCheck,
     FewRunsDesign,
+    check_few,
+    load_few,
     prepare_few,
     train_one,
-    with_rows,
 )
 from hsaudit.experiments.byo.train.harness import load
-
-GUESS_FRACTIONS = (0.05, 0.1, 0.25)
-"""The default guesses per side, as fractions of the m canaries (Bonferroni over them): a gross leak separates
-most canaries (the largest fraction sees it best), a moderate one only the extremes."""
+from hsaudit.experiments.byo.train.values import GUESS_FRACTIONS
 
 MAX_CANARIES = 10**6
 """The largest m :func:`canaries_needed` searches."""
@@ -326,9 +318,10 @@ class FewResult:
 
 
 def train_table(design: FewRunsDesign, loaded: Any = None, *, trainings: Sequence[int] | None = None,
-                progress: bool = False) -> pd.DataFrame:  # fmt: skip
-    """The scores table of ``design``'s trainings (all, or ``trainings``), one row per (training, canary)."""
-    prepared = prepare_few(design, loaded)
+                progress: bool = False, checked: FewCheck | None = None) -> pd.DataFrame:  # fmt: skip
+    """The scores table of ``design``'s trainings (all, or ``trainings``), one row per (training, canary); ``checked``:
+    the audit's check (:func:`~hsaudit.experiments.byo.train.families.check_few`), else it is run here."""
+    prepared = prepare_few(design, loaded, checked)
     chosen = range(design.trainings) if trainings is None else trainings
     if progress:
         from tqdm.auto import tqdm
@@ -338,27 +331,33 @@ def train_table(design: FewRunsDesign, loaded: Any = None, *, trainings: Sequenc
     return pd.concat(frames, ignore_index=True)[list(TABLE_COLUMNS)]
 
 
-def control_of(design: FewRunsDesign, claim: Any, n: int, options: AuditOptions) -> tuple[FewRunsDesign, float]:
-    """The positive control of ``design`` and its worst case: σ/power_factor in the audit setting, else k copies of
-    every included canary (as :func:`hsaudit.experiments.byo.api.control_design` for the population audit)."""
-    if design.setting is not None:
-        return design.control_noise(options.power_factor), control_noise_epsilon(claim, n, options.power_factor)
-    copies, worst = control_copies(claim, n, options.power_factor)
-    return design.control(copies), worst
+def audit_tables(table: pd.DataFrame, claim: Any, n: int, options: AuditOptions, *, fractions: Sequence[float],
+                 details: dict[str, Any], in_setting: bool,
+                 control: tuple[pd.DataFrame, FewRunsDesign, float] | None = None) -> FewRunsReport:  # fmt: skip
+    """The report of the audit's scores table and — unless its verdict is a violation — of the positive control's
+    power, ``control`` = (its scores table, its design, its worst case); ``in_setting``: the audit ran in the audit
+    setting (else the report advises it)."""
+    found = few_report(table, claim, n, options, fractions=fractions, details=details)
+    if control is None or found.verdict == "violation":
+        return found
+    twin_table, twin, worst = control
+    checked = power(twin_table, claim, options, fractions, gdp_valid(found.accounting), epsilon_worst=worst,
+                    copies=twin.copies, noise_factor=twin.noise_factor)  # fmt: skip
+    advice = None if in_setting else "the audit setting (--audit-setting)"
+    return few_report(table, claim, n, options, fractions=fractions, control=checked, details=details, advice=advice)
 
 
 def audit_training_few(design: FewRunsDesign, options: AuditOptions = AuditOptions(), *,
                        fractions: Sequence[float] = GUESS_FRACTIONS, control: bool = True,
                        progress: bool = False) -> FewResult:  # fmt: skip
-    """The few-runs audit end to end: the verdict that needs no training, else K trainings of M canaries each, their
-    bounds, and (unless the verdict is a violation) the positive control's K trainings and its power.
+    """The few-runs audit end to end: the verdict that needs no training, else the check, K trainings of M canaries
+    each, their bounds, and (unless the verdict is a violation) the positive control's K trainings (the audit's
+    canaries) and its power. The workflow runs the same steps as jobs (workflow/rules/byo.smk).
 
     Raises:
         ValueError: as :func:`~hsaudit.experiments.byo.train.families.prepare_few`.
     """
-    first = load(design.base())
-    design = with_rows(design, first.n)
-    loaded = first if design.setting is None else load(design.base())
+    design, loaded = load_few(design)
     claim, n = loaded.training.claim, loaded.n
     early = before_training(claim, n, options, canaries=design.canaries, trainings=design.trainings,
                             fractions=fractions)  # fmt: skip
@@ -366,23 +365,21 @@ def audit_training_few(design: FewRunsDesign, options: AuditOptions = AuditOptio
     if early is not None:
         return FewResult(early, pd.DataFrame(columns=list(TABLE_COLUMNS)))
     start = time.perf_counter()
-    table = train_table(design, loaded, progress=progress)
+    checked = check_few(design, loaded)
+    table = train_table(design, loaded, progress=progress, checked=checked)
     details = {"entry": design.entry, "canary family": design.canary, "background": design.background,
                "seed": design.seed, "score baseline": str(table["baseline"].iloc[0]),
                "audit seconds": time.perf_counter() - start}  # fmt: skip
-    found = few_report(table, claim, n, options, fractions=fractions, details=details)
     model_steps = design.trainings * steps
-    checked, twin_table = None, None
+    found = few_report(table, claim, n, options, fractions=fractions, details=details)
+    twin_table = None
     if control and found.verdict != "violation":
-        twin, worst = control_of(design, claim, n, options)
+        twin, worst = control_design(design, claim, n, options)  # a few-runs design reads as a population one
         twin_loaded = loaded if twin.noise_factor == 1.0 else load(twin.base())
-        twin_table = train_table(twin, twin_loaded, progress=progress)
-        checked = power(twin_table, claim, options, fractions, gdp_valid(found.accounting), epsilon_worst=worst,
-                        copies=twin.copies, noise_factor=twin.noise_factor)  # fmt: skip
+        twin_table = train_table(twin, twin_loaded, progress=progress, checked=checked)
         model_steps += twin.trainings * int(twin_loaded.training.claim.steps)
-        advice = "the audit setting (--audit-setting)" if design.setting is None else None
-        found = few_report(table, claim, n, options, fractions=fractions, control=checked, details=details,
-                           advice=advice)  # fmt: skip
+        found = audit_tables(table, claim, n, options, fractions=fractions, details=details,
+                             in_setting=design.setting is not None, control=(twin_table, twin, worst))  # fmt: skip
     return FewResult(dataclasses.replace(found, model_steps=model_steps), table, twin_table)
 
 

@@ -21,7 +21,8 @@ from typing import Any
 from hsaudit.accounting.gaussian import calibrate_noise
 from hsaudit.audit.rules import parse_rule
 from hsaudit.experiments.byo.audit import AuditOptions
-from hsaudit.experiments.byo.train.values import AuditSetting, Design, entry_file
+from hsaudit.engine.canary_families import canary_family
+from hsaudit.experiments.byo.train.values import FEW_SCORES, GUESS_FRACTIONS, AuditSetting, Design, entry_file, few_score
 from hsaudit.experiments.plans import Population, Target
 from hsaudit.util.seeding import derive_seed
 from hsaudit.util.source import code_text
@@ -44,6 +45,9 @@ DEFAULTS: dict[str, Any] = {
     "power_factor": 1.5,
     "power_target": 0.8,
     "power_resamples": 100,
+    "canaries": None,
+    "trainings": 1,
+    "guesses": list(GUESS_FRACTIONS),
     "threads": 1,
     "resources": {"mem_mb": 4000, "runtime": 120},
 }
@@ -119,6 +123,9 @@ class ByoAudit:
             ``file`` (the entry's file) or ``folder`` (every ``.py`` file beside it).
         packages: distributions whose installed version is in the trainings' code version (upgrading one reruns the
             trainings of the audits that name it, and no others).
+        canaries: None for the population audit; M for the few-runs audit (``trainings`` K trainings of M canaries
+            each, one job per training: :meth:`few`; ``runs`` and ``shards`` unused).
+        guesses: the few-runs audit's guesses per side, fractions of the K·M canaries.
     """
 
     name: str
@@ -130,6 +137,9 @@ class ByoAudit:
     root: str = ""
     entry_code: str = "file"
     packages: tuple[str, ...] = field(default=())
+    canaries: int | None = None
+    trainings: int = 1
+    guesses: tuple[float, ...] = GUESS_FRACTIONS
 
     def __post_init__(self) -> None:
         if not self.root:
@@ -138,6 +148,18 @@ class ByoAudit:
             raise ValueError(f"byo audit {self.name}: its root {self.root!r} is not under results/")
         if self.entry_code not in ("file", "folder"):
             raise ValueError(f"byo audit {self.name}: entry_code must be file or folder, got {self.entry_code!r}")
+
+    def few(self) -> dict[str, Any] | None:
+        """The few-runs design as plain values (``FewRunsDesign.to_dict``), or None for the population audit."""
+        if self.canaries is None:
+            return None
+        return {"population": self.design.to_dict(), "canaries": self.canaries, "trainings": self.trainings,
+                "score": few_score(self.design.score)}  # fmt: skip
+
+    @property
+    def jobs(self) -> int:
+        """Training jobs of the audit (its control's as many again): its shards, or one per few-runs training."""
+        return self.design.shards if self.canaries is None else self.trainings
 
     @property
     def key(self) -> str:
@@ -193,6 +215,7 @@ def audit_from(name: str, entry: Mapping[str, Any], *, seed: int) -> ByoAudit:
         )
     except ValueError as err:
         raise ValueError(f"byo.{name}: {err}") from None
+    few = few_values(name, design, values)
     return ByoAudit(
         name=name,
         design=design,
@@ -200,7 +223,34 @@ def audit_from(name: str, entry: Mapping[str, Any], *, seed: int) -> ByoAudit:
         threads=int(values["threads"]),
         resources={**DEFAULTS["resources"], **dict(values["resources"] or {})},
         control=bool(values["control"]),
+        **few,
     )
+
+
+def few_values(name: str, design: Design, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The few-runs keys of an entry (``canaries``, ``trainings``, ``guesses``) as :class:`ByoAudit` fields: none
+    without ``canaries`` (the population audit).
+
+    Raises:
+        ValueError: M < 2, K < 1, a guess outside (0, 0.5], a canary type without a family form, a score the
+            few-runs audit does not take.
+    """
+    if values["canaries"] is None:
+        return {}
+    canaries, trainings = values["canaries"], values["trainings"]
+    guesses = tuple(float(f) for f in values["guesses"])
+    if int(canaries) != canaries or canaries < 2 or int(trainings) != trainings or trainings < 1:
+        raise ValueError(f"byo.{name}: canaries must be an integer >= 2 and trainings >= 1, got {canaries} and "
+                         f"{trainings}")  # fmt: skip
+    if not guesses or not all(0.0 < f <= 0.5 for f in guesses):
+        raise ValueError(f"byo.{name}: guesses must be fractions in (0, 0.5], got {list(guesses)}")
+    if few_score(design.score) not in FEW_SCORES:
+        raise ValueError(f"byo.{name}: score {design.score!r} is not a few-runs audit's ({', '.join(FEW_SCORES)})")
+    try:
+        canary_family(design.canary)
+    except ValueError as err:
+        raise ValueError(f"byo.{name}: {err}") from None
+    return {"canaries": int(canaries), "trainings": int(trainings), "guesses": guesses}
 
 
 def plan(config: Mapping[str, Any]) -> ByoPlan:
@@ -213,11 +263,13 @@ def plan(config: Mapping[str, Any]) -> ByoPlan:
             root=a.root,
             figures=(f"byo/{name}/report",),  # the id of its target, results/byo/<name>/report.md
             model="user",
-            models=a.design.models * (2 if a.control else 1),  # the audit's models and the control's
+            # the audit's models and the control's (a few-runs audit: its trainings)
+            models=(a.design.models if a.canaries is None else a.trainings) * (2 if a.control else 1),
             steps=int((a.design.setting.steps if a.design.setting else (a.design.claim or {}).get("steps", 0)) or 0),
             batch=0,
             role=f"{a.design.canary} canary, {a.design.background} background",
-            detail=f"entry {a.design.entry}",
+            detail=f"entry {a.design.entry}" + ("" if a.canaries is None else
+                                                f", {a.canaries} canaries x {a.trainings} trainings"),  # fmt: skip
         )
         for name, a in audits.items()
     )
@@ -233,19 +285,25 @@ def training_version(audit: ByoAudit) -> str:
 
 
 def shard_paths(audit: ByoAudit, claim_json: str) -> list[str]:
-    """The shard score files the audit's report reads: none when the checkpoint's ``claim.json`` (rule
-    ``assess_byo_claim``) holds a verdict that needed no training, else one per shard of the audit (``shards/``)
-    and, with the control, one per shard of the control (``control/``)."""
+    """The score files the audit's report reads: none when the checkpoint's ``claim.json`` (rule
+    ``assess_byo_claim``, or ``assess_byo_few``) holds a verdict that needed no training, else one per job of the
+    audit (``shards/``, or a few-runs audit's ``trainings/``: :attr:`ByoAudit.jobs`) and, with the control, as many
+    of the control (``control/``)."""
     with open(claim_json) as fh:
         if json.load(fh)["early"] is not None:
             return []
-    parts = ("shards", "control") if audit.control else ("shards",)
-    return [f"{audit.root}/{part}/{i}.csv" for part in parts for i in range(audit.design.shards)]
+    own = "shards" if audit.canaries is None else "trainings"
+    parts = (own, "control") if audit.control else (own,)
+    return [f"{audit.root}/{part}/{i}.csv" for part in parts for i in range(audit.jobs)]
 
 
 def audit_details(audit: ByoAudit) -> dict[str, Any]:
     """What the report records about the design (the check's findings are added from its file)."""
     d = audit.design
+    if audit.canaries is not None:  # the few-runs audit (the keys of its CLI report, and the design)
+        return {"entry": d.entry, "canary family": d.canary, "background": d.background, "seed": d.seed,
+                "canaries per training": audit.canaries, "trainings": audit.trainings,
+                "entry version": training_version(audit)}  # fmt: skip
     return {
         "entry": d.entry,
         "canary": d.canary,

@@ -86,6 +86,8 @@ def row_from(name: str, values: Mapping[str, Any], shared: Mapping[str, Any], *,
     if unknown or missing:
         raise ValueError(f"libraries.rows.{name}: unknown key(s) {unknown}, missing {missing}")
     audit = audit_from(f"libraries_{name}", {**dict(shared), "entry": values["entry"]}, seed=seed)
+    if audit.canaries is not None:  # the table reads population reports (its control's power, its runs)
+        raise ValueError(f"libraries.rows.{name}: the libraries table runs the population audit; drop canaries")
     audit = replace(audit, root=f"{ROOT}/{name}", entry_code="folder", packages=(str(values["library"]),))
     return LibraryRow(name=name, library=str(values["library"]), configuration=str(values["configuration"]),
                       planted=bool(values.get("planted", False)), audit=audit)  # fmt: skip

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from hsaudit.engine.canaries import CanarySource, background
-from hsaudit.engine.canary_families import CanaryFamily, canary_family
+from hsaudit.engine.canary_families import CanaryFamily, canary_family, family_arrays, family_from_arrays
 from hsaudit.experiments.byo.train.harness import (
     Loaded,
     Probe,
@@ -45,12 +45,8 @@ from hsaudit.experiments.byo.train.harness import (
     reference_function,
     train_observed,
 )
-from hsaudit.experiments.byo.train.values import AuditSetting, Design
+from hsaudit.experiments.byo.train.values import FEW_SCORES, AuditSetting, Design
 from hsaudit.util.seeding import derive_seed, rng_for
-
-FEW_SCORES = ("auto", "final", "reference")
-"""A few-runs audit's score: ``auto`` relative to θ0 where observed, else the final model's alone; ``final`` the
-final model's alone; ``reference`` relative to the check's reference model (trained without any canary)."""
 
 TABLE_COLUMNS = ("training", "canary", "member", "score", "score_final", "baseline", "seed", "train_seconds")
 """A few-runs scores table: one row per (training, canary); ``score`` and ``member`` are what ``hsaudit one-run``
@@ -109,6 +105,16 @@ class FewRunsDesign:
         return getattr(self.population, name)
 
     @property
+    def models(self) -> int:
+        """The trainings (as :attr:`Design.models`, so that what prices a population audit prices this one)."""
+        return int(self.trainings)
+
+    @property
+    def shards(self) -> int:
+        """Training jobs: one per training (the workflow's ``train_byo_training``)."""
+        return int(self.trainings)
+
+    @property
     def m(self) -> int:
         """Canaries in all, K · M: each in exactly one training."""
         return int(self.canaries) * int(self.trainings)
@@ -146,8 +152,19 @@ class FewRunsDesign:
         return replace(self, population=self.population.control_noise(factor))
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain values (JSON, Snakemake params), :meth:`from_dict`'s inverse."""
         return {"population": self.population.to_dict(), "canaries": self.canaries, "trainings": self.trainings,
                 "score": self.score}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> FewRunsDesign:
+        population = dict(values["population"])
+        setting = population.pop("setting", None)
+        design = Design.from_dict(population)
+        if setting is not None:
+            setting = (FewRunsSetting if "rows" in setting else AuditSetting)(**setting)
+            design = replace(design, setting=setting)
+        return cls(design, int(values["canaries"]), int(values.get("trainings", 1)), str(values.get("score", "auto")))
 
 
 def with_rows(design: FewRunsDesign, n: int) -> FewRunsDesign:
@@ -158,6 +175,18 @@ def with_rows(design: FewRunsDesign, n: int) -> FewRunsDesign:
     fields = {k: v for k, v in asdict(design.setting).items() if k != "rows"}
     setting = FewRunsSetting(**fields, rows=int(n) + design.canaries * design.copies)
     return replace(design, population=replace(design.population, setting=setting))
+
+
+def load_few(design: FewRunsDesign) -> tuple[FewRunsDesign, Loaded]:
+    """Load the user's training for ``design`` and give the audit setting (if any) its rows (:func:`with_rows`):
+    the design every training of the audit runs, and the training loaded in it.
+
+    Raises:
+        ValueError: as :func:`~hsaudit.experiments.byo.train.harness.load`.
+    """
+    first = load(design.base())
+    design = with_rows(design, first.n)
+    return design, (first if design.setting is None else load(design.base()))
 
 
 @dataclass(frozen=True, eq=False)
@@ -195,21 +224,53 @@ def _model_at(model: torch.nn.Module, theta: torch.Tensor) -> torch.nn.Module:
     return start
 
 
-def prepare_few(design: FewRunsDesign, loaded: Loaded | None = None) -> FewPrepared:
-    """Check the training (:func:`~hsaudit.experiments.byo.train.harness.probe`: determinism, finiteness), build
-    the family from the check's reference model, the background without the family's rows, the replaced rows.
+@dataclass(frozen=True, eq=False)
+class FewCheck:
+    """What a few-runs audit's check found, once for all its trainings and its control's: the probe, the family
+    built from the check's reference model, and that model's losses on the family (the ``reference`` score's
+    baseline). :meth:`arrays` / :meth:`from_arrays` with the probe as JSON: the workflow's check job writes it."""
+
+    probe: Probe
+    family: CanaryFamily
+    reference_losses: np.ndarray
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {**family_arrays(self.family), "reference_losses": np.asarray(self.reference_losses)}
+
+    @classmethod
+    def from_arrays(cls, found: Probe, arrays: Mapping[str, np.ndarray]) -> FewCheck:
+        return cls(found, family_from_arrays(arrays), np.asarray(arrays["reference_losses"]))
+
+
+def check_few(design: FewRunsDesign, loaded: Loaded) -> FewCheck:
+    """Check the training (:func:`~hsaudit.experiments.byo.train.harness.probe`: determinism, finiteness) and build
+    the family from the check's reference model.
 
     Raises:
-        ValueError: as :func:`~hsaudit.experiments.byo.train.harness.load` and ``probe``; a family the data cannot
-            give; under replace-one, more canaries × copies than background rows.
+        ValueError: as ``probe``; a family the data cannot give.
     """
-    loaded = loaded if loaded is not None else load(design.base())
     training, x, y = loaded.training, loaded.x, loaded.y
     found, reference = probe(training, x, y, loaded.classes, design.base(), False)
     source = CanarySource(x=x, y=y, classes=found.classes, parameters=found.parameters,
                           clip_norm=training.claim.max_grad_norm, seed=design.stream("family", design.canary),
                           reference=reference_function(training, reference), biases=bias_coordinates(reference))  # fmt: skip
     family = canary_family(design.canary)(source, design.canaries)
+    return FewCheck(found, family, losses(training, reference, family.x, family.y))
+
+
+def prepare_few(design: FewRunsDesign, loaded: Loaded | None = None, checked: FewCheck | None = None) -> FewPrepared:
+    """The check (:func:`check_few`, unless ``checked`` is given: a training job reads the check job's, and the
+    control's trainings take the audit's, so that both insert the very same canaries), the background without the
+    family's rows, the replaced rows.
+
+    Raises:
+        ValueError: as :func:`~hsaudit.experiments.byo.train.harness.load` and :func:`check_few`; under
+            replace-one, more canaries × copies than background rows.
+    """
+    loaded = loaded if loaded is not None else load(design.base())
+    training, x, y = loaded.training, loaded.x, loaded.y
+    checked = checked if checked is not None else check_few(design, loaded)
+    family = checked.family
     keep = np.ones(x.shape[0], dtype=bool)
     if family.source_rows is not None:
         keep[family.source_rows] = False
@@ -223,8 +284,8 @@ def prepare_few(design: FewRunsDesign, loaded: Loaded | None = None) -> FewPrepa
                              f"more than the background's {bx.shape[0]}")  # fmt: skip
         order = np.random.default_rng(design.stream("replaced")).permutation(bx.shape[0])
         replaced = order[:need].reshape(design.canaries, design.copies)
-    base = losses(training, reference, family.x, family.y)
-    return FewPrepared(design, training, found, family, torch.as_tensor(bx), torch.as_tensor(by), replaced, base)
+    return FewPrepared(design, training, checked.probe, family, torch.as_tensor(bx), torch.as_tensor(by), replaced,
+                       checked.reference_losses)  # fmt: skip
 
 
 def training_data(prepared: FewPrepared, coins: np.ndarray) -> UserData:

@@ -31,6 +31,20 @@ to its initialisation θ0 (observed during the training: :func:`hsaudit.experime
 SCORES = ("auto", *SCORED)
 """How a model's canary score is taken (``--score``, ``byo.score``): one of :data:`SCORED`, or ``auto``: relative when
 θ0 is observed and varies with the seed, final otherwise."""
+FEW_SCORES = ("auto", "final", "reference")
+"""A few-runs audit's score (:mod:`hsaudit.experiments.byo.train.families`): ``auto`` relative to θ0 where observed,
+else the final model's alone; ``final`` the final model's alone; ``reference`` relative to the check's reference model
+(trained without any canary)."""
+GUESS_FRACTIONS = (0.05, 0.1, 0.25)
+"""A few-runs audit's default guesses per side, as fractions of the m canaries (Bonferroni over them): a gross leak
+separates most canaries (the largest fraction sees it best), a moderate one only the extremes."""
+
+
+def few_score(score: str) -> str:
+    """A score name of :data:`SCORES` as the few-runs audit's (:data:`FEW_SCORES`): ``relative`` is its ``auto``."""
+    return {"relative": "auto"}.get(score, score)
+
+
 REQUIRED = ("epsilon", "delta", "noise_multiplier", "max_grad_norm", "sampling", "steps", "neighbouring")
 OPTIONAL = ("sample_rate", "batch_size", "accountant")
 

@@ -1,0 +1,48 @@
+"""Snakemake adapter: the few-runs audit of a user's training — both one-run bounds pooled over its trainings' scores,
+the control's power (or the verdict that needed no training) — into results/byo/{name}/report.json, report.md,
+scores.csv and control.csv, the files `hsaudit audit-training --canaries M` writes
+(hsaudit.experiments.byo.few_runs)."""
+
+import dataclasses
+import json
+
+import pandas as pd
+
+from hsaudit.experiments.byo.audit import AuditOptions
+from hsaudit.experiments.byo.few_runs import audit_tables, markdown_few
+from hsaudit.experiments.byo.train.families import TABLE_COLUMNS, FewRunsDesign
+from hsaudit.experiments.byo.train.values import Claim
+from hsaudit.pipeline.logs import script_logging
+from hsaudit.util.io import write_csv_atomic, write_text_atomic
+
+log = script_logging(snakemake)
+with open(snakemake.input.claim) as fh:
+    assessed = json.load(fh)
+details = dict(snakemake.params.details)
+empty = pd.DataFrame(columns=list(TABLE_COLUMNS))
+scores, control_scores = empty, empty
+if assessed["early"] is not None:
+    payload = assessed["early"]
+    payload["details"].update(details)
+else:
+    parts = {p: [f for f in snakemake.input.trainings if f.split("/")[-2] == p] for p in ("trainings", "control")}
+    scores = pd.concat([pd.read_csv(p) for p in parts["trainings"]], ignore_index=True)
+    design = FewRunsDesign.from_dict(snakemake.params.few)
+    claim = Claim.from_mapping(assessed["claim"])
+    details["score baseline"] = str(scores["baseline"].iloc[0])
+    control = None
+    if parts["control"]:
+        control_scores = pd.concat([pd.read_csv(p) for p in parts["control"]], ignore_index=True)
+        with open(snakemake.input.control) as fh:
+            planned = json.load(fh)
+        control = (control_scores, FewRunsDesign.from_dict(planned["design"]), planned["epsilon_worst"])
+    found = audit_tables(scores, claim, assessed["n"], AuditOptions.from_dict(snakemake.params.options),
+                         fractions=snakemake.params.guesses, details=details, in_setting=design.setting is not None,
+                         control=control)  # fmt: skip
+    trained = len(parts["trainings"]) + len(parts["control"])  # every training runs the claim's steps
+    payload = dataclasses.replace(found, model_steps=trained * int(claim.steps)).to_dict()
+write_csv_atomic(scores, snakemake.output.scores)
+write_csv_atomic(control_scores, snakemake.output.control)
+write_text_atomic(snakemake.output.report, json.dumps(payload, indent=2) + "\n")
+write_text_atomic(snakemake.output.markdown, markdown_few(payload))
+log.info("%s: %s", snakemake.wildcards.name, payload["reason"])
