@@ -3,8 +3,8 @@ step and the claim of JAX Privacy's own accountant. JAX only: no torch here (doc
 returns the params pytree, ``loss(params, x, y)`` is per-example on NumPy inputs).
 
 The step is JAX Privacy 2.x's raw-JAX path: ``jax_privacy.clipped_grad`` (per-example clipping to C, summed, divided
-by the expected batch size), ``noise_addition.gaussian_privatizer`` (N(0, (σ · sensitivity)²) on that), then an
-optax SGD update; batches are Poisson samples of ``batch_selection.CyclicPoissonSampling``, padded to a multiple of 8
+by the expected batch size), ``noise_addition.gaussian_privatizer`` (N(0, (σ · sensitivity)²) on that, its key from
+``seed``), then an optax SGD update; batches are Poisson samples of ``batch_selection.CyclicPoissonSampling``, padded to a multiple of 8
 (padding rows are zeroed by ``is_padding_example``, as JAX Privacy's examples do). The claim is
 ``accounting.DpsgdTrainingAccountant`` with the PLD accountant (what its Keras API configures).
 
@@ -70,23 +70,12 @@ def config(setting=None) -> tuple[int, float, float]:
 
 
 @functools.cache
-def dp_step(noise: float, rate: float, *, noise_fraction: float = 1.0):
-    """The jitted DP-SGD step for (σ, q) and the clipped-gradient function it uses: clipped sum / qN, Gaussian
-    noise of σ times the function's sensitivity (times ``noise_fraction``: 1 but for the planted control), SGD.
-    Cached per configuration, so that every model of an audit reuses one compilation; the noise key is the
-    state's (``noise_state``), not the privatizer's."""
-    grad_fn = clipped_grad(mean_loss, l2_clip_norm=CLIP, batch_argnums=(1, 2), normalize_by=rate * N)
-    stddev = noise * grad_fn.sensitivity() * noise_fraction
-    privatizer = noise_addition.gaussian_privatizer(stddev=stddev, prng_key=0)
-    optimizer = optax.sgd(LR)
-
-    @jax.jit
-    def update(params, grads, noise_state, opt_state):
-        noisy, noise_state = privatizer.update(grads, noise_state)
-        updates, opt_state = optimizer.update(noisy, opt_state)
-        return optax.apply_updates(params, updates), noise_state, opt_state
-
-    return jax.jit(grad_fn), update, stddev, optimizer
+def clipped_gradient(rate: float):
+    """``jax_privacy.clipped_grad`` of the mean loss: per-example gradients clipped to C, summed, divided by the
+    expected batch size qN (its ``sensitivity()`` is C/qN), and that function jitted (one compilation per batch
+    shape and q, shared by every model of an audit)."""
+    grad_fn = clipped_grad(mean_loss, l2_clip_norm=CLIP, batch_argnums=(1, 2), normalize_by=round(rate * N))
+    return grad_fn, jax.jit(grad_fn)
 
 
 def batches(n: int, rate: float, steps: int, rng: np.random.Generator):
@@ -98,26 +87,31 @@ def batches(n: int, rate: float, steps: int, rng: np.random.Generator):
 
 
 def train_dp(data, seed, init_seed, steps, noise, rate, *, accumulate: int = 1, noise_fraction: float = 1.0):
-    """DP-SGD on ``data.numpy``: ``steps`` noisy updates; with ``accumulate`` > 1 each update sums the clipped
+    """DP-SGD on ``data.numpy``: ``steps`` noisy updates of N(0, (σ · sensitivity)²) noise (times
+    ``noise_fraction``: 1 but for the planted control); with ``accumulate`` > 1 each update sums the clipped
     gradients of its Poisson batch split into ``accumulate`` minibatches (``split_and_pad_global_batch``) before
-    the one noise draw."""
+    its one noise draw."""
     x, y = data.numpy[:2]
-    grad_fn, update, stddev, optimizer = dp_step(noise, rate, noise_fraction=noise_fraction)
+    grad_fn, clipped = clipped_gradient(rate)
     params = init(jax.random.key(init_seed if init_seed is not None else seed))  # hsaudit: θ0 from init_seed
-    noise_state = noise_addition.gaussian_privatizer(stddev=stddev, prng_key=seed).init(params)
-    opt_state = optimizer.init(params)
+    stddev = noise * grad_fn.sensitivity() * noise_fraction
+    privatizer = noise_addition.gaussian_privatizer(stddev=stddev, prng_key=seed)
+    optimizer = optax.sgd(LR)
+    noise_state, opt_state = privatizer.init(params), optimizer.init(params)
     rng = np.random.default_rng(seed)  # the batches
     for idx, pad in batches(len(x), rate, steps, rng):
         if accumulate == 1:
-            grads = grad_fn(params, x[idx], y[idx], is_padding_example=pad)
+            grads = clipped(params, x[idx], y[idx], is_padding_example=pad)
         else:  # JAX Privacy's split of a global batch into fixed-size minibatches (the last one padded)
             size = -(-int((~pad).sum()) // accumulate)
             size += -size % PADDING
             grads = None
             for part in batch_selection.split_and_pad_global_batch(idx[~pad], max(size, PADDING)):
-                g = grad_fn(params, x[part], y[part], is_padding_example=part == -1)
+                g = clipped(params, x[part], y[part], is_padding_example=part == -1)
                 grads = g if grads is None else jax.tree.map(jnp.add, grads, g)
-        params, noise_state, opt_state = update(params, grads, noise_state, opt_state)
+        noisy, noise_state = privatizer.update(grads, noise_state)
+        updates, opt_state = optimizer.update(noisy, opt_state)
+        params = optax.apply_updates(params, updates)
     return params
 
 
