@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import ast
 import math
-import warnings
 
 import pytest
 
 from conftest import REPO
-from hsaudit.experiments.byo.api import audit_training
 from hsaudit.experiments.byo.plan import audit_setting
 from hsaudit.experiments.byo.train.harness import load, prepare
 from hsaudit.experiments.byo.train.values import Design
-from hsaudit.experiments.libraries.audit import record, table, training_seconds
 from hsaudit.experiments.libraries.plan import plan
+from libraries_rows import AUDIT, audit_rows
 
 jax_privacy = pytest.importorskip("jax_privacy")
 
@@ -58,16 +56,8 @@ def test_the_script_loads_in_the_audit_setting_with_jax_privacys_claim(script):
 
 def test_the_smoke_audit_passes_dpsgd_and_flags_its_control(monkeypatch):
     monkeypatch.chdir(REPO)
-    libs = plan({"seed": 3, "libraries": {"audit": {"audit_setting": {"steps": 5, "epsilon": 4.0}, "runs": 10,
-                                                    "power_resamples": 10}, "rows": ROWS}})  # fmt: skip
-    records = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for row in libs.rows.values():
-            result = audit_training(row.audit.design, row.audit.options, control=row.audit.control)
-            shards = [f for f in (result.scores, result.control) if f is not None and len(f)]
-            records.append(record(row.describe(), result.report.to_dict(), training_seconds(shards)))
-    frame = table(records).set_index("row")
+    libs = plan({"seed": 3, "libraries": {"audit": AUDIT, "rows": ROWS}})
+    frame = audit_rows(libs).set_index("row")
     assert frame.loc["noise", "verdict"] == "violation" and frame.loc["noise", "expected"] == "control flagged"
     assert frame.loc["dpsgd", "verdict"] in ("consistent", "inconclusive")
     assert frame.loc["dpsgd", "power_probability"] is not None
