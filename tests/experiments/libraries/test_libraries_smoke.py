@@ -5,22 +5,19 @@ the table, its figure and its report by the study's own functions; the control m
 
 from __future__ import annotations
 
-import warnings
-
 import pandas as pd
 import pytest
 
-from hsaudit.experiments.byo.api import audit_training
-from hsaudit.experiments.libraries.audit import COLUMNS, markdown, record, table, training_seconds
+from hsaudit.experiments.libraries.audit import COLUMNS, markdown, training_seconds
 from hsaudit.experiments.libraries.figures import FIGURES
 from hsaudit.experiments.libraries.plan import plan
+from libraries_rows import AUDIT, audit_rows
 
 ROWS = {
     "hooks": {"library": "opacus", "configuration": "defaults", "entry": "examples/libraries/opacus/hooks.py:make"},
     "noise": {"library": "opacus", "configuration": "σ/10", "planted": True,
               "entry": "examples/libraries/opacus/control_noise_tenth.py:make"},
 }  # fmt: skip
-AUDIT = {"audit_setting": {"steps": 5, "epsilon": 4.0}, "runs": 10, "power_resamples": 10}
 
 
 @pytest.fixture
@@ -40,14 +37,7 @@ def test_the_table_builds_at_tiny_r_and_flags_its_control(tmp_path, monkeypatch,
 
     monkeypatch.chdir(REPO)
     libs = plan({"seed": 3, "libraries": {"audit": AUDIT, "rows": ROWS, "not_run": {"jax-privacy": "why"}}})
-    records = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for row in libs.rows.values():
-            result = audit_training(row.audit.design, row.audit.options, control=row.audit.control)
-            shards = [f for f in (result.scores, result.control) if f is not None and len(f)]
-            records.append(record(row.describe(), result.report.to_dict(), training_seconds(shards)))
-    frame = table(records)
+    frame = audit_rows(libs)
     assert list(frame.columns) == list(COLUMNS) and len(frame) == 2
     noise = frame.set_index("row").loc["noise"]
     assert noise["verdict"] == "violation" and noise["expected"] == "control flagged"

@@ -1,6 +1,6 @@
 """results/libraries/report.md end to end at smoke scale, with the rows cut to one correct configuration and the two
 planted controls: every row trains and is audited by byo's rules at results/libraries/<row>/, the table flags both
-controls and not the correct row; editing the audit's code reruns the audits and the table and retrains nothing; the
+controls and not the correct row, and lists a row whose library is not installed as not run; editing the audit's code reruns the audits and the table and retrains nothing; the
 rows' trainings' code version holds their script folder (editing it retrains every row of that folder). Slow (≈ 1 min
 on 2 busy cores); test_libraries_smoke.py is the suite's fast version."""
 
@@ -21,6 +21,7 @@ def test_the_table_at_smoke_scale_flags_its_controls_and_trains_through_byo(work
     config = yaml.safe_load((work / "config/config.yaml").read_text())
     config["scale"] = "smoke"
     config["libraries"]["rows"] = {name: config["libraries"]["rows"][name] for name in ROWS}
+    config["libraries"]["rows"]["absent"] = {**config["libraries"]["rows"]["opacus_hooks"], "library": "no-such-lib-xyz"}
     (work / "config/config.yaml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
     target = "results/libraries/report.md"
     run_snakemake(work, target, timeout=300)
@@ -32,7 +33,7 @@ def test_the_table_at_smoke_scale_flags_its_controls_and_trains_through_byo(work
         assert (work / f"results/libraries/{row}/report.json").exists()
         assert len(list((work / f"results/libraries/{row}/control").glob("*.csv"))) == 1
     text = (work / target).read_text()
-    assert "2 of 2 planted bugs flagged" in text and "jax-privacy" in text
+    assert "2 of 2 planted bugs flagged" in text and "- absent: not run: no-such-lib-xyz is not installed here" in text
     check_pdf(work / "results/libraries/fig.pdf")
     # the audit's code (what an estimator's edit changes): the audits and the table rerun, no row retrains
     with open(work / "workflow/scripts/audit_byo.py", "a") as fh:

@@ -6,7 +6,8 @@ from the section's shared ``audit`` options and the row's ``entry``) that byo's 
 the table says of it: the library, its installed version, the configuration, whether its bug is planted. Its
 trainings' code version is the text of its script's folder (the script and the module it shares) and the library's
 installed version (:func:`hsaudit.experiments.byo.plan.training_version`), so that upgrading Opacus retrains the
-Opacus rows and nothing else, and editing an estimator retrains nothing.
+Opacus rows and nothing else, and editing an estimator retrains nothing. A row whose library is not installed here
+(JAX Privacy's without the ``[jax]`` extra) is not run: the report lists it with the reason (:func:`not_installed`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from hsaudit.experiments.byo.plan import ByoAudit, audit_from, installed_version
 from hsaudit.experiments.plans import Population, Target
 
 ROOT = "results/libraries"
-ROW_KEYS = ("entry", "library", "configuration", "planted")
+ROW_KEYS = ("entry", "library", "configuration", "planted", "extra")
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,8 @@ class LibraryRow:
 
 @dataclass(frozen=True)
 class LibrariesPlan:
-    """Every row, the libraries not run (name → why), what the report states of the shared audit (``facts``: runs,
+    """Every row that runs here, the rows and libraries not run (name → why: a row whose library is not installed,
+    then the section's ``not_run``), what the report states of the shared audit (``facts``: runs,
     canary, setting), and what ``hsaudit plan`` reads (``audits``: the rows' byo audits by name, so that
     ``--time-byo`` times them)."""
 
@@ -74,6 +76,29 @@ class LibrariesPlan:
         return {name: row.audit for name, row in self.rows.items()}
 
 
+def check_row(name: str, values: Mapping[str, Any]) -> None:
+    """Raises ValueError naming the row ``name`` when a key is missing or unknown (:data:`ROW_KEYS`)."""
+    unknown = sorted(set(values) - set(ROW_KEYS))
+    missing = [k for k in ("entry", "library", "configuration") if not values.get(k)]
+    if unknown or missing:
+        raise ValueError(f"libraries.rows.{name}: unknown key(s) {unknown}, missing {missing}")
+
+
+def not_installed(name: str, values: Mapping[str, Any]) -> str | None:
+    """Why the row ``name`` cannot run here (its library is not installed: no version for its code version), or
+    None. The reason names the row's configuration and the extra that installs the library (its ``extra``).
+
+    Raises:
+        ValueError: a missing or unknown key (:func:`check_row`).
+    """
+    check_row(name, values)
+    library = str(values.get("library"))
+    if installed_version(library) != "not installed":
+        return None
+    extra = f"; pip install 'hsaudit[{values['extra']}]'" if values.get("extra") else ""
+    return f"not run: {library} is not installed here{extra} ({values.get('configuration')})"
+
+
 def row_from(name: str, values: Mapping[str, Any], shared: Mapping[str, Any], *, seed: int) -> LibraryRow:
     """The row ``name`` of ``libraries.rows``: its ``entry`` audited with the ``shared`` byo options at
     ``results/libraries/{name}``.
@@ -81,10 +106,7 @@ def row_from(name: str, values: Mapping[str, Any], shared: Mapping[str, Any], *,
     Raises:
         ValueError: a missing or unknown key, or a byo option out of range (the message names the row).
     """
-    unknown = sorted(set(values) - set(ROW_KEYS))
-    missing = [k for k in ("entry", "library", "configuration") if not values.get(k)]
-    if unknown or missing:
-        raise ValueError(f"libraries.rows.{name}: unknown key(s) {unknown}, missing {missing}")
+    check_row(name, values)
     audit = audit_from(f"libraries_{name}", {**dict(shared), "entry": values["entry"]}, seed=seed)
     if audit.canaries is not None:  # the table reads population reports (its control's power, its runs)
         raise ValueError(f"libraries.rows.{name}: the libraries table runs the population audit; drop canaries")
@@ -98,7 +120,9 @@ def plan(config: Mapping[str, Any]) -> LibrariesPlan:
     section = config.get("libraries") or {}
     seed = int(config.get("seed", 0))
     shared = dict(section.get("audit") or {})
-    rows = {name: row_from(name, values or {}, shared, seed=seed) for name, values in (section.get("rows") or {}).items()}
+    listed = {name: values or {} for name, values in (section.get("rows") or {}).items()}
+    missing = {name: why for name, values in listed.items() if (why := not_installed(name, values))}
+    rows = {name: row_from(name, values, shared, seed=seed) for name, values in listed.items() if name not in missing}
     populations = tuple(
         Population(
             root=r.root,
@@ -116,5 +140,5 @@ def plan(config: Mapping[str, Any]) -> LibrariesPlan:
     facts = {"runs": design.runs if design else None, "canary": design.canary if design else None,
              "setting": shared.get("audit_setting")}  # fmt: skip
     targets = (Target(path=f"{ROOT}/report.md", kind="cpu", trained=True),) if rows else ()
-    return LibrariesPlan(rows=rows, not_run=dict(section.get("not_run") or {}), facts=facts, populations=populations,
-                         targets=targets)  # fmt: skip
+    return LibrariesPlan(rows=rows, not_run={**missing, **dict(section.get("not_run") or {})}, facts=facts,
+                         populations=populations, targets=targets)  # fmt: skip
