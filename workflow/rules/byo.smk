@@ -1,7 +1,7 @@
 # Audits of users' own DP trainings (hsaudit.experiments.byo; docs/byo.md): one per name of the `byo:` config
 # section, target results/byo/{name}/report.md. Assess the claim (a checkpoint: an accounting bug or an audit too
-# small to exceed the claim needs no training) → check the entry and build the canary → train the shards → audit the
-# scores → plot → the report. The user's code (its entry file, or its folder) and the installed versions of the
+# small to exceed the claim needs no training) → check the entry, choose the design (canary auto: a pilot of each
+# candidate's control) and build the canary → train the shards → audit the scores → plot → the report. The user's code (its entry file, or its folder) and the installed versions of the
 # packages an audit names are in the training jobs' code version (training_version).
 #
 # Other studies audit trainings through these same rules: their plans build ByoAudit values (each with its own root
@@ -65,6 +65,7 @@ rule check_byo_entry:
         runtime=lambda wc: BYO_AUDITS[wc.name].resources["runtime"],
     params:
         design=lambda wc: BYO_AUDITS[wc.name].design.to_dict(),
+        options=lambda wc: BYO_AUDITS[wc.name].options.to_dict(),
         entry_version=lambda wc: _byo_training_version(BYO_AUDITS[wc.name]),
         code_version=script_version("check_byo_entry"),
     script:
@@ -75,6 +76,7 @@ rule train_byo_shard:
     input:
         probe=rules.check_byo_entry.output.probe,
         canary=rules.check_byo_entry.output.canary,
+        check=rules.check_byo_entry.output.check,  # the design: given, or chosen by the check's pilot
         # the control's design (claim.json); the audit's shards do not depend on it
         claim=lambda wc: (
             f"results/{wc.name}/claim.json" if wc.part == "control" else []

@@ -43,7 +43,7 @@ from hsaudit.experiments.byo.train.harness import (
     train_shard,
 )
 from hsaudit.experiments.byo.train.parallel import train_block, worker_block
-from hsaudit.experiments.byo.train.values import Design
+from hsaudit.experiments.byo.train.values import DESIGNS, PINNED, Design
 
 SCORE_COLUMNS = ("model", "member", "seed", "score", "train_seconds", "harness_seconds")
 """A scores CSV: one row per model; ``score`` and ``member`` are what ``hsaudit audit`` and ``hsaudit one-run`` read."""
@@ -72,6 +72,7 @@ class Result:
     report: ByoReport
     scores: pd.DataFrame
     control: pd.DataFrame | None = None
+    pilot: tuple[dict[str, Any], ...] = ()
 
 
 def details(design: Design, prepared: Prepared | None = None, scores: pd.DataFrame | None = None) -> dict[str, Any]:
@@ -150,8 +151,13 @@ def audit_training(
             audit's power; without it the verdict is at best ``inconclusive``.
         jobs: processes that train the models (:func:`train_all`; default 1, this one; None: :func:`default_jobs`).
 
+    A design whose canary is ``auto`` (:attr:`Design.chosen`, the default) is chosen first, when the verdict needs
+    training: :func:`choose_design` pilots each candidate's control on streams of its own, and the report names the
+    chosen design, the candidates' separations and the pilot's cost (:func:`pilot_details`).
+
     Returns:
-        The report, the scores (empty when the verdict needed no training) and the control's scores.
+        The report, the scores (empty when the verdict needed no training), the control's scores and the pilot's
+        rows (none for a given design).
 
     Raises:
         ValueError: bad input (an entry that does not import, a bad claim, a training not deterministic in its
@@ -162,11 +168,14 @@ def audit_training(
     early = early_report(design, loaded, options)
     if early is not None:
         return Result(early, frame({c: np.zeros(0) for c in SCORE_COLUMNS}))
+    pilot: list[dict[str, Any]] = []
+    if design.chosen:
+        design, pilot = choose_design(design, options, jobs=jobs, loaded=loaded)
     prepared = prepare(design, loaded)
     scores = train_all(prepared, jobs=jobs, progress=progress, shards=shards)
     claim = loaded.training.claim
     same = not prepared.probe.seed_sensitive and canary_changes_model(prepared)
-    about = details(design, prepared, scores)
+    about = {**details(design, prepared, scores), **pilot_details(design, pilot)}
     look = control and control_is_exact(claim, loaded.n)  # the looks both reports pay for
     found = report(scores, claim, loaded.n, options, details=about, same_model=same, every_estimate=False,
                    control_look=look)  # fmt: skip
@@ -180,7 +189,7 @@ def audit_training(
                           noise_factor=twin_design.noise_factor)  # fmt: skip
     rep = report(scores, claim, loaded.n, options, details=about, control=checked, same_model=same,
                  advice=advice(design, prepared.probe.theta0), control_look=look)  # fmt: skip
-    return Result(rep, scores, None if checked is None else checked.scores)
+    return Result(rep, scores, None if checked is None else checked.scores, tuple(pilot))
 
 
 def control_design(design: Design, claim: Any, n: int, options: AuditOptions) -> tuple[Design, float]:
@@ -197,14 +206,6 @@ def control_design(design: Design, claim: Any, n: int, options: AuditOptions) ->
     return design.control(copies), worst
 
 
-DESIGNS = (("dirac", "blank"), ("opposing", "copies"), ("out_of_support", "data"))
-"""The designs :func:`choose_design` tries, strongest first where they apply: a Dirac gradient canary on a blank
-background (a loss that takes the canary's term), Nasr et al.'s worst-case dataset (classes), an input outside the
-data's support."""
-PILOT_RUNS = 50
-"""Runs per world of each design's pilot control in :func:`choose_design`."""
-
-
 def _separation(table: pd.DataFrame) -> float:
     """The control's separation of its worlds as a GDP μ, either orientation: √2 Φ⁻¹(AUROC) of |AUROC − ½| + ½."""
     from scipy import special, stats
@@ -216,38 +217,57 @@ def _separation(table: pd.DataFrame) -> float:
     return float(math.sqrt(2.0) * special.ndtri(min(0.5 + abs(auc - 0.5), 1.0 - 1e-9)))
 
 
+def pilot_design(design: Design) -> Design:
+    """The design the pilot of :func:`choose_design` trains its candidates from: ``design``'s
+    :attr:`~Design.pilot_runs` per world, one shard, and a master seed of its own (``design.stream("pilot")``), from
+    which every stream of the pilot derives (bits, model seeds, the canary's draw, θ0's ``init_seed``, the check's
+    seeds), so that none is one of the audit's or its control's."""
+    return replace(design, runs=int(design.pilot_runs), shards=1, seed=design.stream("pilot"))
+
+
 def choose_design(
-    design: Design, options: AuditOptions = AuditOptions(), *, pilot_runs: int = PILOT_RUNS, jobs: int | None = 1
+    design: Design, options: AuditOptions = AuditOptions(), *, jobs: int | None = 1, loaded: Loaded | None = None
 ) -> tuple[Design, list[dict[str, Any]]]:
     """The design with the most measured power on this training: each of :data:`DESIGNS` is checked and its
-    positive control (:func:`control_design`) trained at ``pilot_runs`` per world, on streams of its own (a pilot
-    seed derived from the design's), and the design whose control separates its worlds most (:func:`_separation`)
-    is returned with the audit's own seed. The pilot reads none of the audit's models, so choosing from it costs the
-    audit's bound nothing. A design the training cannot take (a loss without the canary's term fails or ignores it;
-    regression targets for the worst-case dataset) is left out with the reason.
+    positive control (:func:`control_design`) trained at ``design.pilot_runs`` per world on the streams of
+    :func:`pilot_design`, and the design whose control separates its worlds most (:func:`_separation`) is returned
+    with the audit's own seed. The choice is a function of the pilot's models alone, which are independent of the
+    audit's: conditional on it the audit's models are fresh draws of the chosen design, so its bound holds at its
+    level with no correction (and the audit's own control, trained afresh, measures its power without the winner's
+    bias). A design the training cannot take (a loss without the canary's term fails or ignores it; regression
+    targets for the worst-case dataset) is left out with the reason.
+
+    Args:
+        design: the audit's design (its canary and background are replaced).
+        options: the audit's options (the control's power factor).
+        jobs: processes of each candidate's control (:func:`train_all`).
+        loaded: the user's training loaded for ``design`` (:func:`load`), if done already.
 
     Returns:
-        The chosen design and one row per candidate (canary, background, separation or error, seconds).
+        The chosen design and one row per candidate (canary, background, separation or error, models, seconds).
 
     Raises:
         ValueError: no candidate could be trained (the rows say why).
     """
     rows: list[dict[str, Any]] = []
-    pilot = replace(design, runs=int(pilot_runs), shards=1, seed=design.stream("pilot"))
+    pilot = pilot_design(design)
+    loaded = load(pilot) if loaded is None else loaded
+    twins: dict[float, Loaded] = {}
     for canary, background in DESIGNS:
         start = time.perf_counter()
         candidate = replace(pilot, canary=canary, background=background)
         try:
-            loaded = load(candidate)
             prepared = prepare(candidate, loaded)
             twin, _ = control_design(candidate, loaded.training.claim, loaded.n, options)
-            twin_prepared = prepare(twin, loaded if twin.noise_factor == 1.0 else load(twin), found=prepared.probe,
+            if twin.noise_factor != 1.0 and twin.noise_factor not in twins:
+                twins[twin.noise_factor] = load(twin)  # make(setting) at σ/f, once for every candidate
+            twin_prepared = prepare(twin, twins.get(twin.noise_factor, loaded), found=prepared.probe,
                                     canary=prepared.canary)  # fmt: skip
             separation = _separation(train_all(twin_prepared, jobs=jobs))
-            rows.append(dict(canary=canary, background=background, separation=separation,
+            rows.append(dict(canary=canary, background=background, separation=separation, models=twin.models,
                              seconds=time.perf_counter() - start))  # fmt: skip
         except Exception as err:  # noqa: BLE001 — a design this training cannot take is left out, with why
-            rows.append(dict(canary=canary, background=background, separation=None,
+            rows.append(dict(canary=canary, background=background, separation=None, models=0,
                              error=f"{type(err).__name__}: {str(err).splitlines()[0][:200]}",
                              seconds=time.perf_counter() - start))  # fmt: skip
     usable = [r for r in rows if r["separation"] is not None]
@@ -256,6 +276,22 @@ def choose_design(
                                                                     for r in rows))  # fmt: skip
     best = max(usable, key=lambda r: r["separation"])
     return replace(design, canary=best["canary"], background=best["background"]), rows
+
+
+def pilot_details(design: Design, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What a report records of how its design was chosen (none for a given design): the chosen design, each
+    candidate with its pilot control's separation (a GDP μ) or why it was left out, and the pilot's cost."""
+    if not rows:
+        return {"design": f"given: {design.canary} / {design.background}"}
+    runs = max(r["models"] for r in rows) // 2
+    return {
+        "design": f"chosen by a pilot: {design.canary} / {design.background} (its control separated most)",
+        "design candidates": "; ".join(
+            f"{r['canary']}/{r['background']}: " + (f"μ {r['separation']:.3g}" if r["separation"] is not None
+                                                   else f"left out ({r['error']})") for r in rows),  # fmt: skip
+        "pilot cost": f"{sum(r['models'] for r in rows)} models ({runs} runs per world of each candidate's control, "
+        f"streams of their own), {sum(r['seconds'] for r in rows):.1f} s",
+    }
 
 
 PARALLEL_MIN_SECONDS = 60.0
@@ -469,6 +505,8 @@ class Timing:
             the user's trainings), the canary.
         early: the verdict reached before any training (an accounting bug, or runs too few to exceed the claim):
             then no model is trained and nothing was timed but ``make()`` and ``dataset()``. None otherwise.
+        candidate_seconds: a pilot candidate's work before its first model (:func:`choose_design`, in the check
+            job: the determinism check, the canary, the worlds).
     """
 
     models: int
@@ -476,21 +514,33 @@ class Timing:
     shard_seconds: float
     check_seconds: float
     early: str | None = None
+    candidate_seconds: float = 0.0
+
+    def pilot_seconds(self, design: Design) -> float:
+        """The estimated seconds of choosing ``design`` (:func:`choose_design`; none for a given design): each of
+        :data:`DESIGNS` checked and its control trained at ``design.pilot_runs`` per world."""
+        if self.early is not None or not design.chosen:
+            return 0.0
+        return len(DESIGNS) * (2 * design.pilot_runs * self.seconds_per_model + self.candidate_seconds)
 
     def seconds(self, design: Design, *, control: bool = True) -> float:
         """The estimated seconds of ``design``'s check and training jobs (none when the verdict needs no
-        training); with the positive control, its shards too (as many models and jobs again)."""
+        training); with the positive control, its shards too (as many models and jobs again); for a chosen design,
+        its pilot (:meth:`pilot_seconds`)."""
         if self.early is not None:
             return 0.0
         parts = 2 if control else 1
-        return parts * (design.models * self.seconds_per_model + design.shards * self.shard_seconds) + self.check_seconds
+        trained = parts * (design.models * self.seconds_per_model + design.shards * self.shard_seconds)
+        return trained + self.check_seconds + self.pilot_seconds(design)
 
 
 def time_training(design: Design, options: AuditOptions | None = None, *, models: int = 8) -> Timing:
     """Time ``models`` models of ``design`` here, and the work of its jobs before their first model (one job's
     start in a fresh interpreter, the user's ``make()`` and ``dataset()``, the check, the canary, the worlds); the
     models go through the harness (:func:`~hsaudit.experiments.byo.train.harness.train_shard`). With the audit's
-    ``options``, a verdict that needs no training (:func:`early_report`) is found first and nothing is trained.
+    ``options``, a verdict that needs no training (:func:`early_report`) is found first and nothing is trained. A
+    chosen design is timed as the design every training takes (:data:`~hsaudit.experiments.byo.train.values.PINNED`),
+    its pilot priced from that (:meth:`Timing.pilot_seconds`).
 
     Raises:
         ValueError: ``models`` < 2 (one per world at least).
@@ -502,10 +552,14 @@ def time_training(design: Design, options: AuditOptions | None = None, *, models
         early = early_report(design, loaded[0], options)
         if early is not None:
             return Timing(models=0, seconds_per_model=0.0, shard_seconds=0.0, check_seconds=0.0, early=early.verdict)
+    if design.chosen:
+        design = replace(design, canary=PINNED[0], background=PINNED[1])
     small, prepared, parts = _small_job(design, models, loaded)
     start = time.perf_counter()
     train_shard(prepared, 0)
     per_model = (time.perf_counter() - start) / small.models
     begin = job_start_seconds() + parts["make_and_dataset_s"]
+    candidate = parts["check_s (4 user trainings)"] + parts["canary_s"] + parts["worlds_s"]
     return Timing(models=small.models, seconds_per_model=per_model, shard_seconds=begin + parts["worlds_s"],
-                  check_seconds=begin + parts["check_s (4 user trainings)"] + parts["canary_s"])  # fmt: skip
+                  check_seconds=begin + parts["check_s (4 user trainings)"] + parts["canary_s"],
+                  candidate_seconds=candidate)  # fmt: skip
