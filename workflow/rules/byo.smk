@@ -47,6 +47,14 @@ checkpoint assess_byo_claim:
 
 
 rule check_byo_entry:
+    input:
+        # a chosen design's pilot trains each candidate's control as planned there; ancient: a rewrite of the same
+        # plan (an estimator's edit) does not rerun the pilot, which decides the design and never the bound
+        claim=lambda wc: (
+            ancient(f"results/{wc.name}/claim.json")
+            if BYO_AUDITS[wc.name].design.chosen
+            else []
+        ),
     output:
         probe="results/{name}/probe.json",
         canary="results/{name}/canary.npz",
@@ -65,7 +73,6 @@ rule check_byo_entry:
         runtime=lambda wc: BYO_AUDITS[wc.name].resources["runtime"],
     params:
         design=lambda wc: BYO_AUDITS[wc.name].design.to_dict(),
-        options=lambda wc: BYO_AUDITS[wc.name].options.to_dict(),
         entry_version=lambda wc: _byo_training_version(BYO_AUDITS[wc.name]),
         code_version=script_version("check_byo_entry"),
     script:

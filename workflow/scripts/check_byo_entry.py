@@ -10,9 +10,8 @@ import json
 import torch
 
 from hsaudit.engine.canaries import canary_arrays
-from hsaudit.experiments.byo.api import choose_design, pilot_details
-from hsaudit.experiments.byo.audit import AuditOptions
 from hsaudit.experiments.byo.train.harness import canary_changes_model, load, prepare
+from hsaudit.experiments.byo.train.pilot import choose, pilot_details, twin
 from hsaudit.experiments.byo.train.values import Design
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import atomic_savez, write_text_atomic
@@ -22,8 +21,10 @@ torch.set_num_threads(snakemake.threads)
 design = Design.from_dict(snakemake.params.design)
 loaded = load(design)
 pilot = []
-if design.chosen:
-    design, pilot = choose_design(design, AuditOptions.from_dict(snakemake.params.options), loaded=loaded)
+if design.chosen:  # each candidate's control as assess_byo_claim planned the audit's
+    with open(snakemake.input.claim) as fh:
+        planned = json.load(fh)["control"]
+    design, pilot = choose(design, lambda c: twin(c, planned["copies"], planned["noise_factor"]), loaded=loaded)
     log.info("design chosen by the pilot: %s / %s", design.canary, design.background)
 prepared = prepare(design, loaded)
 log.info("%s: %d parameters, seed changes the model: %s; canary: %s", design.entry, prepared.probe.parameters,

@@ -7,7 +7,6 @@ same steps as separate jobs (check, shards, audit): :func:`check`, :func:`train_
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Iterable, Sequence
@@ -43,6 +42,7 @@ from hsaudit.experiments.byo.train.harness import (
     train_shard,
 )
 from hsaudit.experiments.byo.train.parallel import train_block, worker_block
+from hsaudit.experiments.byo.train.pilot import choose, pilot_design, pilot_details
 from hsaudit.experiments.byo.train.values import DESIGNS, PINNED, Design
 
 SCORE_COLUMNS = ("model", "member", "seed", "score", "train_seconds", "harness_seconds")
@@ -206,42 +206,12 @@ def control_design(design: Design, claim: Any, n: int, options: AuditOptions) ->
     return design.control(copies), worst
 
 
-def _separation(table: pd.DataFrame) -> float:
-    """The control's separation of its worlds as a GDP μ, either orientation: √2 Φ⁻¹(AUROC) of |AUROC − ½| + ½."""
-    from scipy import special, stats
-
-    s, m = table["score"].to_numpy(float), table["member"].to_numpy(bool)
-    if m.all() or not m.any():
-        return 0.0
-    auc = stats.mannwhitneyu(s[m], s[~m]).statistic / (m.sum() * (~m).sum())
-    return float(math.sqrt(2.0) * special.ndtri(min(0.5 + abs(auc - 0.5), 1.0 - 1e-9)))
-
-
-def pilot_design(design: Design) -> Design:
-    """The design the pilot of :func:`choose_design` trains its candidates from: ``design``'s
-    :attr:`~Design.pilot_runs` per world, one shard, and a master seed of its own (``design.stream("pilot")``), from
-    which every stream of the pilot derives (bits, model seeds, the canary's draw, θ0's ``init_seed``, the check's
-    seeds), so that none is one of the audit's or its control's."""
-    return replace(design, runs=int(design.pilot_runs), shards=1, seed=design.stream("pilot"))
-
-
 def choose_design(
     design: Design, options: AuditOptions = AuditOptions(), *, jobs: int | None = 1, loaded: Loaded | None = None
 ) -> tuple[Design, list[dict[str, Any]]]:
-    """The design with the most measured power on this training: each of :data:`DESIGNS` is checked and its
-    positive control (:func:`control_design`) trained at ``design.pilot_runs`` per world on the streams of
-    :func:`pilot_design`, and the design whose control separates its worlds most (:func:`_separation`) is returned
-    with the audit's own seed. The choice is a function of the pilot's models alone, which are independent of the
-    audit's: conditional on it the audit's models are fresh draws of the chosen design, so its bound holds at its
-    level with no correction (and the audit's own control, trained afresh, measures its power without the winner's
-    bias). A design the training cannot take (a loss without the canary's term fails or ignores it; regression
-    targets for the worst-case dataset) is left out with the reason.
-
-    Args:
-        design: the audit's design (its canary and background are replaced).
-        options: the audit's options (the control's power factor).
-        jobs: processes of each candidate's control (:func:`train_all`).
-        loaded: the user's training loaded for ``design`` (:func:`load`), if done already.
+    """The design with the most measured power on this training (:func:`~hsaudit.experiments.byo.train.pilot.choose`):
+    each candidate's positive control (:func:`control_design`) piloted at ``design.pilot_runs`` per world on streams
+    of its own, in ``jobs`` processes (:func:`train_all`); ``loaded``: the user's training, if loaded already.
 
     Returns:
         The chosen design and one row per candidate (canary, background, separation or error, models, seconds).
@@ -249,49 +219,10 @@ def choose_design(
     Raises:
         ValueError: no candidate could be trained (the rows say why).
     """
-    rows: list[dict[str, Any]] = []
-    pilot = pilot_design(design)
-    loaded = load(pilot) if loaded is None else loaded
-    twins: dict[float, Loaded] = {}
-    for canary, background in DESIGNS:
-        start = time.perf_counter()
-        candidate = replace(pilot, canary=canary, background=background)
-        try:
-            prepared = prepare(candidate, loaded)
-            twin, _ = control_design(candidate, loaded.training.claim, loaded.n, options)
-            if twin.noise_factor != 1.0 and twin.noise_factor not in twins:
-                twins[twin.noise_factor] = load(twin)  # make(setting) at σ/f, once for every candidate
-            twin_prepared = prepare(twin, twins.get(twin.noise_factor, loaded), found=prepared.probe,
-                                    canary=prepared.canary)  # fmt: skip
-            separation = _separation(train_all(twin_prepared, jobs=jobs))
-            rows.append(dict(canary=canary, background=background, separation=separation, models=twin.models,
-                             seconds=time.perf_counter() - start))  # fmt: skip
-        except Exception as err:  # noqa: BLE001 — a design this training cannot take is left out, with why
-            rows.append(dict(canary=canary, background=background, separation=None, models=0,
-                             error=f"{type(err).__name__}: {str(err).splitlines()[0][:200]}",
-                             seconds=time.perf_counter() - start))  # fmt: skip
-    usable = [r for r in rows if r["separation"] is not None]
-    if not usable:
-        raise ValueError("no design could be trained: " + "; ".join(f"{r['canary']}/{r['background']}: {r['error']}"
-                                                                    for r in rows))  # fmt: skip
-    best = max(usable, key=lambda r: r["separation"])
-    return replace(design, canary=best["canary"], background=best["background"]), rows
-
-
-def pilot_details(design: Design, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """What a report records of how its design was chosen (none for a given design): the chosen design, each
-    candidate with its pilot control's separation (a GDP μ) or why it was left out, and the pilot's cost."""
-    if not rows:
-        return {"design": f"given: {design.canary} / {design.background}"}
-    runs = max(r["models"] for r in rows) // 2
-    return {
-        "design": f"chosen by a pilot: {design.canary} / {design.background} (its control separated most)",
-        "design candidates": "; ".join(
-            f"{r['canary']}/{r['background']}: " + (f"μ {r['separation']:.3g}" if r["separation"] is not None
-                                                   else f"left out ({r['error']})") for r in rows),  # fmt: skip
-        "pilot cost": f"{sum(r['models'] for r in rows)} models ({runs} runs per world of each candidate's control, "
-        f"streams of their own), {sum(r['seconds'] for r in rows):.1f} s",
-    }
+    loaded = load(pilot_design(design)) if loaded is None else loaded
+    claim, n = loaded.training.claim, loaded.n
+    return choose(design, lambda c: control_design(c, claim, n, options)[0], loaded=loaded,
+                  train=lambda p: train_all(p, jobs=jobs))  # fmt: skip
 
 
 PARALLEL_MIN_SECONDS = 60.0
