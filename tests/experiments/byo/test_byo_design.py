@@ -81,3 +81,21 @@ def test_a_given_canary_or_background_pins_the_design(tmp_path, capsys, monkeypa
     report = json.loads(capsys.readouterr().out)
     assert report["epsilon_hat"] is not None  # trained
     assert report["details"]["design"] == f"given: {PINNED[0]} / copies" and "pilot cost" not in report["details"]
+
+
+def test_one_set_of_workers_trains_the_pilot_the_audit_and_its_control(monkeypatch):
+    """audit_training(jobs=2) starts its worker processes once (here threads stand in for them): the pilot's
+    candidates, the audit and its control share them, so a worker's start is paid once per audit."""
+    import concurrent.futures
+
+    started: list[int] = []
+
+    class Threads(concurrent.futures.ThreadPoolExecutor):
+        def __init__(self, max_workers: int, mp_context: object = None) -> None:
+            started.append(max_workers)
+            super().__init__(max_workers)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Threads)
+    design = Design(entry=f"{GAUSS}:make", runs=20, seed=4, setting=audit_setting(), pilot_runs=15)
+    result = api.audit_training(design, AuditOptions(bootstrap=0, power_resamples=20), jobs=2)
+    assert started == [2] and result.control is not None and len(result.pilot) == len(DESIGNS)

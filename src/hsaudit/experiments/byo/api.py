@@ -168,11 +168,21 @@ def audit_training(
     early = early_report(design, loaded, options)
     if early is not None:
         return Result(early, frame({c: np.zeros(0) for c in SCORE_COLUMNS}))
+    with Workers() as workers:  # one set of worker processes for the pilot, the audit and its control
+        return _audit(design, loaded, options, shards=shards, progress=progress, control=control, jobs=jobs,
+                      workers=workers)  # fmt: skip
+
+
+def _audit(
+    design: Design, loaded: Loaded, options: AuditOptions, *, shards: Sequence[int] | None, progress: bool,
+    control: bool, jobs: int | None, workers: Workers,
+) -> Result:  # fmt: skip
+    """:func:`audit_training` past its early verdict, training in ``workers``."""
     pilot: list[dict[str, Any]] = []
     if design.chosen:
-        design, pilot = choose_design(design, options, jobs=jobs, loaded=loaded)
+        design, pilot = choose_design(design, options, jobs=jobs, loaded=loaded, workers=workers)
     prepared = prepare(design, loaded)
-    scores = train_all(prepared, jobs=jobs, progress=progress, shards=shards)
+    scores = train_all(prepared, jobs=jobs, progress=progress, shards=shards, workers=workers)
     claim = loaded.training.claim
     same = not prepared.probe.seed_sensitive and canary_changes_model(prepared)
     about = {**details(design, prepared, scores), **pilot_details(design, pilot)}
@@ -184,7 +194,7 @@ def audit_training(
         twin_design, worst = control_design(design, claim, loaded.n, options)
         twin_loaded = loaded if twin_design.noise_factor == 1.0 else load(twin_design)  # make(setting) at σ/f
         twin = prepare(twin_design, twin_loaded, found=prepared.probe, canary=prepared.canary)
-        table = train_all(twin, jobs=jobs, progress=progress, shards=shards)
+        table = train_all(twin, jobs=jobs, progress=progress, shards=shards, workers=workers)
         checked = Control(copies=twin_design.copies, epsilon_worst=worst, scores=table,
                           noise_factor=twin_design.noise_factor)  # fmt: skip
     rep = report(scores, claim, loaded.n, options, details=about, control=checked, same_model=same,
@@ -207,11 +217,13 @@ def control_design(design: Design, claim: Any, n: int, options: AuditOptions) ->
 
 
 def choose_design(
-    design: Design, options: AuditOptions = AuditOptions(), *, jobs: int | None = 1, loaded: Loaded | None = None
-) -> tuple[Design, list[dict[str, Any]]]:
+    design: Design, options: AuditOptions = AuditOptions(), *, jobs: int | None = 1, loaded: Loaded | None = None,
+    workers: Workers | None = None,
+) -> tuple[Design, list[dict[str, Any]]]:  # fmt: skip
     """The design with the most measured power on this training (:func:`~hsaudit.experiments.byo.train.pilot.choose`):
     each candidate's positive control (:func:`control_design`) piloted at ``design.pilot_runs`` per world on streams
-    of its own, in ``jobs`` processes (:func:`train_all`); ``loaded``: the user's training, if loaded already.
+    of its own, in ``jobs`` processes (:func:`train_all`, of ``workers`` if given); ``loaded``: the user's
+    training, if loaded already.
 
     Returns:
         The chosen design and one row per candidate (canary, background, separation or error, models, seconds).
@@ -222,7 +234,7 @@ def choose_design(
     loaded = load(pilot_design(design)) if loaded is None else loaded
     claim, n = loaded.training.claim, loaded.n
     return choose(design, lambda c: control_design(c, claim, n, options)[0], loaded=loaded,
-                  train=lambda p: train_all(p, jobs=jobs))  # fmt: skip
+                  train=lambda p: train_all(p, jobs=jobs, workers=workers))  # fmt: skip
 
 
 PARALLEL_MIN_SECONDS = 60.0
@@ -242,8 +254,9 @@ def default_jobs(prepared: Prepared) -> int:
 
 
 def train_all(
-    prepared: Prepared, *, jobs: int | None = 1, progress: bool = False, shards: Sequence[int] | None = None
-) -> pd.DataFrame:
+    prepared: Prepared, *, jobs: int | None = 1, progress: bool = False, shards: Sequence[int] | None = None,
+    workers: Workers | None = None,
+) -> pd.DataFrame:  # fmt: skip
     """The scores table (:func:`frame`) of every model of ``prepared.design`` (or of its ``shards``), trained in
     ``jobs`` processes.
 
@@ -260,6 +273,8 @@ def train_all(
         jobs: processes (default 1: this one; None: :func:`default_jobs`, as ``hsaudit audit-training``).
         progress: one tqdm bar over the models.
         shards: shards of ``prepared.design`` to train (default: all its models).
+        workers: worker processes that outlive this call (:class:`Workers`: an audit's pilot, models and control
+            share them), else started and stopped here.
 
     Raises:
         ValueError: ``jobs`` < 1, or as :func:`~hsaudit.experiments.byo.train.harness.train_shard`.
@@ -277,13 +292,48 @@ def train_all(
         blocks = [(count, i) for i in range(count)]
     if jobs == 1 or len(blocks) == 1:
         return pd.concat([frame(train_block(prepared, *b, progress=progress)) for b in blocks], ignore_index=True)
-    return _train_parallel(prepared, blocks, min(int(jobs), len(blocks)), progress)
+    return _train_parallel(prepared, blocks, min(int(jobs), len(blocks)), progress, workers)
 
 
-def _train_parallel(prepared: Prepared, blocks: list[tuple[int, int]], jobs: int, progress: bool) -> pd.DataFrame:
-    """The blocks trained by ``jobs`` spawned workers, their frames in block order."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+class Workers:
+    """Spawned worker processes that live for a whole audit (its pilot, the audit, its control), so that a worker's
+    start — a fresh interpreter importing torch and the user's libraries, 3.5 s of CPU for the Opacus example — is
+    paid once per audit, not once per part ('spawn': forking a process that has run torch's thread pool can
+    deadlock). A context manager; :func:`train_all` takes one (``workers``)."""
+
+    def __init__(self) -> None:
+        self.pool: Any = None
+        self.size = 0
+
+    def get(self, jobs: int) -> Any:
+        """The pool of ``jobs`` workers (started at the first call, restarted for another size)."""
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        if self.pool is None or self.size != jobs:
+            self.close()
+            self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+            self.size = jobs
+        return self.pool
+
+    def close(self) -> None:
+        """Stop the workers (they exit while the caller goes on)."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool = None
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _train_parallel(
+    prepared: Prepared, blocks: list[tuple[int, int]], jobs: int, progress: bool, workers: Workers | None = None
+) -> pd.DataFrame:
+    """The blocks trained by ``jobs`` spawned workers (of ``workers``, else started here), in block order."""
+    from concurrent.futures import as_completed
 
     bar = None
     if progress:
@@ -292,7 +342,9 @@ def _train_parallel(prepared: Prepared, blocks: list[tuple[int, int]], jobs: int
         bar = tqdm(total=sum(len(replace(prepared.design, shards=c).shard_models(i)) for c, i in blocks),
                    desc=f"{jobs} jobs", unit="model")  # fmt: skip
     spec = (prepared.design.to_dict(), prepared.probe, prepared.canary, max(1, (os.cpu_count() or 1) // jobs))
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    own = workers is None
+    workers = Workers() if workers is None else workers
+    pool = workers.get(jobs)
     try:
         futures = {pool.submit(worker_block, *spec, c, i): k for k, (c, i) in enumerate(blocks)}
         done: dict[int, dict[str, np.ndarray]] = {}
@@ -301,8 +353,12 @@ def _train_parallel(prepared: Prepared, blocks: list[tuple[int, int]], jobs: int
             done[futures[future]] = columns
             if bar is not None:
                 bar.update(len(columns["model"]))
+    except BaseException:
+        workers.close()
+        raise
     finally:  # (the workers exit while the report is computed)
-        pool.shutdown(wait=False, cancel_futures=True)
+        if own:
+            workers.close()
         if bar is not None:
             bar.close()
     return pd.concat([frame(done[k]) for k in range(len(blocks))], ignore_index=True)
