@@ -7,7 +7,8 @@ How a command runs depends on its first word (:func:`how`); a command this file 
   run (``-n``), its real run being the business of the other workflow tests.
 - ``hsaudit``: in-process (``hsaudit.cli.main``) in that copy, on small CSVs made here; ``bench`` lines are parsed
   only (they are benchmarks of minutes); ``audit-training`` runs every option as written but ``--runs``, which it
-  caps at :data:`AUDIT_RUNS` (the README's R is its timing, 15-20 s each, not this test's). ``a|b|c`` in a word
+  caps at :data:`AUDIT_RUNS` (the README's R is its timing, 15-20 s each, not this test's), and the pilot of a chosen
+  design at :data:`PILOT_RUNS`. ``a|b|c`` in a word
   stands for each of a, b, c.
 - ``bash scripts/setup``: its syntax, and the extras it is given exist in pyproject.toml.
 - ``.venv/bin/python -m pytest``: the command ``.ci/run`` runs, word for word.
@@ -50,6 +51,8 @@ COMMANDS = readme_commands(README.read_text())
 
 AUDIT_RUNS = 60
 """The runs per world of the README's ``hsaudit audit-training`` commands here (their flags run as written)."""
+PILOT_RUNS = 10
+"""The runs per world of the pilot of a README command that leaves the design to it (no ``--canary``)."""
 
 
 def how(command: str) -> str:
@@ -136,6 +139,8 @@ def test_hsaudit_command(readme_copy, command, monkeypatch, capsys):
     if argv[0] == "audit-training" and "--runs" in argv:
         at = argv.index("--runs") + 1
         argv[at] = str(min(int(argv[at]), AUDIT_RUNS))
+        if not {"--canary", "--background", "--pilot-runs"} & set(argv):
+            argv += ["--pilot-runs", str(PILOT_RUNS)]
     monkeypatch.chdir(readme_copy)
     if how(command) == "parse":
         args = build_parser(argv).parse_args(argv)

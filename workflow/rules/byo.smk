@@ -1,7 +1,7 @@
 # Audits of users' own DP trainings (hsaudit.experiments.byo; docs/byo.md): one per name of the `byo:` config
 # section, target results/byo/{name}/report.md. Assess the claim (a checkpoint: an accounting bug or an audit too
-# small to exceed the claim needs no training) → check the entry and build the canary → train the shards → audit the
-# scores → plot → the report. The user's code (its entry file, or its folder) and the installed versions of the
+# small to exceed the claim needs no training) → check the entry, choose the design (canary auto: a pilot of each
+# candidate's control) and build the canary → train the shards → audit the scores → plot → the report. The user's code (its entry file, or its folder) and the installed versions of the
 # packages an audit names are in the training jobs' code version (training_version).
 #
 # Other studies audit trainings through these same rules: their plans build ByoAudit values (each with its own root
@@ -58,6 +58,14 @@ checkpoint assess_byo_claim:
 
 
 rule check_byo_entry:
+    input:
+        # a chosen design's pilot trains each candidate's control as planned there; ancient: a rewrite of the same
+        # plan (an estimator's edit) does not rerun the pilot, which decides the design and never the bound
+        claim=lambda wc: (
+            ancient(f"results/{wc.name}/claim.json")
+            if BYO_AUDITS[wc.name].design.chosen
+            else []
+        ),
     output:
         probe="results/{name}/probe.json",
         canary="results/{name}/canary.npz",
@@ -86,6 +94,7 @@ rule train_byo_shard:
     input:
         probe=rules.check_byo_entry.output.probe,
         canary=rules.check_byo_entry.output.canary,
+        check=rules.check_byo_entry.output.check,  # the design: given, or chosen by the check's pilot
         # the control's design (claim.json); the audit's shards do not depend on it
         claim=lambda wc: (
             f"results/{wc.name}/claim.json" if wc.part == "control" else []

@@ -25,6 +25,8 @@ else:
     details.update({f"check: {k}": v for k, v in found.items()})
     with open(snakemake.input.check) as fh:
         check = json.load(fh)
+    design = Design.from_dict(check["design"])  # given, or chosen by the check's pilot
+    details.update({"canary": design.canary, "background": design.background, **check["design details"]})
     parts = {p: [f for f in snakemake.input.shards if f.split("/")[-2] == p] for p in ("shards", "control")}
     scores = pd.concat([pd.read_csv(p) for p in parts["shards"]], ignore_index=True)
     control = None
@@ -36,7 +38,7 @@ else:
     options = AuditOptions.from_dict(snakemake.params.options)
     payload = report(scores, Claim.from_mapping(assessed["claim"]), assessed["n"], options, details=details,
                      control=control, same_model=check["same_model"],
-                     advice=advice(Design.from_dict(snakemake.params.design), found.get("theta0", "not observed"))
+                     advice=advice(design, found.get("theta0", "not observed"))
                      ).to_dict()  # fmt: skip
 write_csv_atomic(scores, snakemake.output.scores)
 write_text_atomic(snakemake.output.report, json.dumps(payload, indent=2) + "\n")

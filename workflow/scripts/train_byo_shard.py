@@ -1,8 +1,9 @@
-"""Snakemake adapter: train and score one shard of a user's training (the canary and the check from
+"""Snakemake adapter: train and score one shard of a user's training (the design, the canary and the check from
 check_byo_entry) into results/byo/{name}/shards/{shard}.csv, or of its positive control (the design claim.json
 holds: the canary repeated k times, or the audit setting at σ/f) into results/byo/{name}/control/{shard}.csv (hsaudit.experiments.byo.train.harness)."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -16,10 +17,12 @@ from hsaudit.util.io import write_csv_atomic
 
 log = script_logging(snakemake)
 torch.set_num_threads(snakemake.threads)
-design = Design.from_dict(snakemake.params.design)
-if snakemake.wildcards.part == "control":  # the control's design, as assess_byo_claim planned it
+with open(snakemake.input.check) as fh:  # the design the check gave or chose (canary auto)
+    design = Design.from_dict(json.load(fh)["design"])
+if snakemake.wildcards.part == "control":  # the control's design, as assess_byo_claim planned it, of that design
     with open(snakemake.input.claim) as fh:
-        design = Design.from_dict(json.load(fh)["control"]["design"])
+        twin = Design.from_dict(json.load(fh)["control"]["design"])
+    design = replace(twin, canary=design.canary, background=design.background)
 with open(snakemake.input.probe) as fh:
     found = Probe(**json.load(fh))
 with np.load(snakemake.input.canary) as f:

@@ -8,23 +8,29 @@ positive control (in the audit setting the training at σ/--power-factor, else t
 ``hsaudit audit`` and ``hsaudit one-run`` read them), ``OUT/report.json``, ``OUT/report.md`` and ``OUT/fig.pdf`` (+
 ``fig.csv``); the control's scores in ``OUT/control.csv``. ``--jobs N`` trains in N processes (default one per core).
 
+The design is chosen by default: each candidate's positive control is piloted at ``--pilot-runs`` per world on streams
+of its own and the audit runs with the one that separates most (the report names it, the candidates and the pilot's
+cost); ``--canary`` or ``--background`` pins one (``--design given``: out_of_support / data).
+
 Sharded: ``--shard i/n`` trains the i-th of n shards into ``OUT/scores-i-of-n.csv``; ``--from-shards n`` audits them.
 
 Few runs: ``--canaries M [--trainings K]`` trains K models with M canaries each (each by its own coin) and audits them
 with the one-run bounds pooled over the K trainings (:mod:`hsaudit.experiments.byo.few_runs`; docs/byo.md, "When your
 training is expensive"); ``OUT/scores.csv`` has one row per (training, canary). ``--runs``, ``--shard``,
-``--from-shards``, ``--bench`` and ``--design auto`` belong to the population audit and are refused with it.
+``--from-shards``, ``--bench`` and ``--design auto`` belong to the population audit and are refused with it (its canary
+defaults to out_of_support).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from hsaudit.audit.rules import VALID_MODES, parse_rule
 
-PLAN_DEFAULTS = {"canary": "out_of_support", "background": "data", "rule": "crossing"}
+PLAN_DEFAULTS = {"canary": "auto", "background": "auto", "rule": "crossing"}
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -38,7 +44,7 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def register(sub) -> None:
-    from hsaudit.experiments.byo.train.values import SCORED, SCORES
+    from hsaudit.experiments.byo.train.values import PILOT_RUNS, SCORED, SCORES
     from hsaudit.util.scores import score_entry
 
     parser = sub.add_parser(
@@ -64,15 +70,19 @@ def register(sub) -> None:
                         help="the few-runs audit's guesses per side as fractions of the K x M canaries, fixed before "
                         "the scores, several paid with Bonferroni (default 0.05,0.1,0.25)")  # fmt: skip
     parser.add_argument("--canary", default=PLAN_DEFAULTS["canary"],
-                        help="a canary type of the registry: mislabelled, out_of_support (default), dirac, blank, "
-                             "in_distribution, ood_mislabelled, clipbkd")  # fmt: skip
-    parser.add_argument("--design", choices=("given", "auto"), default="given",
-                        help="auto: try each design (dirac/blank, opposing/copies, out_of_support/data) in a pilot of "
-                        "its positive control (--pilot-runs per world, streams of its own) and audit with the one that "
-                        "separates most; given (default): --canary and --background")  # fmt: skip
-    parser.add_argument("--pilot-runs", type=int, default=50, help="runs per world of each design's pilot (auto)")
+                        help="a canary type of the registry, which pins the design: mislabelled, out_of_support, "
+                             "dirac, blank, in_distribution, ood_mislabelled, clipbkd; or auto (default: chosen, "
+                             "see --design)")  # fmt: skip
+    parser.add_argument("--design", choices=("given", "auto"), default=None,
+                        help="auto (the default unless --canary or --background is given): try each design "
+                        "(dirac/blank, opposing/copies, out_of_support/data) in a pilot of its positive control "
+                        "(--pilot-runs per world, streams of its own) and audit with the one that separates most; "
+                        "given: --canary and --background (out_of_support and data where not given)")  # fmt: skip
+    parser.add_argument("--pilot-runs", type=int, default=PILOT_RUNS,
+                        help=f"runs per world of each design's pilot (auto; default {PILOT_RUNS})")  # fmt: skip
     parser.add_argument("--background", default=PLAN_DEFAULTS["background"],
-                        help="data (default), blank (all-zero inputs) or subset")  # fmt: skip
+                        help="data, blank (all-zero inputs), copies, subset, which pins the design; or auto (default: "
+                        "chosen with the canary; data with a given canary)")  # fmt: skip
     parser.add_argument("--background-size", type=int, default=16, help="examples of the subset background")
     parser.add_argument("--seed", type=int, default=0, help="master seed of the bits, the models' seeds and the canary")
     parser.add_argument("--data", default=None, help="a .npz with arrays x and y instead of make().dataset()")
@@ -123,16 +133,26 @@ def register(sub) -> None:
 
 
 def _design(args: argparse.Namespace, shards: int):
-    from hsaudit.experiments.byo.plan import audit_setting
-    from hsaudit.experiments.byo.train.values import Design
+    """The design of the population audit: chosen (canary auto) unless ``--canary``, ``--background`` or
+    ``--design given`` pins it.
 
+    Raises:
+        ValueError: ``--design auto`` beside a given canary or background.
+    """
+    from hsaudit.experiments.byo.plan import audit_setting
+    from hsaudit.experiments.byo.train.values import AUTO, PINNED, Design
+
+    given = args.canary != AUTO or args.background != AUTO
+    if args.design == "auto" and given:
+        raise ValueError("--design auto chooses the canary and the background: leave out --canary and --background")
+    canary, background = (PINNED if args.design == "given" and not given else (args.canary, args.background))
     setting = None
     if args.audit_setting:
         setting = audit_setting(steps=args.setting_steps, epsilon=args.setting_epsilon, delta=args.setting_delta,
                                 sample_rate=args.setting_rate)  # fmt: skip
-    return Design(entry=args.entry, canary=args.canary, runs=args.runs, shards=shards, seed=args.seed,
-                  background=args.background, background_size=args.background_size, setting=setting,
-                  data=args.data, score=args.score)  # fmt: skip
+    return Design(entry=args.entry, canary=canary, runs=args.runs, shards=shards, seed=args.seed,
+                  background=background, background_size=args.background_size, setting=setting,
+                  data=args.data, score=args.score, pilot_runs=args.pilot_runs)  # fmt: skip
 
 
 def _summary(rep) -> str:
@@ -148,6 +168,8 @@ def _summary(rep) -> str:
         )
     if rep.power is not None:
         lines.append(f"  power: {rep.power.statement()}")
+    if "pilot cost" in rep.details:
+        lines.append(f"  design: {rep.details['design']}; pilot: {rep.details['pilot cost']}")
     warning = rep.details.get("warning")
     if warning:
         lines.append(f"  warning: {warning}")
@@ -195,23 +217,16 @@ def run(args: argparse.Namespace) -> int:
                            power_factor=args.power_factor, power_target=args.power_target,
                            power_resamples=args.power_resamples)  # fmt: skip
     progress = not args.no_progress and not args.json
-    pilot = None
-    if args.design == "auto":
-        if args.shard or args.from_shards or args.bench:
-            raise ValueError("--design auto chooses in one process: run it once, then give its --canary and "
-                             "--background to --shard, --from-shards or --bench")  # fmt: skip
-        from hsaudit.experiments.byo.api import choose_design
-
-        design, pilot = choose_design(design, options, pilot_runs=args.pilot_runs, jobs=args.jobs)
-        if not args.json:
-            for row in pilot:
-                what = f"separation μ = {row['separation']:.3g}" if row["separation"] is not None else row["error"]
-                print(f"design {row['canary']} / {row['background']}: {what} ({row['seconds']:.1f} s)")
-            print(f"chose {design.canary} / {design.background}")
+    if design.chosen and (args.shard or args.from_shards):
+        raise ValueError("a sharded audit trains one given design in every process: give --canary and --background "
+                         "(the design an unsharded audit's report names, or out_of_support and data)")  # fmt: skip
     if args.bench:
         from hsaudit.experiments.byo.api import benchmark
 
-        timing = benchmark(design, models=args.bench)
+        from hsaudit.experiments.byo.train.values import PINNED
+
+        pinned = replace(design, canary=PINNED[0], background=PINNED[1]) if design.chosen else design
+        timing = benchmark(pinned, models=args.bench)
         print(json.dumps(timing, indent=2) if args.json else "\n".join(f"{k}: {v:.4g}" for k, v in timing.items()))
         return 0
     if args.shard:
@@ -245,15 +260,15 @@ def run(args: argparse.Namespace) -> int:
     else:
         result = audit_training(design, options, progress=progress, control=not args.no_control, jobs=args.jobs)
         rep, scores = result.report, result.scores
+        if result.pilot and not args.json:
+            for row in result.pilot:
+                what = f"separation μ = {row['separation']:.3g}" if row["separation"] is not None else row["error"]
+                print(f"design {row['canary']} / {row['background']}: {what} ({row['seconds']:.1f} s)")
         if result.control is not None and len(result.control):
             write_csv_atomic(result.control, out / "control.csv")
     if len(scores):
         write_csv_atomic(scores, out / "scores.csv")
     payload = rep.to_dict()
-    if pilot is not None:  # how the design was chosen (pilot controls, streams of their own)
-        payload["details"]["design (auto)"] = "; ".join(
-            f"{r['canary']}/{r['background']}: " + (f"μ {r['separation']:.3g}" if r["separation"] is not None
-                                                   else r["error"]) for r in pilot)  # fmt: skip
     write_text_atomic(out / "report.json", json.dumps(payload, indent=2) + "\n")
     write_text_atomic(out / "report.md", markdown(payload))
     if len(scores):
@@ -293,6 +308,7 @@ def _run_few(args: argparse.Namespace) -> int:
     from hsaudit.experiments.byo.few_runs import audit_training_few, markdown_few
     from hsaudit.experiments.byo.plan import audit_setting
     from hsaudit.experiments.byo.train.families import FewRunsDesign
+    from hsaudit.experiments.byo.train.values import AUTO, PINNED
     from hsaudit.util.io import write_csv_atomic, write_text_atomic
 
     torch.set_num_threads(args.threads if args.threads is not None else 1)
@@ -301,8 +317,10 @@ def _run_few(args: argparse.Namespace) -> int:
         setting = audit_setting(steps=args.setting_steps, epsilon=args.setting_epsilon, delta=args.setting_delta,
                                 sample_rate=args.setting_rate)  # fmt: skip
     score = {"relative": "auto"}.get(args.score, args.score)
-    design = FewRunsDesign.of(args.entry, args.canaries, trainings, canary=args.canary, score=score, seed=args.seed,
-                              background=args.background, background_size=args.background_size, setting=setting,
+    canary = PINNED[0] if args.canary == AUTO else args.canary  # the few-runs audit's design is given
+    background = PINNED[1] if args.background == AUTO else args.background
+    design = FewRunsDesign.of(args.entry, args.canaries, trainings, canary=canary, score=score, seed=args.seed,
+                              background=background, background_size=args.background_size, setting=setting,
                               data=args.data)  # fmt: skip
     options = AuditOptions(confidence=args.confidence, seed=args.seed, power_factor=args.power_factor,
                            power_target=args.power_target, power_resamples=args.power_resamples)  # fmt: skip

@@ -141,7 +141,9 @@ def _time_byo(p, config: dict, models: int):
                 pop = replace(pop, timed_seconds=timing.seconds(design, control=audit.control),
                               detail=f"{pop.detail}; timed here: {timing.seconds_per_model:.3g} s per model, "
                                      f"{timing.shard_seconds:.3g} s per training job before its models, "
-                                     f"{timing.check_seconds:.3g} s for the check")  # fmt: skip
+                                     f"{timing.check_seconds:.3g} s for the check"
+                                     + (f" (with the design's pilot, {timing.pilot_seconds(audit.design):.3g} s)"
+                                        if audit.design.chosen else ""))  # fmt: skip
         rows.append(pop)
     return replace(p, populations=tuple(rows))
 

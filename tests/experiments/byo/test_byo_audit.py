@@ -415,14 +415,14 @@ def test_no_consistent_verdict_where_the_control_cannot_be_held_to_the_declared_
 
 
 def test_the_design_with_the_most_measured_power_is_chosen_from_pilots_of_its_own():
-    """--design auto: each design's positive control is piloted on streams of its own; a training that ignores the
-    Dirac canary's loss term (this one: θ sums the inputs) shows it no separation, and an input canary is chosen; the
-    chosen design keeps the audit's seed, so its models are not the pilot's."""
+    """The default design (canary auto): each design's positive control is piloted on streams of its own; a training
+    that ignores the Dirac canary's loss term (this one: θ sums the inputs) shows it no separation, and an input
+    canary is chosen; the chosen design keeps the audit's seed, so its models are not the pilot's."""
     from hsaudit.experiments.byo.api import choose_design
     from hsaudit.experiments.byo.plan import audit_setting
 
-    design = Design(entry=f"{GAUSS}:make", canary="mislabelled", runs=100, seed=3, setting=audit_setting())
-    chosen, rows = choose_design(design, AuditOptions(bootstrap=0), pilot_runs=40)
+    design = Design(entry=f"{GAUSS}:make", runs=100, seed=3, setting=audit_setting(), pilot_runs=40)
+    chosen, rows = choose_design(design, AuditOptions(bootstrap=0))
     by = {r["canary"]: r for r in rows}
     assert [(r["canary"], r["background"]) for r in rows] == [("dirac", "blank"), ("opposing", "copies"),
                                                              ("out_of_support", "data")]  # fmt: skip

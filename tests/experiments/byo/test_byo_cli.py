@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import json
+from dataclasses import replace
 
 import pandas as pd
 
@@ -14,6 +15,7 @@ from conftest import REPO
 from hsaudit.cli import main
 from hsaudit.experiments.byo.api import Timing, time_training
 from hsaudit.experiments.byo.plan import plan
+from hsaudit.experiments.byo.train.values import DESIGNS, PINNED
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
@@ -78,8 +80,9 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     assert main(["audit-training", "--entry", f"{bad}:make", "--runs", "5", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("hsaudit audit-training: error: entry") and "ModuleNotFoundError" in err
-    assert main(["audit-training", "--entry", f"{bad}:make", "--runs", "5", "--from-shards", "2",
+    assert main(["audit-training", "--entry", f"{bad}:make", "--runs", "5", "--from-shards", "2", "--canary", "dirac",
                  "--out", str(tmp_path)]) == 2  # fmt: skip
+    assert "missing shard score files" in capsys.readouterr().err
 
 
 def test_the_benchmark_reports_the_overhead(capsys):
@@ -126,14 +129,20 @@ def test_plan_times_a_users_training_here(tmp_path, capsys, monkeypatch):
     (tmp_path / "slow.py").write_text(SLOW_ENTRY.format(pause=pause))
     entry = f"{tmp_path / 'slow.py'}:make"
     audit = plan({"seed": 0, "byo": {"slow": {"entry": entry, "runs": 10, "shards": 3}}}).audits["slow"]
-    design = audit.design
+    design = audit.design  # chosen by a pilot (the default): timed as the design every training takes
+    pinned = replace(design, canary=PINNED[0], background=PINNED[1])
     timing = time_training(design, models=4)
     assert timing.models == 4 and pause <= timing.seconds_per_model < pause + 0.1 and timing.early is None
     assert timing.check_seconds >= 4 * pause and timing.shard_seconds > 0  # the check trains 4 models
+    assert timing.candidate_seconds >= 4 * pause  # and so does each candidate of the pilot
     alone = 20 * timing.seconds_per_model + 3 * timing.shard_seconds  # the audit's 20 models in 3 jobs
-    assert timing.seconds(design, control=False) == pytest.approx(alone + timing.check_seconds)
-    assert timing.seconds(design) == pytest.approx(2 * alone + timing.check_seconds)  # and the control's
-    assert Timing(2, 1.0, 10.0, 5.0).seconds(design) == 2 * (20 * 1.0 + 3 * 10.0) + 5.0
+    assert timing.seconds(pinned, control=False) == pytest.approx(alone + timing.check_seconds)
+    assert timing.seconds(pinned) == pytest.approx(2 * alone + timing.check_seconds)  # and the control's
+    assert Timing(2, 1.0, 10.0, 5.0).seconds(pinned) == 2 * (20 * 1.0 + 3 * 10.0) + 5.0
+    # the pilot: each candidate's check, then its control at pilot_runs per world
+    pilot = len(DESIGNS) * (2 * design.pilot_runs * 1.0 + 4.0)
+    assert Timing(2, 1.0, 10.0, 5.0, candidate_seconds=4.0).seconds(design) == 2 * (20 + 3 * 10.0) + 5.0 + pilot
+    assert timing.pilot_seconds(pinned) == 0.0 and timing.pilot_seconds(design) > 2 * design.pilot_runs * pause
     early = time_training(design, audit.options, models=4)  # 10 runs per world cannot exceed the claimed ε 11.5
     assert early.early == "inconclusive" and early.seconds(design) == 0.0
     with pytest.raises(ValueError, match="at least 2 models"):
@@ -154,7 +163,9 @@ def test_plan_times_a_users_training_here(tmp_path, capsys, monkeypatch):
             (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("byo/slow/report")]
             assert "not priced" not in line and "0.0 s" in line  # priced: nothing to train
             continue
-        # the audit's 400 models and the control's 400
-        assert row["models"] == 800 and row["cpu_hours"] * 3600 == pytest.approx(row["timed_seconds"])
-        assert 800 * pause + 4 * pause <= row["timed_seconds"] < 800 * (pause + 0.1) + 7 * 15
+        # the audit's 400 models and the control's 400, and the pilot's: each candidate's control
+        models = 800 + len(DESIGNS) * 2 * design.pilot_runs
+        assert row["models"] == models and row["cpu_hours"] * 3600 == pytest.approx(row["timed_seconds"])
+        assert models * pause + 4 * pause <= row["timed_seconds"] < models * (pause + 0.1) + 10 * 15
+        assert "with the design's pilot" in row["detail"]
         assert "timed here" in row["detail"] and row["gpu_hours"] == 0.0

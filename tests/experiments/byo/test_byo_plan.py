@@ -11,8 +11,16 @@ from hsaudit.accounting.gaussian import gaussian_epsilon
 from hsaudit.audit.auditor import Crossing
 from hsaudit.engine.canaries import BACKGROUNDS, CANARIES
 
-from hsaudit.experiments.byo.plan import DEFAULTS, SETTING_DEFAULTS, audit_setting, plan, shard_paths
-from hsaudit.experiments.byo.train.values import REQUIRED
+from hsaudit.experiments.byo.plan import (
+    BACKGROUND_CHOICES,
+    CANARY_CHOICES,
+    DEFAULTS,
+    SETTING_DEFAULTS,
+    audit_setting,
+    plan,
+    shard_paths,
+)
+from hsaudit.experiments.byo.train.values import DESIGNS, PINNED, REQUIRED
 
 SCHEMA = yaml.safe_load((REPO / "workflow/schemas/byo.schema.yaml").read_text())["$defs"]["audit"]["properties"]
 
@@ -20,8 +28,10 @@ SCHEMA = yaml.safe_load((REPO / "workflow/schemas/byo.schema.yaml").read_text())
 def test_the_schema_states_the_plans_defaults_and_the_registries():
     assert {k: SCHEMA[k]["default"] for k in DEFAULTS} == DEFAULTS
     assert {k: v["default"] for k, v in SCHEMA["audit_setting"]["properties"].items()} == SETTING_DEFAULTS
-    assert SCHEMA["canary"]["x-enum"] == "hsaudit.engine.canaries.CANARIES" and "out_of_support" in CANARIES
-    assert SCHEMA["background"]["x-enum"] == "hsaudit.engine.canaries.BACKGROUNDS" and "data" in BACKGROUNDS
+    assert SCHEMA["canary"]["x-enum"] == "hsaudit.experiments.byo.plan.CANARY_CHOICES"
+    assert SCHEMA["background"]["x-enum"] == "hsaudit.experiments.byo.plan.BACKGROUND_CHOICES"
+    assert tuple(CANARY_CHOICES) == ("auto", *CANARIES) and tuple(BACKGROUND_CHOICES) == ("auto", *BACKGROUNDS)
+    assert set(PINNED) <= set(CANARIES) | set(BACKGROUNDS) and PINNED in DESIGNS
     assert SCHEMA["rule"]["x-rules"] == "valid" and set(REQUIRED) <= set(SCHEMA["claim"]["properties"])
 
 
@@ -31,9 +41,21 @@ def test_the_config_example_is_planned():
     audit = byo.audits["example"]
     assert audit.design.entry == config["byo"]["example"]["entry"] and isinstance(audit.options.rule, Crossing)
     assert [t.path for t in byo.targets] == ["results/byo/example/report.md"]
-    # the audit's 2R models and the positive control's 2R
-    assert byo.populations[0].models == 4 * audit.design.runs and byo.populations[0].root == audit.root
+    # the audit's 2R models and the positive control's 2R, and the pilot's of the chosen design
+    assert audit.design.chosen and audit.design.pilot_runs == config["byo"]["example"]["pilot_runs"]
+    pilot = len(DESIGNS) * 2 * audit.design.pilot_runs
+    assert byo.populations[0].models == 4 * audit.design.runs + pilot and byo.populations[0].root == audit.root
     assert plan({"seed": 1}).audits == {}
+
+
+def test_a_given_canary_or_background_pins_the_design():
+    def design(**keys):
+        return plan({"byo": {"x": {"entry": "a.py:make", **keys}}}).audits["x"].design
+
+    assert design().chosen and design().to_dict()["canary"] == "auto"
+    assert (design(canary="dirac").canary, design(canary="dirac").background) == ("dirac", PINNED[1])
+    assert (design(background="blank").canary, design(background="blank").background) == (PINNED[0], "blank")
+    assert not design(canary="dirac").chosen and "pilot_runs" not in design(canary="dirac").to_dict()
 
 
 def test_every_key_of_an_entry_is_checked():

@@ -26,7 +26,8 @@ def test_byo_targets_end_to_end(workflow_copy):
     overlay = {
         "scale": "smoke",
         "byo": {
-            "first": {"entry": "user_a/entries.py:correct", "shards": 2, **small},
+            # the default design: chosen by the check job's pilot (its candidates' controls, 5 runs per world)
+            "first": {"entry": "user_a/entries.py:correct", "shards": 2, "runs": 6, "pilot_runs": 5},
             "early": {"entry": "user_a/entries.py:replace_one_as_add_remove", **small},
             "other": {"entry": "user_b/entries.py:correct", **small},
         },
@@ -38,7 +39,7 @@ def test_byo_targets_end_to_end(workflow_copy):
     first = (workdir / targets[0]).read_text()
     # 6 runs per world cannot see a leak of 1.5x the claim: the control says so
     assert first.startswith("# Audit of user_a/entries.py:correct") and "**Verdict: inconclusive**" in first
-    assert "## Power (the positive control)" in first
+    assert "## Power (the positive control)" in first and "chosen by a pilot: " in first and "pilot cost" in first
     check_pdf(workdir / "results/byo/first/fig.pdf")
     assert len(pd.read_csv(workdir / "results/byo/first/scores.csv")) == 12
     assert len(list((workdir / "results/byo/first/shards").glob("*.csv"))) == 2

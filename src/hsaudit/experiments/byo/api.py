@@ -7,7 +7,6 @@ same steps as separate jobs (check, shards, audit): :func:`check`, :func:`train_
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Iterable, Sequence
@@ -43,7 +42,8 @@ from hsaudit.experiments.byo.train.harness import (
     train_shard,
 )
 from hsaudit.experiments.byo.train.parallel import train_block, worker_block
-from hsaudit.experiments.byo.train.values import Design
+from hsaudit.experiments.byo.train.pilot import choose, pilot_design, pilot_details
+from hsaudit.experiments.byo.train.values import DESIGNS, PINNED, Design
 
 SCORE_COLUMNS = ("model", "member", "seed", "score", "train_seconds", "harness_seconds")
 """A scores CSV: one row per model; ``score`` and ``member`` are what ``hsaudit audit`` and ``hsaudit one-run`` read."""
@@ -72,6 +72,7 @@ class Result:
     report: ByoReport
     scores: pd.DataFrame
     control: pd.DataFrame | None = None
+    pilot: tuple[dict[str, Any], ...] = ()
 
 
 def details(design: Design, prepared: Prepared | None = None, scores: pd.DataFrame | None = None) -> dict[str, Any]:
@@ -150,8 +151,13 @@ def audit_training(
             audit's power; without it the verdict is at best ``inconclusive``.
         jobs: processes that train the models (:func:`train_all`; default 1, this one; None: :func:`default_jobs`).
 
+    A design whose canary is ``auto`` (:attr:`Design.chosen`, the default) is chosen first, when the verdict needs
+    training: :func:`choose_design` pilots each candidate's control on streams of its own, and the report names the
+    chosen design, the candidates' separations and the pilot's cost (:func:`pilot_details`).
+
     Returns:
-        The report, the scores (empty when the verdict needed no training) and the control's scores.
+        The report, the scores (empty when the verdict needed no training), the control's scores and the pilot's
+        rows (none for a given design).
 
     Raises:
         ValueError: bad input (an entry that does not import, a bad claim, a training not deterministic in its
@@ -162,11 +168,24 @@ def audit_training(
     early = early_report(design, loaded, options)
     if early is not None:
         return Result(early, frame({c: np.zeros(0) for c in SCORE_COLUMNS}))
+    with Workers() as workers:  # one set of worker processes for the pilot, the audit and its control
+        return _audit(design, loaded, options, shards=shards, progress=progress, control=control, jobs=jobs,
+                      workers=workers)  # fmt: skip
+
+
+def _audit(
+    design: Design, loaded: Loaded, options: AuditOptions, *, shards: Sequence[int] | None, progress: bool,
+    control: bool, jobs: int | None, workers: Workers,
+) -> Result:  # fmt: skip
+    """:func:`audit_training` past its early verdict, training in ``workers``."""
+    pilot: list[dict[str, Any]] = []
+    if design.chosen:
+        design, pilot = choose_design(design, options, jobs=jobs, loaded=loaded, workers=workers)
     prepared = prepare(design, loaded)
-    scores = train_all(prepared, jobs=jobs, progress=progress, shards=shards)
+    scores = train_all(prepared, jobs=jobs, progress=progress, shards=shards, workers=workers)
     claim = loaded.training.claim
     same = not prepared.probe.seed_sensitive and canary_changes_model(prepared)
-    about = details(design, prepared, scores)
+    about = {**details(design, prepared, scores), **pilot_details(design, pilot)}
     look = control and control_is_exact(claim, loaded.n)  # the looks both reports pay for
     found = report(scores, claim, loaded.n, options, details=about, same_model=same, every_estimate=False,
                    control_look=look)  # fmt: skip
@@ -175,12 +194,12 @@ def audit_training(
         twin_design, worst = control_design(design, claim, loaded.n, options)
         twin_loaded = loaded if twin_design.noise_factor == 1.0 else load(twin_design)  # make(setting) at σ/f
         twin = prepare(twin_design, twin_loaded, found=prepared.probe, canary=prepared.canary)
-        table = train_all(twin, jobs=jobs, progress=progress, shards=shards)
+        table = train_all(twin, jobs=jobs, progress=progress, shards=shards, workers=workers)
         checked = Control(copies=twin_design.copies, epsilon_worst=worst, scores=table,
                           noise_factor=twin_design.noise_factor)  # fmt: skip
     rep = report(scores, claim, loaded.n, options, details=about, control=checked, same_model=same,
                  advice=advice(design, prepared.probe.theta0), control_look=look)  # fmt: skip
-    return Result(rep, scores, None if checked is None else checked.scores)
+    return Result(rep, scores, None if checked is None else checked.scores, tuple(pilot))
 
 
 def control_design(design: Design, claim: Any, n: int, options: AuditOptions) -> tuple[Design, float]:
@@ -197,65 +216,25 @@ def control_design(design: Design, claim: Any, n: int, options: AuditOptions) ->
     return design.control(copies), worst
 
 
-DESIGNS = (("dirac", "blank"), ("opposing", "copies"), ("out_of_support", "data"))
-"""The designs :func:`choose_design` tries, strongest first where they apply: a Dirac gradient canary on a blank
-background (a loss that takes the canary's term), Nasr et al.'s worst-case dataset (classes), an input outside the
-data's support."""
-PILOT_RUNS = 50
-"""Runs per world of each design's pilot control in :func:`choose_design`."""
-
-
-def _separation(table: pd.DataFrame) -> float:
-    """The control's separation of its worlds as a GDP μ, either orientation: √2 Φ⁻¹(AUROC) of |AUROC − ½| + ½."""
-    from scipy import special, stats
-
-    s, m = table["score"].to_numpy(float), table["member"].to_numpy(bool)
-    if m.all() or not m.any():
-        return 0.0
-    auc = stats.mannwhitneyu(s[m], s[~m]).statistic / (m.sum() * (~m).sum())
-    return float(math.sqrt(2.0) * special.ndtri(min(0.5 + abs(auc - 0.5), 1.0 - 1e-9)))
-
-
 def choose_design(
-    design: Design, options: AuditOptions = AuditOptions(), *, pilot_runs: int = PILOT_RUNS, jobs: int | None = 1
-) -> tuple[Design, list[dict[str, Any]]]:
-    """The design with the most measured power on this training: each of :data:`DESIGNS` is checked and its
-    positive control (:func:`control_design`) trained at ``pilot_runs`` per world, on streams of its own (a pilot
-    seed derived from the design's), and the design whose control separates its worlds most (:func:`_separation`)
-    is returned with the audit's own seed. The pilot reads none of the audit's models, so choosing from it costs the
-    audit's bound nothing. A design the training cannot take (a loss without the canary's term fails or ignores it;
-    regression targets for the worst-case dataset) is left out with the reason.
+    design: Design, options: AuditOptions = AuditOptions(), *, jobs: int | None = 1, loaded: Loaded | None = None,
+    workers: Workers | None = None,
+) -> tuple[Design, list[dict[str, Any]]]:  # fmt: skip
+    """The design with the most measured power on this training (:func:`~hsaudit.experiments.byo.train.pilot.choose`):
+    each candidate's positive control (:func:`control_design`) piloted at ``design.pilot_runs`` per world on streams
+    of its own, in ``jobs`` processes (:func:`train_all`, of ``workers`` if given); ``loaded``: the user's
+    training, if loaded already.
 
     Returns:
-        The chosen design and one row per candidate (canary, background, separation or error, seconds).
+        The chosen design and one row per candidate (canary, background, separation or error, models, seconds).
 
     Raises:
         ValueError: no candidate could be trained (the rows say why).
     """
-    rows: list[dict[str, Any]] = []
-    pilot = replace(design, runs=int(pilot_runs), shards=1, seed=design.stream("pilot"))
-    for canary, background in DESIGNS:
-        start = time.perf_counter()
-        candidate = replace(pilot, canary=canary, background=background)
-        try:
-            loaded = load(candidate)
-            prepared = prepare(candidate, loaded)
-            twin, _ = control_design(candidate, loaded.training.claim, loaded.n, options)
-            twin_prepared = prepare(twin, loaded if twin.noise_factor == 1.0 else load(twin), found=prepared.probe,
-                                    canary=prepared.canary)  # fmt: skip
-            separation = _separation(train_all(twin_prepared, jobs=jobs))
-            rows.append(dict(canary=canary, background=background, separation=separation,
-                             seconds=time.perf_counter() - start))  # fmt: skip
-        except Exception as err:  # noqa: BLE001 — a design this training cannot take is left out, with why
-            rows.append(dict(canary=canary, background=background, separation=None,
-                             error=f"{type(err).__name__}: {str(err).splitlines()[0][:200]}",
-                             seconds=time.perf_counter() - start))  # fmt: skip
-    usable = [r for r in rows if r["separation"] is not None]
-    if not usable:
-        raise ValueError("no design could be trained: " + "; ".join(f"{r['canary']}/{r['background']}: {r['error']}"
-                                                                    for r in rows))  # fmt: skip
-    best = max(usable, key=lambda r: r["separation"])
-    return replace(design, canary=best["canary"], background=best["background"]), rows
+    loaded = load(pilot_design(design)) if loaded is None else loaded
+    claim, n = loaded.training.claim, loaded.n
+    return choose(design, lambda c: control_design(c, claim, n, options)[0], loaded=loaded,
+                  train=lambda p: train_all(p, jobs=jobs, workers=workers))  # fmt: skip
 
 
 PARALLEL_MIN_SECONDS = 60.0
@@ -275,8 +254,9 @@ def default_jobs(prepared: Prepared) -> int:
 
 
 def train_all(
-    prepared: Prepared, *, jobs: int | None = 1, progress: bool = False, shards: Sequence[int] | None = None
-) -> pd.DataFrame:
+    prepared: Prepared, *, jobs: int | None = 1, progress: bool = False, shards: Sequence[int] | None = None,
+    workers: Workers | None = None,
+) -> pd.DataFrame:  # fmt: skip
     """The scores table (:func:`frame`) of every model of ``prepared.design`` (or of its ``shards``), trained in
     ``jobs`` processes.
 
@@ -293,6 +273,8 @@ def train_all(
         jobs: processes (default 1: this one; None: :func:`default_jobs`, as ``hsaudit audit-training``).
         progress: one tqdm bar over the models.
         shards: shards of ``prepared.design`` to train (default: all its models).
+        workers: worker processes that outlive this call (:class:`Workers`: an audit's pilot, models and control
+            share them), else started and stopped here.
 
     Raises:
         ValueError: ``jobs`` < 1, or as :func:`~hsaudit.experiments.byo.train.harness.train_shard`.
@@ -310,13 +292,48 @@ def train_all(
         blocks = [(count, i) for i in range(count)]
     if jobs == 1 or len(blocks) == 1:
         return pd.concat([frame(train_block(prepared, *b, progress=progress)) for b in blocks], ignore_index=True)
-    return _train_parallel(prepared, blocks, min(int(jobs), len(blocks)), progress)
+    return _train_parallel(prepared, blocks, min(int(jobs), len(blocks)), progress, workers)
 
 
-def _train_parallel(prepared: Prepared, blocks: list[tuple[int, int]], jobs: int, progress: bool) -> pd.DataFrame:
-    """The blocks trained by ``jobs`` spawned workers, their frames in block order."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+class Workers:
+    """Spawned worker processes that live for a whole audit (its pilot, the audit, its control), so that a worker's
+    start — a fresh interpreter importing torch and the user's libraries, 3.5 s of CPU for the Opacus example — is
+    paid once per audit, not once per part ('spawn': forking a process that has run torch's thread pool can
+    deadlock). A context manager; :func:`train_all` takes one (``workers``)."""
+
+    def __init__(self) -> None:
+        self.pool: Any = None
+        self.size = 0
+
+    def get(self, jobs: int) -> Any:
+        """The pool of ``jobs`` workers (started at the first call, restarted for another size)."""
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        if self.pool is None or self.size != jobs:
+            self.close()
+            self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+            self.size = jobs
+        return self.pool
+
+    def close(self) -> None:
+        """Stop the workers (they exit while the caller goes on)."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool = None
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _train_parallel(
+    prepared: Prepared, blocks: list[tuple[int, int]], jobs: int, progress: bool, workers: Workers | None = None
+) -> pd.DataFrame:
+    """The blocks trained by ``jobs`` spawned workers (of ``workers``, else started here), in block order."""
+    from concurrent.futures import as_completed
 
     bar = None
     if progress:
@@ -325,7 +342,9 @@ def _train_parallel(prepared: Prepared, blocks: list[tuple[int, int]], jobs: int
         bar = tqdm(total=sum(len(replace(prepared.design, shards=c).shard_models(i)) for c, i in blocks),
                    desc=f"{jobs} jobs", unit="model")  # fmt: skip
     spec = (prepared.design.to_dict(), prepared.probe, prepared.canary, max(1, (os.cpu_count() or 1) // jobs))
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    own = workers is None
+    workers = Workers() if workers is None else workers
+    pool = workers.get(jobs)
     try:
         futures = {pool.submit(worker_block, *spec, c, i): k for k, (c, i) in enumerate(blocks)}
         done: dict[int, dict[str, np.ndarray]] = {}
@@ -334,8 +353,12 @@ def _train_parallel(prepared: Prepared, blocks: list[tuple[int, int]], jobs: int
             done[futures[future]] = columns
             if bar is not None:
                 bar.update(len(columns["model"]))
+    except BaseException:
+        workers.close()
+        raise
     finally:  # (the workers exit while the report is computed)
-        pool.shutdown(wait=False, cancel_futures=True)
+        if own:
+            workers.close()
         if bar is not None:
             bar.close()
     return pd.concat([frame(done[k]) for k in range(len(blocks))], ignore_index=True)
@@ -469,6 +492,8 @@ class Timing:
             the user's trainings), the canary.
         early: the verdict reached before any training (an accounting bug, or runs too few to exceed the claim):
             then no model is trained and nothing was timed but ``make()`` and ``dataset()``. None otherwise.
+        candidate_seconds: a pilot candidate's work before its first model (:func:`choose_design`, in the check
+            job: the determinism check, the canary, the worlds).
     """
 
     models: int
@@ -476,21 +501,33 @@ class Timing:
     shard_seconds: float
     check_seconds: float
     early: str | None = None
+    candidate_seconds: float = 0.0
+
+    def pilot_seconds(self, design: Design) -> float:
+        """The estimated seconds of choosing ``design`` (:func:`choose_design`; none for a given design): each of
+        :data:`DESIGNS` checked and its control trained at ``design.pilot_runs`` per world."""
+        if self.early is not None or not design.chosen:
+            return 0.0
+        return len(DESIGNS) * (2 * design.pilot_runs * self.seconds_per_model + self.candidate_seconds)
 
     def seconds(self, design: Design, *, control: bool = True) -> float:
         """The estimated seconds of ``design``'s check and training jobs (none when the verdict needs no
-        training); with the positive control, its shards too (as many models and jobs again)."""
+        training); with the positive control, its shards too (as many models and jobs again); for a chosen design,
+        its pilot (:meth:`pilot_seconds`)."""
         if self.early is not None:
             return 0.0
         parts = 2 if control else 1
-        return parts * (design.models * self.seconds_per_model + design.shards * self.shard_seconds) + self.check_seconds
+        trained = parts * (design.models * self.seconds_per_model + design.shards * self.shard_seconds)
+        return trained + self.check_seconds + self.pilot_seconds(design)
 
 
 def time_training(design: Design, options: AuditOptions | None = None, *, models: int = 8) -> Timing:
     """Time ``models`` models of ``design`` here, and the work of its jobs before their first model (one job's
     start in a fresh interpreter, the user's ``make()`` and ``dataset()``, the check, the canary, the worlds); the
     models go through the harness (:func:`~hsaudit.experiments.byo.train.harness.train_shard`). With the audit's
-    ``options``, a verdict that needs no training (:func:`early_report`) is found first and nothing is trained.
+    ``options``, a verdict that needs no training (:func:`early_report`) is found first and nothing is trained. A
+    chosen design is timed as the design every training takes (:data:`~hsaudit.experiments.byo.train.values.PINNED`),
+    its pilot priced from that (:meth:`Timing.pilot_seconds`).
 
     Raises:
         ValueError: ``models`` < 2 (one per world at least).
@@ -502,10 +539,14 @@ def time_training(design: Design, options: AuditOptions | None = None, *, models
         early = early_report(design, loaded[0], options)
         if early is not None:
             return Timing(models=0, seconds_per_model=0.0, shard_seconds=0.0, check_seconds=0.0, early=early.verdict)
+    if design.chosen:
+        design = replace(design, canary=PINNED[0], background=PINNED[1])
     small, prepared, parts = _small_job(design, models, loaded)
     start = time.perf_counter()
     train_shard(prepared, 0)
     per_model = (time.perf_counter() - start) / small.models
     begin = job_start_seconds() + parts["make_and_dataset_s"]
+    candidate = parts["check_s (4 user trainings)"] + parts["canary_s"] + parts["worlds_s"]
     return Timing(models=small.models, seconds_per_model=per_model, shard_seconds=begin + parts["worlds_s"],
-                  check_seconds=begin + parts["check_s (4 user trainings)"] + parts["canary_s"])  # fmt: skip
+                  check_seconds=begin + parts["check_s (4 user trainings)"] + parts["canary_s"],
+                  candidate_seconds=candidate)  # fmt: skip

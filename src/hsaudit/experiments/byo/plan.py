@@ -14,22 +14,24 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hsaudit.accounting.gaussian import calibrate_noise
 from hsaudit.audit.rules import parse_rule
 from hsaudit.experiments.byo.audit import AuditOptions
+from hsaudit.engine import canaries
 from hsaudit.engine.canary_families import canary_family
-from hsaudit.experiments.byo.train.values import FEW_SCORES, GUESS_FRACTIONS, AuditSetting, Design, entry_file, few_score
+from hsaudit.experiments.byo.train.values import (AUTO, DESIGNS, FEW_SCORES, GUESS_FRACTIONS, PINNED, AuditSetting,
+                                                  Design, entry_file, few_score)
 from hsaudit.experiments.plans import Population, Target
 from hsaudit.util.seeding import derive_seed
 from hsaudit.util.source import code_text
 
 DEFAULTS: dict[str, Any] = {
-    "canary": "out_of_support",
-    "background": "data",
+    "canary": "auto",
+    "background": "auto",
     "background_size": 16,
     "runs": 500,
     "shards": 1,
@@ -37,6 +39,7 @@ DEFAULTS: dict[str, Any] = {
     "claim": None,
     "data": None,
     "score": "auto",
+    "pilot_runs": 50,
     "confidence": 0.95,
     "rule": "crossing",
     "directions": "one",
@@ -52,6 +55,24 @@ DEFAULTS: dict[str, Any] = {
     "resources": {"mem_mb": 4000, "runtime": 120},
 }
 """The value of every key an entry of ``byo:`` leaves out (workflow/schemas/byo.schema.yaml states the same)."""
+
+class _OrAuto:
+    """``auto`` and the names of a registry of :mod:`hsaudit.engine.canaries`, read from it at each iteration (a
+    name registered later is offered too)."""
+
+    def __init__(self, registry: str) -> None:
+        self.registry = registry
+
+    def __iter__(self) -> Iterator[str]:
+        yield AUTO
+        yield from getattr(canaries, self.registry)
+
+
+CANARY_CHOICES = _OrAuto("CANARIES")
+"""A ``byo:`` entry's ``canary`` (the schema's enum): ``auto`` (the audit chooses the design by a pilot; docs/byo.md)
+or a canary type of :data:`hsaudit.engine.canaries.CANARIES`."""
+BACKGROUND_CHOICES = _OrAuto("BACKGROUNDS")
+"""A ``byo:`` entry's ``background``: ``auto`` or a background (either given pins the design)."""
 
 SETTING_DEFAULTS: dict[str, Any] = {"steps": 5, "epsilon": 4.0, "delta": 1e-5, "sample_rate": 1.0}
 """The audit setting's defaults: few steps, the full batch, σ calibrated to ε = 4 at δ = 1e-5 [inferred: an ε a
@@ -202,6 +223,7 @@ def audit_from(name: str, entry: Mapping[str, Any], *, seed: int) -> ByoAudit:
             claim=values["claim"],
             data=values["data"],
             score=str(values["score"]),
+            pilot_runs=int(values["pilot_runs"]),
         )
         options = AuditOptions(
             confidence=float(values["confidence"]),
@@ -216,6 +238,8 @@ def audit_from(name: str, entry: Mapping[str, Any], *, seed: int) -> ByoAudit:
     except ValueError as err:
         raise ValueError(f"byo.{name}: {err}") from None
     few = few_values(name, design, values)
+    if few and design.chosen:  # the few-runs audit's design is given (as on the CLI): its pilot would cost trainings
+        design = replace(design, canary=PINNED[0], background=PINNED[1])
     return ByoAudit(
         name=name,
         design=design,
@@ -247,7 +271,7 @@ def few_values(name: str, design: Design, values: Mapping[str, Any]) -> dict[str
     if few_score(design.score) not in FEW_SCORES:
         raise ValueError(f"byo.{name}: score {design.score!r} is not a few-runs audit's ({', '.join(FEW_SCORES)})")
     try:
-        canary_family(design.canary)
+        canary_family(PINNED[0] if design.chosen else design.canary)
     except ValueError as err:
         raise ValueError(f"byo.{name}: {err}") from None
     return {"canaries": int(canaries), "trainings": int(trainings), "guesses": guesses}
@@ -263,11 +287,12 @@ def plan(config: Mapping[str, Any]) -> ByoPlan:
             root=a.root,
             figures=(f"byo/{name}/report",),  # the id of its target, results/byo/<name>/report.md
             model="user",
-            # the audit's models and the control's (a few-runs audit: its trainings)
-            models=(a.design.models if a.canaries is None else a.trainings) * (2 if a.control else 1),
+            # the audit's models and the control's (a few-runs audit: its trainings), and the pilot's of a chosen design
+            models=(a.design.models if a.canaries is None else a.trainings) * (2 if a.control else 1)
+            + a.design.chosen * len(DESIGNS) * 2 * a.design.pilot_runs,
             steps=int((a.design.setting.steps if a.design.setting else (a.design.claim or {}).get("steps", 0)) or 0),
             batch=0,
-            role=f"{a.design.canary} canary, {a.design.background} background",
+            role=_role(a.design),
             detail=f"entry {a.design.entry}" + ("" if a.canaries is None else
                                                 f", {a.canaries} canaries x {a.trainings} trainings"),  # fmt: skip
         )
@@ -275,6 +300,13 @@ def plan(config: Mapping[str, Any]) -> ByoPlan:
     )
     targets = tuple(Target(path=f"{a.root}/report.md", kind="cpu", trained=True) for a in audits.values())
     return ByoPlan(audits=audits, populations=populations, targets=targets)
+
+
+def _role(design: Design) -> str:
+    """A population's role in ``hsaudit plan``: its design, or that a pilot chooses it."""
+    if design.chosen:
+        return f"design chosen by a pilot ({len(DESIGNS)} candidates)"
+    return f"{design.canary} canary, {design.background} background"
 
 
 def training_version(audit: ByoAudit) -> str:

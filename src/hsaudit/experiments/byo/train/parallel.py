@@ -46,7 +46,8 @@ def located(err: UserCodeError, design: Design, models: range) -> UserCodeError:
 
 
 _WORKER: dict[str, Prepared] = {}
-"""A worker process's prepared training, built at its first block."""
+"""A worker process's prepared trainings by design (its JSON), each built at its first block: a worker that lives
+for a whole audit trains the pilot's candidates, the audit and its control."""
 
 
 def worker_block(
@@ -54,11 +55,16 @@ def worker_block(
 ) -> dict[str, np.ndarray]:
     """A worker's block: the training prepared once per process (``threads`` torch threads, the user's ``make()``
     and ``dataset()``, the worlds of the given canary), then :func:`train_block`."""
+    import json
+
     import torch
 
-    prepared = _WORKER.get("prepared")
+    key = json.dumps(design, sort_keys=True, default=str)
+    prepared = _WORKER.get(key)
     if prepared is None:
         torch.set_num_threads(threads)
         whole = Design.from_dict(design)
-        prepared = _WORKER["prepared"] = prepare(whole, load(whole), found=found, canary=canary)
+        if len(_WORKER) >= 4:  # the oldest design's data go (a pilot's candidates are done with)
+            del _WORKER[next(iter(_WORKER))]
+        prepared = _WORKER[key] = prepare(whole, load(whole), found=found, canary=canary)
     return train_block(prepared, count, index)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,17 @@ def few_score(score: str) -> str:
     return {"relative": "auto"}.get(score, score)
 
 
+AUTO = "auto"
+"""A design's ``canary`` (and ``background``) when the audit chooses them: the candidate design whose positive
+control separates most in a pilot of its own (:func:`hsaudit.experiments.byo.api.choose_design`)."""
+PINNED = ("out_of_support", "data")
+"""The canary and background of a design pinned by one of the two alone: the other takes its value here."""
+DESIGNS = (("dirac", "blank"), ("opposing", "copies"), ("out_of_support", "data"))
+"""The candidate designs (canary, background) of a chosen one, strongest first where they apply: a Dirac gradient
+canary on a blank background (a loss that takes the canary's term), Nasr et al.'s worst-case dataset (classes), an
+input outside the data's support (:func:`hsaudit.experiments.byo.api.choose_design`)."""
+PILOT_RUNS = 50
+"""Runs per world of each candidate's pilot control when the design is chosen (:attr:`Design.pilot_runs`)."""
 REQUIRED = ("epsilon", "delta", "noise_multiplier", "max_grad_norm", "sampling", "steps", "neighbouring")
 OPTIONAL = ("sample_rate", "batch_size", "accountant")
 
@@ -260,11 +271,13 @@ class Design:
 
     Attributes:
         entry: the user's ``make`` (``package.module:make`` or ``path/to/file.py:make``).
-        canary: a canary type of :data:`hsaudit.engine.canaries.CANARIES`.
-        runs: models per world on average (2 × runs models in all).
+        canary: a canary type of :data:`hsaudit.engine.canaries.CANARIES`, or :data:`AUTO` (the default): the
+            audit chooses the canary and the background (:attr:`chosen`); giving either pins the design, the other
+            then taking its value in :data:`PINNED`.
+        runs: models per world on average (2 × runs models in all; keyword only).
         shards: how many jobs the models are split into (contiguous blocks of model indices).
         seed: the master seed of every stream.
-        background: a background of :data:`hsaudit.engine.canaries.BACKGROUNDS`.
+        background: a background of :data:`hsaudit.engine.canaries.BACKGROUNDS`, or :data:`AUTO` (as ``canary``).
         background_size: examples of the ``subset`` background.
         setting: the cheap configuration the training is asked to run in, or None for the user's own.
         claim: values that replace the claim ``make()`` states (a mapping of claim keys), or None.
@@ -277,14 +290,15 @@ class Design:
             audit), so that the control leaks exactly that multiple of the declared μ (full batch) through any canary
             (see :meth:`control_noise`); its streams are its own as for ``copies``.
         score: one of :data:`SCORES`.
+        pilot_runs: runs per world of each candidate's pilot when the design is chosen (:data:`PILOT_RUNS`).
     """
 
     entry: str
-    canary: str
-    runs: int
+    canary: str = AUTO
+    runs: int = field(kw_only=True)
     shards: int = 1
     seed: int = 0
-    background: str = "data"
+    background: str = AUTO
     background_size: int = 16
     setting: AuditSetting | None = None
     claim: Mapping[str, Any] | None = None
@@ -292,13 +306,17 @@ class Design:
     copies: int = 1
     noise_factor: float = 1.0
     score: str = "auto"
+    pilot_runs: int = PILOT_RUNS
 
     def __post_init__(self) -> None:
+        if (self.canary == AUTO) != (self.background == AUTO):  # one of the two given pins the design
+            object.__setattr__(self, "canary", PINNED[0] if self.canary == AUTO else self.canary)
+            object.__setattr__(self, "background", PINNED[1] if self.background == AUTO else self.background)
         if self.score not in SCORES:
             raise ValueError(f"score must be one of {', '.join(SCORES)}, got {self.score!r}")
         if not isinstance(self.entry, str) or ":" not in self.entry:
             raise ValueError(f"entry must look like package.module:make or path/to/file.py:make, got {self.entry!r}")
-        for name in ("runs", "shards", "background_size", "copies"):
+        for name in ("runs", "shards", "background_size", "copies", "pilot_runs"):
             v = getattr(self, name)
             if int(v) != v or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
@@ -308,6 +326,11 @@ class Design:
             raise ValueError(f"shards ({self.shards}) must not exceed the models (2 x runs = {self.models})")
         if self.claim is not None:
             object.__setattr__(self, "claim", dict(self.claim))
+
+    @property
+    def chosen(self) -> bool:
+        """Whether the audit chooses the canary and background (:data:`AUTO`) rather than being given them."""
+        return self.canary == AUTO
 
     @property
     def models(self) -> int:
@@ -351,8 +374,8 @@ class Design:
         """Plain values (JSON, Snakemake params), :meth:`from_dict`'s inverse."""
         out = asdict(self)
         out["setting"] = None if self.setting is None else self.setting.to_dict()
-        for name in ("copies", "noise_factor"):  # the audit's values as before controls existed: same job params
-            if out[name] == 1:
+        for name, before in (("copies", 1), ("noise_factor", 1), ("pilot_runs", PILOT_RUNS)):
+            if out[name] == before:  # the values as before controls and pilots existed: the same job params
                 del out[name]
         return out
 
