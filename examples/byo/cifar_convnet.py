@@ -9,7 +9,9 @@ audit's real-size example (docs/byo.md, "When your training is expensive"):
 batch 128, η = 0.01, σ = 4, C = 1, δ = 1e-5, plain SGD — for 16 epochs, the T = 6,250 steps of their Fig. 2(b)
 (16 × ⌈50,000/128⌉ = 6,256 here). Opacus draws Poisson batches, where Cebere et al. fix the batch sequence.
 ``laptop`` is the same training on 4,000 images for 2 epochs (64 steps): the model is already small, so only the
-data and the epochs shrink; one training takes seconds on one CPU core.
+data and the epochs shrink; one training takes seconds on one CPU core. It trains on the GPU when there is one
+(seeded by ``torch.manual_seed`` as on the CPU; a GPU's convolutions may still differ between two runs of one seed,
+which the audit's determinism check reports: then set ``torch.backends.cudnn.deterministic = True``).
 
 ``dataset()`` reads CIFAR-10 through the project's loaders (docs/data.md) from ``data/cifar-10-batches-py`` or
 ``data/cifar-10-python.tar.gz`` when one is there, else writes (once) and reads synthetic images in the real format
@@ -42,6 +44,7 @@ warnings.filterwarnings("ignore", message="Full backward hook is firing when gra
 SCALES = {"full": dict(images=50_000, epochs=16), "laptop": dict(images=4_000, epochs=2)}
 BATCH, NOISE, CLIP, LR, DELTA = 128, 4.0, 1.0, 0.01, 1e-5  # Cebere et al., CIFAR-BASE
 LOCAL = ("data/cifar-10-batches-py", "data/cifar-10-python.tar.gz")
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def data_section(images: int) -> dict:
@@ -68,7 +71,7 @@ def make(setting=None, scale: str = "full"):
 
     def train(data, seed, init_seed=None):  # hsaudit: init_seed
         torch.manual_seed(init_seed if init_seed is not None else seed)  # hsaudit: θ0 from init_seed
-        model = convnet(10)
+        model = convnet(10).to(DEVICE)
         torch.manual_seed(seed)  # hsaudit: everything else from seed
         optimizer = torch.optim.SGD(model.parameters(), lr=LR)
         loader = DataLoader(data, batch_size=batch)
@@ -82,12 +85,12 @@ def make(setting=None, scale: str = "full"):
         while done < steps:  # epochs of the loader; the audit setting's steps may end inside one
             for x, y in loader:
                 optimizer.zero_grad()
-                torch.nn.functional.cross_entropy(model(x), y).backward()
+                torch.nn.functional.cross_entropy(model(x.to(DEVICE)), y.to(DEVICE)).backward()
                 optimizer.step()
                 done += 1
                 if done == steps:
                     break
-        return model._module
+        return model._module.cpu()  # hsaudit scores the canaries on the CPU
 
     accountant = PRVAccountant()
     accountant.history = [(noise, rate, steps)]
