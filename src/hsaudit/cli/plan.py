@@ -6,6 +6,7 @@
     hsaudit plan results/yoon/fig3.pdf --scale laptop    # Yoon et al. (full-batch DP-SGD)
     hsaudit plan results/steinke/fig2.pdf --scale laptop --configfile config/config.yaml my.yaml   # as snakemake
     hsaudit plan results/byo/example/report.md --time-byo 8   # a user's training: time 8 of its models here
+    hsaudit plan --few examples/byo/cifar_convnet.py:laptop --canaries 500 --trainings 2   # a few-runs audit
 
 See :mod:`hsaudit.pipeline.costs` and docs/cluster.md ("Cost estimates").
 """
@@ -58,6 +59,14 @@ def register(sub) -> None:
     cal.add_argument("--steps", type=int, default=5, help="timed steps (default: %(default)s)")
     cal.add_argument("--population", type=int, default=1, help="models vectorised per step (default: 1)")
     cal.add_argument("--threads", type=int, default=1, help="torch threads (default: 1, as the rules run)")
+    few = parser.add_argument_group("a few-runs audit of a user's training (no config section needed)")
+    few.add_argument("--few", metavar="ENTRY", help="price the few-runs audit of ENTRY (path/to/file.py:make): the "
+                     "check's trainings, K with M canaries each and the control's K, from one training timed here")  # fmt: skip
+    few.add_argument("--canaries", type=int, default=500, metavar="M", help="canaries per training (default 500)")
+    few.add_argument("--trainings", type=int, default=2, metavar="K", help="trainings (default 2)")
+    few.add_argument("--seconds-per-training", type=float, metavar="S", help="one training's seconds measured "
+                     "elsewhere (the GPU it will run on): nothing is trained here, the data is read for its rows")  # fmt: skip
+    few.add_argument("--audit-setting", action="store_true", help="in the audit setting (audit-training's defaults)")
     parser.set_defaults(func=_run)
 
 
@@ -87,8 +96,10 @@ def _run(args) -> int:
 
     if args.calibrate:
         return _calibrate(args)
+    if args.few:
+        return _few(args)
     if not args.targets:
-        raise ValueError("give at least one target (e.g. results/fig4.pdf or all), or --calibrate MODEL")
+        raise ValueError("give at least one target (e.g. results/fig4.pdf or all), --calibrate MODEL or --few ENTRY")
     config = _load_config(args.configfile, args.scale)
     p = P.plan(args.targets, config)
     if args.time_byo:
@@ -146,6 +157,49 @@ def _time_byo(p, config: dict, models: int):
                                         if audit.design.chosen else ""))  # fmt: skip
         rows.append(pop)
     return replace(p, populations=tuple(rows))
+
+
+def _few(args) -> int:
+    """``--few ENTRY``: the price of its few-runs audit (:func:`hsaudit.experiments.byo.plan.few_runs_cost`) from one
+    training of the entry's data timed here (as the audit runs it: ``--threads``), or ``--seconds-per-training``."""
+    import time
+
+    import torch
+    from torch.utils.data import TensorDataset
+
+    from hsaudit.experiments.byo.audit import AuditOptions, control_copies
+    from hsaudit.experiments.byo.plan import audit_setting, few_runs_cost
+    from hsaudit.experiments.byo.train.families import FewRunsDesign, with_rows
+    from hsaudit.experiments.byo.train.harness import load, train_observed
+
+    torch.set_num_threads(args.threads)
+    setting = audit_setting() if args.audit_setting else None
+    design = FewRunsDesign.of(args.few, args.canaries, args.trainings, setting=setting)
+    loaded = load(design.base())
+    if setting is not None:  # the full batch holds every canary: the setting says how many rows
+        loaded = load(with_rows(design, loaded.n).base())
+    seconds, how = args.seconds_per_training, "given"
+    if seconds is None:
+        data = TensorDataset(torch.as_tensor(loaded.x), torch.as_tensor(loaded.y))
+        start = time.perf_counter()
+        train_observed(loaded.training, data, [0], init_seed=0, observe=False)
+        seconds, how = time.perf_counter() - start, f"timed here, {args.threads} thread(s)"
+    # the control: σ/1.5 in the audit setting (the same rows), else k copies of each included canary
+    copies = 1 if setting is not None else control_copies(loaded.training.claim, loaded.n, AuditOptions().power_factor)[0]
+    cost = few_runs_cost(args.trainings, args.canaries, seconds, rows=loaded.n, copies=copies)
+    row = {"entry": args.few, "canaries": args.canaries, "trainings": args.trainings, "rows": loaded.n,
+           "steps": int(loaded.training.claim.steps), "seconds_per_training": seconds, "how": how, "copies": copies,
+           **asdict(cost), "total_trainings": cost.trainings, "total_seconds": cost.seconds}  # fmt: skip
+    if args.json:
+        print(json.dumps(row, indent=2))
+        return 0
+    print(f"few-runs audit of {args.few}: {args.canaries} canaries x {args.trainings} training(s), {loaded.n:,} rows, "
+          f"{row['steps']:,} steps per training; one training of the data {seconds:.3g} s ({how})")  # fmt: skip
+    for part in ("check", "audit", "control"):
+        n, s = getattr(cost, part), getattr(cost, f"seconds_{part}")
+        print(f"  {part:<8} {n:>3} training(s) x {s:.3g} s")
+    print(f"  total    {cost.trainings:>3} training(s), {cost.seconds:.4g} s, one after another")
+    return 0
 
 
 def _calibrate(args) -> int:

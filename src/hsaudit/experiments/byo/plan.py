@@ -127,6 +127,64 @@ def installed_version(distribution: str) -> str:
         return "not installed"
 
 
+CHECK_TRAININGS = 4
+"""The user's trainings in the check of a few-runs audit (the harness's probe: two seeds, each twice, for
+determinism and the reference model), run before the audit's and the control's trainings."""
+
+
+@dataclass(frozen=True)
+class FewCost:
+    """The price of a few-runs audit (:func:`few_runs_cost`).
+
+    Attributes:
+        check, audit, control: the trainings of the check, of the audit (K) and of the positive control (K, or 0).
+        seconds_check, seconds_audit, seconds_control: one training of each (the check's on the data alone, the
+            others with their canaries' rows), with its job's own work where one job runs each.
+    """
+
+    check: int
+    audit: int
+    control: int
+    seconds_check: float
+    seconds_audit: float
+    seconds_control: float
+
+    @property
+    def trainings(self) -> int:
+        return self.check + self.audit + self.control
+
+    @property
+    def seconds(self) -> float:
+        """All the trainings, one after another."""
+        return self.check * self.seconds_check + self.audit * self.seconds_audit + self.control * self.seconds_control
+
+
+def few_runs_cost(trainings: int, canaries: int, seconds_per_training: float, *, rows: int | None = None,
+                  control: bool = True, copies: int = 1, checks: int = 1, job_seconds: float = 0.0) -> FewCost:  # fmt: skip
+    """The price of a few-runs audit: K = ``trainings`` trainings of M = ``canaries`` canaries each and, with the
+    ``control``, K more, after ``checks`` × :data:`CHECK_TRAININGS` trainings of the check, given one training of the
+    user's data takes ``seconds_per_training``. With the data's ``rows``, a training of the audit is priced at
+    (rows + M/2)/rows of that (each canary in by a fair coin), the control's at (rows + ``copies``·M/2)/rows;
+    ``job_seconds``: the work of a job before its training (its start, ``make()``, the data), added per training
+    where each runs as its own job (the workflow), 0 where one process runs them all (the CLI).
+
+    Raises:
+        ValueError: K < 1, M < 2, a negative time, or rows < 1.
+    """
+    if int(trainings) < 1 or int(canaries) < 2 or seconds_per_training < 0 or job_seconds < 0:
+        raise ValueError(f"a few-runs audit needs K >= 1 trainings, M >= 2 canaries and times >= 0, got K = "
+                         f"{trainings}, M = {canaries}, {seconds_per_training} s, {job_seconds} s per job")  # fmt: skip
+    if rows is not None and int(rows) < 1:
+        raise ValueError(f"rows must be >= 1, got {rows}")
+
+    def scaled(extra: float) -> float:
+        return seconds_per_training * (1.0 if rows is None else (int(rows) + extra) / int(rows)) + job_seconds
+
+    half, k = int(canaries) / 2, int(trainings)
+    return FewCost(check=int(checks) * CHECK_TRAININGS, audit=k, control=k if control else 0,
+                   seconds_check=scaled(0.0), seconds_audit=scaled(half), seconds_control=scaled(int(copies) * half))  # fmt: skip
+
+
 @dataclass(frozen=True)
 class ByoAudit:
     """One audit of a user's training.
