@@ -13,7 +13,7 @@ from conftest import REPO
 from hsaudit.pipeline import provenance
 
 SCRIPTS = {s.stem: s for s in (REPO / "workflow" / "scripts").glob("*byo*.py")}
-TRAINING = {"check_byo_entry", "train_byo_shard"}
+TRAINING = {"check_byo_entry", "train_byo_shard", "check_byo_few", "train_byo_training"}
 
 
 @pytest.fixture
@@ -33,17 +33,20 @@ def changed_by(root: Path, *edited: str) -> set[str]:
 
 def test_the_scripts_are_the_rules():
     assert set(SCRIPTS) == {"assess_byo_claim", "check_byo_entry", "train_byo_shard", "audit_byo", "plot_byo",
-                            "write_byo_report"}  # fmt: skip
+                            "write_byo_report",  # the population audit; the few-runs audit:
+                            "assess_byo_few", "check_byo_few", "plan_byo_few_control", "train_byo_training",
+                            "audit_byo_few"}  # fmt: skip
 
 
 def test_estimator_accountant_plan_and_figure_edits_leave_training_alone(package_copy):
     edited = ["experiments/byo/audit.py", "experiments/byo/plan.py", "experiments/byo/figures.py",
-              "experiments/byo/api.py", "experiments/byo/advice.py", "experiments/plotting.py",
+              "experiments/byo/api.py", "experiments/byo/advice.py", "experiments/byo/few_runs.py",
+              "experiments/plotting.py",
               *(p.relative_to(package_copy).as_posix() for d in ("audit", "accounting")
                 for p in (package_copy / d).glob("*.py"))]  # fmt: skip
     changed = changed_by(package_copy, *edited)
     assert not changed & TRAINING, sorted(changed & TRAINING)
-    assert {"audit_byo", "assess_byo_claim", "plot_byo", "write_byo_report"} <= changed
+    assert {"audit_byo", "assess_byo_claim", "plot_byo", "write_byo_report", "audit_byo_few", "assess_byo_few"} <= changed
 
 
 @pytest.mark.parametrize("module", ["experiments/byo/train/harness.py", "experiments/byo/train/values.py", "engine/canaries.py"])
