@@ -52,6 +52,7 @@ FIRST = (
     "tests/experiments/byo/test_byo_workflow.py",
     "tests/experiments/libraries/test_libraries_workflow.py",
     "tests/test_newcomer.py",
+    "tests/test_newcomer.py::a paper",  # its fifth-paper case, an xdist group of its own
 )
 
 

@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 from conftest import REPO
+from hsaudit.experiments.plans import EXPERIMENTS
 
 PACKAGE = REPO / "src" / "hsaudit"
 
@@ -219,7 +220,7 @@ def test_test_modules_have_unique_names():
     assert [n for n, k in names.items() if k > 1] == []
 
 
-@pytest.mark.parametrize("experiment", ["cebere", "one_run", "steinke", "yoon", "annamalai", "byo", "libraries"])
+@pytest.mark.parametrize("experiment", EXPERIMENTS)  # a new paper's plan is checked as it is registered
 def test_plans_import_neither_torch_nor_scipy_stats(experiment):
     """Every `snakemake` call and `hsaudit plan` import every experiment's plan: its values come from light modules
     (the canary registry, `hsaudit.util.schedule`, a package's `values`), not from the training modules (torch,
