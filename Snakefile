@@ -3,6 +3,7 @@
 # profiles/slurm (`--profile slurm`, see README.md).
 from snakemake.utils import min_version
 
+from hsaudit.experiments.plans import EXPERIMENTS
 from hsaudit.pipeline import warm
 from hsaudit.pipeline.config import validate_config
 
@@ -23,14 +24,15 @@ validate_config(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/constraints.smk"
-include: "workflow/rules/cebere.smk"
-include: "workflow/rules/section6.smk"
-include: "workflow/rules/steinke.smk"
-include: "workflow/rules/annamalai.smk"
-include: "workflow/rules/one_run.smk"
-include: "workflow/rules/yoon.smk"
-include: "workflow/rules/libraries.smk"  # before byo.smk: its rows are audits byo's rules run
-include: "workflow/rules/byo.smk"
+
+
+# One rule file per experiment package, workflow/rules/<name>.smk, in the registry's order
+# (hsaudit.experiments.plans.EXPERIMENTS: a new paper is one entry there, no line here).
+for _experiment in EXPERIMENTS:
+
+    include: f"workflow/rules/{_experiment}.smk"
+
+
 include: "workflow/rules/archive.smk"
 
 

@@ -319,18 +319,9 @@ rule train_byo_training:
         "../scripts/train_byo_training.py"
 
 
-def _byo_few_inputs(wc):
-    """The score files of a few-runs audit and, when it trains, the control's plan (behind the checkpoint)."""
-    audit = BYO_AUDITS[wc.name]
-    paths = _byo_shard_paths(audit, checkpoints.assess_byo_few.get(name=wc.name).output.claim)
-    if audit.control and paths:
-        return {"trainings": paths, "control": f"results/{wc.name}/control.json"}
-    return {"trainings": paths}
-
-
 rule audit_byo_few:
     input:
-        unpack(_byo_few_inputs),
+        unpack(byo_few_inputs(BYO_AUDITS)),
         claim="results/{name}/claim.json",
     output:
         scores="results/{name}/scores.csv",

@@ -96,9 +96,6 @@ def byo_audits(own):
     return audits
 
 
-# Code version of a job, passed as `params: code_version=script_version("<its script>")`: a hash of the script
-# and of exactly the package modules it imports, transitively (hsaudit.pipeline.provenance.script_version), so
-# an edit reruns the jobs that run the edited code and no others (editing an estimator never retrains).
 def byo_training_shards(audits):
     """An input function: the training shards (audit and control; none for a verdict that needed no training) of
     ``audits`` (ByoAudit values), known once their assess_byo_claim checkpoint has run.
@@ -117,6 +114,29 @@ def byo_training_shards(audits):
     return shards
 
 
+def byo_few_inputs(audits):
+    """An input function: the score files of a few-runs audit of ``audits`` (root under results/ → ByoAudit) and,
+    when it trains, the control's plan, known once its assess_byo_few checkpoint has run.
+    """
+    from hsaudit.experiments.byo.plan import shard_paths
+
+    def inputs(wildcards):
+        audit = audits[wildcards.name]
+        claim = checkpoints.assess_byo_few.get(name=wildcards.name).output.claim
+        paths = shard_paths(audit, claim)
+        if audit.control and paths:
+            return {
+                "trainings": paths,
+                "control": f"results/{wildcards.name}/control.json",
+            }
+        return {"trainings": paths}
+
+    return inputs
+
+
+# Code version of a job, passed as `params: code_version=script_version("<its script>")`: a hash of the script
+# and of exactly the package modules it imports, transitively (hsaudit.pipeline.provenance.script_version), so
+# an edit reruns the jobs that run the edited code and no others (editing an estimator never retrains).
 def script_version(name):
     return _script_version(f"{workflow.basedir}/workflow/scripts/{name}.py")
 

@@ -35,9 +35,10 @@ from hsaudit.util.mapping import grid_points
 KINDS = ("cpu", "gpu")
 
 #: The experiment packages (``hsaudit.experiments.<name>``) whose plans the workflow runs, in the order ``hsaudit
-#: plan`` lists them. A new experiment is one entry here beside its package and its rule file
-#: (``workflow/rules/<name>.smk``); tests/experiments/test_package_shape.py checks every entry's shape.
-EXPERIMENTS = ("cebere", "section6", "one_run", "steinke", "yoon", "annamalai", "byo", "libraries")
+#: plan`` lists them and the Snakefile includes their rule files (``workflow/rules/<name>.smk``; ``libraries`` before
+#: ``byo``: its rows are audits that byo's rules run). A new experiment is one entry here beside its package and its
+#: rule file; tests/experiments/test_package_shape.py checks every entry's shape.
+EXPERIMENTS = ("cebere", "section6", "one_run", "steinke", "yoon", "annamalai", "libraries", "byo")
 
 
 def plan_of(name: str, config: Mapping[str, Any]) -> Any:
