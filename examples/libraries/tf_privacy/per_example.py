@@ -8,12 +8,12 @@ microbatch, each clipped to C), Keras ``fit`` on shuffled batches (declared ``sa
 from tf_common import CLIP, LR, DPKerasSGDOptimizer, claim, config, entry, fit, layers, per_example_loss, seeded, tf
 
 
-def make(setting=None, *, noise_factor=1.0):
+def make(setting=None):
     epochs, noise, batch = config(setting)
 
     def train(data, seed, init_seed=None):
         model = seeded(lambda: tf.keras.Sequential(layers()), init_seed, seed)
-        optimizer = DPKerasSGDOptimizer(l2_norm_clip=CLIP, noise_multiplier=noise * noise_factor,
+        optimizer = DPKerasSGDOptimizer(l2_norm_clip=CLIP, noise_multiplier=noise,
                                         num_microbatches=None, learning_rate=LR)  # fmt: skip
         model.compile(optimizer=optimizer, loss=per_example_loss())
         return fit(model, data, batch, epochs)

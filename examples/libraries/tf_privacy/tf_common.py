@@ -31,6 +31,7 @@ sys.skip_tf_privacy_import = True  # TF Privacy's switch: skip its __init__'s es
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from tensorflow_privacy.privacy.analysis import compute_dp_sgd_privacy_lib as privacy_lib  # noqa: E402
+from tensorflow_privacy.privacy.fast_gradient_clipping import layer_registry  # noqa: E402, F401
 from tensorflow_privacy.privacy.keras_models.dp_keras_model import DPSequential  # noqa: E402, F401
 from tensorflow_privacy.privacy.optimizers.dp_optimizer_keras import DPKerasSGDOptimizer  # noqa: E402, F401
 from tensorflow_privacy.version import __version__ as TF_PRIVACY_VERSION  # noqa: E402, F401
@@ -95,18 +96,20 @@ def loss(params, x, y) -> np.ndarray:
     return tf.keras.losses.sparse_categorical_crossentropy(np.asarray(y), logits, from_logits=True).numpy()
 
 
-def claim(noise, batch, epochs, *, microbatching=False, clip=CLIP, steps=None) -> dict:
-    """The claim of TF Privacy's ``compute_dp_sgd_privacy_statement`` (RDP): the ε it prints "with each example
-    occurring once per epoch" (Keras' shuffled batches; its Poisson figure is for a sampling Keras does not do),
-    unrounded, by the helper the statement calls. ``microbatching``: the statement's ``used_microbatching`` (σ/2)."""
+def claim(noise, batch, epochs, *, microbatching=False, replace_one=None) -> dict:
+    """The claim of TF Privacy's ``compute_dp_sgd_privacy_statement`` (RDP) for ``epochs`` epochs of batches of
+    ``batch`` (one noisy update each) at σ = ``noise``: the ε it prints "with each example occurring once per epoch"
+    (Keras' shuffled batches; its Poisson figure is for a sampling Keras does not do), unrounded, by the helper the
+    statement calls. ``microbatching``: the statement's ``used_microbatching`` (sensitivity 2C: σ/2 in its ε).
+    Declared to hsaudit: shuffled batches, add-remove for one full batch, else (or ``replace_one``) replace-one."""
     epsilon = privacy_lib._compute_dp_sgd_example_privacy(epochs, noise, DELTA, microbatching)
     batches = -(-N // batch)
-    claimed = dict(epsilon=float(epsilon), delta=DELTA, noise_multiplier=noise, max_grad_norm=clip,
-                   sampling="shuffle", sample_rate=1.0 / batches, steps=steps or epochs * batches,
-                   neighbouring="add-remove", accountant="tf_privacy compute_dp_sgd_privacy_statement (RDP)")  # fmt: skip
-    if batch < N:  # fixed-size shuffled batches: no add-remove guarantee
-        claimed.update(neighbouring="replace-one", batch_size=batch)
+    claimed = dict(epsilon=float(epsilon), delta=DELTA, noise_multiplier=noise, max_grad_norm=CLIP,
+                   sampling="shuffle", sample_rate=1.0 / batches, steps=epochs * batches, neighbouring="add-remove",
+                   accountant="tf_privacy compute_dp_sgd_privacy_statement (RDP)")  # fmt: skip
+    if batch < N or replace_one:  # fixed-size shuffled batches: no add-remove guarantee
         del claimed["sample_rate"]
+        claimed.update(neighbouring="replace-one", batch_size=min(batch, N))
     return claimed
 
 
