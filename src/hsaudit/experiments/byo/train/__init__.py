@@ -5,6 +5,8 @@
   the harness.
 - :mod:`~hsaudit.experiments.byo.train.harness` — the harness: the user's entry, the two worlds, the check, the
   shards.
+- :mod:`~hsaudit.experiments.byo.train.pytree` — a model that is not torch's (NumPy, a pytree, ``get_weights()``)
+  as one flat vector; NumPy only.
 - :mod:`~hsaudit.experiments.byo.train.parallel` — a block of models trained here or in a worker process (``--jobs``).
 - :mod:`~hsaudit.experiments.byo.train.errors` — an exception of the user's code, with where it came from.
 

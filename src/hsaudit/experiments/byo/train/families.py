@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import TensorDataset
 
 from hsaudit.engine.canaries import CanarySource, background
 from hsaudit.engine.canary_families import CanaryFamily, canary_family
@@ -36,11 +35,12 @@ from hsaudit.experiments.byo.train.harness import (
     Loaded,
     Probe,
     Training,
+    UserData,
     bias_coordinates,
-    default_loss,
     flat_parameters,
     init_seed_for,
     load,
+    model_losses,
     probe,
     reference_function,
     train_observed,
@@ -179,20 +179,10 @@ def losses(training: Training, model: Any, x: np.ndarray | torch.Tensor, y: np.n
     """The per-example loss of ``model`` on every row (``loss``, or the default one), in chunks.
 
     Raises:
-        ValueError: a flat-tensor model without ``loss``.
+        ValueError: a flat-tensor or non-torch model without ``loss`` (:func:`~hsaudit.experiments.byo.train.harness.model_losses`).
     """
-    x, y = torch.as_tensor(x), torch.as_tensor(y)
-    if isinstance(model, torch.Tensor) and training.loss is None:
-        raise ValueError(f"{training.entry}: train returns a parameter tensor; give loss(theta, x, y)")
-    if not isinstance(model, torch.Tensor):
-        model.eval()
-    fn = training.loss or default_loss
-    out = []
-    with torch.no_grad():
-        for start in range(0, x.shape[0], 4096):
-            value = fn(model, x[start : start + 4096], y[start : start + 4096])
-            out.append(torch.as_tensor(value).reshape(-1).detach().to(torch.float64).cpu().numpy())
-    return np.concatenate(out)
+    return np.concatenate([model_losses(training, model, x[start : start + 4096], y[start : start + 4096])
+                           for start in range(0, x.shape[0], 4096)])  # fmt: skip
 
 
 def _model_at(model: torch.nn.Module, theta: torch.Tensor) -> torch.nn.Module:
@@ -237,7 +227,7 @@ def prepare_few(design: FewRunsDesign, loaded: Loaded | None = None) -> FewPrepa
     return FewPrepared(design, training, found, family, torch.as_tensor(bx), torch.as_tensor(by), replaced, base)
 
 
-def training_data(prepared: FewPrepared, coins: np.ndarray) -> TensorDataset:
+def training_data(prepared: FewPrepared, coins: np.ndarray) -> UserData:
     """Training k's data: the background with the canaries whose coin is 1 (each ``copies`` times), added
     (add-remove) or in place of their own background rows (replace-one)."""
     idx = np.flatnonzero(np.asarray(coins, dtype=bool))
@@ -245,11 +235,11 @@ def training_data(prepared: FewPrepared, coins: np.ndarray) -> TensorDataset:
     cx = torch.as_tensor(prepared.family.x[np.repeat(idx, k)], dtype=prepared.x.dtype)
     cy = torch.as_tensor(prepared.family.y[np.repeat(idx, k)], dtype=prepared.y.dtype)
     if prepared.replaced is None:
-        return TensorDataset(torch.cat([prepared.x, cx]), torch.cat([prepared.y, cy]))
+        return UserData(torch.cat([prepared.x, cx]), torch.cat([prepared.y, cy]))
     rows = torch.as_tensor(prepared.replaced[idx].reshape(-1), dtype=torch.long)
     x, y = prepared.x.clone(), prepared.y.clone()
     x[rows], y[rows] = cx, cy
-    return TensorDataset(x, y)
+    return UserData(x, y)
 
 
 def train_one(prepared: FewPrepared, training_index: int) -> dict[str, np.ndarray]:

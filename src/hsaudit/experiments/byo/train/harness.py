@@ -6,8 +6,12 @@ an object (or mapping) with
 
 - ``claim``: the mapping :class:`~hsaudit.experiments.byo.train.values.Claim` reads;
 - ``train(data, seed)``: the trained ``torch.nn.Module`` (or its flat parameter tensor), deterministic in ``seed``,
-  where ``data`` is a ``torch.utils.data.TensorDataset(x, y)`` built here; for a gradient canary a
-  :class:`CanaryData` ``(x, y, w)`` whose per-example loss must add ``w * data.canary_term(model)``;
+  where ``data`` is a :class:`UserData` ``(x, y)`` built here (a ``TensorDataset`` whose ``data.numpy`` gives the
+  NumPy arrays); for a gradient canary a :class:`CanaryData` ``(x, y, w)`` whose per-example loss must add
+  ``w * data.canary_term(model)``. Framework-neutral: ``train`` may instead return NumPy arrays, a pytree of arrays
+  or an object with ``get_weights()`` (flattened by :func:`~hsaudit.experiments.byo.train.pytree.flat_vector`); it
+  then needs ``loss(params, x, y)`` on NumPy inputs (:func:`model_losses`), its θ0 is not observed, and its canary
+  is an input canary;
 - optionally ``dataset()`` (the user's data), ``loss(model, x, y)`` (per example; default cross-entropy for integer
   labels, squared error otherwise), ``predict(model, x)`` (outputs of a flat-parameter model, for the canary's
   label choice), ``classes``, and ``train_batch(data, seeds)`` (many models of one world at once: a list of modules
@@ -50,6 +54,7 @@ from hsaudit.engine.canaries import (
     canary_type,
 )
 from hsaudit.experiments.byo.train.errors import guarded
+from hsaudit.experiments.byo.train.pytree import flat_vector
 from hsaudit.experiments.byo.train.values import AuditSetting, Claim, Design, check_setting, entry_file, split_entry
 
 MODELS_PER_CALL = 64
@@ -248,7 +253,22 @@ def user_data(training: Training, data: str | None = None) -> tuple[np.ndarray, 
     return x, y, classes
 
 
-class CanaryData(TensorDataset):
+class UserData(TensorDataset):
+    """The data handed to ``train``: a ``TensorDataset`` ``(x, y)`` whose :attr:`numpy` gives the same as NumPy arrays,
+    so that a JAX or Keras training never touches torch."""
+
+    @property
+    def numpy(self) -> tuple[np.ndarray, ...]:
+        """``(x, y)`` (``(x, y, w)`` for :class:`CanaryData`) as read-only NumPy views of the tensors."""
+        views = []
+        for t in self.tensors:
+            view = t.detach().cpu().numpy()
+            view.flags.writeable = False
+            views.append(view)
+        return tuple(views)
+
+
+class CanaryData(UserData):
     """The training set of a gradient canary: ``(x, y, w)``, where ``w`` is 0 for every row but the canary's carrier.
 
     The training's per-example loss adds ``w * data.canary_term(model)``: its gradient is ``w · direction`` (the
@@ -268,8 +288,16 @@ class CanaryData(TensorDataset):
         return theta @ self.direction.to(theta.dtype)
 
 
-def flat_parameters(model: torch.nn.Module | torch.Tensor, *, detach: bool = True) -> torch.Tensor:
-    """A module's parameters flattened in ``model.parameters()`` order (or a flat tensor as it is)."""
+def is_torch(model: Any) -> bool:
+    """Whether ``train`` returned a torch module or tensor (else: NumPy arrays, a pytree, ``get_weights()``)."""
+    return isinstance(model, (torch.nn.Module, torch.Tensor))
+
+
+def flat_parameters(model: Any, *, detach: bool = True) -> torch.Tensor:
+    """A module's parameters flattened in ``model.parameters()`` order, a flat tensor as it is, any other model's
+    leaves as :func:`~hsaudit.experiments.byo.train.pytree.flat_vector` orders them (float64)."""
+    if not is_torch(model):
+        return torch.from_numpy(flat_vector(model))
     if isinstance(model, torch.Tensor):
         theta = model
     else:
@@ -310,13 +338,13 @@ class Worlds:
                 x, y, w = torch.cat([x, cx]), torch.cat([y, cy]), torch.cat([w, cw])
         if gradient:
             return CanaryData(x, y, w, torch.as_tensor(self.canary.direction))
-        return TensorDataset(x, y)
+        return UserData(x, y)
 
     def probe_dataset(self, gradient: bool) -> TensorDataset:
         """The background alone, in the form the canary's worlds will have (``(x, y, w)`` for a gradient canary)."""
         if gradient:
             return CanaryData(self.x, self.y, torch.zeros(self.x.shape[0]), None)
-        return TensorDataset(self.x, self.y)
+        return UserData(self.x, self.y)
 
 
 def make_worlds(
@@ -449,7 +477,7 @@ def train_observed(
             hook = _ignore if record is None else (lambda step, model, i=i: record(i, int(step), model))
             call = lambda s=s, hook=hook: training.train(data, int(s), hook, **kwargs)  # noqa: E731
         model, theta = first.around(call) if observe else (call(), None)
-        if theta is not None and theta.numel() != flat_parameters(model).numel():
+        if theta is not None and (not is_torch(model) or theta.numel() != flat_parameters(model).numel()):
             theta = None  # another module than the returned one: not this model's θ0
         models.append(model)
         thetas.append(theta)
@@ -492,20 +520,31 @@ def canary_scores(
     if isinstance(canary, GradientCanary):
         d = torch.as_tensor(canary.direction)
         return np.array([-float(flat_parameters(m).to(d.dtype) @ d) for m in models])
-    x = torch.as_tensor(canary.x)[None]
-    y = torch.as_tensor(canary.y).reshape(1)
-    scores = np.empty(len(models))
+    x, y = np.asarray(canary.x)[None], np.asarray(canary.y).reshape(1)
+    return np.array([-model_losses(training, model, x, y)[0] for model in models])
+
+
+def model_losses(training: Training, model: Any, x: Any, y: Any) -> np.ndarray:
+    """The per-example loss of ``model`` on ``(x, y)`` (arrays or tensors), float64: a module's ``loss`` (default
+    :func:`default_loss`) in eval mode, a flat tensor's ``loss`` on tensors, any other model's ``loss(params, x, y)``
+    on NumPy ``x``, ``y`` (the framework-neutral contract; its result goes through ``np.asarray``).
+
+    Raises:
+        ValueError: a flat tensor or a non-torch model without ``loss``.
+    """
+    if training.loss is None and not isinstance(model, torch.nn.Module):
+        if isinstance(model, torch.Tensor):
+            raise ValueError(f"{training.entry}: train returns a parameter tensor; give loss(theta, x, y)")
+        raise ValueError(f"{training.entry}: train returns a {type(model).__name__}, not a torch module: give "
+                         "loss(params, x, y), the per-example loss on NumPy x, y (docs/byo.md)")  # fmt: skip
+    if not is_torch(model):
+        xs, ys = (v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else np.asarray(v) for v in (x, y))
+        return np.asarray(training.loss(model, xs, ys), dtype=np.float64).reshape(-1)
+    if isinstance(model, torch.nn.Module):
+        model.eval()
     with torch.no_grad():
-        for i, model in enumerate(models):
-            if isinstance(model, torch.Tensor):
-                if training.loss is None:
-                    raise ValueError(f"{training.entry}: train returns a parameter tensor; give loss(theta, x, y)")
-                value = training.loss(model, x, y)
-            else:
-                model.eval()
-                value = (training.loss or default_loss)(model, x, y)
-            scores[i] = -float(torch.as_tensor(value).reshape(-1)[0])
-    return scores
+        value = (training.loss or default_loss)(model, torch.as_tensor(x), torch.as_tensor(y))
+    return torch.as_tensor(value).reshape(-1).detach().to(torch.float64).cpu().numpy()
 
 
 def _at(model: Any, theta: torch.Tensor) -> Any:
@@ -520,6 +559,10 @@ def _at(model: Any, theta: torch.Tensor) -> Any:
 
 def reference_function(training: Training, model: Any) -> Callable[[np.ndarray], np.ndarray] | None:
     """``inputs -> outputs`` of a trained model, for the canary builders (None when it cannot be evaluated)."""
+    if not is_torch(model):
+        if training.predict is None:
+            return None
+        return lambda xs: np.asarray(training.predict(model, np.asarray(xs)))
     if isinstance(model, torch.Tensor):
         if training.predict is None:
             return None
@@ -597,13 +640,16 @@ def probe(
                 f"differ (max |Δθ| = {diff:.3g}); draw every random number from seed"
             )
     model = models[0]
-    if not isinstance(model, torch.Tensor) or training.loss is not None:
+    if not is_torch(model):
+        if training.loss is None:
+            model_losses(training, model, x[:1], y[:1])  # raises: say that loss is needed
+        if gradient:
+            raise ValueError(f"{training.entry}: a gradient canary (--canary {design.canary}) needs a torch model (its "
+                             f"term enters the loss); train returns a {type(model).__name__}: use an input canary")  # fmt: skip
+    if isinstance(model, torch.nn.Module) or training.loss is not None:
         n_check = min(64, x.shape[0])
-        with torch.no_grad():
-            if not isinstance(model, torch.Tensor):
-                model.eval()
-            value = (training.loss or default_loss)(model, torch.as_tensor(x[:n_check]), torch.as_tensor(y[:n_check]))
-        if not bool(torch.isfinite(torch.as_tensor(value)).all()):
+        value = model_losses(training, model, x[:n_check], y[:n_check])
+        if not bool(np.isfinite(value).all()):
             raise ValueError(f"{training.entry}: the trained model's loss is NaN or infinite (seed {seeds[0]})")
     found = Probe(
         parameters=int(flats[0].numel()),
