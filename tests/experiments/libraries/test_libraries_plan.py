@@ -23,11 +23,12 @@ OPACUS_SCRIPTS = sorted(p.name for p in (REPO / "examples/libraries/opacus").glo
 
 def test_every_opacus_script_is_a_row_in_the_audit_setting():
     libs = plan(CONFIG)
-    assert sorted(r.audit.design.entry.split("/")[-1].removesuffix(":make") for r in libs.rows.values()) == OPACUS_SCRIPTS
+    opacus = [r for r in libs.rows.values() if r.library == "opacus"]
+    assert sorted(r.audit.design.entry.split("/")[-1].removesuffix(":make") for r in opacus) == OPACUS_SCRIPTS
     assert all(r.audit.design.setting is not None and r.audit.control for r in libs.rows.values())
-    assert {r.name for r in libs.rows.values() if r.planted} == {"opacus_control_optimizer", "opacus_control_noise"}
+    assert {r.name for r in opacus if r.planted} == {"opacus_control_optimizer", "opacus_control_noise"}
     assert [t.path for t in libs.targets] == ["results/libraries/report.md"]
-    assert set(libs.not_run) == {"jax-privacy", "tensorflow-privacy"}
+    assert "jax-privacy" in libs.not_run and "tensorflow-privacy" not in libs.not_run  # TF: its rows (test_libraries_tf)
     # distinct streams per row; each row is a byo audit at its own root, its folder and its library in its version
     assert len({r.audit.design.seed for r in libs.rows.values()}) == len(libs.rows)
     row = libs.rows["opacus_hooks"]
@@ -47,7 +48,7 @@ def test_scales_set_the_runs_and_hsaudit_plan_lists_a_population_per_row():
     smoke = resolve_scale({**CONFIG, "scale": "smoke"})
     runs = smoke["libraries"]["audit"]["runs"]
     pops = [p for p in all_populations(smoke) if p.section == "libraries"]
-    assert len(pops) == len(OPACUS_SCRIPTS) and all(p.models == 4 * runs for p in pops)
+    assert len(pops) == len(plan(smoke).rows) >= len(OPACUS_SCRIPTS) and all(p.models == 4 * runs for p in pops)
 
 
 def test_the_trainings_code_version_follows_the_folder_and_the_library(tmp_path, monkeypatch):

@@ -6,11 +6,14 @@ from the section's shared ``audit`` options and the row's ``entry``) that byo's 
 the table says of it: the library, its installed version, the configuration, whether its bug is planted. Its
 trainings' code version is the text of its script's folder (the script and the module it shares) and the library's
 installed version (:func:`hsaudit.experiments.byo.plan.training_version`), so that upgrading Opacus retrains the
-Opacus rows and nothing else, and editing an estimator retrains nothing.
+Opacus rows and nothing else, and editing an estimator retrains nothing. A row whose library's modules are not
+importable in the running environment (:data:`MODULES`: TensorFlow Privacy needs an environment of its own) is no
+job: the report lists it "not run" with the reason.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -20,6 +23,17 @@ from hsaudit.experiments.plans import Population, Target
 
 ROOT = "results/libraries"
 ROW_KEYS = ("entry", "library", "configuration", "planted")
+MODULES: dict[str, tuple[str, ...]] = {
+    "opacus": ("opacus",),
+    "tensorflow-privacy": ("tensorflow_privacy", "tf_keras"),
+}
+"""A library (its distribution, a row's ``library``) → the modules its adapters import; found without importing
+them. A library not named here needs nothing checked."""
+
+
+def missing_modules(library: str) -> list[str]:
+    """The modules of ``library``'s adapters (:data:`MODULES`) that the running environment cannot import."""
+    return [m for m in MODULES.get(library, ()) if importlib.util.find_spec(m) is None]
 
 
 @dataclass(frozen=True)
@@ -96,7 +110,12 @@ def plan(config: Mapping[str, Any]) -> LibrariesPlan:
     section = config.get("libraries") or {}
     seed = int(config.get("seed", 0))
     shared = dict(section.get("audit") or {})
-    rows = {name: row_from(name, values or {}, shared, seed=seed) for name, values in (section.get("rows") or {}).items()}
+    every = {name: row_from(name, values or {}, shared, seed=seed) for name, values in (section.get("rows") or {}).items()}
+    rows = {name: r for name, r in every.items() if not missing_modules(r.library)}
+    not_run = dict(section.get("not_run") or {})
+    not_run.update({name: f"not run: {', '.join(missing_modules(r.library))} not importable here ({r.library}, "
+                          f"{r.configuration}; docs/libraries.md says how to install it)"
+                    for name, r in every.items() if name not in rows})  # fmt: skip
     populations = tuple(
         Population(
             root=r.root,
@@ -114,5 +133,4 @@ def plan(config: Mapping[str, Any]) -> LibrariesPlan:
     facts = {"runs": design.runs if design else None, "canary": design.canary if design else None,
              "setting": shared.get("audit_setting")}  # fmt: skip
     targets = (Target(path=f"{ROOT}/report.md", kind="cpu", trained=True),) if rows else ()
-    return LibrariesPlan(rows=rows, not_run=dict(section.get("not_run") or {}), facts=facts, populations=populations,
-                         targets=targets)  # fmt: skip
+    return LibrariesPlan(rows=rows, not_run=not_run, facts=facts, populations=populations, targets=targets)
