@@ -36,8 +36,11 @@ from tensorflow_privacy.privacy.keras_models.dp_keras_model import DPSequential 
 from tensorflow_privacy.privacy.optimizers.dp_optimizer_keras import DPKerasSGDOptimizer  # noqa: E402, F401
 from tensorflow_privacy.version import __version__ as TF_PRIVACY_VERSION  # noqa: E402, F401
 
-tf.config.threading.set_intra_op_parallelism_threads(1)  # one core per training: hsaudit runs shards side by side
-tf.config.threading.set_inter_op_parallelism_threads(1)
+try:  # one core per training: hsaudit runs its shards side by side
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+except RuntimeError:  # TensorFlow already started in this process: its threads stay as they are
+    pass
 
 N, FEATURES, HIDDEN, CLASSES = 240, 10, 16, 2
 EPOCHS, NOISE, BATCH, CLIP, LR, DELTA = 3, 1.0, 24, 1.0, 0.5, 1e-5

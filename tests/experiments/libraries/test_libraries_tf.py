@@ -50,7 +50,8 @@ def test_the_configs_tf_rows_follow_the_environment():
     libs = plan(yaml.safe_load((REPO / "config/config.yaml").read_text()))
     tf_rows = {n for n in (*libs.rows, *libs.not_run) if n.startswith("tf_")}
     scripts = {p.stem for p in (REPO / FOLDER).glob("*.py") if p.stem != "tf_common"}
-    assert len(tf_rows) == len(scripts) and (tf_rows <= set(libs.not_run)) == bool(missing_modules("tensorflow-privacy"))
+    missing = bool(missing_modules("tensorflow-privacy"))
+    assert len(tf_rows) == len(scripts) and (tf_rows <= set(libs.not_run)) == missing
 
 
 @pytest.mark.slow

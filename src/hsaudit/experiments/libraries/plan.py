@@ -110,7 +110,7 @@ def plan(config: Mapping[str, Any]) -> LibrariesPlan:
     section = config.get("libraries") or {}
     seed = int(config.get("seed", 0))
     shared = dict(section.get("audit") or {})
-    every = {name: row_from(name, values or {}, shared, seed=seed) for name, values in (section.get("rows") or {}).items()}
+    every = {name: row_from(name, v or {}, shared, seed=seed) for name, v in (section.get("rows") or {}).items()}
     rows = {name: r for name, r in every.items() if not missing_modules(r.library)}
     not_run = dict(section.get("not_run") or {})
     not_run.update({name: f"not run: {', '.join(missing_modules(r.library))} not importable here ({r.library}, "
