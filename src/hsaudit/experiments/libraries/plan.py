@@ -6,12 +6,15 @@ from the section's shared ``audit`` options and the row's ``entry``) that byo's 
 the table says of it: the library, its installed version, the configuration, whether its bug is planted. Its
 trainings' code version is the text of its script's folder (the script and the module it shares) and the library's
 installed version (:func:`hsaudit.experiments.byo.plan.training_version`), so that upgrading Opacus retrains the
-Opacus rows and nothing else, and editing an estimator retrains nothing. A row whose library is not installed here
-(JAX Privacy's without the ``[jax]`` extra) is not run: the report lists it with the reason (:func:`not_installed`).
+Opacus rows and nothing else, and editing an estimator retrains nothing. A row whose library is not installed here,
+or whose adapters' modules (:data:`MODULES`) the running environment cannot import (JAX Privacy's without the
+``[jax]`` extra, TensorFlow Privacy's without ``[tf]``), is no job: the report lists it "not run" with the reason
+(:func:`not_installed`).
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -21,6 +24,18 @@ from hsaudit.experiments.plans import Population, Target
 
 ROOT = "results/libraries"
 ROW_KEYS = ("entry", "library", "configuration", "planted", "extra")
+MODULES: dict[str, tuple[str, ...]] = {
+    "opacus": ("opacus",),
+    "tensorflow-privacy": ("tensorflow_privacy", "tf_keras"),
+}
+"""A library (its distribution, a row's ``library``) → the modules its adapters import; found without importing
+them; where named, these decide whether its rows run (:func:`not_installed`). A library not named here runs where
+its distribution is installed."""
+
+
+def missing_modules(library: str) -> list[str]:
+    """The modules of ``library``'s adapters (:data:`MODULES`) that the running environment cannot import."""
+    return [m for m in MODULES.get(library, ()) if importlib.util.find_spec(m) is None]
 
 
 @dataclass(frozen=True)
@@ -93,10 +108,14 @@ def not_installed(name: str, values: Mapping[str, Any]) -> str | None:
     """
     check_row(name, values)
     library = str(values.get("library"))
-    if installed_version(library) != "not installed":
-        return None
     extra = f"; pip install 'hsaudit[{values['extra']}]'" if values.get("extra") else ""
-    return f"not run: {library} is not installed here{extra} ({values.get('configuration')})"
+    if library in MODULES:  # installed is not enough: its adapters' modules must import (TF Privacy needs tf_keras)
+        missing = missing_modules(library)
+        why = f"{', '.join(missing)} not importable here{extra} ({library}, {values.get('configuration')})"
+        return f"not run: {why}" if missing else None
+    if installed_version(library) == "not installed":
+        return f"not run: {library} is not installed here{extra} ({values.get('configuration')})"
+    return None
 
 
 def row_from(name: str, values: Mapping[str, Any], shared: Mapping[str, Any], *, seed: int) -> LibraryRow:

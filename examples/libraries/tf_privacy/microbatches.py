@@ -1,0 +1,26 @@
+"""``DPKerasSGDOptimizer`` with ``num_microbatches`` < the batch: microbatches of 4 examples, each microbatch's mean
+gradient clipped to C. ``fit`` needs ``num_microbatches`` to divide every batch, so the batch is the same in both
+worlds: replace-one, also in the audit setting (B = N). The claim is ``compute_dp_sgd_privacy_statement`` with
+``used_microbatching=True`` (TF Privacy #620: it halves σ, the sensitivity 2C of a microbatch's mean), which is the
+replace-one ε of per-example clipping that hsaudit computes for the declared mechanism.
+
+    hsaudit audit-training --entry examples/libraries/tf_privacy/microbatches.py:make --audit-setting
+"""
+
+from tf_common import CLIP, LR, N, DPKerasSGDOptimizer, claim, config, entry, fit, layers, per_example_loss, seeded, tf
+
+MICROBATCH = 4  # examples per microbatch
+
+
+def make(setting=None):
+    epochs, noise, batch = config(setting)
+    batch = min(batch, N)  # one batch of all N in the audit setting
+
+    def train(data, seed, init_seed=None):
+        model = seeded(lambda: tf.keras.Sequential(layers()), init_seed, seed)
+        optimizer = DPKerasSGDOptimizer(l2_norm_clip=CLIP, noise_multiplier=noise,
+                                        num_microbatches=batch // MICROBATCH, learning_rate=LR)  # fmt: skip
+        model.compile(optimizer=optimizer, loss=per_example_loss())
+        return fit(model, data, batch, epochs)
+
+    return entry(claim(noise, batch, epochs, microbatching=True, replace_one=True), train)
