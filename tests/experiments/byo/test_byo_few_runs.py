@@ -17,6 +17,8 @@ from hsaudit.experiments.byo.audit import AuditOptions
 from hsaudit.experiments.byo.few_runs import FewPower, audit_training_few, bounds, centred, few_report, train_table
 from hsaudit.experiments.byo.train.families import FewRunsDesign, load_few
 
+from byo_testing import assert_few_figure_is_the_report
+
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 ENTRY = f"{Path(__file__).resolve().parent / 'few_entry.py'}"
@@ -78,6 +80,14 @@ def test_scores_csv_is_what_one_run_reads(tmp_path, capsys):
     assert main(["one-run", str(out / "scores.csv"), "--json", "--k", "40"]) == 0
     assert json.loads(capsys.readouterr().out)["canaries"] == 400
     assert report["m"] == 400 and report["counting"]["canaries"] == 400
+    assert_few_figure_is_the_report(out, report)
+
+
+def test_a_verdict_that_trains_nothing_has_its_figure_too(tmp_path, capsys):
+    code = main(["audit-training", "--entry", f"{ENTRY}:make", "--canaries", "4", "--out", str(tmp_path), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["verdict"] == "inconclusive" and report["epsilon_hat"] is None
+    assert_few_figure_is_the_report(tmp_path, report)
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,10 @@
 """The figure of an audit of a user's training: the canary's scores in both worlds, and ε̂ against the claim.
 
 One signature for every figure, ``fn(table, *, pdf, csv, facts)``, listed in :data:`FIGURES`. The table is the scores
-(columns ``score``, ``member``); ``facts`` carries the report (:meth:`~hsaudit.experiments.byo.audit.ByoReport.to_dict`,
-key ``report``), the scale and the code version for the footer.
+(columns ``score``, ``member``; a few-runs audit's also ``training``); ``facts`` carries the report
+(:meth:`~hsaudit.experiments.byo.audit.ByoReport.to_dict` or
+:meth:`~hsaudit.experiments.byo.few_runs.FewRunsReport.to_dict`, key ``report``), the scale and the code version for
+the footer.
 """
 
 from __future__ import annotations
@@ -92,5 +94,78 @@ def plot_scores(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, 
     return written
 
 
-FIGURES: dict[str, Callable[..., pd.DataFrame]] = {"scores": plot_scores}
-"""Figure id → function (``results/byo/{name}/fig.pdf`` is ``scores``)."""
+def _few_rows(report: Mapping[str, Any]) -> pd.DataFrame:
+    """The ε values of a few-runs report the right panel draws, one row each (what the figure's CSV holds)."""
+    verdict_basis = "f-DP" if report["basis"] == "gdp" else "counting"
+    rows = [dict(what="claimed", epsilon=report["epsilon_claimed"], kind="claim"),
+            dict(what="ours (declared mechanism)", epsilon=report["epsilon_ours"], kind="accountant"),
+            dict(what="ceiling (every guess right)", epsilon=report["ceiling"], kind="ceiling")]  # fmt: skip
+    for name, label in (("counting", "counting (Steinke et al.)"), ("fdp", "f-DP (Mahloujifar et al.)")):
+        if report[name] is not None:
+            rows.append(dict(what=label, epsilon=report[name]["epsilon"], kind="bound"))
+    if report["epsilon_hat"] is not None:
+        rows.append(dict(what=f"ε̂ (verdict, {verdict_basis})", epsilon=report["epsilon_hat"], kind="lower bound"))
+    frame = pd.DataFrame(rows)
+    frame["epsilon"] = pd.to_numeric(frame["epsilon"], errors="coerce").astype(float)
+    return frame
+
+
+def plot_few(table: pd.DataFrame, *, pdf: str, csv: str, facts: Mapping[str, Any]) -> pd.DataFrame:
+    """A few-runs audit. Left: histograms of the canaries' scores, each training's centred on its median (what the
+    guesses rank), for the canaries left out and those put in. Right: the verdict's ε̂ (a one-sided lower bound), both
+    pooled bounds and the ceiling — the most these canaries can show — against the claimed ε and ours."""
+    report = facts["report"]
+    rows = _few_rows(report)
+    fig, axes = figure(2, 1, height=3.0)
+    ax = axes[0][0]
+    members = table["member"].to_numpy().astype(bool) if len(table) else np.zeros(0, dtype=bool)
+    if len(table):
+        scores = table["score"].to_numpy(dtype=float)
+        scores = scores - table.groupby("training")["score"].transform("median").to_numpy(dtype=float)
+        bins = np.histogram_bin_edges(scores, bins=40)
+        ax.hist(scores[~members], bins=bins, alpha=0.6, color=PALETTE[0], label=f"canary out ({(~members).sum()})")
+        ax.hist(scores[members], bins=bins, alpha=0.6, color=PALETTE[1], label=f"canary in ({members.sum()})")
+        ax.legend(loc="upper left")
+    else:
+        ax.text(0.5, 0.5, "nothing trained:\n" + report["verdict"], ha="center", va="center", transform=ax.transAxes)
+    ax.set_xlabel("canary score − its training's median")
+    ax.set_ylabel("canaries")
+    ax.set_title(f"verdict: {report['verdict']}")
+    ax = axes[0][1]
+    colors = {"claim": "black", "accountant": PALETTE[2], "ceiling": PALETTE[4], "bound": PALETTE[0],
+              "lower bound": PALETTE[1]}  # fmt: skip
+    finite = [v for v in rows["epsilon"] if np.isfinite(v)]
+    top = max(finite) if finite else 1.0
+    for i, row in rows.iterrows():
+        eps, color = row["epsilon"], colors[row["kind"]]
+        if not np.isfinite(eps):
+            continue
+        if row["kind"] == "lower bound":  # a one-sided bound: ε ≥ ε̂, drawn as a bracket opening to the right
+            ax.plot([eps], [i], marker="$[$", markersize=12, color=color)
+            ax.annotate("", xy=(eps + 0.25 * top, i), xytext=(eps, i), arrowprops=dict(arrowstyle="->", color=color))
+        else:
+            ax.plot([eps], [i], *(("|",) if row["kind"] == "ceiling" else ("s",)), color=color,
+                    markersize=14 if row["kind"] == "ceiling" else None, markeredgewidth=2)  # fmt: skip
+    ax.axvline(report["epsilon_claimed"], **UPPER_BOUND_STYLE)
+    ax.set_yticks(np.arange(len(rows)), rows["what"])
+    ax.set_xlabel(f"ε at δ = {report['delta']:g}")
+    ax.set_xlim(0.0, 1.3 * top)
+    ax.set_title("ε̂, ceiling vs. claim (dashed)")
+    power = (report.get("power") or {}).get("probability")
+    written = rows.assign(verdict=report["verdict"], canaries=report["canaries"], trainings=report["trainings"],
+                          canaries_in=int(members.sum()), canaries_out=int((~members).sum()), power=power)  # fmt: skip
+    write_csv_atomic(written, csv)
+    footer = footer_text(
+        scale=facts.get("scale", "-"),
+        R=f"{report['canaries']} canaries × {report['trainings']} trainings",
+        audit=f"one-run bounds pooled ({report['basis'] or '-'}), confidence {report['confidence']:g}",
+        canary=report["details"].get("canary family"),
+        power=None if power is None else f"{power:.2f}",
+        code_version=facts.get("code_version", ""),
+    )
+    save(fig, pdf, footer=footer)
+    return written
+
+
+FIGURES: dict[str, Callable[..., pd.DataFrame]] = {"scores": plot_scores, "few": plot_few}
+"""Figure id → function (``results/byo/{name}/fig.pdf`` is ``scores``, a few-runs audit's ``few``)."""
