@@ -47,5 +47,6 @@ write_csv_atomic(control_scores, snakemake.output.control)
 write_text_atomic(snakemake.output.report, json.dumps(payload, indent=2) + "\n")
 write_text_atomic(snakemake.output.markdown, markdown_few(payload))
 FIGURES["few"](scores, pdf=snakemake.output.pdf, csv=snakemake.output.csv,
-               facts={"report": payload, "scale": snakemake.params.scale, "code_version": snakemake.params.code_version})
+               facts={"report": payload, "scale": snakemake.params.scale,
+                      "code_version": snakemake.params.code_version})
 log.info("%s: %s", snakemake.wildcards.name, payload["reason"])

@@ -346,5 +346,6 @@ def _run_few(args: argparse.Namespace) -> int:
             print(f"  counting bound ε̂ = {rep.counting.epsilon:.4g}; f-DP bound ε̂ = {rep.fdp.epsilon:.4g} "
                   f"(μ̂ = {rep.fdp.mu:.4g}); verdict's basis {rep.basis}")
         print(f"  model-steps paid: {rep.model_steps}")
-        print(f"  wrote {out / 'report.md'}, {out / 'fig.pdf'}" + (f", {out / 'scores.csv'}" if len(result.scores) else ""))
+        wrote = [out / "report.md", out / "fig.pdf", *([out / "scores.csv"] if len(result.scores) else [])]
+        print(f"  wrote {', '.join(map(str, wrote))}")
     return 0

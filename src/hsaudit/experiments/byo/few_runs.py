@@ -187,8 +187,9 @@ class FewPower:
 
     def statement(self) -> str:
         what = (f"at σ/{self.noise_factor:g} (a leak of {self.multiple:.3g}× the claim through every canary)"
-                if self.noise_factor != 1.0 else f"with every included canary repeated {self.copies} times ({self.copies}× "
-                f"this training's own leak: {self.multiple:.3g}× the claim if the training is correct)")  # fmt: skip
+                if self.noise_factor != 1.0 else f"with every included canary repeated {self.copies} times "
+                f"({self.copies}× this training's own leak: {self.multiple:.3g}× the claim if the training is "
+                "correct)")  # fmt: skip
         return (f"the same audit of this training {what} flags it with probability {self.probability:.2f} (half-"
                 f"samples of its canaries in {self.trainings} control training(s), {self.resamples} resamples; the control's "
                 f"own ε̂ = {self.epsilon_hat:.4g})")  # fmt: skip
@@ -324,10 +325,10 @@ def few_report(table: pd.DataFrame, claim: Any, n: int, options: AuditOptions = 
     if control.enough:
         return FewRunsReport("inconclusive", f"{what} does not exceed the claimed ε = {claim.epsilon:.4g}, and "
                              f"{control.statement()}, but copies are no stand-in for a σ bug: they multiply the "
-                             "canaries' signal over the other rows' pull on their scores, less noise does not (a σ/10 "
-                             "bug can stay below the claim while its copies are flagged); to give the audit a power that "
-                             "holds for σ bugs: the audit setting (--audit-setting), whose control is the training at "
-                             f"σ/{options.power_factor:g}", **common)  # fmt: skip
+                             "canaries' signal over the other rows' pull on their scores, less noise does not (a "
+                             "σ/10 bug can stay below the claim while its copies are flagged); to give the audit a "
+                             "power that holds for σ bugs: the audit setting (--audit-setting), whose control is the "
+                             f"training at σ/{options.power_factor:g}", **common)  # fmt: skip
     return FewRunsReport("inconclusive", f"{what} does not exceed the claimed ε = {claim.epsilon:.4g}, but this design "
                          f"cannot see a leak of that size: {control.statement()}, below the {control.target:g} a "
                          "verdict needs; to give it power: more canaries per training or more trainings (the ceiling "
