@@ -16,7 +16,9 @@ Sharded: ``--shard i/n`` trains the i-th of n shards into ``OUT/scores-i-of-n.cs
 
 Few runs: ``--canaries M [--trainings K]`` trains K models with M canaries each (each by its own coin) and audits them
 with the one-run bounds pooled over the K trainings (:mod:`hsaudit.experiments.byo.few_runs`; docs/byo.md, "When your
-training is expensive"); ``OUT/scores.csv`` has one row per (training, canary). ``--runs``, ``--shard``,
+training is expensive"); ``OUT/scores.csv`` has one row per (training, canary), ``OUT/fig.pdf`` (+ ``fig.csv``) its
+scores by membership and ε̂ with the ceiling against the claim; only the σ/--power-factor control (``--audit-setting``)
+can make its verdict consistent. ``--runs``, ``--shard``,
 ``--from-shards``, ``--bench`` and ``--design auto`` belong to the population audit and are refused with it (its canary
 defaults to out_of_support).
 """
