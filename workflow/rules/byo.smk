@@ -11,9 +11,9 @@
 #
 # A few-runs audit (`canaries: M`, `trainings: K`; docs/byo.md, "When your training is expensive") has rules of its
 # own, one training per job: assess (a checkpoint: what needs no training) → check the entry and build the M canaries
-# → plan the control → train each training and each control training → pool the scores into the report (the files
-# `hsaudit audit-training --canaries M` writes). The trainings import none of the audit's code: editing the pooled
-# bounds reruns the audit alone.
+# → plan the control → train each training and each control training → pool the scores into the report and its
+# figure (the files `hsaudit audit-training --canaries M` writes). The trainings import none of the audit's code:
+# editing the pooled bounds reruns the audit alone.
 import re
 
 from hsaudit.experiments.byo.plan import audit_details as _byo_details
@@ -328,6 +328,12 @@ rule audit_byo_few:
         control="results/{name}/control.csv",
         report="results/{name}/report.json",
         markdown="results/{name}/report.md",
+        pdf=report(
+            "results/{name}/fig.pdf",
+            caption="../report/byo_few.rst",
+            category="Audits of your training",
+        ),
+        csv="results/{name}/fig.csv",
     log:
         log_path("byo/audit_byo_few/{name}"),
     wildcard_constraints:
@@ -343,6 +349,7 @@ rule audit_byo_few:
         options=lambda wc: BYO_AUDITS[wc.name].options.to_dict(),
         guesses=lambda wc: list(BYO_AUDITS[wc.name].guesses),
         details=lambda wc: _byo_details(BYO_AUDITS[wc.name]),
+        scale=SCALE,
         code_version=script_version("audit_byo_few"),
     script:
         "../scripts/audit_byo_few.py"

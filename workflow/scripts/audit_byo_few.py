@@ -1,7 +1,7 @@
 """Snakemake adapter: the few-runs audit of a user's training — both one-run bounds pooled over its trainings' scores,
 the control's power (or the verdict that needed no training) — into results/byo/{name}/report.json, report.md,
-scores.csv and control.csv, the files `hsaudit audit-training --canaries M` writes
-(hsaudit.experiments.byo.few_runs)."""
+scores.csv, control.csv and fig.pdf (+ fig.csv), the files `hsaudit audit-training --canaries M` writes
+(hsaudit.experiments.byo.few_runs, hsaudit.experiments.byo.figures)."""
 
 import dataclasses
 import json
@@ -10,6 +10,7 @@ import pandas as pd
 
 from hsaudit.experiments.byo.audit import AuditOptions
 from hsaudit.experiments.byo.few_runs import audit_tables, markdown_few
+from hsaudit.experiments.byo.figures import FIGURES
 from hsaudit.experiments.byo.train.families import TABLE_COLUMNS, FewRunsDesign
 from hsaudit.experiments.byo.train.values import Claim
 from hsaudit.pipeline.logs import script_logging
@@ -45,4 +46,7 @@ write_csv_atomic(scores, snakemake.output.scores)
 write_csv_atomic(control_scores, snakemake.output.control)
 write_text_atomic(snakemake.output.report, json.dumps(payload, indent=2) + "\n")
 write_text_atomic(snakemake.output.markdown, markdown_few(payload))
+FIGURES["few"](scores, pdf=snakemake.output.pdf, csv=snakemake.output.csv,
+               facts={"report": payload, "scale": snakemake.params.scale,
+                      "code_version": snakemake.params.code_version})
 log.info("%s: %s", snakemake.wildcards.name, payload["reason"])

@@ -16,7 +16,9 @@ Sharded: ``--shard i/n`` trains the i-th of n shards into ``OUT/scores-i-of-n.cs
 
 Few runs: ``--canaries M [--trainings K]`` trains K models with M canaries each (each by its own coin) and audits them
 with the one-run bounds pooled over the K trainings (:mod:`hsaudit.experiments.byo.few_runs`; docs/byo.md, "When your
-training is expensive"); ``OUT/scores.csv`` has one row per (training, canary). ``--runs``, ``--shard``,
+training is expensive"); ``OUT/scores.csv`` has one row per (training, canary), ``OUT/fig.pdf`` (+ ``fig.csv``) its
+scores by membership and ε̂ with the ceiling against the claim; only the σ/--power-factor control (``--audit-setting``)
+can make its verdict consistent. ``--runs``, ``--shard``,
 ``--from-shards``, ``--bench`` and ``--design auto`` belong to the population audit and are refused with it (its canary
 defaults to out_of_support).
 """
@@ -179,13 +181,13 @@ def _summary(rep) -> str:
     return "\n".join(lines)
 
 
-def _figure(scores, payload: dict, out: Path) -> None:
+def _figure(scores, payload: dict, out: Path, kind: str = "scores") -> None:
     """``OUT/fig.pdf`` (+ ``fig.csv``, its numbers): the scores in both worlds and ε̂ against the claim, as the
-    workflow's ``plot_byo`` draws it."""
+    workflow draws it (``plot_byo``; a few-runs audit's, ``kind`` "few", ``audit_byo_few``)."""
     from hsaudit.experiments.byo.figures import FIGURES
 
     facts = {"report": payload, "scale": "cli"}
-    FIGURES["scores"](scores, pdf=str(out / "fig.pdf"), csv=str(out / "fig.csv"), facts=facts)
+    FIGURES[kind](scores, pdf=str(out / "fig.pdf"), csv=str(out / "fig.csv"), facts=facts)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -334,6 +336,7 @@ def _run_few(args: argparse.Namespace) -> int:
         write_csv_atomic(result.control, out / "control.csv")
     write_text_atomic(out / "report.json", json.dumps(payload, indent=2) + "\n")
     write_text_atomic(out / "report.md", markdown_few(payload))
+    _figure(result.scores, payload, out, "few")
     if args.json:
         print(json.dumps(payload, indent=2))
     else:
@@ -345,5 +348,6 @@ def _run_few(args: argparse.Namespace) -> int:
             print(f"  counting bound ε̂ = {rep.counting.epsilon:.4g}; f-DP bound ε̂ = {rep.fdp.epsilon:.4g} "
                   f"(μ̂ = {rep.fdp.mu:.4g}); verdict's basis {rep.basis}")
         print(f"  model-steps paid: {rep.model_steps}")
-        print(f"  wrote {out / 'report.md'}" + (f", {out / 'scores.csv'}" if len(result.scores) else ""))
+        wrote = [out / "report.md", out / "fig.pdf", *([out / "scores.csv"] if len(result.scores) else [])]
+        print(f"  wrote {', '.join(map(str, wrote))}")
     return 0

@@ -1,6 +1,6 @@
 """results/byo/{name}/report.md of a few-runs audit (`canaries: M`, `trainings: K`) end to end at smoke: one job per
 training and per control training, the report `hsaudit audit-training --canaries M` writes, and the code versions —
-an edit of the pooled audit reruns the audit alone, never a training."""
+an edit of the pooled audit reruns the audit alone, never a training; the audit writes the figure the CLI writes."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from hsaudit.experiments.byo.few_runs import audit_training_few
 from hsaudit.experiments.byo.train.families import FewRunsDesign
 
 from conftest import REPO, copy_workflow, job_counts, package_env, run_snakemake
+from byo_testing import assert_few_figure_is_the_report
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("torch_one_thread")]
 HERE = REPO / "tests" / "experiments" / "byo"
@@ -46,6 +47,7 @@ def test_few_runs_target_builds_and_an_audit_edit_retrains_nothing(tmp_path):
     assert np.array_equal(api.scores["score"].to_numpy(), scores["score"].to_numpy())
     assert report["verdict"] == api.report.verdict and report["epsilon_hat"] == pytest.approx(api.report.epsilon_hat)
     assert report["power"]["probability"] == api.report.power.probability
+    assert_few_figure_is_the_report(work / "results/byo/few", report)  # the figure the CLI writes, from the same rule
     assert len(list((work / "results/byo/few/trainings").glob("*.csv"))) == 2
     assert len(list((work / "results/byo/few/control").glob("*.csv"))) == 2
     # an edit of the pooled audit (the bounds' module) reruns the audit (and its checkpoint), no training

@@ -30,6 +30,18 @@ so the bootstrap overstated the power near the ceiling (measured: a 10× bug of 
 half-sample power errs on the side of "inconclusive". Its limit: the canaries of one training share a model, so they
 are not independent draws, which understates the spread across trainings (a control seen in one training's lucky
 noise draw). With K = 1 the power is the power *given this noise draw*; more trainings average it.
+
+**Only the σ/f control makes a verdict consistent.** M canaries in one training pull on each other's scores (and the
+rows on theirs): a score is signal S·[in] + noise N + interference I, and its separation S/√(N² + I²). A σ bug (σ/10,
+noise not scaled by C) only shrinks N, so where I dominates its separation saturates; k copies multiply S (and only
+the canaries' share of I), so a leak of the same factor through copies is always at least as visible as one through σ
+— the copies control's power is no promise for a σ bug. Measured (the wide test mechanism, M = 200, K = 2, seed
+2122351178): the σ/10 bug — a 10× leak — reaches separation 2.4 (noise alone would give 11) and ε̂ 4.39 below its
+claim 4.98, while its 2-copies control reaches 3.5 and the ceiling, power 1.00: "consistent" for a 10× bug. The
+σ/f control shrinks N alone, the least visible leak of its size among the zoo's bug classes (σ, unscaled noise, no
+clipping, the optimizer re-created: each shrinks N, grows S, or both), so its power transfers to them. Outside the
+audit setting the copies control is still trained and reported — not flagged, the design cannot see even a signal
+leak (more canaries or trainings) — but the verdict is at best "inconclusive", naming ``--audit-setting``.
 """
 
 from __future__ import annotations
@@ -167,10 +179,17 @@ class FewPower:
     def enough(self) -> bool:
         return self.probability >= self.target
 
+    @property
+    def like_sigma(self) -> bool:
+        """Whether the control is the training at σ/f, the only control whose power can make a verdict consistent
+        (module docstring)."""
+        return self.noise_factor != 1.0
+
     def statement(self) -> str:
         what = (f"at σ/{self.noise_factor:g} (a leak of {self.multiple:.3g}× the claim through every canary)"
-                if self.noise_factor != 1.0 else f"with every included canary repeated {self.copies} times (a leak "
-                f"of up to {self.multiple:.3g}× the claim)")  # fmt: skip
+                if self.noise_factor != 1.0 else f"with every included canary repeated {self.copies} times "
+                f"({self.copies}× this training's own leak: {self.multiple:.3g}× the claim if the training is "
+                "correct)")  # fmt: skip
         return (f"the same audit of this training {what} flags it with probability {self.probability:.2f} (half-"
                 f"samples of its canaries in {self.trainings} control training(s), {self.resamples} resamples; the control's "
                 f"own ε̂ = {self.epsilon_hat:.4g})")  # fmt: skip
@@ -272,8 +291,9 @@ def few_report(table: pd.DataFrame, claim: Any, n: int, options: AuditOptions = 
                details: dict[str, Any] | None = None, advice: str | None = None) -> FewRunsReport:  # fmt: skip
     """The report of a few-runs scores table (:data:`~hsaudit.experiments.byo.train.families.TABLE_COLUMNS`): the
     verdict — violation when the claim is an accounting bug or the verdict's ε̂ exceeds it; inconclusive when
-    the ceiling cannot exceed it, or the control is not flagged with probability ≥ the target (or not trained);
-    consistent otherwise; ``advice``: another change that could give an inconclusive audit its power."""
+    the ceiling cannot exceed it, or the control is not flagged with probability ≥ the target (or not trained), or
+    the control is the copies one (:attr:`FewPower.like_sigma`: its power is no promise for a σ bug); consistent
+    otherwise; ``advice``: another change that could give an inconclusive audit its power."""
     trainings = int(table["training"].nunique()) if "training" in table else 1
     canaries = len(table) // max(trainings, 1)
     early = before_training(claim, n, options, canaries=canaries, trainings=trainings, fractions=fractions)
@@ -299,9 +319,16 @@ def few_report(table: pd.DataFrame, claim: Any, n: int, options: AuditOptions = 
     if control is None:
         return FewRunsReport("inconclusive", f"{what} does not exceed the claimed ε = {claim.epsilon:.4g}, but the "
                              "audit's power was not measured (no positive control)", **common)  # fmt: skip
-    if control.enough:
+    if control.enough and control.like_sigma:
         return FewRunsReport("consistent", f"{what} does not exceed the claimed ε = {claim.epsilon:.4g}; "
                              f"{control.statement()}", **common)  # fmt: skip
+    if control.enough:
+        return FewRunsReport("inconclusive", f"{what} does not exceed the claimed ε = {claim.epsilon:.4g}, and "
+                             f"{control.statement()}, but copies are no stand-in for a σ bug: they multiply the "
+                             "canaries' signal over the other rows' pull on their scores, less noise does not (a "
+                             "σ/10 bug can stay below the claim while its copies are flagged); to give the audit a "
+                             "power that holds for σ bugs: the audit setting (--audit-setting), whose control is the "
+                             f"training at σ/{options.power_factor:g}", **common)  # fmt: skip
     return FewRunsReport("inconclusive", f"{what} does not exceed the claimed ε = {claim.epsilon:.4g}, but this design "
                          f"cannot see a leak of that size: {control.statement()}, below the {control.target:g} a "
                          "verdict needs; to give it power: more canaries per training or more trainings (the ceiling "
