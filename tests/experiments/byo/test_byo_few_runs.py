@@ -85,7 +85,7 @@ def test_scores_csv_is_what_one_run_reads(tmp_path, capsys):
     [
         (["--runs", "10", "--canaries", "50"], "cannot be combined"),
         (["--trainings", "2"], "needs --canaries"),
-        (["--canaries", "50", "--canary", "dirac"], "no family form"),
+        (["--canaries", "50", "--canary", "blank"], "no family form"),
         (["--runs", "10", "--guesses", "0.1"], "few-runs"),
         ([], "give --runs"),
     ],

@@ -306,7 +306,7 @@ class CanaryData(UserData):
         w = self.tensors[2]
         if self.direction is None:
             return torch.full(w.shape, -1, dtype=torch.long)
-        nonzero = torch.flatnonzero(torch.as_tensor(self.direction))
+        nonzero = torch.nonzero(torch.as_tensor(self.direction).reshape(-1)).reshape(-1)
         if nonzero.numel() != 1:
             raise ValueError("the canary's direction is not one coordinate: its loss term is w * data.canary_term(model)")
         return torch.where(w != 0, nonzero[0], torch.full(w.shape, -1, dtype=torch.long))
