@@ -9,8 +9,10 @@ noise multiplier and sampling rate it names, and the claim for them.
 
 The loop is textbook DP-SGD (Abadi et al. 2016) with Poisson sampling: per-example gradients (torch.func), each
 clipped to C, summed, Gaussian noise N(0, σ²C²) added, divided by the expected batch size qN. Its per-example loss
-adds ``w * data.canary_term(params)`` when the data carries a third tensor ``w``: that is how a gradient canary (the
-Dirac canary) enters, and it is 0 for every other row.
+adds ``w * data.canary_term(params, d)`` when the data carries a third tensor ``w``: that is how a gradient canary (the
+Dirac canary) enters, and it is 0 for every other row. ``d`` (``data.k``) is each row's Dirac coordinate, so that one
+training can carry M Dirac canaries (``--canary dirac --canaries M``); with one canary ``w * data.canary_term(params)``
+is the same term.
 """
 
 from __future__ import annotations
@@ -50,19 +52,20 @@ def make(setting=None):
     def train(data, seed):
         x, y, *rest = data.tensors
         w = rest[0] if rest else torch.zeros(len(x))
+        d = data.k if rest else torch.full((len(x),), -1)  # each row's Dirac coordinate (-1: none)
         torch.manual_seed(1234)  # θ0 is the same for every seed (a fixed initialisation makes audits tighter)
         model = torch.nn.Linear(FEATURES, CLASSES)
         params = {k: v.detach() for k, v in model.named_parameters()}
         g = torch.Generator().manual_seed(seed)  # every random number of this run comes from `seed`
 
-        def loss(p, xi, yi, wi):
+        def loss(p, xi, yi, wi, di):
             out = functional_call(model, p, (xi[None],))
-            term = wi * data.canary_term(torch.cat([v.reshape(-1) for v in p.values()])) if rest else 0.0
+            term = wi * data.canary_term(torch.cat([v.reshape(-1) for v in p.values()]), di) if rest else 0.0
             return torch.nn.functional.cross_entropy(out, yi[None]) + term
 
         for _ in range(steps):
             batch = torch.rand(len(x), generator=g) < rate  # Poisson sampling
-            grads = vmap(grad(loss), (None, 0, 0, 0))(params, x[batch], y[batch], w[batch])
+            grads = vmap(grad(loss), (None, 0, 0, 0, 0))(params, x[batch], y[batch], w[batch], d[batch])
             norms = torch.sqrt(sum(v.flatten(1).pow(2).sum(1) for v in grads.values()))
             factor = (CLIP / (norms + 1e-6)).clamp(max=1.0)
             for k, v in grads.items():

@@ -14,6 +14,11 @@ a type with a family form has no such builder. :func:`canary_family` is the one 
   canaries' pulls do not add up to one shared direction).
 - ``mislabelled``: M distinct rows of the data (drawn from the seed), each with a wrong label (the reference model's
   least likely class for it, or (y + 1) mod K).
+- ``dirac``: M distinct coordinates of the flat parameters (drawn from the seed among those that are not biases,
+  where the layout is known: :attr:`~hsaudit.engine.canaries.CanarySource.biases`), each carried by its own all-zero
+  row whose loss term has the gradient :data:`~hsaudit.engine.canaries.DIRAC_NORM` · C · e_k — clipped, C · e_k:
+  the family form of :func:`~hsaudit.engine.canaries.dirac_gradient`. A gradient family: the training's per-example
+  loss must take each row's own coordinate (``w * data.canary_term(model, k)``, docs/byo.md).
 
 Numpy only, as the registry (engine layer).
 """
@@ -25,24 +30,40 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hsaudit.engine.canaries import OUT_OF_SUPPORT_AMPLITUDE, CanarySource, canary_type, draw_distinct
+from hsaudit.engine.canaries import (
+    DIRAC_NORM,
+    OUT_OF_SUPPORT_AMPLITUDE,
+    CanarySource,
+    canary_type,
+    draw_distinct,
+)
 
 
 @dataclass(frozen=True, eq=False)
 class CanaryFamily:
-    """M input canaries of one type.
+    """M canaries of one type: input canaries, or gradient canaries (Dirac coordinates) carried by M rows.
 
     Attributes:
-        x: the inputs ``[M, ...]``, float32.
+        x: the inputs ``[M, ...]``, float32 (a gradient family's carrier rows: all zero).
         y: their labels ``[M]`` (int64) or regression targets (float32).
         origin: where they came from, in words.
         source_rows: the data rows they were taken from (the background leaves them out), or None.
+        coordinates: a gradient family's M distinct Dirac coordinates of the flat parameters (row j's term is
+            ``norm · θ[coordinates[j]]``), or None for an input family.
+        norm: the norm of a gradient family's per-row term gradient (None for an input family).
     """
 
     x: np.ndarray
     y: np.ndarray
     origin: str
     source_rows: np.ndarray | None = None
+    coordinates: np.ndarray | None = None
+    norm: float | None = None
+
+    @property
+    def gradient(self) -> bool:
+        """Whether the family is one of gradient canaries (its rows carry Dirac coordinates)."""
+        return self.coordinates is not None
 
     def __len__(self) -> int:
         return int(self.y.shape[0])
@@ -52,14 +73,20 @@ def family_arrays(family: CanaryFamily) -> dict[str, np.ndarray]:
     """A family as named arrays (``np.savez``: a few-runs audit's check job writes it once for every training job),
     :func:`family_from_arrays`' inverse."""
     rows = np.array([], dtype=np.int64) if family.source_rows is None else np.asarray(family.source_rows)
-    return {"x": family.x, "y": family.y, "origin": np.array(family.origin), "source_rows": rows,
-            "has_source_rows": np.array(family.source_rows is not None)}  # fmt: skip
+    out = {"x": family.x, "y": family.y, "origin": np.array(family.origin), "source_rows": rows,
+           "has_source_rows": np.array(family.source_rows is not None)}  # fmt: skip
+    if family.gradient:
+        out.update(coordinates=np.asarray(family.coordinates, dtype=np.int64), norm=np.array(float(family.norm)))
+    return out
 
 
 def family_from_arrays(arrays: Mapping[str, np.ndarray]) -> CanaryFamily:
     """The family :func:`family_arrays` wrote."""
     rows = np.asarray(arrays["source_rows"]) if bool(arrays["has_source_rows"]) else None
-    return CanaryFamily(np.asarray(arrays["x"]), np.asarray(arrays["y"]), str(arrays["origin"]), rows)
+    gradient = "coordinates" in arrays
+    return CanaryFamily(np.asarray(arrays["x"]), np.asarray(arrays["y"]), str(arrays["origin"]), rows,
+                        coordinates=np.asarray(arrays["coordinates"]) if gradient else None,
+                        norm=float(arrays["norm"]) if gradient else None)  # fmt: skip
 
 
 def _least_likely(source: CanarySource, xs: np.ndarray, exclude: np.ndarray | None) -> np.ndarray | None:
@@ -124,16 +151,37 @@ def mislabelled_family(source: CanarySource, m: int) -> CanaryFamily:
                         f"{m} rows of the data, each with a wrong label", source_rows=rows)  # fmt: skip
 
 
+def dirac_family(source: CanarySource, m: int) -> CanaryFamily:
+    """M distinct Dirac coordinates (module docstring), from ``source.seed``, each carried by an all-zero row.
+
+    Raises:
+        ValueError: no parameter count, or fewer coordinates than M once the biases are left out.
+    """
+    m = _check_count(m)
+    if source.parameters is None:
+        raise ValueError("the dirac family needs the model's parameter count (CanarySource.parameters)")
+    p = int(source.parameters)
+    allowed = np.setdiff1d(np.arange(p), np.asarray(source.biases or (), dtype=np.int64))
+    known = "" if source.biases is None else f", biases ({p - allowed.size}) avoided"
+    if m > allowed.size:
+        raise ValueError(f"{m} Dirac canaries need {m} distinct coordinates; the model has {allowed.size} "
+                         f"({p} parameters{known})")  # fmt: skip
+    coordinates = allowed[draw_distinct(allowed.size, m, source.seed)].astype(np.int64)
+    x = np.zeros((m, *np.asarray(source.x).shape[1:]), dtype=np.float32)
+    y = np.zeros(m, dtype=np.int64 if source.classes is not None else np.float32)
+    norm = DIRAC_NORM * float(source.clip_norm or 1.0)
+    return CanaryFamily(x, y, f"{m} distinct coordinates of {p} parameters{known}, per-row gradient norm {norm:g}",
+                        coordinates=coordinates, norm=norm)  # fmt: skip
+
+
 FAMILIES: Mapping[str, Callable[[CanarySource, int], CanaryFamily]] = {
     "out_of_support": out_of_support_family,
     "mislabelled": mislabelled_family,
+    "dirac": dirac_family,
 }
 """The canary types of the registry that have a family form, and their builders ``(source, M) -> CanaryFamily``."""
 
-NO_BUILDER: Mapping[str, str] = {
-    "dirac": "M distinct Dirac canaries need a gradient term per canary row (one coordinate each), and a byo training "
-    "takes one direction for all its rows (CanaryData.canary_term)",
-}
+NO_BUILDER: Mapping[str, str] = {}
 """Why a canary type with a family form in the registry has no builder here."""
 
 

@@ -95,7 +95,7 @@ def test_a_verdict_that_trains_nothing_has_its_figure_too(tmp_path, capsys):
     [
         (["--runs", "10", "--canaries", "50"], "cannot be combined"),
         (["--trainings", "2"], "needs --canaries"),
-        (["--canaries", "50", "--canary", "dirac"], "no family form"),
+        (["--canaries", "50", "--canary", "blank"], "no family form"),
         (["--runs", "10", "--guesses", "0.1"], "few-runs"),
         ([], "give --runs"),
     ],

@@ -8,7 +8,7 @@ an object (or mapping) with
 - ``train(data, seed)``: the trained ``torch.nn.Module`` (or its flat parameter tensor), deterministic in ``seed``,
   where ``data`` is a :class:`UserData` ``(x, y)`` built here (a ``TensorDataset`` whose ``data.numpy`` gives the
   NumPy arrays); for a gradient canary a :class:`CanaryData` ``(x, y, w)`` whose per-example loss must add
-  ``w * data.canary_term(model)``. Framework-neutral: ``train`` may instead return NumPy arrays, a pytree of arrays
+  ``w * data.canary_term(model)`` (for M Dirac canaries ``(x, y, w, k)`` and ``w * data.canary_term(model, k)``). Framework-neutral: ``train`` may instead return NumPy arrays, a pytree of arrays
   or an object with ``get_weights()`` (flattened by :func:`~hsaudit.experiments.byo.train.pytree.flat_vector`); it
   then needs ``loss(params, x, y)`` on NumPy inputs (:func:`model_losses`), its θ0 is not observed, and its canary
   is an input canary;
@@ -269,23 +269,72 @@ class UserData(TensorDataset):
 
 
 class CanaryData(UserData):
-    """The training set of a gradient canary: ``(x, y, w)``, where ``w`` is 0 for every row but the canary's carrier.
+    """The training set of a gradient canary: ``(x, y, w)``, where ``w`` is 0 for every row but the canary's carrier;
+    for a family of M Dirac canaries (``--canaries M``) ``(x, y, w, k)``, ``k`` each row's coordinate (−1 but on the
+    canaries' rows).
 
-    The training's per-example loss adds ``w * data.canary_term(model)``: its gradient is ``w · direction`` (the
-    canary's gradient, of norm ``w``, on the carrier row) and nothing elsewhere.
+    The training's per-example loss adds ``w * data.canary_term(model)`` — its gradient is ``w · direction`` (the
+    canary's gradient, of norm ``w``, on the carrier row) and nothing elsewhere — or, for any number of canaries,
+    ``w * data.canary_term(model, k)`` with each row's ``k`` (:attr:`k`; a scalar per row under ``torch.func.vmap``,
+    a ``[B]`` tensor in a batched loss): its gradient is ``w · e_k`` on a canary's row.
     """
 
-    def __init__(self, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, direction: torch.Tensor | None) -> None:
-        super().__init__(x, y, w)
+    def __init__(self, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, direction: torch.Tensor | None,
+                 coordinates: torch.Tensor | None = None) -> None:  # fmt: skip
+        """``coordinates``: a family's per-row ``k`` (then ``direction`` is None and ``k`` is the fourth tensor)."""
+        if coordinates is not None:
+            super().__init__(x, y, w, torch.as_tensor(coordinates, dtype=torch.long))
+        else:
+            super().__init__(x, y, w)
         self.direction = direction
 
-    def canary_term(self, model: torch.nn.Module | torch.Tensor) -> torch.Tensor:
-        """⟨direction, θ⟩ of a module's flat parameters, of a flat ``[p]`` tensor or of each row of ``[m, p]``
-        (0 before the canary is built)."""
+    @property
+    def family(self) -> bool:
+        """Whether the rows carry one Dirac coordinate each (``(x, y, w, k)``): ``canary_term`` then needs ``k``."""
+        return len(self.tensors) > 3
+
+    @property
+    def k(self) -> torch.Tensor:
+        """Each row's Dirac coordinate, −1 where the row carries none: the fourth tensor of a family; of a single
+        Dirac canary, its coordinate on the rows where ``w`` ≠ 0.
+
+        Raises:
+            ValueError: a single canary whose direction is not a Dirac (use ``canary_term(model)``).
+        """
+        if self.family:
+            return self.tensors[3]
+        w = self.tensors[2]
+        if self.direction is None:
+            return torch.full(w.shape, -1, dtype=torch.long)
+        nonzero = torch.nonzero(torch.as_tensor(self.direction).reshape(-1)).reshape(-1)
+        if nonzero.numel() != 1:
+            raise ValueError("the canary's direction is not one coordinate: its loss term is w * data.canary_term(model)")
+        return torch.where(w != 0, nonzero[0], torch.full(w.shape, -1, dtype=torch.long))
+
+    def canary_term(self, model: torch.nn.Module | torch.Tensor, k: torch.Tensor | None = None) -> torch.Tensor:
+        """⟨direction, θ⟩ of a module's flat parameters, of a flat ``[p]`` tensor or of each row of ``[m, p]`` (0
+        before the canary is built); with ``k``, each row's own ⟨e_k, θ⟩ (0 where k < 0, :func:`dirac_term`).
+
+        Raises:
+            ValueError: no ``k`` for a family's rows (one coordinate each: the term needs to know the row's).
+        """
         theta = flat_parameters(model, detach=False)
+        if k is not None:
+            return dirac_term(theta, k)
+        if self.family:
+            raise ValueError("this training set holds many Dirac canaries, one coordinate per row: the per-example "
+                             "loss adds w * data.canary_term(model, k), k the row's entry of data.k (docs/byo.md)")  # fmt: skip
         if self.direction is None:
             return theta.sum(-1) * 0.0
         return theta @ self.direction.to(theta.dtype)
+
+
+def dirac_term(theta: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """θ[..., k] where k ≥ 0, 0 where k < 0: ``[*theta.shape[:-1], *k.shape]``. Written with ``index_select`` (not
+    ``theta[k]``), so that a scalar ``k`` per example works under ``torch.func.vmap``."""
+    k = torch.as_tensor(k)
+    at = theta.index_select(-1, k.clamp(min=0).reshape(-1).long()).reshape(theta.shape[:-1] + k.shape)
+    return at * (k >= 0).to(theta.dtype)
 
 
 def is_torch(model: Any) -> bool:
@@ -340,10 +389,12 @@ class Worlds:
             return CanaryData(x, y, w, torch.as_tensor(self.canary.direction))
         return UserData(x, y)
 
-    def probe_dataset(self, gradient: bool) -> TensorDataset:
-        """The background alone, in the form the canary's worlds will have (``(x, y, w)`` for a gradient canary)."""
+    def probe_dataset(self, gradient: bool, family: bool = False) -> TensorDataset:
+        """The background alone, in the form the canary's worlds will have (``(x, y, w)`` for a gradient canary,
+        ``(x, y, w, k)`` for a gradient ``family``)."""
         if gradient:
-            return CanaryData(self.x, self.y, torch.zeros(self.x.shape[0]), None)
+            n = self.x.shape[0]
+            return CanaryData(self.x, self.y, torch.zeros(n), None, torch.full((n,), -1) if family else None)
         return UserData(self.x, self.y)
 
 
@@ -611,16 +662,19 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def probe(
-    training: Training, x: np.ndarray, y: np.ndarray, classes: int | None, design: Design, gradient: bool
+    training: Training, x: np.ndarray, y: np.ndarray, classes: int | None, design: Design, gradient: bool,
+    family: bool = False,
 ) -> tuple[Probe, Any]:
     """Train the data without a canary with two seeds, twice each; return the probe and one of the models (the
-    reference the canary builders may use).
+    reference the canary builders may use). ``gradient``/``family``: the data has the form of a gradient canary's
+    (of a gradient family's, :meth:`Worlds.probe_dataset`).
 
     Raises:
         ValueError: ``train`` not deterministic in ``seed`` (the message gives the seeds and the largest difference),
             or a model whose parameters or loss are NaN.
     """
-    data = Worlds(torch.as_tensor(x), torch.as_tensor(y), None, training.claim.neighbouring).probe_dataset(gradient)
+    worlds = Worlds(torch.as_tensor(x), torch.as_tensor(y), None, training.claim.neighbouring)
+    data = worlds.probe_dataset(gradient, family)
     seeds = [design.stream("check", 0), design.stream("check", 1)]
     start = time.perf_counter()
     models, thetas = train_observed(
