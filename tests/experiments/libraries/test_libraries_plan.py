@@ -91,7 +91,8 @@ def test_a_row_whose_library_is_not_installed_is_listed_not_run_with_its_reason(
     jax_rows = {n for n, v in CONFIG["libraries"]["rows"].items() if v["library"] == "jax-privacy"}
     scripts = {v["entry"].split("/")[-1].removesuffix(":make") for n, v in CONFIG["libraries"]["rows"].items()
                if n in jax_rows}  # fmt: skip
-    assert scripts == {p.name for p in (REPO / "examples/libraries/jax_privacy").glob("*.py")} - {"jax_common.py"}
+    folder = REPO / "examples/libraries/jax_privacy"  # every script but the shared module and the reproductions
+    assert scripts == {p.name for p in folder.glob("*.py") if not p.name.startswith("finding_")} - {"jax_common.py"}
     for here in ("2.0.0", "not installed"):
         monkeypatch.setattr(libraries_plan, "installed_version",
                             lambda dist, here=here: here if dist == "jax-privacy" else "1.0")  # fmt: skip
@@ -101,6 +102,13 @@ def test_a_row_whose_library_is_not_installed_is_listed_not_run_with_its_reason(
         assert {r.name for r in libs.rows.values()} | set(libs.not_run) >= set(CONFIG["libraries"]["rows"])
     why = libs.not_run["jax_privacy_dpsgd"]
     assert why.startswith("not run: jax-privacy is not installed here") and "hsaudit[jax]" in why
+    monkeypatch.setattr(libraries_plan, "installed_version",  # a row's `requires` (keras) decides as its library does
+                        lambda dist: "not installed" if dist == "keras" else "1.0")  # fmt: skip
+    libs = plan(CONFIG)
+    keras_rows = {n for n, v in CONFIG["libraries"]["rows"].items() if "keras" in v.get("requires", ())}
+    assert keras_rows and keras_rows <= set(libs.not_run) and not keras_rows & set(libs.rows)
+    assert all(libs.not_run[n].startswith("not run: keras is not installed here") for n in keras_rows)
+    assert all(libs.rows[n].audit.packages == ("jax-privacy",) for n in jax_rows - keras_rows)
     with pytest.raises(ValueError, match="libraries.rows.x: unknown key"):  # checked before it is set aside
         plan({"libraries": {"rows": {"x": {"entry": "a.py:make", "library": "jax-privacy", "configuration": "c",
                                           "y": 1}}}})  # fmt: skip

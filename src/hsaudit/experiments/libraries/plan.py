@@ -23,7 +23,7 @@ from hsaudit.experiments.byo.plan import ByoAudit, audit_from, installed_version
 from hsaudit.experiments.plans import Population, Target
 
 ROOT = "results/libraries"
-ROW_KEYS = ("entry", "library", "configuration", "planted", "extra")
+ROW_KEYS = ("entry", "library", "configuration", "planted", "extra", "requires")
 MODULES: dict[str, tuple[str, ...]] = {
     "opacus": ("opacus",),
     "tensorflow-privacy": ("tensorflow_privacy", "tf_keras"),
@@ -100,8 +100,8 @@ def check_row(name: str, values: Mapping[str, Any]) -> None:
 
 
 def not_installed(name: str, values: Mapping[str, Any]) -> str | None:
-    """Why the row ``name`` cannot run here (its library is not installed: no version for its code version), or
-    None. The reason names the row's configuration and the extra that installs the library (its ``extra``).
+    """Why the row ``name`` cannot run here (its library, or a distribution it ``requires``, is not installed: no
+    version for its code version), or None. The reason names the row's configuration and the extra that installs the library (its ``extra``).
 
     Raises:
         ValueError: a missing or unknown key (:func:`check_row`).
@@ -113,9 +113,16 @@ def not_installed(name: str, values: Mapping[str, Any]) -> str | None:
         missing = missing_modules(library)
         why = f"{', '.join(missing)} not importable here{extra} ({library}, {values.get('configuration')})"
         return f"not run: {why}" if missing else None
-    if installed_version(library) == "not installed":
-        return f"not run: {library} is not installed here{extra} ({values.get('configuration')})"
+    absent = [d for d in (library, *requires(values)) if installed_version(d) == "not installed"]
+    if absent:
+        return f"not run: {' and '.join(absent)} is not installed here{extra} ({values.get('configuration')})"
     return None
+
+
+def requires(values: Mapping[str, Any]) -> tuple[str, ...]:
+    """The distributions a row's adapter imports besides its library (its ``requires``, e.g. keras for JAX
+    Privacy's Keras API): a row runs where they are installed, and their versions join its code version."""
+    return tuple(str(d) for d in values.get("requires") or ())
 
 
 def row_from(name: str, values: Mapping[str, Any], shared: Mapping[str, Any], *, seed: int) -> LibraryRow:
@@ -129,7 +136,7 @@ def row_from(name: str, values: Mapping[str, Any], shared: Mapping[str, Any], *,
     audit = audit_from(f"libraries_{name}", {**dict(shared), "entry": values["entry"]}, seed=seed)
     if audit.canaries is not None:  # the table reads population reports (its control's power, its runs)
         raise ValueError(f"libraries.rows.{name}: the libraries table runs the population audit; drop canaries")
-    audit = replace(audit, root=f"{ROOT}/{name}", entry_code="folder", packages=(str(values["library"]),))
+    audit = replace(audit, root=f"{ROOT}/{name}", entry_code="folder", packages=(str(values["library"]), *requires(values)))
     return LibraryRow(name=name, library=str(values["library"]), configuration=str(values["configuration"]),
                       planted=bool(values.get("planted", False)), audit=audit)  # fmt: skip
 
