@@ -6,13 +6,17 @@ from __future__ import annotations
 import warnings
 
 import pandas as pd
+import yaml
 
+from conftest import REPO
 from hsaudit.experiments.byo.api import audit_training
 from hsaudit.experiments.libraries.audit import record, table, training_seconds
 from hsaudit.experiments.libraries.plan import LibrariesPlan
 
-AUDIT = {"audit_setting": {"steps": 5, "epsilon": 4.0}, "runs": 10, "power_resamples": 10}
-"""Tiny R: the smoke version of the section's ``audit`` options."""
+_SECTION = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["libraries"]["audit"]
+AUDIT = {**{k: _SECTION[k] for k in ("audit_setting", "canary", "background")}, "runs": 10, "power_resamples": 10}
+"""Tiny R: the smoke version of the section's ``audit`` options, its setting and its pinned design (a design left to
+a pilot would train each candidate's control at ``pilot_runs`` per world first: 15x the audit's models here)."""
 
 
 def audit_rows(libs: LibrariesPlan) -> pd.DataFrame:
