@@ -50,6 +50,7 @@ FIRST = (
     "tests/workflow/test_workflow_steinke_fig2.py",
     "tests/workflow/test_workflow_steinke_table1.py",
     "tests/experiments/byo/test_byo_workflow.py",
+    "tests/experiments/byo/test_byo_few_workflow.py",
     "tests/experiments/libraries/test_libraries_workflow.py",
     "tests/test_newcomer.py",
     "tests/test_newcomer.py::a paper",  # its fifth-paper case, an xdist group of its own

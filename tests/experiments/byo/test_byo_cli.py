@@ -13,6 +13,7 @@ import pandas as pd
 from byo_testing import zoo_entry
 from conftest import REPO
 from hsaudit.cli import main
+from hsaudit.experiments.byo import api
 from hsaudit.experiments.byo.api import Timing, time_training
 from hsaudit.experiments.byo.plan import plan
 from hsaudit.experiments.byo.train.values import DESIGNS, PINNED
@@ -125,6 +126,9 @@ def test_plan_times_a_users_training_here(tmp_path, capsys, monkeypatch):
     the harness's small share), each training job pays its start, the check job once (it trains four models), and
     the row's hours are its models' and jobs' seconds; an audit whose verdict needs no training (here:
     too few runs to exceed the claim) is priced at nothing; without the flag nothing is priced."""
+    starts = []  # a job's start (a fresh interpreter importing torch: 3 s of CPU) is timed once here, then reused
+    start = api.job_start_seconds
+    monkeypatch.setattr(api, "job_start_seconds", lambda: starts[0] if starts else starts.append(start()) or starts[0])
     pause = 0.05
     (tmp_path / "slow.py").write_text(SLOW_ENTRY.format(pause=pause))
     entry = f"{tmp_path / 'slow.py'}:make"
@@ -169,3 +173,4 @@ def test_plan_times_a_users_training_here(tmp_path, capsys, monkeypatch):
         assert models * pause + 4 * pause <= row["timed_seconds"] < models * (pause + 0.1) + 10 * 15
         assert "with the design's pilot" in row["detail"]
         assert "timed here" in row["detail"] and row["gpu_hours"] == 0.0
+    assert len(starts) == 1 and starts[0] > 0
