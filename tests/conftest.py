@@ -35,6 +35,10 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+# tests/newcomer/toy/ is no test directory: it holds the files a newcomer's toy paper adds, at their paths in the
+# repository, which tests/test_newcomer.py copies into a copy of the repository (its test file among them). Ignored
+# here: a conftest.py of its own would be imported as `conftest` too and shadow this one (`from conftest import ...`).
+collect_ignore_glob = ["newcomer/toy/*"]
 _COPIED = ("Snakefile", "workflow", "config", "profiles", "envs", "examples")  # examples: the byo section's shipped entry
 
 
