@@ -104,7 +104,7 @@ def test_small_zoo(name):
 @pytest.mark.parametrize(("name", "runs"), [("normalise_by_batch", 200), ("boundary_correct", 100)])
 def test_small_zoo_worst_case_and_boundary(name, runs):
     """The worst-case design (Nasr et al. 2021: copies/opposing) flags the batch-size normalisation that the Dirac
-    canary misses (at R = 100 this seed's ε̂ is 1.91 < 2.22, consistent: R = 200); the boundary control (full batch,
+    canary misses (at R = 100 this seed's ε̂ is 1.91 < 2.22, not flagged: R = 200); the boundary control (full batch,
     T = 5, ε = 4, μ-GDP at the claim) is not flagged, and its copies control is seen, but in its own configuration
     that is no bound on a σ bug: inconclusive, naming the audit setting. One seed each."""
     z = BY_NAME[name]

@@ -529,7 +529,8 @@ class Power:
     k copies of the canary make its contribution to every step k times larger, as noise σ/k would for one copy (the
     full batch: exactly the Gaussian mechanism of σ/k for the canary's direction): a version of the user's own
     training that leaks k times more through this canary. Under Poisson sampling the k copies are sampled
-    independently, which leaks less than σ/k: the control is the milder of the two.
+    independently, which leaks less than σ/k: the control is the milder of the two. Its power is no bound on a σ bug
+    (:func:`bounds_noise_bugs`): only the σ/f control's makes a verdict consistent.
 
     Attributes:
         copies: k.
