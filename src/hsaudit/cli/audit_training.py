@@ -4,7 +4,8 @@ Trains 2R models of the entry's training (each with or without a canary, by a fa
 reports the valid lower bound ε̂ against the claimed ε with a verdict (violation / consistent / inconclusive), beside
 our accountant's ε and the last-iterate heuristic. A verdict carries its power: as many models again train the
 positive control (in the audit setting the training at σ/--power-factor, else the canary repeated k times), and
-"consistent" needs the design to flag it with probability at least --power-target. Writes ``OUT/scores.csv`` (columns ``score`` and ``member``, as
+"consistent" needs the design to flag it with probability at least --power-target, and the control to be the σ/f one
+(the copies control is reported, but bounds no σ bug). Writes ``OUT/scores.csv`` (columns ``score`` and ``member``, as
 ``hsaudit audit`` and ``hsaudit one-run`` read them), ``OUT/report.json``, ``OUT/report.md`` and ``OUT/fig.pdf`` (+
 ``fig.csv``); the control's scores in ``OUT/control.csv``. ``--jobs N`` trains in N processes (default one per core).
 
@@ -17,8 +18,7 @@ Sharded: ``--shard i/n`` trains the i-th of n shards into ``OUT/scores-i-of-n.cs
 Few runs: ``--canaries M [--trainings K]`` trains K models with M canaries each (each by its own coin) and audits them
 with the one-run bounds pooled over the K trainings (:mod:`hsaudit.experiments.byo.few_runs`; docs/byo.md, "When your
 training is expensive"); ``OUT/scores.csv`` has one row per (training, canary), ``OUT/fig.pdf`` (+ ``fig.csv``) its
-scores by membership and ε̂ with the ceiling against the claim; only the σ/--power-factor control (``--audit-setting``)
-can make its verdict consistent. ``--runs``, ``--shard``,
+scores by membership and ε̂ with the ceiling against the claim; its verdict follows the same rule. ``--runs``, ``--shard``,
 ``--from-shards``, ``--bench`` and ``--design auto`` belong to the population audit and are refused with it (its canary
 defaults to out_of_support).
 """

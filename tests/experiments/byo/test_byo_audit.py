@@ -15,14 +15,17 @@ from hsaudit.accounting.gaussian import gaussian_epsilon, gdp_epsilon
 from hsaudit.accounting.last_iterate import heuristic_epsilon
 from hsaudit.audit.auditor import Crossing, HeldOut, Rays
 from hsaudit.experiments.byo.audit import (
+    COPIES_DO_NOT_BOUND,
     Accounting,
     AuditOptions,
     Control,
     accounting,
     accounting_bug,
     basis_for,
+    bounds_noise_bugs,
     control_copies,
     control_epsilon,
+    control_noise_epsilon,
     markdown,
     mu_for_epsilon,
     perfect_epsilon,
@@ -276,20 +279,33 @@ def test_the_control_is_the_canary_repeated_k_times_of_the_declared_mechanism():
 
 def test_consistent_needs_a_control_the_design_sees():
     """A correct training whose canary reaches 0.9 of the claim's μ (300 runs a world, no evidence) is consistent:
-    its control (2 copies, μ = 1.8) is flagged above the claim; one whose canary reaches 0.3 is inconclusive, its
-    control (μ = 0.6) unseen, and the reason carries the advice."""
+    its control (σ/2, μ = 2, exactly its worst case) is flagged above the claim; one whose canary reaches 0.3 is
+    inconclusive, its control (μ = 0.6) unseen, and the reason carries the advice."""
     claim, options = full_batch(1.0), AuditOptions(bootstrap=0, rule=Crossing(), power_resamples=40)
-    worst = control_epsilon(claim, 100, 2)  # μ = 2
+    sigma_over_2 = control_noise_epsilon(claim, 100, 2.0)  # μ = 2
     near = _gaussian_scores(0.9, 300, 1)  # a correct training whose canary reaches 0.9 of the claim's μ
-    seen = report(near, claim, 100, options, control=Control(2, worst, _gaussian_scores(1.8, 300, 2)),
+    seen = report(near, claim, 100, options, control=Control(1, sigma_over_2, _gaussian_scores(2.0, 300, 2), 2.0),
                   every_estimate=False)  # fmt: skip
     assert seen.verdict == "consistent" and seen.power.probability >= 0.8 and "flags it with probability" in seen.reason
     page = markdown(seen.to_dict())
     assert "## Power (the positive control)" in page and f"flagged with probability {seen.power.probability:.2f}" in page
     weak = _gaussian_scores(0.3, 300, 1)  # a canary the training dilutes: 0.3 of the claim's μ
-    blind = report(weak, claim, 100, options, control=Control(2, worst, _gaussian_scores(0.6, 300, 2)),
+    blind = report(weak, claim, 100, options, control=Control(1, sigma_over_2, _gaussian_scores(0.6, 300, 2), 2.0),
                    every_estimate=False, advice="do X")  # fmt: skip
     assert blind.verdict == "inconclusive" and blind.power.probability < 0.8 and blind.reason.endswith("do X")
+
+
+def test_a_seen_copies_control_leaves_the_verdict_inconclusive():
+    """The same scores with the copies control (2 copies, μ = 1.8, below their worst case μ = 2): seen with the same
+    power, and reported, but no bound on a σ bug (copies multiply the canary's signal over the variance other rows and
+    θ0 add to its score; less noise does not): inconclusive, naming the audit setting — the rule the few-runs audit
+    shares (:func:`bounds_noise_bugs`)."""
+    claim, options = full_batch(1.0), AuditOptions(bootstrap=0, rule=Crossing(), power_resamples=40)
+    copies = Control(2, control_epsilon(claim, 100, 2), _gaussian_scores(1.8, 300, 2))
+    rep = report(_gaussian_scores(0.9, 300, 1), claim, 100, options, control=copies, every_estimate=False)
+    assert rep.power.enough and rep.power.look <= rep.power.look_threshold and not rep.power.like_sigma
+    assert rep.verdict == "inconclusive" and COPIES_DO_NOT_BOUND in rep.reason and rep.power.statement() in rep.reason
+    assert bounds_noise_bugs(1.5) and not bounds_noise_bugs(1.0)
 
 
 def test_the_power_is_the_rate_at_which_the_control_is_flagged():

@@ -21,7 +21,7 @@ from hsaudit.engine.models import model_spec
 from hsaudit.engine.psg import population_engine
 from hsaudit.engine.sampling import Poisson
 from hsaudit.experiments.byo.api import audit_training
-from hsaudit.experiments.byo.audit import AuditOptions
+from hsaudit.experiments.byo.audit import COPIES_DO_NOT_BOUND, AuditOptions
 from hsaudit.experiments.byo.train.harness import prepare, train_shard
 from hsaudit.experiments.byo.train.values import Design
 
@@ -88,8 +88,8 @@ CONTROLS = ["correct", "noise_larger", "steps_overcounted", "correct_white_box"]
 def test_small_zoo(name):
     """At R = 100 the clearest bugs are flagged and the controls are not (one seed each; the acceptance over 20 seeds
     at the zoo's R is the study's); a bug's control is not trained (a violation needs no power), and a control's
-    power is measured (at R = 100 the user's own configuration is often inconclusive; the boundary test below is
-    consistent: an auditor that never, or always, says violation fails here)."""
+    power is measured (the user's own configuration is never consistent, its copies control is no bound on a σ bug;
+    the boundary test below is seen by it: an auditor that never, or always, says violation fails here)."""
     z = BY_NAME[name]
     design = Design(entry=z.entry, canary=z.canary, background=z.background, runs=100, seed=7)
     result = audit_training(design, AuditOptions(seed=7, bootstrap=0, power_resamples=50))
@@ -104,15 +104,17 @@ def test_small_zoo(name):
 @pytest.mark.parametrize(("name", "runs"), [("normalise_by_batch", 200), ("boundary_correct", 100)])
 def test_small_zoo_worst_case_and_boundary(name, runs):
     """The worst-case design (Nasr et al. 2021: copies/opposing) flags the batch-size normalisation that the Dirac
-    canary misses (at R = 100 this seed's ε̂ is 1.91 < 2.22, consistent: R = 200); the boundary control (full batch,
-    T = 5, ε = 4, μ-GDP at the claim) is not flagged, and is consistent with its power. One seed each."""
+    canary misses (at R = 100 this seed's ε̂ is 1.91 < 2.22, not flagged: R = 200); the boundary control (full batch,
+    T = 5, ε = 4, μ-GDP at the claim) is not flagged, and its copies control is seen, but in its own configuration
+    that is no bound on a σ bug: inconclusive, naming the audit setting. One seed each."""
     z = BY_NAME[name]
     design = Design(entry=z.entry, canary=z.canary, background=z.background, runs=runs, seed=7)
     rep = audit_training(design, AuditOptions(seed=7, bootstrap=0, power_resamples=50)).report
     if z.kind == "bug":
         assert rep.verdict == "violation", rep.reason
     else:
-        assert rep.verdict == "consistent" and rep.power.probability >= 0.8, rep.reason
+        assert rep.verdict == "inconclusive" and rep.power.probability >= 0.8, rep.reason
+        assert rep.power.copies >= 2 and COPIES_DO_NOT_BOUND in rep.reason
 
 
 def test_the_harness_adds_nothing_to_the_engine():

@@ -6,9 +6,10 @@ The verdict (docs/byo.md "The verdict"), stated at confidence c:
   found without training), the training gives the same model for every seed while the canary changes it, or the
   valid lower bound ε̂ exceeds the claimed ε;
 - ``consistent``: no evidence against the claim *and* the audit has power: the same design flags a positive
-  control — the user's training at σ/f in the audit setting, else with the canary repeated k times (:class:`Power`)
-  — with probability at least the target, and the control's own look (against the most the declared mechanism lets
-  it show, where its curve is exact) does not flag it; the report states that probability;
+  control — the user's training at σ/f in the audit setting (:class:`Power`) — with probability at least the target,
+  and the control's own look (against the most the declared mechanism lets it show) does not flag it; the report
+  states that probability. The user's own configuration's control, the canary repeated k times, is trained and
+  reported but cannot make a verdict consistent: its power does not bound a σ bug (:func:`bounds_noise_bugs`);
 - ``inconclusive``: otherwise — too few runs for any ε̂ to exceed the claim (decided before training), or a control
   the design does not see (the report names the reason and the change that gives the audit its power).
 
@@ -528,7 +529,8 @@ class Power:
     k copies of the canary make its contribution to every step k times larger, as noise σ/k would for one copy (the
     full batch: exactly the Gaussian mechanism of σ/k for the canary's direction): a version of the user's own
     training that leaks k times more through this canary. Under Poisson sampling the k copies are sampled
-    independently, which leaks less than σ/k: the control is the milder of the two.
+    independently, which leaks less than σ/k: the control is the milder of the two. Its power is no bound on a σ bug
+    (:func:`bounds_noise_bugs`): only the σ/f control's makes a verdict consistent.
 
     Attributes:
         copies: k.
@@ -571,6 +573,11 @@ class Power:
     def enough(self) -> bool:
         return self.probability >= self.target
 
+    @property
+    def like_sigma(self) -> bool:
+        """Whether this control's power can make a verdict consistent (:func:`bounds_noise_bugs`)."""
+        return bounds_noise_bugs(self.noise_factor)
+
     def statement(self) -> str:
         """The power in a sentence."""
         if self.noise_factor != 1.0:
@@ -583,6 +590,29 @@ class Power:
                 f"mechanism a leak of up to {self.multiple:.3g}× the claim (ε ≤ {self.epsilon_worst:.4g}) — flags it "
                 f"with probability {self.probability:.2f} (bootstrap of {self.runs_out} + {self.runs_in} control "
                 f"models, {self.resamples} resamples; the control's own ε̂ = {self.epsilon_hat:.4g})")  # fmt: skip
+
+
+def bounds_noise_bugs(noise_factor: float) -> bool:
+    """Whether a positive control's power can make a verdict ``consistent`` — the one rule of the population and the
+    few-runs audits: only the training at σ/f (``noise_factor`` ≠ 1, the audit setting's control) does.
+
+    The k copies of the canary multiply its signal over everything else that moves its score — the other rows'
+    sampling and pull, other canaries, θ0 — and so are flagged where less noise is not: a σ bug reduces only the
+    noise's share of that variance. A copies control flagged with probability 1 promises nothing for a σ bug
+    (docs/journal/byo.md, 2026-11-28: σ/10 came back consistent in the few-runs audit, σ/√2 in the zoo)."""
+    return float(noise_factor) != 1.0
+
+
+COPIES_DO_NOT_BOUND = "the copies control does not bound a noise bug: --audit-setting"
+"""The verdict's words when a copies control is seen (:func:`bounds_noise_bugs`): inconclusive, and the change that
+gives the audit a power that holds for σ bugs."""
+
+
+def copies_caveat(power_factor: float) -> str:
+    """Why a seen copies control leaves the verdict inconclusive, and what to run instead (both audits' reasons)."""
+    return (f"inconclusive ({COPIES_DO_NOT_BOUND}): copies multiply the canary's signal over what the other rows, "
+            "canaries and θ0 add to its score, less noise does not (a σ bug can stay below the claim while its copies "
+            f"are flagged); the audit setting's control is the training at σ/{power_factor:g}, which does")
 
 
 def orientation(control_out: npt.ArrayLike, control_in: npt.ArrayLike) -> int:
@@ -864,10 +894,11 @@ def report(
     The verdict: ``violation`` when the claim is below our accountant's ε (no training needed), when the training
     gives the same model for every seed while the canary changes it (``same_model``: a deterministic output that
     depends on one example is not (ε, δ)-DP for any ε with δ < 1), or when ε̂ exceeds the claimed ε;
-    ``consistent`` when it does not and the positive control (``control``) is flagged with probability at least
-    ``options.power_target`` (:func:`power`); ``inconclusive`` otherwise (too few runs for any ε̂ to exceed the
-    claim, no control, or a control this design does not see), with the reason and ``advice``: the one change that
-    would give the audit its power.
+    ``consistent`` when it does not and the positive control (``control``) is the training at σ/f
+    (:func:`bounds_noise_bugs`) and is flagged with probability at least ``options.power_target`` (:func:`power`);
+    ``inconclusive`` otherwise (too few runs for any ε̂ to exceed the claim, no control, a copies control — reported,
+    but no bound on a σ bug —, or a control this design does not see), with the reason and ``advice``: the one change
+    that would give the audit its power.
 
     The control is itself an audit, of a training that holds the canary k times: where the declared mechanism's worst
     case for k copies is exact (:func:`control_is_exact`), a control whose valid ε̂ exceeds it is a violation too
@@ -975,6 +1006,12 @@ def report(
                 f"here ({claim.sampling} sampling, {claim.neighbouring}: no exact trade-off curve of it), so a bug "
                 "between the claim and the control could pass unseen; run the audit setting (--audit-setting: the "
                 "full batch, where it is exact)",
+            )
+        elif checked.enough and not checked.like_sigma:
+            found.update(
+                verdict="inconclusive",
+                reason=f"ε̂ = {eps_hat:.4g}{of} does not exceed the claimed ε = {claim.epsilon:.4g}, and "
+                f"{checked.statement()}, but {copies_caveat(options.power_factor)}",
             )
         elif checked.enough:
             found.update(

@@ -58,7 +58,15 @@ import pandas as pd
 from hsaudit.audit.one_run import OneRunResult, one_run_audit, one_run_audit_search, one_run_epsilon
 from hsaudit.audit.one_run_fdp import one_run_fdp_audit, one_run_fdp_epsilon
 from hsaudit.experiments.byo.api import control_design
-from hsaudit.experiments.byo.audit import Accounting, AuditOptions, accounting, accounting_bug, jsonable
+from hsaudit.experiments.byo.audit import (
+    Accounting,
+    AuditOptions,
+    accounting,
+    accounting_bug,
+    bounds_noise_bugs,
+    copies_caveat,
+    jsonable,
+)
 from hsaudit.experiments.byo.train.families import (
     TABLE_COLUMNS,
     FewCheck,
@@ -181,9 +189,9 @@ class FewPower:
 
     @property
     def like_sigma(self) -> bool:
-        """Whether the control is the training at σ/f, the only control whose power can make a verdict consistent
-        (module docstring)."""
-        return self.noise_factor != 1.0
+        """Whether this control's power can make a verdict consistent: the population audit's rule
+        (:func:`~hsaudit.experiments.byo.audit.bounds_noise_bugs`)."""
+        return bounds_noise_bugs(self.noise_factor)
 
     def statement(self) -> str:
         what = (f"at σ/{self.noise_factor:g} (a leak of {self.multiple:.3g}× the claim through every canary)"
@@ -324,11 +332,8 @@ def few_report(table: pd.DataFrame, claim: Any, n: int, options: AuditOptions = 
                              f"{control.statement()}", **common)  # fmt: skip
     if control.enough:
         return FewRunsReport("inconclusive", f"{what} does not exceed the claimed ε = {claim.epsilon:.4g}, and "
-                             f"{control.statement()}, but copies are no stand-in for a σ bug: they multiply the "
-                             "canaries' signal over the other rows' pull on their scores, less noise does not (a "
-                             "σ/10 bug can stay below the claim while its copies are flagged); to give the audit a "
-                             "power that holds for σ bugs: the audit setting (--audit-setting), whose control is the "
-                             f"training at σ/{options.power_factor:g}", **common)  # fmt: skip
+                             f"{control.statement()}, but {copies_caveat(options.power_factor)}",
+                             **common)  # fmt: skip
     return FewRunsReport("inconclusive", f"{what} does not exceed the claimed ε = {claim.epsilon:.4g}, but this design "
                          f"cannot see a leak of that size: {control.statement()}, below the {control.target:g} a "
                          "verdict needs; to give it power: more canaries per training or more trainings (the ceiling "

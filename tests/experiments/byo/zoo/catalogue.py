@@ -156,6 +156,11 @@ ZOO: tuple[ZooEntry, ...] = (
     _zoo("steps_doubled", "bug", *DIRAC, "40 steps run, 20 claimed"),
     _zoo("noise_sqrt2", "bug", *DIRAC, "noise σ/√2"),
     _zoo("q_doubled", "bug", *DIRAC, "q = 0.4 run, 0.2 claimed"),
+    # σ bugs on an input canary over the data, own configuration: the copies control (no bound on a σ bug) was seen
+    # and the verdict consistent in 6 of 7 seeds before the rule of audit.bounds_noise_bugs (docs/journal/byo.md)
+    _zoo("noise_sqrt2_mlp", "bug", *INPUT, "noise σ/√2, MLP 10-16-2"),
+    _zoo("tied_noise_half", "bug", *INPUT, "noise σ/2, a weight shared by two input blocks"),
+    _zoo("bn_noise_half", "bug", *INPUT, "noise σ/2, behind a fixed standardisation layer"),
     # the boundary: full batch, T = 5, σ calibrated to ε = 4, exactly μ-GDP at the claim (≈ 1 s a seed)
     _zoo("boundary_correct", "control", *DIRAC, "correct full-batch DP-SGD, T = 5, ε = 4: exactly μ-GDP at the claim"),
     _zoo("boundary_steps_doubled", "bug", *DIRAC, "the boundary control with 10 steps run, 5 claimed"),

@@ -152,6 +152,12 @@ steps_doubled = _entry(replace(BASE, steps=2 * BASE.steps), steps=BASE.steps)  #
 noise_sqrt2 = _entry(replace(BASE, noise_factor=1 / math.sqrt(2)))  # σ/√2
 q_doubled = _entry(replace(BASE, q=2 * BASE.q), q=BASE.q)  # q = 0.4 run, 0.2 claimed
 
+# ---- σ bugs on an input canary over the data (own configuration): the other rows' sampling and pull add variance to
+# the canary's score that the copies control escapes and less noise does not (docs/journal/byo.md, 2026-11-28)
+noise_sqrt2_mlp = _entry(replace(MLP, noise_factor=1 / math.sqrt(2)))  # σ/√2, MLP
+tied_noise_half = _entry(replace(_TIED, noise_factor=0.5))  # σ/2, a shared weight
+bn_noise_half = _entry(replace(_BN, noise_factor=0.5))  # σ/2, behind the standardisation layer
+
 # ---- the boundary: full batch, T = 5, σ calibrated to ε = 4 (Dirac canary on a blank background: the canary's
 # coordinate moves by T·C plus N(0, T σ²C²) noise, exactly μ-GDP with μ = √T/σ at the claim) ---------------------------
 BOUNDARY_EPSILON = 4.0
