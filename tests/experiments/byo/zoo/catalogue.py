@@ -1,8 +1,10 @@
 """The bug zoo: every entry's kind, canary, background and runs, and where the bug class was reported.
 
 ``control``: must not be flagged (≤ 5 % of seeds); ``bug``: must be flagged (≥ 95 %) when its true ε is at least
-:data:`ASSERT_RATIO` × the claim or not computed (a bug below that ratio is measured, not asserted); ``limit``: a bug
-class a final-model canary audit does not see (measured, not asserted; docs/byo.md "Limits"). Every entry states its
+:data:`ASSERT_RATIO` × the claim or not computed (a bug below that ratio is measured, not asserted), or, where its
+:attr:`ZooEntry.expect` is :data:`NEVER_CONSISTENT`, never called consistent (a bug the audit cannot bound in its own
+configuration, flagged by its audit-setting twin); ``limit``: a bug class a final-model canary audit does not see
+(measured, not asserted; docs/byo.md "Limits"). Every entry states its
 true ε (:attr:`ZooEntry.true_epsilon`: our accountant on the mechanism it really runs) beside the claim. ``scripts/byo_zoo.py`` runs
 the study over seeds; ``tests/experiments/byo/test_zoo.py`` a small, fast version of it.
 """
@@ -25,6 +27,8 @@ EXAMPLE_RUNS = 100
 """Runs per world of the shipped examples, which train one model per call (Opacus's make_private per model)."""
 ASSERT_RATIO = 1.5
 """A bug is asserted (flagged in ≥ 95 % of seeds) when its true ε is at least this multiple of the claim."""
+FLAGGED, NEVER_CONSISTENT = "flagged", "never consistent"
+"""What the acceptance asks of an asserted bug (:attr:`ZooEntry.expect`)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,8 @@ class ZooEntry:
             :func:`entries.true_epsilon` of the entry.
         setting: audited in the default audit setting (``make(setting)``: 5 full-batch steps at the σ of ε = 4), as a
             user who followed docs/byo.md would run it.
+        expect: :data:`FLAGGED` (≥ 95 % of seeds) or :data:`NEVER_CONSISTENT` (no seed consistent: inconclusive or
+            flagged), what the acceptance asks of the entry when it is an asserted bug.
     """
 
     name: str
@@ -55,6 +61,7 @@ class ZooEntry:
     source: str = ""
     true: Callable[[], float | None] | None = None
     setting: bool = False
+    expect: str = FLAGGED
 
     @property
     def true_epsilon(self) -> float | None:
@@ -66,7 +73,11 @@ class ZooEntry:
             return None
         import entries  # torch, loaded when asked
 
-        return entries.true_epsilon(self.name)
+        if not self.setting:
+            return entries.true_epsilon(self.name)
+        from hsaudit.experiments.byo.plan import audit_setting
+
+        return entries.true_epsilon(self.name, audit_setting())
 
     @property
     def asserted(self) -> bool:
@@ -85,16 +96,17 @@ sys.path.insert(0, str(HERE))
 
 @cache
 def claimed_epsilon(entry: ZooEntry) -> float:
-    """The ε the entry's ``make()`` claims."""
+    """The ε the entry's ``make()`` claims (``make(setting)``'s for an entry audited in the audit setting)."""
+    from hsaudit.experiments.byo.plan import audit_setting
     from hsaudit.experiments.byo.train.harness import load_training
 
-    return float(load_training(entry.entry).claim.epsilon)
+    return float(load_training(entry.entry, setting=audit_setting() if entry.setting else None).claim.epsilon)
 
 
 def _zoo(name: str, kind: str, canary: str, background: str, what: str, source: str = "", *,
-         runs: int = ZOO_RUNS) -> ZooEntry:  # fmt: skip
+         runs: int = ZOO_RUNS, setting: bool = False, expect: str = FLAGGED) -> ZooEntry:  # fmt: skip
     entry = f"{(HERE / 'entries.py').relative_to(REPO).as_posix()}:{name}"
-    return ZooEntry(name, kind, entry, canary, background, runs, what, source)
+    return ZooEntry(name, kind, entry, canary, background, runs, what, source, setting=setting, expect=expect)
 
 
 def _opacus_user(name: str, what: str, *, sigma: float, q: float, setting: bool = False) -> ZooEntry:
@@ -157,10 +169,16 @@ ZOO: tuple[ZooEntry, ...] = (
     _zoo("noise_sqrt2", "bug", *DIRAC, "noise σ/√2"),
     _zoo("q_doubled", "bug", *DIRAC, "q = 0.4 run, 0.2 claimed"),
     # σ bugs on an input canary over the data, own configuration: the copies control (no bound on a σ bug) was seen
-    # and the verdict consistent in 6 of 7 seeds before the rule of audit.bounds_noise_bugs (docs/journal/byo.md)
-    _zoo("noise_sqrt2_mlp", "bug", *INPUT, "noise σ/√2, MLP 10-16-2"),
-    _zoo("tied_noise_half", "bug", *INPUT, "noise σ/2, a weight shared by two input blocks"),
-    _zoo("bn_noise_half", "bug", *INPUT, "noise σ/2, behind a fixed standardisation layer"),
+    # and the verdict consistent in 6 of 7 seeds before the rule of audit.bounds_noise_bugs (docs/journal/byo.md).
+    # They stay bugs (a limit is what a final-model canary audit does not see; these are seen, in the audit setting)
+    # whose own-configuration audit must never say consistent: inconclusive names the setting, where their twins
+    # below are held to the flagging (issue 34, item 6: "in the audit setting where needed").
+    _zoo("noise_sqrt2_mlp", "bug", *INPUT, "noise σ/√2, MLP 10-16-2", expect=NEVER_CONSISTENT),
+    _zoo("tied_noise_half", "bug", *INPUT, "noise σ/2, a weight shared by two input blocks", expect=NEVER_CONSISTENT),
+    _zoo("bn_noise_half", "bug", *INPUT, "noise σ/2, behind a fixed standardisation layer", expect=NEVER_CONSISTENT),
+    _zoo("noise_sqrt2_mlp_setting", "bug", *INPUT, "noise σ/√2, MLP 10-16-2; the audit setting", setting=True),
+    _zoo("tied_noise_half_setting", "bug", *INPUT, "noise σ/2, a shared weight; the audit setting", setting=True),
+    _zoo("bn_noise_half_setting", "bug", *INPUT, "noise σ/2, a standardisation layer; the audit setting", setting=True),
     # the boundary: full batch, T = 5, σ calibrated to ε = 4, exactly μ-GDP at the claim (≈ 1 s a seed)
     _zoo("boundary_correct", "control", *DIRAC, "correct full-batch DP-SGD, T = 5, ε = 4: exactly μ-GDP at the claim"),
     _zoo("boundary_steps_doubled", "bug", *DIRAC, "the boundary control with 10 steps run, 5 claimed"),

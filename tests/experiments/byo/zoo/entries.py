@@ -69,9 +69,26 @@ def _training(step: trainer.Step, claim: dict, *, white_box: bool = False) -> di
     )
 
 
+def in_setting(step: trainer.Step, believed: dict, setting) -> tuple[trainer.Step, dict]:
+    """The step and belief of an entry asked for the audit ``setting`` (docs/byo.md, "The audit setting"): the claim
+    is the setting's steps, σ and q (the entry's own q where the setting keeps it), and the bug keeps its nature:
+    what the training really runs is the same multiple of what it claims (σ·noise_factor, 2× the steps, 2× q, capped
+    at 1), every other switch unchanged."""
+    if setting is None:
+        return step, believed
+    claimed = {"steps": believed.get("steps", step.steps), "sigma": believed.get("sigma", step.sigma),
+               "q": believed.get("q", step.q)}  # fmt: skip
+    asked = {"steps": setting.steps, "sigma": setting.noise_multiplier,
+             "q": claimed["q"] if setting.sample_rate is None else float(setting.sample_rate)}  # fmt: skip
+    run = replace(step, steps=round(asked["steps"] * step.steps / claimed["steps"]),
+                  sigma=asked["sigma"] * step.sigma / claimed["sigma"], q=min(1.0, asked["q"] * step.q / claimed["q"]))  # fmt: skip
+    return run, {**believed, **asked}
+
+
 def _entry(step: trainer.Step, *, white_box: bool = False, **believed):
-    def make():
-        return _training(step, _claim(step, **believed), white_box=white_box)
+    def make(setting=None):
+        run, belief = in_setting(step, believed, setting)
+        return _training(run, _claim(run, **belief), white_box=white_box)
 
     make.step, make.believed = step, believed
     return make
@@ -87,14 +104,15 @@ TRUE_DISCRETIZATION = 1e-2
 
 
 @cache
-def true_epsilon(name: str) -> float | None:
-    """The ε at :data:`DELTA` of the mechanism entry ``name`` really runs, by our accountant (dp-accounting's PLD): the
+def true_epsilon(name: str, setting=None) -> float | None:
+    """The ε at :data:`DELTA` of the mechanism entry ``name`` really runs (in the audit ``setting`` when one is given:
+    :func:`in_setting`), by our accountant (dp-accounting's PLD): the
     Poisson-subsampled Gaussian at its real σ·noise_factor, steps and q; accumulated micro-batches as the mixture of
     Gaussians with Binomial(accumulation, q) sensitivities (Choquette-Choo et al. 2024); inf for an unbounded
     sensitivity (no clipping) or no noise across runs (a fixed key); None where the real mechanism is not one our
     accountant takes (batch or first-use clipping, running statistics, the batch's real size, shuffling, noise reused
     across steps, replace-one)."""
-    step, believed = globals()[name].step, globals()[name].believed
+    step, believed = in_setting(globals()[name].step, globals()[name].believed, setting)
     if step.clipping == "none" or step.noise_key == "constant":
         return math.inf
     if (step.clipping != "per_example" or step.running_stats or step.normalise != "expected"
@@ -157,6 +175,8 @@ q_doubled = _entry(replace(BASE, q=2 * BASE.q), q=BASE.q)  # q = 0.4 run, 0.2 cl
 noise_sqrt2_mlp = _entry(replace(MLP, noise_factor=1 / math.sqrt(2)))  # σ/√2, MLP
 tied_noise_half = _entry(replace(_TIED, noise_factor=0.5))  # σ/2, a shared weight
 bn_noise_half = _entry(replace(_BN, noise_factor=0.5))  # σ/2, behind the standardisation layer
+# their audit-setting twins (the catalogue asks make(setting)): the same bugs, 5 full-batch steps at the σ of ε = 4
+noise_sqrt2_mlp_setting, tied_noise_half_setting, bn_noise_half_setting = noise_sqrt2_mlp, tied_noise_half, bn_noise_half
 
 # ---- the boundary: full batch, T = 5, σ calibrated to ε = 4 (Dirac canary on a blank background: the canary's
 # coordinate moves by T·C plus N(0, T σ²C²) noise, exactly μ-GDP with μ = √T/σ at the claim) ---------------------------
