@@ -74,7 +74,7 @@ FEW_EXTRA = (
     ZooEntry("wide_dpsgd_noise_tenth", "bug", f"{_WIDE}:make_noise_tenth", "dirac", "data", 100,
              "wide twin: σ/10 behind the claim", setting=True),
     ZooEntry("wide_opacus", "control", f"{_WIDE}:make_opacus", "out_of_support", "data", 100,
-             "wide twin: opacus_dpsgd's loop on 512 features, correct; audit setting", setting=True),
+             "wide twin: opacus_dpsgd's loop on 2,048 features, lr 0.01, correct; audit setting", setting=True),
     ZooEntry("wide_opacus_optimizer_recreated", "bug", f"{_WIDE}:make_opacus_optimizer_recreated", "out_of_support",
              "data", 100, "wide twin: a plain SGD re-created after make_private", setting=True),
 )

@@ -8,8 +8,9 @@ on :data:`FEATURES` inputs, in the audit setting (``make(setting)``; without one
   adds ``w * data.canary_term(params, k)``: it takes the Dirac family. ``make`` is correct; ``make_no_clipping``
   skips per-example clipping; ``make_noise_unscaled`` adds noise σ, not σC, with C = 4 (and lr/4, as the zoo's);
   ``make_noise_tenth`` trains at σ/10.
-- ``examples/byo/opacus_dpsgd.py``'s loop (Opacus' ``make_private``, the same linear model): ``make_opacus`` is
-  correct; ``make_opacus_optimizer_recreated`` re-creates a plain SGD after ``make_private`` (no clipping, no noise).
+- ``examples/byo/opacus_dpsgd.py``'s loop (Opacus' ``make_private``, a linear model on :data:`OPACUS_FEATURES`
+  inputs at :data:`OPACUS_LR`): ``make_opacus`` is correct; ``make_opacus_optimizer_recreated`` re-creates a plain
+  SGD after ``make_private`` (no clipping, no noise).
   Opacus' per-sample hooks see the module's output, not a term added to the loss, so these two take an input family
   (``out_of_support``), not the Dirac one.
 
@@ -32,14 +33,20 @@ from hsaudit.accounting.gaussian import gaussian_epsilon
 warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are computed with respect to")
 
 N, FEATURES, CLASSES = 240, 512, 2
+OPACUS_FEATURES, OPACUS_LR = 2048, 0.01
+"""The Opacus twins' width and learning rate: an out-of-support canary (‖x‖ ≈ 2 × the data's radius) takes a step of
+η‖x‖²/B nats; at the example's η = 0.5 an included canary's loss falls to 0 in one step, so its score (relative to
+θ0) is capped by its loss at θ0 and the canaries' own differences decide the ranking (ε̂ 2.7–3.6 < ε = 4 at K = 2–4,
+seeds 100–101); at 0.01 (≈ 0.3 nats a step) and 2,048 features (the canaries' overlap 1/√d) it reached ε̂ 4.6–5.2
+(K = 2, 4; the same seeds; the study runs on others)."""
 STEPS, NOISE, RATE, BATCH, CLIP, LR, DELTA = 20, 1.0, 0.1, 25, 1.0, 0.5, 1e-5
 
 
-def dataset() -> tuple[torch.Tensor, torch.Tensor]:
-    """The examples' two Gaussian classes, in :data:`FEATURES` dimensions (fixed seed)."""
+def dataset(features: int = FEATURES) -> tuple[torch.Tensor, torch.Tensor]:
+    """The examples' two Gaussian classes, in ``features`` dimensions (fixed seed)."""
     g = torch.Generator().manual_seed(0)
     y = torch.randint(0, CLASSES, (N,), generator=g)
-    x = torch.randn(N, FEATURES, generator=g) + (2.0 * y[:, None] - 1.0) * 0.5
+    x = torch.randn(N, features, generator=g) + (2.0 * y[:, None] - 1.0) * 0.5
     return x, y
 
 
@@ -114,9 +121,9 @@ def _opacus(setting, *, recreate: bool) -> SimpleNamespace:
 
     def train(data, seed, init_seed=None):
         torch.manual_seed(init_seed if init_seed is not None else seed)
-        model = torch.nn.Linear(FEATURES, CLASSES)
+        model = torch.nn.Linear(OPACUS_FEATURES, CLASSES)
         torch.manual_seed(seed)
-        optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+        optimizer = torch.optim.SGD(model.parameters(), lr=OPACUS_LR)
         loader = DataLoader(data, batch_size=batch)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -125,7 +132,7 @@ def _opacus(setting, *, recreate: bool) -> SimpleNamespace:
                 poisson_sampling=True,
             )  # fmt: skip
         if recreate:  # the bug: a plain optimiser, no clipping, no noise (Opacus' hooks run, their result unused)
-            optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+            optimizer = torch.optim.SGD(model.parameters(), lr=OPACUS_LR)
         done = 0
         while done < steps:
             for x, y in loader:
@@ -140,7 +147,7 @@ def _opacus(setting, *, recreate: bool) -> SimpleNamespace:
     accountant = PRVAccountant()
     accountant.history = [(noise, rate, steps)]
     claim = _claim(noise, steps, rate, CLIP, "opacus prv", accountant.get_epsilon(DELTA))
-    return SimpleNamespace(claim=claim, train=train, dataset=dataset)
+    return SimpleNamespace(claim=claim, train=train, dataset=lambda: dataset(OPACUS_FEATURES))
 
 
 def make_opacus(setting=None):
