@@ -110,6 +110,17 @@ def make_noise_tenth(setting=None):
     return _plain(setting, noise_scale=0.1)
 
 
+def _batches(loader, steps: int):
+    """``steps`` batches of ``loader``, epoch after epoch (each epoch a fresh Poisson draw)."""
+    done = 0
+    while True:
+        for batch in loader:
+            yield batch
+            done += 1
+            if done == steps:
+                return
+
+
 def _opacus(setting, *, recreate: bool) -> SimpleNamespace:
     """opacus_dpsgd.py's loop on :data:`FEATURES` inputs; ``recreate``: a plain SGD re-created after make_private."""
     steps, noise, batch = STEPS, NOISE, BATCH
@@ -133,15 +144,10 @@ def _opacus(setting, *, recreate: bool) -> SimpleNamespace:
             )  # fmt: skip
         if recreate:  # the bug: a plain optimiser, no clipping, no noise (Opacus' hooks run, their result unused)
             optimizer = torch.optim.SGD(model.parameters(), lr=OPACUS_LR)
-        done = 0
-        while done < steps:
-            for x, y in loader:
-                (model if recreate else optimizer).zero_grad()  # the plain SGD's does not clear grad_sample
-                torch.nn.functional.cross_entropy(model(x), y).backward()
-                optimizer.step()
-                done += 1
-                if done == steps:
-                    break
+        for x, y in _batches(loader, steps):
+            (model if recreate else optimizer).zero_grad()  # the plain SGD's does not clear grad_sample
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
         return model._module
 
     accountant = PRVAccountant()
