@@ -218,24 +218,26 @@ def dirac_fit(entry, canaries: int) -> str | None:
     n = x.shape[0]
     rows = (torch.cat([x, torch.zeros_like(x[:1])]), torch.cat([y, torch.zeros_like(y[:1])]))
     k, w = torch.full((n + 1,), -1), torch.zeros(n + 1)
+    few = ""
     try:
         models, _ = train_observed(training, CanaryData(*rows, w, None, k.clone()), [1],
                                    init_seed=init_seed_for(design, training))  # fmt: skip
         theta, biases = flat_parameters(models[0]), set(bias_coordinates(models[0]) or ())
+        free = theta.numel() - len(biases)
+        if free < DIRAC_MARGIN * canaries:
+            few = f"{free} parameters outside the biases, fewer than {DIRAC_MARGIN:g} × M = {DIRAC_MARGIN * canaries:g}"
         k[-1] = next(i for i in range(theta.numel()) if i not in biases)
         w[-1] = DIRAC_NORM * float(training.claim.max_grad_norm)
         models, _ = train_observed(training, CanaryData(*rows, w, None, k), [1],
                                    init_seed=init_seed_for(design, training))  # fmt: skip
-        moved = [float(theta[k[-1]]), float(flat_parameters(models[0])[k[-1]])]
+        moved = float(theta[k[-1]]) != float(flat_parameters(models[0])[k[-1]])
     except Exception as error:  # noqa: BLE001  (a training that cannot take the rows says so in its own words)
         said = str(error).split(" (entry ")[0]
-        return f"its training fails on a Dirac family's rows ({said})"
-    if moved[0] == moved[1]:
-        return "its loss does not take w * data.canary_term(model, k) (the canary's coordinate does not move)"
-    free = theta.numel() - len(biases)
-    if free < DIRAC_MARGIN * canaries:
-        return f"{free} parameters outside the biases, fewer than {DIRAC_MARGIN:g} × M = {DIRAC_MARGIN * canaries:g}"
-    return None
+        return f"its training fails on a Dirac family's rows ({said})" + (f"; {few}" if few else "")
+    if not moved:
+        return ("its loss does not take w * data.canary_term(model, k) (the canary's coordinate does not move)"
+                + (f"; {few}" if few else ""))  # fmt: skip
+    return few or None
 
 
 def run_few(entry, seed: int, canaries: int, trainings: int, canary: str) -> dict:
@@ -327,9 +329,13 @@ def few_markdown(tab: pd.DataFrame, *, seeds: str, population_page: str) -> str:
              "| claimed ε | median power | model-steps (few runs, with control) | population: entry, flagged "
              "| model-steps (population, 2R·T + control) | s per seed |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]  # fmt: skip
+    said = set()
     for r in tab.itertuples():
-        if r.not_run:
-            lines.append(f"| {r.entry} | {r.kind} | {r.family} | {r.M} | {r.K} | not run: {r.not_run} | | | | | | | "
+        if r.not_run:  # one row for every K: the family does not fit the entry
+            if (r.entry, r.M) in said:
+                continue
+            said.add((r.entry, r.M))
+            lines.append(f"| {r.entry} | {r.kind} | {r.family} | {r.M} | any | not run: {r.not_run} | | | | | | | "
                          f"0 | {r.population_entry}, {r.population_flagged} | {r.population_model_steps} | |")  # fmt: skip
             continue
         lines.append(f"| {r.entry} | {r.kind} | {r.family} | {r.M} | {r.K} | {r.flagged} | {r.inconclusive} | "
@@ -377,6 +383,7 @@ def main_few(args: argparse.Namespace) -> int:
                                                                     "epsilon_claimed", "power_probability"])))  # fmt: skip
     runs = runs[runs["seed"].isin(list(seeds)) & runs["entry"].isin(names) & runs["canaries"].isin(sizes)
                 & runs["trainings"].isin(counts) & (runs["family"] == runs["entry"].map(family))]  # fmt: skip
+    runs = runs.sort_values("entry", key=lambda e: e.map(names.index), kind="stable")
     page = Path(args.population) if Path(args.population).exists() else REPO / args.population
     tab = few_table(runs, population_tables(page))
     write_csv_atomic(tab, out / "few_table.csv")
