@@ -88,8 +88,8 @@ WIDE_ENTRIES = ("wide_dpsgd_no_clipping", "wide_dpsgd_noise_unscaled", "wide_dps
                 "wide_opacus_optimizer_recreated", "wide_dpsgd", "wide_opacus")
 """The wide twin of the gross bugs and its controls (tests/experiments/byo/wide_zoo.py): the Dirac family's study."""
 TWIN_OF = {"wide_dpsgd_no_clipping": "no_clipping", "wide_dpsgd_noise_unscaled": "noise_ignores_clip_norm",
-           "wide_dpsgd_noise_tenth": "opacus_sigma_tenth", "wide_opacus_optimizer_recreated": "opacus_optimizer_recreated",
-           "wide_dpsgd": "correct", "wide_opacus": "opacus_example"}
+           "wide_dpsgd_noise_tenth": "opacus_sigma_tenth", "wide_dpsgd": "correct", "wide_opacus": "opacus_example",
+           "wide_opacus_optimizer_recreated": "opacus_optimizer_recreated"}
 """Each wide twin's zoo counterpart, whose population audit its row stands beside (the twin's own was not run)."""
 FEW_FAMILY = {"wide_opacus": "out_of_support", "wide_opacus_optimizer_recreated": "out_of_support"}
 """Entries that keep an input family whatever ``--few-canary`` asks: Opacus' per-sample hooks see the module's
@@ -212,7 +212,8 @@ def dirac_fit(entry, canaries: int) -> str | None:
     from hsaudit.experiments.byo.train.harness import (CanaryData, bias_coordinates, flat_parameters, init_seed_for,
                                                        load, train_observed)  # fmt: skip
 
-    design = Design(entry=entry.entry, canary="dirac", runs=1, seed=0, setting=audit_setting() if entry.setting else None)
+    design = Design(entry=entry.entry, canary="dirac", runs=1, seed=0,
+                    setting=audit_setting() if entry.setting else None)  # fmt: skip
     loaded = load(design)
     training, x, y = loaded.training, torch.as_tensor(loaded.x), torch.as_tensor(loaded.y)
     n = x.shape[0]
@@ -336,7 +337,8 @@ def few_markdown(tab: pd.DataFrame, *, seeds: str, population_page: str) -> str:
                 continue
             said.add((r.entry, r.M))
             lines.append(f"| {r.entry} | {r.kind} | {r.family} | {r.M} | any | not run: {r.not_run} | | | | | | | "
-                         f"0 | {r.population_entry}, {r.population_flagged} | {r.population_model_steps} | |")  # fmt: skip
+                         f"0 | {r.population_entry}, {r.population_flagged} | "
+                         f"{r.population_model_steps} | |")  # fmt: skip
             continue
         lines.append(f"| {r.entry} | {r.kind} | {r.family} | {r.M} | {r.K} | {r.flagged} | {r.inconclusive} | "
                      f"{r.consistent} | {f(r.median_epsilon_hat)} | {f(r.median_ceiling)} | {f(r.epsilon_claimed)} | "
@@ -379,8 +381,8 @@ def main_few(args: argparse.Namespace) -> int:
         reason = why.get((entry.name, m))
         rows.append(not_run(entry, seed, m, k, canary, reason) if reason else run_few(entry, seed, m, k, canary))
         write_csv_atomic(pd.DataFrame(rows), path)
-    runs = pd.DataFrame(rows).reindex(columns=list(dict.fromkeys([*rows[0], "epsilon_hat", "ceiling",
-                                                                    "epsilon_claimed", "power_probability"])))  # fmt: skip
+    columns = dict.fromkeys([*rows[0], "epsilon_hat", "ceiling", "epsilon_claimed", "power_probability"])
+    runs = pd.DataFrame(rows).reindex(columns=list(columns))
     runs = runs[runs["seed"].isin(list(seeds)) & runs["entry"].isin(names) & runs["canaries"].isin(sizes)
                 & runs["trainings"].isin(counts) & (runs["family"] == runs["entry"].map(family))]  # fmt: skip
     runs = runs.sort_values("entry", key=lambda e: e.map(names.index), kind="stable")

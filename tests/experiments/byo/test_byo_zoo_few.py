@@ -42,9 +42,9 @@ def test_dirac_fit_sees_a_loss_without_the_term(zoo, tmp_path):
 def test_population_tables_read_the_zoo_tables_last_wins(zoo, tmp_path):
     page = tmp_path / "journal.md"
     header = "| entry | kind | what | canary / background | flagged | R | check |\n|---|---|---|---|---:|---:|---|\n"
-    page.write_text("## one\n\n" + header + "| correct | control | c | dirac / blank | 0/20 | 500 | pass |\n\n## two\n\n"
-                    + header + "| correct | control | c | dirac / blank | 0/40 | 500 | pass |\n\n"
-                    "| entry | kind | M | K | flagged |\n|---|---|---:|---:|---:|\n| correct | control | 100 | 1 | 9/9 |\n")
+    row = "| correct | control | c | dirac / blank | {} | 500 | pass |\n\n"
+    few = "| entry | kind | M | K | flagged |\n|---|---|---:|---:|---:|\n| correct | control | 100 | 1 | 9/9 |\n"
+    page.write_text("## one\n\n" + header + row.format("0/20") + "## two\n\n" + header + row.format("0/40") + few)
     tables = zoo.population_tables(page)
     assert tables == {"correct": ("0/40", 500)}
     twin = zoo.population(entry(zoo, "wide_dpsgd"), tables)
