@@ -125,13 +125,20 @@ def test_a_sigma_bug_never_comes_back_consistent_on_its_copies_control():
     assert rep.verdict == "inconclusive" and "--audit-setting" in rep.reason
 
 
-@pytest.mark.parametrize("noise_factor, copies, verdict", [(1.5, 1, "consistent"), (1.0, 2, "inconclusive")])
-def test_only_the_sigma_control_makes_a_verdict_consistent(noise_factor, copies, verdict):
+@pytest.mark.parametrize("noise_factor, copies, m, verdict, why", [
+    (1.5, 1, 4000, "consistent", None),  # the σ/f control, a ceiling above its leak
+    (1.0, 2, 4000, "inconclusive", "--audit-setting"),  # the copies control bounds no σ bug
+    (1.5, 1, 200, "inconclusive", "below the control's leak"),  # a ceiling below the σ/f control's leak
+])  # fmt: skip
+def test_only_the_sigma_control_below_the_ceiling_makes_a_verdict_consistent(noise_factor, copies, m, verdict, why):
     rng = np.random.default_rng(0)
-    bits = rng.random(200) < 0.5
-    table = pd.DataFrame({"training": 0, "score": rng.standard_normal(200), "member": bits})
-    loaded = load_few(FewRunsDesign.of(f"{ENTRY}:make", 100, 2))[1]
-    control = FewPower(probability=1.0, epsilon_hat=9.0, epsilon_worst=9.0, multiple=1.5, copies=copies,
-                       noise_factor=noise_factor, resamples=10, target=0.8, trainings=2)  # fmt: skip
-    rep = few_report(table, loaded.training.claim, loaded.n, control=control)
-    assert rep.verdict == verdict and ("--audit-setting" in rep.reason) == (verdict == "inconclusive")
+    bits = rng.random(m) < 0.5
+    table = pd.DataFrame({"training": np.arange(m) % 2, "score": rng.standard_normal(m), "member": bits})
+    loaded = load_few(FewRunsDesign.of(f"{ENTRY}:make", m // 2, 2))[1]
+    claim = loaded.training.claim
+    control = FewPower(probability=1.0, epsilon_hat=1.6 * claim.epsilon, epsilon_worst=1.5 * claim.epsilon,
+                       multiple=1.5, copies=copies, noise_factor=noise_factor, resamples=10, target=0.8,
+                       trainings=2)  # fmt: skip
+    rep = few_report(table, claim, loaded.n, control=control)
+    assert (rep.ceiling >= control.epsilon_worst) == (m > 200)  # the cases are what they say
+    assert rep.verdict == verdict and (why is None or why in rep.reason), rep.reason

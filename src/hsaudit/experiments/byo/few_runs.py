@@ -300,8 +300,10 @@ def few_report(table: pd.DataFrame, claim: Any, n: int, options: AuditOptions = 
     """The report of a few-runs scores table (:data:`~hsaudit.experiments.byo.train.families.TABLE_COLUMNS`): the
     verdict — violation when the claim is an accounting bug or the verdict's ε̂ exceeds it; inconclusive when
     the ceiling cannot exceed it, or the control is not flagged with probability ≥ the target (or not trained), or
-    the control is the copies one (:attr:`FewPower.like_sigma`: its power is no promise for a σ bug); consistent
-    otherwise; ``advice``: another change that could give an inconclusive audit its power."""
+    the control is the copies one (:attr:`FewPower.like_sigma`: its power is no promise for a σ bug), or the ceiling
+    is below the control's leak (measured on the zoo's wide twin, K = 2, M = 100: two bugs of 4× and more came back
+    consistent beside a control flagged with power 0.82–1.00, their ε̂ just below the claim: near the ceiling a
+    flag needs every guess right, and a bug that saturates the score may miss it); consistent otherwise; ``advice``: another change that could give an inconclusive audit its power."""
     trainings = int(table["training"].nunique()) if "training" in table else 1
     canaries = len(table) // max(trainings, 1)
     early = before_training(claim, n, options, canaries=canaries, trainings=trainings, fractions=fractions)
@@ -327,6 +329,11 @@ def few_report(table: pd.DataFrame, claim: Any, n: int, options: AuditOptions = 
     if control is None:
         return FewRunsReport("inconclusive", f"{what} does not exceed the claimed ε = {claim.epsilon:.4g}, but the "
                              "audit's power was not measured (no positive control)", **common)  # fmt: skip
+    if control.enough and control.like_sigma and found.ceiling < control.epsilon_worst:
+        return FewRunsReport("inconclusive", f"{what} does not exceed the claimed ε = {claim.epsilon:.4g}, and "
+                             f"{control.statement()}, but the ceiling {found.ceiling:.4g} is below the control's "
+                             f"leak ({control.epsilon_worst:.4g}): flagging it takes nearly every guess right, a power "
+                             "no promise can rest on; more canaries per training or more trainings", **common)  # fmt: skip
     if control.enough and control.like_sigma:
         return FewRunsReport("consistent", f"{what} does not exceed the claimed ε = {claim.epsilon:.4g}; "
                              f"{control.statement()}", **common)  # fmt: skip
