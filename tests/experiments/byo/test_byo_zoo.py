@@ -14,16 +14,17 @@ from scipy import stats
 import byo_testing  # noqa: F401  (puts the zoo on the import path)
 import entries
 import trainer
-from catalogue import BY_NAME, ZOO
-from hsaudit.accounting.gaussian import gdp_epsilon
+from catalogue import BY_NAME, ZOO, claimed_epsilon
+from hsaudit.accounting.gaussian import gaussian_epsilon, gdp_epsilon
 from hsaudit.engine.dpsgd import DPSGDConfig, train_population
 from hsaudit.engine.models import model_spec
 from hsaudit.engine.psg import population_engine
 from hsaudit.engine.sampling import Poisson
 from hsaudit.experiments.byo.api import audit_training
+from hsaudit.experiments.byo.plan import audit_setting
 from hsaudit.experiments.byo.audit import COPIES_DO_NOT_BOUND, AuditOptions
 from hsaudit.experiments.byo.train.harness import prepare, train_shard
-from hsaudit.experiments.byo.train.values import Design
+from hsaudit.experiments.byo.train.values import Claim, Design, check_setting
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
@@ -77,6 +78,20 @@ def test_the_boundary_is_mu_gdp_at_the_claim():
     for name in ("boundary_noise_sqrt2", "boundary_steps_doubled"):
         assert entries.true_epsilon(name) == pytest.approx(gdp_epsilon(mu=mu * math.sqrt(2), delta=entries.DELTA), abs=2e-2)
     assert entries.true_epsilon("boundary_epsilon_1_5x") == pytest.approx(1.5 * claim, rel=1e-3)
+
+
+def test_an_entry_asked_for_the_setting_runs_its_mechanism_with_its_bug():
+    """make(setting) claims the setting's steps, σ and full batch, and runs the bug's multiple of it (σ/2 stays σ/2);
+    the catalogue's true ε and claim for a twin are the setting's (the Gaussian mechanism at σ·f, T = 5)."""
+    setting = audit_setting()
+    made = entries.tied_noise_half(setting)
+    check_setting(Claim.from_mapping(made["claim"]), setting)  # raises on a claim for another configuration
+    run, _ = entries.in_setting(entries.tied_noise_half.step, entries.tied_noise_half.believed, setting)
+    assert (run.steps, run.q, run.noise_factor, run.sigma) == (setting.steps, 1.0, 0.5, setting.noise_multiplier)
+    twin = BY_NAME["tied_noise_half_setting"]
+    assert twin.setting and claimed_epsilon(twin) == pytest.approx(setting.epsilon, rel=1e-6)
+    assert twin.true_epsilon == pytest.approx(gaussian_epsilon(noise_multiplier=0.5 * setting.noise_multiplier,
+                                                               compositions=setting.steps, delta=entries.DELTA), abs=2e-2)  # fmt: skip
 
 
 CLEAR = ["no_clipping", "noise_on_mean", "noise_key_reused", "batch_clipping", "tied_norm_first_use",
