@@ -9,7 +9,7 @@ both worlds, one update per epoch.
 
 import math
 
-from tf_common import CLIP, LR, DPKerasSGDOptimizer, claim, config, entry, fit, layers, per_example_loss, seeded, tf
+from tf_common import CLIP, LR, DPKerasSGDOptimizer, claim, config, entry, fit, layers, per_example_loss, reused, tf
 
 ACCUMULATE = 2
 
@@ -17,11 +17,16 @@ ACCUMULATE = 2
 def make(setting=None):
     epochs, noise, batch = config(setting)  # batch, noise: the effective ones
 
-    def train(data, seed, init_seed=None):
-        model = seeded(lambda: tf.keras.Sequential(layers()), init_seed, seed)
+    def build():
+        model = tf.keras.Sequential(layers())
         optimizer = DPKerasSGDOptimizer(l2_norm_clip=CLIP, noise_multiplier=noise / math.sqrt(ACCUMULATE),
                                         gradient_accumulation_steps=ACCUMULATE, learning_rate=LR)  # fmt: skip
         model.compile(optimizer=optimizer, loss=per_example_loss())
-        return fit(model, data, -(-batch // ACCUMULATE), epochs)
+        return model
+
+    model = reused(build)
+
+    def train(data, seed, init_seed=None):
+        return fit(model(init_seed, seed), data, -(-batch // ACCUMULATE), epochs)
 
     return entry(claim(noise, batch, epochs), train)

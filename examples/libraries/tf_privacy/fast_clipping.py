@@ -7,18 +7,22 @@ hsaudit's determinism check refuses; without XLA it draws the same noise as per_
     hsaudit audit-training --entry examples/libraries/tf_privacy/fast_clipping.py:make --audit-setting
 """
 
-from tf_common import CLIP, LR, DPSequential, claim, config, entry, fit, layer_registry, layers, seeded, tf
+from tf_common import CLIP, LR, DPSequential, claim, config, entry, fit, layer_registry, layers, reused, tf
 
 
 def make(setting=None):
     epochs, noise, batch = config(setting)
 
-    def train(data, seed, init_seed=None):
-        model = seeded(lambda: DPSequential(l2_norm_clip=CLIP, noise_multiplier=noise, num_microbatches=None,
-                                            use_xla=False, layer_registry=layer_registry.make_default_layer_registry(),
-                                            layers=layers()), init_seed, seed)  # fmt: skip
+    def build():
+        model = DPSequential(l2_norm_clip=CLIP, noise_multiplier=noise, num_microbatches=None, use_xla=False,
+                             layer_registry=layer_registry.make_default_layer_registry(), layers=layers())
         model.compile(optimizer=tf.keras.optimizers.SGD(learning_rate=LR),
                       loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))  # fmt: skip
-        return fit(model, data, batch, epochs)
+        return model
+
+    model = reused(build)
+
+    def train(data, seed, init_seed=None):
+        return fit(model(init_seed, seed), data, batch, epochs)
 
     return entry(claim(noise, batch, epochs), train)

@@ -7,7 +7,7 @@ replace-one ε of per-example clipping that hsaudit computes for the declared me
     hsaudit audit-training --entry examples/libraries/tf_privacy/microbatches.py:make --audit-setting
 """
 
-from tf_common import CLIP, LR, N, DPKerasSGDOptimizer, claim, config, entry, fit, layers, per_example_loss, seeded, tf
+from tf_common import CLIP, LR, N, DPKerasSGDOptimizer, claim, config, entry, fit, layers, per_example_loss, reused, tf
 
 MICROBATCH = 4  # examples per microbatch
 
@@ -16,11 +16,16 @@ def make(setting=None):
     epochs, noise, batch = config(setting)
     batch = min(batch, N)  # one batch of all N in the audit setting
 
-    def train(data, seed, init_seed=None):
-        model = seeded(lambda: tf.keras.Sequential(layers()), init_seed, seed)
+    def build():
+        model = tf.keras.Sequential(layers())
         optimizer = DPKerasSGDOptimizer(l2_norm_clip=CLIP, noise_multiplier=noise,
                                         num_microbatches=batch // MICROBATCH, learning_rate=LR)  # fmt: skip
         model.compile(optimizer=optimizer, loss=per_example_loss())
-        return fit(model, data, batch, epochs)
+        return model
+
+    model = reused(build)
+
+    def train(data, seed, init_seed=None):
+        return fit(model(init_seed, seed), data, batch, epochs)
 
     return entry(claim(noise, batch, epochs, microbatching=True, replace_one=True), train)

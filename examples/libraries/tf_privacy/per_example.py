@@ -5,17 +5,22 @@ microbatch, each clipped to C), Keras ``fit`` on shuffled batches (declared ``sa
     hsaudit audit-training --entry examples/libraries/tf_privacy/per_example.py:make --audit-setting
 """
 
-from tf_common import CLIP, LR, DPKerasSGDOptimizer, claim, config, entry, fit, layers, per_example_loss, seeded, tf
+from tf_common import CLIP, LR, DPKerasSGDOptimizer, claim, config, entry, fit, layers, per_example_loss, reused, tf
 
 
 def make(setting=None):
     epochs, noise, batch = config(setting)
 
-    def train(data, seed, init_seed=None):
-        model = seeded(lambda: tf.keras.Sequential(layers()), init_seed, seed)
+    def build():
+        model = tf.keras.Sequential(layers())
         optimizer = DPKerasSGDOptimizer(l2_norm_clip=CLIP, noise_multiplier=noise,
                                         num_microbatches=None, learning_rate=LR)  # fmt: skip
         model.compile(optimizer=optimizer, loss=per_example_loss())
-        return fit(model, data, batch, epochs)
+        return model
+
+    model = reused(build)
+
+    def train(data, seed, init_seed=None):
+        return fit(model(init_seed, seed), data, batch, epochs)
 
     return entry(claim(noise, batch, epochs), train)

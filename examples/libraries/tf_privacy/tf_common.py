@@ -15,7 +15,8 @@ Sampling: TF Privacy draws no batches; Keras ``fit`` cuts the shuffled data into
 (B = N + 1: one batch in both worlds) at ``setting.noise_multiplier``, where shuffling is no sampling at all and
 add-remove holds; outside it, the script's own configuration (B = 24 of N = 240, 3 epochs) is declared replace-one
 (fixed-size shuffled batches have no add-remove guarantee). θ0 comes from ``init_seed`` (docs/byo.md, "θ0 first"),
-everything else (the shuffle, the noise) from ``seed`` through ``tf.keras.utils.set_random_seed``.
+everything else (the shuffle, the noise) from ``seed`` through ``tf.keras.utils.set_random_seed``; each script builds
+and compiles its model once and :func:`reused` resets it per seed.
 """
 
 from __future__ import annotations
@@ -66,11 +67,33 @@ def layers() -> list:
             tf.keras.layers.Dense(CLASSES)]  # fmt: skip
 
 
-def seeded(build, init_seed, seed):
-    """The model ``build()`` with θ0 from ``init_seed`` (or ``seed``), then every generator set to ``seed``."""
-    tf.keras.utils.set_random_seed(init_seed if init_seed is not None else seed)  # hsaudit: θ0 from init_seed
-    model = build()
-    tf.keras.utils.set_random_seed(seed)  # hsaudit: everything else from seed
+def reused(build):
+    """``build()`` (the Keras model, compiled with its optimizer) once per ``make()``; each call ``(init_seed, seed)``
+    hands it back as a fresh ``build()`` would be: θ0 drawn again from ``init_seed`` (or ``seed``; hsaudit: θ0 from
+    init_seed) by fresh copies of its layers' initializers, in the order ``build()`` draws them; the optimizer's
+    variables (its step count, accumulators) zeroed; every generator set to ``seed``; and a new train function, which
+    ``fit`` traces at ``seed``: TF Privacy's noise ops take their seeds from the global seed when they are traced, so a
+    train function kept across seeds would give every seed the first one's noise. The models are those of building
+    and compiling per seed, bit for bit; only the Keras objects and the first fit's second trace (after it creates
+    the optimizer's variables) are paid once (docs/journal/libraries.md)."""
+    built: list = []
+
+    def model(init_seed, seed):
+        tf.keras.utils.set_random_seed(init_seed if init_seed is not None else seed)
+        if not built:
+            built.append(build())
+        else:
+            for layer in built[0].layers:
+                for name in ("kernel", "bias"):  # Dense: the kernel's initializer draws first
+                    init = getattr(layer, f"{name}_initializer")
+                    getattr(layer, name).assign(type(init).from_config(init.get_config())(getattr(layer, name).shape))
+            optimizer = built[0].optimizer
+            for variable in optimizer.variables() if callable(optimizer.variables) else optimizer.variables:
+                variable.assign(tf.zeros_like(variable))
+        tf.keras.utils.set_random_seed(seed)  # hsaudit: everything else from seed
+        built[0].make_train_function(force=True)
+        return built[0]
+
     return model
 
 

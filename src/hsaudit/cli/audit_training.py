@@ -101,6 +101,8 @@ def register(sub) -> None:
     parser.add_argument("--setting-delta", type=float, default=1e-5, help="δ of the audit setting (default 1e-5)")
     parser.add_argument("--setting-rate", type=float, default=1.0,
                         help="sampling rate of the audit setting (default 1: the full batch)")  # fmt: skip
+    parser.add_argument("--setting-neighbouring", default="add-remove", choices=("add-remove", "replace-one"),
+                        help="the relation the setting's σ is calibrated under (replace-one: twice the σ)")  # fmt: skip
     parser.add_argument("--confidence", type=float, default=0.95, help="joint confidence of ε̂ (default 0.95)")
     parser.add_argument("--rule", default=PLAN_DEFAULTS["rule"], choices=VALID_MODES,
                         help="the verdict's valid rule (default crossing: exact, no Monte Carlo calibration)")  # fmt: skip
@@ -151,7 +153,7 @@ def _design(args: argparse.Namespace, shards: int):
     setting = None
     if args.audit_setting:
         setting = audit_setting(steps=args.setting_steps, epsilon=args.setting_epsilon, delta=args.setting_delta,
-                                sample_rate=args.setting_rate)  # fmt: skip
+                                sample_rate=args.setting_rate, neighbouring=args.setting_neighbouring)  # fmt: skip
     return Design(entry=args.entry, canary=canary, runs=args.runs, shards=shards, seed=args.seed,
                   background=background, background_size=args.background_size, setting=setting,
                   data=args.data, score=args.score, pilot_runs=args.pilot_runs)  # fmt: skip
@@ -317,7 +319,7 @@ def _run_few(args: argparse.Namespace) -> int:
     setting = None
     if args.audit_setting:
         setting = audit_setting(steps=args.setting_steps, epsilon=args.setting_epsilon, delta=args.setting_delta,
-                                sample_rate=args.setting_rate)  # fmt: skip
+                                sample_rate=args.setting_rate, neighbouring=args.setting_neighbouring)  # fmt: skip
     score = {"relative": "auto"}.get(args.score, args.score)
     canary = PINNED[0] if args.canary == AUTO else args.canary  # the few-runs audit's design is given
     background = PINNED[1] if args.background == AUTO else args.background

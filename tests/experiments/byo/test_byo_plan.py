@@ -73,6 +73,16 @@ def test_the_audit_setting_is_calibrated_to_its_epsilon():
     assert (s.steps, s.sample_rate, s.epsilon) == (5, 1.0, 4.0)
 
 
+def test_a_replace_one_setting_is_calibrated_to_its_epsilon_under_replace_one():
+    """Fixed-size batches (TF Privacy's microbatches): the full batch's replace-one sensitivity is 2C, so its ε at σ
+    is the add-remove ε at σ/2; calibrated on the full batch only."""
+    s = audit_setting(steps=5, epsilon=4.0, delta=1e-5, neighbouring="replace-one")
+    assert gaussian_epsilon(noise_multiplier=s.noise_multiplier / 2, compositions=5, delta=1e-5) == pytest.approx(4.0, rel=1e-3)
+    assert s.neighbouring == "replace-one" and audit_setting().neighbouring == "add-remove"
+    with pytest.raises(ValueError, match="full batch only"):
+        audit_setting(sample_rate=0.5, neighbouring="replace-one")
+
+
 def test_an_early_verdict_needs_no_shard(tmp_path):
     audit = plan({"byo": {"x": {"entry": "a.py:make", "shards": 3, "runs": 5}}}).audits["x"]
     (tmp_path / "early.json").write_text('{"early": {"verdict": "violation"}}')

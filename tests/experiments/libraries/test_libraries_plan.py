@@ -79,6 +79,16 @@ def test_a_byo_audit_keeps_its_code_version_and_root():
         byo_plan.ByoAudit(name="x", design=audit.design, options=audit.options, root="elsewhere/x")
 
 
+def test_a_rows_audit_setting_keys_override_the_shared_ones():
+    rows = {"r": {"entry": "a.py:make", "library": "opacus", "configuration": "c", "audit_setting": {"neighbouring": "replace-one"}},
+            "s": {"entry": "a.py:make", "library": "opacus", "configuration": "c"}}  # fmt: skip
+    audit = {"audit_setting": {"steps": 3, "epsilon": 4.0}}
+    libs = plan({"libraries": {"rows": rows, "audit": audit}})
+    r, s = (libs.rows[k].audit.design.setting for k in ("r", "s"))
+    assert (r.neighbouring, s.neighbouring, r.steps) == ("replace-one", "add-remove", 3)
+    assert r.noise_multiplier > s.noise_multiplier
+
+
 def test_a_bad_row_is_named():
     with pytest.raises(ValueError, match="libraries.rows.x: unknown key"):
         plan({"libraries": {"rows": {"x": {"entry": "a.py:make", "library": "l", "configuration": "c", "y": 1}}}})

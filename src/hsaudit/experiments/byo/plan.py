@@ -74,26 +74,33 @@ or a canary type of :data:`hsaudit.engine.canaries.CANARIES`."""
 BACKGROUND_CHOICES = _OrAuto("BACKGROUNDS")
 """A ``byo:`` entry's ``background``: ``auto`` or a background (either given pins the design)."""
 
-SETTING_DEFAULTS: dict[str, Any] = {"steps": 5, "epsilon": 4.0, "delta": 1e-5, "sample_rate": 1.0}
+SETTING_DEFAULTS: dict[str, Any] = {"steps": 5, "epsilon": 4.0, "delta": 1e-5, "sample_rate": 1.0, "neighbouring": "add-remove"}
 """The audit setting's defaults: few steps, the full batch, σ calibrated to ε = 4 at δ = 1e-5 [inferred: an ε a
 correct implementation's final model can reach with an ideal canary, so that a tight audit is possible at a few
 hundred runs]."""
 
 
 def audit_setting(
-    *, steps: int = 5, epsilon: float = 4.0, delta: float = 1e-5, sample_rate: float | None = 1.0
+    *, steps: int = 5, epsilon: float = 4.0, delta: float = 1e-5, sample_rate: float | None = 1.0,
+    neighbouring: str = "add-remove",
 ) -> AuditSetting:
     """The cheap configuration an audit asks a training to run in: ``steps`` steps at ``sample_rate`` (None: the
     training's own), σ calibrated so that the declared mechanism's ε at ``delta`` is ``epsilon`` (dp-accounting PLD,
-    add-remove; a full batch is the Gaussian mechanism composed ``steps`` times).
+    add-remove; a full batch is the Gaussian mechanism composed ``steps`` times). ``neighbouring="replace-one"``
+    (a training whose batches have a fixed size, e.g. TF Privacy's microbatches) doubles that σ: on the full batch
+    the replace-one sensitivity is 2C, so its ε at 2σ is the add-remove ε at σ.
 
     Raises:
-        ValueError: a value out of range.
+        ValueError: a value out of range, or replace-one with a sample rate below 1 (calibrated on the full batch only).
     """
     q = 1.0 if sample_rate is None else float(sample_rate)
+    if neighbouring == "replace-one" and q < 1.0:
+        raise ValueError(f"a replace-one audit setting is calibrated on the full batch only, got sample_rate {q}")
     sigma = calibrate_noise(epsilon=float(epsilon), delta=float(delta), compositions=int(steps), sampling_rate=q)
+    if neighbouring == "replace-one":
+        sigma *= 2.0
     return AuditSetting(steps=int(steps), noise_multiplier=sigma, sample_rate=sample_rate, epsilon=float(epsilon),
-                        delta=float(delta))  # fmt: skip
+                        delta=float(delta), neighbouring=str(neighbouring))  # fmt: skip
 
 
 def entry_version(entry: str) -> str:

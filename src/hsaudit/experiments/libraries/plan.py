@@ -23,7 +23,7 @@ from hsaudit.experiments.byo.plan import ByoAudit, audit_from, installed_version
 from hsaudit.experiments.plans import Population, Target
 
 ROOT = "results/libraries"
-ROW_KEYS = ("entry", "library", "configuration", "planted", "extra", "requires")
+ROW_KEYS = ("entry", "library", "configuration", "planted", "extra", "requires", "audit_setting")
 MODULES: dict[str, tuple[str, ...]] = {
     "opacus": ("opacus",),
     "tensorflow-privacy": ("tensorflow_privacy", "tf_keras"),
@@ -101,7 +101,8 @@ def check_row(name: str, values: Mapping[str, Any]) -> None:
 
 def not_installed(name: str, values: Mapping[str, Any]) -> str | None:
     """Why the row ``name`` cannot run here (its library, or a distribution it ``requires``, is not installed: no
-    version for its code version), or None. The reason names the row's configuration and the extra that installs the library (its ``extra``).
+    version for its code version), or None. The reason names the row's configuration and the extra that installs
+    the library (its ``extra``).
 
     Raises:
         ValueError: a missing or unknown key (:func:`check_row`).
@@ -126,17 +127,21 @@ def requires(values: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def row_from(name: str, values: Mapping[str, Any], shared: Mapping[str, Any], *, seed: int) -> LibraryRow:
-    """The row ``name`` of ``libraries.rows``: its ``entry`` audited with the ``shared`` byo options at
-    ``results/libraries/{name}``.
+    """The row ``name`` of ``libraries.rows``: its ``entry`` audited with the ``shared`` byo options (its own
+    ``audit_setting`` keys over theirs) at ``results/libraries/{name}``.
 
     Raises:
         ValueError: a missing or unknown key, or a byo option out of range (the message names the row).
     """
     check_row(name, values)
-    audit = audit_from(f"libraries_{name}", {**dict(shared), "entry": values["entry"]}, seed=seed)
+    own = dict(shared)
+    if values.get("audit_setting"):  # the row's keys over the shared setting's
+        own["audit_setting"] = {**dict(shared.get("audit_setting") or {}), **dict(values["audit_setting"])}
+    audit = audit_from(f"libraries_{name}", {**own, "entry": values["entry"]}, seed=seed)
     if audit.canaries is not None:  # the table reads population reports (its control's power, its runs)
         raise ValueError(f"libraries.rows.{name}: the libraries table runs the population audit; drop canaries")
-    audit = replace(audit, root=f"{ROOT}/{name}", entry_code="folder", packages=(str(values["library"]), *requires(values)))
+    packages = (str(values["library"]), *requires(values))
+    audit = replace(audit, root=f"{ROOT}/{name}", entry_code="folder", packages=packages)
     return LibraryRow(name=name, library=str(values["library"]), configuration=str(values["configuration"]),
                       planted=bool(values.get("planted", False)), audit=audit)  # fmt: skip
 

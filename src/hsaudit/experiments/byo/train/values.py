@@ -215,6 +215,8 @@ class AuditSetting:
         noise_multiplier: σ, calibrated so that the declared mechanism's ε at ``delta`` is ``epsilon``.
         sample_rate: q, or None to keep the user's.
         epsilon, delta: the (ε, δ) σ was calibrated to.
+        neighbouring: the relation σ was calibrated under (``add-remove``, or ``replace-one`` for a training whose
+            batches have a fixed size: twice the σ, its sensitivity being 2C).
     """
 
     steps: int
@@ -222,12 +224,15 @@ class AuditSetting:
     sample_rate: float | None = 1.0
     epsilon: float | None = None
     delta: float | None = None
+    neighbouring: str = "add-remove"
 
     def __post_init__(self) -> None:
         _positive("setting steps", self.steps, integer=True)
         _positive("setting noise_multiplier", self.noise_multiplier)
         if self.sample_rate is not None and not 0.0 < float(self.sample_rate) <= 1.0:
             raise ValueError(f"setting sample_rate must be in (0, 1], got {self.sample_rate!r}")
+        if self.neighbouring not in ("add-remove", "replace-one"):
+            raise ValueError(f"setting neighbouring must be add-remove or replace-one, got {self.neighbouring!r}")
         object.__setattr__(self, "steps", int(self.steps))
 
     def batch_size(self, n: int) -> int:
