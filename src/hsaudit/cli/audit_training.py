@@ -266,7 +266,8 @@ def run(args: argparse.Namespace) -> int:
         rep, scores = result.report, result.scores
         if result.pilot and not args.json:
             for row in result.pilot:
-                what = f"separation μ = {row['separation']:.3g}" if row["separation"] is not None else row["error"]
+                what = (f"separation μ = {row['separation']:.3g}" if row["separation"] is not None
+                        else f"left out, this training cannot take it ({row['error']})")  # fmt: skip
                 print(f"design {row['canary']} / {row['background']}: {what} ({row['seconds']:.1f} s)")
         if result.control is not None and len(result.control):
             write_csv_atomic(result.control, out / "control.csv")
