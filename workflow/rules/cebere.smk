@@ -220,8 +220,8 @@ rule audit_epsilon:
         mem_mb=2000,
         runtime=30,
     params:
-        delta=AUDIT["delta"],
-        confidence=AUDIT["confidence"],
+        delta=CEBERE.delta,
+        confidence=CEBERE.confidence,
         rule=CEBERE.rule.spec,
         valid_rule=CEBERE.valid_rule.spec,
         noise_multiplier=lambda wc: CEBERE.audit(wc.dataset, wc.audit)["setup"][

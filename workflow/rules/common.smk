@@ -35,7 +35,6 @@ validate_config(
 )
 
 SCALE = config["scale"]
-AUDIT = config["audit"]
 SEED = config["seed"]
 
 # Every figure target of the project, appended to by the experiment rule files. `rule all` builds the

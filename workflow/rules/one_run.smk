@@ -157,8 +157,6 @@ rule audit_one_run_canaries:
         models=lambda wc: list(ONE_RUN.audit(wc.dataset, wc.key).models),
         steps=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).steps,
         seed=SEED,
-        delta=AUDIT["delta"],
-        confidence=AUDIT["confidence"],
         shift=lambda wc: ONE_RUN.audit(wc.dataset, wc.key).canary_shift,
         code_version=script_version("audit_one_run_canaries"),
     script:

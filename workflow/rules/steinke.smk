@@ -151,7 +151,7 @@ for _audit in STEINKE.audits:
             steps=list(_audit.steps),
             noise_multiplier=_audit.noise_multiplier,
             delta=_audit.delta,
-            confidence=AUDIT["confidence"],
+            confidence=STEINKE.confidence,
             rule=STEINKE.rule.spec,
             valid_rule=STEINKE.valid_rule.spec,
             seed=SEED,
@@ -189,7 +189,7 @@ rule tabulate_steinke_table2:
     params:
         rows=[dict(row) for row in STEINKE.table2.params],
         delta=STEINKE.table2.delta,
-        confidence=AUDIT["confidence"],
+        confidence=STEINKE.confidence,
         rule=STEINKE.rule.spec,
         valid_rule=STEINKE.valid_rule.spec,
         seed=SEED,
@@ -303,7 +303,7 @@ rule tabulate_steinke_table1:
             for row, paper in zip(STEINKE_T1.rows, STEINKE_T1.paper)
         ],
         delta=STEINKE.section["table1"]["delta"],
-        confidence=AUDIT["confidence"],
+        confidence=STEINKE.confidence,
         rule=STEINKE.rule.spec,
         valid_rule=STEINKE.valid_rule.spec,
         seed=SEED,
@@ -355,7 +355,7 @@ rule audit_steinke_fig3:
     params:
         sampling_rate=lambda wc: STEINKE.section["fig3"]["sampling_rates"][int(wc.qi)],
         fig3=STEINKE.section["fig3"],
-        confidence=AUDIT["confidence"],
+        confidence=STEINKE.confidence,
         rule=STEINKE.rule.spec,
         seed=SEED,
         code_version=script_version("audit_steinke_fig3"),
@@ -407,7 +407,7 @@ rule attack_steinke_fig6:
         + STEINKE.section["fig6"]["runs_per_world"] * int(wc.steps) ** 2 // 10**8,
     params:
         fig6=STEINKE.section["fig6"],
-        confidence=AUDIT["confidence"],
+        confidence=STEINKE.confidence,
         rule=STEINKE.rule.spec,
         seed=SEED,
         code_version=script_version("attack_steinke_fig6"),

@@ -72,7 +72,7 @@ rule audit_yoon_run:
     params:
         spec=lambda wc: YOON.audits[wc.audit],
         population=lambda wc: YOON.trainings[YOON.audits[wc.audit]["population"]],
-        delta=AUDIT["delta"],
+        delta=YOON.delta,
         rule=YOON.rule.spec,
         valid_rule=YOON.valid_rule.spec,
         device=YOON.device,

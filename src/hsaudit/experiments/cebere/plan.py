@@ -542,6 +542,7 @@ class CeberePlan:
         targets: every figure and table.
         rule, valid_rule: the audits' threshold rule and the valid rule beside it, built once from the config's
             ``audit`` section (:func:`hsaudit.audit.rules.config_rules`); the rules pass on their ``spec``.
+        delta, confidence: the audits' δ and confidence (the config's ``audit`` section), for the rules' params.
     """
 
     seed: int
@@ -556,6 +557,8 @@ class CeberePlan:
     targets: tuple[Target, ...]
     rule: ThresholdRule = DEFAULT_RULE
     valid_rule: ThresholdRule = DEFAULT_RULE
+    delta: float | None = None
+    confidence: float | None = None
 
     CRAFTING_RESOURCES = {"mem_mb": 2000, "runtime": 10, "gpu": 0}
     """What crafting an adversary that does not simulate training needs (it draws a direction or picks a row)."""
@@ -639,6 +642,8 @@ def plan(config: Mapping[str, Any]) -> CeberePlan:
     return CeberePlan(
         rule=rule,
         valid_rule=valid_rule,
+        delta=float(config["audit"]["delta"]),
+        confidence=float(config["audit"]["confidence"]),
         seed=seed,
         datasets=datasets,
         figure_jobs=jobs,

@@ -177,7 +177,7 @@ class OneRunPlan:
             latter with Cebere's roots, so they merge with Cebere's populations).
         targets: the figure.
         options: what every audit job reads of the ``one_run`` section (guess_fractions, guess_counts, ceiling,
-            coordinates, scores).
+            coordinates, scores) and of the ``audit`` section (delta, confidence).
         devices: dataset -> the torch device of its crafting and training jobs (its section's ``device``).
     """
 
@@ -333,5 +333,6 @@ def plan(config: Mapping[str, Any]) -> OneRunPlan:
     # GPU-sized when one of its datasets trains on a GPU (CIFAR-10 at scale=paper).
     kind = "gpu" if any(gpu_requested(config[d]) for d in section["families"]) else "cpu"
     options = {key: section[key] for key in ("guess_fractions", "guess_counts", "ceiling", "coordinates", "scores")}
+    options.update(delta=float(config["audit"]["delta"]), confidence=float(config["audit"]["confidence"]))
     devices = {d: str(config[d]["device"]) for d in section["families"]}
     return OneRunPlan(seed, audits, tuple(rows), (Target(FIGURE, kind=kind),), options, devices)

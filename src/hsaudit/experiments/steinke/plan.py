@@ -294,6 +294,8 @@ class SteinkePlan:
     tuned_jobs: Mapping[str, TunedJob]
     rule: ThresholdRule = DEFAULT_RULE
     valid_rule: ThresholdRule = DEFAULT_RULE
+    delta: float | None = None
+    confidence: float | None = None
 
     def figure(self, name: str) -> Figure:
         """The figure ``name`` (``fig2``).
@@ -829,6 +831,8 @@ def plan(config: Mapping[str, Any]) -> SteinkePlan:
     return SteinkePlan(
         rule=rule,
         valid_rule=valid_rule,
+        delta=float(config["audit"]["delta"]),
+        confidence=float(config["audit"]["confidence"]),
         section=section,
         populations=populations,
         targets=targets,

@@ -81,6 +81,8 @@ class YoonPlan:
     device: str = "cpu"
     rule: ThresholdRule = DEFAULT_RULE
     valid_rule: ThresholdRule = DEFAULT_RULE
+    delta: float | None = None
+    confidence: float | None = None
 
     def noise_multiplier(self, population: str) -> float:
         """σ of a population's full-batch DP-SGD at its ε, δ and T (:func:`noise_multiplier`)."""
@@ -300,6 +302,8 @@ def plan(config: Mapping[str, Any]) -> YoonPlan:
         device=str(config["yoon"]["device"]),
         rule=rule,
         valid_rule=valid_rule,
+        delta=float(config["audit"]["delta"]),
+        confidence=float(config["audit"]["confidence"]),
     )
 
 
