@@ -74,6 +74,10 @@ class Claim(Protocol):
 
 
 VERDICTS = ("violation", "consistent", "inconclusive")
+GUESS_FRACTIONS = (0.05, 0.1, 0.25)
+"""A few-runs audit's default guesses per side, as fractions of the m canaries (Bonferroni over them): a gross leak
+separates most canaries (the largest fraction sees it best), a moderate one only the extremes. Audit-side: changing
+them reruns no training."""
 BASES = ("auto", "gdp", "assumption-free")
 _TWO_BOUNDS = (HeldOut, Grid)  # ε̂ rests on two one-sided CP bounds, each at the auditor's confidence
 ACCOUNTING_RTOL = 0.02

@@ -59,6 +59,7 @@ from hsaudit.audit.one_run import OneRunResult, one_run_audit, one_run_audit_sea
 from hsaudit.audit.one_run_fdp import one_run_fdp_audit, one_run_fdp_epsilon
 from hsaudit.experiments.byo.api import control_design
 from hsaudit.experiments.byo.audit import (
+    GUESS_FRACTIONS,
     Accounting,
     AuditOptions,
     accounting,
@@ -77,7 +78,6 @@ from hsaudit.experiments.byo.train.families import (
     train_one,
 )
 from hsaudit.experiments.byo.train.harness import load
-from hsaudit.experiments.byo.train.values import GUESS_FRACTIONS
 
 MAX_CANARIES = 10**6
 """The largest m :func:`canaries_needed` searches."""

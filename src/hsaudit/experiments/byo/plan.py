@@ -20,11 +20,11 @@ from typing import Any
 
 from hsaudit.accounting.gaussian import calibrate_noise
 from hsaudit.audit.rules import parse_rule
-from hsaudit.experiments.byo.audit import AuditOptions
+from hsaudit.experiments.byo.audit import GUESS_FRACTIONS, AuditOptions
 from hsaudit.engine import canaries
 from hsaudit.engine.canary_families import canary_family
-from hsaudit.experiments.byo.train.values import (AUTO, DESIGNS, FEW_SCORES, GUESS_FRACTIONS, PINNED, AuditSetting,
-                                                  Design, entry_file, few_score)
+from hsaudit.experiments.byo.train.values import (AUTO, DESIGNS, FEW_SCORES, PINNED, AuditSetting, Design,
+                                                  entry_file, few_score)
 from hsaudit.experiments.plans import Population, Target
 from hsaudit.util.seeding import derive_seed
 from hsaudit.util.source import code_text

@@ -35,9 +35,6 @@ FEW_SCORES = ("auto", "final", "reference")
 """A few-runs audit's score (:mod:`hsaudit.experiments.byo.train.families`): ``auto`` relative to θ0 where observed,
 else the final model's alone; ``final`` the final model's alone; ``reference`` relative to the check's reference model
 (trained without any canary)."""
-GUESS_FRACTIONS = (0.05, 0.1, 0.25)
-"""A few-runs audit's default guesses per side, as fractions of the m canaries (Bonferroni over them): a gross leak
-separates most canaries (the largest fraction sees it best), a moderate one only the extremes."""
 
 
 def few_score(score: str) -> str:
