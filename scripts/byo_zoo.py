@@ -47,7 +47,7 @@ from catalogue import ASSERT_RATIO, NEVER_CONSISTENT, ZOO  # noqa: E402
 from hsaudit.experiments.byo.api import audit_training  # noqa: E402
 from hsaudit.experiments.byo.plan import audit_setting  # noqa: E402
 from hsaudit.experiments.byo.audit import AuditOptions  # noqa: E402
-from hsaudit.experiments.byo.train.values import Design  # noqa: E402
+from hsaudit.experiments.byo.values import Design  # noqa: E402
 from hsaudit.util.io import write_csv_atomic, write_text_atomic  # noqa: E402
 
 from catalogue import ZooEntry  # noqa: E402

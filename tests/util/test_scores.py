@@ -11,7 +11,7 @@ from hsaudit.util import scores as S
 
 
 def test_every_papers_score_is_a_registry_entry():
-    from hsaudit.experiments.byo.train.values import SCORED, SCORES as BYO
+    from hsaudit.experiments.byo.values import SCORED, SCORES as BYO
     from hsaudit.experiments.cebere.train.adversaries import ADVERSARIES, SCORES as CEBERE
     from hsaudit.experiments.one_run.values import SCORE_ENTRIES, SCORES as ONE_RUN
     from hsaudit.experiments.steinke.train.canaries import SCORES as STEINKE, STEINKE_CANARIES
@@ -55,7 +55,7 @@ def test_cebere_scores_its_adversaries_by_their_entry(monkeypatch):
 
 def test_a_new_score_reaches_byos_cli_through_the_registry(monkeypatch):
     from hsaudit.cli import audit_training
-    from hsaudit.experiments.byo.train import values
+    from hsaudit.experiments.byo import values
 
     monkeypatch.setitem(S.SCORES, "toy", S.Score("toy", "s", ("final_model", "canary"), "a toy score"))
     monkeypatch.setattr(values, "SCORED", (*values.SCORED, "toy"))

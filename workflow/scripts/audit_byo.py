@@ -7,7 +7,7 @@ import pandas as pd
 
 from hsaudit.experiments.byo.advice import advice
 from hsaudit.experiments.byo.audit import AuditOptions, Control, report
-from hsaudit.experiments.byo.train.values import Claim, Design
+from hsaudit.experiments.byo.values import Claim, Design
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic, write_text_atomic
 

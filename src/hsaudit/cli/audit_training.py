@@ -46,7 +46,7 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def register(sub) -> None:
-    from hsaudit.experiments.byo.train.values import PILOT_RUNS, SCORED, SCORES
+    from hsaudit.experiments.byo.values import PILOT_RUNS, SCORED, SCORES
     from hsaudit.util.scores import score_entry
 
     parser = sub.add_parser(
@@ -144,7 +144,7 @@ def _design(args: argparse.Namespace, shards: int):
         ValueError: ``--design auto`` beside a given canary or background.
     """
     from hsaudit.experiments.byo.plan import audit_setting
-    from hsaudit.experiments.byo.train.values import AUTO, PINNED, Design
+    from hsaudit.experiments.byo.values import AUTO, PINNED, Design
 
     given = args.canary != AUTO or args.background != AUTO
     if args.design == "auto" and given:
@@ -227,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
     if args.bench:
         from hsaudit.experiments.byo.api import benchmark
 
-        from hsaudit.experiments.byo.train.values import PINNED
+        from hsaudit.experiments.byo.values import PINNED
 
         pinned = replace(design, canary=PINNED[0], background=PINNED[1]) if design.chosen else design
         timing = benchmark(pinned, models=args.bench)
@@ -313,7 +313,7 @@ def _run_few(args: argparse.Namespace) -> int:
     from hsaudit.experiments.byo.few_runs import audit_training_few, markdown_few
     from hsaudit.experiments.byo.plan import audit_setting
     from hsaudit.experiments.byo.train.families import FewRunsDesign
-    from hsaudit.experiments.byo.train.values import AUTO, PINNED
+    from hsaudit.experiments.byo.values import AUTO, PINNED
     from hsaudit.util.io import write_csv_atomic, write_text_atomic
 
     torch.set_num_threads(args.threads if args.threads is not None else 1)

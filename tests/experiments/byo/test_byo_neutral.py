@@ -28,7 +28,7 @@ from hsaudit.experiments.byo.train.harness import (
     prepare,
 )
 from hsaudit.experiments.byo.train.pytree import flat_vector
-from hsaudit.experiments.byo.train.values import Design
+from hsaudit.experiments.byo.values import Design
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

@@ -43,7 +43,7 @@ from hsaudit.experiments.byo.train.harness import (
 )
 from hsaudit.experiments.byo.train.parallel import train_block, worker_block
 from hsaudit.experiments.byo.train.pilot import choose, pilot_design, pilot_details
-from hsaudit.experiments.byo.train.values import DESIGNS, PINNED, Design
+from hsaudit.experiments.byo.values import DESIGNS, PINNED, Design
 
 SCORE_COLUMNS = ("model", "member", "seed", "score", "train_seconds", "harness_seconds")
 """A scores CSV: one row per model; ``score`` and ``member`` are what ``hsaudit audit`` and ``hsaudit one-run`` read."""
@@ -142,7 +142,7 @@ def audit_training(
     """Audit a user's training end to end.
 
     Args:
-        design: the entry, canary, runs, shards, seed, setting (:class:`~hsaudit.experiments.byo.train.values.Design`).
+        design: the entry, canary, runs, shards, seed, setting (:class:`~hsaudit.experiments.byo.values.Design`).
         options: how the scores are audited.
         shards: the shards to train (default all); a report of a subset audits the models trained so far.
         progress: tqdm bars over the models.
@@ -526,7 +526,7 @@ def time_training(design: Design, options: AuditOptions | None = None, *, models
     start in a fresh interpreter, the user's ``make()`` and ``dataset()``, the check, the canary, the worlds); the
     models go through the harness (:func:`~hsaudit.experiments.byo.train.harness.train_shard`). With the audit's
     ``options``, a verdict that needs no training (:func:`early_report`) is found first and nothing is trained. A
-    chosen design is timed as the design every training takes (:data:`~hsaudit.experiments.byo.train.values.PINNED`),
+    chosen design is timed as the design every training takes (:data:`~hsaudit.experiments.byo.values.PINNED`),
     its pilot priced from that (:meth:`Timing.pilot_seconds`).
 
     Raises:

@@ -58,7 +58,7 @@ from hsaudit.audit.one_run_fdp import one_run_fdp_audit
 from hsaudit.audit.rules import VALID_MODES
 
 class Claim(Protocol):
-    """What the audit reads of a training's claim (:class:`hsaudit.experiments.byo.train.values.Claim` is one, handed
+    """What the audit reads of a training's claim (:class:`hsaudit.experiments.byo.values.Claim` is one, handed
     down by the training side): the claimed (ε, δ) and the declared mechanism."""
 
     epsilon: float

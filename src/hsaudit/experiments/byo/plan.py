@@ -1,7 +1,7 @@
 """The plan of the audits of users' trainings: the ``byo:`` config section → frozen values.
 
 Each entry of ``byo:`` (a name → its options) becomes a :class:`ByoAudit`: the population's
-:class:`~hsaudit.experiments.byo.train.values.Design` (what is trained) and the
+:class:`~hsaudit.experiments.byo.values.Design` (what is trained) and the
 :class:`~hsaudit.experiments.byo.audit.AuditOptions` (how the scores are audited). The rules add the version of the
 user's module (:func:`entry_version`, its file's text), so that editing that file reruns its audit and nothing else;
 the plan itself reads no user file, so an audit whose entry is missing fails when its target is asked for, not every
@@ -23,7 +23,7 @@ from hsaudit.audit.rules import parse_rule
 from hsaudit.experiments.byo.audit import GUESS_FRACTIONS, AuditOptions
 from hsaudit.engine import canaries
 from hsaudit.engine.canary_families import canary_family
-from hsaudit.experiments.byo.train.values import (AUTO, DESIGNS, FEW_SCORES, PINNED, AuditSetting, Design,
+from hsaudit.experiments.byo.values import (AUTO, DESIGNS, FEW_SCORES, PINNED, AuditSetting, Design,
                                                   entry_file, few_score)
 from hsaudit.experiments.plans import Population, Target
 from hsaudit.util.seeding import derive_seed

@@ -51,7 +51,7 @@ from hsaudit.experiments.byo.train.harness import (
     reference_function,
     train_observed,
 )
-from hsaudit.experiments.byo.train.values import FEW_SCORES, AuditSetting, Design
+from hsaudit.experiments.byo.values import FEW_SCORES, AuditSetting, Design
 from hsaudit.util.seeding import derive_seed, rng_for
 
 TABLE_COLUMNS = ("training", "canary", "member", "score", "score_final", "baseline", "seed", "train_seconds")

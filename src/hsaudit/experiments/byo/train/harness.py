@@ -1,10 +1,10 @@
 """The harness: load a user's training, build the two worlds, train a shard of models and score the canary.
 
 The contract (docs/byo.md): an entry ``package.module:make`` or ``path/to/file.py:make`` names a function ``make()``
-— or ``make(setting)``, which receives an :class:`~hsaudit.experiments.byo.train.values.AuditSetting` or None — returning
+— or ``make(setting)``, which receives an :class:`~hsaudit.experiments.byo.values.AuditSetting` or None — returning
 an object (or mapping) with
 
-- ``claim``: the mapping :class:`~hsaudit.experiments.byo.train.values.Claim` reads;
+- ``claim``: the mapping :class:`~hsaudit.experiments.byo.values.Claim` reads;
 - ``train(data, seed)``: the trained ``torch.nn.Module`` (or its flat parameter tensor), deterministic in ``seed``,
   where ``data`` is a :class:`UserData` ``(x, y)`` built here (a ``TensorDataset`` whose ``data.numpy`` gives the
   NumPy arrays); for a gradient canary a :class:`CanaryData` ``(x, y, w)`` whose per-example loss must add
@@ -55,7 +55,7 @@ from hsaudit.engine.canaries import (
 )
 from hsaudit.experiments.byo.train.errors import guarded
 from hsaudit.experiments.byo.train.pytree import flat_vector
-from hsaudit.experiments.byo.train.values import AuditSetting, Claim, Design, check_setting, entry_file, split_entry
+from hsaudit.experiments.byo.values import AuditSetting, Claim, Design, check_setting, entry_file, split_entry
 
 MODELS_PER_CALL = 64
 """Models per ``train_batch`` call when the training does not say (``models_per_call``)."""

@@ -1,6 +1,6 @@
 """The pilot that chooses an audit's design when its canary is ``auto`` (the default; docs/byo.md).
 
-Each candidate of :data:`~hsaudit.experiments.byo.train.values.DESIGNS` is checked and its positive control trained
+Each candidate of :data:`~hsaudit.experiments.byo.values.DESIGNS` is checked and its positive control trained
 at the design's ``pilot_runs`` per world on streams of its own (:func:`pilot_design`); the candidate whose control
 separates its worlds most (:func:`separation`) is the audit's design. Training-side (the harness only): the workflow's
 check job runs it, so its code version is that of the trainings it decides.
@@ -18,7 +18,7 @@ import numpy as np
 
 from hsaudit.experiments.byo.train.harness import Loaded, Prepared, load, prepare
 from hsaudit.experiments.byo.train.parallel import train_block
-from hsaudit.experiments.byo.train.values import DESIGNS, Design
+from hsaudit.experiments.byo.values import DESIGNS, Design
 
 
 def pilot_design(design: Design) -> Design:
