@@ -212,7 +212,7 @@ def dirac_fit(entry, canaries: int) -> str | None:
     leaves it without; a training that fails on the family's rows does not take it), and its model must hold
     :data:`DIRAC_MARGIN` × M parameters outside the biases."""
     from hsaudit.engine.canaries import DIRAC_NORM
-    from hsaudit.experiments.byo.train.harness import (CanaryData, bias_coordinates, flat_parameters, init_seed_for,
+    from hsaudit.experiments.byo.train.harness import (CanaryData, bias_coordinates, init_seed_for, model_parameters,
                                                        load, train_observed)  # fmt: skip
 
     design = Design(entry=entry.entry, canary="dirac", runs=1, seed=0,
@@ -226,7 +226,7 @@ def dirac_fit(entry, canaries: int) -> str | None:
     try:
         models, _ = train_observed(training, CanaryData(*rows, w, None, k.clone()), [1],
                                    init_seed=init_seed_for(design, training))  # fmt: skip
-        theta, biases = flat_parameters(models[0]), set(bias_coordinates(models[0]) or ())
+        theta, biases = model_parameters(models[0]), set(bias_coordinates(models[0]) or ())
         free = theta.numel() - len(biases)
         if free < DIRAC_MARGIN * canaries:
             few = f"{free} parameters outside the biases, fewer than {DIRAC_MARGIN:g} × M = {DIRAC_MARGIN * canaries:g}"
@@ -234,7 +234,7 @@ def dirac_fit(entry, canaries: int) -> str | None:
         w[-1] = DIRAC_NORM * float(training.claim.max_grad_norm)
         models, _ = train_observed(training, CanaryData(*rows, w, None, k), [1],
                                    init_seed=init_seed_for(design, training))  # fmt: skip
-        moved = float(theta[k[-1]]) != float(flat_parameters(models[0])[k[-1]])
+        moved = float(theta[k[-1]]) != float(model_parameters(models[0])[k[-1]])
     except Exception as error:  # noqa: BLE001  (a training that cannot take the rows says so in its own words)
         said = str(error).split(" (entry ")[0]
         return f"its training fails on a Dirac family's rows ({said})" + (f"; {few}" if few else "")

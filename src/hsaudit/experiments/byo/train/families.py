@@ -43,10 +43,10 @@ from hsaudit.experiments.byo.train.harness import (
     Training,
     UserData,
     bias_coordinates,
-    flat_parameters,
     init_seed_for,
     load,
     model_losses,
+    model_parameters,
     probe,
     reference_function,
     train_observed,
@@ -224,7 +224,7 @@ def family_values(training: Training, family: CanaryFamily, model: Any) -> np.nd
     """What each canary of ``family`` scores in ``model``, lower ⇒ fitted: its loss (:func:`losses`), or for a
     gradient family its coordinate θ[k] (the term ``w · θ[k]`` that gradient descent lowers)."""
     if family.gradient:
-        theta = flat_parameters(model).to(torch.float64)
+        theta = model_parameters(model).to(torch.float64)
         return theta[torch.as_tensor(family.coordinates, dtype=torch.long)].numpy()
     return losses(training, model, family.x, family.y)
 
@@ -362,7 +362,7 @@ def train_one(prepared: FewPrepared, training_index: int) -> dict[str, np.ndarra
                          "a canary: its training diverged")  # fmt: skip
     if reference_first(prepared):
         start_loss, baseline = prepared.reference_losses, "reference"
-    elif theta0 is not None and not isinstance(model, torch.Tensor) and theta0.numel() == flat_parameters(model).numel():
+    elif theta0 is not None and not isinstance(model, torch.Tensor) and theta0.numel() == model_parameters(model).numel():
         start_loss, baseline = family_values(training, prepared.family, _model_at(model, theta0)), "θ0"
     elif design.score == "reference":
         start_loss, baseline = prepared.reference_losses, "reference"

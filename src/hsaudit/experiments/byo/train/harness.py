@@ -46,6 +46,7 @@ import numpy as np
 import torch
 from torch.utils.data import TensorDataset
 
+from hsaudit.engine.architectures import flat_parameters
 from hsaudit.engine.canaries import (
     CanarySource,
     GradientCanary,
@@ -342,16 +343,11 @@ def is_torch(model: Any) -> bool:
     return isinstance(model, (torch.nn.Module, torch.Tensor))
 
 
-def flat_parameters(model: Any, *, detach: bool = True) -> torch.Tensor:
-    """A module's parameters flattened in ``model.parameters()`` order, a flat tensor as it is, any other model's
-    leaves as :func:`~hsaudit.experiments.byo.train.pytree.flat_vector` orders them (float64)."""
-    if not is_torch(model):
-        return torch.from_numpy(flat_vector(model))
-    if isinstance(model, torch.Tensor):
-        theta = model
-    else:
-        theta = torch.cat([p.reshape(-1) for p in model.parameters()])
-    return theta.detach() if detach else theta
+def model_parameters(model: Any) -> torch.Tensor:
+    """Any trained model's flat parameter vector, detached: a torch module's or flat tensor's
+    (:func:`hsaudit.engine.architectures.flat_parameters`), any other model's leaves as
+    :func:`~hsaudit.experiments.byo.train.pytree.flat_vector` orders them (float64)."""
+    return flat_parameters(model) if is_torch(model) else torch.from_numpy(flat_vector(model))
 
 
 @dataclass(frozen=True, eq=False)
@@ -570,7 +566,7 @@ def canary_scores(
         return final - start
     if isinstance(canary, GradientCanary):
         d = torch.as_tensor(canary.direction)
-        return np.array([-float(flat_parameters(m).to(d.dtype) @ d) for m in models])
+        return np.array([-float(model_parameters(m).to(d.dtype) @ d) for m in models])
     x, y = np.asarray(canary.x)[None], np.asarray(canary.y).reshape(1)
     return np.array([-model_losses(training, model, x, y)[0] for model in models])
 
@@ -681,7 +677,7 @@ def probe(
         training, data, [seeds[0], seeds[0], seeds[1], seeds[1]], init_seed=init_seed_for(design, training)
     )
     seconds = (time.perf_counter() - start) / 4
-    flats = [flat_parameters(m).to(torch.float64) for m in models]
+    flats = [model_parameters(m).to(torch.float64) for m in models]
     if not bool(torch.isfinite(flats[0]).all()):
         raise ValueError(f"{training.entry}: the trained model has NaN or infinite parameters (seed {seeds[0]}): "
                          "its loss is NaN, the training diverged")  # fmt: skip
@@ -722,7 +718,7 @@ def canary_changes_model(prepared: Prepared) -> bool:
     seed, init = prepared.design.model_seed(0), init_seed_for(prepared.design, prepared.training)
     models = [train_models(prepared.training, prepared.worlds.dataset(b), [seed], init_seed=init)[0]
               for b in (False, True)]  # fmt: skip
-    a, b = (flat_parameters(m).to(torch.float64) for m in models)
+    a, b = (model_parameters(m).to(torch.float64) for m in models)
     return not _same(a, b)
 
 
