@@ -73,6 +73,22 @@ FEW_EXTRA = (
              "wide twin: noise σ, not σC, with C = 4", setting=True),
     ZooEntry("wide_dpsgd_noise_tenth", "bug", f"{_WIDE}:make_noise_tenth", "dirac", "data", 100,
              "wide twin: σ/10 behind the claim", setting=True),
+    ZooEntry("wide_dpsgd_batch_clipping", "bug", f"{_WIDE}:make_batch_clipping", "dirac", "data", 100,
+             "wide twin: the batch's mean gradient clipped, not each example's", setting=True),
+    ZooEntry("wide_dpsgd_accumulation", "bug", f"{_WIDE}:make_accumulation", "dirac", "data", 100,
+             "wide twin: 4 micro-batches accumulated per step, the rate of one claimed", setting=True),
+    ZooEntry("wide_dpsgd_steps_doubled", "bug", f"{_WIDE}:make_steps_doubled", "dirac", "data", 100,
+             "wide twin: 10 steps run, 5 claimed (1.5x)", setting=True),
+    ZooEntry("wide_dpsgd_noise_sqrt2", "bug", f"{_WIDE}:make_noise_sqrt2", "dirac", "data", 100,
+             "wide twin: noise σ/√2 (1.5x)", setting=True),
+    ZooEntry("wide_dpsgd_own", "control", f"{_WIDE}:make", "dirac", "data", 100,
+             "wide twin: correct, its own configuration (q = 0.1, T = 20, σ = 1)"),
+    ZooEntry("wide_dpsgd_q_doubled", "bug", f"{_WIDE}:make_q_doubled", "dirac", "data", 100,
+             "wide twin, own configuration: q = 0.2 run, 0.1 claimed"),
+    ZooEntry("wide_dpsgd_shuffle_as_poisson", "bug", f"{_WIDE}:make_shuffle_as_poisson", "dirac", "data", 100,
+             "wide twin, own configuration: shuffled batches accounted as Poisson"),
+    ZooEntry("wide_dpsgd_normalise_by_batch", "bug", f"{_WIDE}:make_normalise_by_batch", "dirac", "data", 100,
+             "wide twin, own configuration: the update divided by the batch's real size"),
     ZooEntry("wide_opacus", "control", f"{_WIDE}:make_opacus", "out_of_support", "data", 100,
              "wide twin: opacus_dpsgd's loop on 2,048 features, lr 0.01, correct; audit setting", setting=True),
     ZooEntry("wide_opacus_optimizer_recreated", "bug", f"{_WIDE}:make_opacus_optimizer_recreated", "out_of_support",
@@ -87,9 +103,18 @@ optimizer re-created after make_private), a wide mechanism's σ/10, and the cont
 WIDE_ENTRIES = ("wide_dpsgd_no_clipping", "wide_dpsgd_noise_unscaled", "wide_dpsgd_noise_tenth",
                 "wide_opacus_optimizer_recreated", "wide_dpsgd", "wide_opacus")
 """The wide twin of the gross bugs and its controls (tests/experiments/byo/wide_zoo.py): the Dirac family's study."""
+WIDE_OTHER = ("wide_dpsgd_batch_clipping", "wide_dpsgd_accumulation", "wide_dpsgd_steps_doubled",
+              "wide_dpsgd_noise_sqrt2", "wide_dpsgd_q_doubled", "wide_dpsgd_shuffle_as_poisson",
+              "wide_dpsgd_normalise_by_batch", "wide_dpsgd", "wide_dpsgd_own")
+"""The wide twin of the zoo's other bug classes the population audit catches, and the controls of both
+configurations (the three sampling bugs exist only below the full batch: their twins run the own configuration)."""
 TWIN_OF = {"wide_dpsgd_no_clipping": "no_clipping", "wide_dpsgd_noise_unscaled": "noise_ignores_clip_norm",
            "wide_dpsgd_noise_tenth": "opacus_sigma_tenth", "wide_dpsgd": "correct", "wide_opacus": "opacus_example",
-           "wide_opacus_optimizer_recreated": "opacus_optimizer_recreated"}
+           "wide_opacus_optimizer_recreated": "opacus_optimizer_recreated", "wide_dpsgd_own": "correct",
+           "wide_dpsgd_batch_clipping": "batch_clipping", "wide_dpsgd_accumulation": "accumulation_rate",
+           "wide_dpsgd_steps_doubled": "boundary_steps_doubled", "wide_dpsgd_noise_sqrt2": "boundary_noise_sqrt2",
+           "wide_dpsgd_q_doubled": "q_doubled", "wide_dpsgd_shuffle_as_poisson": "shuffle_as_poisson",
+           "wide_dpsgd_normalise_by_batch": "normalise_by_batch"}
 """Each wide twin's zoo counterpart, whose population audit its row stands beside (the twin's own was not run)."""
 FEW_FAMILY = {"wide_opacus": "out_of_support", "wide_opacus_optimizer_recreated": "out_of_support"}
 """Entries that keep an input family whatever ``--few-canary`` asks: Opacus' per-sample hooks see the module's
