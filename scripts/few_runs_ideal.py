@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         def scores(b: np.ndarray) -> np.ndarray:
             return rng.normal(options.power_factor * mu * b, 1.0)
     else:
-        from hsaudit.experiments.byo.train.values import Design
+        from hsaudit.experiments.byo.values import Design
 
         loaded = load(Design(entry=args.entry, canary="out_of_support", background="data", runs=1))
         claim = loaded.training.claim
