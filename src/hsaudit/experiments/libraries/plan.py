@@ -23,7 +23,7 @@ from hsaudit.experiments.byo.plan import ByoAudit, audit_from, installed_version
 from hsaudit.experiments.plans import Population, Target
 
 ROOT = "results/libraries"
-ROW_KEYS = ("entry", "library", "configuration", "planted", "extra", "requires", "audit_setting")
+ROW_KEYS = ("entry", "library", "configuration", "planted", "extra", "requires", "audit_setting", "audit")
 MODULES: dict[str, tuple[str, ...]] = {
     "opacus": ("opacus",),
     "tensorflow-privacy": ("tensorflow_privacy", "tf_keras"),
@@ -128,13 +128,13 @@ def requires(values: Mapping[str, Any]) -> tuple[str, ...]:
 
 def row_from(name: str, values: Mapping[str, Any], shared: Mapping[str, Any], *, seed: int) -> LibraryRow:
     """The row ``name`` of ``libraries.rows``: its ``entry`` audited with the ``shared`` byo options (its own
-    ``audit_setting`` keys over theirs) at ``results/libraries/{name}``.
+    ``audit`` options and ``audit_setting`` keys over theirs) at ``results/libraries/{name}``.
 
     Raises:
         ValueError: a missing or unknown key, or a byo option out of range (the message names the row).
     """
     check_row(name, values)
-    own = dict(shared)
+    own = {**dict(shared), **dict(values.get("audit") or {})}  # the row's byo options over the shared ones
     if values.get("audit_setting"):  # the row's keys over the shared setting's
         own["audit_setting"] = {**dict(shared.get("audit_setting") or {}), **dict(values["audit_setting"])}
     audit = audit_from(f"libraries_{name}", {**own, "entry": values["entry"]}, seed=seed)
