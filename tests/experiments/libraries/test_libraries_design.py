@@ -72,8 +72,8 @@ def test_the_opposing_canary_reaches_every_per_layer_bound():
     x[:, 0] = amplitude
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = per_layer.make(audit_setting()).train(torch.utils.data.TensorDataset(x, torch.zeros(240, dtype=torch.long)),
-                                                      seed=1, init_seed=0)  # fmt: skip
+        data = torch.utils.data.TensorDataset(x, torch.zeros(240, dtype=torch.long))
+        model = per_layer.make(audit_setting()).train(data, seed=1, init_seed=0)
     plain = per_layer.mlp()
     plain.load_state_dict(model.state_dict())
     torch.nn.functional.cross_entropy(plain(x[:1]), torch.tensor([1])).backward()
