@@ -19,6 +19,7 @@ from hsaudit.experiments.byo.api import early_report
 from hsaudit.experiments.byo.plan import audit_setting
 from hsaudit.experiments.byo.train.harness import design_options, load, prepare
 from hsaudit.experiments.byo.train.values import Design
+from hsaudit.experiments.libraries.audit import markdown, table
 from hsaudit.experiments.libraries.plan import plan
 
 pytest.importorskip("opacus")
@@ -37,6 +38,10 @@ def test_a_row_sets_its_own_byo_options_over_the_shared_ones():
     assert "canary_options" not in other.to_dict()  # the other rows' job params as before options existed
     assert Design.from_dict(row.to_dict()) == row
     assert libs.rows["opacus_gdp_small_q"].audit.design.setting is None  # the script's own configuration
+    assert set(libs.facts["own_designs"]) == {n for n, v in ROWS.items() if v.get("audit") and n in libs.rows}
+    assert "amplitude" in libs.facts["own_designs"]["opacus_per_layer"]
+    text = markdown(table([]), not_run={}, facts=libs.facts, figure="fig.pdf")
+    assert all(f"- {name}: " in text for name in libs.facts["own_designs"])
     with pytest.raises(ValueError, match="unknown key"):
         plan({"libraries": {"rows": {"r": {**ROWS["opacus_hooks"], "audit": {"no_such_option": 1}}}}})
 

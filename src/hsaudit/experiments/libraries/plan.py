@@ -146,6 +146,15 @@ def row_from(name: str, values: Mapping[str, Any], shared: Mapping[str, Any], *,
                       planted=bool(values.get("planted", False)), audit=audit)  # fmt: skip
 
 
+def own_design(row: LibraryRow) -> str:
+    """A row's design in words, for a row that sets its own byo options (``audit``): canary/background, their
+    options, and the script's own configuration where it has no audit setting."""
+    d = row.audit.design
+    options = f" {d.canary_options}" if d.canary_options else ""
+    setting = "" if d.setting is not None else ", the script's own configuration (no audit setting)"
+    return f"{d.canary}/{d.background}{options}{setting}"
+
+
 def plan(config: Mapping[str, Any]) -> LibrariesPlan:
     """The plan of the resolved config's ``libraries:`` section (empty without one)."""
     section = config.get("libraries") or {}
@@ -169,7 +178,8 @@ def plan(config: Mapping[str, Any]) -> LibrariesPlan:
     )
     design = next(iter(rows.values())).audit.design if rows else None
     facts = {"runs": design.runs if design else None, "canary": design.canary if design else None,
-             "setting": shared.get("audit_setting")}  # fmt: skip
+             "setting": shared.get("audit_setting"),
+             "own_designs": {name: own_design(r) for name, r in rows.items() if listed[name].get("audit")}}  # fmt: skip
     targets = (Target(path=f"{ROOT}/report.md", kind="cpu", trained=True),) if rows else ()
     return LibrariesPlan(rows=rows, not_run={**missing, **dict(section.get("not_run") or {})}, facts=facts,
                          populations=populations, targets=targets)  # fmt: skip
