@@ -40,6 +40,7 @@ DEFAULTS: dict[str, Any] = {
     "data": None,
     "score": "auto",
     "pilot_runs": 50,
+    "canary_options": None,
     "confidence": 0.95,
     "rule": "crossing",
     "directions": "one",
@@ -310,6 +311,7 @@ def audit_from(name: str, entry: Mapping[str, Any], *, seed: int) -> ByoAudit:
             data=values["data"],
             score=str(values["score"]),
             pilot_runs=int(values["pilot_runs"]),
+            canary_options=values["canary_options"],
         )
         options = AuditOptions(
             confidence=float(values["confidence"]),

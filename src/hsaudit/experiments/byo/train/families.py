@@ -98,6 +98,8 @@ class FewRunsDesign:
         if self.score not in FEW_SCORES:
             raise ValueError(f"score must be one of {', '.join(FEW_SCORES)}, got {self.score!r}")
         canary_family(self.population.canary)  # a type without a family form fails here, saying why
+        if self.population.canary_options:
+            raise ValueError("the few-runs audit's canary families take no canary options")
 
     @classmethod
     def of(cls, entry: str, canaries: int, trainings: int = 1, *, canary: str = "out_of_support",

@@ -402,7 +402,8 @@ def make_worlds(
     if isinstance(canary, InputCanary) and canary.source_index is not None:
         keep[canary.source_index] = False
     bx, by = background(design.background)(
-        x[keep], y[keep], size=design.background_size, seed=design.stream("background")
+        x[keep], y[keep], size=design.background_size, seed=design.stream("background"),
+        options=design_options(design)[1],
     )
     replaced: int | tuple[int, ...] | None = None
     if neighbouring == "replace-one":
@@ -752,8 +753,26 @@ def build_canary(
         seed=design.stream("canary", design.canary),
         reference=reference_function(training, reference),
         biases=bias_coordinates(reference),
+        options=design_options(design)[0],
     )
     return canary_type(design.canary)(source)
+
+
+def design_options(design: Design) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The design's :attr:`~Design.canary_options` split into the canary's and the background's: each gets the keys
+    its registry entry takes (a key both take goes to both, as ``opposing``'s and ``copies``' ``amplitude``).
+
+    Raises:
+        ValueError: a key that neither takes.
+    """
+    options = dict(design.canary_options or {})
+    own = canary_type(design.canary).options
+    rows = background(design.background).options
+    unknown = sorted(set(options) - set(own) - set(rows))
+    if unknown:
+        raise ValueError(f"canary options {unknown}: the canary {design.canary!r} takes {list(own)}, the background "
+                         f"{design.background!r} takes {list(rows)}")  # fmt: skip
+    return {k: v for k, v in options.items() if k in own}, {k: v for k, v in options.items() if k in rows}
 
 
 def bias_coordinates(model: Any) -> tuple[int, ...] | None:
