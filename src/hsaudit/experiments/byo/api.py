@@ -23,6 +23,7 @@ from hsaudit.experiments.byo.audit import (
     control_copies,
     control_is_exact,
     control_noise_epsilon,
+    data_use_finding,
     pre_training,
     report,
 )
@@ -43,7 +44,7 @@ from hsaudit.experiments.byo.train.harness import (
 )
 from hsaudit.experiments.byo.train.parallel import train_block, worker_block
 from hsaudit.experiments.byo.train.pilot import choose, pilot_design, pilot_details
-from hsaudit.experiments.byo.train.values import DESIGNS, PINNED, Design
+from hsaudit.experiments.byo.train.values import DESIGNS, PINNED, Claim, Design
 
 SCORE_COLUMNS = ("model", "member", "seed", "score", "train_seconds", "harness_seconds")
 """A scores CSV: one row per model; ``score`` and ``member`` are what ``hsaudit audit`` and ``hsaudit one-run`` read."""
@@ -100,6 +101,11 @@ def details(design: Design, prepared: Prepared | None = None, scores: pd.DataFra
         )
         if prepared.probe.theta0 == "varies with the seed":
             out["θ0 advice"] = THETA0_ADVICE
+        for key, uses in (("reads of each row (check)", prepared.probe.uses),
+                          ("reads of each row (own configuration)", prepared.probe.own_uses)):  # fmt: skip
+            if uses is not None or key.endswith("(check)"):
+                out[key] = ("not seen (the training reads no row through data[i])" if uses is None else
+                            f"{np.mean(uses) / prepared.probe.use_trainings:.4g} per training on average")  # fmt: skip
     if scores is not None and len(scores):
         train_s = float(np.median(scores["train_seconds"]))
         harness_s = float(np.median(scores["harness_seconds"]))
@@ -116,6 +122,23 @@ def details(design: Design, prepared: Prepared | None = None, scores: pd.DataFra
             "world is the same model"
         )
     return out
+
+
+def data_use(prepared: Prepared | None) -> str | None:
+    """Why the check's reads of the data contradict the claim's sampling (the setting's training, and in the audit
+    setting the user's own configuration, whose sampling the full batch replaces), or None
+    (:func:`~hsaudit.experiments.byo.audit.data_use_finding`)."""
+    if prepared is None:
+        return None
+    found = prepared.probe
+    if found.uses is not None:
+        why = data_use_finding(prepared.training.claim, found.uses, found.use_trainings)
+        if why is not None:
+            return why
+    if found.own_uses is None or found.own_claim is None:
+        return None
+    why = data_use_finding(Claim.from_mapping(found.own_claim), found.own_uses, found.use_trainings)
+    return None if why is None else f"in your own configuration (make() without the audit setting), {why}"
 
 
 def frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
@@ -187,8 +210,9 @@ def _audit(
     same = not prepared.probe.seed_sensitive and canary_changes_model(prepared)
     about = {**details(design, prepared, scores), **pilot_details(design, pilot)}
     look = control and control_is_exact(claim, loaded.n)  # the looks both reports pay for
+    use = data_use(prepared)
     found = report(scores, claim, loaded.n, options, details=about, same_model=same, every_estimate=False,
-                   control_look=look)  # fmt: skip
+                   control_look=look, data_use=use)  # fmt: skip
     checked = None
     if control and found.verdict != "violation":  # a violation needs no power: its control is not trained
         twin_design, worst = control_design(design, claim, loaded.n, options)
@@ -198,7 +222,7 @@ def _audit(
         checked = Control(copies=twin_design.copies, epsilon_worst=worst, scores=table,
                           noise_factor=twin_design.noise_factor)  # fmt: skip
     rep = report(scores, claim, loaded.n, options, details=about, control=checked, same_model=same,
-                 advice=advice(design, prepared.probe.theta0), control_look=look)  # fmt: skip
+                 advice=advice(design, prepared.probe.theta0), control_look=look, data_use=use)  # fmt: skip
     return Result(rep, scores, None if checked is None else checked.scores, tuple(pilot))
 
 
@@ -387,7 +411,8 @@ def audit_frames(
                           noise_factor=twin.noise_factor)  # fmt: skip
     same = prepared is not None and not prepared.probe.seed_sensitive and canary_changes_model(prepared)
     return report(scores, claim, loaded.n, options, details=details(design, prepared, scores), control=checked,
-                  same_model=same, advice=None if prepared is None else advice(design, prepared.probe.theta0))  # fmt: skip
+                  same_model=same, advice=None if prepared is None else advice(design, prepared.probe.theta0),
+                  data_use=data_use(prepared))  # fmt: skip
 
 
 def benchmark(design: Design, *, models: int = 40, repeats: int = 3) -> dict[str, float]:

@@ -38,7 +38,7 @@ import math
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,7 @@ from hsaudit.engine.canaries import (
     background,
     canary_type,
 )
-from hsaudit.experiments.byo.train.errors import guarded
+from hsaudit.experiments.byo.train.errors import UserCodeError, guarded
 from hsaudit.experiments.byo.train.pytree import flat_vector
 from hsaudit.experiments.byo.train.values import AuditSetting, Claim, Design, check_setting, entry_file, split_entry
 
@@ -255,7 +255,25 @@ def user_data(training: Training, data: str | None = None) -> tuple[np.ndarray, 
 
 class UserData(TensorDataset):
     """The data handed to ``train``: a ``TensorDataset`` ``(x, y)`` whose :attr:`numpy` gives the same as NumPy arrays,
-    so that a JAX or Keras training never touches torch."""
+    so that a JAX or Keras training never touches torch. After :meth:`counting`, :attr:`uses` counts the reads of
+    each row through ``data[i]`` (a DataLoader's fetches), which the check compares with the claim's sampling."""
+
+    uses: np.ndarray | None = None
+
+    def counting(self) -> UserData:
+        """Start counting the reads of each row (:attr:`uses`, from zero); returns itself."""
+        self.uses = np.zeros(len(self), dtype=np.int64)
+        return self
+
+    def __getitem__(self, index: Any) -> tuple[torch.Tensor, ...]:
+        if self.uses is not None:
+            if isinstance(index, slice):
+                rows = np.arange(len(self))[index]
+            else:
+                rows = np.asarray(index.cpu() if isinstance(index, torch.Tensor) else index).ravel()
+                rows = np.flatnonzero(rows) if rows.dtype == bool else rows.astype(np.int64)
+            np.add.at(self.uses, rows, 1)
+        return super().__getitem__(index)
 
     @property
     def numpy(self) -> tuple[np.ndarray, ...]:
@@ -628,6 +646,10 @@ def reference_function(training: Training, model: Any) -> Callable[[np.ndarray],
 
 
 # ---- the check and the canary ----------------------------------------------------------------------------------------
+USE_TRAININGS = 2
+"""Trainings (seeds) whose reads of the data the check counts (:attr:`Probe.uses`)."""
+
+
 @dataclass(frozen=True)
 class Probe:
     """What the determinism check found: the model's size, and whether the seed matters.
@@ -643,6 +665,11 @@ class Probe:
             seeds), ``fixed (init_seed)`` (the training takes ``init_seed``, which the harness holds fixed), ``varies
             with the seed`` (observed, different: its variance across the audit's models drowns the canary's effect)
             or ``not observed`` (no module forwarded, or ``train_batch``).
+        uses: the reads of each row (:meth:`UserData.counting`) in ``use_trainings`` trainings of the check (two
+            seeds), or None where the training read none through ``data[i]`` (it reads ``data.tensors``).
+        own_uses, own_claim: in the audit setting, the same of the user's own configuration (``make()`` without the
+            setting) and its claim: the sampling the setting's full batch replaces (None outside the setting, or not
+            seen).
     """
 
     parameters: int
@@ -651,6 +678,10 @@ class Probe:
     n: int
     classes: int | None
     theta0: str = "not observed"
+    uses: tuple[int, ...] | None = None
+    own_uses: tuple[int, ...] | None = None
+    own_claim: dict[str, Any] | None = None
+    use_trainings: int = USE_TRAININGS
 
 
 THETA0 = ("fixed", "fixed (init_seed)", "varies with the seed", "not observed")
@@ -661,13 +692,36 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and bool(torch.allclose(a, b, rtol=1e-5, atol=1e-6 * (1.0 + float(a.abs().max()))))
 
 
+def _reads(training: Training, data: TensorDataset, seeds: Sequence[int], design: Design) -> tuple[Any, Any, Any]:
+    """The models and θ0s of ``seeds`` trained on ``data`` with its reads counted, and the counts (None: no read)."""
+    data.counting()
+    models, thetas = train_observed(training, data, seeds, init_seed=init_seed_for(design, training))
+    uses = data.uses
+    data.uses = None
+    return models, thetas, (tuple(int(u) for u in uses) if uses.any() else None)
+
+
+def own_reads(loaded: Loaded, design: Design, gradient: bool, family: bool = False) -> tuple[int, ...] | None:
+    """In the audit setting, the reads of each row by the user's own configuration (``loaded.own``) in
+    :data:`USE_TRAININGS` trainings of the check's seeds, counted once per load (None: outside the setting, or no
+    read seen)."""
+    if loaded.own is None:
+        return None
+    if "own" not in loaded.memo:
+        worlds = Worlds(torch.as_tensor(loaded.x), torch.as_tensor(loaded.y), None, loaded.own.claim.neighbouring)
+        seeds = [design.stream("check", i) for i in range(USE_TRAININGS)]
+        loaded.memo["own"] = _reads(loaded.own, worlds.probe_dataset(gradient, family), seeds, design)[2]
+    return loaded.memo["own"]
+
+
 def probe(
     training: Training, x: np.ndarray, y: np.ndarray, classes: int | None, design: Design, gradient: bool,
     family: bool = False,
 ) -> tuple[Probe, Any]:
-    """Train the data without a canary with two seeds, twice each; return the probe and one of the models (the
-    reference the canary builders may use). ``gradient``/``family``: the data has the form of a gradient canary's
-    (of a gradient family's, :meth:`Worlds.probe_dataset`).
+    """Train the data without a canary with two seeds, twice each, counting the reads of its rows in the first two
+    (:attr:`Probe.uses`); return the probe and one of the models (the reference the canary builders may use).
+    ``gradient``/``family``: the data has the form of a gradient canary's (of a gradient family's,
+    :meth:`Worlds.probe_dataset`).
 
     Raises:
         ValueError: ``train`` not deterministic in ``seed`` (the message gives the seeds and the largest difference),
@@ -677,10 +731,11 @@ def probe(
     data = worlds.probe_dataset(gradient, family)
     seeds = [design.stream("check", 0), design.stream("check", 1)]
     start = time.perf_counter()
-    models, thetas = train_observed(
-        training, data, [seeds[0], seeds[0], seeds[1], seeds[1]], init_seed=init_seed_for(design, training)
-    )
+    first, first_thetas, uses = _reads(training, data, seeds, design)
+    again, again_thetas = train_observed(training, data, seeds, init_seed=init_seed_for(design, training))
     seconds = (time.perf_counter() - start) / 4
+    models = [first[0], again[0], first[1], again[1]]
+    thetas = [first_thetas[0], again_thetas[0], first_thetas[1], again_thetas[1]]
     flats = [flat_parameters(m).to(torch.float64) for m in models]
     if not bool(torch.isfinite(flats[0]).all()):
         raise ValueError(f"{training.entry}: the trained model has NaN or infinite parameters (seed {seeds[0]}): "
@@ -712,6 +767,7 @@ def probe(
         n=int(x.shape[0]),
         classes=classes,
         theta0=_theta0_finding(training, thetas),
+        uses=uses,
     )
     return found, models[0]
 
@@ -786,12 +842,17 @@ class Prepared:
 
 @dataclass(frozen=True, eq=False)
 class Loaded:
-    """A user's training and its data, loaded once: ``x`` float32, ``y`` labels or targets, ``classes``."""
+    """A user's training and its data, loaded once: ``x`` float32, ``y`` labels or targets, ``classes``; in the audit
+    setting, ``own``: the user's own configuration (``make()`` without the setting, loaded first, so that a ``make``
+    that sets module globals for the setting has not yet done so), whose reads :func:`own_reads` counts once
+    (``memo``)."""
 
     training: Training
     x: np.ndarray
     y: np.ndarray
     classes: int | None
+    own: Training | None = None
+    memo: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -804,10 +865,16 @@ def load(design: Design) -> Loaded:
     Raises:
         ValueError: as :func:`load_training`, :func:`user_data` and :meth:`Claim.sampling_rate`.
     """
+    own = None
+    if design.setting is not None:
+        try:  # the sampling the setting replaces: checked against its own claim (:func:`own_reads`)
+            own = load_training(design.entry)
+        except (ValueError, UserCodeError):
+            own = None  # make() without the setting fails: the setting's audit goes on without that check
     training = load_training(design.entry, setting=design.setting, claim=design.claim)
     x, y, classes = user_data(training, design.data)
     training.claim.sampling_rate(x.shape[0])
-    return Loaded(training, x, y, classes)
+    return Loaded(training, x, y, classes, own)
 
 
 def prepare(
@@ -828,6 +895,8 @@ def prepare(
     if found is None or canary is None:
         gradient = canary_type(design.canary).kind == "gradient"
         found, reference = probe(training, x, y, loaded.classes, design, gradient)
+        if loaded.own is not None:
+            found = replace(found, own_uses=own_reads(loaded, design, gradient), own_claim=loaded.own.claim.to_dict())
         canary = build_canary(design, training, x, y, found, reference)
     return Prepared(design, training, found, canary, make_worlds(x, y, canary, design, training.claim.neighbouring))
 
