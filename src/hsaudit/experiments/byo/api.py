@@ -147,10 +147,21 @@ def frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
     return pd.DataFrame({c: columns[c] for c in (*SCORE_COLUMNS, "score_final", "score_iterates") if c in columns})
 
 
-def early_report(design: Design, loaded: Loaded, options: AuditOptions) -> ByoReport | None:
-    """The verdict that needs no training (an accounting bug, or an audit that cannot exceed the claim), or None."""
+def early_report(
+    design: Design, loaded: Loaded, options: AuditOptions, prepared: Prepared | None = None
+) -> ByoReport | None:
+    """The verdict that needs no audit model (an accounting bug, the check's reads of the data against the claim's
+    sampling when ``prepared`` is given, or an audit that cannot exceed the claim), or None."""
     looks = 2 if loaded.training.records else 1
-    return pre_training(loaded.training.claim, loaded.n, options, runs=design.runs, looks=looks)
+    return pre_training(loaded.training.claim, loaded.n, options, runs=design.runs, looks=looks,
+                        data_use=data_use(prepared))  # fmt: skip
+
+
+def checked(design: Design, loaded: Loaded) -> Prepared:
+    """The check (:func:`~hsaudit.experiments.byo.train.harness.prepare`) of ``design``, or for a chosen design of its
+    input-canary candidate (out_of_support / data: every training takes it), before any audit model: its reads of the
+    data decide a sampling violation (:func:`data_use`) whatever the design."""
+    return prepare(replace(design, canary="out_of_support", background="data") if design.chosen else design, loaded)
 
 
 def audit_training(
@@ -189,22 +200,27 @@ def audit_training(
     """
     loaded = load(design)
     early = early_report(design, loaded, options)
+    first = None
+    if early is None or early.verdict != "violation":  # the check's reads of the data may show one
+        first = checked(design, loaded)
+        early = early_report(design, loaded, options, first)
     if early is not None:
         return Result(early, frame({c: np.zeros(0) for c in SCORE_COLUMNS}))
     with Workers() as workers:  # one set of worker processes for the pilot, the audit and its control
         return _audit(design, loaded, options, shards=shards, progress=progress, control=control, jobs=jobs,
-                      workers=workers)  # fmt: skip
+                      workers=workers, prepared=None if design.chosen else first)  # fmt: skip
 
 
 def _audit(
     design: Design, loaded: Loaded, options: AuditOptions, *, shards: Sequence[int] | None, progress: bool,
-    control: bool, jobs: int | None, workers: Workers,
+    control: bool, jobs: int | None, workers: Workers, prepared: Prepared | None = None,
 ) -> Result:  # fmt: skip
-    """:func:`audit_training` past its early verdict, training in ``workers``."""
+    """:func:`audit_training` past its early verdict, training in ``workers`` (``prepared``: the given design's
+    check, done already)."""
     pilot: list[dict[str, Any]] = []
     if design.chosen:
         design, pilot = choose_design(design, options, jobs=jobs, loaded=loaded, workers=workers)
-    prepared = prepare(design, loaded)
+    prepared = prepare(design, loaded) if prepared is None else prepared
     scores = train_all(prepared, jobs=jobs, progress=progress, shards=shards, workers=workers)
     claim = loaded.training.claim
     same = not prepared.probe.seed_sensitive and canary_changes_model(prepared)

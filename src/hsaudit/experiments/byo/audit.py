@@ -660,6 +660,9 @@ def power(
 DATA_USE_ALPHA = 1e-6
 """The level of :func:`data_use_finding`: so small beside the audit's 1 − c that the verdict's false-flag probability
 is still the one it states (the bugs it catches read their rows 2× too often, or all alike: p ≪ 1e-6)."""
+DATA_USE_SLACK = 1.1
+"""Reads beyond the claim's count a violation only past this multiple of its expectation: a library reads a row or
+two that it does not train on (Opacus' ``make_private`` reads ``data[0]`` for the shapes of an empty batch)."""
 
 
 def data_use_finding(claim: Claim, uses: npt.ArrayLike, trainings: int) -> str | None:
@@ -670,8 +673,8 @@ def data_use_finding(claim: Claim, uses: npt.ArrayLike, trainings: int) -> str |
     independently; under the full batch (q = 1) exactly trainings·T. Two exact tests, each at
     :data:`DATA_USE_ALPHA`/2:
 
-    - *more reads than declared*: the total is Binomial(n·trainings·T, q); its upper tail. A claim whose q or T is
-      smaller than what runs (a q of the physical batch, of another table, epochs added after the claim) fails it;
+    - *more reads than declared*: the total is Binomial(n·trainings·T, q); its upper tail, where the total also
+      exceeds :data:`DATA_USE_SLACK` × its expectation. A claim whose q or T is smaller than what runs (a q of the physical batch, of another table, epochs added after the claim) fails it;
     - *too even for Poisson*: the share of rows read exactly v times is Binomial(n, P(Bin(trainings·T, q) = v)); its
       upper tail at the most common v, times the T·trainings + 1 values v may take (Bonferroni). A shuffled or
       fixed-size loader (every row read once per epoch: the DataLoader kept after ``make_private``) fails it.
@@ -689,19 +692,25 @@ def data_use_finding(claim: Claim, uses: npt.ArrayLike, trainings: int) -> str |
     m = int(trainings) * int(claim.steps)
     per = total / (n * int(trainings))
     more = float(stats.binom.sf(total - 1, n * m, q))
-    if more < DATA_USE_ALPHA / 2:
-        return (f"the training reads each row {per:.3g} times on average, the claim's sampling ({claim.sampling}, "
+    if more < DATA_USE_ALPHA / 2 and total > DATA_USE_SLACK * n * m * q:
+        return (f"it reads each row {per:.3g} times on average, the claim's sampling ({claim.sampling}, "
                 f"q = {q:.4g}, T = {claim.steps}) reads it {q * claim.steps:.3g} times (exact binomial test, "
                 f"p = {more:.2g}): its q or its steps are larger than the claim's")  # fmt: skip
     values, freq = np.unique(counts, return_counts=True)
     top = int(np.argmax(freq))
     even = float(stats.binom.sf(freq[top] - 1, n, stats.binom.pmf(values[top], m, q))) * (m + 1)
     if q < 1.0 and even < DATA_USE_ALPHA / 2:
-        return (f"the training reads {freq[top]} of its {n} rows exactly {values[top]} times in {trainings} "
+        return (f"it reads {freq[top]} of its {n} rows exactly {values[top]} times in {trainings} "
                 f"trainings, too even for the claim's Poisson sampling (q = {q:.4g}, T = {claim.steps}; exact "
                 f"binomial test, p = {min(even, 1.0):.2g}): a shuffled or fixed-size loader (e.g. the DataLoader "
                 "kept after make_private), not Poisson")  # fmt: skip
     return None
+
+
+def data_use_reason(data_use: str) -> str:
+    """The verdict's reason for a :func:`data_use_finding`."""
+    return (f"the training does not sample as its claim declares: {data_use}; nothing else needs training to show it "
+            f"(a correct training is flagged by this check with probability at most {DATA_USE_ALPHA:g})")
 
 
 # ---- the report ------------------------------------------------------------------------------------------------------
@@ -838,10 +847,15 @@ def _per_look(options: AuditOptions, looks: int) -> AuditOptions:
     return dataclasses.replace(options, confidence=1.0 - (1.0 - options.confidence) / looks) if looks > 1 else options
 
 
-def pre_training(claim: Claim, n: int, options: AuditOptions, *, runs: int, looks: int = 1) -> ByoReport | None:
-    """The verdict that needs no training — an accounting bug, or an audit of ``runs`` per world that cannot exceed
+def pre_training(
+    claim: Claim, n: int, options: AuditOptions, *, runs: int, looks: int = 1, data_use: str | None = None
+) -> ByoReport | None:
+    """The verdict that needs no audit model — an accounting bug, the check's reads of the data against the claim's
+    sampling (``data_use``: :func:`data_use_finding`'s reason), or an audit of ``runs`` per world that cannot exceed
     the claim — or None when the models must be trained to decide (``looks``: 2 for a recording training)."""
     found = _verdict_before(claim, n, _per_look(options, looks), runs, runs)
+    if data_use is not None and found.get("verdict") != "violation":
+        found.update(verdict="violation", runs_needed=None, reason=data_use_reason(data_use))
     found["confidence"] = float(options.confidence)
     return ByoReport(**found, epsilon_hat=None) if "verdict" in found else None
 
@@ -1030,11 +1044,7 @@ def report(
                 "ε with δ < 1)",
             )
         elif data_use is not None:
-            found.update(
-                verdict="violation",
-                reason=f"the training does not sample as its claim declares: {data_use} (a correct training is "
-                f"flagged by this check with probability at most {DATA_USE_ALPHA:g})",
-            )
+            found.update(verdict="violation", reason=data_use_reason(data_use))
         elif eps_hat > claim.epsilon:
             found.update(
                 verdict="violation",
