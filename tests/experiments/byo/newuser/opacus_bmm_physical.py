@@ -46,7 +46,7 @@ def train(data, seed, init_seed=None):
 
 
 def claim():
-    rate, steps = PHYSICAL / N, EPOCHS * -(-N // BATCH) if BATCH else EPOCHS  # the bug: q of the physical batch
+    rate, steps = (PHYSICAL / N, EPOCHS * -(-N // BATCH)) if BATCH else (1.0, EPOCHS)  # the bug: q of the physical batch
     accountant = PRVAccountant()
     accountant.history = [(SIGMA, rate, steps)]
     return dict(epsilon=accountant.get_epsilon(DELTA), delta=DELTA, noise_multiplier=SIGMA, max_grad_norm=CLIP,
