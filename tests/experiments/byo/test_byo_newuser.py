@@ -10,11 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from hsaudit.experiments.byo.api import audit_training, data_use, prepare
 from hsaudit.experiments.byo.audit import data_use_finding
 from hsaudit.experiments.byo.train.errors import UserCodeError
-from hsaudit.experiments.byo.train.harness import load
+from hsaudit.experiments.byo.train.harness import flat_parameters, load, train_models
 from hsaudit.experiments.byo.train.values import AuditSetting, Claim, Design
 
 pytest.importorskip("opacus")
@@ -46,6 +47,20 @@ def test_reads_as_declared_and_more_than_declared():
     assert np.mean(right.probe.uses) / right.probe.use_trainings == pytest.approx(1 / 8 * 24, rel=0.1)
     longer = prepare(_given("opacus_epochs_twice"), load(_given("opacus_epochs_twice")))
     assert "on average" in (data_use(longer) or "")
+
+
+def test_own_configuration_is_its_own_module():
+    """The correct script in the audit setting: its make(setting) sets module globals (``global SIGMA``), yet its own
+    configuration, trained for the check, reads as its own claim declares — each configuration has its own module."""
+    design = _given("opacus_correct", "make_auditable", setting=SETTING)
+    right = prepare(design, load(design, own=True))
+    assert right.probe.own_uses is not None and right.probe.uses is not None
+    assert data_use(right) is None
+    assert right.training.claim.steps == SETTING.steps and right.probe.own_claim["steps"] == 24
+    data = right.worlds.dataset(False)
+    before = flat_parameters(train_models(right.training, data, [7])[0])
+    load(design.control_noise(1.5))  # make(setting at σ/1.5) sets SIGMA in its own copy of the module
+    assert torch.equal(before, flat_parameters(train_models(right.training, data, [7])[0]))
 
 
 def test_user_error_is_shown_as_theirs():

@@ -198,7 +198,7 @@ def audit_training(
             seed, a NaN loss), with a message naming it.
         UserCodeError: the user's own code raised (:mod:`~hsaudit.experiments.byo.train.errors`).
     """
-    loaded = load(design)
+    loaded = load(design, own=True)
     early = early_report(design, loaded, options)
     first = None
     if early is None or early.verdict != "violation":  # the check's reads of the data may show one

@@ -38,7 +38,7 @@ import math
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,12 +62,14 @@ MODELS_PER_CALL = 64
 
 
 # ---- the user's entry ----------------------------------------------------------------------------------------------
-_LOADED: dict[tuple[Path, int], Any] = {}
+_LOADED: dict[tuple[Path, int, str], Any] = {}
 
 
-def load_make(entry: str) -> Callable[..., Any]:
-    """The ``make`` function an entry names (a path module is loaded once per process and version of its file, with
-    its folder on ``sys.path`` so that it imports its sibling modules).
+def load_make(entry: str, setting: AuditSetting | None = None) -> Callable[..., Any]:
+    """The ``make`` function an entry names (a path module is loaded once per process, version of its file and
+    ``setting`` asked for, with its folder on ``sys.path`` so that it imports its sibling modules): each configuration
+    gets its own copy of the module, so that module globals one ``make(setting)`` sets (``global SIGMA``) do not
+    change the training of another (the own configuration's, the σ/1.5 control's).
 
     Raises:
         ValueError: the module does not import (the message carries the import error) or has no such function.
@@ -76,7 +78,7 @@ def load_make(entry: str) -> Callable[..., Any]:
     try:
         if target.endswith(".py"):
             path = entry_file(entry)
-            key = (path, path.stat().st_mtime_ns)
+            key = (path, path.stat().st_mtime_ns, repr(setting))
             module = _LOADED.get(key)
             if module is None:
                 _on_path(path.parent)
@@ -179,7 +181,7 @@ def load_training(
             ``train``, ``train_batch``, ``dataset``, ``loss`` or ``predict`` is raised as a
             :class:`~hsaudit.experiments.byo.train.errors.UserCodeError` naming the function, the entry and the seed.
     """
-    make = load_make(entry)
+    make = load_make(entry, setting)
     params = inspect.signature(make).parameters
     if setting is not None and not params:
         raise ValueError(f"entry {entry!r}: an audit setting was asked for, but make() takes no argument (docs/byo.md)")
@@ -701,17 +703,14 @@ def _reads(training: Training, data: TensorDataset, seeds: Sequence[int], design
     return models, thetas, (tuple(int(u) for u in uses) if uses.any() else None)
 
 
-def own_reads(loaded: Loaded, design: Design, gradient: bool, family: bool = False) -> tuple[int, ...] | None:
-    """In the audit setting, the reads of each row by the user's own configuration (``loaded.own``) in
-    :data:`USE_TRAININGS` trainings of the check's seeds, counted once per load (None: outside the setting, or no
-    read seen)."""
-    if loaded.own is None:
-        return None
-    if "own" not in loaded.memo:
-        worlds = Worlds(torch.as_tensor(loaded.x), torch.as_tensor(loaded.y), None, loaded.own.claim.neighbouring)
-        seeds = [design.stream("check", i) for i in range(USE_TRAININGS)]
-        loaded.memo["own"] = _reads(loaded.own, worlds.probe_dataset(gradient, family), seeds, design)[2]
-    return loaded.memo["own"]
+def own_reads(own: Training, x: np.ndarray, y: np.ndarray, design: Design) -> tuple[int, ...] | None:
+    """The reads of each row by the user's own configuration ``own`` (``make()`` without the setting) in
+    :data:`USE_TRAININGS` trainings of the check's seeds, in the data form of ``design``'s canary (None: no read
+    seen)."""
+    gradient = not design.chosen and canary_type(design.canary).kind == "gradient"
+    worlds = Worlds(torch.as_tensor(x), torch.as_tensor(y), None, own.claim.neighbouring)
+    seeds = [design.stream("check", i) for i in range(USE_TRAININGS)]
+    return _reads(own, worlds.probe_dataset(gradient), seeds, design)[2]
 
 
 def probe(
@@ -843,38 +842,45 @@ class Prepared:
 @dataclass(frozen=True, eq=False)
 class Loaded:
     """A user's training and its data, loaded once: ``x`` float32, ``y`` labels or targets, ``classes``; in the audit
-    setting, ``own``: the user's own configuration (``make()`` without the setting, loaded first, so that a ``make``
-    that sets module globals for the setting has not yet done so), whose reads :func:`own_reads` counts once
-    (``memo``)."""
+    setting, when asked for (:func:`load`), ``own``: the user's own configuration (``make()`` without the setting)
+    and ``own_uses``: its reads of each row (:func:`own_reads`)."""
 
     training: Training
     x: np.ndarray
     y: np.ndarray
     classes: int | None
     own: Training | None = None
-    memo: dict[str, Any] = field(default_factory=dict)
+    own_uses: tuple[int, ...] | None = None
 
     @property
     def n(self) -> int:
         return int(self.x.shape[0])
 
 
-def load(design: Design) -> Loaded:
+def load(design: Design, *, own: bool = False) -> Loaded:
     """Call the entry's ``make`` and read its data; a claim inconsistent with the data fails here, before any training.
+
+    ``own`` (the check's load, in the audit setting): first load the user's own configuration (``make()``) and count
+    its reads of the data (:func:`own_reads`: the sampling the setting's full batch replaces), before ``make(setting)``
+    runs — a ``make`` that sets module globals for the setting would otherwise change the own training too.
 
     Raises:
         ValueError: as :func:`load_training`, :func:`user_data` and :meth:`Claim.sampling_rate`.
+        UserCodeError: the user's own configuration raised while training.
     """
-    own = None
-    if design.setting is not None:
-        try:  # the sampling the setting replaces: checked against its own claim (:func:`own_reads`)
-            own = load_training(design.entry)
+    mine, uses = None, None
+    if own and design.setting is not None:
+        try:
+            mine = load_training(design.entry)
+            mx, my, _ = user_data(mine, design.data)
         except (ValueError, UserCodeError):
-            own = None  # make() without the setting fails: the setting's audit goes on without that check
+            mine = None  # make() without the setting fails: the setting's audit goes on without that check
+        if mine is not None:
+            uses = own_reads(mine, mx, my, design)
     training = load_training(design.entry, setting=design.setting, claim=design.claim)
     x, y, classes = user_data(training, design.data)
     training.claim.sampling_rate(x.shape[0])
-    return Loaded(training, x, y, classes, own)
+    return Loaded(training, x, y, classes, mine, uses)
 
 
 def prepare(
@@ -890,13 +896,14 @@ def prepare(
     Raises:
         ValueError: as :func:`load` and :func:`probe`.
     """
-    loaded = loaded if loaded is not None else load(design)
+    checking = found is None or canary is None
+    loaded = loaded if loaded is not None else load(design, own=checking)
     training, x, y = loaded.training, loaded.x, loaded.y
-    if found is None or canary is None:
+    if checking:
         gradient = canary_type(design.canary).kind == "gradient"
         found, reference = probe(training, x, y, loaded.classes, design, gradient)
         if loaded.own is not None:
-            found = replace(found, own_uses=own_reads(loaded, design, gradient), own_claim=loaded.own.claim.to_dict())
+            found = replace(found, own_uses=loaded.own_uses, own_claim=loaded.own.claim.to_dict())
         canary = build_canary(design, training, x, y, found, reference)
     return Prepared(design, training, found, canary, make_worlds(x, y, canary, design, training.claim.neighbouring))
 
