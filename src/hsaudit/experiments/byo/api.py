@@ -23,7 +23,7 @@ from hsaudit.experiments.byo.audit import (
     control_copies,
     control_is_exact,
     control_noise_epsilon,
-    data_use_finding,
+    data_use_of,
     pre_training,
     report,
 )
@@ -131,14 +131,8 @@ def data_use(prepared: Prepared | None) -> str | None:
     if prepared is None:
         return None
     found = prepared.probe
-    if found.uses is not None:
-        why = data_use_finding(prepared.training.claim, found.uses, found.use_trainings)
-        if why is not None:
-            return why
-    if found.own_uses is None or found.own_claim is None:
-        return None
-    why = data_use_finding(Claim.from_mapping(found.own_claim), found.own_uses, found.use_trainings)
-    return None if why is None else f"in your own configuration (make() without the audit setting), {why}"
+    own = None if found.own_claim is None else Claim.from_mapping(found.own_claim)
+    return data_use_of(prepared.training.claim, found.uses, found.use_trainings, own, found.own_uses)
 
 
 def frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:

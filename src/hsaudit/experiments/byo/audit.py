@@ -707,6 +707,19 @@ def data_use_finding(claim: Claim, uses: npt.ArrayLike, trainings: int) -> str |
     return None
 
 
+def data_use_of(
+    claim: Claim, uses: npt.ArrayLike | None, trainings: int, own_claim: Claim | None = None,
+    own_uses: npt.ArrayLike | None = None,
+) -> str | None:
+    """:func:`data_use_finding` of the check's training (``uses``) and, in the audit setting, of the user's own
+    configuration (``own_claim``, ``own_uses``: the sampling the setting's full batch replaces); None: neither."""
+    why = None if uses is None else data_use_finding(claim, uses, trainings)
+    if why is None and own_claim is not None and own_uses is not None:
+        own = data_use_finding(own_claim, own_uses, trainings)
+        why = None if own is None else f"in your own configuration (make() without the audit setting), {own}"
+    return why
+
+
 def data_use_reason(data_use: str) -> str:
     """The verdict's reason for a :func:`data_use_finding`."""
     return (f"the training does not sample as its claim declares: {data_use}; nothing else needs training to show it "
