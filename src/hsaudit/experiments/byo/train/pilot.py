@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from hsaudit.engine.canaries import canary_type
 from hsaudit.experiments.byo.train.errors import UserCodeError
 from hsaudit.experiments.byo.train.harness import Loaded, Prepared, load, prepare
 from hsaudit.experiments.byo.train.parallel import train_block
@@ -96,8 +97,10 @@ def choose(
                              models=other.models, seconds=time.perf_counter() - start))  # fmt: skip
         except Exception as err:  # noqa: BLE001 — a design this training cannot take is left out, with why
             last = err
-            rows.append(dict(canary=canary, background=background, separation=None, models=0,
-                             error=f"{type(err).__name__}: {str(err).splitlines()[0][:200]}",
+            why = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
+            if isinstance(err, UserCodeError) and canary_type(canary).kind == "gradient":
+                why = f"a gradient canary needs its term in your loss (docs/byo.md, 'The contract'); {why}"
+            rows.append(dict(canary=canary, background=background, separation=None, models=0, error=why,
                              seconds=time.perf_counter() - start))  # fmt: skip
     usable = [r for r in rows if r["separation"] is not None]
     if not usable and isinstance(last, UserCodeError) and rows[-1]["background"] == "data":
