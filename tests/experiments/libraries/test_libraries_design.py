@@ -18,7 +18,7 @@ from conftest import REPO
 from hsaudit.experiments.byo.api import early_report
 from hsaudit.experiments.byo.plan import audit_setting
 from hsaudit.experiments.byo.train.harness import design_options, load, prepare
-from hsaudit.experiments.byo.train.values import Design
+from hsaudit.experiments.byo.values import Design
 from hsaudit.experiments.libraries.audit import markdown, table
 from hsaudit.experiments.libraries.plan import plan
 

@@ -38,7 +38,7 @@ import math
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ from hsaudit.engine.canaries import (
     background,
     canary_type,
 )
-from hsaudit.experiments.byo.train.errors import guarded
+from hsaudit.experiments.byo.train.errors import UserCodeError, guarded
 from hsaudit.experiments.byo.train.pytree import flat_vector
 from hsaudit.experiments.byo.values import AuditSetting, Claim, Design, check_setting, entry_file, split_entry
 
@@ -63,12 +63,14 @@ MODELS_PER_CALL = 64
 
 
 # ---- the user's entry ----------------------------------------------------------------------------------------------
-_LOADED: dict[tuple[Path, int], Any] = {}
+_LOADED: dict[tuple[Path, int, str], Any] = {}
 
 
-def load_make(entry: str) -> Callable[..., Any]:
-    """The ``make`` function an entry names (a path module is loaded once per process and version of its file, with
-    its folder on ``sys.path`` so that it imports its sibling modules).
+def load_make(entry: str, setting: AuditSetting | None = None) -> Callable[..., Any]:
+    """The ``make`` function an entry names (a path module is loaded once per process, version of its file and
+    ``setting`` asked for, with its folder on ``sys.path`` so that it imports its sibling modules): each configuration
+    gets its own copy of the module, so that module globals one ``make(setting)`` sets (``global SIGMA``) do not
+    change the training of another (the own configuration's, the σ/1.5 control's).
 
     Raises:
         ValueError: the module does not import (the message carries the import error) or has no such function.
@@ -77,7 +79,7 @@ def load_make(entry: str) -> Callable[..., Any]:
     try:
         if target.endswith(".py"):
             path = entry_file(entry)
-            key = (path, path.stat().st_mtime_ns)
+            key = (path, path.stat().st_mtime_ns, repr(setting))
             module = _LOADED.get(key)
             if module is None:
                 _on_path(path.parent)
@@ -180,7 +182,7 @@ def load_training(
             ``train``, ``train_batch``, ``dataset``, ``loss`` or ``predict`` is raised as a
             :class:`~hsaudit.experiments.byo.train.errors.UserCodeError` naming the function, the entry and the seed.
     """
-    make = load_make(entry)
+    make = load_make(entry, setting)
     params = inspect.signature(make).parameters
     if setting is not None and not params:
         raise ValueError(f"entry {entry!r}: an audit setting was asked for, but make() takes no argument (docs/byo.md)")
@@ -256,7 +258,25 @@ def user_data(training: Training, data: str | None = None) -> tuple[np.ndarray, 
 
 class UserData(TensorDataset):
     """The data handed to ``train``: a ``TensorDataset`` ``(x, y)`` whose :attr:`numpy` gives the same as NumPy arrays,
-    so that a JAX or Keras training never touches torch."""
+    so that a JAX or Keras training never touches torch. After :meth:`counting`, :attr:`uses` counts the reads of
+    each row through ``data[i]`` (a DataLoader's fetches), which the check compares with the claim's sampling."""
+
+    uses: np.ndarray | None = None
+
+    def counting(self) -> UserData:
+        """Start counting the reads of each row (:attr:`uses`, from zero); returns itself."""
+        self.uses = np.zeros(len(self), dtype=np.int64)
+        return self
+
+    def __getitem__(self, index: Any) -> tuple[torch.Tensor, ...]:
+        if self.uses is not None:
+            if isinstance(index, slice):
+                rows = np.arange(len(self))[index]
+            else:
+                rows = np.asarray(index.cpu() if isinstance(index, torch.Tensor) else index).ravel()
+                rows = np.flatnonzero(rows) if rows.dtype == bool else rows.astype(np.int64)
+            np.add.at(self.uses, rows, 1)
+        return super().__getitem__(index)
 
     @property
     def numpy(self) -> tuple[np.ndarray, ...]:
@@ -625,6 +645,10 @@ def reference_function(training: Training, model: Any) -> Callable[[np.ndarray],
 
 
 # ---- the check and the canary ----------------------------------------------------------------------------------------
+USE_TRAININGS = 2
+"""Trainings (seeds) whose reads of the data the check counts (:attr:`Probe.uses`)."""
+
+
 @dataclass(frozen=True)
 class Probe:
     """What the determinism check found: the model's size, and whether the seed matters.
@@ -640,6 +664,11 @@ class Probe:
             seeds), ``fixed (init_seed)`` (the training takes ``init_seed``, which the harness holds fixed), ``varies
             with the seed`` (observed, different: its variance across the audit's models drowns the canary's effect)
             or ``not observed`` (no module forwarded, or ``train_batch``).
+        uses: the reads of each row (:meth:`UserData.counting`) in ``use_trainings`` trainings of the check (two
+            seeds), or None where the training read none through ``data[i]`` (it reads ``data.tensors``).
+        own_uses, own_claim: in the audit setting, the same of the user's own configuration (``make()`` without the
+            setting) and its claim: the sampling the setting's full batch replaces (None outside the setting, or not
+            seen).
     """
 
     parameters: int
@@ -648,6 +677,10 @@ class Probe:
     n: int
     classes: int | None
     theta0: str = "not observed"
+    uses: tuple[int, ...] | None = None
+    own_uses: tuple[int, ...] | None = None
+    own_claim: dict[str, Any] | None = None
+    use_trainings: int = USE_TRAININGS
 
 
 THETA0 = ("fixed", "fixed (init_seed)", "varies with the seed", "not observed")
@@ -658,13 +691,33 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and bool(torch.allclose(a, b, rtol=1e-5, atol=1e-6 * (1.0 + float(a.abs().max()))))
 
 
+def _reads(training: Training, data: TensorDataset, seeds: Sequence[int], design: Design) -> tuple[Any, Any, Any]:
+    """The models and θ0s of ``seeds`` trained on ``data`` with its reads counted, and the counts (None: no read)."""
+    data.counting()
+    models, thetas = train_observed(training, data, seeds, init_seed=init_seed_for(design, training))
+    uses = data.uses
+    data.uses = None
+    return models, thetas, (tuple(int(u) for u in uses) if uses.any() else None)
+
+
+def own_reads(own: Training, x: np.ndarray, y: np.ndarray, design: Design) -> tuple[int, ...] | None:
+    """The reads of each row by the user's own configuration ``own`` (``make()`` without the setting) in
+    :data:`USE_TRAININGS` trainings of the check's seeds, in the data form of ``design``'s canary (None: no read
+    seen)."""
+    gradient = not design.chosen and canary_type(design.canary).kind == "gradient"
+    worlds = Worlds(torch.as_tensor(x), torch.as_tensor(y), None, own.claim.neighbouring)
+    seeds = [design.stream("check", i) for i in range(USE_TRAININGS)]
+    return _reads(own, worlds.probe_dataset(gradient), seeds, design)[2]
+
+
 def probe(
     training: Training, x: np.ndarray, y: np.ndarray, classes: int | None, design: Design, gradient: bool,
     family: bool = False,
 ) -> tuple[Probe, Any]:
-    """Train the data without a canary with two seeds, twice each; return the probe and one of the models (the
-    reference the canary builders may use). ``gradient``/``family``: the data has the form of a gradient canary's
-    (of a gradient family's, :meth:`Worlds.probe_dataset`).
+    """Train the data without a canary with two seeds, twice each, counting the reads of its rows in the first two
+    (:attr:`Probe.uses`); return the probe and one of the models (the reference the canary builders may use).
+    ``gradient``/``family``: the data has the form of a gradient canary's (of a gradient family's,
+    :meth:`Worlds.probe_dataset`).
 
     Raises:
         ValueError: ``train`` not deterministic in ``seed`` (the message gives the seeds and the largest difference),
@@ -674,10 +727,11 @@ def probe(
     data = worlds.probe_dataset(gradient, family)
     seeds = [design.stream("check", 0), design.stream("check", 1)]
     start = time.perf_counter()
-    models, thetas = train_observed(
-        training, data, [seeds[0], seeds[0], seeds[1], seeds[1]], init_seed=init_seed_for(design, training)
-    )
+    first, first_thetas, uses = _reads(training, data, seeds, design)
+    again, again_thetas = train_observed(training, data, seeds, init_seed=init_seed_for(design, training))
     seconds = (time.perf_counter() - start) / 4
+    models = [first[0], again[0], first[1], again[1]]
+    thetas = [first_thetas[0], again_thetas[0], first_thetas[1], again_thetas[1]]
     flats = [model_parameters(m).to(torch.float64) for m in models]
     if not bool(torch.isfinite(flats[0]).all()):
         raise ValueError(f"{training.entry}: the trained model has NaN or infinite parameters (seed {seeds[0]}): "
@@ -709,6 +763,7 @@ def probe(
         n=int(x.shape[0]),
         classes=classes,
         theta0=_theta0_finding(training, thetas),
+        uses=uses,
     )
     return found, models[0]
 
@@ -801,28 +856,46 @@ class Prepared:
 
 @dataclass(frozen=True, eq=False)
 class Loaded:
-    """A user's training and its data, loaded once: ``x`` float32, ``y`` labels or targets, ``classes``."""
+    """A user's training and its data, loaded once: ``x`` float32, ``y`` labels or targets, ``classes``; in the audit
+    setting, when asked for (:func:`load`), ``own``: the user's own configuration (``make()`` without the setting)
+    and ``own_uses``: its reads of each row (:func:`own_reads`)."""
 
     training: Training
     x: np.ndarray
     y: np.ndarray
     classes: int | None
+    own: Training | None = None
+    own_uses: tuple[int, ...] | None = None
 
     @property
     def n(self) -> int:
         return int(self.x.shape[0])
 
 
-def load(design: Design) -> Loaded:
+def load(design: Design, *, own: bool = False) -> Loaded:
     """Call the entry's ``make`` and read its data; a claim inconsistent with the data fails here, before any training.
+
+    ``own`` (the check's load, in the audit setting): first load the user's own configuration (``make()``) and count
+    its reads of the data (:func:`own_reads`: the sampling the setting's full batch replaces), before ``make(setting)``
+    runs — a ``make`` that sets module globals for the setting would otherwise change the own training too.
 
     Raises:
         ValueError: as :func:`load_training`, :func:`user_data` and :meth:`Claim.sampling_rate`.
+        UserCodeError: the user's own configuration raised while training.
     """
+    mine, uses = None, None
+    if own and design.setting is not None:
+        try:
+            mine = load_training(design.entry)
+            mx, my, _ = user_data(mine, design.data)
+        except (ValueError, UserCodeError):
+            mine = None  # make() without the setting fails: the setting's audit goes on without that check
+        if mine is not None:
+            uses = own_reads(mine, mx, my, design)
     training = load_training(design.entry, setting=design.setting, claim=design.claim)
     x, y, classes = user_data(training, design.data)
     training.claim.sampling_rate(x.shape[0])
-    return Loaded(training, x, y, classes)
+    return Loaded(training, x, y, classes, mine, uses)
 
 
 def prepare(
@@ -838,11 +911,14 @@ def prepare(
     Raises:
         ValueError: as :func:`load` and :func:`probe`.
     """
-    loaded = loaded if loaded is not None else load(design)
+    checking = found is None or canary is None
+    loaded = loaded if loaded is not None else load(design, own=checking)
     training, x, y = loaded.training, loaded.x, loaded.y
-    if found is None or canary is None:
+    if checking:
         gradient = canary_type(design.canary).kind == "gradient"
         found, reference = probe(training, x, y, loaded.classes, design, gradient)
+        if loaded.own is not None:
+            found = replace(found, own_uses=loaded.own_uses, own_claim=loaded.own.claim.to_dict())
         canary = build_canary(design, training, x, y, found, reference)
     return Prepared(design, training, found, canary, make_worlds(x, y, canary, design, training.claim.neighbouring))
 

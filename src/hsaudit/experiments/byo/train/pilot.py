@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from hsaudit.engine.canaries import canary_type
+from hsaudit.experiments.byo.train.errors import UserCodeError
 from hsaudit.experiments.byo.train.harness import Loaded, Prepared, load, prepare
 from hsaudit.experiments.byo.train.parallel import train_block
 from hsaudit.experiments.byo.values import DESIGNS, Design
@@ -74,8 +76,11 @@ def choose(
 
     Raises:
         ValueError: no candidate could be trained (the message says why for each).
+        UserCodeError: the user's code raised on the last candidate, an input canary on the user's own data, which
+            every training takes: a bug of the training, shown as the user's (its traceback), not a design's misfit.
     """
     rows: list[dict[str, Any]] = []
+    last: Exception | None = None
     pilot = pilot_design(design)
     loaded = load(pilot) if loaded is None else loaded
     twins: dict[float, Loaded] = {}
@@ -91,10 +96,15 @@ def choose(
             rows.append(dict(canary=canary, background=background, separation=separation(train(found)),
                              models=other.models, seconds=time.perf_counter() - start))  # fmt: skip
         except Exception as err:  # noqa: BLE001 — a design this training cannot take is left out, with why
-            rows.append(dict(canary=canary, background=background, separation=None, models=0,
-                             error=f"{type(err).__name__}: {str(err).splitlines()[0][:200]}",
+            last = err
+            why = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
+            if isinstance(err, UserCodeError) and canary_type(canary).kind == "gradient":
+                why = f"a gradient canary needs its term in your loss (docs/byo.md, 'The contract'); {why}"
+            rows.append(dict(canary=canary, background=background, separation=None, models=0, error=why,
                              seconds=time.perf_counter() - start))  # fmt: skip
     usable = [r for r in rows if r["separation"] is not None]
+    if not usable and isinstance(last, UserCodeError) and rows[-1]["background"] == "data":
+        raise last
     if not usable:
         raise ValueError("no design could be trained: " + "; ".join(f"{r['canary']}/{r['background']}: {r['error']}"
                                                                     for r in rows))  # fmt: skip
