@@ -49,6 +49,16 @@ def test_reads_as_declared_and_more_than_declared():
     assert "on average" in (data_use(longer) or "")
 
 
+def test_an_evaluation_pass_under_no_grad_is_not_a_training():
+    """The correct script plus an accuracy pass over the training rows after each epoch (a tutorial's idiom): under
+    ``torch.no_grad()`` its reads are not counted and nothing is found; the same pass with gradients enabled reads
+    every row once more per epoch, past the claim's q·T, and is found (the test can fail)."""
+    evaluated = _given("opacus_eval_pass")
+    assert data_use(prepare(evaluated, load(evaluated))) is None
+    graded = _given("opacus_eval_pass", "make_grad")
+    assert "torch.no_grad()" in (data_use(prepare(graded, load(graded))) or "")
+
+
 def test_own_configuration_is_its_own_module():
     """The correct script in the audit setting: its make(setting) sets module globals (``global SIGMA``), yet its own
     configuration, trained for the check, reads as its own claim declares — each configuration has its own module."""

@@ -680,7 +680,10 @@ def data_use_finding(claim: Claim, uses: npt.ArrayLike, trainings: int) -> str |
       fixed-size loader (every row read once per epoch: the DataLoader kept after ``make_private``) fails it.
 
     This sees the sampling that the audit setting's full batch removes; a training that reads its tensors directly
-    (``data.tensors``) is not seen. A pass that does not train (an evaluation on the training data) counts as reads.
+    (``data.tensors``) is not seen, nor is one whose DataLoader fetches in worker processes (``num_workers`` > 0).
+    Reads under ``torch.no_grad()`` / ``inference_mode()`` (an evaluation pass) are not counted
+    (:class:`~hsaudit.experiments.byo.train.harness.UserData`); an evaluation over the training rows with gradients
+    enabled counts as reads, and the finding says so.
     """
     from scipy import stats
 
@@ -695,7 +698,8 @@ def data_use_finding(claim: Claim, uses: npt.ArrayLike, trainings: int) -> str |
     if more < DATA_USE_ALPHA / 2 and total > DATA_USE_SLACK * n * m * q:
         return (f"it reads each row {per:.3g} times on average, the claim's sampling ({claim.sampling}, "
                 f"q = {q:.4g}, T = {claim.steps}) reads it {q * claim.steps:.3g} times (exact binomial test, "
-                f"p = {more:.2g}): its q or its steps are larger than the claim's")  # fmt: skip
+                f"p = {more:.2g}): its q or its steps are larger than the claim's (an evaluation pass over the "
+                "training rows belongs under torch.no_grad(), where its reads are not counted)")  # fmt: skip
     values, freq = np.unique(counts, return_counts=True)
     top = int(np.argmax(freq))
     even = float(stats.binom.sf(freq[top] - 1, n, stats.binom.pmf(values[top], m, q))) * (m + 1)

@@ -259,7 +259,9 @@ def user_data(training: Training, data: str | None = None) -> tuple[np.ndarray, 
 class UserData(TensorDataset):
     """The data handed to ``train``: a ``TensorDataset`` ``(x, y)`` whose :attr:`numpy` gives the same as NumPy arrays,
     so that a JAX or Keras training never touches torch. After :meth:`counting`, :attr:`uses` counts the reads of
-    each row through ``data[i]`` (a DataLoader's fetches), which the check compares with the claim's sampling."""
+    each row through ``data[i]`` (a DataLoader's fetches) made with gradients enabled, which the check compares with
+    the claim's sampling: a read under ``torch.no_grad()`` or ``torch.inference_mode()`` (an evaluation pass, the
+    idiom of every framework's tutorials) is not a training's and is not counted."""
 
     uses: np.ndarray | None = None
 
@@ -269,7 +271,7 @@ class UserData(TensorDataset):
         return self
 
     def __getitem__(self, index: Any) -> tuple[torch.Tensor, ...]:
-        if self.uses is not None:
+        if self.uses is not None and torch.is_grad_enabled():
             if isinstance(index, slice):
                 rows = np.arange(len(self))[index]
             else:
