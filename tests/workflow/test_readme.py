@@ -10,9 +10,8 @@ How a command runs depends on its first word (:func:`how`); a command this file 
   caps at :data:`AUDIT_RUNS` (the README's R is its timing, 15-20 s each, not this test's), and the pilot of a chosen
   design at :data:`PILOT_RUNS`, trained in this process (``--jobs 1``: a worker would import torch and Opacus again);
   ``plan --few`` prices one training at :data:`FEW_SECONDS` instead of timing one (the example's laptop training,
-  8 s of CPU, is its own test's at a tiny size: tests/experiments/byo/test_byo_cifar_example.py), and ``plan
-  --time-byo`` times :data:`TIME_BYO_MODELS` models (the fewest it takes). ``a|b|c`` in a word stands for each of
-  a, b, c.
+  8 s of CPU, is its own test's at a tiny size: tests/experiments/byo/test_byo_cifar_example.py). ``a|b|c`` in a
+  word stands for each of a, b, c.
 - ``bash scripts/setup``: its syntax, and the extras it is given exist in pyproject.toml.
 - ``.venv/bin/python -m pytest``: the command ``.ci/run`` runs, word for word.
 """
@@ -59,8 +58,6 @@ PILOT_RUNS = 10
 """The runs per world of the pilot of a README command that leaves the design to it (no ``--canary``)."""
 FEW_SECONDS = 1.0
 """The seconds of one training that a README ``hsaudit plan --few`` command prices with here."""
-TIME_BYO_MODELS = 2
-"""The models that a README ``hsaudit plan --time-byo`` command times here (the README's number is its timing)."""
 
 
 def how(command: str) -> str:
@@ -151,9 +148,6 @@ def test_hsaudit_command(readme_copy, command, monkeypatch, capsys):
             argv += ["--pilot-runs", str(PILOT_RUNS)]
         if "--jobs" not in argv:
             argv += ["--jobs", "1"]
-    if argv[0] == "plan" and "--time-byo" in argv:
-        at = argv.index("--time-byo") + 1
-        argv[at] = str(min(int(argv[at]), TIME_BYO_MODELS))
     if argv[0] == "plan" and "--few" in argv and "--seconds-per-training" not in argv:
         argv += ["--seconds-per-training", str(FEW_SECONDS)]
     monkeypatch.chdir(readme_copy)
