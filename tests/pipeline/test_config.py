@@ -130,10 +130,6 @@ def test_workflow_rejects_bad_config_naming_the_key(workflow_copy, override, nee
     assert needle in out, out
 
 
-def test_dry_run_of_the_default_target(workflow_copy):
-    run_snakemake(workflow_copy, "-n")
-
-
 def test_inferred_choices_are_read_with_their_dotted_keys(tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text(

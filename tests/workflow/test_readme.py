@@ -51,8 +51,9 @@ def readme_commands(text: str) -> list[str]:
 COMMANDS = readme_commands(README.read_text())
 
 
-AUDIT_RUNS = 60
-"""The runs per world of the README's ``hsaudit audit-training`` commands here (their flags run as written)."""
+AUDIT_RUNS = 30
+"""The runs per world of the README's ``hsaudit audit-training`` commands here (their flags run as written; the
+report, its verdict's kind and its power line are those of R = 60)."""
 PILOT_RUNS = 10
 """The runs per world of the pilot of a README command that leaves the design to it (no ``--canary``)."""
 FEW_SECONDS = 1.0
