@@ -159,6 +159,16 @@ def _design(args: argparse.Namespace, shards: int):
                   data=args.data, score=args.score, pilot_runs=args.pilot_runs)  # fmt: skip
 
 
+def _trains_in_workers(args: argparse.Namespace) -> bool:
+    """Whether this population audit may train in worker processes (``--jobs`` not 1, more than one core, one
+    process training every shard)."""
+    import os
+
+    whole = args.runs is not None and args.canaries is None and args.trainings is None
+    alone = not (args.shard or args.from_shards or args.bench)
+    return whole and alone and args.jobs != 1 and (os.cpu_count() or 1) > 1
+
+
 def _summary(rep) -> str:
     lines = [
         f"verdict: {rep.verdict} — {rep.reason}",
@@ -193,6 +203,10 @@ def _figure(scores, payload: dict, out: Path, kind: str = "scores") -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if _trains_in_workers(args):  # the workers' server imports torch while this process imports and loads
+        from hsaudit.experiments.byo.train.pool import warm
+
+        warm(args.entry)
     import pandas as pd
 
     from hsaudit.experiments.byo.api import audit_frames, audit_training, train_all

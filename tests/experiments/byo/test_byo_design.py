@@ -32,9 +32,9 @@ def test_the_default_design_is_chosen_by_a_pilot_the_report_names(monkeypatch):
     the audit's or its control's streams, and the report names the chosen design, each candidate's separation and
     the pilot's cost; the audit then trains the chosen design on its own seed."""
     trained: list[Design] = []
-    train_all = api.train_all
-    monkeypatch.setattr(api, "train_all", lambda prepared, **kw: trained.append(prepared.design) or
-                        train_all(prepared, **kw))  # fmt: skip
+    start_all = api.start_all
+    monkeypatch.setattr(api, "start_all", lambda prepared, **kw: trained.append(prepared.design) or
+                        start_all(prepared, **kw))  # fmt: skip
     design = Design(entry=f"{GAUSS}:make", runs=20, seed=4, setting=audit_setting(), pilot_runs=15)
     assert design.chosen and (design.canary, design.background) == (AUTO, AUTO)
     result = api.audit_training(design, AuditOptions(bootstrap=0, power_resamples=20))
