@@ -225,9 +225,17 @@ def control_design(design: Design, claim: Any, n: int, options: AuditOptions) ->
     cannot change σ), the canary repeated k times (:func:`~hsaudit.experiments.byo.audit.control_copies`): k times
     the training's own leak through this canary, k the least whose worst case is ``power_factor`` × the claim."""
     if design.setting is not None:
-        return design.control_noise(options.power_factor), control_noise_epsilon(claim, n, options.power_factor)
+        return control_twin(design, claim, n, options), control_noise_epsilon(claim, n, options.power_factor)
     copies, worst = control_copies(claim, n, options.power_factor)
     return design.control(copies), worst
+
+
+def control_twin(design: Design, claim: Any, n: int, options: AuditOptions) -> Design:
+    """:func:`control_design`'s design alone: in the audit setting it needs no accounting (a pilot's candidates
+    start training before the accountant runs)."""
+    if design.setting is not None:
+        return design.control_noise(options.power_factor)
+    return control_design(design, claim, n, options)[0]
 
 
 def choose_design(
@@ -247,7 +255,7 @@ def choose_design(
     """
     loaded = load(pilot_design(design)) if loaded is None else loaded
     claim, n = loaded.training.claim, loaded.n
-    return choose(design, lambda c: control_design(c, claim, n, options)[0], loaded=loaded,
+    return choose(design, lambda c: control_twin(c, claim, n, options), loaded=loaded,
                   start=lambda p: start_all(p, jobs=jobs, workers=workers))  # fmt: skip
 
 
