@@ -12,6 +12,7 @@ server before it imports torch.
 from __future__ import annotations
 
 import ast
+import atexit
 import importlib.util
 import multiprocessing
 import multiprocessing.forkserver
@@ -67,6 +68,17 @@ def warm(entry: str) -> None:
     """Start the server now (it imports while the caller goes on; the first worker waits for it)."""
     context(entry)
     multiprocessing.forkserver.ensure_running()
+
+
+def _stop_server() -> None:
+    """Stop the server and wait for it (at exit, after the pools' workers exited and the server reaped them), so
+    that its CPU time and its workers' count as this process's children (``time``, ``getrusage``)."""
+    stop = getattr(getattr(multiprocessing.forkserver, "_forkserver", None), "_stop", None)
+    if stop is not None:
+        stop()
+
+
+atexit.register(_stop_server)
 
 
 class Workers:
