@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import ast
 import atexit
+import contextlib
 import importlib.util
 import multiprocessing
 import multiprocessing.forkserver
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -72,10 +75,15 @@ def warm(entry: str) -> None:
 
 def _stop_server() -> None:
     """Stop the server and wait for it (at exit, after the pools' workers exited and the server reaped them), so
-    that its CPU time and its workers' count as this process's children (``time``, ``getrusage``)."""
-    stop = getattr(getattr(multiprocessing.forkserver, "_forkserver", None), "_stop", None)
-    if stop is not None:
-        stop()
+    that its CPU time and its workers' count as this process's children (``time``, ``getrusage``); a server still
+    importing (an audit that trained in this process after all) is killed, not waited for."""
+    server = getattr(multiprocessing.forkserver, "_forkserver", None)
+    pid = getattr(server, "_forkserver_pid", None)
+    if pid is None or not hasattr(server, "_stop"):
+        return
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGTERM)
+    server._stop()
 
 
 atexit.register(_stop_server)
