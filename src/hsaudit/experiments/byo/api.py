@@ -261,10 +261,11 @@ def choose_design(
 
 PARALLEL_MIN_SECONDS = 60.0
 """Below this much of the user's training (the check's seconds per model × the models), :func:`default_jobs` trains
-in-process: a worker's start (a fresh interpreter importing torch and the user's libraries, ``make()``, ``dataset()``,
-a first model slower than the rest) costs a few seconds — 3.5 s of CPU for the Opacus example, whose check says
-0.1–0.25 s per model (its first model's warm-up) for 0.015–0.04 s after it: two jobs lost to one at 200 models
-(20–23 s against 12–16 s) and gained little at 1,000 on a loaded 2-core machine (docs/byo.md, "Speed")."""
+in-process. Measured with spawned workers (a fresh interpreter importing torch and the user's libraries, 3.5 s of CPU
+for the Opacus example, whose check says 0.1–0.25 s per model, its first model's warm-up, for 0.015–0.04 s after it):
+two jobs lost to one at 200 models (20–23 s against 12–16 s) and gained little at 1,000 on a loaded 2-core machine.
+Workers are now forks of a server that imported those once (:mod:`~hsaudit.experiments.byo.train.pool`): the bound
+stands until re-measured (docs/journal/byo.md)."""
 
 
 def default_jobs(prepared: Prepared) -> int:
