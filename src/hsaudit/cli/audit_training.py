@@ -160,13 +160,12 @@ def _design(args: argparse.Namespace, shards: int):
 
 
 def _trains_in_workers(args: argparse.Namespace) -> bool:
-    """Whether this population audit may train in worker processes (``--jobs`` not 1, more than one core, one
-    process training every shard)."""
-    import os
-
+    """Whether this population audit trains in worker processes (``--jobs`` above 1, one process training every
+    shard); by default (no ``--jobs``) the audit starts their server once its check says it will
+    (:func:`~hsaudit.experiments.byo.api.choose_design`)."""
     whole = args.runs is not None and args.canaries is None and args.trainings is None
     alone = not (args.shard or args.from_shards or args.bench)
-    return whole and alone and args.jobs != 1 and (os.cpu_count() or 1) > 1
+    return whole and alone and args.jobs is not None and args.jobs > 1
 
 
 def _summary(rep) -> str:

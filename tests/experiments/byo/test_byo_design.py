@@ -85,8 +85,10 @@ def test_a_given_canary_or_background_pins_the_design(tmp_path, capsys, monkeypa
 
 
 def test_one_set_of_workers_trains_the_pilot_the_audit_and_its_control(monkeypatch):
-    """audit_training(jobs=2) starts its worker processes once (here threads stand in for them): the pilot's
-    candidates, the audit and its control share them, so a worker's start is paid once per audit."""
+    """audit_training with the default jobs (one per core, here 2: the check says the training is long enough)
+    starts its worker processes once (here threads stand in for them): the pilot's candidates, the audit and its
+    control share them, so a worker's start is paid once per audit; the server that forks them is started as soon
+    as the pilot's first check says the audit will train in workers."""
     import concurrent.futures
 
     started: list[int] = []
@@ -97,10 +99,14 @@ def test_one_set_of_workers_trains_the_pilot_the_audit_and_its_control(monkeypat
             super().__init__(max_workers)
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Threads)
-    monkeypatch.setattr(api, "warm", lambda entry: None)  # (no server: threads fork nothing)
+    warmed: list[str] = []
+    monkeypatch.setattr(api, "warm", warmed.append)  # (no server: threads fork nothing)
+    monkeypatch.setattr(api, "PARALLEL_MIN_SECONDS", 0.0)
+    monkeypatch.setattr(api.os, "cpu_count", lambda: 2)
     design = Design(entry=f"{GAUSS}:make", runs=20, seed=4, setting=audit_setting(), pilot_runs=15)
-    result = api.audit_training(design, AuditOptions(bootstrap=0, power_resamples=20), jobs=2)
+    result = api.audit_training(design, AuditOptions(bootstrap=0, power_resamples=20), jobs=None)
     assert started == [2] and result.control is not None and len(result.pilot) == len(DESIGNS)
+    assert warmed and set(warmed) == {design.entry}
 
 
 def test_the_pilot_queues_every_candidate_before_awaiting_one_and_leaves_out_one_whose_training_fails():

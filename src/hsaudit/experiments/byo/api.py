@@ -165,7 +165,7 @@ def audit_training(
             seed, a NaN loss), with a message naming it.
         UserCodeError: the user's own code raised (:mod:`~hsaudit.experiments.byo.train.errors`).
     """
-    if jobs != 1 and (os.cpu_count() or 1) > 1:
+    if jobs is not None and jobs > 1:
         warm(design.entry)  # the workers' server imports torch while this process loads and checks the training
     loaded = load(design)
     early = early_report(design, loaded, options)
@@ -255,8 +255,13 @@ def choose_design(
     """
     loaded = load(pilot_design(design)) if loaded is None else loaded
     claim, n = loaded.training.claim, loaded.n
-    return choose(design, lambda c: control_twin(c, claim, n, options), loaded=loaded,
-                  start=lambda p: start_all(p, jobs=jobs, workers=workers))  # fmt: skip
+
+    def start(prepared: Prepared) -> Callable[[], pd.DataFrame]:
+        if jobs is None and workers is not None and default_jobs(replace(prepared, design=design)) > 1:
+            warm(design.entry)  # the audit will train in workers: their server imports while the pilot runs
+        return start_all(prepared, jobs=jobs, workers=workers)
+
+    return choose(design, lambda c: control_twin(c, claim, n, options), loaded=loaded, start=start)
 
 
 PARALLEL_MIN_SECONDS = 60.0
