@@ -47,7 +47,7 @@ from catalogue import ASSERT_RATIO, NEVER_CONSISTENT, ZOO  # noqa: E402
 from hsaudit.experiments.byo.api import audit_training  # noqa: E402
 from hsaudit.experiments.byo.plan import audit_setting  # noqa: E402
 from hsaudit.experiments.byo.audit import AuditOptions  # noqa: E402
-from hsaudit.experiments.byo.train.values import Design  # noqa: E402
+from hsaudit.experiments.byo.values import Design  # noqa: E402
 from hsaudit.util.io import write_csv_atomic, write_text_atomic  # noqa: E402
 
 from catalogue import ZooEntry  # noqa: E402
@@ -65,14 +65,25 @@ FEW_EXTRA = (
              "the Gaussian mechanism along 2,048 input dimensions (full batch, T = 5, σ = 2), correct"),
     ZooEntry("wide_linear_noise_tenth", "bug", "tests/experiments/byo/few_entry.py:make_noise_tenth",
              "out_of_support", "data", 500, "the same with σ/10 behind the claim"),
-    ZooEntry("wide_dpsgd", "control", f"{_WIDE}:make", "dirac", "data", 100,
-             "wide twin: plain_dpsgd's loop on 512 features, correct; audit setting", setting=True),
-    ZooEntry("wide_dpsgd_no_clipping", "bug", f"{_WIDE}:make_no_clipping", "dirac", "data", 100,
-             "wide twin: per-example clipping skipped", setting=True),
-    ZooEntry("wide_dpsgd_noise_unscaled", "bug", f"{_WIDE}:make_noise_unscaled", "dirac", "data", 100,
-             "wide twin: noise σ, not σC, with C = 4", setting=True),
-    ZooEntry("wide_dpsgd_noise_tenth", "bug", f"{_WIDE}:make_noise_tenth", "dirac", "data", 100,
-             "wide twin: σ/10 behind the claim", setting=True),
+    *(ZooEntry(name, kind, f"{_WIDE}:{make}", "dirac", "data", 100, f"wide twin{'' if setting else ', own configuration'}"
+               f": {what}", setting=setting) for name, kind, make, what, setting in (
+        ("wide_dpsgd", "control", "make", "plain_dpsgd's loop on 512 features, correct; audit setting", True),
+        ("wide_dpsgd_no_clipping", "bug", "make_no_clipping", "per-example clipping skipped", True),
+        ("wide_dpsgd_noise_unscaled", "bug", "make_noise_unscaled", "noise σ, not σC, with C = 4", True),
+        ("wide_dpsgd_noise_tenth", "bug", "make_noise_tenth", "σ/10 behind the claim", True),
+        ("wide_dpsgd_batch_clipping", "bug", "make_batch_clipping", "the batch's mean gradient clipped, not each "
+         "example's", True),
+        ("wide_dpsgd_accumulation", "bug", "make_accumulation", "4 micro-batches accumulated per step, the rate of "
+         "one claimed", True),
+        ("wide_dpsgd_steps_doubled", "bug", "make_steps_doubled", "10 steps run, 5 claimed (1.5x)", True),
+        ("wide_dpsgd_noise_sqrt2", "bug", "make_noise_sqrt2", "noise σ/√2 (1.5x)", True),
+        ("wide_dpsgd_own", "control", "make", "correct (q = 0.1, T = 20, σ = 1)", False),
+        ("wide_dpsgd_q_doubled", "bug", "make_q_doubled", "q = 0.2 run, 0.1 claimed", False),
+        ("wide_dpsgd_shuffle_as_poisson", "bug", "make_shuffle_as_poisson", "shuffled batches accounted as Poisson",
+         False),
+        ("wide_dpsgd_normalise_by_batch", "bug", "make_normalise_by_batch", "the update divided by the batch's real "
+         "size", False),
+    )),
     ZooEntry("wide_opacus", "control", f"{_WIDE}:make_opacus", "out_of_support", "data", 100,
              "wide twin: opacus_dpsgd's loop on 2,048 features, lr 0.01, correct; audit setting", setting=True),
     ZooEntry("wide_opacus_optimizer_recreated", "bug", f"{_WIDE}:make_opacus_optimizer_recreated", "out_of_support",
@@ -87,9 +98,18 @@ optimizer re-created after make_private), a wide mechanism's σ/10, and the cont
 WIDE_ENTRIES = ("wide_dpsgd_no_clipping", "wide_dpsgd_noise_unscaled", "wide_dpsgd_noise_tenth",
                 "wide_opacus_optimizer_recreated", "wide_dpsgd", "wide_opacus")
 """The wide twin of the gross bugs and its controls (tests/experiments/byo/wide_zoo.py): the Dirac family's study."""
+WIDE_OTHER = ("wide_dpsgd_batch_clipping", "wide_dpsgd_accumulation", "wide_dpsgd_steps_doubled",
+              "wide_dpsgd_noise_sqrt2", "wide_dpsgd_q_doubled", "wide_dpsgd_shuffle_as_poisson",
+              "wide_dpsgd_normalise_by_batch", "wide_dpsgd", "wide_dpsgd_own")
+"""The wide twin of the zoo's other bug classes the population audit catches, and the controls of both
+configurations (the three sampling bugs exist only below the full batch: their twins run the own configuration)."""
 TWIN_OF = {"wide_dpsgd_no_clipping": "no_clipping", "wide_dpsgd_noise_unscaled": "noise_ignores_clip_norm",
            "wide_dpsgd_noise_tenth": "opacus_sigma_tenth", "wide_dpsgd": "correct", "wide_opacus": "opacus_example",
-           "wide_opacus_optimizer_recreated": "opacus_optimizer_recreated"}
+           "wide_opacus_optimizer_recreated": "opacus_optimizer_recreated", "wide_dpsgd_own": "correct",
+           "wide_dpsgd_batch_clipping": "batch_clipping", "wide_dpsgd_accumulation": "accumulation_rate",
+           "wide_dpsgd_steps_doubled": "boundary_steps_doubled", "wide_dpsgd_noise_sqrt2": "boundary_noise_sqrt2",
+           "wide_dpsgd_q_doubled": "q_doubled", "wide_dpsgd_shuffle_as_poisson": "shuffle_as_poisson",
+           "wide_dpsgd_normalise_by_batch": "normalise_by_batch"}
 """Each wide twin's zoo counterpart, whose population audit its row stands beside (the twin's own was not run)."""
 FEW_FAMILY = {"wide_opacus": "out_of_support", "wide_opacus_optimizer_recreated": "out_of_support"}
 """Entries that keep an input family whatever ``--few-canary`` asks: Opacus' per-sample hooks see the module's
@@ -212,7 +232,7 @@ def dirac_fit(entry, canaries: int) -> str | None:
     leaves it without; a training that fails on the family's rows does not take it), and its model must hold
     :data:`DIRAC_MARGIN` × M parameters outside the biases."""
     from hsaudit.engine.canaries import DIRAC_NORM
-    from hsaudit.experiments.byo.train.harness import (CanaryData, bias_coordinates, flat_parameters, init_seed_for,
+    from hsaudit.experiments.byo.train.harness import (CanaryData, bias_coordinates, init_seed_for, model_parameters,
                                                        load, train_observed)  # fmt: skip
 
     design = Design(entry=entry.entry, canary="dirac", runs=1, seed=0,
@@ -226,7 +246,7 @@ def dirac_fit(entry, canaries: int) -> str | None:
     try:
         models, _ = train_observed(training, CanaryData(*rows, w, None, k.clone()), [1],
                                    init_seed=init_seed_for(design, training))  # fmt: skip
-        theta, biases = flat_parameters(models[0]), set(bias_coordinates(models[0]) or ())
+        theta, biases = model_parameters(models[0]), set(bias_coordinates(models[0]) or ())
         free = theta.numel() - len(biases)
         if free < DIRAC_MARGIN * canaries:
             few = f"{free} parameters outside the biases, fewer than {DIRAC_MARGIN:g} × M = {DIRAC_MARGIN * canaries:g}"
@@ -234,7 +254,7 @@ def dirac_fit(entry, canaries: int) -> str | None:
         w[-1] = DIRAC_NORM * float(training.claim.max_grad_norm)
         models, _ = train_observed(training, CanaryData(*rows, w, None, k), [1],
                                    init_seed=init_seed_for(design, training))  # fmt: skip
-        moved = float(theta[k[-1]]) != float(flat_parameters(models[0])[k[-1]])
+        moved = float(theta[k[-1]]) != float(model_parameters(models[0])[k[-1]])
     except Exception as error:  # noqa: BLE001  (a training that cannot take the rows says so in its own words)
         said = str(error).split(" (entry ")[0]
         return f"its training fails on a Dirac family's rows ({said})" + (f"; {few}" if few else "")

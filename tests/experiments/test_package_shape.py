@@ -19,10 +19,6 @@ from hsaudit.experiments.plans import EXPERIMENTS, Population, Target
 from hsaudit.pipeline.config import resolve_scale
 
 PACKAGES = REPO / "src" / "hsaudit" / "experiments"
-# byo's values module still sits in its train package (byo/train/values.py, imported by a dozen modules of a package
-# another change is reworking): moved when that lands. Every other package's values module is at its top.
-VALUES_IN_TRAIN = {"byo"}
-
 
 def _exists(name: str, part: str) -> bool:
     return importlib.util.find_spec(f"hsaudit.experiments.{name}.{part}") is not None
@@ -102,7 +98,7 @@ def test_figures_have_the_one_signature(name):
 def test_a_values_module_sits_at_the_package_top(name):
     nested = sorted(str(p.relative_to(PACKAGES)) for p in (PACKAGES / name).rglob("values.py")
                     if p.parent != PACKAGES / name)
-    assert nested == (["byo/train/values.py"] if name in VALUES_IN_TRAIN else []), nested
+    assert nested == [], nested
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)

@@ -256,7 +256,7 @@ def _config_with(section: str, path: tuple[str, ...], value) -> dict:
 
 def test_a_new_canary_background_and_score_are_config_values(monkeypatch):
     from hsaudit.engine import canaries
-    from hsaudit.experiments.byo.train import values
+    from hsaudit.experiments.byo import values
     from hsaudit.pipeline.config import config_errors
 
     cases = {("canary",): "toy_canary", ("background",): "toy_background", ("score",): "toy_score"}

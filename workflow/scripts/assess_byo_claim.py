@@ -7,7 +7,7 @@ import json
 from hsaudit.experiments.byo.api import control_design
 from hsaudit.experiments.byo.audit import AuditOptions, pre_training
 from hsaudit.experiments.byo.train.harness import load
-from hsaudit.experiments.byo.train.values import Design
+from hsaudit.experiments.byo.values import Design
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_text_atomic
 

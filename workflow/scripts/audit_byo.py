@@ -6,8 +6,8 @@ import json
 import pandas as pd
 
 from hsaudit.experiments.byo.advice import advice
-from hsaudit.experiments.byo.audit import AuditOptions, Control, report
-from hsaudit.experiments.byo.train.values import Claim, Design
+from hsaudit.experiments.byo.audit import AuditOptions, Control, data_use_of, report
+from hsaudit.experiments.byo.values import Claim, Design
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic, write_text_atomic
 
@@ -22,7 +22,8 @@ if assessed["early"] is not None:
 else:
     with open(snakemake.input.probe) as fh:
         found = json.load(fh)
-    details.update({f"check: {k}": v for k, v in found.items()})
+    reads = ("uses", "own_uses", "own_claim", "use_trainings")  # the data-use check's, read below
+    details.update({f"check: {k}": v for k, v in found.items() if k not in reads})
     with open(snakemake.input.check) as fh:
         check = json.load(fh)
     design = Design.from_dict(check["design"])  # given, or chosen by the check's pilot
@@ -38,8 +39,11 @@ else:
     options = AuditOptions.from_dict(snakemake.params.options)
     payload = report(scores, Claim.from_mapping(assessed["claim"]), assessed["n"], options, details=details,
                      control=control, same_model=check["same_model"],
-                     advice=advice(design, found.get("theta0", "not observed"))
-                     ).to_dict()  # fmt: skip
+                     advice=advice(design, found.get("theta0", "not observed")),
+                     data_use=data_use_of(Claim.from_mapping(assessed["claim"]), found.get("uses"),
+                                          found.get("use_trainings", 2),
+                                          found.get("own_claim") and Claim.from_mapping(found["own_claim"]),
+                                          found.get("own_uses"))).to_dict()  # fmt: skip
 write_csv_atomic(scores, snakemake.output.scores)
 write_text_atomic(snakemake.output.report, json.dumps(payload, indent=2) + "\n")
 log.info("%s: %s", snakemake.wildcards.name, payload["reason"])

@@ -12,7 +12,7 @@ from hsaudit.experiments.byo.audit import AuditOptions
 from hsaudit.experiments.byo.few_runs import audit_tables, markdown_few
 from hsaudit.experiments.byo.figures import FIGURES
 from hsaudit.experiments.byo.train.families import TABLE_COLUMNS, FewRunsDesign
-from hsaudit.experiments.byo.train.values import Claim
+from hsaudit.experiments.byo.values import Claim
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic, write_text_atomic
 

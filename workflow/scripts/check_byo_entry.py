@@ -12,7 +12,7 @@ import torch
 from hsaudit.engine.canaries import canary_arrays
 from hsaudit.experiments.byo.train.harness import canary_changes_model, load, prepare
 from hsaudit.experiments.byo.train.pilot import choose, pilot_details, twin
-from hsaudit.experiments.byo.train.values import Design
+from hsaudit.experiments.byo.values import Design
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import atomic_savez, write_text_atomic
 

@@ -11,7 +11,7 @@ import torch
 
 from hsaudit.engine.canaries import canary_from_arrays
 from hsaudit.experiments.byo.train.harness import Probe, prepare, train_shard
-from hsaudit.experiments.byo.train.values import Design
+from hsaudit.experiments.byo.values import Design
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic
 

@@ -1,7 +1,11 @@
 """Per-layer clipping (``clipping="per_layer"``): one bound per parameter tensor; Opacus' noise is σ times their
 Euclidean norm, the bound of the whole gradient, which is the claim's C.
 
-    hsaudit audit-training --entry examples/libraries/opacus/per_layer.py:make --audit-setting
+A canary whose gradient lives mostly in one tensor is clipped to that tensor's C/2: audit it with one that reaches
+every bound, Nasr et al.'s opposing canary on the copies background at |x0| = 1.5 (docs/journal/libraries.md):
+
+    hsaudit audit-training --entry examples/libraries/opacus/per_layer.py:make --audit-setting \
+        --canary opposing --background copies --canary-option amplitude=1.5
 """
 
 import math

@@ -29,6 +29,7 @@ import argparse
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from hsaudit.audit.rules import VALID_MODES, parse_rule
 
@@ -46,7 +47,7 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def register(sub) -> None:
-    from hsaudit.experiments.byo.train.values import PILOT_RUNS, SCORED, SCORES
+    from hsaudit.experiments.byo.values import PILOT_RUNS, SCORED, SCORES
     from hsaudit.util.scores import score_entry
 
     parser = sub.add_parser(
@@ -86,6 +87,9 @@ def register(sub) -> None:
                         help="data, blank (all-zero inputs), copies, subset, which pins the design; or auto (default: "
                         "chosen with the canary; data with a given canary)")  # fmt: skip
     parser.add_argument("--background-size", type=int, default=16, help="examples of the subset background")
+    parser.add_argument("--canary-option", action="append", metavar="KEY=VALUE",
+                        help="an option of the given canary and background (repeatable): opposing/copies take "
+                        "amplitude (of x0 = a·e_f) and feature")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="master seed of the bits, the models' seeds and the canary")
     parser.add_argument("--data", default=None, help="a .npz with arrays x and y instead of make().dataset()")
     scored = ", ".join(f"{s} ({score_entry(s).description})" for s in SCORED)
@@ -144,7 +148,7 @@ def _design(args: argparse.Namespace, shards: int):
         ValueError: ``--design auto`` beside a given canary or background.
     """
     from hsaudit.experiments.byo.plan import audit_setting
-    from hsaudit.experiments.byo.train.values import AUTO, PINNED, Design
+    from hsaudit.experiments.byo.values import AUTO, PINNED, Design
 
     given = args.canary != AUTO or args.background != AUTO
     if args.design == "auto" and given:
@@ -156,7 +160,24 @@ def _design(args: argparse.Namespace, shards: int):
                                 sample_rate=args.setting_rate, neighbouring=args.setting_neighbouring)  # fmt: skip
     return Design(entry=args.entry, canary=canary, runs=args.runs, shards=shards, seed=args.seed,
                   background=background, background_size=args.background_size, setting=setting,
-                  data=args.data, score=args.score, pilot_runs=args.pilot_runs)  # fmt: skip
+                  data=args.data, score=args.score, pilot_runs=args.pilot_runs,
+                  canary_options=canary_options(args.canary_option))  # fmt: skip
+
+
+def canary_options(pairs: list[str] | None) -> dict[str, Any] | None:
+    """``--canary-option KEY=VALUE`` pairs as a mapping (each value read as YAML: ``1.5`` a number), or None.
+
+    Raises:
+        ValueError: a pair without ``=``.
+    """
+    import yaml
+
+    if not pairs:
+        return None
+    bad = [p for p in pairs if "=" not in p]
+    if bad:
+        raise ValueError(f"--canary-option takes KEY=VALUE, got {bad}")
+    return {k: yaml.safe_load(v) for k, v in (p.split("=", 1) for p in pairs)}
 
 
 def _trains_in_workers(args: argparse.Namespace) -> bool:
@@ -240,7 +261,7 @@ def run(args: argparse.Namespace) -> int:
     if args.bench:
         from hsaudit.experiments.byo.api import benchmark
 
-        from hsaudit.experiments.byo.train.values import PINNED
+        from hsaudit.experiments.byo.values import PINNED
 
         pinned = replace(design, canary=PINNED[0], background=PINNED[1]) if design.chosen else design
         timing = benchmark(pinned, models=args.bench)
@@ -326,7 +347,7 @@ def _run_few(args: argparse.Namespace) -> int:
     from hsaudit.experiments.byo.few_runs import audit_training_few, markdown_few
     from hsaudit.experiments.byo.plan import audit_setting
     from hsaudit.experiments.byo.train.families import FewRunsDesign
-    from hsaudit.experiments.byo.train.values import AUTO, PINNED
+    from hsaudit.experiments.byo.values import AUTO, PINNED
     from hsaudit.util.io import write_csv_atomic, write_text_atomic
 
     torch.set_num_threads(args.threads if args.threads is not None else 1)

@@ -125,12 +125,14 @@ def _run(args) -> int:
 
 def _time_byo(p, config: dict, models: int):
     """The plan with each byo population (and each row of the libraries table) timed here (:func:`hsaudit.experiments.byo.api.time_training`, at the
-    audit's torch threads)."""
+    audit's torch threads); a few-runs audit priced as ``--few`` prices it (:func:`hsaudit.experiments.byo.few_runs.price_few`:
+    one training timed, whatever MODELS)."""
     from dataclasses import replace
 
     import torch
 
     from hsaudit.experiments.byo.api import time_training
+    from hsaudit.experiments.byo.few_runs import price_few
     from hsaudit.experiments.byo.plan import plan as byo_plan
     from hsaudit.experiments.byo.train.families import FewRunsDesign
     from hsaudit.experiments.libraries.plan import plan as libraries_plan
@@ -142,14 +144,20 @@ def _time_byo(p, config: dict, models: int):
         audit = audits.get(pop.key[0]) if pop.section in ("byo", "libraries") and pop.key else None
         if audit is not None:
             torch.set_num_threads(audit.threads)
-            # a few-runs audit: its trainings, one job each, priced as models (its early verdict is not looked for)
             few = audit.few()
-            timing = time_training(audit.design, audit.options if few is None else None, models=models)
+            if few is not None:
+                price = price_few(FewRunsDesign.from_dict(few), audit.options, fractions=audit.guesses,
+                                  control=audit.control)  # fmt: skip
+                pop = replace(pop, models=pop.models if price.early is None else 0, timed_seconds=price.cost.seconds,
+                              detail=f"{pop.detail}; " + (f"no training: {price.early.split(':')[0]} before training"
+                                                          if price.early else f"timed here: {_few_line(price)}"))  # fmt: skip
+                rows.append(pop)
+                continue
+            timing = time_training(audit.design, audit.options, models=models)
             if timing.early is not None:
                 pop = replace(pop, models=0, detail=f"{pop.detail}; no training: {timing.early} before training")
             else:
-                design = audit.design if few is None else FewRunsDesign.from_dict(few)
-                pop = replace(pop, timed_seconds=timing.seconds(design, control=audit.control),
+                pop = replace(pop, timed_seconds=timing.seconds(audit.design, control=audit.control),
                               detail=f"{pop.detail}; timed here: {timing.seconds_per_model:.3g} s per model, "
                                      f"{timing.shard_seconds:.3g} s per training job before its models, "
                                      f"{timing.check_seconds:.3g} s for the check"
@@ -159,46 +167,46 @@ def _time_byo(p, config: dict, models: int):
     return replace(p, populations=tuple(rows))
 
 
+def _few_line(price) -> str:
+    """One line of a few-runs price: its trainings and jobs."""
+    c = price.cost
+    return (f"{c.check} + {c.audit} + {c.control} trainings (check, audit, control) of {c.seconds_check:.3g}, "
+            f"{c.seconds_audit:.3g}, {c.seconds_control:.3g} s; {c.jobs} jobs of {c.seconds_job:.3g} s before their "
+            "training")  # fmt: skip
+
+
 def _few(args) -> int:
-    """``--few ENTRY``: the price of its few-runs audit (:func:`hsaudit.experiments.byo.plan.few_runs_cost`) from one
-    training of the entry's data timed here (as the audit runs it: ``--threads``), or ``--seconds-per-training``."""
-    import time
-
+    """``--few ENTRY``: the price of its few-runs audit (:func:`hsaudit.experiments.byo.few_runs.price_few`, as
+    ``--time-byo`` prices a ``byo:`` few-runs section) from one training of the entry's data timed here (as the audit
+    runs it: ``--threads``), or ``--seconds-per-training``."""
     import torch
-    from torch.utils.data import TensorDataset
 
-    from hsaudit.experiments.byo.audit import AuditOptions, control_copies
-    from hsaudit.experiments.byo.plan import audit_setting, few_runs_cost
-    from hsaudit.experiments.byo.train.families import FewRunsDesign, with_rows
-    from hsaudit.experiments.byo.train.harness import load, train_observed
+    from hsaudit.experiments.byo.few_runs import price_few
+    from hsaudit.experiments.byo.plan import audit_setting
+    from hsaudit.experiments.byo.train.families import FewRunsDesign
 
     torch.set_num_threads(args.threads)
     setting = audit_setting() if args.audit_setting else None
     design = FewRunsDesign.of(args.few, args.canaries, args.trainings, setting=setting)
-    loaded = load(design.base())
-    if setting is not None:  # the full batch holds every canary: the setting says how many rows
-        loaded = load(with_rows(design, loaded.n).base())
-    seconds, how = args.seconds_per_training, "given"
-    if seconds is None:
-        data = TensorDataset(torch.as_tensor(loaded.x), torch.as_tensor(loaded.y))
-        start = time.perf_counter()
-        train_observed(loaded.training, data, [0], init_seed=0, observe=False)
-        seconds, how = time.perf_counter() - start, f"timed here, {args.threads} thread(s)"
-    # the control: σ/1.5 in the audit setting (the same rows), else k copies of each included canary
-    copies = 1 if setting is not None else control_copies(loaded.training.claim, loaded.n, AuditOptions().power_factor)[0]
-    cost = few_runs_cost(args.trainings, args.canaries, seconds, rows=loaded.n, copies=copies)
-    row = {"entry": args.few, "canaries": args.canaries, "trainings": args.trainings, "rows": loaded.n,
-           "steps": int(loaded.training.claim.steps), "seconds_per_training": seconds, "how": how, "copies": copies,
-           **asdict(cost), "total_trainings": cost.trainings, "total_seconds": cost.seconds}  # fmt: skip
+    price = price_few(design, seconds_per_training=args.seconds_per_training)
+    row = price.to_dict()
     if args.json:
         print(json.dumps(row, indent=2))
         return 0
-    print(f"few-runs audit of {args.few}: {args.canaries} canaries x {args.trainings} training(s), {loaded.n:,} rows, "
-          f"{row['steps']:,} steps per training; one training of the data {seconds:.3g} s ({how})")  # fmt: skip
+    print(f"few-runs audit of {args.few}: {args.canaries} canaries x {args.trainings} training(s), {price.rows:,} "
+          f"rows, {price.steps:,} steps per training")  # fmt: skip
+    if price.early:
+        print(f"  no training: {price.early}")
+        return 0
+    cost = price.cost
+    print(f"  one training of the data {price.seconds_per_training:.3g} s ({price.how}); the control "
+          + (f"at σ/{price.noise_factor:g}" if price.noise_factor != 1.0 else f"with {price.copies} copies"))
     for part in ("check", "audit", "control"):
         n, s = getattr(cost, part), getattr(cost, f"seconds_{part}")
         print(f"  {part:<8} {n:>3} training(s) x {s:.3g} s")
-    print(f"  total    {cost.trainings:>3} training(s), {cost.seconds:.4g} s, one after another")
+    print(f"  total    {cost.trainings:>3} training(s), {cost.seconds_trainings:.4g} s, one after "
+          f"another (audit-training, one process); as workflow jobs {cost.seconds:.4g} s ({cost.jobs} jobs, each "
+          f"{cost.seconds_job:.3g} s of its own work: start, make(), the data)")  # fmt: skip
     return 0
 
 

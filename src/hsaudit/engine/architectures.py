@@ -254,9 +254,16 @@ def parameter_at(model: nn.Module, index: int) -> tuple[str, tuple[int, ...]]:
     raise ValueError(f"coordinate {index} is beyond the model's {offset} parameters")
 
 
-def flat_parameters(model: nn.Module) -> torch.Tensor:
-    """The flat parameter vector (order of ``model.parameters()``), detached, float32."""
-    return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).to(torch.float32)
+def flat_parameters(model: nn.Module | torch.Tensor, *, detach: bool = True) -> torch.Tensor:
+    """A module's flat parameter vector (order of ``model.parameters()``, their dtype), or a flat tensor as it is;
+    detached unless ``detach=False`` (a term that gradients flow through, e.g. a gradient canary's).
+
+    >>> flat_parameters(nn.Linear(2, 3)).shape, flat_parameters(torch.ones(2, dtype=torch.float64)).dtype
+    (torch.Size([9]), torch.float64)
+    """
+    if isinstance(model, torch.Tensor):
+        return model.detach() if detach else model
+    return torch.cat([(p.detach() if detach else p).reshape(-1) for p in model.parameters()])
 
 
 def load_flat_parameters(model: nn.Module, theta: torch.Tensor) -> None:

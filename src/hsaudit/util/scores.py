@@ -12,19 +12,20 @@ side for a score of the models' parameters, the audit side for a score computed 
 - ``final`` and ``relative``: :func:`hsaudit.experiments.byo.train.harness.canary_scores` (``hsaudit
   audit-training --score``), Cebere et al.'s :func:`hsaudit.experiments.cebere.train.adversaries.make_scorer`
   (A_L: ``final``; A_GC: ``relative``, ``final`` when θ0 is unknown), Steinke et al.'s Figure 4
-  (:mod:`hsaudit.experiments.steinke.train.images`: ``final``), Yoon et al.'s
-  :func:`hsaudit.experiments.yoon.crafting.sample_scores` (``final``), the one-run study's ``raw`` score
+  (:func:`hsaudit.experiments.steinke.train.images.observer`: ``final``), Yoon et al.'s
+  :func:`hsaudit.experiments.yoon.crafting.input_scores` (``final``), the one-run study's ``raw`` score
   (:mod:`hsaudit.experiments.one_run.train`: ``relative``);
 - ``cosine``: Cebere et al.'s A_CotS (:func:`hsaudit.experiments.cebere.train.adversaries.make_scorer`);
 - ``inclusions`` and ``norm``: Steinke et al.'s Dirac canary
-  (:func:`hsaudit.experiments.steinke.train.images.dirac_score`) and their Table 1 language-model canary
+  (:func:`hsaudit.experiments.steinke.train.images.observer`) and their Table 1 language-model canary
   (:func:`hsaudit.experiments.steinke.train.language.embedding_score`: ``gradient`` is ``inclusions``);
 - ``median_centred``, ``noiseless``, ``standardised``, ``reference`` and ``calibrated``: the one-run study's corrected
   scores (:func:`hsaudit.experiments.one_run.audit.corrected_scores`).
 
 A paper whose config names a score otherwise maps its names to entries in its own package
 (:data:`hsaudit.experiments.one_run.values.SCORE_ENTRIES`, :data:`hsaudit.experiments.steinke.train.canaries.SCORES`,
-:data:`hsaudit.experiments.cebere.train.adversaries.SCORES`). A new
+:data:`hsaudit.experiments.steinke.values.SCORE_ENTRIES`, :data:`hsaudit.experiments.cebere.train.adversaries.SCORES`,
+:data:`hsaudit.experiments.yoon.crafting.SCORE`), and its computation dispatches on the entry's name. A new
 score is one entry of :data:`SCORES` (and its computation, where none computes it yet).
 """
 

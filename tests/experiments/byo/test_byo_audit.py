@@ -35,7 +35,7 @@ from hsaudit.experiments.byo.audit import (
     report,
     runs_needed,
 )
-from hsaudit.experiments.byo.train.values import Claim, Design
+from hsaudit.experiments.byo.values import Claim, Design
 
 DELTA = 1e-5
 

@@ -21,7 +21,7 @@ from hsaudit.engine.canaries import (
 )
 from hsaudit.experiments.byo.api import audit_training
 from hsaudit.experiments.byo.audit import AuditOptions
-from hsaudit.experiments.byo.train.values import Design
+from hsaudit.experiments.byo.values import Design
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

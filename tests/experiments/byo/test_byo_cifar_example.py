@@ -1,5 +1,5 @@
 """The few-runs audit's real-size example (examples/byo/cifar_convnet.py) at a tiny size, and the price of a few-runs
-audit (hsaudit.experiments.byo.plan.few_runs_cost, ``hsaudit plan --few``)."""
+audit (hsaudit.experiments.byo.few_runs.price_few: ``hsaudit plan --few`` and ``--time-byo``)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from torch.utils.data import TensorDataset
 from byo_testing import zoo_entry
 from conftest import REPO
 from hsaudit.cli import main
+from hsaudit.experiments.byo import few_runs
 from hsaudit.experiments.byo.plan import CHECK_TRAININGS, audit_setting, few_runs_cost
 from hsaudit.experiments.byo.train.families import FewRunsSetting
 
@@ -62,21 +63,42 @@ def test_a_few_runs_audit_costs_the_check_then_k_trainings_twice():
     assert (cost.check, cost.audit, cost.control) == (CHECK_TRAININGS, 3, 3)
     assert cost.seconds_check == 2.0 and cost.seconds_audit == pytest.approx(2.0 * 1050 / 1000)
     assert cost.seconds == pytest.approx(CHECK_TRAININGS * 2.0 + 6 * 2.1)
-    alone = few_runs_cost(3, 100, 2.0, control=False, job_seconds=1.0)
-    assert alone.control == 0 and alone.seconds == pytest.approx((CHECK_TRAININGS + 3) * 3.0)
+    alone = few_runs_cost(3, 100, 2.0, control=False, job_seconds=1.0)  # the check's one job, then one per training
+    assert alone.control == 0 and alone.jobs == 1 + 3
+    assert alone.seconds == pytest.approx((CHECK_TRAININGS + 3) * 2.0 + 4 * 1.0)
+    assert alone.seconds_trainings == pytest.approx((CHECK_TRAININGS + 3) * 2.0)
     assert few_runs_cost(1, 100, 2.0, rows=1000, copies=3).seconds_control == pytest.approx(2.0 * 1150 / 1000)
     with pytest.raises(ValueError, match="M >= 2"):
         few_runs_cost(1, 1, 2.0)
 
 
-def test_plan_prices_a_few_runs_audit_of_an_entry(capsys):
+def _json_out(capsys) -> dict:
+    return json.loads(capsys.readouterr().out)
+
+
+def test_plan_few_and_time_byo_price_a_few_runs_audit_alike(capsys, monkeypatch, tmp_path):
+    """One function prices a few-runs audit (few_runs.price_few): `plan --few ENTRY` and `plan --time-byo` of a
+    `byo:` section with the same entry, M and K give the same trainings and seconds (a training and a job's work
+    fixed here, so that the two timings agree), the control's copies and the data's rows included."""
+    monkeypatch.setattr(few_runs, "time_one_training", lambda loaded: 3.0)
+    monkeypatch.setattr(few_runs, "job_work_seconds", lambda load_seconds: 1.5)
     entry = zoo_entry("correct")
-    assert main(["plan", "--few", entry, "--canaries", "10", "--trainings", "2", "--seconds-per-training", "3",
+    assert main(["plan", "--few", entry, "--canaries", "50", "--trainings", "2", "--json"]) == 0
+    few = _json_out(capsys)
+    assert few["total_trainings"] == CHECK_TRAININGS + 4 and few["how"].startswith("timed here") and few["jobs"] == 5
+    assert few["copies"] >= 2  # the user's configuration: the copies control, its rows priced
+    assert few["total_seconds"] == pytest.approx(few_runs_cost(2, 50, 3.0, rows=few["rows"], copies=few["copies"],
+                                                               job_seconds=1.5).seconds)  # fmt: skip
+    (tmp_path / "o.yaml").write_text(f"byo:\n  mine:\n    entry: {entry}\n    canaries: 50\n    trainings: 2\n")
+    monkeypatch.chdir(REPO)
+    assert main(["plan", "results/byo/mine/report.md", "--configfile", "config/config.yaml", str(tmp_path / "o.yaml"),
+                 "--time-byo", "4", "--json"]) == 0  # fmt: skip
+    (row,) = _json_out(capsys)["audits"]
+    assert row["timed_seconds"] == pytest.approx(few["total_seconds"]) and "timed here" in row["detail"]
+    assert main(["plan", "--few", entry, "--canaries", "50", "--trainings", "2", "--seconds-per-training", "3",
                  "--json"]) == 0  # fmt: skip
-    given = json.loads(capsys.readouterr().out)
-    assert given["total_trainings"] == CHECK_TRAININGS + 4 and given["how"] == "given"
-    assert given["total_seconds"] == pytest.approx(few_runs_cost(2, 10, 3.0, rows=given["rows"],
-                                                                copies=given["copies"]).seconds)
-    assert main(["plan", "--few", entry, "--canaries", "10", "--trainings", "1", "--json"]) == 0
-    timed = json.loads(capsys.readouterr().out)
-    assert timed["how"].startswith("timed here") and timed["seconds_per_training"] > 0
+    assert _json_out(capsys)["total_seconds"] == pytest.approx(few["total_seconds"])
+    # a ceiling at or below the claim: nothing is trained, by either path
+    assert main(["plan", "--few", entry, "--canaries", "2", "--trainings", "1", "--json"]) == 0
+    early = _json_out(capsys)
+    assert early["total_trainings"] == 0 and early["early"].startswith("inconclusive")

@@ -16,7 +16,7 @@ from hsaudit.cli import main
 from hsaudit.experiments.byo import api
 from hsaudit.experiments.byo.api import Timing, time_training
 from hsaudit.experiments.byo.plan import plan
-from hsaudit.experiments.byo.train.values import DESIGNS, PINNED
+from hsaudit.experiments.byo.values import DESIGNS, PINNED
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

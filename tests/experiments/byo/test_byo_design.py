@@ -14,7 +14,7 @@ from hsaudit.cli import main
 from hsaudit.experiments.byo import api
 from hsaudit.experiments.byo.audit import AuditOptions
 from hsaudit.experiments.byo.plan import audit_setting
-from hsaudit.experiments.byo.train.values import AUTO, DESIGNS, PINNED, Design
+from hsaudit.experiments.byo.values import AUTO, DESIGNS, PINNED, Design
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

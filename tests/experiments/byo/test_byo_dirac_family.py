@@ -17,7 +17,7 @@ from hsaudit.engine.canaries import DIRAC_NORM, CanarySource, GradientCanary, di
 from hsaudit.engine.canary_families import dirac_family, family_arrays, family_from_arrays
 from hsaudit.experiments.byo.train.families import FewRunsDesign, prepare_few, training_data
 from hsaudit.experiments.byo.train.harness import CanaryData, make_worlds
-from hsaudit.experiments.byo.train.values import Design
+from hsaudit.experiments.byo.values import Design
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

@@ -17,7 +17,7 @@ from hsaudit.cli import main
 from hsaudit.experiments.byo.api import PARALLEL_MIN_SECONDS, audit_training, default_jobs, train_all
 from hsaudit.experiments.byo.train.errors import UserCodeError
 from hsaudit.experiments.byo.train.harness import load_training, prepare
-from hsaudit.experiments.byo.train.values import Design
+from hsaudit.experiments.byo.values import Design
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

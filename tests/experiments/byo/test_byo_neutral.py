@@ -23,12 +23,12 @@ from hsaudit.experiments.byo.plan import audit_setting
 from hsaudit.experiments.byo.train.harness import (
     Worlds,
     canary_scores,
-    flat_parameters,
+    model_parameters,
     load_training,
     prepare,
 )
 from hsaudit.experiments.byo.train.pytree import flat_vector
-from hsaudit.experiments.byo.train.values import Design
+from hsaudit.experiments.byo.values import Design
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
@@ -52,7 +52,7 @@ def test_leaves_flatten_dicts_by_sorted_key_lists_in_order_depth_first():
     assert flat_vector(tree).tolist() == expected and flat_vector(tree).dtype == np.float64
     keras = _Keras([np.array([[1.0, 2.0]]), np.array([3.0])])
     assert flat_vector(keras).tolist() == [1.0, 2.0, 3.0]
-    assert flat_parameters(keras).tolist() == [1.0, 2.0, 3.0] and flat_parameters(tree).dtype == torch.float64
+    assert model_parameters(keras).tolist() == [1.0, 2.0, 3.0] and model_parameters(tree).dtype == torch.float64
     with pytest.raises(ValueError, match="not numeric"):
         flat_vector({"a": "text"})
     with pytest.raises(ValueError, match="no parameters"):

@@ -20,7 +20,7 @@ from hsaudit.experiments.byo.plan import (
     plan,
     shard_paths,
 )
-from hsaudit.experiments.byo.train.values import DESIGNS, PINNED, REQUIRED
+from hsaudit.experiments.byo.values import DESIGNS, PINNED, REQUIRED
 
 SCHEMA = yaml.safe_load((REPO / "workflow/schemas/byo.schema.yaml").read_text())["$defs"]["audit"]["properties"]
 

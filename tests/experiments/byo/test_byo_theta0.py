@@ -24,7 +24,7 @@ from hsaudit.experiments.byo.train.harness import (
     train_observed,
     train_shard,
 )
-from hsaudit.experiments.byo.train.values import Claim, Design
+from hsaudit.experiments.byo.values import Claim, Design
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

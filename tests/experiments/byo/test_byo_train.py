@@ -21,7 +21,7 @@ from hsaudit.experiments.byo.train.harness import (
     prepare,
     train_shard,
 )
-from hsaudit.experiments.byo.train.values import AuditSetting, Design
+from hsaudit.experiments.byo.values import AuditSetting, Design
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hsaudit.experiments.byo.train.values import AuditSetting, Claim, Design, check_setting, entry_file, split_entry
+from hsaudit.experiments.byo.values import AuditSetting, Claim, Design, check_setting, entry_file, split_entry
 
 CLAIM = dict(epsilon=2.0, delta=1e-5, noise_multiplier=1.0, max_grad_norm=1.0, sampling="poisson", sample_rate=0.1,
              steps=10, neighbouring="add-remove")  # fmt: skip

@@ -24,7 +24,7 @@ from hsaudit.experiments.byo.api import audit_training
 from hsaudit.experiments.byo.plan import audit_setting
 from hsaudit.experiments.byo.audit import COPIES_DO_NOT_BOUND, AuditOptions
 from hsaudit.experiments.byo.train.harness import prepare, train_shard
-from hsaudit.experiments.byo.train.values import Claim, Design, check_setting
+from hsaudit.experiments.byo.values import Claim, Design, check_setting
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

@@ -50,3 +50,29 @@ def test_population_tables_read_the_zoo_tables_last_wins(zoo, tmp_path):
     twin = zoo.population(entry(zoo, "wide_dpsgd"), tables)
     assert twin["population_entry"] == "correct" and twin["population_flagged"] == "0/40"
     assert twin["population_model_steps"] == 2 * 2 * 500 * entries.BASE.steps
+
+
+def test_the_wide_twins_other_bugs_claim_the_correct_training_and_the_sampling_ones_vanish_in_the_full_batch():
+    """Each wide twin of the zoo's other bug classes states the claim of the correct loop (own configuration and
+    audit setting alike); the rate, shuffling and batch-size bugs train the correct model in the full batch (no
+    bug there: their study runs the own configuration) and another model below it."""
+    import torch
+    from torch.utils.data import TensorDataset
+
+    from hsaudit.experiments.byo.plan import audit_setting
+
+    bugs = (wide_zoo.make_batch_clipping, wide_zoo.make_accumulation, wide_zoo.make_steps_doubled,
+            wide_zoo.make_noise_sqrt2, wide_zoo.make_q_doubled, wide_zoo.make_shuffle_as_poisson,
+            wide_zoo.make_normalise_by_batch)  # fmt: skip
+    setting = audit_setting()
+    claim = wide_zoo.make().claim
+    assert all(make().claim == claim for make in bugs)  # the setting's claim: make(setting) reads only the setting
+    data = TensorDataset(*wide_zoo.dataset())
+    correct = {where: wide_zoo.make(setting if where else None).train(data, 3).weight for where in ("setting", None)}
+
+    def same(make, where) -> bool:
+        return torch.equal(make(setting if where else None).train(data, 3).weight, correct[where])
+
+    assert same(wide_zoo.make_q_doubled, "setting") and same(wide_zoo.make_normalise_by_batch, "setting")
+    assert not same(wide_zoo.make_q_doubled, None) and not same(wide_zoo.make_normalise_by_batch, None)
+    assert not same(wide_zoo.make_shuffle_as_poisson, None)

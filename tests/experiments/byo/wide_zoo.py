@@ -7,7 +7,10 @@ on :data:`FEATURES` inputs, in the audit setting (``make(setting)``; without one
 - ``examples/byo/plain_dpsgd.py``'s loop, a linear model of 1,026 parameters (1,024 weights) whose per-example loss
   adds ``w * data.canary_term(params, k)``: it takes the Dirac family. ``make`` is correct; ``make_no_clipping``
   skips per-example clipping; ``make_noise_unscaled`` adds noise σ, not σC, with C = 4 (and lr/4, as the zoo's);
-  ``make_noise_tenth`` trains at σ/10.
+  ``make_noise_tenth`` trains at σ/10. The zoo's other bug classes in the same loop: ``make_batch_clipping``,
+  ``make_accumulation`` (4 micro-batches per step), the moderate ``make_steps_doubled`` and ``make_noise_sqrt2``,
+  and three that are bugs only below the full batch (own configuration): ``make_q_doubled``,
+  ``make_shuffle_as_poisson``, ``make_normalise_by_batch``.
 - ``examples/byo/opacus_dpsgd.py``'s loop (Opacus' ``make_private``, a linear model on :data:`OPACUS_FEATURES`
   inputs at :data:`OPACUS_LR`): ``make_opacus`` is correct; ``make_opacus_optimizer_recreated`` re-creates a plain
   SGD after ``make_private`` (no clipping, no noise).
@@ -55,15 +58,21 @@ def _claim(noise: float, steps: int, rate: float, clip: float, accountant: str, 
                 sample_rate=rate, steps=steps, neighbouring="add-remove", accountant=accountant)  # fmt: skip
 
 
-def _plain(setting, *, clip: float = CLIP, lr: float = LR, clipping: bool = True, noise_scale: float = 1.0,
-           noise_times_clip: bool = True) -> SimpleNamespace:  # fmt: skip
-    """plain_dpsgd.py's loop with the bug switches: ``clipping`` off, noise ``noise_scale`` × σ(C), C left out of
-    the noise (``noise_times_clip`` off)."""
+def _plain(setting, *, clip: float = CLIP, lr: float = LR, clipping: str = "per_example", noise_scale: float = 1.0,
+           noise_times_clip: bool = True, accumulation: int = 1, steps_factor: int = 1, q_factor: float = 1.0,
+           sampling: str = "poisson", normalise: str = "expected") -> SimpleNamespace:  # fmt: skip
+    """plain_dpsgd.py's loop with the zoo's bug switches (tests/experiments/byo/zoo/trainer.py's, in this loop):
+    ``clipping`` ``"none"`` or ``"batch"`` (the batch's mean gradient clipped to C, as if one example's); noise
+    ``noise_scale`` × σ(C), C left out of it (``noise_times_clip`` off); ``accumulation`` micro-batches at the
+    claimed rate summed per noisy step (the rate forgets them); ``steps_factor`` × the claimed steps run;
+    ``q_factor`` × the claimed rate run (capped at 1); ``sampling="shuffle"`` (each epoch a permutation cut into
+    batches of q·N, accounted as Poisson); ``normalise="actual"`` (the update divided by the batch's real size)."""
     steps, noise, rate = STEPS, NOISE, RATE
     if setting is not None:
         steps, noise = setting.steps, setting.noise_multiplier
         rate = setting.sample_rate if setting.sample_rate is not None else RATE
     std = noise * noise_scale * (clip if noise_times_clip else 1.0)
+    run_rate = min(1.0, rate * q_factor)
 
     def train(data, seed):
         x, y, *rest = data.tensors
@@ -73,20 +82,44 @@ def _plain(setting, *, clip: float = CLIP, lr: float = LR, clipping: bool = True
         model = torch.nn.Linear(FEATURES, CLASSES)
         params = {k: v.detach() for k, v in model.named_parameters()}
         g = torch.Generator().manual_seed(seed)
+        size = max(1, round(rate * N))  # a shuffled batch: the nominal q·N rows
+        order: list[torch.Tensor] = []
 
         def loss(p, xi, yi, wi, di):
             out = functional_call(model, p, (xi[None],))
             term = wi * data.canary_term(torch.cat([v.reshape(-1) for v in p.values()]), di) if rest else 0.0
             return torch.nn.functional.cross_entropy(out, yi[None]) + term
 
-        for _ in range(steps):
-            batch = torch.rand(len(x), generator=g) < rate
-            grads = vmap(grad(loss), (None, 0, 0, 0, 0))(params, x[batch], y[batch], w[batch], d[batch])
-            norms = torch.sqrt(sum(v.flatten(1).pow(2).sum(1) for v in grads.values()))
-            factor = (clip / (norms + 1e-6)).clamp(max=1.0) if clipping else torch.ones_like(norms)
-            for k, v in grads.items():
-                noisy = torch.einsum("n,n...->...", factor, v) + std * torch.randn(v.shape[1:], generator=g)
-                params[k] = params[k] - lr * noisy / (rate * N)
+        def members() -> torch.Tensor:
+            if sampling != "shuffle":
+                return torch.rand(len(x), generator=g) < run_rate
+            if not order:  # a new epoch: a permutation of every row, cut into batches of q·N
+                perm = torch.randperm(len(x), generator=g)
+                order.extend(perm[i : i + size] for i in range(0, len(x) - size + 1, size))
+            batch = torch.zeros(len(x), dtype=torch.bool)
+            batch[order.pop(0)] = True
+            return batch
+
+        for _ in range(steps * steps_factor):
+            summed, count = {k: torch.zeros_like(v) for k, v in params.items()}, 0
+            for _ in range(accumulation):
+                batch = members()
+                count += int(batch.sum())
+                grads = vmap(grad(loss), (None, 0, 0, 0, 0))(params, x[batch], y[batch], w[batch], d[batch])
+                if clipping == "batch":  # the batch's mean gradient clipped, as if it were one example's
+                    means = {k: v.sum(0) / (rate * N) for k, v in grads.items()}
+                    norm = torch.sqrt(sum(v.pow(2).sum() for v in means.values()))
+                    for k, v in means.items():
+                        summed[k] += v * (clip / (norm + 1e-6)).clamp(max=1.0) * (rate * N)
+                    continue
+                norms = torch.sqrt(sum(v.flatten(1).pow(2).sum(1) for v in grads.values()))
+                factor = (clip / (norms + 1e-6)).clamp(max=1.0) if clipping == "per_example" else torch.ones_like(norms)
+                for k, v in grads.items():
+                    summed[k] += torch.einsum("n,n...->...", factor, v)
+            denominator = max(count, 1) if normalise == "actual" else accumulation * rate * N
+            for k, v in summed.items():
+                noisy = v + std * torch.randn(v.shape, generator=g)
+                params[k] = params[k] - lr * noisy / denominator
         model.load_state_dict(params)
         return model
 
@@ -99,7 +132,7 @@ def make(setting=None):
 
 
 def make_no_clipping(setting=None):
-    return _plain(setting, clipping=False)
+    return _plain(setting, clipping="none")
 
 
 def make_noise_unscaled(setting=None):
@@ -108,6 +141,39 @@ def make_noise_unscaled(setting=None):
 
 def make_noise_tenth(setting=None):
     return _plain(setting, noise_scale=0.1)
+
+
+# the zoo's other bug classes (issue 37: which of them only the population audit catches)
+def make_batch_clipping(setting=None):
+    return _plain(setting, clipping="batch")
+
+
+def make_accumulation(setting=None):
+    """4 micro-batches at the claimed rate per noisy step (the zoo's accumulation_rate: q of one claimed)."""
+    return _plain(setting, accumulation=4)
+
+
+def make_steps_doubled(setting=None):
+    return _plain(setting, steps_factor=2)
+
+
+def make_noise_sqrt2(setting=None):
+    return _plain(setting, noise_scale=2**-0.5)
+
+
+def make_q_doubled(setting=None):
+    """Twice the claimed rate run: a bug only where the rate is below 1 (the example's own configuration)."""
+    return _plain(setting, q_factor=2.0)
+
+
+def make_shuffle_as_poisson(setting=None):
+    """Shuffled batches accounted as Poisson: a bug only where the rate is below 1 (the own configuration)."""
+    return _plain(setting, sampling="shuffle")
+
+
+def make_normalise_by_batch(setting=None):
+    """The update divided by the batch's real size: a bug only where the rate is below 1 (the own configuration)."""
+    return _plain(setting, normalise="actual")
 
 
 def _batches(loader, steps: int):

@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO
 from hsaudit.experiments.byo.plan import audit_setting
 from hsaudit.experiments.byo.train.harness import load, prepare
-from hsaudit.experiments.byo.train.values import Design
+from hsaudit.experiments.byo.values import Design
 
 SCRIPTS = sorted(p.name for p in (REPO / "examples/libraries/opacus").glob("*.py") if p.name != "opacus_common.py")
 

@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO
 from hsaudit.experiments.byo.plan import audit_setting
 from hsaudit.experiments.byo.train.harness import load, prepare
-from hsaudit.experiments.byo.train.values import Design
+from hsaudit.experiments.byo.values import Design
 from hsaudit.experiments.libraries.plan import plan
 from libraries_rows import AUDIT, audit_rows
 

@@ -14,7 +14,7 @@ from conftest import REPO
 from hsaudit.experiments.byo.audit import AuditOptions, accounting, accounting_bug, pre_training
 from hsaudit.experiments.byo.plan import audit_setting
 from hsaudit.experiments.byo.train.harness import load
-from hsaudit.experiments.byo.train.values import Claim, Design
+from hsaudit.experiments.byo.values import Claim, Design
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 pytest.importorskip("jax_privacy")

@@ -3,7 +3,7 @@
 Shaped as every experiment package: :mod:`~hsaudit.experiments.byo.plan` (the ``byo:`` config → frozen values),
 :mod:`~hsaudit.experiments.byo.train.harness` (the harness: the user's entry, the two worlds, the shards),
 :mod:`~hsaudit.experiments.byo.audit` (scores → the report and its verdict), :mod:`~hsaudit.experiments.byo.figures`;
-:mod:`~hsaudit.experiments.byo.train.values` holds the values they share and :mod:`~hsaudit.experiments.byo.api` puts them
+:mod:`~hsaudit.experiments.byo.values` holds the values they share and :mod:`~hsaudit.experiments.byo.api` puts them
 together for the CLI (``hsaudit audit-training``) and the workflow (``results/byo/{name}/report.md``). docs/byo.md.
 
     >>> from hsaudit.experiments.byo import Design, audit_training  # doctest: +SKIP
@@ -24,7 +24,7 @@ _EXPORTS = {
     "hsaudit.experiments.byo.audit": ("AuditOptions", "ByoReport", "markdown", "report"),
     "hsaudit.experiments.byo.plan": ("ByoAudit", "ByoPlan", "audit_setting", "plan"),
     "hsaudit.experiments.byo.train.harness": ("CanaryData", "load_training", "prepare", "train_shard"),
-    "hsaudit.experiments.byo.train.values": ("AuditSetting", "Claim", "Design"),
+    "hsaudit.experiments.byo.values": ("AuditSetting", "Claim", "Design"),
 }
 _LAZY = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_LAZY)
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from hsaudit.experiments.byo.audit import *  # noqa: F403
     from hsaudit.experiments.byo.plan import *  # noqa: F403
     from hsaudit.experiments.byo.train.harness import *  # noqa: F403
-    from hsaudit.experiments.byo.train.values import *  # noqa: F403
+    from hsaudit.experiments.byo.values import *  # noqa: F403
 
 
 def __getattr__(name: str):

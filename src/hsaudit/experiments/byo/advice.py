@@ -7,7 +7,7 @@ reruns audits, never a training job (a training job's code version covers exactl
 from __future__ import annotations
 
 from hsaudit.engine.canaries import canary_type
-from hsaudit.experiments.byo.train.values import Design
+from hsaudit.experiments.byo.values import Design
 
 
 def advice(design: Design, theta0: str) -> str:

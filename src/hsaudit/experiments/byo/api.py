@@ -23,6 +23,7 @@ from hsaudit.experiments.byo.audit import (
     control_copies,
     control_is_exact,
     control_noise_epsilon,
+    data_use_of,
     pre_training,
     report,
 )
@@ -44,7 +45,7 @@ from hsaudit.experiments.byo.train.harness import (
 from hsaudit.experiments.byo.train.parallel import train_block, worker_block
 from hsaudit.experiments.byo.train.pilot import choose, pilot_design, pilot_details
 from hsaudit.experiments.byo.train.pool import Workers, warm
-from hsaudit.experiments.byo.train.values import DESIGNS, PINNED, Design
+from hsaudit.experiments.byo.values import DESIGNS, PINNED, Claim, Design
 
 SCORE_COLUMNS = ("model", "member", "seed", "score", "train_seconds", "harness_seconds")
 """A scores CSV: one row per model; ``score`` and ``member`` are what ``hsaudit audit`` and ``hsaudit one-run`` read."""
@@ -101,6 +102,11 @@ def details(design: Design, prepared: Prepared | None = None, scores: pd.DataFra
         )
         if prepared.probe.theta0 == "varies with the seed":
             out["θ0 advice"] = THETA0_ADVICE
+        for key, uses in (("reads of each row (check)", prepared.probe.uses),
+                          ("reads of each row (own configuration)", prepared.probe.own_uses)):  # fmt: skip
+            if uses is not None or key.endswith("(check)"):
+                out[key] = ("not seen (the training reads no row through data[i])" if uses is None else
+                            f"{np.mean(uses) / prepared.probe.use_trainings:.4g} per training on average")  # fmt: skip
     if scores is not None and len(scores):
         train_s = float(np.median(scores["train_seconds"]))
         harness_s = float(np.median(scores["harness_seconds"]))
@@ -119,16 +125,38 @@ def details(design: Design, prepared: Prepared | None = None, scores: pd.DataFra
     return out
 
 
+def data_use(prepared: Prepared | None) -> str | None:
+    """Why the check's reads of the data contradict the claim's sampling (the setting's training, and in the audit
+    setting the user's own configuration, whose sampling the full batch replaces), or None
+    (:func:`~hsaudit.experiments.byo.audit.data_use_finding`)."""
+    if prepared is None:
+        return None
+    found = prepared.probe
+    own = None if found.own_claim is None else Claim.from_mapping(found.own_claim)
+    return data_use_of(prepared.training.claim, found.uses, found.use_trainings, own, found.own_uses)
+
+
 def frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
     """The scores table of :func:`hsaudit.experiments.byo.train.harness.train_shard`'s columns (with ``score_final``
     for a score relative to θ0, ``score_iterates`` for a recording training)."""
     return pd.DataFrame({c: columns[c] for c in (*SCORE_COLUMNS, "score_final", "score_iterates") if c in columns})
 
 
-def early_report(design: Design, loaded: Loaded, options: AuditOptions) -> ByoReport | None:
-    """The verdict that needs no training (an accounting bug, or an audit that cannot exceed the claim), or None."""
+def early_report(
+    design: Design, loaded: Loaded, options: AuditOptions, prepared: Prepared | None = None
+) -> ByoReport | None:
+    """The verdict that needs no audit model (an accounting bug, the check's reads of the data against the claim's
+    sampling when ``prepared`` is given, or an audit that cannot exceed the claim), or None."""
     looks = 2 if loaded.training.records else 1
-    return pre_training(loaded.training.claim, loaded.n, options, runs=design.runs, looks=looks)
+    return pre_training(loaded.training.claim, loaded.n, options, runs=design.runs, looks=looks,
+                        data_use=data_use(prepared))  # fmt: skip
+
+
+def checked(design: Design, loaded: Loaded) -> Prepared:
+    """The check (:func:`~hsaudit.experiments.byo.train.harness.prepare`) of ``design``, or for a chosen design of its
+    input-canary candidate (out_of_support / data: every training takes it), before any audit model: its reads of the
+    data decide a sampling violation (:func:`data_use`) whatever the design."""
+    return prepare(replace(design, canary="out_of_support", background="data") if design.chosen else design, loaded)
 
 
 def audit_training(
@@ -143,7 +171,7 @@ def audit_training(
     """Audit a user's training end to end.
 
     Args:
-        design: the entry, canary, runs, shards, seed, setting (:class:`~hsaudit.experiments.byo.train.values.Design`).
+        design: the entry, canary, runs, shards, seed, setting (:class:`~hsaudit.experiments.byo.values.Design`).
         options: how the scores are audited.
         shards: the shards to train (default all); a report of a subset audits the models trained so far.
         progress: tqdm bars over the models.
@@ -167,24 +195,29 @@ def audit_training(
     """
     if jobs is not None and jobs > 1:
         warm(design.entry)  # the workers' server imports torch while this process loads and checks the training
-    loaded = load(design)
+    loaded = load(design, own=True)
     early = early_report(design, loaded, options)
+    first = None
+    if early is None or early.verdict != "violation":  # the check's reads of the data may show one
+        first = checked(design, loaded)
+        early = early_report(design, loaded, options, first)
     if early is not None:
         return Result(early, frame({c: np.zeros(0) for c in SCORE_COLUMNS}))
     with Workers(design.entry) as workers:  # one set of worker processes for the pilot, the audit and its control
         return _audit(design, loaded, options, shards=shards, progress=progress, control=control, jobs=jobs,
-                      workers=workers)  # fmt: skip
+                      workers=workers, prepared=None if design.chosen else first)  # fmt: skip
 
 
 def _audit(
     design: Design, loaded: Loaded, options: AuditOptions, *, shards: Sequence[int] | None, progress: bool,
-    control: bool, jobs: int | None, workers: Workers,
+    control: bool, jobs: int | None, workers: Workers, prepared: Prepared | None = None,
 ) -> Result:  # fmt: skip
-    """:func:`audit_training` past its early verdict, training in ``workers``."""
+    """:func:`audit_training` past its early verdict, training in ``workers`` (``prepared``: the given design's
+    check, done already)."""
     pilot: list[dict[str, Any]] = []
     if design.chosen:
         design, pilot = choose_design(design, options, jobs=jobs, loaded=loaded, workers=workers)
-    prepared = prepare(design, loaded)
+    prepared = prepare(design, loaded) if prepared is None else prepared
     jobs = default_jobs(prepared) if jobs is None else jobs
     audited = start_all(prepared, jobs=jobs, progress=progress, shards=shards, workers=workers)
     claim = loaded.training.claim
@@ -202,8 +235,9 @@ def _audit(
     same = not prepared.probe.seed_sensitive and canary_changes_model(prepared)
     about = {**details(design, prepared, scores), **pilot_details(design, pilot)}
     look = control and control_is_exact(claim, loaded.n)  # the looks both reports pay for
+    use = data_use(prepared)
     found = report(scores, claim, loaded.n, options, details=about, same_model=same, every_estimate=False,
-                   control_look=look)  # fmt: skip
+                   control_look=look, data_use=use)  # fmt: skip
     checked = None
     if control and found.verdict != "violation":  # a violation needs no power: its control is not trained
         twin_design, worst, controlled = queued or start_control()
@@ -212,7 +246,7 @@ def _audit(
     elif queued is not None:
         workers.close()  # the control's blocks not started yet are cancelled
     rep = report(scores, claim, loaded.n, options, details=about, control=checked, same_model=same,
-                 advice=advice(design, prepared.probe.theta0), control_look=look)  # fmt: skip
+                 advice=advice(design, prepared.probe.theta0), control_look=look, data_use=use)  # fmt: skip
     return Result(rep, scores, None if checked is None else checked.scores, tuple(pilot))
 
 
@@ -405,7 +439,8 @@ def audit_frames(
                           noise_factor=twin.noise_factor)  # fmt: skip
     same = prepared is not None and not prepared.probe.seed_sensitive and canary_changes_model(prepared)
     return report(scores, claim, loaded.n, options, details=details(design, prepared, scores), control=checked,
-                  same_model=same, advice=None if prepared is None else advice(design, prepared.probe.theta0))  # fmt: skip
+                  same_model=same, advice=None if prepared is None else advice(design, prepared.probe.theta0),
+                  data_use=data_use(prepared))  # fmt: skip
 
 
 def benchmark(design: Design, *, models: int = 40, repeats: int = 3) -> dict[str, float]:
@@ -544,7 +579,7 @@ def time_training(design: Design, options: AuditOptions | None = None, *, models
     start in a fresh interpreter, the user's ``make()`` and ``dataset()``, the check, the canary, the worlds); the
     models go through the harness (:func:`~hsaudit.experiments.byo.train.harness.train_shard`). With the audit's
     ``options``, a verdict that needs no training (:func:`early_report`) is found first and nothing is trained. A
-    chosen design is timed as the design every training takes (:data:`~hsaudit.experiments.byo.train.values.PINNED`),
+    chosen design is timed as the design every training takes (:data:`~hsaudit.experiments.byo.values.PINNED`),
     its pilot priced from that (:meth:`Timing.pilot_seconds`).
 
     Raises:

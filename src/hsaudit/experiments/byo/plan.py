@@ -1,7 +1,7 @@
 """The plan of the audits of users' trainings: the ``byo:`` config section → frozen values.
 
 Each entry of ``byo:`` (a name → its options) becomes a :class:`ByoAudit`: the population's
-:class:`~hsaudit.experiments.byo.train.values.Design` (what is trained) and the
+:class:`~hsaudit.experiments.byo.values.Design` (what is trained) and the
 :class:`~hsaudit.experiments.byo.audit.AuditOptions` (how the scores are audited). The rules add the version of the
 user's module (:func:`entry_version`, its file's text), so that editing that file reruns its audit and nothing else;
 the plan itself reads no user file, so an audit whose entry is missing fails when its target is asked for, not every
@@ -23,7 +23,7 @@ from hsaudit.audit.rules import parse_rule
 from hsaudit.experiments.byo.audit import GUESS_FRACTIONS, AuditOptions
 from hsaudit.engine import canaries
 from hsaudit.engine.canary_families import canary_family
-from hsaudit.experiments.byo.train.values import (AUTO, DESIGNS, FEW_SCORES, PINNED, AuditSetting, Design,
+from hsaudit.experiments.byo.values import (AUTO, DESIGNS, FEW_SCORES, PINNED, AuditSetting, Design,
                                                   entry_file, few_score)
 from hsaudit.experiments.plans import Population, Target
 from hsaudit.util.seeding import derive_seed
@@ -40,6 +40,7 @@ DEFAULTS: dict[str, Any] = {
     "data": None,
     "score": "auto",
     "pilot_runs": 50,
+    "canary_options": None,
     "confidence": 0.95,
     "rule": "crossing",
     "directions": "one",
@@ -146,7 +147,11 @@ class FewCost:
     Attributes:
         check, audit, control: the trainings of the check, of the audit (K) and of the positive control (K, or 0).
         seconds_check, seconds_audit, seconds_control: one training of each (the check's on the data alone, the
-            others with their canaries' rows), with its job's own work where one job runs each.
+            others with their canaries' rows).
+        checks: the check's jobs (each trains :data:`CHECK_TRAININGS`).
+        seconds_job: a job's own work before its training (its start, ``make()``, the data), paid once by each job —
+            the check's, and one per training of the audit and of the control — where each runs as its own job (the
+            workflow); 0 where one process runs them all (the CLI).
     """
 
     check: int
@@ -155,25 +160,41 @@ class FewCost:
     seconds_check: float
     seconds_audit: float
     seconds_control: float
+    checks: int = 1
+    seconds_job: float = 0.0
 
     @property
     def trainings(self) -> int:
         return self.check + self.audit + self.control
 
     @property
-    def seconds(self) -> float:
-        """All the trainings, one after another."""
+    def jobs(self) -> int:
+        """The jobs, one per training of the audit and of the control, after the check's (none when nothing trains)."""
+        return (self.checks if self.check else 0) + self.audit + self.control
+
+    @property
+    def seconds_trainings(self) -> float:
+        """The trainings alone, one after another (one process: the CLI)."""
         return self.check * self.seconds_check + self.audit * self.seconds_audit + self.control * self.seconds_control
+
+    @property
+    def seconds(self) -> float:
+        """All the trainings and their jobs' own work, one after another."""
+        return self.seconds_trainings + self.jobs * self.seconds_job
+
+
+NOTHING_TRAINED = FewCost(check=0, audit=0, control=0, seconds_check=0.0, seconds_audit=0.0, seconds_control=0.0)
+"""The price of a few-runs audit whose verdict needs no training."""
 
 
 def few_runs_cost(trainings: int, canaries: int, seconds_per_training: float, *, rows: int | None = None,
                   control: bool = True, copies: int = 1, checks: int = 1, job_seconds: float = 0.0) -> FewCost:  # fmt: skip
-    """The price of a few-runs audit: K = ``trainings`` trainings of M = ``canaries`` canaries each and, with the
-    ``control``, K more, after ``checks`` × :data:`CHECK_TRAININGS` trainings of the check, given one training of the
-    user's data takes ``seconds_per_training``. With the data's ``rows``, a training of the audit is priced at
-    (rows + M/2)/rows of that (each canary in by a fair coin), the control's at (rows + ``copies``·M/2)/rows;
-    ``job_seconds``: the work of a job before its training (its start, ``make()``, the data), added per training
-    where each runs as its own job (the workflow), 0 where one process runs them all (the CLI).
+    """The arithmetic of a few-runs audit's price (what prices one end to end is
+    :func:`hsaudit.experiments.byo.few_runs.price_few`): K = ``trainings`` trainings of M = ``canaries`` canaries
+    each and, with the ``control``, K more, after ``checks`` × :data:`CHECK_TRAININGS` trainings of the check, given
+    one training of the user's data takes ``seconds_per_training``. With the data's ``rows``, a training of the
+    audit is priced at (rows + M/2)/rows of that (each canary in by a fair coin), the control's at
+    (rows + ``copies``·M/2)/rows; ``job_seconds``: :attr:`FewCost.seconds_job`.
 
     Raises:
         ValueError: K < 1, M < 2, a negative time, or rows < 1.
@@ -185,11 +206,12 @@ def few_runs_cost(trainings: int, canaries: int, seconds_per_training: float, *,
         raise ValueError(f"rows must be >= 1, got {rows}")
 
     def scaled(extra: float) -> float:
-        return seconds_per_training * (1.0 if rows is None else (int(rows) + extra) / int(rows)) + job_seconds
+        return seconds_per_training * (1.0 if rows is None else (int(rows) + extra) / int(rows))
 
     half, k = int(canaries) / 2, int(trainings)
     return FewCost(check=int(checks) * CHECK_TRAININGS, audit=k, control=k if control else 0,
-                   seconds_check=scaled(0.0), seconds_audit=scaled(half), seconds_control=scaled(int(copies) * half))  # fmt: skip
+                   seconds_check=scaled(0.0), seconds_audit=scaled(half), seconds_control=scaled(int(copies) * half),
+                   checks=int(checks), seconds_job=float(job_seconds))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -289,6 +311,7 @@ def audit_from(name: str, entry: Mapping[str, Any], *, seed: int) -> ByoAudit:
             data=values["data"],
             score=str(values["score"]),
             pilot_runs=int(values["pilot_runs"]),
+            canary_options=values["canary_options"],
         )
         options = AuditOptions(
             confidence=float(values["confidence"]),

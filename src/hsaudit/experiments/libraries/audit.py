@@ -113,6 +113,9 @@ def markdown(frame: pd.DataFrame, *, not_run: Mapping[str, str], facts: Mapping[
         lines += ["", "**Rows that are not consistent** (a violation of a correct configuration at the 5 % boundary "
                   "is not a finding until other seeds repeat it):", ""]  # fmt: skip
         lines += [f"- {r['row']}: {r['verdict']}." for _, r in other.iterrows()]
+    if facts.get("own_designs"):
+        lines += ["", "**Rows with their own design**:", ""]
+        lines += [f"- {name}: {what}." for name, what in facts["own_designs"].items()]
     if not_run:
         lines += ["", "**Not yet run**:", ""] + [f"- {name}: {why}" for name, why in not_run.items()]
     lines += ["", f"Code version: {facts.get('code_version')}.", ""]

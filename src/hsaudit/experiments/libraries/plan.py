@@ -23,7 +23,7 @@ from hsaudit.experiments.byo.plan import ByoAudit, audit_from, installed_version
 from hsaudit.experiments.plans import Population, Target
 
 ROOT = "results/libraries"
-ROW_KEYS = ("entry", "library", "configuration", "planted", "extra", "requires", "audit_setting")
+ROW_KEYS = ("entry", "library", "configuration", "planted", "extra", "requires", "audit_setting", "audit")
 MODULES: dict[str, tuple[str, ...]] = {
     "opacus": ("opacus",),
     "tensorflow-privacy": ("tensorflow_privacy", "tf_keras"),
@@ -128,13 +128,13 @@ def requires(values: Mapping[str, Any]) -> tuple[str, ...]:
 
 def row_from(name: str, values: Mapping[str, Any], shared: Mapping[str, Any], *, seed: int) -> LibraryRow:
     """The row ``name`` of ``libraries.rows``: its ``entry`` audited with the ``shared`` byo options (its own
-    ``audit_setting`` keys over theirs) at ``results/libraries/{name}``.
+    ``audit`` options and ``audit_setting`` keys over theirs) at ``results/libraries/{name}``.
 
     Raises:
         ValueError: a missing or unknown key, or a byo option out of range (the message names the row).
     """
     check_row(name, values)
-    own = dict(shared)
+    own = {**dict(shared), **dict(values.get("audit") or {})}  # the row's byo options over the shared ones
     if values.get("audit_setting"):  # the row's keys over the shared setting's
         own["audit_setting"] = {**dict(shared.get("audit_setting") or {}), **dict(values["audit_setting"])}
     audit = audit_from(f"libraries_{name}", {**own, "entry": values["entry"]}, seed=seed)
@@ -144,6 +144,15 @@ def row_from(name: str, values: Mapping[str, Any], shared: Mapping[str, Any], *,
     audit = replace(audit, root=f"{ROOT}/{name}", entry_code="folder", packages=packages)
     return LibraryRow(name=name, library=str(values["library"]), configuration=str(values["configuration"]),
                       planted=bool(values.get("planted", False)), audit=audit)  # fmt: skip
+
+
+def own_design(row: LibraryRow) -> str:
+    """A row's design in words, for a row that sets its own byo options (``audit``): canary/background, their
+    options, and the script's own configuration where it has no audit setting."""
+    d = row.audit.design
+    options = f" {d.canary_options}" if d.canary_options else ""
+    setting = "" if d.setting is not None else ", the script's own configuration (no audit setting)"
+    return f"{d.canary}/{d.background}{options}{setting}"
 
 
 def plan(config: Mapping[str, Any]) -> LibrariesPlan:
@@ -169,7 +178,8 @@ def plan(config: Mapping[str, Any]) -> LibrariesPlan:
     )
     design = next(iter(rows.values())).audit.design if rows else None
     facts = {"runs": design.runs if design else None, "canary": design.canary if design else None,
-             "setting": shared.get("audit_setting")}  # fmt: skip
+             "setting": shared.get("audit_setting"),
+             "own_designs": {name: own_design(r) for name, r in rows.items() if listed[name].get("audit")}}  # fmt: skip
     targets = (Target(path=f"{ROOT}/report.md", kind="cpu", trained=True),) if rows else ()
     return LibrariesPlan(rows=rows, not_run={**missing, **dict(section.get("not_run") or {})}, facts=facts,
                          populations=populations, targets=targets)  # fmt: skip

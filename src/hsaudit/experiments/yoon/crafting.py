@@ -5,8 +5,8 @@ x_a starts at the canary, every pixel is free, the label stays the canary's; the
 and ADE (:func:`objective`; a recipe may standardise them, ``craft.objective: snr``), minimised on the whole crafting population as a
 :class:`~hsaudit.experiments.yoon.recipe.CraftRecipe` says (:func:`craft_sample`). In the black box, the models are
 replaced by surrogates distilled from their output probabilities (:func:`distill_surrogates`). A model's score is
-−ℓ(model(x_a), y_c) (:func:`sample_scores`; higher ⇒ trained on D′). :func:`craft_run` is what an audit job runs
-before :mod:`hsaudit.experiments.yoon.audit` audits the scores.
+the registry's ``final`` entry, −ℓ(model(x_a), y_c) (:data:`SCORE`, :func:`sample_scores`; higher ⇒ trained on D′).
+:func:`craft_run` is what an audit job runs before :mod:`hsaudit.experiments.yoon.audit` audits the scores.
 
 A module of its own, beside :mod:`hsaudit.experiments.yoon.train`: it imports the engine (losses and gradients of
 the models) but no training job imports it, so editing the crafting reruns the audits and never a population.
@@ -29,6 +29,7 @@ from hsaudit.engine.models import ModelSpec, require_spec
 from hsaudit.engine.psg import population_engine
 from hsaudit.experiments.yoon.recipe import PAPER_RECIPE, CraftRecipe
 from hsaudit.experiments.yoon.train import Canary
+from hsaudit.util.scores import score_entry
 from hsaudit.util.seeding import derive_seed
 
 ADVERSARIES = ("a_c", "a_ude", "a_ade")
@@ -44,14 +45,33 @@ def func_engine(spec: ModelSpec, device: torch.device):
 # --------------------------------------------------------------------------------------- losses and crafting
 
 
-def sample_losses(spec: ModelSpec, theta: npt.ArrayLike | torch.Tensor, x: npt.ArrayLike, y: int, *, device=None) -> np.ndarray:
-    """ℓ(θ_i(x), y) ``[m]`` of one input for every model ``theta`` ``[m, p]`` (no gradient)."""
+SCORE = score_entry("final")
+"""Yoon et al.'s score, an entry of the score registry (:data:`hsaudit.util.scores.SCORES`): the final model's
+−ℓ(θ; x_a, y_c) (higher ⇒ trained on D′), computed by :func:`input_scores` for the audit (:func:`sample_scores`) and
+for a recipe's validation stop at every crafting step (:func:`craft_sample`)."""
+
+
+def input_scores(engine, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """:data:`SCORE` ``[m]`` of the input ``x [1, ...]`` with label ``y [1]`` for every model ``theta [m, p]``, as
+    its registry entry says (``final``: −ℓ(θ; x, y))."""
+    if SCORE.name != "final":
+        raise ValueError(f"Yoon et al.'s audit samples are input canaries: no computation of score {SCORE.name!r}")
+    return -engine.loss(theta, x, y)[:, 0]
+
+
+def _tensors(spec: ModelSpec, theta, x, y: int, device) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(engine, θ ``[m, p]``, x ``[1, ...]``, y ``[1]``) on the device for one input of the models ``theta``."""
     dev = pick_device(device)
-    engine = func_engine(spec, dev)
     th = torch.as_tensor(np.asarray(theta, np.float32), device=dev)
     xt = torch.as_tensor(np.asarray(x, np.float32), device=dev)[None]
+    return func_engine(spec, dev), th, xt, torch.tensor([int(y)], device=dev)
+
+
+def sample_losses(spec: ModelSpec, theta: npt.ArrayLike | torch.Tensor, x: npt.ArrayLike, y: int, *, device=None) -> np.ndarray:
+    """ℓ(θ_i(x), y) ``[m]`` of one input for every model ``theta`` ``[m, p]`` (no gradient)."""
+    engine, th, xt, yt = _tensors(spec, theta, x, y, device)
     with torch.no_grad():
-        return engine.loss(th, xt, torch.tensor([int(y)], device=dev))[:, 0].double().cpu().numpy()
+        return engine.loss(th, xt, yt)[:, 0].double().cpu().numpy()
 
 
 def objective(name: str, loss_out: torch.Tensor, loss_in: torch.Tensor, *, margin: float,
@@ -184,7 +204,7 @@ def craft_sample(
 
         def check(x: torch.Tensor) -> float:
             with torch.no_grad():
-                return moment_mu(-engine.loss(th_v, x, y)[:, 0], bits_v)
+                return moment_mu(input_scores(engine, th_v, x, y), bits_v)
 
     x = start.clone().requires_grad_(True)
     opt = torch.optim.Adam([x], lr=recipe.lr) if recipe.optimizer == "adam" else None
@@ -285,9 +305,11 @@ def distill_surrogates(
 
 
 def sample_scores(spec: ModelSpec, theta: npt.ArrayLike, sample: CraftedSample, *, device=None) -> np.ndarray:
-    """The score of every model ``theta`` ``[m, p]`` of architecture ``spec``: −ℓ(model(x_a), y) (higher ⇒ trained
-    on D′), float64."""
-    return -sample_losses(spec, theta, sample.x, sample.y, device=device)
+    """The score (:data:`SCORE`) of every model ``theta`` ``[m, p]`` of architecture ``spec``: −ℓ(model(x_a), y)
+    (higher ⇒ trained on D′), float64."""
+    engine, th, xt, yt = _tensors(spec, theta, sample.x, sample.y, device)
+    with torch.no_grad():
+        return input_scores(engine, th, xt, yt).double().cpu().numpy()
 
 
 SPLITS = ("same", "held-out")

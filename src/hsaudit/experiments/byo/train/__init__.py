@@ -1,8 +1,7 @@
-"""The training side of the audit of a user's training (imports the engine and util layers only).
+"""The training side of the audit of a user's training (imports the engine and util layers only, and the
+package's values, :mod:`~hsaudit.experiments.byo.values`: what a training claims, the audit setting, the population's
+design, the entry's file; no torch, so that an audit job reading a claim runs none of the harness).
 
-- :mod:`~hsaudit.experiments.byo.train.values` — the values both sides are handed (what a training claims, the audit
-  setting, the population's design, the entry's file); no torch, so that an audit job reading a claim runs none of
-  the harness.
 - :mod:`~hsaudit.experiments.byo.train.harness` — the harness: the user's entry, the two worlds, the check, the
   shards.
 - :mod:`~hsaudit.experiments.byo.train.pytree` — a model that is not torch's (NumPy, a pytree, ``get_weights()``)

@@ -43,15 +43,15 @@ from hsaudit.experiments.byo.train.harness import (
     Training,
     UserData,
     bias_coordinates,
-    flat_parameters,
     init_seed_for,
     load,
     model_losses,
+    model_parameters,
     probe,
     reference_function,
     train_observed,
 )
-from hsaudit.experiments.byo.train.values import FEW_SCORES, AuditSetting, Design
+from hsaudit.experiments.byo.values import FEW_SCORES, AuditSetting, Design
 from hsaudit.util.seeding import derive_seed, rng_for
 
 TABLE_COLUMNS = ("training", "canary", "member", "score", "score_final", "baseline", "seed", "train_seconds")
@@ -98,6 +98,8 @@ class FewRunsDesign:
         if self.score not in FEW_SCORES:
             raise ValueError(f"score must be one of {', '.join(FEW_SCORES)}, got {self.score!r}")
         canary_family(self.population.canary)  # a type without a family form fails here, saying why
+        if self.population.canary_options:
+            raise ValueError("the few-runs audit's canary families take no canary options")
 
     @classmethod
     def of(cls, entry: str, canaries: int, trainings: int = 1, *, canary: str = "out_of_support",
@@ -224,7 +226,7 @@ def family_values(training: Training, family: CanaryFamily, model: Any) -> np.nd
     """What each canary of ``family`` scores in ``model``, lower ⇒ fitted: its loss (:func:`losses`), or for a
     gradient family its coordinate θ[k] (the term ``w · θ[k]`` that gradient descent lowers)."""
     if family.gradient:
-        theta = flat_parameters(model).to(torch.float64)
+        theta = model_parameters(model).to(torch.float64)
         return theta[torch.as_tensor(family.coordinates, dtype=torch.long)].numpy()
     return losses(training, model, family.x, family.y)
 
@@ -362,7 +364,7 @@ def train_one(prepared: FewPrepared, training_index: int) -> dict[str, np.ndarra
                          "a canary: its training diverged")  # fmt: skip
     if reference_first(prepared):
         start_loss, baseline = prepared.reference_losses, "reference"
-    elif theta0 is not None and not isinstance(model, torch.Tensor) and theta0.numel() == flat_parameters(model).numel():
+    elif theta0 is not None and not isinstance(model, torch.Tensor) and theta0.numel() == model_parameters(model).numel():
         start_loss, baseline = family_values(training, prepared.family, _model_at(model, theta0)), "θ0"
     elif design.score == "reference":
         start_loss, baseline = prepared.reference_losses, "reference"

@@ -1,10 +1,10 @@
 """The harness: load a user's training, build the two worlds, train a shard of models and score the canary.
 
 The contract (docs/byo.md): an entry ``package.module:make`` or ``path/to/file.py:make`` names a function ``make()``
-— or ``make(setting)``, which receives an :class:`~hsaudit.experiments.byo.train.values.AuditSetting` or None — returning
+— or ``make(setting)``, which receives an :class:`~hsaudit.experiments.byo.values.AuditSetting` or None — returning
 an object (or mapping) with
 
-- ``claim``: the mapping :class:`~hsaudit.experiments.byo.train.values.Claim` reads;
+- ``claim``: the mapping :class:`~hsaudit.experiments.byo.values.Claim` reads;
 - ``train(data, seed)``: the trained ``torch.nn.Module`` (or its flat parameter tensor), deterministic in ``seed``,
   where ``data`` is a :class:`UserData` ``(x, y)`` built here (a ``TensorDataset`` whose ``data.numpy`` gives the
   NumPy arrays); for a gradient canary a :class:`CanaryData` ``(x, y, w)`` whose per-example loss must add
@@ -38,7 +38,7 @@ import math
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ import numpy as np
 import torch
 from torch.utils.data import TensorDataset
 
+from hsaudit.engine.architectures import flat_parameters
 from hsaudit.engine.canaries import (
     CanarySource,
     GradientCanary,
@@ -53,21 +54,23 @@ from hsaudit.engine.canaries import (
     background,
     canary_type,
 )
-from hsaudit.experiments.byo.train.errors import guarded
+from hsaudit.experiments.byo.train.errors import UserCodeError, guarded
 from hsaudit.experiments.byo.train.pytree import flat_vector
-from hsaudit.experiments.byo.train.values import AuditSetting, Claim, Design, check_setting, entry_file, split_entry
+from hsaudit.experiments.byo.values import AuditSetting, Claim, Design, check_setting, entry_file, split_entry
 
 MODELS_PER_CALL = 64
 """Models per ``train_batch`` call when the training does not say (``models_per_call``)."""
 
 
 # ---- the user's entry ----------------------------------------------------------------------------------------------
-_LOADED: dict[tuple[Path, int], Any] = {}
+_LOADED: dict[tuple[Path, int, str], Any] = {}
 
 
-def load_make(entry: str) -> Callable[..., Any]:
-    """The ``make`` function an entry names (a path module is loaded once per process and version of its file, with
-    its folder on ``sys.path`` so that it imports its sibling modules).
+def load_make(entry: str, setting: AuditSetting | None = None) -> Callable[..., Any]:
+    """The ``make`` function an entry names (a path module is loaded once per process, version of its file and
+    ``setting`` asked for, with its folder on ``sys.path`` so that it imports its sibling modules): each configuration
+    gets its own copy of the module, so that module globals one ``make(setting)`` sets (``global SIGMA``) do not
+    change the training of another (the own configuration's, the σ/1.5 control's).
 
     Raises:
         ValueError: the module does not import (the message carries the import error) or has no such function.
@@ -76,7 +79,7 @@ def load_make(entry: str) -> Callable[..., Any]:
     try:
         if target.endswith(".py"):
             path = entry_file(entry)
-            key = (path, path.stat().st_mtime_ns)
+            key = (path, path.stat().st_mtime_ns, repr(setting))
             module = _LOADED.get(key)
             if module is None:
                 _on_path(path.parent)
@@ -179,7 +182,7 @@ def load_training(
             ``train``, ``train_batch``, ``dataset``, ``loss`` or ``predict`` is raised as a
             :class:`~hsaudit.experiments.byo.train.errors.UserCodeError` naming the function, the entry and the seed.
     """
-    make = load_make(entry)
+    make = load_make(entry, setting)
     params = inspect.signature(make).parameters
     if setting is not None and not params:
         raise ValueError(f"entry {entry!r}: an audit setting was asked for, but make() takes no argument (docs/byo.md)")
@@ -255,7 +258,27 @@ def user_data(training: Training, data: str | None = None) -> tuple[np.ndarray, 
 
 class UserData(TensorDataset):
     """The data handed to ``train``: a ``TensorDataset`` ``(x, y)`` whose :attr:`numpy` gives the same as NumPy arrays,
-    so that a JAX or Keras training never touches torch."""
+    so that a JAX or Keras training never touches torch. After :meth:`counting`, :attr:`uses` counts the reads of
+    each row through ``data[i]`` (a DataLoader's fetches) made with gradients enabled, which the check compares with
+    the claim's sampling: a read under ``torch.no_grad()`` or ``torch.inference_mode()`` (an evaluation pass, the
+    idiom of every framework's tutorials) is not a training's and is not counted."""
+
+    uses: np.ndarray | None = None
+
+    def counting(self) -> UserData:
+        """Start counting the reads of each row (:attr:`uses`, from zero); returns itself."""
+        self.uses = np.zeros(len(self), dtype=np.int64)
+        return self
+
+    def __getitem__(self, index: Any) -> tuple[torch.Tensor, ...]:
+        if self.uses is not None and torch.is_grad_enabled():
+            if isinstance(index, slice):
+                rows = np.arange(len(self))[index]
+            else:
+                rows = np.asarray(index.cpu() if isinstance(index, torch.Tensor) else index).ravel()
+                rows = np.flatnonzero(rows) if rows.dtype == bool else rows.astype(np.int64)
+            np.add.at(self.uses, rows, 1)
+        return super().__getitem__(index)
 
     @property
     def numpy(self) -> tuple[np.ndarray, ...]:
@@ -342,16 +365,11 @@ def is_torch(model: Any) -> bool:
     return isinstance(model, (torch.nn.Module, torch.Tensor))
 
 
-def flat_parameters(model: Any, *, detach: bool = True) -> torch.Tensor:
-    """A module's parameters flattened in ``model.parameters()`` order, a flat tensor as it is, any other model's
-    leaves as :func:`~hsaudit.experiments.byo.train.pytree.flat_vector` orders them (float64)."""
-    if not is_torch(model):
-        return torch.from_numpy(flat_vector(model))
-    if isinstance(model, torch.Tensor):
-        theta = model
-    else:
-        theta = torch.cat([p.reshape(-1) for p in model.parameters()])
-    return theta.detach() if detach else theta
+def model_parameters(model: Any) -> torch.Tensor:
+    """Any trained model's flat parameter vector, detached: a torch module's or flat tensor's
+    (:func:`hsaudit.engine.architectures.flat_parameters`), any other model's leaves as
+    :func:`~hsaudit.experiments.byo.train.pytree.flat_vector` orders them (float64)."""
+    return flat_parameters(model) if is_torch(model) else torch.from_numpy(flat_vector(model))
 
 
 @dataclass(frozen=True, eq=False)
@@ -406,7 +424,8 @@ def make_worlds(
     if isinstance(canary, InputCanary) and canary.source_index is not None:
         keep[canary.source_index] = False
     bx, by = background(design.background)(
-        x[keep], y[keep], size=design.background_size, seed=design.stream("background")
+        x[keep], y[keep], size=design.background_size, seed=design.stream("background"),
+        options=design_options(design)[1],
     )
     replaced: int | tuple[int, ...] | None = None
     if neighbouring == "replace-one":
@@ -570,7 +589,7 @@ def canary_scores(
         return final - start
     if isinstance(canary, GradientCanary):
         d = torch.as_tensor(canary.direction)
-        return np.array([-float(flat_parameters(m).to(d.dtype) @ d) for m in models])
+        return np.array([-float(model_parameters(m).to(d.dtype) @ d) for m in models])
     x, y = np.asarray(canary.x)[None], np.asarray(canary.y).reshape(1)
     return np.array([-model_losses(training, model, x, y)[0] for model in models])
 
@@ -628,6 +647,10 @@ def reference_function(training: Training, model: Any) -> Callable[[np.ndarray],
 
 
 # ---- the check and the canary ----------------------------------------------------------------------------------------
+USE_TRAININGS = 2
+"""Trainings (seeds) whose reads of the data the check counts (:attr:`Probe.uses`)."""
+
+
 @dataclass(frozen=True)
 class Probe:
     """What the determinism check found: the model's size, and whether the seed matters.
@@ -643,6 +666,11 @@ class Probe:
             seeds), ``fixed (init_seed)`` (the training takes ``init_seed``, which the harness holds fixed), ``varies
             with the seed`` (observed, different: its variance across the audit's models drowns the canary's effect)
             or ``not observed`` (no module forwarded, or ``train_batch``).
+        uses: the reads of each row (:meth:`UserData.counting`) in ``use_trainings`` trainings of the check (two
+            seeds), or None where the training read none through ``data[i]`` (it reads ``data.tensors``).
+        own_uses, own_claim: in the audit setting, the same of the user's own configuration (``make()`` without the
+            setting) and its claim: the sampling the setting's full batch replaces (None outside the setting, or not
+            seen).
     """
 
     parameters: int
@@ -651,6 +679,10 @@ class Probe:
     n: int
     classes: int | None
     theta0: str = "not observed"
+    uses: tuple[int, ...] | None = None
+    own_uses: tuple[int, ...] | None = None
+    own_claim: dict[str, Any] | None = None
+    use_trainings: int = USE_TRAININGS
 
 
 THETA0 = ("fixed", "fixed (init_seed)", "varies with the seed", "not observed")
@@ -661,13 +693,33 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and bool(torch.allclose(a, b, rtol=1e-5, atol=1e-6 * (1.0 + float(a.abs().max()))))
 
 
+def _reads(training: Training, data: TensorDataset, seeds: Sequence[int], design: Design) -> tuple[Any, Any, Any]:
+    """The models and θ0s of ``seeds`` trained on ``data`` with its reads counted, and the counts (None: no read)."""
+    data.counting()
+    models, thetas = train_observed(training, data, seeds, init_seed=init_seed_for(design, training))
+    uses = data.uses
+    data.uses = None
+    return models, thetas, (tuple(int(u) for u in uses) if uses.any() else None)
+
+
+def own_reads(own: Training, x: np.ndarray, y: np.ndarray, design: Design) -> tuple[int, ...] | None:
+    """The reads of each row by the user's own configuration ``own`` (``make()`` without the setting) in
+    :data:`USE_TRAININGS` trainings of the check's seeds, in the data form of ``design``'s canary (None: no read
+    seen)."""
+    gradient = not design.chosen and canary_type(design.canary).kind == "gradient"
+    worlds = Worlds(torch.as_tensor(x), torch.as_tensor(y), None, own.claim.neighbouring)
+    seeds = [design.stream("check", i) for i in range(USE_TRAININGS)]
+    return _reads(own, worlds.probe_dataset(gradient), seeds, design)[2]
+
+
 def probe(
     training: Training, x: np.ndarray, y: np.ndarray, classes: int | None, design: Design, gradient: bool,
     family: bool = False,
 ) -> tuple[Probe, Any]:
-    """Train the data without a canary with two seeds, twice each; return the probe and one of the models (the
-    reference the canary builders may use). ``gradient``/``family``: the data has the form of a gradient canary's
-    (of a gradient family's, :meth:`Worlds.probe_dataset`).
+    """Train the data without a canary with two seeds, twice each, counting the reads of its rows in the first two
+    (:attr:`Probe.uses`); return the probe and one of the models (the reference the canary builders may use).
+    ``gradient``/``family``: the data has the form of a gradient canary's (of a gradient family's,
+    :meth:`Worlds.probe_dataset`).
 
     Raises:
         ValueError: ``train`` not deterministic in ``seed`` (the message gives the seeds and the largest difference),
@@ -677,11 +729,12 @@ def probe(
     data = worlds.probe_dataset(gradient, family)
     seeds = [design.stream("check", 0), design.stream("check", 1)]
     start = time.perf_counter()
-    models, thetas = train_observed(
-        training, data, [seeds[0], seeds[0], seeds[1], seeds[1]], init_seed=init_seed_for(design, training)
-    )
+    first, first_thetas, uses = _reads(training, data, seeds, design)
+    again, again_thetas = train_observed(training, data, seeds, init_seed=init_seed_for(design, training))
     seconds = (time.perf_counter() - start) / 4
-    flats = [flat_parameters(m).to(torch.float64) for m in models]
+    models = [first[0], again[0], first[1], again[1]]
+    thetas = [first_thetas[0], again_thetas[0], first_thetas[1], again_thetas[1]]
+    flats = [model_parameters(m).to(torch.float64) for m in models]
     if not bool(torch.isfinite(flats[0]).all()):
         raise ValueError(f"{training.entry}: the trained model has NaN or infinite parameters (seed {seeds[0]}): "
                          "its loss is NaN, the training diverged")  # fmt: skip
@@ -712,6 +765,7 @@ def probe(
         n=int(x.shape[0]),
         classes=classes,
         theta0=_theta0_finding(training, thetas),
+        uses=uses,
     )
     return found, models[0]
 
@@ -722,7 +776,7 @@ def canary_changes_model(prepared: Prepared) -> bool:
     seed, init = prepared.design.model_seed(0), init_seed_for(prepared.design, prepared.training)
     models = [train_models(prepared.training, prepared.worlds.dataset(b), [seed], init_seed=init)[0]
               for b in (False, True)]  # fmt: skip
-    a, b = (flat_parameters(m).to(torch.float64) for m in models)
+    a, b = (model_parameters(m).to(torch.float64) for m in models)
     return not _same(a, b)
 
 
@@ -756,8 +810,26 @@ def build_canary(
         seed=design.stream("canary", design.canary),
         reference=reference_function(training, reference),
         biases=bias_coordinates(reference),
+        options=design_options(design)[0],
     )
     return canary_type(design.canary)(source)
+
+
+def design_options(design: Design) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The design's :attr:`~Design.canary_options` split into the canary's and the background's: each gets the keys
+    its registry entry takes (a key both take goes to both, as ``opposing``'s and ``copies``' ``amplitude``).
+
+    Raises:
+        ValueError: a key that neither takes.
+    """
+    options = dict(design.canary_options or {})
+    own = canary_type(design.canary).options
+    rows = background(design.background).options
+    unknown = sorted(set(options) - set(own) - set(rows))
+    if unknown:
+        raise ValueError(f"canary options {unknown}: the canary {design.canary!r} takes {list(own)}, the background "
+                         f"{design.background!r} takes {list(rows)}")  # fmt: skip
+    return {k: v for k, v in options.items() if k in own}, {k: v for k, v in options.items() if k in rows}
 
 
 def bias_coordinates(model: Any) -> tuple[int, ...] | None:
@@ -786,28 +858,46 @@ class Prepared:
 
 @dataclass(frozen=True, eq=False)
 class Loaded:
-    """A user's training and its data, loaded once: ``x`` float32, ``y`` labels or targets, ``classes``."""
+    """A user's training and its data, loaded once: ``x`` float32, ``y`` labels or targets, ``classes``; in the audit
+    setting, when asked for (:func:`load`), ``own``: the user's own configuration (``make()`` without the setting)
+    and ``own_uses``: its reads of each row (:func:`own_reads`)."""
 
     training: Training
     x: np.ndarray
     y: np.ndarray
     classes: int | None
+    own: Training | None = None
+    own_uses: tuple[int, ...] | None = None
 
     @property
     def n(self) -> int:
         return int(self.x.shape[0])
 
 
-def load(design: Design) -> Loaded:
+def load(design: Design, *, own: bool = False) -> Loaded:
     """Call the entry's ``make`` and read its data; a claim inconsistent with the data fails here, before any training.
+
+    ``own`` (the check's load, in the audit setting): first load the user's own configuration (``make()``) and count
+    its reads of the data (:func:`own_reads`: the sampling the setting's full batch replaces), before ``make(setting)``
+    runs — a ``make`` that sets module globals for the setting would otherwise change the own training too.
 
     Raises:
         ValueError: as :func:`load_training`, :func:`user_data` and :meth:`Claim.sampling_rate`.
+        UserCodeError: the user's own configuration raised while training.
     """
+    mine, uses = None, None
+    if own and design.setting is not None:
+        try:
+            mine = load_training(design.entry)
+            mx, my, _ = user_data(mine, design.data)
+        except (ValueError, UserCodeError):
+            mine = None  # make() without the setting fails: the setting's audit goes on without that check
+        if mine is not None:
+            uses = own_reads(mine, mx, my, design)
     training = load_training(design.entry, setting=design.setting, claim=design.claim)
     x, y, classes = user_data(training, design.data)
     training.claim.sampling_rate(x.shape[0])
-    return Loaded(training, x, y, classes)
+    return Loaded(training, x, y, classes, mine, uses)
 
 
 def prepare(
@@ -823,11 +913,14 @@ def prepare(
     Raises:
         ValueError: as :func:`load` and :func:`probe`.
     """
-    loaded = loaded if loaded is not None else load(design)
+    checking = found is None or canary is None
+    loaded = loaded if loaded is not None else load(design, own=checking)
     training, x, y = loaded.training, loaded.x, loaded.y
-    if found is None or canary is None:
+    if checking:
         gradient = canary_type(design.canary).kind == "gradient"
         found, reference = probe(training, x, y, loaded.classes, design, gradient)
+        if loaded.own is not None:
+            found = replace(found, own_uses=loaded.own_uses, own_claim=loaded.own.claim.to_dict())
         canary = build_canary(design, training, x, y, found, reference)
     return Prepared(design, training, found, canary, make_worlds(x, y, canary, design, training.claim.neighbouring))
 

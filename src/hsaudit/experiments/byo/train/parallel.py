@@ -1,6 +1,6 @@
 """A block of a design's models, trained here or in a worker process (``hsaudit audit-training --jobs``).
 
-A worker receives plain values — the design (:meth:`~hsaudit.experiments.byo.train.values.Design.to_dict`), the
+A worker receives plain values — the design (:meth:`~hsaudit.experiments.byo.values.Design.to_dict`), the
 check's :class:`~hsaudit.experiments.byo.train.harness.Probe` and the canary — never the user's functions (closures
 need not pickle): it calls the user's ``make()`` and ``dataset()`` itself, once per process. A block is a shard of
 the design split into more shards; each model's bit and seed come from the design by its index, so the rows do not
@@ -16,7 +16,7 @@ import numpy as np
 
 from hsaudit.experiments.byo.train.errors import UserCodeError
 from hsaudit.experiments.byo.train.harness import Loaded, Prepared, Probe, load, prepare, train_shard
-from hsaudit.experiments.byo.train.values import Design
+from hsaudit.experiments.byo.values import Design
 
 
 def train_block(prepared: Prepared, count: int, index: int, *, progress: bool = False) -> dict[str, np.ndarray]:

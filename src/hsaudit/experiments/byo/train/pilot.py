@@ -1,6 +1,6 @@
 """The pilot that chooses an audit's design when its canary is ``auto`` (the default; docs/byo.md).
 
-Each candidate of :data:`~hsaudit.experiments.byo.train.values.DESIGNS` is checked and its positive control trained
+Each candidate of :data:`~hsaudit.experiments.byo.values.DESIGNS` is checked and its positive control trained
 at the design's ``pilot_runs`` per world on streams of its own (:func:`pilot_design`); the candidate whose control
 separates its worlds most (:func:`separation`) is the audit's design. Training-side (the harness only): the workflow's
 check job runs it, so its code version is that of the trainings it decides.
@@ -16,9 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from hsaudit.engine.canaries import canary_type
+from hsaudit.experiments.byo.train.errors import UserCodeError
 from hsaudit.experiments.byo.train.harness import Loaded, Prepared, load, prepare
 from hsaudit.experiments.byo.train.parallel import train_block
-from hsaudit.experiments.byo.train.values import DESIGNS, Design
+from hsaudit.experiments.byo.values import DESIGNS, Design
 
 
 def pilot_design(design: Design) -> Design:
@@ -76,8 +78,11 @@ def choose(
 
     Raises:
         ValueError: no candidate could be trained (the message says why for each).
+        UserCodeError: the user's code raised on the last candidate, an input canary on the user's own data, which
+            every training takes: a bug of the training, shown as the user's (its traceback), not a design's misfit.
     """
     rows: list[dict[str, Any]] = []
+    failed: dict[int, Exception] = {}  # by row
     pilot = pilot_design(design)
     loaded = load(pilot) if loaded is None else loaded
     twins: dict[float, Loaded] = {}
@@ -96,16 +101,19 @@ def choose(
             pending.append((row, start(found)))
             row["models"] = other.models
         except Exception as err:  # noqa: BLE001 — a design this training cannot take is left out, with why
-            _left_out(row, err)
+            failed[len(rows) - 1] = _left_out(row, err)
         row["seconds"] = time.perf_counter() - start_s
     for row, scores in pending:
         start_s = time.perf_counter()
         try:
             row["separation"] = separation(scores())
         except Exception as err:  # noqa: BLE001 — as above, raised by its training
-            _left_out(row, err)
+            failed[rows.index(row)] = _left_out(row, err)
         row["seconds"] += time.perf_counter() - start_s
     usable = [r for r in rows if r["separation"] is not None]
+    last = failed.get(len(rows) - 1)
+    if not usable and isinstance(last, UserCodeError) and rows[-1]["background"] == "data":
+        raise last
     if not usable:
         raise ValueError("no design could be trained: " + "; ".join(f"{r['canary']}/{r['background']}: {r['error']}"
                                                                     for r in rows))  # fmt: skip
@@ -113,9 +121,13 @@ def choose(
     return replace(design, canary=best["canary"], background=best["background"]), rows
 
 
-def _left_out(row: dict[str, Any], err: Exception) -> None:
-    """``row``: a candidate left out, with why."""
-    row.update(separation=None, models=0, error=f"{type(err).__name__}: {str(err).splitlines()[0][:200]}")
+def _left_out(row: dict[str, Any], err: Exception) -> Exception:
+    """``row``: a candidate left out, with why; ``err``."""
+    why = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
+    if isinstance(err, UserCodeError) and canary_type(row["canary"]).kind == "gradient":
+        why = f"a gradient canary needs its term in your loss (docs/byo.md, 'The contract'); {why}"
+    row.update(separation=None, models=0, error=why)
+    return err
 
 
 def pilot_details(design: Design, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ is ``mislabelled``, the Dirac canary's gradient is :func:`hsaudit.engine.canarie
 
 from __future__ import annotations
 
+from hsaudit.experiments.steinke.values import SCORE_ENTRIES
 from hsaudit.util.scores import Score, score_entry
 
 STEINKE_CANARIES = ("dirac", "label_flip")
@@ -31,12 +32,12 @@ LABEL_FLIP_SOURCES = ("test", "train")
 SCORES: dict[str, Score] = {
     "dirac": score_entry("inclusions"),
     "label_flip": score_entry("final"),
-    "gradient": score_entry("inclusions"),
-    "norm": score_entry("norm"),
+    **SCORE_ENTRIES,
 }
 """The score-registry entry (:data:`hsaudit.util.scores.SCORES`) of each image canary's score (``dirac``:
 :func:`hsaudit.experiments.steinke.train.images.dirac_score`; ``label_flip``: −ℓ(θ_t; x*, y*)) and of each of Table
-1's scores (``steinke.table1.score``, :data:`hsaudit.experiments.steinke.values.SCORES`:
-:func:`hsaudit.experiments.steinke.train.language.embedding_score`)."""
+1's scores (``steinke.table1.score``, :data:`hsaudit.experiments.steinke.values.SCORE_ENTRIES`:
+:func:`hsaudit.experiments.steinke.train.language.embedding_score`). :func:`hsaudit.experiments.steinke.train.images.observer`
+computes an image canary's score after every step as its entry says."""
 
 __all__ = ["DIRAC_BACKGROUNDS", "LABEL_FLIP_BACKGROUNDS", "LABEL_FLIP_SOURCES", "SCORES", "STEINKE_CANARIES"]

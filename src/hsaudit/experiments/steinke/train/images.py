@@ -49,7 +49,7 @@ from hsaudit.engine.models import ModelSpec, require_spec
 from hsaudit.engine.psg import population_engine
 from hsaudit.experiments.steinke.train.rows import poisson_config, row_theta0
 from hsaudit.experiments.steinke.train.shards import shard_models
-from hsaudit.experiments.steinke.train.canaries import LABEL_FLIP_BACKGROUNDS, STEINKE_CANARIES
+from hsaudit.experiments.steinke.train.canaries import LABEL_FLIP_BACKGROUNDS, SCORES, STEINKE_CANARIES
 from hsaudit.util.seeding import derive_seed
 
 
@@ -287,7 +287,7 @@ def train_dirac_shard(
         y=y,
         dev=dev,
         insertion={"gradient": gradient},
-        observe=lambda theta: dirac_score(theta, theta0, dim=dim, lr=lr, batch_size=batch, clip=clip),
+        observe=observer("dirac", engine=engine, theta0=theta0, dim=dim, lr=lr, batch_size=batch, clip=clip),
         theta0=theta0,
         test=test,
         label="fig2",
@@ -310,6 +310,22 @@ def loss_score(engine, x: torch.Tensor, y: torch.Tensor):
             return -engine.loss(theta, x, y)[:, 0]
 
     return score
+
+
+def observer(canary: str, *, engine, theta0: torch.Tensor, dim: int | None = None, lr: float | None = None,
+             batch_size: int | None = None, clip: float | None = None,
+             point: tuple[torch.Tensor, torch.Tensor] | None = None):
+    """The score of ``canary`` (:data:`~hsaudit.experiments.steinke.train.canaries.STEINKE_CANARIES`) that a
+    training records after every step, computed as its registry entry says
+    (:data:`hsaudit.experiments.steinke.train.canaries.SCORES`): ``inclusions`` (the Dirac canary on coordinate
+    ``dim``, in units of ``lr``, ``batch_size`` and ``clip``: :func:`dirac_score`) or ``final`` (the input canary
+    ``point`` = (x*, y*): :func:`loss_score`)."""
+    kind = SCORES[canary].name
+    if kind == "inclusions" and None not in (dim, lr, batch_size, clip):
+        return lambda theta: dirac_score(theta, theta0, dim=dim, lr=lr, batch_size=batch_size, clip=clip)
+    if kind == "final" and point is not None:
+        return loss_score(engine, *point)
+    raise ValueError(f"no per-step computation of score {kind!r} for canary {canary!r} with these inputs")
 
 
 def train_label_flip_shard(
@@ -365,7 +381,7 @@ def train_label_flip_shard(
         y=y,
         dev=dev,
         insertion={"canary": (xc, yc)},
-        observe=loss_score(engine, xc, yc),
+        observe=observer("label_flip", engine=engine, theta0=theta0, point=(xc, yc)),
         theta0=theta0,
         test=test,
         label="fig4",
@@ -424,6 +440,7 @@ __all__ = [
     "dirac_score",
     "fig4_canary",
     "loss_score",
+    "observer",
     "train_dirac_shard",
     "train_label_flip_shard",
     "train_shard",

@@ -53,7 +53,7 @@ import torch
 from hsaudit.engine.dpsgd import DPSGDConfig, pick_device, train_population
 from hsaudit.engine.sampling import Poisson
 from hsaudit.experiments.steinke.train.shards import shard_models
-from hsaudit.experiments.steinke.values import EXAMPLES, LM_EXTRA, SCORES
+from hsaudit.experiments.steinke.values import EXAMPLES, LM_EXTRA, SCORE_ENTRIES
 from hsaudit.util.seeding import derive_seed, rng_for
 
 PAD = -1  # token id of padding in the arrays of `examples: records` (masked out of the loss and the attention)
@@ -382,8 +382,9 @@ def train_table1_shard(
         ``perplexity [S]`` (final models, held-out blocks), ``sampling_rate``, ``batch_size``, ``n_train``,
         ``n_eval``, ``parameters``.
     """
-    if spec["score"] not in SCORES:
-        raise ValueError(f"score must be one of {SCORES}, got {spec['score']!r}")
+    if spec["score"] not in SCORE_ENTRIES:
+        raise ValueError(f"score must be one of {tuple(SCORE_ENTRIES)}, got {spec['score']!r}")
+    kind = SCORE_ENTRIES[spec["score"]].name  # the registry entry: inclusions (a projection) or norm
     dev = pick_device(device)
     module = module.to(dev)
     engine = CausalLMPopulation(module)
@@ -397,7 +398,7 @@ def train_table1_shard(
     if abs(q * n - batch) > 1e-6 * batch:
         raise ValueError(f"sampling_rate {q} is not B/N = {batch}/{n}")
     lr, clip = float(spec["lr"]), float(spec["clip_norm"])
-    direction = canary_direction(engine, theta0, canary, index) if spec["score"] == "gradient" else None
+    direction = canary_direction(engine, theta0, canary, index) if kind == "inclusions" else None
     models, bits = shard_models(spec, shard)
     config = DPSGDConfig(steps=steps, batch_size=batch, lr=lr, clip_norm=clip, noise_multiplier=sigma,
                          sampling=Poisson(q))

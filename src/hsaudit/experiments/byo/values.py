@@ -293,6 +293,9 @@ class Design:
             (see :meth:`control_noise`); its streams are its own as for ``copies``.
         score: one of :data:`SCORES`.
         pilot_runs: runs per world of each candidate's pilot when the design is chosen (:data:`PILOT_RUNS`).
+        canary_options: the given canary's and background's options by name (each gets the keys its registry
+            entry takes, :attr:`hsaudit.engine.canaries.CanaryType.options`: ``opposing`` and ``copies`` share
+            ``amplitude`` and ``feature``), or None.
     """
 
     entry: str
@@ -309,8 +312,13 @@ class Design:
     noise_factor: float = 1.0
     score: str = "auto"
     pilot_runs: int = PILOT_RUNS
+    canary_options: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
+        if self.canary_options is not None:
+            if self.canary == AUTO and self.background == AUTO:
+                raise ValueError("canary options need a given canary or background (the audit's choice has its own)")
+            object.__setattr__(self, "canary_options", dict(self.canary_options))
         if (self.canary == AUTO) != (self.background == AUTO):  # one of the two given pins the design
             object.__setattr__(self, "canary", PINNED[0] if self.canary == AUTO else self.canary)
             object.__setattr__(self, "background", PINNED[1] if self.background == AUTO else self.background)
@@ -376,7 +384,7 @@ class Design:
         """Plain values (JSON, Snakemake params), :meth:`from_dict`'s inverse."""
         out = asdict(self)
         out["setting"] = None if self.setting is None else self.setting.to_dict()
-        for name, before in (("copies", 1), ("noise_factor", 1), ("pilot_runs", PILOT_RUNS)):
+        for name, before in (("copies", 1), ("noise_factor", 1), ("pilot_runs", PILOT_RUNS), ("canary_options", None)):
             if out[name] == before:  # the values as before controls and pilots existed: the same job params
                 del out[name]
         return out
