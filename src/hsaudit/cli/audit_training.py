@@ -180,6 +180,15 @@ def canary_options(pairs: list[str] | None) -> dict[str, Any] | None:
     return {k: yaml.safe_load(v) for k, v in (p.split("=", 1) for p in pairs)}
 
 
+def _trains_in_workers(args: argparse.Namespace) -> bool:
+    """Whether this population audit trains in worker processes (``--jobs`` above 1, one process training every
+    shard); by default (no ``--jobs``) the audit starts their server once its check says it will
+    (:func:`~hsaudit.experiments.byo.api.choose_design`)."""
+    whole = args.runs is not None and args.canaries is None and args.trainings is None
+    alone = not (args.shard or args.from_shards or args.bench)
+    return whole and alone and args.jobs is not None and args.jobs > 1
+
+
 def _summary(rep) -> str:
     lines = [
         f"verdict: {rep.verdict} — {rep.reason}",
@@ -214,6 +223,10 @@ def _figure(scores, payload: dict, out: Path, kind: str = "scores") -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if _trains_in_workers(args):  # the workers' server imports torch while this process imports and loads
+        from hsaudit.experiments.byo.train.pool import warm
+
+        warm(args.entry)
     import pandas as pd
 
     from hsaudit.experiments.byo.api import audit_frames, audit_training, train_all

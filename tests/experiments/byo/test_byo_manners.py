@@ -54,13 +54,28 @@ def _entry(tmp_path, bad: int = -1) -> str:
 
 
 def test_parallel_jobs_give_the_rows_of_one(tmp_path):
-    """Two spawned workers, each preparing the training once and training several blocks of a finer split (8 blocks
+    """Two workers (forked from the server), each preparing the training once and training several blocks of a finer split (8 blocks
     of a per-seed ``train``), give exactly one process's rows, in order."""
     prepared = prepare(Design(entry=_entry(tmp_path), canary="mislabelled", runs=6, seed=3))
     one = train_all(prepared, jobs=1)
     two = train_all(prepared, jobs=2)
     assert len(one) == prepared.design.models
     pd.testing.assert_frame_equal(one[ROWS], two[ROWS], check_exact=True)
+
+
+def test_the_workers_server_preloads_the_fork_safe_libraries_the_entry_imports(tmp_path):
+    """The server that forks the workers imports the harness and, of the entry's top-level imports (read, not run),
+    the fork-safe libraries that are installed: not the user's own modules, not a library outside FORK_SAFE, not
+    a relative import; an entry that cannot be read preloads the harness alone."""
+    from hsaudit.experiments.byo.train.pool import FORK_SAFE, WORKER_MODULE, entry_imports, preload
+
+    path = tmp_path / "user.py"
+    path.write_text("import os, json\nimport scipy.stats\nfrom opacus import PrivacyEngine\nimport mine\n"
+                    "from . import sibling\n\ndef make():\n    import sklearn\n")  # fmt: skip
+    assert entry_imports(f"{path}:make") == ["json", "mine", "opacus", "os", "scipy"]
+    assert {"opacus", "scipy"} <= set(FORK_SAFE) and "mine" not in FORK_SAFE
+    assert preload(f"{path}:make") == [WORKER_MODULE, "opacus", "scipy"]
+    assert preload(f"{tmp_path / 'absent.py'}:make") == preload(None) == [WORKER_MODULE]
 
 
 def test_blocks_of_any_split_give_the_same_rows():

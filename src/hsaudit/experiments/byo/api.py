@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -44,6 +44,7 @@ from hsaudit.experiments.byo.train.harness import (
 )
 from hsaudit.experiments.byo.train.parallel import train_block, worker_block
 from hsaudit.experiments.byo.train.pilot import choose, pilot_design, pilot_details
+from hsaudit.experiments.byo.train.pool import Workers, warm
 from hsaudit.experiments.byo.values import DESIGNS, PINNED, Claim, Design
 
 SCORE_COLUMNS = ("model", "member", "seed", "score", "train_seconds", "harness_seconds")
@@ -192,6 +193,8 @@ def audit_training(
             seed, a NaN loss), with a message naming it.
         UserCodeError: the user's own code raised (:mod:`~hsaudit.experiments.byo.train.errors`).
     """
+    if jobs is not None and jobs > 1:
+        warm(design.entry)  # the workers' server imports torch while this process loads and checks the training
     loaded = load(design, own=True)
     early = early_report(design, loaded, options)
     first = None
@@ -200,7 +203,7 @@ def audit_training(
         early = early_report(design, loaded, options, first)
     if early is not None:
         return Result(early, frame({c: np.zeros(0) for c in SCORE_COLUMNS}))
-    with Workers() as workers:  # one set of worker processes for the pilot, the audit and its control
+    with Workers(design.entry) as workers:  # one set of worker processes for the pilot, the audit and its control
         return _audit(design, loaded, options, shards=shards, progress=progress, control=control, jobs=jobs,
                       workers=workers, prepared=None if design.chosen else first)  # fmt: skip
 
@@ -215,8 +218,20 @@ def _audit(
     if design.chosen:
         design, pilot = choose_design(design, options, jobs=jobs, loaded=loaded, workers=workers)
     prepared = prepare(design, loaded) if prepared is None else prepared
-    scores = train_all(prepared, jobs=jobs, progress=progress, shards=shards, workers=workers)
+    jobs = default_jobs(prepared) if jobs is None else jobs
+    audited = start_all(prepared, jobs=jobs, progress=progress, shards=shards, workers=workers)
     claim = loaded.training.claim
+
+    def start_control() -> tuple[Design, float, Callable[[], pd.DataFrame]]:
+        twin_design, worst = control_design(design, claim, loaded.n, options)
+        twin_loaded = loaded if twin_design.noise_factor == 1.0 else load(twin_design)  # make(setting) at σ/f
+        twin = prepare(twin_design, twin_loaded, found=prepared.probe, canary=prepared.canary)
+        return twin_design, worst, start_all(twin, jobs=jobs, progress=progress, shards=shards, workers=workers)
+
+    # in workers, the control is loaded and queued behind the audit's models while they train (its models dropped
+    # if the verdict is a violation); in this process, only when the verdict asks for it
+    queued = start_control() if control and jobs > 1 else None
+    scores = audited()
     same = not prepared.probe.seed_sensitive and canary_changes_model(prepared)
     about = {**details(design, prepared, scores), **pilot_details(design, pilot)}
     look = control and control_is_exact(claim, loaded.n)  # the looks both reports pay for
@@ -225,12 +240,11 @@ def _audit(
                    control_look=look, data_use=use)  # fmt: skip
     checked = None
     if control and found.verdict != "violation":  # a violation needs no power: its control is not trained
-        twin_design, worst = control_design(design, claim, loaded.n, options)
-        twin_loaded = loaded if twin_design.noise_factor == 1.0 else load(twin_design)  # make(setting) at σ/f
-        twin = prepare(twin_design, twin_loaded, found=prepared.probe, canary=prepared.canary)
-        table = train_all(twin, jobs=jobs, progress=progress, shards=shards, workers=workers)
-        checked = Control(copies=twin_design.copies, epsilon_worst=worst, scores=table,
+        twin_design, worst, controlled = queued or start_control()
+        checked = Control(copies=twin_design.copies, epsilon_worst=worst, scores=controlled(),
                           noise_factor=twin_design.noise_factor)  # fmt: skip
+    elif queued is not None:
+        workers.close()  # the control's blocks not started yet are cancelled
     rep = report(scores, claim, loaded.n, options, details=about, control=checked, same_model=same,
                  advice=advice(design, prepared.probe.theta0), control_look=look, data_use=use)  # fmt: skip
     return Result(rep, scores, None if checked is None else checked.scores, tuple(pilot))
@@ -245,9 +259,17 @@ def control_design(design: Design, claim: Any, n: int, options: AuditOptions) ->
     cannot change σ), the canary repeated k times (:func:`~hsaudit.experiments.byo.audit.control_copies`): k times
     the training's own leak through this canary, k the least whose worst case is ``power_factor`` × the claim."""
     if design.setting is not None:
-        return design.control_noise(options.power_factor), control_noise_epsilon(claim, n, options.power_factor)
+        return control_twin(design, claim, n, options), control_noise_epsilon(claim, n, options.power_factor)
     copies, worst = control_copies(claim, n, options.power_factor)
     return design.control(copies), worst
+
+
+def control_twin(design: Design, claim: Any, n: int, options: AuditOptions) -> Design:
+    """:func:`control_design`'s design alone: in the audit setting it needs no accounting (a pilot's candidates
+    start training before the accountant runs)."""
+    if design.setting is not None:
+        return design.control_noise(options.power_factor)
+    return control_design(design, claim, n, options)[0]
 
 
 def choose_design(
@@ -267,16 +289,22 @@ def choose_design(
     """
     loaded = load(pilot_design(design)) if loaded is None else loaded
     claim, n = loaded.training.claim, loaded.n
-    return choose(design, lambda c: control_design(c, claim, n, options)[0], loaded=loaded,
-                  train=lambda p: train_all(p, jobs=jobs, workers=workers))  # fmt: skip
+
+    def start(prepared: Prepared) -> Callable[[], pd.DataFrame]:
+        if jobs is None and workers is not None and default_jobs(replace(prepared, design=design)) > 1:
+            warm(design.entry)  # the audit will train in workers: their server imports while the pilot runs
+        return start_all(prepared, jobs=jobs, workers=workers)
+
+    return choose(design, lambda c: control_twin(c, claim, n, options), loaded=loaded, start=start)
 
 
 PARALLEL_MIN_SECONDS = 60.0
 """Below this much of the user's training (the check's seconds per model × the models), :func:`default_jobs` trains
-in-process: a worker's start (a fresh interpreter importing torch and the user's libraries, ``make()``, ``dataset()``,
-a first model slower than the rest) costs a few seconds — 3.5 s of CPU for the Opacus example, whose check says
-0.1–0.25 s per model (its first model's warm-up) for 0.015–0.04 s after it: two jobs lost to one at 200 models
-(20–23 s against 12–16 s) and gained little at 1,000 on a loaded 2-core machine (docs/byo.md, "Speed")."""
+in-process. Measured with spawned workers (a fresh interpreter importing torch and the user's libraries, 3.5 s of CPU
+for the Opacus example, whose check says 0.1–0.25 s per model, its first model's warm-up, for 0.015–0.04 s after it):
+two jobs lost to one at 200 models (20–23 s against 12–16 s) and gained little at 1,000 on a loaded 2-core machine.
+Workers are now forks of a server that imported those once (:mod:`~hsaudit.experiments.byo.train.pool`): the bound
+stands until re-measured (docs/journal/byo.md)."""
 
 
 def default_jobs(prepared: Prepared) -> int:
@@ -292,28 +320,39 @@ def train_all(
     workers: Workers | None = None,
 ) -> pd.DataFrame:  # fmt: skip
     """The scores table (:func:`frame`) of every model of ``prepared.design`` (or of its ``shards``), trained in
-    ``jobs`` processes.
+    ``jobs`` processes: :func:`start_all`, waited for.
 
     Each model's bit and seed come from the design by its index, so the rows do not depend on ``jobs`` (only the
     timing columns do). ``jobs`` = 1 trains here, shard after shard, as
-    :func:`~hsaudit.experiments.byo.train.harness.train_shard`. More jobs start that many fresh interpreters ('spawn':
-    forking a process that has run torch's thread pool can deadlock), each with ``cpu_count // jobs`` torch threads;
-    each gets the design, the check's probe and the canary (not the user's functions, which need not pickle), calls
-    the user's ``make()`` and ``dataset()`` once and trains blocks of consecutive models: those of a finer split of the
-    design (a few blocks per job, so that the bar moves and the jobs end together), or the chosen ``shards``.
+    :func:`~hsaudit.experiments.byo.train.harness.train_shard`. More jobs fork that many workers from a server that
+    imported torch and the entry's libraries once (:mod:`~hsaudit.experiments.byo.train.pool`), each with
+    ``cpu_count // jobs`` torch threads; each gets the design, the check's probe and the canary (not the user's
+    functions, which need not pickle), calls the user's ``make()`` and ``dataset()`` once and trains blocks of
+    consecutive models: those of a finer split of the design (a few blocks per job, so that the bar moves and the jobs
+    end together), or the chosen ``shards``.
 
     Args:
         prepared: the checked training, its canary and worlds (:func:`~hsaudit.experiments.byo.train.harness.prepare`).
         jobs: processes (default 1: this one; None: :func:`default_jobs`, as ``hsaudit audit-training``).
         progress: one tqdm bar over the models.
         shards: shards of ``prepared.design`` to train (default: all its models).
-        workers: worker processes that outlive this call (:class:`Workers`: an audit's pilot, models and control
-            share them), else started and stopped here.
+        workers: worker processes that outlive this call (:class:`~hsaudit.experiments.byo.train.pool.Workers`: an
+            audit's pilot, models and control share them), else started and stopped here.
 
     Raises:
         ValueError: ``jobs`` < 1, or as :func:`~hsaudit.experiments.byo.train.harness.train_shard`.
         UserCodeError: the user's code raised; the error names the model and its world.
     """
+    return start_all(prepared, jobs=jobs, progress=progress, shards=shards, workers=workers)()
+
+
+def start_all(
+    prepared: Prepared, *, jobs: int | None = 1, progress: bool = False, shards: Sequence[int] | None = None,
+    workers: Workers | None = None,
+) -> Callable[[], pd.DataFrame]:  # fmt: skip
+    """:func:`train_all` begun: in workers, the blocks are queued now and the function returned waits for their
+    table, so that this process prepares the next part (a pilot's next candidate, the control) while they train; in
+    this process (one job), the function returned trains them when called (none trained if it is not)."""
     design = prepared.design
     jobs = default_jobs(prepared) if jobs is None else jobs
     if int(jobs) != jobs or jobs < 1:
@@ -325,77 +364,56 @@ def train_all(
         count = 1 if jobs == 1 else min(design.models, max(jobs, min(4 * jobs, design.models // per_call)))
         blocks = [(count, i) for i in range(count)]
     if jobs == 1 or len(blocks) == 1:
-        return pd.concat([frame(train_block(prepared, *b, progress=progress)) for b in blocks], ignore_index=True)
-    return _train_parallel(prepared, blocks, min(int(jobs), len(blocks)), progress, workers)
+        return lambda: pd.concat([frame(train_block(prepared, *b, progress=progress)) for b in blocks],
+                                 ignore_index=True)  # fmt: skip
+    return _start_parallel(prepared, blocks, min(int(jobs), len(blocks)), progress, workers)
 
 
-class Workers:
-    """Spawned worker processes that live for a whole audit (its pilot, the audit, its control), so that a worker's
-    start — a fresh interpreter importing torch and the user's libraries, 3.5 s of CPU for the Opacus example — is
-    paid once per audit, not once per part ('spawn': forking a process that has run torch's thread pool can
-    deadlock). A context manager; :func:`train_all` takes one (``workers``)."""
-
-    def __init__(self) -> None:
-        self.pool: Any = None
-        self.size = 0
-
-    def get(self, jobs: int) -> Any:
-        """The pool of ``jobs`` workers (started at the first call, restarted for another size)."""
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        if self.pool is None or self.size != jobs:
-            self.close()
-            self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
-            self.size = jobs
-        return self.pool
-
-    def close(self) -> None:
-        """Stop the workers (they exit while the caller goes on)."""
-        if self.pool is not None:
-            self.pool.shutdown(wait=False, cancel_futures=True)
-            self.pool = None
-
-    def __enter__(self) -> Workers:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _train_parallel(
+def _start_parallel(
     prepared: Prepared, blocks: list[tuple[int, int]], jobs: int, progress: bool, workers: Workers | None = None
-) -> pd.DataFrame:
-    """The blocks trained by ``jobs`` spawned workers (of ``workers``, else started here), in block order."""
-    from concurrent.futures import as_completed
-
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=sum(len(replace(prepared.design, shards=c).shard_models(i)) for c, i in blocks),
-                   desc=f"{jobs} jobs", unit="model")  # fmt: skip
+) -> Callable[[], pd.DataFrame]:
+    """The blocks queued on ``jobs`` workers (of ``workers``, else started here), and the function that waits for
+    their table, in block order."""
     spec = (prepared.design.to_dict(), prepared.probe, prepared.canary, max(1, (os.cpu_count() or 1) // jobs))
     own = workers is None
-    workers = Workers() if workers is None else workers
-    pool = workers.get(jobs)
+    workers = Workers(prepared.design.entry) if workers is None else workers
     try:
+        pool = workers.get(jobs)
         futures = {pool.submit(worker_block, *spec, c, i): k for k, (c, i) in enumerate(blocks)}
-        done: dict[int, dict[str, np.ndarray]] = {}
-        for future in as_completed(futures):
-            columns = future.result()
-            done[futures[future]] = columns
-            if bar is not None:
-                bar.update(len(columns["model"]))
     except BaseException:
         workers.close()
         raise
-    finally:  # (the workers exit while the report is computed)
-        if own:
-            workers.close()
-        if bar is not None:
-            bar.close()
-    return pd.concat([frame(done[k]) for k in range(len(blocks))], ignore_index=True)
+
+    def wait() -> pd.DataFrame:
+        from concurrent.futures import BrokenExecutor, as_completed
+
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=sum(len(replace(prepared.design, shards=c).shard_models(i)) for c, i in blocks),
+                       desc=f"{jobs} jobs", unit="model")  # fmt: skip
+        try:
+            done: dict[int, dict[str, np.ndarray]] = {}
+            for future in as_completed(futures):
+                columns = future.result()
+                done[futures[future]] = columns
+                if bar is not None:
+                    bar.update(len(columns["model"]))
+        except BaseException as err:
+            for future in futures:  # this part's blocks not started yet (the pool goes on with other parts)
+                future.cancel()
+            if isinstance(err, BrokenExecutor):  # a worker died: the pool is of no more use
+                workers.close()
+            raise
+        finally:  # (the workers exit while the report is computed)
+            if own:
+                workers.close()
+            if bar is not None:
+                bar.close()
+        return pd.concat([frame(done[k]) for k in range(len(blocks))], ignore_index=True)
+
+    return wait
 
 
 def audit_frames(

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from hsaudit.experiments.byo.train.errors import UserCodeError
-from hsaudit.experiments.byo.train.harness import Prepared, Probe, load, prepare, train_shard
+from hsaudit.experiments.byo.train.harness import Loaded, Prepared, Probe, load, prepare, train_shard
 from hsaudit.experiments.byo.values import Design
 
 
@@ -49,22 +49,38 @@ _WORKER: dict[str, Prepared] = {}
 """A worker process's prepared trainings by design (its JSON), each built at its first block: a worker that lives
 for a whole audit trains the pilot's candidates, the audit and its control."""
 
+_LOADS: dict[str, Loaded] = {}
+"""A worker process's loaded trainings by what :func:`~hsaudit.experiments.byo.train.harness.load` reads of a design
+(entry, setting, claim, data): the pilot's candidates and the audit share one ``make()``, a σ/f control another."""
+
+LOAD_KEYS = ("entry", "setting", "claim", "data")
+"""The fields of a design that :func:`~hsaudit.experiments.byo.train.harness.load` reads."""
+
+
+def _kept(cache: dict[str, Any], key: str, build: Any) -> Any:
+    """``cache[key]``, built at its first use; the oldest of more than four entries goes (a pilot's candidates are
+    done with)."""
+    if key not in cache:
+        if len(cache) >= 4:
+            del cache[next(iter(cache))]
+        cache[key] = build()
+    return cache[key]
+
 
 def worker_block(
     design: dict[str, Any], found: Probe, canary: Any, threads: int, count: int, index: int
 ) -> dict[str, np.ndarray]:
-    """A worker's block: the training prepared once per process (``threads`` torch threads, the user's ``make()``
-    and ``dataset()``, the worlds of the given canary), then :func:`train_block`."""
+    """A worker's block: the training prepared once per process and design (``threads`` torch threads, the user's
+    ``make()`` and ``dataset()`` once per :data:`LOAD_KEYS`, the worlds of the given canary), then
+    :func:`train_block`."""
     import json
 
     import torch
 
-    key = json.dumps(design, sort_keys=True, default=str)
-    prepared = _WORKER.get(key)
-    if prepared is None:
+    def prepared() -> Prepared:
         torch.set_num_threads(threads)
         whole = Design.from_dict(design)
-        if len(_WORKER) >= 4:  # the oldest design's data go (a pilot's candidates are done with)
-            del _WORKER[next(iter(_WORKER))]
-        prepared = _WORKER[key] = prepare(whole, load(whole), found=found, canary=canary)
-    return train_block(prepared, count, index)
+        which = json.dumps([design.get(k) for k in LOAD_KEYS], sort_keys=True, default=str)
+        return prepare(whole, _kept(_LOADS, which, lambda: load(whole)), found=found, canary=canary)
+
+    return train_block(_kept(_WORKER, json.dumps(design, sort_keys=True, default=str), prepared), count, index)

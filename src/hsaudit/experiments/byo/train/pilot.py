@@ -48,8 +48,8 @@ def separation(table: Mapping[str, Any]) -> float:
     return float(math.sqrt(2.0) * special.ndtri(min(0.5 + abs(auc - 0.5), 1.0 - 1e-9)))
 
 
-def _in_process(prepared: Prepared) -> Mapping[str, Any]:
-    return train_block(prepared, 1, 0)
+def _in_process(prepared: Prepared) -> Callable[[], Mapping[str, Any]]:
+    return lambda: train_block(prepared, 1, 0)
 
 
 def choose(
@@ -57,7 +57,7 @@ def choose(
     control: Callable[[Design], Design],
     *,
     loaded: Loaded | None = None,
-    train: Callable[[Prepared], Mapping[str, Any]] = _in_process,
+    start: Callable[[Prepared], Callable[[], Mapping[str, Any]]] = _in_process,
 ) -> tuple[Design, list[dict[str, Any]]]:
     """The candidate whose pilot control separates most, with the audit's own seed, runs and shards, and one row per
     candidate (canary, background, separation or error, models, seconds).
@@ -72,7 +72,9 @@ def choose(
         design: the audit's design (its canary and background are replaced).
         control: a candidate's positive control (:func:`twin` of the audit's planned control).
         loaded: the user's training loaded for ``design``, if done already.
-        train: the scores of a prepared design's models (default: here, in one block).
+        start: begins training a prepared design's models and returns the function that gives their scores
+            (default: here, in one block, when called). Every candidate is started before the first one's scores
+            are awaited, so that workers train a candidate while this process checks the next.
 
     Raises:
         ValueError: no candidate could be trained (the message says why for each).
@@ -80,29 +82,36 @@ def choose(
             every training takes: a bug of the training, shown as the user's (its traceback), not a design's misfit.
     """
     rows: list[dict[str, Any]] = []
-    last: Exception | None = None
+    failed: dict[int, Exception] = {}  # by row
     pilot = pilot_design(design)
     loaded = load(pilot) if loaded is None else loaded
     twins: dict[float, Loaded] = {}
+    pending: list[tuple[dict[str, Any], Callable[[], Mapping[str, Any]]]] = []
     for canary, background in DESIGNS:
-        start = time.perf_counter()
+        start_s = time.perf_counter()
         candidate = replace(pilot, canary=canary, background=background)
+        row: dict[str, Any] = dict(canary=canary, background=background, separation=None, models=0)
+        rows.append(row)
         try:
             prepared = prepare(candidate, loaded)
             other = control(candidate)
             if other.noise_factor != 1.0 and other.noise_factor not in twins:
                 twins[other.noise_factor] = load(other)  # make(setting) at σ/f, once for every candidate
             found = prepare(other, twins.get(other.noise_factor, loaded), found=prepared.probe, canary=prepared.canary)
-            rows.append(dict(canary=canary, background=background, separation=separation(train(found)),
-                             models=other.models, seconds=time.perf_counter() - start))  # fmt: skip
+            pending.append((row, start(found)))
+            row["models"] = other.models
         except Exception as err:  # noqa: BLE001 — a design this training cannot take is left out, with why
-            last = err
-            why = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
-            if isinstance(err, UserCodeError) and canary_type(canary).kind == "gradient":
-                why = f"a gradient canary needs its term in your loss (docs/byo.md, 'The contract'); {why}"
-            rows.append(dict(canary=canary, background=background, separation=None, models=0, error=why,
-                             seconds=time.perf_counter() - start))  # fmt: skip
+            failed[len(rows) - 1] = _left_out(row, err)
+        row["seconds"] = time.perf_counter() - start_s
+    for row, scores in pending:
+        start_s = time.perf_counter()
+        try:
+            row["separation"] = separation(scores())
+        except Exception as err:  # noqa: BLE001 — as above, raised by its training
+            failed[rows.index(row)] = _left_out(row, err)
+        row["seconds"] += time.perf_counter() - start_s
     usable = [r for r in rows if r["separation"] is not None]
+    last = failed.get(len(rows) - 1)
     if not usable and isinstance(last, UserCodeError) and rows[-1]["background"] == "data":
         raise last
     if not usable:
@@ -110,6 +119,15 @@ def choose(
                                                                     for r in rows))  # fmt: skip
     best = max(usable, key=lambda r: r["separation"])
     return replace(design, canary=best["canary"], background=best["background"]), rows
+
+
+def _left_out(row: dict[str, Any], err: Exception) -> Exception:
+    """``row``: a candidate left out, with why; ``err``."""
+    why = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
+    if isinstance(err, UserCodeError) and canary_type(row["canary"]).kind == "gradient":
+        why = f"a gradient canary needs its term in your loss (docs/byo.md, 'The contract'); {why}"
+    row.update(separation=None, models=0, error=why)
+    return err
 
 
 def pilot_details(design: Design, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
