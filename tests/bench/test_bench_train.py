@@ -4,6 +4,7 @@ the cost planner (hsaudit.pipeline.costs): one measurement, one stored file, one
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -191,6 +192,11 @@ def test_an_uncalibrated_model_is_planned_and_says_how_to_measure_it(monkeypatch
     text = P.format_plan(plan, scale="paper")
     assert plan.uncalibrated == ("toy",) and not new.priced("cpu") and known.priced("cpu")
     assert "toy: not calibrated (run hsaudit bench train --model toy --save-calibration)" in text
+    # the priced total (the uncalibrated model left out), and its wall time with one job per core
+    found = re.search(r"priced total: ([\d.]+) (s|min|h) of CPU core time, ≈ ([\d.]+) (s|min|h) wall on 2 core",
+                      P.format_plan(plan, scale="paper", cores=2))  # fmt: skip
+    hours = [float(found[i]) / {"s": 3600, "min": 60, "h": 1}[found[i + 1]] for i in (1, 3)]
+    assert hours == pytest.approx([known.hours("cpu"), known.hours("cpu") / 2], rel=0.05)
     assert plan.hours("cpu") == known.hours("cpu") > 0
     with pytest.raises(ValueError, match="--save-calibration"):
         P.calibration("toy", "cpu")

@@ -423,8 +423,9 @@ def _fmt_hours(h: float) -> str:
     return f"{h:,.1f} h"
 
 
-def format_plan(p: Plan, *, scale: str) -> str:
-    """Human-readable table of a plan (what ``hsaudit plan`` prints)."""
+def format_plan(p: Plan, *, scale: str, cores: int | None = None) -> str:
+    """Human-readable table of a plan (what ``hsaudit plan`` prints); its priced CPU total also as wall time on
+    ``cores`` cores (default: this machine's), one single-threaded job per core."""
     lines = [f"plan for {' '.join(p.targets)} (scale={scale})"]
     if p.populations:
         fw = max(7, *(len(",".join(a.figures)) for a in p.populations))
@@ -447,6 +448,11 @@ def format_plan(p: Plan, *, scale: str) -> str:
             f"{'total (shared populations once)':<{fw + sw + 33}} {p.models:>9,} {'':>6} {p.model_steps:>14,} "
             f"{_fmt_hours(p.hours('cpu')):>13} {_fmt_hours(p.hours('gpu')):>10}"
         )
+        cores = cores or os.cpu_count() or 1
+        cpu = p.hours("cpu")
+        lines.append(f"priced total: {_fmt_hours(cpu)} of CPU core time, ≈ {_fmt_hours(cpu / cores)} wall on "
+                     f"{cores} core(s) with the local executor (--cores {cores}); {_fmt_hours(p.hours('gpu'))} of "
+                     "GPU time; the audits' bootstraps and the reports are not priced")  # fmt: skip
     for model in p.uncalibrated:
         lines.append(f"{model}: {not_calibrated(model)}; the totals leave its populations out")
     for fig in p.simulations:

@@ -46,8 +46,11 @@ def test_every_opacus_script_is_a_row_in_the_audit_setting():
 def test_scales_set_the_runs_and_hsaudit_plan_lists_a_population_per_row():
     for scale in ("smoke", "laptop", "paper"):
         resolved = resolve_scale({**CONFIG, "scale": scale})
-        libs = plan(resolved)
-        assert {r.audit.design.runs for r in libs.rows.values()} == {resolved["libraries"]["audit"]["runs"]}
+        section = resolved["libraries"]
+        for name, row in plan(resolved).rows.items():
+            values = section["rows"][name]
+            own = section["planted_runs"] if values.get("planted") else section["library_runs"].get(row.library)
+            assert row.audit.design.runs == (values.get("runs") or own or section["audit"]["runs"]), (scale, name)
     smoke = resolve_scale({**CONFIG, "scale": "smoke"})
     runs = smoke["libraries"]["audit"]["runs"]
     pops = [p for p in all_populations(smoke) if p.section == "libraries"]
@@ -123,3 +126,14 @@ def test_a_row_whose_library_is_not_installed_is_listed_not_run_with_its_reason(
     with pytest.raises(ValueError, match="libraries.rows.x: unknown key"):  # checked before it is set aside
         plan({"libraries": {"rows": {"x": {"entry": "a.py:make", "library": "jax-privacy", "configuration": "c",
                                           "y": 1}}}})  # fmt: skip
+
+
+def test_a_rows_runs_come_from_the_row_then_the_planted_controls_then_its_library_then_the_audit():
+    opacus = {"entry": f"{REPO}/examples/libraries/opacus/hooks.py:make", "library": "opacus", "configuration": "c"}
+    rows = {"own": {**opacus, "runs": 30, "planted": True}, "planted": {**opacus, "planted": True},
+            "library": opacus, "other": {**opacus, "library": "torch"}}  # fmt: skip
+    section = {"audit": {"runs": 50}, "planted_runs": 10, "library_runs": {"opacus": 20}, "rows": rows}
+    assert {n: r.audit.design.runs for n, r in plan({"libraries": section}).rows.items()} == \
+        {"own": 30, "planted": 10, "library": 20, "other": 50}  # fmt: skip
+    section = {**section, "planted_runs": None, "library_runs": {"opacus": None}}
+    assert {r.audit.design.runs for r in plan({"libraries": section}).rows.values()} == {30, 50}

@@ -49,6 +49,7 @@ def test_the_table_builds_at_tiny_r_and_flags_its_control(tmp_path, monkeypatch,
     assert (tmp_path / "fig.pdf").stat().st_size > 0 and len(pd.read_csv(tmp_path / "fig.csv")) == 2
     text = markdown(frame, not_run=libs.not_run, facts=facts, figure="fig.pdf")
     assert "1 of 1 planted bugs flagged" in text and "jax-privacy: why" in text
+    assert f"| {hooks['configuration']} | {hooks['runs_out']:.0f} | " in text  # each row's R
 
 
 def test_training_seconds_sums_the_shards():

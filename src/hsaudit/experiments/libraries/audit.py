@@ -87,16 +87,18 @@ def markdown(frame: pd.DataFrame, *, not_run: Mapping[str, str], facts: Mapping[
     the rows not run and why, and the design."""
     lines = ["# The DP libraries, configuration by configuration", "",
              f"Scale `{facts.get('scale')}`; every row in the audit setting ({facts.get('setting')}), "
-             f"{facts.get('runs')} runs per world and as many for the positive control at σ/1.5; "
+             f"R = {facts.get('runs')} runs per world unless the R column says otherwise, and as many for the "
+             "positive control at σ/1.5; "
              f"canary {facts.get('canary')}. Figure: [{figure}]({figure}) (ε̂ and the point estimate's interval "
              "against the claim).", "",
-             "| library | version | configuration | claimed ε | ours | ε̂ | ε (AUROC) [interval] | power | verdict | "
-             "training (s) |", "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+             "| library | version | configuration | R | claimed ε | ours | ε̂ | ε (AUROC) [interval] | power | verdict | "
+             "training (s) |", "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for _, r in frame.iterrows():
         power = "–" if pd.isna(r["power_probability"]) else \
             f"{r['power_probability']:.2f} at {r['power_multiple']:.3g}×"  # fmt: skip
         verdict = r["verdict"] + (f" ({r['expected']})" if r["expected"] else "")
-        lines.append(f"| {r['library']} | {r['version']} | {r['configuration']} | {_num(r['epsilon_claimed'])} | "
+        lines.append(f"| {r['library']} | {r['version']} | {r['configuration']} | {_num(r['runs_out'], '.0f')} | "
+                     f"{_num(r['epsilon_claimed'])} | "
                      f"{_num(r['epsilon_ours'])} | {_num(r['epsilon_hat'])} | {_num(r['epsilon_point'])} "
                      f"[{_num(r['epsilon_lo'])}, {_num(r['epsilon_hi'])}] | {power} | {verdict} | "
                      f"{_num(r['seconds'], '.0f')} |")  # fmt: skip

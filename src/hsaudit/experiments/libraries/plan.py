@@ -23,7 +23,7 @@ from hsaudit.experiments.byo.plan import ByoAudit, audit_from, installed_version
 from hsaudit.experiments.plans import Population, Target
 
 ROOT = "results/libraries"
-ROW_KEYS = ("entry", "library", "configuration", "planted", "extra", "requires", "audit_setting", "audit")
+ROW_KEYS = ("entry", "library", "configuration", "planted", "extra", "requires", "audit_setting", "audit", "runs")
 MODULES: dict[str, tuple[str, ...]] = {
     "opacus": ("opacus",),
     "tensorflow-privacy": ("tensorflow_privacy", "tf_keras"),
@@ -126,6 +126,14 @@ def requires(values: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(str(d) for d in values.get("requires") or ())
 
 
+def runs_of(values: Mapping[str, Any], section: Mapping[str, Any]) -> int | None:
+    """A row's models per world, or None for the shared audit's: its own ``runs``, else the section's
+    ``planted_runs`` for a planted control, else its library's ``library_runs``."""
+    planted = section.get("planted_runs") if values.get("planted") else None
+    runs = values.get("runs") or planted or (section.get("library_runs") or {}).get(str(values.get("library")))
+    return int(runs) if runs else None
+
+
 def row_from(name: str, values: Mapping[str, Any], shared: Mapping[str, Any], *, seed: int) -> LibraryRow:
     """The row ``name`` of ``libraries.rows``: its ``entry`` audited with the ``shared`` byo options (its own
     ``audit`` options and ``audit_setting`` keys over theirs) at ``results/libraries/{name}``.
@@ -137,6 +145,8 @@ def row_from(name: str, values: Mapping[str, Any], shared: Mapping[str, Any], *,
     own = {**dict(shared), **dict(values.get("audit") or {})}  # the row's byo options over the shared ones
     if values.get("audit_setting"):  # the row's keys over the shared setting's
         own["audit_setting"] = {**dict(shared.get("audit_setting") or {}), **dict(values["audit_setting"])}
+    if values.get("runs"):  # the row's models per world (and its control's) over the shared runs
+        own["runs"] = int(values["runs"])
     audit = audit_from(f"libraries_{name}", {**own, "entry": values["entry"]}, seed=seed)
     if audit.canaries is not None:  # the table reads population reports (its control's power, its runs)
         raise ValueError(f"libraries.rows.{name}: the libraries table runs the population audit; drop canaries")
@@ -162,7 +172,8 @@ def plan(config: Mapping[str, Any]) -> LibrariesPlan:
     shared = dict(section.get("audit") or {})
     listed = {name: values or {} for name, values in (section.get("rows") or {}).items()}
     missing = {name: why for name, values in listed.items() if (why := not_installed(name, values))}
-    rows = {name: row_from(name, values, shared, seed=seed) for name, values in listed.items() if name not in missing}
+    rows = {name: row_from(name, {**values, "runs": runs_of(values, section)}, shared, seed=seed)
+            for name, values in listed.items() if name not in missing}  # fmt: skip
     populations = tuple(
         Population(
             root=r.root,
