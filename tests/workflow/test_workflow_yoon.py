@@ -43,32 +43,8 @@ def test_paper_scale_dag(paper_dry_run):
 
     # fig3's own jobs, read from the same dry run (the jobs its plot needs, through their files): 2 datasets × 4 ε =
     # 8 populations × 10 runs, each audited with both recipes
-    fig3 = upstream(stdout, "plot_yoon_fig3")
+    fig3 = job_counts(paper_dry_run.of("results/yoon/fig3.pdf"))
     assert fig3 == {"prepare_yoon_data": 2, "train_yoon_models": 80, "audit_yoon_run": 160, "plot_yoon_fig3": 1}
-
-
-def upstream(output: str, rule: str) -> dict[str, int]:
-    """{rule: jobs} of the one job of ``rule`` in a dry run's output and every job it needs, through the files of the
-    blocks' `input:` and `output:` lines (what a dry run of that job's target alone would list)."""
-    blocks = re.split(r"\n(?=(?:local)?rule \w+:)", output)[1:]
-
-    def files(block: str, field: str) -> list[str]:
-        m = re.search(rf"^\s*{field}: (.*)$", block, re.MULTILINE)
-        return m.group(1).split(", ") if m else []
-
-    maker = {path: i for i, block in enumerate(blocks) for path in files(block, "output")}
-    (start,) = [i for i, block in enumerate(blocks) if block.startswith((f"rule {rule}:", f"localrule {rule}:"))]
-    seen, todo = {start}, [start]
-    while todo:
-        for path in files(blocks[todo.pop()], "input"):
-            if (i := maker.get(path)) is not None and i not in seen:
-                seen.add(i)
-                todo.append(i)
-    counts: dict[str, int] = {}
-    for i in seen:
-        name = re.match(r"(?:local)?rule (\w+):", blocks[i]).group(1)
-        counts[name] = counts.get(name, 0) + 1
-    return counts
 
 
 @pytest.mark.slow
