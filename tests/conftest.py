@@ -233,6 +233,65 @@ def workflow_copy(tmp_path: Path) -> Path:
     return copy_workflow(tmp_path)
 
 
+#: The paper-scale targets whose dry runs the workflow tests read (CIFAR-10 of Cebere et al., Yoon et al., Steinke et
+#: al. fig2/fig4/table2/fig4_spread, Housing fig1c): one Snakemake dry run of them all (:func:`paper_dry_run`) instead
+#: of one per test; each test reads its targets' part (:meth:`DryRun.of`).
+PAPER_DRY_RUN_TARGETS = (
+    *(f"results/{f}.pdf" for f in ("fig1", "fig2", "fig5", "fig6a", "fig8", "fig11", "fig12", "fig13")),
+    "results/table2.md",
+    *(f"results/yoon/{f}.pdf" for f in ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8")),
+    "results/yoon/table1.md",
+    *(f"results/steinke/{f}" for f in ("fig2.pdf", "fig4.pdf", "table2.md", "fig4_spread.pdf")),
+    "results/fig1c.pdf",
+)
+
+
+class DryRun:
+    """A Snakemake dry run's output, read per target."""
+
+    def __init__(self, stdout: str) -> None:
+        self.stdout = stdout
+        # one job each: `rule NAME:` up to the next job's timestamp line (the last one up to the closing Job stats)
+        jobs = re.split(r"\n(?=(?:local)?rule \w+:)", stdout.rsplit("\nJob stats:", 1)[0])[1:]
+        # (less the lines about other jobs between them: timestamps, temporary files a finished job would remove)
+        self.blocks = [re.sub(r"\n(?:\[[^\n]*\]|Would remove [^\n]*)(?=\n|$)", "", block.rstrip()) for block in jobs]
+
+    @staticmethod
+    def _files(block: str, field: str) -> list[str]:
+        m = re.search(rf"^\s*{field}: (.*)$", block, re.MULTILINE)
+        return m.group(1).split(", ") if m else []
+
+    def of(self, *targets: str) -> str:
+        """What ``snakemake -n TARGETS`` alone prints of its jobs: the blocks of the jobs that make ``targets`` and of
+        every job they need (through the blocks' `input:` and `output:` files), in the run's order, after a `Job
+        stats:` table of them (:func:`job_counts`)."""
+        maker = {path: i for i, block in enumerate(self.blocks) for path in self._files(block, "output")}
+        missing = [t for t in targets if t not in maker]
+        assert not missing, f"no job of the dry run makes {missing} (PAPER_DRY_RUN_TARGETS)"
+        seen = {maker[t] for t in targets}
+        todo = list(seen)
+        while todo:
+            for path in self._files(self.blocks[todo.pop()], "input"):
+                if (i := maker.get(path)) is not None and i not in seen:
+                    seen.add(i)
+                    todo.append(i)
+        counts: dict[str, int] = {}
+        for i in seen:
+            name = re.match(r"(?:local)?rule (\w+):", self.blocks[i]).group(1)
+            counts[name] = counts.get(name, 0) + 1
+        stats = "".join(f"{rule} {n}\n" for rule, n in counts.items())
+        return f"Job stats:\njob count\n{stats}total {len(seen)}\n\n" + "\n".join(self.blocks[i] for i in sorted(seen))
+
+
+@pytest.fixture(scope="session")
+def paper_dry_run(tmp_path_factory) -> DryRun:
+    """``snakemake -n`` of every :data:`PAPER_DRY_RUN_TARGETS` at the config's scale (paper), once per session: the
+    paper-scale DAG tests read their targets' jobs from it (:meth:`DryRun.of`). They are marked
+    ``xdist_group("paper_dag")``."""
+    work = copy_workflow(tmp_path_factory.mktemp("paper-dag"))
+    return DryRun(run_snakemake(work, "-n", *PAPER_DRY_RUN_TARGETS).stdout)
+
+
 FIG3 = "results/fig3.pdf"
 
 

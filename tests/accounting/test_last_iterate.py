@@ -289,3 +289,44 @@ def test_replace_one_pair_is_odd_increasing_and_round_trips():
                             method="pld")  # fmt: skip
     with pytest.raises(ValueError, match="neighbouring"):
         H.heuristic_epsilon(1e-5, steps=3, sampling_rate=0.1, noise_multiplier=1.0, neighbouring="swap")
+
+
+# ------------------------------------------------------------------------------------- δ(ε′) of a composed PLD
+
+
+@pytest.mark.parametrize(
+    ("steps", "sampling_rate", "sigma"),
+    [(5, 0.1, 0.5), (5, 0.1, 1.7), (1, 0.1, 0.5), (20, 0.01, 0.8), (3, 1.0, 1.0)],  # asymmetric and symmetric (q = 1)
+)
+def test_pld_deltas_are_dp_accountings_bit_for_bit(steps, sampling_rate, sigma, monkeypatch):
+    """The vectorised δ(ε′) of the σ̂ audit is dp-accounting's loop, bit for bit: on the audit's ε′ grid, on ε′
+    at the PLD's own loss grid (ties: a loss equal to ε′ is not counted), beyond the largest loss, and at +∞."""
+    pld = H.standard_pld(steps=steps, sampling_rate=sampling_rate, noise_multiplier=sigma)
+    lo = pld._pmf_remove._lower_loss * pld._pmf_remove._discretization
+    at_losses = lo + pld._pmf_remove._discretization * np.arange(0, pld._pmf_remove.size, 997)
+    for eps in (np.round(np.arange(0.0, 40.0 + 1e-9, 0.05), 6), np.concatenate([at_losses, [1e3, math.inf]])):
+        ref = np.asarray(pld.get_delta_for_epsilon(eps), dtype=float)
+        with monkeypatch.context() as m:  # the fast path, not dp-accounting's call, computes it
+            m.setattr(type(pld), "get_delta_for_epsilon", lambda *a: pytest.fail("fell back to dp-accounting"))
+            fast = H.pld_deltas(pld, eps)
+        assert fast.dtype == ref.dtype and np.array_equal(fast.view(np.int64), ref.view(np.int64))
+    curve = H.delta_curve(steps=steps, sampling_rate=sampling_rate, noise_multiplier=sigma, epsilons=eps)
+    assert np.array_equal(curve.view(np.int64), ref.view(np.int64))
+
+
+def test_pld_deltas_falls_back_on_unsorted_epsilons():
+    pld = H.standard_pld(steps=2, sampling_rate=0.1, noise_multiplier=1.0)
+    with pytest.raises(ValueError, match="sorted"):
+        H.pld_deltas(pld, [1.0, 0.5])
+
+
+def test_pld_deltas_of_a_mixture_pld_are_dp_accountings_bit_for_bit(monkeypatch):
+    """The byo control's PLD (Binomial(k, q) copies: a mixture-of-Gaussians mechanism, composed) goes the same way."""
+    from hsaudit.accounting.gaussian import mixture_gaussian_pld
+
+    pld = mixture_gaussian_pld(standard_deviation=1.0, sensitivities=[0.0, 1.0, 2.0], probabilities=[0.81, 0.18, 0.01],
+                               discretization=1e-2).self_compose(3)  # fmt: skip
+    eps = np.round(np.arange(0.0, 20.0 + 1e-9, 0.02), 6)
+    ref = np.asarray(pld.get_delta_for_epsilon(eps), dtype=float)
+    monkeypatch.setattr(type(pld), "get_delta_for_epsilon", lambda *a: pytest.fail("fell back to dp-accounting"))
+    assert np.array_equal(H.pld_deltas(pld, eps).view(np.int64), ref.view(np.int64))

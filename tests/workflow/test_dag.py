@@ -49,8 +49,9 @@ def test_every_figure_has_a_dag(workflow_copy, scale):
     assert not any("yoon" in rule for rule in default) and "train_steinke_shard" not in default, default
 
 
-def test_training_figures_run_the_training_stages(workflow_copy):
-    jobs = _jobs(run_snakemake(workflow_copy, "-n", "results/fig1c.pdf").stdout)
+@pytest.mark.xdist_group("paper_dag")
+def test_training_figures_run_the_training_stages(paper_dry_run):
+    jobs = _jobs(paper_dry_run.of("results/fig1c.pdf"))  # `snakemake -n results/fig1c.pdf`'s jobs
     for stage in ("prepare_data", "make_setup", "craft_adversary", "train_shard", "extract_scores", "audit_epsilon"):
         assert jobs.get(stage, 0) >= 1, (stage, jobs)
     # Paper scale: R = 5,000 per audit in shards; 3 adversaries x 5 repetitions.

@@ -17,9 +17,10 @@ TARGETS = tuple(f"results/{f}.pdf" for f in ("fig1", "fig2", "fig5", "fig6a", "f
 ALL = (*TARGETS, "results/table2.md")
 
 
-def test_paper_scale_dag_asks_for_gpus(workflow_copy):
-    proc = run_snakemake(workflow_copy, "-n", *ALL)
-    counts = job_counts(proc.stdout)
+@pytest.mark.xdist_group("paper_dag")
+def test_paper_scale_dag_asks_for_gpus(paper_dry_run):
+    stdout = paper_dry_run.of(*ALL)  # what `snakemake -n ALL` prints of its jobs (conftest.paper_dry_run)
+    counts = job_counts(stdout)
     # 67 distinct CIFAR-10 populations (fig5's k = 1 A_GC-R is fig1's C = 1 one, ...; fig12's 4 θ0 readings x 2
     # readings of d x 5 repetitions have their own Xavier setups), of which fig8's two only give gradient norms, +
     # fig1's 15 Housing audits; fig12's 20 fixed-initialisation audits craft d in a rule of their own
@@ -28,7 +29,7 @@ def test_paper_scale_dag_asks_for_gpus(workflow_copy):
     assert counts["extract_features"] == 1 and counts["write_cebere_table2"] == 1
     # ConvNet shards of 500, ResNet18-GN shards of 50 (model_shard_sizes), fig8's 60 runs in two shards of 30 each
     assert counts["train_shard"] > 1000
-    train_jobs = [block for block in proc.stdout.split("\nrule ") if block.startswith("train_shard:")]
+    train_jobs = [block for block in stdout.split("\nrule ") if block.startswith("train_shard:")]
     cifar = [b for b in train_jobs if "results/cifar10/" in b]
     assert cifar and all(re.search(r"gpu=1\b", b) for b in cifar)
     assert all(not re.search(r"gpu=[1-9]", b) for b in train_jobs if "results/housing/" in b)

@@ -26,25 +26,26 @@ def job_inputs(block: str) -> set[str]:
     return set(m.group(1).split(", ")) if m else set()
 
 
-def test_paper_scale_dag_asks_for_gpus(workflow_copy):
+@pytest.mark.xdist_group("paper_dag")
+def test_paper_scale_dag_asks_for_gpus(paper_dry_run):
     """Paper scale, fig2 + fig4 + table2 in one dry run: fig2 trains 1,000 + 1,000 WRN-16-4 models in shards of 100
     (20 jobs); fig4 20 per background (label-flip canary); table2 20 per batch size, of which the 4,096 row *is*
     fig2's population (its 20 shards feed both): 100 jobs of the one training rule. Every training job asks for a
     GPU; the two data jobs (training set, test split for the models' accuracy), audits, plots and the table ask for
     none."""
-    proc = run_snakemake(workflow_copy, "-n", TARGET, FIG4, TABLE2)
-    counts = job_counts(proc.stdout)
+    stdout = paper_dry_run.of(TARGET, FIG4, TABLE2)  # `snakemake -n TARGET FIG4 TABLE2`'s jobs (conftest.paper_dry_run)
+    counts = job_counts(stdout)
     assert counts == {"prepare_steinke_data": 2, "train_steinke_shard": 100,
                       "audit_steinke_fig2": 1, "audit_steinke_fig4": 1, "plot_steinke_fig2": 1,
                       "plot_steinke_fig4": 1, "tabulate_steinke_table2": 1}
-    blocks = job_blocks(proc.stdout, "train_steinke_shard")
+    blocks = job_blocks(stdout, "train_steinke_shard")
     assert len(blocks) == 100 and all(re.search(r"\bgpu=1\b", b) for b in blocks)
     assert sum("canary=dirac" in b for b in blocks) == 60 and sum("canary=label_flip" in b for b in blocks) == 40
     for rule in ("audit_steinke_fig2", "plot_steinke_fig2", "prepare_steinke_data", "audit_steinke_fig4",
                  "plot_steinke_fig4", "tabulate_steinke_table2"):
-        assert not any(re.search(r"\bgpu=[1-9]", b) for b in job_blocks(proc.stdout, rule)), rule
-    (fig2_audit,) = job_blocks(proc.stdout, "audit_steinke_fig2")
-    (table,) = job_blocks(proc.stdout, "tabulate_steinke_table2")
+        assert not any(re.search(r"\bgpu=[1-9]", b) for b in job_blocks(stdout, rule)), rule
+    (fig2_audit,) = job_blocks(stdout, "audit_steinke_fig2")
+    (table,) = job_blocks(stdout, "tabulate_steinke_table2")
     fig2_shards = {f for f in job_inputs(fig2_audit) if "/shard" in f}
     assert len(fig2_shards) == 20 and fig2_shards < job_inputs(table) and len(job_inputs(table)) == 60
     # fig2 is GPU-sized: `rule all` leaves it out (tests/workflow/test_dag.py, on its dry run of rule all)

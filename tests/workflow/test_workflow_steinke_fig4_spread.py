@@ -14,14 +14,15 @@ from conftest import job_counts, run_snakemake
 TARGET = "results/steinke/fig4_spread.pdf"
 
 
-def test_paper_scale_dag_trains_one_population_pair_per_canary(workflow_copy):
+@pytest.mark.xdist_group("paper_dag")
+def test_paper_scale_dag_trains_one_population_pair_per_canary(paper_dry_run):
     """Paper scale: 5 Dirac coordinates and 5 label-flipped images, R = 1,000 per world in shards of 100: 20 shards
     per canary, 200 GPU jobs of the one training rule (100 per canary type), one audit and one plot."""
-    proc = run_snakemake(workflow_copy, "-n", TARGET)
-    counts = job_counts(proc.stdout)
+    stdout = paper_dry_run.of(TARGET)  # what `snakemake -n TARGET` prints of its jobs (conftest.paper_dry_run)
+    counts = job_counts(stdout)
     assert counts == {"prepare_steinke_data": 2, "train_steinke_shard": 200, "audit_steinke_fig4_spread": 1,
                       "plot_steinke_fig4_spread": 1}
-    blocks = [b for b in re.split(r"\n(?=(?:local)?rule \w+:)", proc.stdout) if b.startswith("rule train_steinke_shard:")]
+    blocks = [b for b in re.split(r"\n(?=(?:local)?rule \w+:)", stdout) if b.startswith("rule train_steinke_shard:")]
     assert sum("canary=dirac" in b for b in blocks) == 100 and sum("canary=label_flip" in b for b in blocks) == 100
     assert all(re.search(r"\bgpu=1\b", b) for b in blocks)
 

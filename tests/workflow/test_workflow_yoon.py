@@ -23,51 +23,28 @@ def job_blocks(output: str, rule: str) -> list[str]:
     return [block for block in re.split(r"\n(?=(?:local)?rule \w+:)", output) if block.startswith(f"rule {rule}:")]
 
 
-def test_paper_scale_dag(workflow_copy):
+@pytest.mark.xdist_group("paper_dag")
+def test_paper_scale_dag(paper_dry_run):
     """Populations: fig3 8, fig5 4, fig6 +2 (ID and blank at ε = 10 are fig5's / fig3's), fig7 +8 (θ_worst),
     fig8 +2 (C = 0.1, 10), fig2/fig4/table1 +0 (fig3's) = 24 × 10 runs. Audits: one per population + fig3's 8
     with the paper's recipe (the default recipe is the valid one) + fig4's 4 black-box ones + table1's (5 margins
     in one) = 37 × 10 runs. Data: MNIST, CIFAR-10, CIFAR-100."""
-    proc = run_snakemake(workflow_copy, "-n", *TARGETS)
-    counts = job_counts(proc.stdout)
+    stdout = paper_dry_run.of(*TARGETS)  # what `snakemake -n TARGETS` prints of its jobs (conftest.paper_dry_run)
+    counts = job_counts(stdout)
     assert counts["prepare_yoon_data"] == 3
     assert counts["train_yoon_models"] == 24 * 10
     assert counts["audit_yoon_run"] == 37 * 10
     assert all(counts[f"plot_yoon_{f}"] == 1 for f in (*FIGURES, "table1"))
-    train = job_blocks(proc.stdout, "train_yoon_models")
+    train = job_blocks(stdout, "train_yoon_models")
     assert len(train) == 240 and all(re.search(r"\bgpu=1\b", b) for b in train)
-    audits = job_blocks(proc.stdout, "audit_yoon_run")
+    audits = job_blocks(stdout, "audit_yoon_run")
     gpu_audits = [b for b in audits if re.search(r"\bgpu=1\b", b)]
     assert len(gpu_audits) == 4 * 10  # only the black-box audits (surrogate distillation) ask for a GPU
 
     # fig3's own jobs, read from the same dry run (the jobs its plot needs, through their files): 2 datasets × 4 ε =
     # 8 populations × 10 runs, each audited with both recipes
-    fig3 = upstream(proc.stdout, "plot_yoon_fig3")
+    fig3 = job_counts(paper_dry_run.of("results/yoon/fig3.pdf"))
     assert fig3 == {"prepare_yoon_data": 2, "train_yoon_models": 80, "audit_yoon_run": 160, "plot_yoon_fig3": 1}
-
-
-def upstream(output: str, rule: str) -> dict[str, int]:
-    """{rule: jobs} of the one job of ``rule`` in a dry run's output and every job it needs, through the files of the
-    blocks' `input:` and `output:` lines (what a dry run of that job's target alone would list)."""
-    blocks = re.split(r"\n(?=(?:local)?rule \w+:)", output)[1:]
-
-    def files(block: str, field: str) -> list[str]:
-        m = re.search(rf"^\s*{field}: (.*)$", block, re.MULTILINE)
-        return m.group(1).split(", ") if m else []
-
-    maker = {path: i for i, block in enumerate(blocks) for path in files(block, "output")}
-    (start,) = [i for i, block in enumerate(blocks) if block.startswith((f"rule {rule}:", f"localrule {rule}:"))]
-    seen, todo = {start}, [start]
-    while todo:
-        for path in files(blocks[todo.pop()], "input"):
-            if (i := maker.get(path)) is not None and i not in seen:
-                seen.add(i)
-                todo.append(i)
-    counts: dict[str, int] = {}
-    for i in seen:
-        name = re.match(r"(?:local)?rule (\w+):", blocks[i]).group(1)
-        counts[name] = counts.get(name, 0) + 1
-    return counts
 
 
 @pytest.mark.slow

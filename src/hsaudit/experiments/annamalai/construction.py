@@ -311,7 +311,7 @@ def pld_table(
             value_discretization_interval=value_discretization_interval,
         )
         eps_at = float(pld.get_epsilon_for_delta(delta))
-        d = np.asarray(pld.get_delta_for_epsilon(eg), dtype=float)
+        d = H.pld_deltas(pld, eg)
         rows.append(pd.DataFrame({"sigma": float(s), "epsilon_at_delta": eps_at, "eps_prime": eg, "delta_prime": d}))
     out = pd.concat(rows, ignore_index=True)
     out["steps"] = steps

@@ -50,7 +50,7 @@ from hsaudit.accounting.gaussian import (
     mixture_gaussian_pld,
     tradeoff_from_deltas,
 )
-from hsaudit.accounting.last_iterate import heuristic_epsilon
+from hsaudit.accounting.last_iterate import heuristic_epsilon, pld_deltas
 from hsaudit.audit.auditor import Auditor, Crossing, Grid, HeldOut, Rays, ThresholdRule, parse_rule
 from hsaudit.audit.crossing import CROSSING_RAYS, DEFAULT_RAYS
 from hsaudit.audit.one_run import one_run_audit
@@ -258,7 +258,7 @@ def _accounting(claim: Claim, n: int) -> Accounting:
         )
     if claim.sampling == "poisson":
         pld, low = (_subsampled_pld(q, sigma, steps, replace=replace, pessimistic=p) for p in (True, False))
-        deltas = np.asarray(pld.get_delta_for_epsilon(EPSILON_GRID), dtype=float)
+        deltas = pld_deltas(pld, EPSILON_GRID)
         lower = max(0.0, float(low.get_epsilon_for_delta(delta)))
         return Accounting(
             epsilon=max(0.0, float(pld.get_epsilon_for_delta(delta))),
@@ -465,7 +465,7 @@ def control_accounting(claim: Claim, n: int, control: Control) -> Accounting | N
         mu = _copies_mu(claim, k)
         return Accounting(epsilon=gdp_epsilon(mu=mu, delta=claim.delta), method=f"{k} copies, full batch: μ = {mu:.4g}",
                           sampling_rate=q, comparable=False, heuristic=math.nan, full_batch_mu=mu)  # fmt: skip
-    deltas = np.asarray(_copies_pld(claim, q, k).get_delta_for_epsilon(EPSILON_GRID), dtype=float)
+    deltas = pld_deltas(_copies_pld(claim, q, k), EPSILON_GRID)
     return Accounting(epsilon=control.epsilon_worst, method=f"{k} copies, Poisson: the Binomial({k}, {q:.4g}) mixture",
                       sampling_rate=q, comparable=False, heuristic=math.nan, deltas=deltas)  # fmt: skip
 
