@@ -125,14 +125,14 @@ def _run(args) -> int:
 
 def _time_byo(p, config: dict, models: int):
     """The plan with each byo population (and each row of the libraries table) timed here (:func:`hsaudit.experiments.byo.api.time_training`, at the
-    audit's torch threads); a few-runs audit priced as ``--few`` prices it (:func:`hsaudit.experiments.byo.few_runs.price_few`:
+    audit's torch threads); a few-runs audit priced as ``--few`` prices it (:func:`hsaudit.experiments.byo.price.price_few`:
     one training timed, whatever MODELS)."""
     from dataclasses import replace
 
     import torch
 
     from hsaudit.experiments.byo.api import time_training
-    from hsaudit.experiments.byo.few_runs import price_few
+    from hsaudit.experiments.byo.price import price_few
     from hsaudit.experiments.byo.plan import plan as byo_plan
     from hsaudit.experiments.byo.train.families import FewRunsDesign
     from hsaudit.experiments.libraries.plan import plan as libraries_plan
@@ -176,12 +176,12 @@ def _few_line(price) -> str:
 
 
 def _few(args) -> int:
-    """``--few ENTRY``: the price of its few-runs audit (:func:`hsaudit.experiments.byo.few_runs.price_few`, as
+    """``--few ENTRY``: the price of its few-runs audit (:func:`hsaudit.experiments.byo.price.price_few`, as
     ``--time-byo`` prices a ``byo:`` few-runs section) from one training of the entry's data timed here (as the audit
     runs it: ``--threads``), or ``--seconds-per-training``."""
     import torch
 
-    from hsaudit.experiments.byo.few_runs import price_few
+    from hsaudit.experiments.byo.price import price_few
     from hsaudit.experiments.byo.plan import audit_setting
     from hsaudit.experiments.byo.train.families import FewRunsDesign
 

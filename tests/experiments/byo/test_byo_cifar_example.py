@@ -1,5 +1,5 @@
 """The few-runs audit's real-size example (examples/byo/cifar_convnet.py) at a tiny size, and the price of a few-runs
-audit (hsaudit.experiments.byo.few_runs.price_few: ``hsaudit plan --few`` and ``--time-byo``)."""
+audit (hsaudit.experiments.byo.price.price_few: ``hsaudit plan --few`` and ``--time-byo``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from torch.utils.data import TensorDataset
 from byo_testing import zoo_entry
 from conftest import REPO
 from hsaudit.cli import main
-from hsaudit.experiments.byo import few_runs
+from hsaudit.experiments.byo import price
 from hsaudit.experiments.byo.plan import CHECK_TRAININGS, audit_setting, few_runs_cost
 from hsaudit.experiments.byo.train.families import FewRunsSetting
 
@@ -77,11 +77,11 @@ def _json_out(capsys) -> dict:
 
 
 def test_plan_few_and_time_byo_price_a_few_runs_audit_alike(capsys, monkeypatch, tmp_path):
-    """One function prices a few-runs audit (few_runs.price_few): `plan --few ENTRY` and `plan --time-byo` of a
+    """One function prices a few-runs audit (price.price_few): `plan --few ENTRY` and `plan --time-byo` of a
     `byo:` section with the same entry, M and K give the same trainings and seconds (a training and a job's work
     fixed here, so that the two timings agree), the control's copies and the data's rows included."""
-    monkeypatch.setattr(few_runs, "time_one_training", lambda loaded: 3.0)
-    monkeypatch.setattr(few_runs, "job_work_seconds", lambda load_seconds: 1.5)
+    monkeypatch.setattr(price, "time_one_training", lambda loaded: 3.0)
+    monkeypatch.setattr(price, "job_work_seconds", lambda load_seconds: 1.5)
     entry = zoo_entry("correct")
     assert main(["plan", "--few", entry, "--canaries", "50", "--trainings", "2", "--json"]) == 0
     few = _json_out(capsys)

@@ -190,7 +190,7 @@ NOTHING_TRAINED = FewCost(check=0, audit=0, control=0, seconds_check=0.0, second
 def few_runs_cost(trainings: int, canaries: int, seconds_per_training: float, *, rows: int | None = None,
                   control: bool = True, copies: int = 1, checks: int = 1, job_seconds: float = 0.0) -> FewCost:  # fmt: skip
     """The arithmetic of a few-runs audit's price (what prices one end to end is
-    :func:`hsaudit.experiments.byo.few_runs.price_few`): K = ``trainings`` trainings of M = ``canaries`` canaries
+    :func:`hsaudit.experiments.byo.price.price_few`): K = ``trainings`` trainings of M = ``canaries`` canaries
     each and, with the ``control``, K more, after ``checks`` × :data:`CHECK_TRAININGS` trainings of the check, given
     one training of the user's data takes ``seconds_per_training``. With the data's ``rows``, a training of the
     audit is priced at (rows + M/2)/rows of that (each canary in by a fair coin), the control's at
