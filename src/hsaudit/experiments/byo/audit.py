@@ -34,7 +34,7 @@ import dataclasses
 import functools
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -679,11 +679,11 @@ def data_use_finding(claim: Claim, uses: npt.ArrayLike, trainings: int) -> str |
       upper tail at the most common v, times the T·trainings + 1 values v may take (Bonferroni). A shuffled or
       fixed-size loader (every row read once per epoch: the DataLoader kept after ``make_private``) fails it.
 
-    This sees the sampling that the audit setting's full batch removes; a training that reads its tensors directly
-    (``data.tensors``) is not seen, nor is one whose DataLoader fetches in worker processes (``num_workers`` > 0).
-    Reads under ``torch.no_grad()`` / ``inference_mode()`` (an evaluation pass) are not counted
-    (:class:`~hsaudit.experiments.byo.train.harness.UserData`); an evaluation over the training rows with gradients
-    enabled counts as reads, and the finding says so.
+    This sees the sampling that the audit setting's full batch removes, through ``data[i]`` or ``data.tensors``, in
+    this process or a DataLoader's workers (:mod:`~hsaudit.experiments.byo.train.reads`); computations on all rows at
+    once are not counted (:func:`reads_text` says so). Reads under ``torch.no_grad()`` / ``inference_mode()`` (an
+    evaluation pass) are not counted; an evaluation over the training rows with gradients enabled counts as reads,
+    and the finding says so.
     """
     from scipy import stats
 
@@ -722,6 +722,18 @@ def data_use_of(
         own = data_use_finding(own_claim, own_uses, trainings)
         why = None if own is None else f"in your own configuration (make() without the audit setting), {own}"
     return why
+
+
+def reads_text(uses: npt.ArrayLike | None, whole: Sequence[str], trainings: int) -> str:
+    """The report's line on the check's reads of the data: per training on average, or that the check saw none it
+    could attribute to a row (and so did not test the claim's sampling); ``whole``: the computations on all rows at
+    once with gradients enabled, which no count holds."""
+    at_once = f"computes on all rows at once ({', '.join(whole)})"
+    if uses is None:
+        why = f"the training {at_once}" if whole else "the training reads no row of its data in this process"
+        return f"not seen: {why}, so the check could not test the claim's sampling"
+    text = f"{np.mean(np.asarray(uses)) / trainings:.4g} per training on average"
+    return f"{text}; it also {at_once}, not counted" if whole else text
 
 
 def data_use_reason(data_use: str) -> str:
