@@ -95,3 +95,21 @@ def test_data_use_finding_level_and_power(seed):
     physical = CLAIM.__class__(**{**CLAIM.to_dict(), "sample_rate": 16 / 500})
     assert "on average" in data_use_finding(physical, rng.binomial(k * CLAIM.steps, CLAIM.sample_rate, size=n), k)
     assert data_use_finding(CLAIM, np.zeros(n, dtype=int), k) is None  # no read seen: nothing to say
+    assert data_use_finding(CLAIM, np.eye(1, n, dtype=int)[0] * 2 * k, k) is None  # only Opacus' dataset[0] seen
+
+
+@pytest.mark.parametrize("name, correct, wrong", [
+    ("handwritten", ("handwritten_correct", "make"), ("handwritten_shuffled", "make")),
+    ("workers", ("opacus_workers", "make"), ("opacus_workers", "make_swapped")),
+])  # fmt: skip
+def test_reads_of_data_tensors_and_of_workers_are_counted(name, correct, wrong):
+    """Reads the check once missed: a loop over ``data.tensors`` (a Poisson mask ``x_all[batch]`` fed to vmap;
+    shuffled batches ``x_all[perm[i:i + B]]``) and a DataLoader fetching in worker processes (``num_workers=2``). The
+    correct script's reads agree with its claim's q·T; the shuffled loader claimed as Poisson is too even."""
+    right = _given(*correct)
+    found = prepare(right, load(right))
+    assert found.probe.uses is not None and data_use(found) is None
+    assert np.mean(found.probe.uses) / found.probe.use_trainings == pytest.approx(found.training.claim.sample_rate
+                                                                                  * found.training.claim.steps, rel=0.1)  # fmt: skip
+    bad = _given(*wrong)
+    assert "too even" in (data_use(prepare(bad, load(bad))) or "")

@@ -93,3 +93,9 @@ def test_an_early_verdict_needs_no_shard(tmp_path):
     ]
     alone = plan({"byo": {"x": {"entry": "a.py:make", "shards": 3, "runs": 5, "control": False}}}).audits["x"]
     assert shard_paths(alone, str(tmp_path / "train.json")) == [f"results/byo/x/shards/{i}.csv" for i in range(3)]
+    # the check's reads of the data contradict the claim's sampling: a violation before training, as in the CLI
+    (tmp_path / "read.json").write_text('{"data use": "too even"}')
+    (tmp_path / "fine.json").write_text('{"data use": null}')
+    assert shard_paths(alone, str(tmp_path / "train.json"), str(tmp_path / "read.json")) == []
+    assert shard_paths(alone, str(tmp_path / "train.json"), str(tmp_path / "fine.json")) == shard_paths(
+        alone, str(tmp_path / "train.json"))

@@ -103,11 +103,13 @@ def details(design: Design, prepared: Prepared | None = None, scores: pd.DataFra
         )
         if prepared.probe.theta0 == "varies with the seed":
             out["θ0 advice"] = THETA0_ADVICE
-        found = prepared.probe
-        for key, uses, whole in (("reads of each row (check)", found.uses, found.whole),
-                                 ("reads of each row (own configuration)", found.own_uses, found.own_whole)):  # fmt: skip
+        found, own = prepared.probe, prepared.probe.own_claim
+        for key, uses, whole, claim in (
+            ("reads of each row (check)", found.uses, found.whole, prepared.training.claim),
+            ("reads of each row (own configuration)", found.own_uses, found.own_whole, own and Claim.from_mapping(own)),
+        ):
             if uses is not None or whole or key.endswith("(check)"):
-                out[key] = reads_text(uses, whole, found.use_trainings)
+                out[key] = reads_text(uses, whole, found.use_trainings, claim)
     if scores is not None and len(scores):
         train_s = float(np.median(scores["train_seconds"]))
         harness_s = float(np.median(scores["harness_seconds"]))

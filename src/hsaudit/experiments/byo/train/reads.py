@@ -5,7 +5,8 @@ handed to ``train`` are :class:`Rows`: ``torch.Tensor`` subclasses whose ``__tor
 each tensor derived from them holds. A selection (``data[i]``, ``X[idx]``, ``X[mask]``, ``X[i:j]``, ``index_select``,
 ``split``, a DataLoader's fetch and collate) makes a *node*: the rows it holds. A node is a read of its rows once,
 when first used by anything but a selection, a conversion or an elementwise step (the model's forward, a loss, NumPy),
-or, never seen used (``torch.func.vmap`` takes its inputs out of sight), when the training ends. A node whose
+or, never seen used (``torch.func.vmap`` takes its inputs out of sight), when the training ends (but for the parts of
+a ``split``, of which a loop may use only some). A node whose
 sub-selections are used (``Xs = X[perm]`` then ``Xs[i:i + B]``) is read through them, not itself. Only reads with
 gradients enabled count (an evaluation pass under ``torch.no_grad()`` is not a training's).
 
@@ -87,7 +88,8 @@ class Book:
     def close(self) -> Reads:
         """The reads, the nodes never seen used counted (as of their selection's gradient mode)."""
         for node in list(self.pending.values()):
-            node.use(node.grad)
+            if not node.part:
+                node.use(node.grad)
         _BOOKS.pop(self.key, None)
         return Reads(self.uses.max(axis=0), tuple(sorted(self.whole)))
 
@@ -96,10 +98,11 @@ class Node:
     """The rows a selection holds (``rows`` None: the tensor itself, all rows in order); ``lead``: whether the
     tensor's first dimension runs over them (False for a single row ``x[i]``, whose dimensions are its own)."""
 
-    __slots__ = ("key", "book", "column", "rows", "lead", "grad", "done", "__weakref__")
+    __slots__ = ("key", "book", "column", "rows", "lead", "grad", "done", "part", "__weakref__")
 
     def __init__(self, key: tuple[int, int], column: int, rows: np.ndarray | None, lead: bool = True) -> None:
         self.key, self.book, self.column, self.rows, self.lead = key, _BOOKS.get(key), column, rows, lead
+        self.part = False  # one part of a split: never counted unseen (the loop may use only some)
         book = self.book
         self.grad, self.done = torch.is_grad_enabled(), rows is None
         if not self.done and book is not None and book.home:
@@ -262,7 +265,9 @@ def _follow(name: str, args: Any, kwargs: dict[str, Any], out: Any) -> Any:
         parts, start = [], 0
         for o in out:
             size = 1 if name == "unbind" else o.shape[0]
-            parts.append(_wrap(o, _child(node, np.arange(start, start + size), name != "unbind")))
+            child = _child(node, np.arange(start, start + size), name != "unbind")
+            child.part = True
+            parts.append(_wrap(o, child))
             start += size
         return type(out)(parts)
     if name in MERGES and _dim(args, kwargs, 1) == 0 and isinstance(args[0], (list, tuple)):
