@@ -18,8 +18,9 @@ details = dict(snakemake.params.details)
 claim = Claim.from_mapping(assessed["claim"])
 options = AuditOptions.from_dict(snakemake.params.options)
 scores = pd.DataFrame(columns=["model", "member", "seed", "score", "train_seconds", "harness_seconds"])
-if assessed["early"] is not None:
-    payload = assessed["early"]
+early = assessed["early"]
+if early is not None and early["verdict"] == "violation":
+    payload = early
     payload["details"].update(details)
 else:
     with open(snakemake.input.probe) as fh:
@@ -37,6 +38,9 @@ else:
     details.update({"canary": design.canary, "background": design.background, **check["design details"]})
     if check.get("data use") is not None:  # the check's verdict before any audit model: no shard was trained
         payload = pre_training(claim, assessed["n"], options, runs=design.runs, data_use=check["data use"]).to_dict()
+        payload["details"].update(details)
+    elif early is not None:  # too few runs, and the check's reads of the data agree with the claim
+        payload = early
         payload["details"].update(details)
     else:
         parts = {p: [f for f in snakemake.input.shards if f.split("/")[-2] == p] for p in ("shards", "control")}

@@ -30,15 +30,17 @@ if use is not None:
     log.info("data use: %s; no pilot, no shard", use)
 elif design.chosen:  # each candidate's control as assess_byo_claim planned the audit's
     with open(snakemake.input.claim) as fh:
-        planned = json.load(fh)["control"]
-    design, pilot = choose(design, lambda c: twin(c, planned["copies"], planned["noise_factor"]), loaded=loaded)
-    log.info("design chosen by the pilot: %s / %s", design.canary, design.background)
-    prepared = prepare(design, loaded)
+        assessed = json.load(fh)
+    if assessed["early"] is None:  # (too few runs: no shard to train, no design to choose)
+        planned = assessed["control"]
+        design, pilot = choose(design, lambda c: twin(c, planned["copies"], planned["noise_factor"]), loaded=loaded)
+        log.info("design chosen by the pilot: %s / %s", design.canary, design.background)
+        prepared = prepare(design, loaded)
 log.info("%s: %d parameters, seed changes the model: %s; canary: %s", design.entry, prepared.probe.parameters,
          prepared.probe.seed_sensitive, prepared.canary.origin)  # fmt: skip
 atomic_savez(snakemake.output.canary, canary_arrays(prepared.canary))
 write_text_atomic(snakemake.output.probe, json.dumps(dataclasses.asdict(prepared.probe), indent=2) + "\n")
 same = use is None and not prepared.probe.seed_sensitive and canary_changes_model(prepared)
-check = {"same_model": same, "design": prepared.design.to_dict(), "design details": pilot_details(prepared.design, pilot),
-         "data use": use}  # fmt: skip
+check = {"same_model": same, "design": prepared.design.to_dict(),
+         "design details": pilot_details(prepared.design, pilot), "data use": use}  # fmt: skip
 write_text_atomic(snakemake.output.check, json.dumps(check, indent=2) + "\n")

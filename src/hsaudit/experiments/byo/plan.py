@@ -404,6 +404,15 @@ def training_version(audit: ByoAudit) -> str:
     return " ".join([code, *(f"{p}=={installed_version(p)}" for p in audit.packages)])
 
 
+def checks(claim_json: str) -> bool:
+    """Whether the check job (``check_byo_entry``) runs: the checkpoint's ``claim.json`` holds no verdict, or one
+    that the check's reads of the data may still turn into a violation (too few runs), as in the CLI; an accounting
+    bug needs nothing more."""
+    with open(claim_json) as fh:
+        early = json.load(fh)["early"]
+    return early is None or early.get("verdict") != "violation"
+
+
 def shard_paths(audit: ByoAudit, claim_json: str, check_json: str | None = None) -> list[str]:
     """The score files the audit's report reads: none when the checkpoint's ``claim.json`` (rule
     ``assess_byo_claim``, or ``assess_byo_few``) holds a verdict that needed no training, or the checkpoint
