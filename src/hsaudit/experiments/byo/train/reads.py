@@ -59,6 +59,7 @@ MERGES = frozenset({"stack", "cat", "concat", "concatenate", "vstack", "row_stac
 
 _BOOKS: weakref.WeakValueDictionary[tuple[int, int], Book] = weakref.WeakValueDictionary()
 _IDS = itertools.count()
+_ARRIVED = object()
 
 
 @dataclass(frozen=True)
@@ -100,10 +101,13 @@ class Node:
 
     __slots__ = ("key", "book", "column", "rows", "lead", "grad", "done", "part", "__weakref__")
 
-    def __init__(self, key: tuple[int, int], column: int, rows: np.ndarray | None, lead: bool = True) -> None:
-        self.key, self.book, self.column, self.rows, self.lead = key, _BOOKS.get(key), column, rows, lead
+    def __init__(
+        self, key: tuple[int, int], column: int, rows: np.ndarray | None, lead: bool = True, book: Any = _ARRIVED
+    ) -> None:
+        """``book``: the parent's (default: looked up by ``key``, for a batch arriving from a worker process)."""
+        book = _BOOKS.get(key) if book is _ARRIVED else book
+        self.key, self.book, self.column, self.rows, self.lead = key, book, column, rows, lead
         self.part = False  # one part of a split: never counted unseen (the loop may use only some)
-        book = self.book
         self.grad, self.done = torch.is_grad_enabled(), rows is None
         if not self.done and book is not None and book.home:
             book.pending[id(self)] = self
@@ -203,6 +207,10 @@ class Rows(torch.Tensor):
             name = _name(func)
             if name in QUIET:
                 return out
+            node = args[0].node if name == "__getitem__" and isinstance(args[0], Rows) else None
+            if node is not None and node.rows is None and type(args[1]) is int:  # data[i]: a DataLoader's fetch
+                row = np.array([args[1] % args[0].shape[0]])
+                return _wrap(out, Node(node.key, node.column, row, False, node.book))
             try:
                 return _follow(name, args, kwargs, out)
             except Exception:  # never the user's training's failure: the reads of this step go unattributed
@@ -234,7 +242,7 @@ def _use(node: Node, name: str) -> None:
 def _child(parent: Node, picked: np.ndarray, lead: bool) -> Node:
     parent.settle()
     rows = picked if parent.rows is None else parent.rows[picked]
-    return Node(parent.key, parent.column, rows, lead)
+    return Node(parent.key, parent.column, rows, lead, parent.book)
 
 
 def _follow(name: str, args: Any, kwargs: dict[str, Any], out: Any) -> Any:
@@ -280,7 +288,7 @@ def _follow(name: str, args: Any, kwargs: dict[str, Any], out: Any) -> Any:
             full = [np.arange(r.shape[0]) if r.node.rows is None else r.node.rows for r in items]
             for r in items:
                 r.node.settle()
-            return _wrap(out, Node(node.key, node.column, np.concatenate(full), True))
+            return _wrap(out, Node(node.key, node.column, np.concatenate(full), True, node.book))
     if name in ROWWISE and isinstance(out, torch.Tensor):
         if not node.lead or (out.dim() >= 1 and src.dim() >= 1 and out.shape[0] == src.shape[0]):
             for r in found:
@@ -296,5 +304,5 @@ def recorded(tensor: torch.Tensor, book: Book, column: int) -> Rows:
     """``tensor`` (sharing its storage) as column ``column`` of ``book``'s data."""
     with torch._C.DisableTorchFunctionSubclass():
         r = tensor.as_subclass(Rows)
-    r.node = Node(book.key, column, None)
+    r.node = Node(book.key, column, None, True, book)
     return r
