@@ -15,7 +15,7 @@ import torch
 from hsaudit.experiments.byo.api import audit_training, data_use, prepare
 from hsaudit.experiments.byo.audit import data_use_finding
 from hsaudit.experiments.byo.train.errors import UserCodeError
-from hsaudit.experiments.byo.train.harness import flat_parameters, load, train_models
+from hsaudit.experiments.byo.train.harness import USE_TRAININGS, flat_parameters, load, own_reads, train_models
 from hsaudit.experiments.byo.values import AuditSetting, Claim, Design
 
 pytest.importorskip("opacus")
@@ -106,10 +106,15 @@ def test_reads_of_data_tensors_and_of_workers_are_counted(name, correct, wrong):
     """Reads the check once missed: a loop over ``data.tensors`` (a Poisson mask ``x_all[batch]`` fed to vmap;
     shuffled batches ``x_all[perm[i:i + B]]``) and a DataLoader fetching in worker processes (``num_workers=2``). The
     correct script's reads agree with its claim's q·T; the shuffled loader claimed as Poisson is too even."""
-    right = _given(*correct)
-    found = prepare(right, load(right))
-    assert found.probe.uses is not None and data_use(found) is None
-    assert np.mean(found.probe.uses) / found.probe.use_trainings == pytest.approx(found.training.claim.sample_rate
-                                                                                  * found.training.claim.steps, rel=0.1)  # fmt: skip
-    bad = _given(*wrong)
-    assert "too even" in (data_use(prepare(bad, load(bad))) or "")
+    for entry, wrong_one in ((correct, False), (wrong, True)):
+        design = _given(*entry)
+        loaded = load(design)
+        claim = loaded.training.claim
+        uses, whole = own_reads(loaded.training, loaded.x, loaded.y, design)  # the check's two trainings
+        assert uses is not None and whole == ()
+        finding = data_use_finding(claim, uses, USE_TRAININGS)
+        if wrong_one:
+            assert "too even" in (finding or "")
+        else:
+            assert finding is None
+            assert np.mean(uses) / USE_TRAININGS == pytest.approx(claim.sample_rate * claim.steps, rel=0.1)
