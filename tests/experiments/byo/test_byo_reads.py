@@ -98,3 +98,18 @@ def test_computations_on_all_rows_are_named_not_counted():
     assert reads.uses.tolist() == [1] * 5 + [0] * (N - 5)
     assert {"linear", "cross_entropy", "mean", "std"} <= set(reads.whole)
     assert _data().counting().counted().uses.sum() == 0
+
+
+def test_the_report_says_what_the_check_did_not_see():
+    """No read attributed to a row, or far fewer than the claim's q·T: the report's line says the check did not see
+    the training's reads (it never passes them silently); reads as declared are reported as such."""
+    from hsaudit.experiments.byo.audit import reads_text
+    from hsaudit.experiments.byo.values import Claim
+
+    claim = Claim(epsilon=5.0, delta=1e-5, noise_multiplier=1.0, max_grad_norm=1.0, sampling="poisson",
+                  sample_rate=0.125, steps=24, neighbouring="add-remove")  # fmt: skip
+    assert reads_text(None, ("linear", "numpy"), 2, claim).startswith("not seen") and "numpy" in reads_text(
+        None, ("numpy",), 2, claim)
+    assert "may not see" in reads_text(np.eye(1, 500, dtype=int)[0] * 4, (), 2, claim)
+    assert reads_text(np.full(500, 6), ("mean",), 2, claim) == (
+        "3 per training on average; it also computes on all rows at once (mean), not counted")
