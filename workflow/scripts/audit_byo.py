@@ -28,8 +28,10 @@ else:
     reads = ("uses", "own_uses", "own_claim", "use_trainings", "whole", "own_whole")  # the data-use check's
     details.update({f"check: {k}": v for k, v in found.items() if k not in reads})
     own = found.get("own_claim") and Claim.from_mapping(found["own_claim"])
-    for key, uses, whole, of in (("check", found.get("uses"), found.get("whole", ()), claim),
-                                 ("own configuration", found.get("own_uses"), found.get("own_whole", ()), own)):  # fmt: skip
+    for key, uses, whole, of in (
+        ("check", found.get("uses"), found.get("whole", ()), claim),
+        ("own configuration", found.get("own_uses"), found.get("own_whole", ()), own),
+    ):
         if uses is not None or whole or key == "check":
             details[f"reads of each row ({key})"] = reads_text(uses, whole, found.get("use_trainings", 2), of)
     with open(snakemake.input.check) as fh:
