@@ -1,6 +1,7 @@
 # Audits of users' own DP trainings (hsaudit.experiments.byo; docs/byo.md): one per name of the `byo:` config
 # section, target results/byo/{name}/report.md. Assess the claim (a checkpoint: an accounting bug or an audit too
-# small to exceed the claim needs no training) → check the entry, choose the design (canary auto: a pilot of each
+# small to exceed the claim needs no training) → check the entry (a checkpoint: reads of the data that contradict the
+# claim's sampling are a violation that trains no shard), choose the design (canary auto: a pilot of each
 # candidate's control) and build the canary → train the shards → audit the scores → plot → the report. The user's code (its entry file, or its folder) and the installed versions of the
 # packages an audit names are in the training jobs' code version (training_version).
 #
@@ -17,6 +18,7 @@
 import re
 
 from hsaudit.experiments.byo.plan import audit_details as _byo_details
+from hsaudit.experiments.byo.plan import checks as _byo_checks_claim
 from hsaudit.experiments.byo.plan import plan as _byo_plan
 from hsaudit.experiments.byo.plan import shard_paths as _byo_shard_paths
 from hsaudit.experiments.byo.plan import training_version as _byo_training_version
@@ -57,7 +59,7 @@ checkpoint assess_byo_claim:
         "../scripts/assess_byo_claim.py"
 
 
-rule check_byo_entry:
+checkpoint check_byo_entry:
     input:
         # a chosen design's pilot trains each candidate's control as planned there; ancient: a rewrite of the same
         # plan (an estimator's edit) does not rerun the pilot, which decides the design and never the bound
@@ -123,29 +125,26 @@ rule train_byo_shard:
         "../scripts/train_byo_shard.py"
 
 
+def _byo_checks(wc):
+    """Whether the check job runs: no verdict of assess_byo_claim's, or one the check's reads may change."""
+    return _byo_checks_claim(checkpoints.assess_byo_claim.get(name=wc.name).output.claim)
+
+
+def _byo_shards(wc):
+    """The audit's score files: none after a verdict before training, the claim's or the check's (its data use)."""
+    if not _byo_checks(wc):
+        return []
+    claim = checkpoints.assess_byo_claim.get(name=wc.name).output.claim
+    check = checkpoints.check_byo_entry.get(name=wc.name).output.check
+    return _byo_shard_paths(BYO_AUDITS[wc.name], claim, check)
+
+
 rule audit_byo:
     input:
         claim="results/{name}/claim.json",
-        shards=lambda wc: _byo_shard_paths(
-            BYO_AUDITS[wc.name],
-            checkpoints.assess_byo_claim.get(name=wc.name).output.claim,
-        ),
-        probe=lambda wc: (
-            f"results/{wc.name}/probe.json"
-            if _byo_shard_paths(
-                BYO_AUDITS[wc.name],
-                checkpoints.assess_byo_claim.get(name=wc.name).output.claim,
-            )
-            else []
-        ),
-        check=lambda wc: (
-            f"results/{wc.name}/check.json"
-            if _byo_shard_paths(
-                BYO_AUDITS[wc.name],
-                checkpoints.assess_byo_claim.get(name=wc.name).output.claim,
-            )
-            else []
-        ),
+        shards=_byo_shards,
+        probe=lambda wc: f"results/{wc.name}/probe.json" if _byo_checks(wc) else [],
+        check=lambda wc: f"results/{wc.name}/check.json" if _byo_checks(wc) else [],
     output:
         scores="results/{name}/scores.csv",
         report="results/{name}/report.json",

@@ -15,7 +15,7 @@ import torch
 from hsaudit.experiments.byo.api import audit_training, data_use, prepare
 from hsaudit.experiments.byo.audit import data_use_finding
 from hsaudit.experiments.byo.train.errors import UserCodeError
-from hsaudit.experiments.byo.train.harness import flat_parameters, load, train_models
+from hsaudit.experiments.byo.train.harness import USE_TRAININGS, flat_parameters, load, own_reads, train_models
 from hsaudit.experiments.byo.values import AuditSetting, Claim, Design
 
 pytest.importorskip("opacus")
@@ -95,3 +95,26 @@ def test_data_use_finding_level_and_power(seed):
     physical = CLAIM.__class__(**{**CLAIM.to_dict(), "sample_rate": 16 / 500})
     assert "on average" in data_use_finding(physical, rng.binomial(k * CLAIM.steps, CLAIM.sample_rate, size=n), k)
     assert data_use_finding(CLAIM, np.zeros(n, dtype=int), k) is None  # no read seen: nothing to say
+    assert data_use_finding(CLAIM, np.eye(1, n, dtype=int)[0] * 2 * k, k) is None  # only Opacus' dataset[0] seen
+
+
+@pytest.mark.parametrize("name, correct, wrong", [
+    ("handwritten", ("handwritten_correct", "make"), ("handwritten_shuffled", "make")),
+    ("workers", ("opacus_workers", "make"), ("opacus_workers", "make_swapped")),
+])  # fmt: skip
+def test_reads_of_data_tensors_and_of_workers_are_counted(name, correct, wrong):
+    """Reads the check once missed: a loop over ``data.tensors`` (a Poisson mask ``x_all[batch]`` fed to vmap;
+    shuffled batches ``x_all[perm[i:i + B]]``) and a DataLoader fetching in worker processes (``num_workers=2``). The
+    correct script's reads agree with its claim's q·T; the shuffled loader claimed as Poisson is too even."""
+    for entry, wrong_one in ((correct, False), (wrong, True)):
+        design = _given(*entry)
+        loaded = load(design)
+        claim = loaded.training.claim
+        uses, whole = own_reads(loaded.training, loaded.x, loaded.y, design)  # the check's two trainings
+        assert uses is not None and whole == ()
+        finding = data_use_finding(claim, uses, USE_TRAININGS)
+        if wrong_one:
+            assert "too even" in (finding or "")
+        else:
+            assert finding is None
+            assert np.mean(uses) / USE_TRAININGS == pytest.approx(claim.sample_rate * claim.steps, rel=0.1)

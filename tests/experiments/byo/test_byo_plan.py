@@ -17,6 +17,7 @@ from hsaudit.experiments.byo.plan import (
     DEFAULTS,
     SETTING_DEFAULTS,
     audit_setting,
+    checks,
     plan,
     shard_paths,
 )
@@ -93,3 +94,12 @@ def test_an_early_verdict_needs_no_shard(tmp_path):
     ]
     alone = plan({"byo": {"x": {"entry": "a.py:make", "shards": 3, "runs": 5, "control": False}}}).audits["x"]
     assert shard_paths(alone, str(tmp_path / "train.json")) == [f"results/byo/x/shards/{i}.csv" for i in range(3)]
+    # the check's reads of the data contradict the claim's sampling: a violation before training, as in the CLI
+    assert not checks(str(tmp_path / "early.json")) and checks(str(tmp_path / "train.json"))
+    (tmp_path / "few.json").write_text('{"early": {"verdict": "inconclusive"}}')
+    assert checks(str(tmp_path / "few.json"))  # too few runs: the check's reads may still show a violation
+    (tmp_path / "read.json").write_text('{"data use": "too even"}')
+    (tmp_path / "fine.json").write_text('{"data use": null}')
+    assert shard_paths(alone, str(tmp_path / "train.json"), str(tmp_path / "read.json")) == []
+    assert shard_paths(alone, str(tmp_path / "train.json"), str(tmp_path / "fine.json")) == shard_paths(
+        alone, str(tmp_path / "train.json"))

@@ -22,6 +22,7 @@ def test_byo_targets_end_to_end(workflow_copy):
         (workdir / name).mkdir()
         for f in ("entries.py", "trainer.py"):
             shutil.copy2(ZOO / f, workdir / name / f)
+    shutil.copy2(ZOO.parent / "newuser" / "handwritten_shuffled.py", workdir / "user_a" / "shuffled.py")
     small = {"canary": "dirac", "background": "blank", "runs": 6}
     overlay = {
         "scale": "smoke",
@@ -30,11 +31,14 @@ def test_byo_targets_end_to_end(workflow_copy):
             "first": {"entry": "user_a/entries.py:correct", "shards": 2, "runs": 6, "pilot_runs": 5},
             "early": {"entry": "user_a/entries.py:replace_one_as_add_remove", **small},
             "other": {"entry": "user_b/entries.py:correct", **small},
+            # shuffled batches claimed as Poisson: too few runs, but the check's reads decide (as in the CLI)
+            "sampled": {"entry": "user_a/shuffled.py:make", "canary": "out_of_support", "background": "data",
+                        "runs": 6},
         },
     }
     (workdir / "overlay.yaml").write_text(yaml.safe_dump(overlay))
     config = ["--configfile", "config/config.yaml", "overlay.yaml"]
-    targets = ["results/byo/first/report.md", "results/byo/early/report.md"]
+    targets = ["results/byo/first/report.md", "results/byo/early/report.md", "results/byo/sampled/report.md"]
     run_snakemake(workdir, *targets, *config, timeout=600)
     first = (workdir / targets[0]).read_text()
     # 6 runs per world cannot see a leak of 1.5x the claim: the control says so
@@ -47,6 +51,9 @@ def test_byo_targets_end_to_end(workflow_copy):
     early = (workdir / targets[1]).read_text()
     assert "**Verdict: violation** — accounting" in early
     assert not (workdir / "results/byo/early/shards").exists() and not (workdir / "results/byo/early/probe.json").exists()
+    sampled = (workdir / targets[2]).read_text()
+    assert "**Verdict: violation** — the training does not sample as its claim declares" in sampled
+    assert "too even" in sampled and not (workdir / "results/byo/sampled/shards").exists()
     # editing user_b (which neither audit runs) reruns nothing; editing user_a reruns both audits that run it
     with open(workdir / "user_b" / "entries.py", "a") as fh:
         fh.write("\n_EDITED = True  # an edit\n")

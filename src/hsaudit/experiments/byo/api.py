@@ -25,6 +25,7 @@ from hsaudit.experiments.byo.audit import (
     control_noise_epsilon,
     data_use_of,
     pre_training,
+    reads_text,
     report,
 )
 from hsaudit.engine.canaries import canary_type
@@ -102,11 +103,13 @@ def details(design: Design, prepared: Prepared | None = None, scores: pd.DataFra
         )
         if prepared.probe.theta0 == "varies with the seed":
             out["θ0 advice"] = THETA0_ADVICE
-        for key, uses in (("reads of each row (check)", prepared.probe.uses),
-                          ("reads of each row (own configuration)", prepared.probe.own_uses)):  # fmt: skip
-            if uses is not None or key.endswith("(check)"):
-                out[key] = ("not seen (the training reads no row through data[i])" if uses is None else
-                            f"{np.mean(uses) / prepared.probe.use_trainings:.4g} per training on average")  # fmt: skip
+        found, own = prepared.probe, prepared.probe.own_claim
+        for key, uses, whole, claim in (
+            ("reads of each row (check)", found.uses, found.whole, prepared.training.claim),
+            ("reads of each row (own configuration)", found.own_uses, found.own_whole, own and Claim.from_mapping(own)),
+        ):
+            if uses is not None or whole or key.endswith("(check)"):
+                out[key] = reads_text(uses, whole, found.use_trainings, claim)
     if scores is not None and len(scores):
         train_s = float(np.median(scores["train_seconds"]))
         harness_s = float(np.median(scores["harness_seconds"]))

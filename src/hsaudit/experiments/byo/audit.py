@@ -34,7 +34,7 @@ import dataclasses
 import functools
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -677,13 +677,15 @@ def data_use_finding(claim: Claim, uses: npt.ArrayLike, trainings: int) -> str |
       exceeds :data:`DATA_USE_SLACK` × its expectation. A claim whose q or T is smaller than what runs (a q of the physical batch, of another table, epochs added after the claim) fails it;
     - *too even for Poisson*: the share of rows read exactly v times is Binomial(n, P(Bin(trainings·T, q) = v)); its
       upper tail at the most common v, times the T·trainings + 1 values v may take (Bonferroni). A shuffled or
-      fixed-size loader (every row read once per epoch: the DataLoader kept after ``make_private``) fails it.
+      fixed-size loader (every row read once per epoch: the DataLoader kept after ``make_private``) fails it; a most
+      common v of 0 does not (fewer reads than declared is no leak: reads the check did not see, e.g. a training in
+      another process beside Opacus' ``dataset[0]``).
 
-    This sees the sampling that the audit setting's full batch removes; a training that reads its tensors directly
-    (``data.tensors``) is not seen, nor is one whose DataLoader fetches in worker processes (``num_workers`` > 0).
-    Reads under ``torch.no_grad()`` / ``inference_mode()`` (an evaluation pass) are not counted
-    (:class:`~hsaudit.experiments.byo.train.harness.UserData`); an evaluation over the training rows with gradients
-    enabled counts as reads, and the finding says so.
+    This sees the sampling that the audit setting's full batch removes, through ``data[i]`` or ``data.tensors``, in
+    this process or a DataLoader's workers (:mod:`~hsaudit.experiments.byo.train.reads`); computations on all rows at
+    once are not counted (:func:`reads_text` says so). Reads under ``torch.no_grad()`` / ``inference_mode()`` (an
+    evaluation pass) are not counted; an evaluation over the training rows with gradients enabled counts as reads,
+    and the finding says so.
     """
     from scipy import stats
 
@@ -703,7 +705,7 @@ def data_use_finding(claim: Claim, uses: npt.ArrayLike, trainings: int) -> str |
     values, freq = np.unique(counts, return_counts=True)
     top = int(np.argmax(freq))
     even = float(stats.binom.sf(freq[top] - 1, n, stats.binom.pmf(values[top], m, q))) * (m + 1)
-    if q < 1.0 and even < DATA_USE_ALPHA / 2:
+    if q < 1.0 and values[top] > 0 and even < DATA_USE_ALPHA / 2:  # most rows unread: reads not seen, not a loader
         return (f"it reads {freq[top]} of its {n} rows exactly {values[top]} times in {trainings} "
                 f"trainings, too even for the claim's Poisson sampling (q = {q:.4g}, T = {claim.steps}; exact "
                 f"binomial test, p = {min(even, 1.0):.2g}): a shuffled or fixed-size loader (e.g. the DataLoader "
@@ -722,6 +724,23 @@ def data_use_of(
         own = data_use_finding(own_claim, own_uses, trainings)
         why = None if own is None else f"in your own configuration (make() without the audit setting), {own}"
     return why
+
+
+def reads_text(uses: npt.ArrayLike | None, whole: Sequence[str], trainings: int, claim: Claim) -> str:
+    """The report's line on the check's reads of the data: per training on average, or that the check saw none it
+    could attribute to a row (and so did not test the claim's sampling), or fewer than half the claim's q·T (it may
+    not see them all); ``whole``: the computations on all rows at once with gradients enabled, which no count
+    holds."""
+    at_once = f"computes on all rows at once ({', '.join(whole)})"
+    if uses is None:
+        why = f"the training {at_once}" if whole else "the training reads no row of its data in this process"
+        return f"not seen: {why}, so the check could not test the claim's sampling"
+    counts = np.asarray(uses)
+    per, declared = float(np.mean(counts)) / trainings, float(claim.sampling_rate(counts.size)) * claim.steps
+    text = f"{per:.4g} per training on average"
+    if per < declared / 2:
+        text += f", fewer than half the claim's q·T = {declared:.3g}: the check may not see all of them"
+    return f"{text}; it also {at_once}, not counted" if whole else text
 
 
 def data_use_reason(data_use: str) -> str:

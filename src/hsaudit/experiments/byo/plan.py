@@ -404,14 +404,28 @@ def training_version(audit: ByoAudit) -> str:
     return " ".join([code, *(f"{p}=={installed_version(p)}" for p in audit.packages)])
 
 
-def shard_paths(audit: ByoAudit, claim_json: str) -> list[str]:
+def checks(claim_json: str) -> bool:
+    """Whether the check job (``check_byo_entry``) runs: the checkpoint's ``claim.json`` holds no verdict, or one
+    that the check's reads of the data may still turn into a violation (too few runs), as in the CLI; an accounting
+    bug needs nothing more."""
+    with open(claim_json) as fh:
+        early = json.load(fh)["early"]
+    return early is None or early.get("verdict") != "violation"
+
+
+def shard_paths(audit: ByoAudit, claim_json: str, check_json: str | None = None) -> list[str]:
     """The score files the audit's report reads: none when the checkpoint's ``claim.json`` (rule
-    ``assess_byo_claim``, or ``assess_byo_few``) holds a verdict that needed no training, else one per job of the
-    audit (``shards/``, or a few-runs audit's ``trainings/``: :attr:`ByoAudit.jobs`) and, with the control, as many
-    of the control (``control/``)."""
+    ``assess_byo_claim``, or ``assess_byo_few``) holds a verdict that needed no training, or the checkpoint
+    ``check_byo_entry``'s ``check_json`` a data-use finding (a violation before any audit model, as in the CLI), else
+    one per job of the audit (``shards/``, or a few-runs audit's ``trainings/``: :attr:`ByoAudit.jobs`) and, with the
+    control, as many of the control (``control/``)."""
     with open(claim_json) as fh:
         if json.load(fh)["early"] is not None:
             return []
+    if check_json is not None:
+        with open(check_json) as fh:
+            if json.load(fh).get("data use") is not None:
+                return []
     own = "shards" if audit.canaries is None else "trainings"
     parts = (own, "control") if audit.control else (own,)
     return [f"{audit.root}/{part}/{i}.csv" for part in parts for i in range(audit.jobs)]

@@ -56,6 +56,7 @@ from hsaudit.engine.canaries import (
 )
 from hsaudit.experiments.byo.train.errors import UserCodeError, guarded
 from hsaudit.experiments.byo.train.pytree import flat_vector
+from hsaudit.experiments.byo.train.reads import Book, Reads, recorded
 from hsaudit.experiments.byo.values import AuditSetting, Claim, Design, check_setting, entry_file, split_entry
 
 MODELS_PER_CALL = 64
@@ -258,27 +259,33 @@ def user_data(training: Training, data: str | None = None) -> tuple[np.ndarray, 
 
 class UserData(TensorDataset):
     """The data handed to ``train``: a ``TensorDataset`` ``(x, y)`` whose :attr:`numpy` gives the same as NumPy arrays,
-    so that a JAX or Keras training never touches torch. After :meth:`counting`, :attr:`uses` counts the reads of
-    each row through ``data[i]`` (a DataLoader's fetches) made with gradients enabled, which the check compares with
-    the claim's sampling: a read under ``torch.no_grad()`` or ``torch.inference_mode()`` (an evaluation pass, the
-    idiom of every framework's tutorials) is not a training's and is not counted."""
+    so that a JAX or Keras training never touches torch. Between :meth:`counting` and :meth:`counted` its tensors
+    record the rows the training reads, through ``data[i]`` or ``data.tensors`` alike, in this process or a
+    DataLoader's workers (:mod:`~hsaudit.experiments.byo.train.reads`), which the check compares with the claim's
+    sampling: a read under ``torch.no_grad()`` or ``torch.inference_mode()`` (an evaluation pass, the idiom of every
+    framework's tutorials) is not a training's and is not counted."""
 
-    uses: np.ndarray | None = None
+    _untracked: tuple[torch.Tensor, ...] | None = None
+    _book: Book | None = None
 
     def counting(self) -> UserData:
-        """Start counting the reads of each row (:attr:`uses`, from zero); returns itself."""
-        self.uses = np.zeros(len(self), dtype=np.int64)
+        """Start recording the reads of each row (:meth:`counted` gives them); returns itself."""
+        self._book = Book(len(self), len(self.tensors))
+        self._untracked = self.tensors
+        self.tensors = tuple(recorded(t, self._book, c) for c, t in enumerate(self.tensors))
         return self
 
-    def __getitem__(self, index: Any) -> tuple[torch.Tensor, ...]:
-        if self.uses is not None and torch.is_grad_enabled():
-            if isinstance(index, slice):
-                rows = np.arange(len(self))[index]
-            else:
-                rows = np.asarray(index.cpu() if isinstance(index, torch.Tensor) else index).ravel()
-                rows = np.flatnonzero(rows) if rows.dtype == bool else rows.astype(np.int64)
-            np.add.at(self.uses, rows, 1)
-        return super().__getitem__(index)
+    def counted(self) -> Reads:
+        """Stop recording: the reads since :meth:`counting`."""
+        book, self._book = self._book, None
+        if book is None or self._untracked is None:
+            raise ValueError("counted() without counting()")
+        self.tensors, self._untracked = self._untracked, None
+        return book.close()
+
+    def plain(self, i: int) -> torch.Tensor:
+        """Tensor ``i`` as the harness reads it: never recorded as the training's read."""
+        return (self.tensors if self._untracked is None else self._untracked)[i]
 
     @property
     def numpy(self) -> tuple[np.ndarray, ...]:
@@ -326,7 +333,7 @@ class CanaryData(UserData):
         """
         if self.family:
             return self.tensors[3]
-        w = self.tensors[2]
+        w = self.plain(2)
         if self.direction is None:
             return torch.full(w.shape, -1, dtype=torch.long)
         nonzero = torch.nonzero(torch.as_tensor(self.direction).reshape(-1)).reshape(-1)
@@ -667,10 +674,12 @@ class Probe:
             with the seed`` (observed, different: its variance across the audit's models drowns the canary's effect)
             or ``not observed`` (no module forwarded, or ``train_batch``).
         uses: the reads of each row (:meth:`UserData.counting`) in ``use_trainings`` trainings of the check (two
-            seeds), or None where the training read none through ``data[i]`` (it reads ``data.tensors``).
-        own_uses, own_claim: in the audit setting, the same of the user's own configuration (``make()`` without the
-            setting) and its claim: the sampling the setting's full batch replaces (None outside the setting, or not
-            seen).
+            seeds), or None where none was attributed to a row.
+        whole: the computations of those trainings on all rows at once, with gradients enabled (``model(X)``,
+            ``X.mean(0)``, ``data.numpy``), which no row's count holds (:class:`~.reads.Reads`).
+        own_uses, own_whole, own_claim: in the audit setting, the same of the user's own configuration (``make()``
+            without the setting) and its claim: the sampling the setting's full batch replaces (None outside the
+            setting, or not seen).
     """
 
     parameters: int
@@ -683,6 +692,8 @@ class Probe:
     own_uses: tuple[int, ...] | None = None
     own_claim: dict[str, Any] | None = None
     use_trainings: int = USE_TRAININGS
+    whole: tuple[str, ...] = ()
+    own_whole: tuple[str, ...] = ()
 
 
 THETA0 = ("fixed", "fixed (init_seed)", "varies with the seed", "not observed")
@@ -693,19 +704,24 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and bool(torch.allclose(a, b, rtol=1e-5, atol=1e-6 * (1.0 + float(a.abs().max()))))
 
 
-def _reads(training: Training, data: TensorDataset, seeds: Sequence[int], design: Design) -> tuple[Any, Any, Any]:
-    """The models and θ0s of ``seeds`` trained on ``data`` with its reads counted, and the counts (None: no read)."""
+def _reads(training: Training, data: UserData, seeds: Sequence[int], design: Design) -> tuple[Any, Any, Any]:
+    """The models and θ0s of ``seeds`` trained on ``data`` with its reads recorded, and the reads: the counts (None:
+    no read attributed to a row) and the computations on all rows at once."""
     data.counting()
-    models, thetas = train_observed(training, data, seeds, init_seed=init_seed_for(design, training))
-    uses = data.uses
-    data.uses = None
-    return models, thetas, (tuple(int(u) for u in uses) if uses.any() else None)
+    try:
+        models, thetas = train_observed(training, data, seeds, init_seed=init_seed_for(design, training))
+    finally:
+        reads = data.counted()
+    uses = tuple(int(u) for u in reads.uses) if reads.uses.any() else None
+    return models, thetas, (uses, reads.whole)
 
 
-def own_reads(own: Training, x: np.ndarray, y: np.ndarray, design: Design) -> tuple[int, ...] | None:
+def own_reads(
+    own: Training, x: np.ndarray, y: np.ndarray, design: Design
+) -> tuple[tuple[int, ...] | None, tuple[str, ...]]:
     """The reads of each row by the user's own configuration ``own`` (``make()`` without the setting) in
     :data:`USE_TRAININGS` trainings of the check's seeds, in the data form of ``design``'s canary (None: no read
-    seen)."""
+    seen), and its computations on all rows at once."""
     gradient = not design.chosen and canary_type(design.canary).kind == "gradient"
     worlds = Worlds(torch.as_tensor(x), torch.as_tensor(y), None, own.claim.neighbouring)
     seeds = [design.stream("check", i) for i in range(USE_TRAININGS)]
@@ -729,7 +745,7 @@ def probe(
     data = worlds.probe_dataset(gradient, family)
     seeds = [design.stream("check", 0), design.stream("check", 1)]
     start = time.perf_counter()
-    first, first_thetas, uses = _reads(training, data, seeds, design)
+    first, first_thetas, (uses, whole) = _reads(training, data, seeds, design)
     again, again_thetas = train_observed(training, data, seeds, init_seed=init_seed_for(design, training))
     seconds = (time.perf_counter() - start) / 4
     models = [first[0], again[0], first[1], again[1]]
@@ -766,6 +782,7 @@ def probe(
         classes=classes,
         theta0=_theta0_finding(training, thetas),
         uses=uses,
+        whole=whole,
     )
     return found, models[0]
 
@@ -860,7 +877,7 @@ class Prepared:
 class Loaded:
     """A user's training and its data, loaded once: ``x`` float32, ``y`` labels or targets, ``classes``; in the audit
     setting, when asked for (:func:`load`), ``own``: the user's own configuration (``make()`` without the setting)
-    and ``own_uses``: its reads of each row (:func:`own_reads`)."""
+    and ``own_uses``, ``own_whole``: its reads of each row and on all rows at once (:func:`own_reads`)."""
 
     training: Training
     x: np.ndarray
@@ -868,6 +885,7 @@ class Loaded:
     classes: int | None
     own: Training | None = None
     own_uses: tuple[int, ...] | None = None
+    own_whole: tuple[str, ...] = ()
 
     @property
     def n(self) -> int:
@@ -885,7 +903,7 @@ def load(design: Design, *, own: bool = False) -> Loaded:
         ValueError: as :func:`load_training`, :func:`user_data` and :meth:`Claim.sampling_rate`.
         UserCodeError: the user's own configuration raised while training.
     """
-    mine, uses = None, None
+    mine, uses, whole = None, None, ()
     if own and design.setting is not None:
         try:
             mine = load_training(design.entry)
@@ -893,11 +911,11 @@ def load(design: Design, *, own: bool = False) -> Loaded:
         except (ValueError, UserCodeError):
             mine = None  # make() without the setting fails: the setting's audit goes on without that check
         if mine is not None:
-            uses = own_reads(mine, mx, my, design)
+            uses, whole = own_reads(mine, mx, my, design)
     training = load_training(design.entry, setting=design.setting, claim=design.claim)
     x, y, classes = user_data(training, design.data)
     training.claim.sampling_rate(x.shape[0])
-    return Loaded(training, x, y, classes, mine, uses)
+    return Loaded(training, x, y, classes, mine, uses, whole)
 
 
 def prepare(
@@ -920,7 +938,8 @@ def prepare(
         gradient = canary_type(design.canary).kind == "gradient"
         found, reference = probe(training, x, y, loaded.classes, design, gradient)
         if loaded.own is not None:
-            found = replace(found, own_uses=loaded.own_uses, own_claim=loaded.own.claim.to_dict())
+            found = replace(found, own_uses=loaded.own_uses, own_whole=loaded.own_whole,
+                            own_claim=loaded.own.claim.to_dict())  # fmt: skip
         canary = build_canary(design, training, x, y, found, reference)
     return Prepared(design, training, found, canary, make_worlds(x, y, canary, design, training.claim.neighbouring))
 
