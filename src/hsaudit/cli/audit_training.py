@@ -223,6 +223,20 @@ def _figure(scores, payload: dict, out: Path, kind: str = "scores") -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """The command; before it returns (or raises), every process it started for its workers has ended
+    (:func:`~hsaudit.experiments.byo.train.pool.reap`; after an interrupt, killed)."""
+    from hsaudit.experiments.byo.train.pool import reap
+
+    try:
+        code = _run(args)
+    except BaseException as err:
+        reap(kill=not isinstance(err, Exception))
+        raise
+    reap()
+    return code
+
+
+def _run(args: argparse.Namespace) -> int:
     if _trains_in_workers(args):  # the workers' server imports torch while this process imports and loads
         from hsaudit.experiments.byo.train.pool import warm
 

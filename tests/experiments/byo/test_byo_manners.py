@@ -4,7 +4,10 @@ traceback, and the outputs are those docs/byo.md lists."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import subprocess
 import sys
 import textwrap
 from dataclasses import replace
@@ -142,3 +145,41 @@ def test_the_cli_writes_what_the_docs_list(tmp_path, capsys):
     assert {p.name for p in out.iterdir()} == {"scores.csv", "control.csv", "report.json", "report.md", "fig.pdf", "fig.csv"}
     report = (out / "report.md").read_text()
     assert "one direction |" in report and "direction(s)" not in report
+
+
+WATCH = """
+import ctypes, json, os, subprocess, sys
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans become this process's
+child = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+left = []  # processes of the command alive when it ended: reparented here (alive, or exited since: zombies)
+for stat in os.listdir("/proc"):
+    try:
+        with open(f"/proc/{stat}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, ValueError):
+        continue
+    if stat.isdigit() and int(fields[1]) == os.getpid():
+        left.append(int(stat))
+print(json.dumps({"code": child.returncode, "err": child.stderr, "left": left}))
+"""
+"""Runs a command as its child and lists the processes of that command still alive when the command ended: a
+subreaper inherits every orphan, so what outlived the command is its child after the command's end."""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a child subreaper is Linux's (prctl)")
+def test_no_process_of_a_parallel_audit_outlives_the_cli(tmp_path):
+    """``--jobs 2`` starts a server that forks the workers, its workers and multiprocessing's resource tracker: all of
+    them have ended when the command's process ends."""
+    import json
+
+    argv = [sys.executable, "-m", "hsaudit", "audit-training", "--entry", _entry(tmp_path), "--runs", "6",
+            "--canary", "mislabelled", "--jobs", "2", "--no-control", "--no-progress", "--out", str(tmp_path / "o")]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    watch = subprocess.run([sys.executable, "-c", WATCH, *argv], env=env, capture_output=True, text=True, timeout=120)
+    found = json.loads(watch.stdout)
+    for pid in found["left"]:  # not to disturb the tests that follow
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    assert found["code"] == 0, found["err"]
+    assert (tmp_path / "o" / "scores.csv").exists()  # it trained
+    assert found["left"] == []

@@ -247,7 +247,7 @@ def _audit(
         checked = Control(copies=twin_design.copies, epsilon_worst=worst, scores=controlled(),
                           noise_factor=twin_design.noise_factor)  # fmt: skip
     elif queued is not None:
-        workers.close()  # the control's blocks not started yet are cancelled
+        workers.close(now=True)  # the control's blocks are cancelled, those started killed
     rep = report(scores, claim, loaded.n, options, details=about, control=checked, same_model=same,
                  advice=advice(design, prepared.probe.theta0), control_look=look, data_use=use)  # fmt: skip
     return Result(rep, scores, None if checked is None else checked.scores, tuple(pilot))

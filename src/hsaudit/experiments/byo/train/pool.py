@@ -17,6 +17,7 @@ import contextlib
 import importlib.util
 import multiprocessing
 import multiprocessing.forkserver
+import multiprocessing.resource_tracker
 import os
 import signal
 from pathlib import Path
@@ -74,9 +75,9 @@ def warm(entry: str) -> None:
 
 
 def _stop_server() -> None:
-    """Stop the server and wait for it (at exit, after the pools' workers exited and the server reaped them), so
-    that its CPU time and its workers' count as this process's children (``time``, ``getrusage``); a server still
-    importing (an audit that trained in this process after all) is killed, not waited for."""
+    """Stop the server and wait for it (after the pools' workers exited and the server reaped them), so that its CPU
+    time and its workers' count as this process's children (``time``, ``getrusage``); a server still importing (an
+    audit that trained in this process after all) is killed, not waited for."""
     server = getattr(multiprocessing.forkserver, "_forkserver", None)
     pid = getattr(server, "_forkserver_pid", None)
     if pid is None or not hasattr(server, "_stop"):
@@ -86,7 +87,30 @@ def _stop_server() -> None:
     server._stop()
 
 
-atexit.register(_stop_server)
+_EXITING: list[tuple[Any, list[Any]]] = []
+"""The pools shut down without waiting (:meth:`Workers.close`): each one's manager thread, which joins its workers
+once they exit, and its worker processes."""
+
+
+def reap(*, kill: bool = False) -> None:
+    """Wait until every process this one started for its workers has ended: the workers of the pools closed so far
+    (``kill``: ended at once, as after an interrupt, not after their current block), the server that forked them and
+    multiprocessing's resource tracker, which the server started. ``hsaudit audit-training`` calls it before it
+    returns, so that no process of the audit outlives it; a later pool starts them afresh."""
+    while _EXITING:
+        thread, processes = _EXITING.pop()
+        if kill:
+            for process in processes:
+                with contextlib.suppress(OSError, ValueError, AttributeError):
+                    process.kill()
+        thread.join()
+    _stop_server()
+    tracker = getattr(multiprocessing.resource_tracker, "_resource_tracker", None)
+    if getattr(tracker, "_pid", None) is not None and hasattr(tracker, "_stop"):
+        tracker._stop()
+
+
+atexit.register(reap)
 
 
 class Workers:
@@ -109,10 +133,19 @@ class Workers:
             self.size = jobs
         return self.pool
 
-    def close(self) -> None:
-        """Stop the workers (they exit while the caller goes on; blocks not started are cancelled)."""
+    def close(self, *, now: bool = False) -> None:
+        """Stop the workers: they exit while the caller goes on (blocks not started are cancelled, a block started is
+        finished; ``now``: killed, its block too), and :func:`reap` waits for them."""
         if self.pool is not None:
+            thread = getattr(self.pool, "_executor_manager_thread", None)
+            processes = list((getattr(self.pool, "_processes", None) or {}).values())
+            if now:
+                for process in processes:
+                    with contextlib.suppress(OSError, ValueError, AttributeError):
+                        process.kill()
             self.pool.shutdown(wait=False, cancel_futures=True)
+            if thread is not None:
+                _EXITING.append((thread, processes))
             self.pool = None
 
     def __enter__(self) -> Workers:
