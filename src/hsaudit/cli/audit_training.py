@@ -137,7 +137,7 @@ def register(sub) -> None:
                         help="benchmark instead of auditing: MODELS models of the training called directly against "
                         "the same through the harness, and the overhead per model")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, exit_at_once=True)  # its workers reaped (run): nothing left to finalise
 
 
 def _design(args: argparse.Namespace, shards: int):

@@ -160,7 +160,7 @@ for stat in os.listdir("/proc"):
         continue
     if stat.isdigit() and int(fields[1]) == os.getpid():
         left.append(int(stat))
-print(json.dumps({"code": child.returncode, "err": child.stderr, "left": left}))
+print(json.dumps({"code": child.returncode, "out": child.stdout, "err": child.stderr, "left": left}))
 """
 """Runs a command as its child and lists the processes of that command still alive when the command ended: a
 subreaper inherits every orphan, so what outlived the command is its child after the command's end."""
@@ -169,17 +169,19 @@ subreaper inherits every orphan, so what outlived the command is its child after
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a child subreaper is Linux's (prctl)")
 def test_no_process_of_a_parallel_audit_outlives_the_cli(tmp_path):
     """``--jobs 2`` starts a server that forks the workers, its workers and multiprocessing's resource tracker: all of
-    them have ended when the command's process ends."""
+    them have ended when the command's process ends, which it ends itself (past Python's finalisation) with its
+    output flushed into the pipe."""
     import json
 
     argv = [sys.executable, "-m", "hsaudit", "audit-training", "--entry", _entry(tmp_path), "--runs", "6",
             "--canary", "mislabelled", "--jobs", "2", "--no-control", "--no-progress", "--out", str(tmp_path / "o")]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # its output buffered, as in a pipe
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     watch = subprocess.run([sys.executable, "-c", WATCH, *argv], env=env, capture_output=True, text=True, timeout=120)
     found = json.loads(watch.stdout)
     for pid in found["left"]:  # not to disturb the tests that follow
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
     assert found["code"] == 0, found["err"]
-    assert (tmp_path / "o" / "scores.csv").exists()  # it trained
+    assert (tmp_path / "o" / "scores.csv").exists() and found["out"].startswith("verdict: ")  # it trained, printed
     assert found["left"] == []
