@@ -98,16 +98,21 @@ def reap(*, kill: bool = False) -> None:
     multiprocessing's resource tracker, which the server started. ``hsaudit audit-training`` calls it before it
     returns, so that no process of the audit outlives it; a later pool starts them afresh."""
     while _EXITING:
-        thread, processes = _EXITING.pop()
-        if kill:
-            for process in processes:
-                with contextlib.suppress(OSError, ValueError, AttributeError):
-                    process.kill()
-        thread.join()
+        _join(*_EXITING.pop(), kill=kill)
     _stop_server()
     tracker = getattr(multiprocessing.resource_tracker, "_resource_tracker", None)
     if getattr(tracker, "_pid", None) is not None and hasattr(tracker, "_stop"):
         tracker._stop()
+
+
+def _join(thread: Any, processes: list[Any], *, kill: bool) -> None:
+    """Wait for a closed pool's workers (``kill``: ended first); its queues, and their semaphores, which the resource
+    tracker would otherwise report leaked, go with the last reference to its manager thread, this call's."""
+    if kill:
+        for process in processes:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                process.kill()
+    thread.join()
 
 
 atexit.register(reap)
