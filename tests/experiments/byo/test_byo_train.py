@@ -12,6 +12,7 @@ import torch
 
 from byo_testing import zoo_entry
 from hsaudit.engine.canaries import GradientCanary, InputCanary
+from hsaudit.experiments.byo.api import details
 from hsaudit.experiments.byo.train.harness import (
     CanaryData,
     design_options,
@@ -139,6 +140,7 @@ def test_replace_one_with_the_canarys_opposite():
     design = Design(entry="m.py:make", canary="opposing", background="blank", runs=2,
                     canary_options={"replaced": "opposite", "amplitude": 9.0})  # fmt: skip
     assert design_options(design) == ({"amplitude": 9.0}, {})
+    assert "other label" in details(design)["replaced row (world 0)"]  # the report says so
     worlds = make_worlds(x, y, canary, design, "replace-one", classes=2)
     (x0, y0), (x1, y1) = worlds.dataset(False).tensors, worlds.dataset(True).tensors
     r = worlds.replaced
