@@ -147,7 +147,9 @@ def test_replace_one_with_the_canarys_opposite():
     assert x0[r].tolist() == x1[r].tolist() == [9.0, 9.0] and (int(y0[r]), int(y1[r])) == (0, 1)
     rest = torch.arange(6) != r
     assert torch.equal(x0[rest], x1[rest]) and not x0[rest].any() and torch.equal(y0[rest], torch.as_tensor(y)[rest])
-    model = torch.nn.Linear(2, 2)  # any 2-class model: the pair's gradients are exactly opposite
+    model = torch.nn.Linear(2, 2)  # any 2-class model not saturated at x*: the pair's gradients exactly oppose
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor([[0.1, -0.2], [0.05, 0.1]])), model.bias.zero_()
     grads = [torch.autograd.grad(torch.nn.functional.cross_entropy(model(x0[r:r + 1]), yy.reshape(1)), model.weight)[0]
              for yy in (y0[r], y1[r])]  # fmt: skip
     assert torch.nn.functional.cosine_similarity(grads[0].flatten(), grads[1].flatten(), dim=0) == pytest.approx(-1.0)
