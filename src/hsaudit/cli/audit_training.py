@@ -89,7 +89,8 @@ def register(sub) -> None:
     parser.add_argument("--background-size", type=int, default=16, help="examples of the subset background")
     parser.add_argument("--canary-option", action="append", metavar="KEY=VALUE",
                         help="an option of the given canary and background (repeatable): opposing/copies take "
-                        "amplitude (of x0 = a·e_f) and feature")  # fmt: skip
+                        "amplitude (of x0 = a·e_f) and feature; any design replaced=opposite (replace-one: world 0 "
+                        "holds the canary's input with the other label, a pair whose gradients oppose)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="master seed of the bits, the models' seeds and the canary")
     parser.add_argument("--data", default=None, help="a .npz with arrays x and y instead of make().dataset()")
     scored = ", ".join(f"{s} ({score_entry(s).description})" for s in SCORED)

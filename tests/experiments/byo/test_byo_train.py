@@ -12,8 +12,10 @@ import torch
 
 from byo_testing import zoo_entry
 from hsaudit.engine.canaries import GradientCanary, InputCanary
+from hsaudit.experiments.byo.api import details
 from hsaudit.experiments.byo.train.harness import (
     CanaryData,
+    design_options,
     iterates_statistic,
     load_make,
     load_training,
@@ -128,6 +130,36 @@ def test_worlds_add_remove_and_replace_one():
     assert isinstance(data, CanaryData) and data.tensors[2].tolist() == [0.0] * 6 + [50.0]
     theta = torch.tensor([[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]])
     assert data.canary_term(theta).tolist() == [2.0, 6.0]
+
+
+def test_replace_one_with_the_canarys_opposite():
+    """``replaced=opposite``: world 0 holds the canary's input with the other label where world 1 holds the canary
+    (a matched pair whose gradients oppose), on a blank background; the option reaches neither registry entry."""
+    x, y = np.arange(12, dtype=np.float32).reshape(6, 2), np.array([0, 1, 0, 1, 0, 1])
+    canary = InputCanary(x=np.array([9.0, 9.0], np.float32), y=np.array(1), origin="test")
+    design = Design(entry="m.py:make", canary="opposing", background="blank", runs=2,
+                    canary_options={"replaced": "opposite", "amplitude": 9.0})  # fmt: skip
+    assert design_options(design) == ({"amplitude": 9.0}, {})
+    assert "other label" in details(design)["replaced row (world 0)"]  # the report says so
+    worlds = make_worlds(x, y, canary, design, "replace-one", classes=2)
+    (x0, y0), (x1, y1) = worlds.dataset(False).tensors, worlds.dataset(True).tensors
+    r = worlds.replaced
+    assert x0[r].tolist() == x1[r].tolist() == [9.0, 9.0] and (int(y0[r]), int(y1[r])) == (0, 1)
+    rest = torch.arange(6) != r
+    assert torch.equal(x0[rest], x1[rest]) and not x0[rest].any() and torch.equal(y0[rest], torch.as_tensor(y)[rest])
+    model = torch.nn.Linear(2, 2)  # any 2-class model not saturated at x*: the pair's gradients exactly oppose
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor([[0.1, -0.2], [0.05, 0.1]])), model.bias.zero_()
+    grads = [torch.autograd.grad(torch.nn.functional.cross_entropy(model(x0[r:r + 1]), yy.reshape(1)), model.weight)[0]
+             for yy in (y0[r], y1[r])]  # fmt: skip
+    assert torch.nn.functional.cosine_similarity(grads[0].flatten(), grads[1].flatten(), dim=0) == pytest.approx(-1.0)
+    control = make_worlds(x, y, canary, design.control(3), "replace-one", classes=2)
+    assert int((control.dataset(False).tensors[0] != 0).any(1).sum()) == 3  # the opposite in every replaced row
+    with pytest.raises(ValueError, match="replace-one"):
+        make_worlds(x, y, canary, design, "add-remove", classes=2)
+    with pytest.raises(ValueError, match="one of background, opposite"):
+        make_worlds(x, y, canary, Design(entry="m.py:make", canary="opposing", background="blank", runs=2,
+                                         canary_options={"replaced": "twin"}), "replace-one")  # fmt: skip
 
 
 def test_shards_add_up_to_the_whole():

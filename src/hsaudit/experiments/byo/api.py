@@ -39,6 +39,7 @@ from hsaudit.experiments.byo.train.harness import (
     init_seed_for,
     prepare,
     probe,
+    replaced_option,
     score_mode,
     train_models,
     train_shard,
@@ -90,6 +91,10 @@ def details(design: Design, prepared: Prepared | None = None, scores: pd.DataFra
         "audit setting": "none (the training's own configuration)" if design.setting is None else
         ", ".join(f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}" for k, v in asdict(design.setting).items()),
     }  # fmt: skip
+    if design.canary_options:
+        out["canary options"] = ", ".join(f"{k} = {v}" for k, v in design.canary_options.items())
+        if replaced_option(design) == "opposite":
+            out["replaced row (world 0)"] = "the canary's input with the other label: a pair whose gradients oppose"
     if prepared is not None:
         out.update(
             {

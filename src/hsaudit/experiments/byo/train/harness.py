@@ -424,9 +424,12 @@ class Worlds:
 
 
 def make_worlds(
-    x: np.ndarray, y: np.ndarray, canary: InputCanary | GradientCanary, design: Design, neighbouring: str
+    x: np.ndarray, y: np.ndarray, canary: InputCanary | GradientCanary, design: Design, neighbouring: str,
+    classes: int | None = None,
 ) -> Worlds:
-    """The worlds of ``design``: its background of the data (without the canary's source row, if any)."""
+    """The worlds of ``design``: its background of the data (without the canary's source row, if any). With the
+    canary option ``replaced=opposite`` (:data:`REPLACED`), world 0 holds the canary's opposite in the replaced rows
+    (:func:`opposite_rows`)."""
     keep = np.ones(x.shape[0], dtype=bool)
     if isinstance(canary, InputCanary) and canary.source_index is not None:
         keep[canary.source_index] = False
@@ -446,7 +449,33 @@ def make_worlds(
             first = int(rng.integers(bx.shape[0]))
             others = [int(j) for j in rng.permutation(bx.shape[0]) if j != first][: design.copies - 1]
             replaced = (first, *others)
+    if replaced_option(design) == "opposite":
+        bx, by = opposite_rows(bx, by, canary, neighbouring, replaced, classes)
     return Worlds(torch.as_tensor(bx), torch.as_tensor(by), canary, neighbouring, replaced, design.copies)
+
+
+def opposite_rows(bx: np.ndarray, by: np.ndarray, canary: InputCanary | GradientCanary, neighbouring: str,
+                  replaced: int | tuple[int, ...] | None, classes: int | None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """The background with the canary's opposite in the ``replaced`` rows: its input with the label (y* + 1) mod K.
+    For K = 2 classes its per-example gradient is exactly minus the canary's times p_{y*}/p_{1-y*} at every θ (the
+    loss's gradient is J(x*)ᵀ(p − e_y), and p − e_0 = −p_1(1, −1), p − e_1 = p_0(1, −1)), so replace-one's two
+    worlds differ by a row that pushes one way and a row that pushes the other: the microbatch (or example) that
+    holds it moves by 2C where the rest of its rows give no gradient (a ``blank`` background), the replace-one
+    sensitivity that the declared mechanism's bound assumes.
+
+    Raises:
+        ValueError: add-remove (no replaced row), a gradient canary or a regression target.
+    """
+    if neighbouring != "replace-one":
+        raise ValueError("the canary option replaced=opposite needs replace-one (the row world 1 replaces)")
+    if not isinstance(canary, InputCanary) or not np.issubdtype(np.asarray(canary.y).dtype, np.integer):
+        raise ValueError("the canary option replaced=opposite needs an input canary with a class label")
+    k = classes if classes is not None else max(2, int(np.max(by)) + 1, int(canary.y) + 1)
+    rows = list(np.atleast_1d(replaced))
+    bx, by = np.array(bx, copy=True), np.array(by, copy=True)
+    bx[rows] = np.asarray(canary.x, dtype=bx.dtype)
+    by[rows] = (int(canary.y) + 1) % int(k)
+    return bx, by
 
 
 # ---- training and scores --------------------------------------------------------------------------------------------
@@ -832,20 +861,40 @@ def build_canary(
     return canary_type(design.canary)(source)
 
 
+REPLACED = ("background", "opposite")
+"""The canary option ``replaced`` (the harness's own, any canary and background): what world 0 holds in the row
+that world 1's canary takes under replace-one — ``background``, the background's own row drawn from the design's
+seed (the default), or ``opposite``, the canary's input with another label (:func:`opposite_rows`): replace-one's
+worst case, a matched pair whose gradients oppose."""
+
+
+def replaced_option(design: Design) -> str:
+    """The design's ``replaced`` canary option (:data:`REPLACED`; ``background`` when not given).
+
+    Raises:
+        ValueError: a value not in :data:`REPLACED`.
+    """
+    value = (design.canary_options or {}).get("replaced", REPLACED[0])
+    if value not in REPLACED:
+        raise ValueError(f"the canary option replaced must be one of {', '.join(REPLACED)}, got {value!r}")
+    return str(value)
+
+
 def design_options(design: Design) -> tuple[dict[str, Any], dict[str, Any]]:
     """The design's :attr:`~Design.canary_options` split into the canary's and the background's: each gets the keys
-    its registry entry takes (a key both take goes to both, as ``opposing``'s and ``copies``' ``amplitude``).
+    its registry entry takes (a key both take goes to both, as ``opposing``'s and ``copies``' ``amplitude``); the
+    harness's own ``replaced`` (:func:`replaced_option`) goes to neither.
 
     Raises:
         ValueError: a key that neither takes.
     """
-    options = dict(design.canary_options or {})
+    options = {k: v for k, v in (design.canary_options or {}).items() if k != "replaced"}
     own = canary_type(design.canary).options
     rows = background(design.background).options
     unknown = sorted(set(options) - set(own) - set(rows))
     if unknown:
         raise ValueError(f"canary options {unknown}: the canary {design.canary!r} takes {list(own)}, the background "
-                         f"{design.background!r} takes {list(rows)}")  # fmt: skip
+                         f"{design.background!r} takes {list(rows)} (and any design the harness's replaced)")  # fmt: skip
     return {k: v for k, v in options.items() if k in own}, {k: v for k, v in options.items() if k in rows}
 
 
@@ -941,7 +990,8 @@ def prepare(
             found = replace(found, own_uses=loaded.own_uses, own_whole=loaded.own_whole,
                             own_claim=loaded.own.claim.to_dict())  # fmt: skip
         canary = build_canary(design, training, x, y, found, reference)
-    return Prepared(design, training, found, canary, make_worlds(x, y, canary, design, training.claim.neighbouring))
+    return Prepared(design, training, found, canary, make_worlds(x, y, canary, design, training.claim.neighbouring,
+                                                                   found.classes))
 
 
 def train_shard(prepared: Prepared, shard: int, *, progress: bool = False) -> dict[str, np.ndarray]:
