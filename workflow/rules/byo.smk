@@ -14,8 +14,9 @@
 # own, one training per job: assess (a checkpoint: what needs no training) → check the entry and build the M canaries
 # (a checkpoint: its reads of the data that contradict the claim's sampling are a violation that trains nothing; the
 # audit job and the input function test them, the check job imports none of the audit's code) → plan the control →
-# train each training and each control training → pool the scores into the report and its figure (the files `hsaudit audit-training --canaries M` writes). The trainings import none of the audit's code:
-# editing the pooled bounds reruns the audit alone.
+# train each training and each control training → pool the scores into the report and its figure (the files
+# `hsaudit audit-training --canaries M` writes). The trainings import none of the audit's code: editing the pooled
+# bounds reruns the audit alone.
 import re
 
 from hsaudit.experiments.byo.plan import audit_details as _byo_details
