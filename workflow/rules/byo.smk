@@ -12,9 +12,11 @@
 #
 # A few-runs audit (`canaries: M`, `trainings: K`; docs/byo.md, "When your training is expensive") has rules of its
 # own, one training per job: assess (a checkpoint: what needs no training) → check the entry and build the M canaries
-# → plan the control → train each training and each control training → pool the scores into the report and its
-# figure (the files `hsaudit audit-training --canaries M` writes). The trainings import none of the audit's code:
-# editing the pooled bounds reruns the audit alone.
+# (a checkpoint: its reads of the data that contradict the claim's sampling are a violation that trains nothing; the
+# audit job and the input function test them, the check job imports none of the audit's code) → plan the control →
+# train each training and each control training → pool the scores into the report and its figure (the files
+# `hsaudit audit-training --canaries M` writes). The trainings import none of the audit's code: editing the pooled
+# bounds reruns the audit alone.
 import re
 
 from hsaudit.experiments.byo.plan import audit_details as _byo_details
@@ -240,7 +242,7 @@ checkpoint assess_byo_few:
         "../scripts/assess_byo_few.py"
 
 
-rule check_byo_few:
+checkpoint check_byo_few:
     output:
         probe="results/{name}/probe.json",
         family="results/{name}/family.npz",

@@ -115,20 +115,26 @@ def byo_training_shards(audits):
 
 def byo_few_inputs(audits):
     """An input function: the score files of a few-runs audit of ``audits`` (root under results/ → ByoAudit) and,
-    when it trains, the control's plan, known once its assess_byo_few checkpoint has run.
+    when it trains, the check's probe and the control's plan, known once its checkpoints have run: assess_byo_few
+    (a verdict that needs no training), then check_byo_few (its reads of the data against the claim's sampling: a
+    violation that trains nothing).
     """
     from hsaudit.experiments.byo.plan import shard_paths
 
     def inputs(wildcards):
         audit = audits[wildcards.name]
         claim = checkpoints.assess_byo_few.get(name=wildcards.name).output.claim
-        paths = shard_paths(audit, claim)
+        if not shard_paths(audit, claim):
+            return {"trainings": []}
+        probe = checkpoints.check_byo_few.get(name=wildcards.name).output.probe
+        paths = shard_paths(audit, claim, probe)
         if audit.control and paths:
             return {
                 "trainings": paths,
+                "probe": probe,
                 "control": f"results/{wildcards.name}/control.json",
             }
-        return {"trainings": paths}
+        return {"trainings": paths, "probe": probe}
 
     return inputs
 

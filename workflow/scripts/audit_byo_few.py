@@ -1,7 +1,8 @@
 """Snakemake adapter: the few-runs audit of a user's training — both one-run bounds pooled over its trainings' scores,
-the control's power (or the verdict that needed no training) — into results/byo/{name}/report.json, report.md,
-scores.csv, control.csv and fig.pdf (+ fig.csv), the files `hsaudit audit-training --canaries M` writes
-(hsaudit.experiments.byo.few_runs, hsaudit.experiments.byo.figures)."""
+the control's power (or the verdict that needed no training: the claim's, or the check's reads of the data against
+the claim's sampling) — into results/byo/{name}/report.json, report.md, scores.csv, control.csv and fig.pdf
+(+ fig.csv), the files `hsaudit audit-training --canaries M` writes (hsaudit.experiments.byo.few_runs,
+hsaudit.experiments.byo.figures)."""
 
 import dataclasses
 import json
@@ -9,7 +10,7 @@ import json
 import pandas as pd
 
 from hsaudit.experiments.byo.audit import AuditOptions
-from hsaudit.experiments.byo.few_runs import audit_tables, markdown_few
+from hsaudit.experiments.byo.few_runs import audit_tables, before_training, check_reads, markdown_few
 from hsaudit.experiments.byo.figures import FIGURES
 from hsaudit.experiments.byo.train.families import TABLE_COLUMNS, FewRunsDesign
 from hsaudit.experiments.byo.values import Claim
@@ -22,14 +23,23 @@ with open(snakemake.input.claim) as fh:
 details = dict(snakemake.params.details)
 empty = pd.DataFrame(columns=list(TABLE_COLUMNS))
 scores, control_scores = empty, empty
+design = FewRunsDesign.from_dict(snakemake.params.few)
+claim = Claim.from_mapping(assessed["claim"])
+options = AuditOptions.from_dict(snakemake.params.options)
+use = None
+if "probe" in snakemake.input.keys():  # the check ran: its reads of the data against the claim's sampling
+    with open(snakemake.input.probe) as fh:
+        use, reads = check_reads(json.load(fh), claim, design.setting is not None)
+    details.update(reads)
 if assessed["early"] is not None:
     payload = assessed["early"]
     payload["details"].update(details)
+elif use is not None:  # the check's verdict before any training: none was trained
+    payload = before_training(claim, assessed["n"], options, canaries=design.canaries, trainings=design.trainings,
+                              fractions=snakemake.params.guesses, data_use=use, details=details).to_dict()  # fmt: skip
 else:
     parts = {p: [f for f in snakemake.input.trainings if f.split("/")[-2] == p] for p in ("trainings", "control")}
     scores = pd.concat([pd.read_csv(p) for p in parts["trainings"]], ignore_index=True)
-    design = FewRunsDesign.from_dict(snakemake.params.few)
-    claim = Claim.from_mapping(assessed["claim"])
     details["score baseline"] = str(scores["baseline"].iloc[0])
     control = None
     if parts["control"]:
@@ -37,7 +47,7 @@ else:
         with open(snakemake.input.control) as fh:
             planned = json.load(fh)
         control = (control_scores, FewRunsDesign.from_dict(planned["design"]), planned["epsilon_worst"])
-    found = audit_tables(scores, claim, assessed["n"], AuditOptions.from_dict(snakemake.params.options),
+    found = audit_tables(scores, claim, assessed["n"], options,
                          fractions=snakemake.params.guesses, details=details, in_setting=design.setting is not None,
                          control=control)  # fmt: skip
     trained = len(parts["trainings"]) + len(parts["control"])  # every training runs the claim's steps

@@ -29,11 +29,19 @@ def test_few_runs_target_builds_and_an_audit_edit_retrains_nothing(tmp_path):
     (work / "user").mkdir()
     for f in ("few_entry.py", "gauss_entry.py"):
         shutil.copy2(HERE / f, work / "user" / f)
+    shutil.copy2(HERE / "newuser" / "handwritten_shuffled.py", work / "user" / "shuffled.py")
     few = {"entry": "user/few_entry.py:make_noise_tenth", "canaries": 200, "trainings": 2, "power_resamples": 10}
-    (work / "overlay.yaml").write_text(yaml.safe_dump({"scale": "smoke", "byo": {"few": few}}))
+    # shuffled batches claimed as Poisson (K·M enough to exceed its claim): the check's reads decide, as in the CLI
+    sampled = {"entry": "user/shuffled.py:make", "canaries": 1024, "trainings": 4, "canary": "out_of_support",
+               "background": "data"}  # fmt: skip
+    (work / "overlay.yaml").write_text(yaml.safe_dump({"scale": "smoke", "byo": {"few": few, "sampled": sampled}}))
     args = [TARGET, "--configfile", "config/config.yaml", "overlay.yaml"]
     env = package_env(work)
-    run_snakemake(work, *args, timeout=600, env=env)
+    run_snakemake(work, TARGET, "results/byo/sampled/report.md", *args[1:], timeout=600, env=env)
+    sampled = json.loads((work / "results/byo/sampled/report.json").read_text())
+    assert sampled["verdict"] == "violation" and "too even" in sampled["reason"], sampled["reason"]
+    assert "reads of each row (check)" in sampled["details"] and sampled["model_steps"] == 0
+    assert not (work / "results/byo/sampled/trainings").exists() and not (work / "results/byo/sampled/control").exists()
     report = json.loads((work / "results/byo/few/report.json").read_text())
     assert report["m"] == 400 and report["trainings"] == 2
     assert report["model_steps"] == 4 * 5  # 2 trainings and 2 control trainings of T = 5 steps
@@ -47,6 +55,7 @@ def test_few_runs_target_builds_and_an_audit_edit_retrains_nothing(tmp_path):
     assert np.array_equal(api.scores["score"].to_numpy(), scores["score"].to_numpy())
     assert report["verdict"] == api.report.verdict and report["epsilon_hat"] == pytest.approx(api.report.epsilon_hat)
     assert report["power"]["probability"] == api.report.power.probability
+    assert report["details"]["reads of each row (check)"] == api.report.details["reads of each row (check)"]
     assert_few_figure_is_the_report(work / "results/byo/few", report)  # the figure the CLI writes, from the same rule
     assert len(list((work / "results/byo/few/trainings").glob("*.csv"))) == 2
     assert len(list((work / "results/byo/few/control").glob("*.csv"))) == 2

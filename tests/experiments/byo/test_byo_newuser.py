@@ -6,14 +6,18 @@ scripts")."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from hsaudit.cli import main
 from hsaudit.experiments.byo.api import audit_training, data_use, prepare
-from hsaudit.experiments.byo.audit import data_use_finding
+from hsaudit.experiments.byo.audit import GUESS_FRACTIONS, AuditOptions, data_use_finding
+from hsaudit.experiments.byo.few_runs import OWN_NOT_CHECKED, audit_training_few, canaries_needed, check_reads
+from hsaudit.experiments.byo.train.families import FewRunsDesign
 from hsaudit.experiments.byo.train.errors import UserCodeError
 from hsaudit.experiments.byo.train.harness import USE_TRAININGS, flat_parameters, load, own_reads, train_models
 from hsaudit.experiments.byo.values import AuditSetting, Claim, Design
@@ -118,3 +122,39 @@ def test_reads_of_data_tensors_and_of_workers_are_counted(name, correct, wrong):
         else:
             assert finding is None
             assert np.mean(uses) / USE_TRAININGS == pytest.approx(claim.sample_rate * claim.steps, rel=0.1)
+
+
+def _few_canaries(name: str) -> int:
+    """K·M that can exceed the script's claim (fewer decide "too few canaries" before the check: no training)."""
+    claim = load(_given(name)).training.claim
+    return canaries_needed(claim.epsilon, claim.delta, AuditOptions().confidence, GUESS_FRACTIONS, False, 2)
+
+
+def test_few_runs_audit_of_shuffled_batches_is_a_violation_before_training(tmp_path, capsys):
+    """``hsaudit audit-training --canaries M`` of shuffled batches claimed as Poisson: the check's reads are too even,
+    a violation before any of the K trainings (no scores), the report's reads line as the population report's."""
+    k = 4  # M = K·M / K canaries built by the check (the trainings, none of which runs, cost nothing here)
+    m = -(-_few_canaries("handwritten_shuffled") // k)
+    code = main(["audit-training", "--entry", f"{NEWUSER / 'handwritten_shuffled'}.py:make", "--canaries", str(m),
+                 "--trainings", str(k), "--canary", "out_of_support", "--background", "data", "--out", str(tmp_path),
+                 "--json"])  # fmt: skip
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["verdict"] == "violation" and report["trainings"] == k, report["reason"]
+    assert "does not sample as its claim declares" in report["reason"] and "too even" in report["reason"]
+    assert report["model_steps"] == 0 and not (tmp_path / "scores.csv").exists()
+    assert "- reads of each row (check): " in (tmp_path / "report.md").read_text()
+
+
+def test_few_runs_audit_of_the_correct_script_trains():
+    """The correct script's reads agree with its claim: its few-runs audit trains (M canaries scored) and its report
+    gives the reads per training; in the audit setting, the own configuration's line says it was not checked."""
+    m = _few_canaries("handwritten_correct")
+    design = FewRunsDesign.of(f"{NEWUSER / 'handwritten_correct'}.py:make", m, canary="out_of_support",
+                              background="data")  # fmt: skip
+    result = audit_training_few(design, control=False)
+    rep = result.report
+    assert "sample" not in rep.reason and len(result.scores) == m, rep.reason
+    assert rep.details["reads of each row (check)"].endswith("per training on average")
+    assert "reads of each row (own configuration)" not in rep.details
+    lines = check_reads({"uses": None, "whole": (), "use_trainings": 2}, rep.claim, True)[1]
+    assert lines["reads of each row (own configuration)"] == OWN_NOT_CHECKED

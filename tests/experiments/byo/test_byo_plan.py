@@ -3,6 +3,9 @@ the audit setting's calibration, the populations and targets hsaudit plan reads.
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import pytest
 import yaml
 
@@ -17,11 +20,12 @@ from hsaudit.experiments.byo.plan import (
     DEFAULTS,
     SETTING_DEFAULTS,
     audit_setting,
+    check_data_use,
     checks,
     plan,
     shard_paths,
 )
-from hsaudit.experiments.byo.values import DESIGNS, PINNED, REQUIRED
+from hsaudit.experiments.byo.values import DESIGNS, PINNED, REQUIRED, Claim
 
 SCHEMA = yaml.safe_load((REPO / "workflow/schemas/byo.schema.yaml").read_text())["$defs"]["audit"]["properties"]
 
@@ -103,3 +107,22 @@ def test_an_early_verdict_needs_no_shard(tmp_path):
     assert shard_paths(alone, str(tmp_path / "train.json"), str(tmp_path / "read.json")) == []
     assert shard_paths(alone, str(tmp_path / "train.json"), str(tmp_path / "fine.json")) == shard_paths(
         alone, str(tmp_path / "train.json"))
+
+
+def test_the_few_runs_check_decides_from_its_probe(tmp_path):
+    """A few-runs audit's check job writes only its probe (it imports none of the audit's code): the checkpoint's
+    input function tests its reads against claim.json's claim — a shuffled loader's (every row read once per epoch)
+    trains nothing, Poisson reads at the claim train every training and control training."""
+    audit = plan({"byo": {"x": {"entry": "a.py:make", "canaries": 10, "trainings": 2}}}).audits["x"]
+    claim = Claim(epsilon=5.0, delta=1e-5, noise_multiplier=1.0, max_grad_norm=1.0, sampling="poisson",
+                  sample_rate=0.125, steps=24, neighbouring="add-remove")  # fmt: skip
+    (tmp_path / "claim.json").write_text(json.dumps({"early": None, "claim": claim.to_dict()}))
+    n, trainings, epochs = 500, 2, 3
+    reads = {"even": [trainings * epochs] * n,
+             "poisson": np.random.default_rng(0).binomial(trainings * claim.steps, claim.sample_rate, n).tolist()}
+    for name, uses in reads.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps({"uses": uses, "use_trainings": trainings, "whole": []}))
+    found = check_data_use(audit, str(tmp_path / "claim.json"), str(tmp_path / "even.json"))
+    assert "too even" in found and shard_paths(audit, str(tmp_path / "claim.json"), str(tmp_path / "even.json")) == []
+    assert shard_paths(audit, str(tmp_path / "claim.json"), str(tmp_path / "poisson.json")) == [
+        f"results/byo/x/{part}/{i}.csv" for part in ("trainings", "control") for i in range(2)]

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,7 +66,10 @@ from hsaudit.experiments.byo.audit import (
     accounting_bug,
     bounds_noise_bugs,
     copies_caveat,
+    data_use_of,
+    data_use_reason,
     jsonable,
+    reads_text,
 )
 from hsaudit.experiments.byo.train.families import (
     TABLE_COLUMNS,
@@ -81,6 +84,10 @@ from hsaudit.experiments.byo.train.harness import load
 
 MAX_CANARIES = 10**6
 """The largest m :func:`canaries_needed` searches."""
+
+OWN_NOT_CHECKED = ("not checked: a few-runs audit trains only the audit setting (make(setting)), whose full batch "
+                   "removes your own configuration's sampling; the population audit's check (--runs R) tests it")
+"""The report's reads line for the user's own configuration in the audit setting (:func:`check_reads`)."""
 
 
 @dataclass(frozen=True)
@@ -272,19 +279,36 @@ class FewRunsReport:
         return jsonable(out)
 
 
+def check_reads(found: Mapping[str, Any], claim: Any, in_setting: bool) -> tuple[str | None, dict[str, str]]:
+    """The data-use finding of the check's reads (``found``: its probe as a dict, probe.json) against the claim's
+    sampling (:func:`~hsaudit.experiments.byo.audit.data_use_of`), and the report's lines on the reads. Only the
+    check's own training is read: in the audit setting the user's own configuration is not trained
+    (:data:`OWN_NOT_CHECKED`)."""
+    uses, trainings = found.get("uses"), int(found["use_trainings"])
+    lines = {"reads of each row (check)": reads_text(uses, tuple(found.get("whole", ())), trainings, claim)}
+    if in_setting:
+        lines["reads of each row (own configuration)"] = OWN_NOT_CHECKED
+    return data_use_of(claim, uses, trainings), lines
+
+
 def before_training(claim: Any, n: int, options: AuditOptions, *, canaries: int, trainings: int,
-                    fractions: Sequence[float] = GUESS_FRACTIONS) -> FewRunsReport | None:  # fmt: skip
-    """The verdict that needs no training — an accounting bug, or a ceiling at or below the claim — or None."""
+                    fractions: Sequence[float] = GUESS_FRACTIONS, data_use: str | None = None,
+                    details: Mapping[str, Any] | None = None) -> FewRunsReport | None:  # fmt: skip
+    """The verdict that needs no training — an accounting bug, the check's reads of the data against the claim's
+    sampling (``data_use``: :func:`check_reads`'s finding), or a ceiling at or below the claim — or None."""
     ours = accounting(claim, n)
     gdp = gdp_valid(ours)
     m = int(canaries) * int(trainings)
     top = ceiling(m, claim.delta, options.confidence, fractions, gdp)
     common = dict(claim=claim, n=int(n), accounting=ours, canaries=int(canaries), trainings=int(trainings),
-                  confidence=float(options.confidence), guesses=tuple(float(f) for f in fractions), ceiling=top)  # fmt: skip
+                  confidence=float(options.confidence), guesses=tuple(float(f) for f in fractions), ceiling=top,
+                  details=dict(details or {}))  # fmt: skip
     if accounting_bug(claim, ours):
         return FewRunsReport("violation", f"accounting: the claimed ε = {claim.epsilon:.4g} is below our accountant's "
                              f"{ours.epsilon:.4g} for the declared mechanism ({ours.method}); nothing needs training "
                              "to show it", **common)  # fmt: skip
+    if data_use is not None:
+        return FewRunsReport("violation", data_use_reason(data_use), **common)
     if top <= claim.epsilon:
         need = canaries_needed(claim.epsilon, claim.delta, options.confidence, fractions, gdp, 2 * m)
         more = (f"about {need} canaries in all (K·M) could" if need else f"more than {MAX_CANARIES} canaries would")
@@ -389,8 +413,9 @@ def audit_tables(table: pd.DataFrame, claim: Any, n: int, options: AuditOptions,
 def audit_training_few(design: FewRunsDesign, options: AuditOptions = AuditOptions(), *,
                        fractions: Sequence[float] = GUESS_FRACTIONS, control: bool = True,
                        progress: bool = False) -> FewResult:  # fmt: skip
-    """The few-runs audit end to end: the verdict that needs no training, else the check, K trainings of M canaries
-    each, their bounds, and (unless the verdict is a violation) the positive control's K trainings (the audit's
+    """The few-runs audit end to end: the verdict that needs no training, else the check (its reads of the data that
+    contradict the claim's sampling are a violation before any training: :func:`check_reads`), K trainings of M
+    canaries each, their bounds, and (unless the verdict is a violation) the positive control's K trainings (the audit's
     canaries) and its power. The workflow runs the same steps as jobs (workflow/rules/byo.smk).
 
     Raises:
@@ -405,10 +430,15 @@ def audit_training_few(design: FewRunsDesign, options: AuditOptions = AuditOptio
         return FewResult(early, pd.DataFrame(columns=list(TABLE_COLUMNS)))
     start = time.perf_counter()
     checked = check_few(design, loaded)
-    table = train_table(design, loaded, progress=progress, checked=checked)
+    use, reads = check_reads(dataclasses.asdict(checked.probe), claim, design.setting is not None)
     details = {"entry": design.entry, "canary family": design.canary, "background": design.background,
-               "seed": design.seed, "score baseline": str(table["baseline"].iloc[0]),
-               "audit seconds": time.perf_counter() - start}  # fmt: skip
+               "seed": design.seed, **reads}  # fmt: skip
+    if use is not None:  # the check's reads contradict the claim's sampling: no training needed to show it
+        found = before_training(claim, n, options, canaries=design.canaries, trainings=design.trainings,
+                                fractions=fractions, data_use=use, details=details)  # fmt: skip
+        return FewResult(found, pd.DataFrame(columns=list(TABLE_COLUMNS)))
+    table = train_table(design, loaded, progress=progress, checked=checked)
+    details.update({"score baseline": str(table["baseline"].iloc[0]), "audit seconds": time.perf_counter() - start})
     model_steps = design.trainings * steps
     found = few_report(table, claim, n, options, fractions=fractions, details=details)
     twin_table = None

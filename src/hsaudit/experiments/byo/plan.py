@@ -20,10 +20,10 @@ from typing import Any
 
 from hsaudit.accounting.gaussian import calibrate_noise
 from hsaudit.audit.rules import parse_rule
-from hsaudit.experiments.byo.audit import GUESS_FRACTIONS, AuditOptions
+from hsaudit.experiments.byo.audit import GUESS_FRACTIONS, AuditOptions, data_use_of
 from hsaudit.engine import canaries
 from hsaudit.engine.canary_families import canary_family
-from hsaudit.experiments.byo.values import (AUTO, DESIGNS, FEW_SCORES, PINNED, AuditSetting, Design,
+from hsaudit.experiments.byo.values import (AUTO, DESIGNS, FEW_SCORES, PINNED, AuditSetting, Claim, Design,
                                                   entry_file, few_score)
 from hsaudit.experiments.plans import Population, Target
 from hsaudit.util.seeding import derive_seed
@@ -413,19 +413,31 @@ def checks(claim_json: str) -> bool:
     return early is None or early.get("verdict") != "violation"
 
 
+def check_data_use(audit: ByoAudit, claim_json: str, check_json: str) -> str | None:
+    """The check's data-use finding: the ``"data use"`` of ``check_byo_entry``'s check.json, or for a few-runs audit
+    the reads its ``check_byo_few`` wrote to probe.json (``check_json``; that job imports none of the audit's code)
+    against claim.json's claim (:func:`~hsaudit.experiments.byo.audit.data_use_of`, as the audit job and the CLI)."""
+    with open(check_json) as fh:
+        check = json.load(fh)
+    if audit.canaries is None:
+        return check.get("data use")
+    with open(claim_json) as fh:
+        claim = Claim.from_mapping(json.load(fh)["claim"])
+    return data_use_of(claim, check.get("uses"), int(check["use_trainings"]))
+
+
 def shard_paths(audit: ByoAudit, claim_json: str, check_json: str | None = None) -> list[str]:
     """The score files the audit's report reads: none when the checkpoint's ``claim.json`` (rule
     ``assess_byo_claim``, or ``assess_byo_few``) holds a verdict that needed no training, or the checkpoint
-    ``check_byo_entry``'s ``check_json`` a data-use finding (a violation before any audit model, as in the CLI), else
+    ``check_byo_entry``'s ``check_json`` (``check_byo_few``'s probe.json) a data-use finding (a violation before any
+    audit model, as in the CLI: :func:`check_data_use`), else
     one per job of the audit (``shards/``, or a few-runs audit's ``trainings/``: :attr:`ByoAudit.jobs`) and, with the
     control, as many of the control (``control/``)."""
     with open(claim_json) as fh:
         if json.load(fh)["early"] is not None:
             return []
-    if check_json is not None:
-        with open(check_json) as fh:
-            if json.load(fh).get("data use") is not None:
-                return []
+    if check_json is not None and check_data_use(audit, claim_json, check_json) is not None:
+        return []
     own = "shards" if audit.canaries is None else "trainings"
     parts = (own, "control") if audit.control else (own,)
     return [f"{audit.root}/{part}/{i}.csv" for part in parts for i in range(audit.jobs)]
