@@ -6,8 +6,8 @@ import json
 import pandas as pd
 
 from hsaudit.experiments.byo.advice import advice
-from hsaudit.experiments.byo.audit import AuditOptions, Control, data_use_of, pre_training, reads_text, report
-from hsaudit.experiments.byo.values import Claim, Design
+from hsaudit.experiments.byo.audit import AuditOptions, Control, pre_training, report
+from hsaudit.experiments.byo.values import Claim, Design, data_use_of, reads_text
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic, write_text_atomic
 

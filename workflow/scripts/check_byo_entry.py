@@ -12,8 +12,7 @@ import json
 import torch
 
 from hsaudit.engine.canaries import canary_arrays
-from hsaudit.experiments.byo.api import checked, data_use
-from hsaudit.experiments.byo.train.harness import canary_changes_model, load, prepare
+from hsaudit.experiments.byo.train.harness import canary_changes_model, checked, data_use, load, prepare
 from hsaudit.experiments.byo.train.pilot import choose, pilot_details, twin
 from hsaudit.experiments.byo.values import Design
 from hsaudit.pipeline.logs import script_logging

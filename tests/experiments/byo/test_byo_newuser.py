@@ -14,13 +14,14 @@ import pytest
 import torch
 
 from hsaudit.cli import main
-from hsaudit.experiments.byo.api import audit_training, data_use, prepare
-from hsaudit.experiments.byo.audit import GUESS_FRACTIONS, AuditOptions, data_use_finding
+from hsaudit.experiments.byo.api import audit_training, prepare
+from hsaudit.experiments.byo.audit import GUESS_FRACTIONS, AuditOptions
 from hsaudit.experiments.byo.few_runs import OWN_NOT_CHECKED, audit_training_few, canaries_needed, check_reads
-from hsaudit.experiments.byo.train.families import FewRunsDesign
 from hsaudit.experiments.byo.train.errors import UserCodeError
-from hsaudit.experiments.byo.train.harness import USE_TRAININGS, flat_parameters, load, own_reads, train_models
-from hsaudit.experiments.byo.values import AuditSetting, Claim, Design
+from hsaudit.experiments.byo.train.families import FewRunsDesign
+from hsaudit.experiments.byo.train.harness import (USE_TRAININGS, data_use, flat_parameters, load, own_reads,
+                                                   train_models)
+from hsaudit.experiments.byo.values import AuditSetting, Claim, Design, data_use_finding
 
 pytest.importorskip("opacus")
 pytestmark = pytest.mark.usefixtures("torch_one_thread")

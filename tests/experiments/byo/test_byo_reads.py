@@ -103,7 +103,7 @@ def test_computations_on_all_rows_are_named_not_counted():
 def test_the_report_says_what_the_check_did_not_see():
     """No read attributed to a row, or far fewer than the claim's q·T: the report's line says the check did not see
     the training's reads (it never passes them silently); reads as declared are reported as such."""
-    from hsaudit.experiments.byo.audit import reads_text
+    from hsaudit.experiments.byo.values import reads_text
     from hsaudit.experiments.byo.values import Claim
 
     claim = Claim(epsilon=5.0, delta=1e-5, noise_multiplier=1.0, max_grad_norm=1.0, sampling="poisson",

@@ -23,9 +23,7 @@ from hsaudit.experiments.byo.audit import (
     control_copies,
     control_is_exact,
     control_noise_epsilon,
-    data_use_of,
     pre_training,
-    reads_text,
     report,
 )
 from hsaudit.engine.canaries import canary_type
@@ -35,6 +33,8 @@ from hsaudit.experiments.byo.train.harness import (
     Prepared,
     build_canary,
     canary_changes_model,
+    checked,
+    data_use,
     load,
     init_seed_for,
     prepare,
@@ -47,7 +47,7 @@ from hsaudit.experiments.byo.train.harness import (
 from hsaudit.experiments.byo.train.parallel import train_block, worker_block
 from hsaudit.experiments.byo.train.pilot import choose, pilot_design, pilot_details
 from hsaudit.experiments.byo.train.pool import Workers, warm
-from hsaudit.experiments.byo.values import DESIGNS, PINNED, Claim, Design
+from hsaudit.experiments.byo.values import DESIGNS, PINNED, Claim, Design, reads_text
 
 SCORE_COLUMNS = ("model", "member", "seed", "score", "train_seconds", "harness_seconds")
 """A scores CSV: one row per model; ``score`` and ``member`` are what ``hsaudit audit`` and ``hsaudit one-run`` read."""
@@ -133,17 +133,6 @@ def details(design: Design, prepared: Prepared | None = None, scores: pd.DataFra
     return out
 
 
-def data_use(prepared: Prepared | None) -> str | None:
-    """Why the check's reads of the data contradict the claim's sampling (the setting's training, and in the audit
-    setting the user's own configuration, whose sampling the full batch replaces), or None
-    (:func:`~hsaudit.experiments.byo.audit.data_use_finding`)."""
-    if prepared is None:
-        return None
-    found = prepared.probe
-    own = None if found.own_claim is None else Claim.from_mapping(found.own_claim)
-    return data_use_of(prepared.training.claim, found.uses, found.use_trainings, own, found.own_uses)
-
-
 def frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
     """The scores table of :func:`hsaudit.experiments.byo.train.harness.train_shard`'s columns (with ``score_final``
     for a score relative to θ0, ``score_iterates`` for a recording training)."""
@@ -158,13 +147,6 @@ def early_report(
     looks = 2 if loaded.training.records else 1
     return pre_training(loaded.training.claim, loaded.n, options, runs=design.runs, looks=looks,
                         data_use=data_use(prepared))  # fmt: skip
-
-
-def checked(design: Design, loaded: Loaded) -> Prepared:
-    """The check (:func:`~hsaudit.experiments.byo.train.harness.prepare`) of ``design``, or for a chosen design of its
-    input-canary candidate (out_of_support / data: every training takes it), before any audit model: its reads of the
-    data decide a sampling violation (:func:`data_use`) whatever the design."""
-    return prepare(replace(design, canary="out_of_support", background="data") if design.chosen else design, loaded)
 
 
 def audit_training(

@@ -34,7 +34,7 @@ import dataclasses
 import functools
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -56,6 +56,7 @@ from hsaudit.audit.crossing import CROSSING_RAYS, DEFAULT_RAYS
 from hsaudit.audit.one_run import one_run_audit
 from hsaudit.audit.one_run_fdp import one_run_fdp_audit
 from hsaudit.audit.rules import VALID_MODES
+from hsaudit.experiments.byo.values import DATA_USE_ALPHA
 
 class Claim(Protocol):
     """What the audit reads of a training's claim (:class:`hsaudit.experiments.byo.values.Claim` is one, handed
@@ -656,95 +657,9 @@ def power(
                  orientation=1, runs_out=int(c0.size), runs_in=int(c1.size))  # fmt: skip
 
 
-# ---- the training's use of its data ----------------------------------------------------------------------------------
-DATA_USE_ALPHA = 1e-6
-"""The level of :func:`data_use_finding`: so small beside the audit's 1 − c that the verdict's false-flag probability
-is still the one it states (the bugs it catches read their rows 2× too often, or all alike: p ≪ 1e-6)."""
-DATA_USE_SLACK = 1.1
-"""Reads beyond the claim's count a violation only past this multiple of its expectation: a library reads a row or
-two that it does not train on (Opacus' ``make_private`` reads ``data[0]`` for the shapes of an empty batch)."""
-
-
-def data_use_finding(claim: Claim, uses: npt.ArrayLike, trainings: int) -> str | None:
-    """Why the training's reads of its rows contradict the claim's sampling, or None (they do not, or none was seen).
-
-    ``uses[i]`` counts the reads of row i (``data[i]``: a DataLoader's fetches) over ``trainings`` independent
-    trainings of the data. Under the declared Poisson sampling (q, T steps) each count is Binomial(trainings·T, q),
-    independently; under the full batch (q = 1) exactly trainings·T. Two exact tests, each at
-    :data:`DATA_USE_ALPHA`/2:
-
-    - *more reads than declared*: the total is Binomial(n·trainings·T, q); its upper tail, where the total also
-      exceeds :data:`DATA_USE_SLACK` × its expectation. A claim whose q or T is smaller than what runs (a q of the physical batch, of another table, epochs added after the claim) fails it;
-    - *too even for Poisson*: the share of rows read exactly v times is Binomial(n, P(Bin(trainings·T, q) = v)); its
-      upper tail at the most common v, times the T·trainings + 1 values v may take (Bonferroni). A shuffled or
-      fixed-size loader (every row read once per epoch: the DataLoader kept after ``make_private``) fails it; a most
-      common v of 0 does not (fewer reads than declared is no leak: reads the check did not see, e.g. a training in
-      another process beside Opacus' ``dataset[0]``).
-
-    This sees the sampling that the audit setting's full batch removes, through ``data[i]`` or ``data.tensors``, in
-    this process or a DataLoader's workers (:mod:`~hsaudit.experiments.byo.train.reads`); computations on all rows at
-    once are not counted (:func:`reads_text` says so). Reads under ``torch.no_grad()`` / ``inference_mode()`` (an
-    evaluation pass) are not counted; an evaluation over the training rows with gradients enabled counts as reads,
-    and the finding says so.
-    """
-    from scipy import stats
-
-    counts = np.asarray(uses, dtype=np.int64).ravel()
-    n, total = counts.size, int(counts.sum())
-    if total == 0 or n == 0 or claim.sampling != "poisson":
-        return None
-    q = float(claim.sampling_rate(n))
-    m = int(trainings) * int(claim.steps)
-    per = total / (n * int(trainings))
-    more = float(stats.binom.sf(total - 1, n * m, q))
-    if more < DATA_USE_ALPHA / 2 and total > DATA_USE_SLACK * n * m * q:
-        return (f"it reads each row {per:.3g} times on average, the claim's sampling ({claim.sampling}, "
-                f"q = {q:.4g}, T = {claim.steps}) reads it {q * claim.steps:.3g} times (exact binomial test, "
-                f"p = {more:.2g}): its q or its steps are larger than the claim's (an evaluation pass over the "
-                "training rows belongs under torch.no_grad(), where its reads are not counted)")  # fmt: skip
-    values, freq = np.unique(counts, return_counts=True)
-    top = int(np.argmax(freq))
-    even = float(stats.binom.sf(freq[top] - 1, n, stats.binom.pmf(values[top], m, q))) * (m + 1)
-    if q < 1.0 and values[top] > 0 and even < DATA_USE_ALPHA / 2:  # most rows unread: reads not seen, not a loader
-        return (f"it reads {freq[top]} of its {n} rows exactly {values[top]} times in {trainings} "
-                f"trainings, too even for the claim's Poisson sampling (q = {q:.4g}, T = {claim.steps}; exact "
-                f"binomial test, p = {min(even, 1.0):.2g}): a shuffled or fixed-size loader (e.g. the DataLoader "
-                "kept after make_private), not Poisson")  # fmt: skip
-    return None
-
-
-def data_use_of(
-    claim: Claim, uses: npt.ArrayLike | None, trainings: int, own_claim: Claim | None = None,
-    own_uses: npt.ArrayLike | None = None,
-) -> str | None:
-    """:func:`data_use_finding` of the check's training (``uses``) and, in the audit setting, of the user's own
-    configuration (``own_claim``, ``own_uses``: the sampling the setting's full batch replaces); None: neither."""
-    why = None if uses is None else data_use_finding(claim, uses, trainings)
-    if why is None and own_claim is not None and own_uses is not None:
-        own = data_use_finding(own_claim, own_uses, trainings)
-        why = None if own is None else f"in your own configuration (make() without the audit setting), {own}"
-    return why
-
-
-def reads_text(uses: npt.ArrayLike | None, whole: Sequence[str], trainings: int, claim: Claim) -> str:
-    """The report's line on the check's reads of the data: per training on average, or that the check saw none it
-    could attribute to a row (and so did not test the claim's sampling), or fewer than half the claim's q·T (it may
-    not see them all); ``whole``: the computations on all rows at once with gradients enabled, which no count
-    holds."""
-    at_once = f"computes on all rows at once ({', '.join(whole)})"
-    if uses is None:
-        why = f"the training {at_once}" if whole else "the training reads no row of its data in this process"
-        return f"not seen: {why}, so the check could not test the claim's sampling"
-    counts = np.asarray(uses)
-    per, declared = float(np.mean(counts)) / trainings, float(claim.sampling_rate(counts.size)) * claim.steps
-    text = f"{per:.4g} per training on average"
-    if per < declared / 2:
-        text += f", fewer than half the claim's q·T = {declared:.3g}: the check may not see all of them"
-    return f"{text}; it also {at_once}, not counted" if whole else text
-
-
+# ---- the training's use of its data (the test itself: values.data_use_finding) -----------------------------------
 def data_use_reason(data_use: str) -> str:
-    """The verdict's reason for a :func:`data_use_finding`."""
+    """The verdict's reason for a :func:`~hsaudit.experiments.byo.values.data_use_finding`."""
     return (f"the training does not sample as its claim declares: {data_use}; nothing else needs training to show it "
             f"(a correct training is flagged by this check with probability at most {DATA_USE_ALPHA:g})")
 
@@ -887,7 +802,7 @@ def pre_training(
     claim: Claim, n: int, options: AuditOptions, *, runs: int, looks: int = 1, data_use: str | None = None
 ) -> ByoReport | None:
     """The verdict that needs no audit model — an accounting bug, the check's reads of the data against the claim's
-    sampling (``data_use``: :func:`data_use_finding`'s reason), or an audit of ``runs`` per world that cannot exceed
+    sampling (``data_use``: :func:`~hsaudit.experiments.byo.values.data_use_finding`'s reason), or an audit of ``runs`` per world that cannot exceed
     the claim — or None when the models must be trained to decide (``looks``: 2 for a recording training)."""
     found = _verdict_before(claim, n, _per_look(options, looks), runs, runs)
     if data_use is not None and found.get("verdict") != "violation":
@@ -1021,7 +936,8 @@ def report(
         control: the positive control's models, or None (the verdict is then at best ``inconclusive``).
         same_model: the training gave the same model for two seeds while the canary changed it.
         advice: the change that would give an inconclusive audit its power (shown in its reason).
-        data_use: why the training's reads of its data contradict the claim's sampling (:func:`data_use_finding`),
+        data_use: why the training's reads of its data contradict the claim's sampling
+            (:func:`~hsaudit.experiments.byo.values.data_use_finding`),
             or None: a violation found without the scores.
         control_look: whether the control's models are also audited against the most k copies can leak under the
             declared mechanism (:func:`control_is_exact`) — a look of its own, paid for with the others (Bonferroni).

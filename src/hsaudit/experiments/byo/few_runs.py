@@ -66,10 +66,8 @@ from hsaudit.experiments.byo.audit import (
     accounting_bug,
     bounds_noise_bugs,
     copies_caveat,
-    data_use_of,
     data_use_reason,
     jsonable,
-    reads_text,
 )
 from hsaudit.experiments.byo.train.families import (
     TABLE_COLUMNS,
@@ -81,6 +79,7 @@ from hsaudit.experiments.byo.train.families import (
     train_one,
 )
 from hsaudit.experiments.byo.train.harness import load
+from hsaudit.experiments.byo.values import data_use_of, reads_text
 
 MAX_CANARIES = 10**6
 """The largest m :func:`canaries_needed` searches."""
@@ -281,7 +280,7 @@ class FewRunsReport:
 
 def check_reads(found: Mapping[str, Any], claim: Any, in_setting: bool) -> tuple[str | None, dict[str, str]]:
     """The data-use finding of the check's reads (``found``: its probe as a dict, probe.json) against the claim's
-    sampling (:func:`~hsaudit.experiments.byo.audit.data_use_of`), and the report's lines on the reads. Only the
+    sampling (:func:`~hsaudit.experiments.byo.values.data_use_of`), and the report's lines on the reads. Only the
     check's own training is read: in the audit setting the user's own configuration is not trained
     (:data:`OWN_NOT_CHECKED`)."""
     uses, trainings = found.get("uses"), int(found["use_trainings"])

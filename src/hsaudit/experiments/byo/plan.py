@@ -20,11 +20,11 @@ from typing import Any
 
 from hsaudit.accounting.gaussian import calibrate_noise
 from hsaudit.audit.rules import parse_rule
-from hsaudit.experiments.byo.audit import GUESS_FRACTIONS, AuditOptions, data_use_of
+from hsaudit.experiments.byo.audit import GUESS_FRACTIONS, AuditOptions
 from hsaudit.engine import canaries
 from hsaudit.engine.canary_families import canary_family
 from hsaudit.experiments.byo.values import (AUTO, DESIGNS, FEW_SCORES, PINNED, AuditSetting, Claim, Design,
-                                                  entry_file, few_score)
+                                                  data_use_of, entry_file, few_score)
 from hsaudit.experiments.plans import Population, Target
 from hsaudit.util.seeding import derive_seed
 from hsaudit.util.source import code_text
@@ -416,7 +416,7 @@ def checks(claim_json: str) -> bool:
 def check_data_use(audit: ByoAudit, claim_json: str, check_json: str) -> str | None:
     """The check's data-use finding: the ``"data use"`` of ``check_byo_entry``'s check.json, or for a few-runs audit
     the reads its ``check_byo_few`` wrote to probe.json (``check_json``; that job imports none of the audit's code)
-    against claim.json's claim (:func:`~hsaudit.experiments.byo.audit.data_use_of`, as the audit job and the CLI)."""
+    against claim.json's claim (:func:`~hsaudit.experiments.byo.values.data_use_of`, as the audit job and the CLI)."""
     with open(check_json) as fh:
         check = json.load(fh)
     if audit.canaries is None:

@@ -57,7 +57,8 @@ from hsaudit.engine.canaries import (
 from hsaudit.experiments.byo.train.errors import UserCodeError, guarded
 from hsaudit.experiments.byo.train.pytree import flat_vector
 from hsaudit.experiments.byo.train.reads import Book, Reads, recorded
-from hsaudit.experiments.byo.values import AuditSetting, Claim, Design, check_setting, entry_file, split_entry
+from hsaudit.experiments.byo.values import (AuditSetting, Claim, Design, check_setting, data_use_of, entry_file,
+                                           split_entry)
 
 MODELS_PER_CALL = 64
 """Models per ``train_batch`` call when the training does not say (``models_per_call``)."""
@@ -992,6 +993,24 @@ def prepare(
         canary = build_canary(design, training, x, y, found, reference)
     return Prepared(design, training, found, canary, make_worlds(x, y, canary, design, training.claim.neighbouring,
                                                                    found.classes))
+
+
+def checked(design: Design, loaded: Loaded) -> Prepared:
+    """The check (:func:`prepare`) of ``design``, or for a chosen design of its
+    input-canary candidate (out_of_support / data: every training takes it), before any audit model: its reads of the
+    data decide a sampling violation (:func:`data_use`) whatever the design."""
+    return prepare(replace(design, canary="out_of_support", background="data") if design.chosen else design, loaded)
+
+
+def data_use(prepared: Prepared | None) -> str | None:
+    """Why the check's reads of the data contradict the claim's sampling (the setting's training, and in the audit
+    setting the user's own configuration, whose sampling the full batch replaces), or None
+    (:func:`~hsaudit.experiments.byo.values.data_use_finding`)."""
+    if prepared is None:
+        return None
+    found = prepared.probe
+    own = None if found.own_claim is None else Claim.from_mapping(found.own_claim)
+    return data_use_of(prepared.training.claim, found.uses, found.use_trainings, own, found.own_uses)
 
 
 def train_shard(prepared: Prepared, shard: int, *, progress: bool = False) -> dict[str, np.ndarray]:
