@@ -29,6 +29,7 @@ Gaussians, add/remove, i.e. releasing all iterates) and :func:`full_batch_epsilo
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -93,9 +94,10 @@ class Mixture:
         """True when P = Q (all the mass sits on the atom 0)."""
         return bool(np.all(self.atoms == 0))
 
-    @property
+    @functools.cached_property
     def log_mass_at_zero(self) -> float:
-        """log P(atom = 0) = f(−∞), the infimum of the privacy loss (−∞ when there is no atom at 0)."""
+        """log P(atom = 0) = f(−∞), the infimum of the privacy loss (−∞ when there is no atom at 0); computed once
+        (every inversion of f reads it)."""
         zero = self.atoms == 0
         return float(special.logsumexp(self.log_weights[zero])) if zero.any() else -math.inf
 
