@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 import ast
+import functools
 from collections import Counter
 from pathlib import Path
 
@@ -60,6 +61,13 @@ def _imports(mods: dict[str, Path]) -> tuple[dict[str, set[str]], list[str]]:
     return graph, private
 
 
+@functools.cache
+def _package_imports() -> tuple[dict[str, set[str]], list[str]]:
+    """:func:`_imports` of the package itself, parsed once per process: six tests read it (≈ 0.5 s a parse); the
+    checks' own can-fail tests parse their toy packages afresh."""
+    return _imports(_modules())
+
+
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Every elementary cycle found by depth-first search (enough to report that there are some)."""
     found, state = [], {}
@@ -80,12 +88,12 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_import_cycles():
-    cycles = _cycles(_imports(_modules())[0])
+    cycles = _cycles(_package_imports()[0])
     assert cycles == [], "\n".join(" -> ".join(c) for c in cycles)
 
 
 def test_no_private_names_cross_modules():
-    assert _imports(_modules())[1] == []
+    assert _package_imports()[1] == []
 
 
 def test_the_checks_can_fail(tmp_path, monkeypatch):
@@ -141,7 +149,7 @@ def _layer_violations(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_layers_import_downwards_only():
-    assert _layer_violations(_imports(_modules())[0]) == []
+    assert _layer_violations(_package_imports()[0]) == []
 
 
 def test_the_layer_check_can_fail():
@@ -185,13 +193,13 @@ def _side_violations(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_train_and_audit_sides_import_their_layers_only():
-    assert _side_violations(_imports(_modules())[0]) == []
+    assert _side_violations(_package_imports()[0]) == []
 
 
 def test_values_modules_import_the_util_layer_at_most():
     """A package's ``values`` module may be imported by both sides and the plan, so it holds values only: it
     imports the util layer at most."""
-    graph = _imports(_modules())[0]
+    graph = _package_imports()[0]
     values = [m for m in graph if m.startswith("hsaudit.experiments.") and m.endswith(".values")]
     assert "hsaudit.experiments.one_run.values" in values
     above_util = {m: sorted(t for t in graph[m] if t != "hsaudit" and not t.startswith("hsaudit.util")) for m in values}
@@ -259,7 +267,7 @@ def test_plot_jobs_import_no_torch():
 def test_the_scores_job_imports_no_estimator():
     """extract_scores imports hsaudit.experiments.cebere.scores alone: were it to import the audit layer, every edit of
     an estimator, a rule or a result column would change the scores job's code version (and rerun it)."""
-    graph = _imports(_modules())[0]
+    graph = _package_imports()[0]
     targets = graph["hsaudit.experiments.cebere.scores"]
     above_util = sorted(t for t in targets if t != "hsaudit" and not t.startswith("hsaudit.util"))
     assert above_util == []

@@ -283,3 +283,20 @@ def test_doctests():
     import hsaudit.accounting
 
     assert doctest.testmod(hsaudit.accounting).failed == 0
+
+
+@pytest.mark.parametrize(("sigma", "q", "disc"), [(0.5, 0.1, 1e-3), (2.0, 0.01, 1e-3), (0.744, 0.99, 1e-2), (1.0, 1.0, 1e-3)])
+def test_the_pld_is_dp_accountings_bit_for_bit(sigma, q, disc):
+    """gaussian_pld builds the single-step PLD with a vectorised δ(ε′) (_single_gaussian_pld): each direction's PMF
+    is dp-accounting's from_gaussian_mechanism, float for float (small, large and no subsampling)."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    from hsaudit.accounting.gaussian import _single_gaussian_pld
+
+    want = pld.from_gaussian_mechanism(standard_deviation=sigma, sensitivity=1.0, value_discretization_interval=disc,
+                                       sampling_prob=q, pessimistic_estimate=True)  # fmt: skip
+    got = _single_gaussian_pld(sigma, q, disc)
+    for a, b in ((want._pmf_remove, got._pmf_remove), (want._pmf_add, got._pmf_add)):
+        a, b = a.to_dense_pmf(), b.to_dense_pmf()
+        assert (a._lower_loss, a._infinity_mass) == (b._lower_loss, b._infinity_mass)
+        np.testing.assert_array_equal(a._probs, b._probs)

@@ -204,28 +204,44 @@ def _crossing_steps(x: np.ndarray, w: np.ndarray, shift: np.ndarray, path: RayPa
     """
     n0, n1 = path.n0, path.n1
     b = x.shape[0]
-    p = path.k0.shape[0]
-    length = path.k0.shape[1]
+    p, length = path.k0.shape
+    x_at, w_at, full, open_ = _path_lookup(n0, n1, path.rays)
     x_flat = x.reshape(-1)
     w_flat = w.reshape(-1)
-    x_base = (np.arange(b) * n0)[:, None] + (n0 - 1)
+    x_base = (np.arange(b) * n0)[:, None]
     w_base = (np.arange(b) * n1)[:, None]
-    rows = np.arange(p)[None, :]
+    row_base = (np.arange(p) * length)[None, :]
     lo = np.zeros((b, p), dtype=np.int64)
     hi = np.full((b, p), length - 1, dtype=np.int64)
     sh = shift[:, None]
     for _ in range(int(math.ceil(math.log2(length)))):
         mid = (lo + hi) >> 1
-        k0 = path.k0[rows, mid]
-        k1 = path.k1[rows, mid]
-        full = (k0 >= n0) | (k1 >= n1)
-        none = (k0 < 0) | (k1 < 0)
-        xi = x_flat[x_base - np.clip(k0, 0, n0 - 1)]
-        wi = w_flat[w_base + np.clip(k1, 0, n1 - 1)]
-        ok = full | (~none & (xi < wi + sh))
+        at = row_base + mid
+        xi = x_flat[x_base + x_at[at]]
+        wi = w_flat[w_base + w_at[at]]
+        ok = full[at] | (open_[at] & (xi < wi + sh))
         hi = np.where(ok, mid, hi)
         lo = np.where(ok, lo, mid)
     return hi
+
+
+@functools.lru_cache(maxsize=64)
+def _path_lookup(n0: int, n1: int, rays: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What :func:`_crossing_steps` reads at each step of :func:`ray_path` ``(n0, n1, rays)``, flattened [P·L]: the
+    column of x₍ₙ₀₋ₖ₀₎ and of w₍ₖ₁₊₁₎ (k0, k1 clipped into range), "every threshold admitted" (k0 ≥ n0 or k1 ≥ n1)
+    and "some threshold may be" (k0, k1 ≥ 0). Once per path instead of clipping and comparing at every step of
+    every search (most of a rays audit's time)."""
+    path = _ray_path_cached(n0, n1, rays)
+    k0, k1 = path.k0.reshape(-1), path.k1.reshape(-1)
+    out = (
+        (n0 - 1) - np.clip(k0, 0, n0 - 1),
+        np.clip(k1, 0, n1 - 1),
+        (k0 >= n0) | (k1 >= n1),
+        ~((k0 < 0) | (k1 < 0)),
+    )
+    for a in out:
+        a.setflags(write=False)
+    return out
 
 
 def first_crossing(nonmember_sorted: np.ndarray, member_sorted: np.ndarray, path: RayPath) -> list[RayCrossing]:
