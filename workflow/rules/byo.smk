@@ -2,8 +2,9 @@
 # section, target results/byo/{name}/report.md. Assess the claim (a checkpoint: an accounting bug or an audit too
 # small to exceed the claim needs no training) → check the entry (a checkpoint: reads of the data that contradict the
 # claim's sampling are a violation that trains no shard), choose the design (canary auto: a pilot of each
-# candidate's control) and build the canary → train the shards → audit the scores → plot → the report. The user's code (its entry file, or its folder) and the installed versions of the
-# packages an audit names are in the training jobs' code version (training_version).
+# candidate's control) and build the canary → train the shards → audit the scores → plot → the report. The user's
+# code (its entry file, or its folder) and the installed versions of the packages an audit names are in the training
+# jobs' code version (training_version).
 #
 # Other studies audit trainings through these same rules: their plans build ByoAudit values (each with its own root
 # under results/ and what its code version covers) and their rule files, included before this one, hand them over
@@ -129,7 +130,9 @@ rule train_byo_shard:
 
 def _byo_checks(wc):
     """Whether the check job runs: no verdict of assess_byo_claim's, or one the check's reads may change."""
-    return _byo_checks_claim(checkpoints.assess_byo_claim.get(name=wc.name).output.claim)
+    return _byo_checks_claim(
+        checkpoints.assess_byo_claim.get(name=wc.name).output.claim
+    )
 
 
 def _byo_shards(wc):
