@@ -21,9 +21,7 @@
 import re
 
 from hsaudit.experiments.byo.plan import audit_details as _byo_details
-from hsaudit.experiments.byo.plan import checks as _byo_checks_claim
 from hsaudit.experiments.byo.plan import plan as _byo_plan
-from hsaudit.experiments.byo.plan import shard_paths as _byo_shard_paths
 from hsaudit.experiments.byo.plan import training_version as _byo_training_version
 
 BYO = _byo_plan(config)
@@ -128,28 +126,10 @@ rule train_byo_shard:
         "../scripts/train_byo_shard.py"
 
 
-def _byo_checks(wc):
-    """Whether the check job runs: no verdict of assess_byo_claim's, or one the check's reads may change."""
-    return _byo_checks_claim(
-        checkpoints.assess_byo_claim.get(name=wc.name).output.claim
-    )
-
-
-def _byo_shards(wc):
-    """The audit's score files: none after a verdict before training, the claim's or the check's (its data use)."""
-    if not _byo_checks(wc):
-        return []
-    claim = checkpoints.assess_byo_claim.get(name=wc.name).output.claim
-    check = checkpoints.check_byo_entry.get(name=wc.name).output.check
-    return _byo_shard_paths(BYO_AUDITS[wc.name], claim, check)
-
-
 rule audit_byo:
     input:
+        unpack(byo_audit_inputs(BYO_AUDITS)),
         claim="results/{name}/claim.json",
-        shards=_byo_shards,
-        probe=lambda wc: f"results/{wc.name}/probe.json" if _byo_checks(wc) else [],
-        check=lambda wc: f"results/{wc.name}/check.json" if _byo_checks(wc) else [],
     output:
         scores="results/{name}/scores.csv",
         report="results/{name}/report.json",

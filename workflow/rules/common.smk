@@ -113,6 +113,28 @@ def byo_training_shards(audits):
     return shards
 
 
+def byo_audit_inputs(audits):
+    """An input function: the score files of a population audit of ``audits`` (root under results/ → ByoAudit) and,
+    when its check runs, the check's probe and check.json, known once its checkpoints have run: assess_byo_claim (a
+    verdict that needs no training, unless the check's reads may still change it), then check_byo_entry (its reads
+    of the data against the claim's sampling: a violation that trains no shard).
+    """
+    from hsaudit.experiments.byo.plan import checks, shard_paths
+
+    def inputs(wildcards):
+        claim = checkpoints.assess_byo_claim.get(name=wildcards.name).output.claim
+        if not checks(claim):
+            return {"shards": []}
+        check = checkpoints.check_byo_entry.get(name=wildcards.name).output.check
+        return {
+            "shards": shard_paths(audits[wildcards.name], claim, check),
+            "probe": f"results/{wildcards.name}/probe.json",
+            "check": check,
+        }
+
+    return inputs
+
+
 def byo_few_inputs(audits):
     """An input function: the score files of a few-runs audit of ``audits`` (root under results/ → ByoAudit) and,
     when it trains, the check's probe and the control's plan, known once its checkpoints have run: assess_byo_few
