@@ -85,6 +85,31 @@ def test_reads_counted_as_the_loop_reads(loop):
     assert type(data.tensors[0]) is torch.Tensor  # the harness's own tensors again
 
 
+class _Seen(torch.Tensor):
+    """Another tensor subclass, as Opacus' ExpandedWeights (``grad_sample_mode="ew"``): its ``__torch_function__``
+    records every op it takes part in."""
+
+    calls: list[str] = []
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        cls.calls.append(getattr(func, "__name__", str(func)))
+        with torch._C.DisableTorchFunctionSubclass():
+            return func(*args, **(kwargs or {}))
+
+
+def test_another_subclass_sees_the_ops_on_the_data_and_the_rows_are_counted():
+    """An op on the data and another subclass's tensor (ExpandedWeights' linear under ``ew``) goes through that
+    subclass's ``__torch_function__`` (without it Opacus' per-sample gradients are never made), and reads its rows."""
+    data = _data().counting()
+    x, _ = data.tensors
+    _Seen.calls = []
+    weight = torch.randn(2, 3).as_subclass(_Seen)
+    torch.nn.functional.linear(x[:4], weight)
+    assert "linear" in _Seen.calls
+    assert data.counted().uses.tolist() == [1] * 4 + [0] * (N - 4)
+
+
 def test_computations_on_all_rows_are_named_not_counted():
     """A full-batch step and a normalisation compute on every row at once: no row's count, each named; the rows
     selected afterwards from the normalised tensor are counted."""

@@ -202,6 +202,12 @@ class Rows(torch.Tensor):
     @classmethod
     def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
+        if any(not issubclass(t, (Rows, torch.nn.Parameter)) and t is not torch.Tensor for t in types):
+            # Another tensor subclass takes part (Opacus' ExpandedWeights: grad_sample_mode="ew"): it must see the op,
+            # so the data go in as plain tensors, its own __torch_function__ runs, and the op is a use of their rows.
+            for r in _flat(args, kwargs):
+                _use(r.node, _name(func))
+            return func(*_unwrapped(args), **dict(zip(kwargs, _unwrapped(tuple(kwargs.values())))))
         with torch._C.DisableTorchFunctionSubclass():
             out = func(*args, **kwargs)
             name = _name(func)
@@ -217,6 +223,16 @@ class Rows(torch.Tensor):
                 for r in _flat(args, kwargs):
                     _use(r.node, name)
                 return _plain(out)
+
+
+def _unwrapped(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``values`` with every :class:`Rows` (also inside a list or tuple) as a plain tensor."""
+    with torch._C.DisableTorchFunctionSubclass():
+        return tuple(
+            v.as_subclass(torch.Tensor) if isinstance(v, Rows)
+            else type(v)(_unwrapped(tuple(v))) if type(v) in (list, tuple) else v
+            for v in values
+        )  # fmt: skip
 
 
 def _plain(out: Any) -> Any:
