@@ -17,7 +17,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from hsaudit.pipeline.config import SCALES, resolve_scale, user_values
+from hsaudit.pipeline.config import SCALES, load_yaml, resolve_scale, user_values
 from hsaudit.util.mapping import deep_merge
 
 DEFAULT_CONFIG = "config/config.yaml"
@@ -74,16 +74,14 @@ def _load_config(paths: list[str], scale: str | None) -> dict:
     """The config the workflow would see for ``snakemake --configfile PATHS [--config scale=SCALE]``: the files
     merged over config/config.yaml in order, the preset applied, the user's values over it
     (:func:`hsaudit.pipeline.config.user_values`)."""
-    import yaml
-
     texts = []
     for path in paths:
         if not Path(path).is_file():
             raise FileNotFoundError(
                 f"config file {path!r} not found (run from the repository root or pass --configfile)"
             )
-        texts.append(yaml.safe_load(Path(path).read_text()) or {})
-    defaults = yaml.safe_load(Path(DEFAULT_CONFIG).read_text()) if Path(DEFAULT_CONFIG).is_file() else texts[0]
+        texts.append(load_yaml(path) or {})
+    defaults = load_yaml(DEFAULT_CONFIG) if Path(DEFAULT_CONFIG).is_file() else texts[0]
     config = defaults
     for text in texts:
         config = deep_merge(config, text)
