@@ -8,7 +8,7 @@ from conftest import run_snakemake
 import yaml
 
 from conftest import REPO
-from hsaudit.pipeline.config import deep_merge, explicit_values, preset_overrides, resolve_scale, user_values
+from hsaudit.pipeline.config import deep_merge, explicit_values, load_yaml, preset_overrides, resolve_scale, user_values
 
 
 def test_deep_merge_overrides_only_named_keys():
@@ -33,7 +33,7 @@ def test_explicit_values_are_the_leaves_that_differ_from_the_defaults():
 
 def test_an_explicit_value_wins_over_the_preset():
     """--config scale=smoke --configfile my.yaml: my.yaml's data source survives the smoke preset."""
-    raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    raw = load_yaml(REPO / "config" / "config.yaml")
     mine = {"scale": "smoke", "cifar10": {"data": {"source": "local", "path": "/data/cifar-10-batches-py"}}}
     given = deep_merge(raw, mine)  # what snakemake hands the workflow
     explicit = explicit_values(mine, raw)
@@ -51,7 +51,7 @@ def test_an_explicit_value_wins_over_the_preset():
 
 def test_a_value_equal_to_the_default_leaves_the_preset_in_charge():
     """Passing config/config.yaml again (README's examples do) must not undo the preset."""
-    raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    raw = load_yaml(REPO / "config" / "config.yaml")
     given = {**raw, "scale": "smoke"}
     explicit = explicit_values(given, raw)
     assert explicit == {"scale": "smoke"}
@@ -62,7 +62,7 @@ def test_an_overlay_value_equal_to_the_papers_wins_over_the_preset(tmp_path):
     """An overlay's every value is the user's, even the paper's own: ``models_per_world: 1000`` in an overlay at
     ``scale=laptop`` trains 1,000 models per world (before, it equalled config/config.yaml's value, so the laptop
     preset's 100 silently won); a full copy of the config counts only where it differs; --config wins over files."""
-    raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    raw = load_yaml(REPO / "config" / "config.yaml")
     paper_r = raw["steinke"]["fig2"]["models_per_world"]
     assert raw["scales"]["laptop"]["steinke"]["fig2"]["models_per_world"] != paper_r  # the preset changes it
     overlay = tmp_path / "mine.yaml"
@@ -156,7 +156,7 @@ def _without_defaulted_keys(config, schema, where):
     """``config`` less every optional key whose schema gives a default (so that validation has to fill them back in)."""
     if "$ref" in schema:  # another file's schema (a reference inside a file is not followed: its keys stay)
         ref = schema["$ref"]
-        schema = {} if ref.startswith("#") else yaml.safe_load((where / ref).read_text())
+        schema = {} if ref.startswith("#") else load_yaml(where / ref)
     if not isinstance(config, dict):
         return config
     props, required = schema.get("properties", {}), set(schema.get("required", ()))
@@ -178,9 +178,9 @@ def test_validate_config_fills_the_defaults_snakemake_would(scale):
 
     from hsaudit.pipeline.config import validate_config
 
-    raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    raw = load_yaml(REPO / "config" / "config.yaml")
     full = resolve_scale({**raw, "scale": scale})
-    sparse = _without_defaulted_keys(full, yaml.safe_load(SCHEMA.read_text()), SCHEMA.parent)
+    sparse = _without_defaulted_keys(full, load_yaml(SCHEMA), SCHEMA.parent)
     assert sparse != full  # the schema has defaults to fill
     for config in (full, sparse):
         ours, theirs = copy.deepcopy(config), copy.deepcopy(config)
@@ -234,13 +234,13 @@ def test_no_schema_spells_a_registrys_names():
     """An enum made of a registry's names would need an edit for every new entry: it names the registry instead
     (x-rules, x-enum, x-models; hsaudit.pipeline.config.REGISTRY_MARKERS)."""
     spelled = [(f.name, path, registry) for f in sorted(SCHEMA.parent.glob("*.yaml"))
-               for path, enum in _static_enums(yaml.safe_load(f.read_text()))
+               for path, enum in _static_enums(load_yaml(f))
                for registry, names in _registries().items() if len(enum) > 1 and enum <= set(names)]  # fmt: skip
     assert spelled == []
 
 
 def _config_with(section: str, path: tuple[str, ...], value) -> dict:
-    config = resolve_scale(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
+    config = resolve_scale(load_yaml(REPO / "config" / "config.yaml"))
     node = config[section]
     if section == "byo":
         node = next(iter(node.values()))
