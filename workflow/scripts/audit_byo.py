@@ -7,7 +7,7 @@ import pandas as pd
 
 from hsaudit.experiments.byo.advice import advice
 from hsaudit.experiments.byo.audit import AuditOptions, Control, pre_training, report
-from hsaudit.experiments.byo.values import Claim, Design, data_use_of, reads_text
+from hsaudit.experiments.byo.values import Claim, Design, reads_text
 from hsaudit.pipeline.logs import script_logging
 from hsaudit.util.io import write_csv_atomic, write_text_atomic
 
@@ -53,10 +53,10 @@ else:
             planned = assessed["control"]
             control = Control(copies=planned["copies"], epsilon_worst=planned["epsilon_worst"], scores=table,
                               noise_factor=planned["noise_factor"])  # fmt: skip
+        # (the check's reads of the data were judged once, in check_byo_entry: check["data use"] above)
         payload = report(scores, claim, assessed["n"], options, details=details, control=control,
-                         same_model=check["same_model"], advice=advice(design, found.get("theta0", "not observed")),
-                         data_use=data_use_of(claim, found.get("uses"), found.get("use_trainings", 2), own,
-                                              found.get("own_uses"))).to_dict()  # fmt: skip
+                         same_model=check["same_model"], advice=advice(design, found.get("theta0", "not observed"))
+                         ).to_dict()  # fmt: skip
 write_csv_atomic(scores, snakemake.output.scores)
 write_text_atomic(snakemake.output.report, json.dumps(payload, indent=2) + "\n")
 log.info("%s: %s", snakemake.wildcards.name, payload["reason"])

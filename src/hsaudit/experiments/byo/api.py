@@ -225,9 +225,9 @@ def _audit(
     same = not prepared.probe.seed_sensitive and canary_changes_model(prepared)
     about = {**details(design, prepared, scores), **pilot_details(design, pilot)}
     look = control and control_is_exact(claim, loaded.n)  # the looks both reports pay for
-    use = data_use(prepared)
+    # (the check's reads of the data were judged once, before any audit model: audit_training's early verdict)
     found = report(scores, claim, loaded.n, options, details=about, same_model=same, every_estimate=False,
-                   control_look=look, data_use=use)  # fmt: skip
+                   control_look=look)  # fmt: skip
     checked = None
     if control and found.verdict != "violation":  # a violation needs no power: its control is not trained
         twin_design, worst, controlled = queued or start_control()
@@ -236,7 +236,7 @@ def _audit(
     elif queued is not None:
         workers.close(now=True)  # the control's blocks are cancelled, those started killed
     rep = report(scores, claim, loaded.n, options, details=about, control=checked, same_model=same,
-                 advice=advice(design, prepared.probe.theta0), control_look=look, data_use=use)  # fmt: skip
+                 advice=advice(design, prepared.probe.theta0), control_look=look)  # fmt: skip
     return Result(rep, scores, None if checked is None else checked.scores, tuple(pilot))
 
 
